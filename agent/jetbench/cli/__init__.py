@@ -1,0 +1,1 @@
+"""Typer commands: thin. Each parses options, calls one library function, renders the result."""

@@ -1,0 +1,98 @@
+"""The `jetbench` command: global options, command registration, and the one place where
+errors become messages and exit codes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from .. import __version__
+from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
+from .common import GlobalOptions
+
+
+class _JetbenchGroup(TyperGroup):
+    """Runs every command under one error handler (also under typer's CliRunner)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        code = 0
+        try:
+            result = super().main(*args, **kwargs)
+            code = result if isinstance(result, int) else 0
+        except JetbenchError as err:
+            _report(err)
+            code = err.exit_code
+        except click.exceptions.Exit as err:
+            code = err.exit_code
+        except click.ClickException as err:
+            err.show()
+            code = EXIT_USAGE
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            sys.stderr.write("\ninterrupted\n")
+            code = EXIT_INTERRUPTED
+        sys.exit(code)
+
+
+def _report(err: JetbenchError) -> None:
+    sys.stderr.write(f"jetbench: error: {err}\n")
+    if err.hint:
+        sys.stderr.write(f"  hint: {err.hint}\n")
+
+
+app = typer.Typer(
+    cls=_JetbenchGroup,
+    name="jetbench",
+    help="Pin clocks, run inference workloads and measure img/s/W on NVIDIA Jetson boards.\n\n"
+    "Every hardware access goes through --root (default /), so the same commands work on a "
+    "simulated board: `jetbench sim create --board tx1 DIR` then `jetbench --root DIR info`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"jetbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    root: Path = typer.Option(
+        Path("/"),
+        "--root",
+        envvar="JETBENCH_ROOT",
+        help="Filesystem root for every hardware access: a simulated board, a snapshot, a chroot.",
+        show_default=True,
+    ),
+    version: Optional[bool] = typer.Option(
+        None, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    ctx.obj = GlobalOptions(root=root)
+
+
+def _register() -> None:
+    # Command modules import only typer at module level: heavy libraries load inside commands.
+    # (one block per command module; keep the blocks independent of each other)
+    pass
+
+
+_register()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The one error family. The CLI turns each into a message, a hint and an exit code."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+EXIT_OK = 0
+EXIT_USAGE = 1
+EXIT_HARDWARE = 2
+EXIT_MEASUREMENT = 3
+EXIT_INTERRUPTED = 130
+
+
+class JetbenchError(Exception):
+    """Base of every expected failure. Never shown with a traceback."""
+
+    exit_code = EXIT_HARDWARE
+
+    def __init__(self, message: str, *, path: Optional[str] = None, hint: Optional[str] = None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.path and self.path not in text:
+            text = f"{text}: {self.path}"
+        return text
+
+
+class UsageError(JetbenchError):
+    """Bad input from the user: an option, a frequency, a profile."""
+
+    exit_code = EXIT_USAGE
+
+
+class ProfileError(UsageError):
+    """A profile that failed validation. Nothing was written."""
+
+
+class HardwareError(JetbenchError):
+    """A file the board should have is missing, unreadable or unwritable."""
+
+    exit_code = EXIT_HARDWARE
+
+
+class PermissionDenied(HardwareError):
+    """The kernel refused access (not root, not in the jetbench group)."""
+
+
+class MissingFile(HardwareError):
+    """A sysfs/debugfs file this board (or this L4T release) does not have."""
+
+
+class WriteRejected(HardwareError):
+    """The kernel rejected a write, or read back a different value; the step was rolled back."""
+
+
+class UnsafePath(UsageError):
+    """A write outside the allowlist or outside the root. Refused before touching anything."""
+
+
+class MeasurementInvalid(JetbenchError):
+    """A measurement that cannot honestly be reported (window too short, poor coverage...)."""
+
+    exit_code = EXIT_MEASUREMENT

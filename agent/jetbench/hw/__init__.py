@@ -1,0 +1,1 @@
+"""The only code that touches /sys, /proc, debugfs, ttys and subprocesses."""

@@ -1,0 +1,84 @@
+"""Parsing and formatting of frequencies and durations (pure functions)."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence, Union
+
+from .errors import UsageError
+
+# Symbolic frequencies resolved against a domain's table.
+MAX = "max"
+MIN = "min"
+
+FreqSpec = Union[int, str]  # Hz, or MAX / MIN
+
+_FREQ_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmg]?hz)?\s*$", re.IGNORECASE)
+_FREQ_SCALE = {None: 1, "hz": 1, "khz": 1_000, "mhz": 1_000_000, "ghz": 1_000_000_000}
+
+
+def parse_freq(text: Union[str, int, float]) -> FreqSpec:
+    """'690MHz', '0.69GHz', '690000000' (Hz), 'max', 'min' -> Hz (int) or MAX/MIN."""
+    if isinstance(text, bool):
+        raise UsageError(f"not a frequency: {text!r}")
+    if isinstance(text, (int, float)):
+        if text <= 0:
+            raise UsageError(f"frequency must be positive: {text!r}")
+        return int(round(text))
+    word = str(text).strip().lower()
+    if word in (MAX, MIN):
+        return word
+    match = _FREQ_RE.match(word)
+    if not match:
+        raise UsageError(
+            f"not a frequency: {text!r}",
+            hint="use e.g. 690MHz, 0.69GHz, 690000000 (Hz), max or min",
+        )
+    number, unit = match.groups()
+    hz = int(round(float(number) * _FREQ_SCALE[unit.lower() if unit else None]))
+    if hz <= 0:
+        raise UsageError(f"frequency must be positive: {text!r}")
+    return hz
+
+
+def resolve_freq(spec: FreqSpec, available_hz: Sequence[int]) -> int:
+    """The table entry nearest to spec (ties go to the lower one). Table must be non-empty."""
+    if not available_hz:
+        raise UsageError("this clock has no frequency table")
+    table = sorted(available_hz)
+    if spec == MAX:
+        return table[-1]
+    if spec == MIN:
+        return table[0]
+    assert isinstance(spec, int)
+    return min(table, key=lambda f: (abs(f - spec), f))
+
+
+def format_hz(hz: Union[int, float, None]) -> str:
+    """Human form: 998.4 MHz, 1.6 GHz, 204 kHz."""
+    if hz is None:
+        return "-"
+    hz = float(hz)
+    for scale, unit in ((1e9, "GHz"), (1e6, "MHz"), (1e3, "kHz")):
+        if abs(hz) >= scale:
+            return f"{hz / scale:.4g} {unit}"
+    return f"{hz:.0f} Hz"
+
+
+_DUR_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(us|ms|s|m|min|h)?\s*$", re.IGNORECASE)
+_DUR_SCALE = {None: 1.0, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration_s(text: Union[str, float, int]) -> float:
+    """'10ms', '2.5s', '3m', '30' (seconds) -> seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        match = _DUR_RE.match(str(text))
+        if not match:
+            raise UsageError(f"not a duration: {text!r}", hint="use e.g. 10ms, 2.5s, 3m")
+        number, unit = match.groups()
+        value = float(number) * _DUR_SCALE[unit.lower() if unit else None]
+    if value < 0:
+        raise UsageError(f"duration must not be negative: {text!r}")
+    return value
