@@ -84,7 +84,14 @@ def _global(
 def _register() -> None:
     # Command modules import only typer at module level: heavy libraries load inside commands.
     # (one block per command module; keep the blocks independent of each other)
-    pass
+    from . import info, sim, tuning
+
+    app.command("info")(info.info)
+    app.command("maxperf")(tuning.maxperf)
+    app.command("restore")(tuning.restore)
+    app.command("apply")(tuning.apply)
+    app.add_typer(tuning.profiles_app, name="profiles")
+    app.add_typer(sim.sim_app, name="sim")
 
 
 _register()

@@ -1,0 +1,111 @@
+"""Tables for the terminal (rich). Pure rendering: no hardware access."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Optional, Sequence
+
+from ..units import format_hz
+
+
+def sim_tag(simulated: bool) -> str:
+    return " [bold magenta](SIMULATED board: not hardware)[/]" if simulated else ""
+
+
+def _table_range(available: Sequence[int]) -> str:
+    if not available:
+        return "-"
+    return f"{format_hz(min(available))} .. {format_hz(max(available))} ({len(available)})"
+
+
+def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
+    from rich.table import Table
+
+    board = doc["board"]
+    head = Table(title="Board" + sim_tag(doc["simulated"]), show_header=False, title_justify="left")
+    head.add_column("key", style="bold")
+    head.add_column("value")
+    for key in ("model", "family", "soc", "l4t", "root"):
+        head.add_row(key, str(board.get(key) or "-"))
+    if doc["fan"]:
+        head.add_row("fan pwm", str(doc["fan"]["pwm"]))
+    if doc["gpu"] and doc["gpu"]["railgate"] is not None:
+        head.add_row("gpu railgate", str(doc["gpu"]["railgate"]))
+    for note in doc["notes"]:
+        head.add_row("note", note)
+    if doc["restore_pending"]:
+        head.add_row("state", "[yellow]clocks changed by jetbench: `jetbench restore` undoes[/]")
+    yield head
+
+    clocks = Table(title="Clocks", title_justify="left")
+    for col in ("domain", "name", "governor", "min", "max", "current", "table"):
+        clocks.add_column(col)
+    for c in doc["clocks"]:
+        clocks.add_row(c["domain"], c["name"], c["governor"] or "-", format_hz(c["min_hz"]),
+                       format_hz(c["max_hz"]), format_hz(c["cur_hz"]),
+                       _table_range(c["available_hz"]))
+    if not doc["clocks"]:
+        clocks.add_row("-", "nothing to pin here", "", "", "", "", "")
+    yield clocks
+
+    if doc["rails"]:
+        rails = Table(title=f"Power rails (INA3221) - module total: {doc['total']}",
+                      title_justify="left")
+        for col in ("rail", "sensor", "channel", "driver", "measures"):
+            rails.add_column(col)
+        for r in doc["rails"]:
+            rails.add_row(r["name"] + (" (total)" if r["is_total"] else ""), r["sensor"],
+                          str(r["channel"]), r["layout"], r["point"].replace("_", " "))
+        yield rails
+    if doc["thermal"]:
+        thermal = Table(title="Thermal zones", title_justify="left")
+        thermal.add_column("zone")
+        thermal.add_column("temp")
+        for z in doc["thermal"]:
+            thermal.add_row(z["name"], "-" if z["temp_c"] is None else f"{z['temp_c']:.1f} C")
+        yield thermal
+
+
+def plan_table(steps, title: str, simulated: bool, dry_run: bool):
+    from rich.table import Table
+
+    verb = "planned (dry run: nothing written)" if dry_run else "written"
+    table = Table(title=f"{title}: {verb}{sim_tag(simulated)}", title_justify="left")
+    for col in ("step", "path", "old", "new"):
+        table.add_column(col, overflow="fold")
+    for step in steps:
+        for write in step.writes:
+            table.add_row(step.label, write.path, write.old, write.value)
+    if not steps:
+        table.add_row("-", "nothing to change: already set", "", "")
+    return table
+
+
+def requested_table(requested, applied, simulated: bool):
+    """Requested values against what reads back from the board."""
+    from rich.table import Table
+
+    table = Table(title="Requested vs applied" + sim_tag(simulated), title_justify="left")
+    for col in ("domain", "setting", "requested", "resolved", "reads back (min / max / cur)"):
+        table.add_column(col)
+    by_domain: Dict[str, list] = {}
+    for reading in applied:
+        by_domain.setdefault(reading.domain, []).append(reading)
+    for req in requested:
+        back = "; ".join(
+            f"{format_hz(r.min_hz)} / {format_hz(r.max_hz)} / {format_hz(r.cur_hz)}"
+            for r in by_domain.get(req.domain, [])
+        )
+        table.add_row(req.domain, req.setting, req.requested,
+                      format_hz(req.resolved_hz) if req.resolved_hz else "-", back or "-")
+    return table
+
+
+def kv(console, rows: Iterable[Any], title: Optional[str] = None) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("key", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in rows:
+        table.add_row(str(key), str(value))
+    console.print(table)

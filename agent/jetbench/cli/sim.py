@@ -1,0 +1,54 @@
+"""`jetbench sim`: simulated boards for demos, tests and CI."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from .common import console
+
+sim_app = typer.Typer(help="Simulated boards: a faithful sysfs/debugfs tree in a directory.",
+                      no_args_is_help=True)
+
+
+@sim_app.command("create")
+def create(
+    directory: Path = typer.Argument(..., help="New (or empty) directory for the tree."),
+    board: str = typer.Option("tx1", "--board", "-b", help="tx1-r24, tx1, nano, tx2, "
+                              "xavier-agx, xavier-nx, orin-agx, orin-nano."),
+) -> None:
+    """Write a simulated board's tree. Use it with `jetbench --root DIR ...`."""
+    from ..sim.create import create_board
+
+    spec = create_board(board, directory)
+    console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}) in {directory}\n"
+                    f"Try: jetbench --root {directory} info")
+
+
+@sim_app.command("list")
+def list_boards() -> None:
+    """The simulated boards available."""
+    from ..sim.boards import BOARDS
+
+    for key, spec in sorted(BOARDS.items()):
+        typer.echo(f"{key:12} {spec.soc:9} {spec.model}")
+
+
+@sim_app.command("run")
+def run(
+    directory: Path = typer.Argument(..., help="A simulated board's tree."),
+    duration: float = typer.Option(0.0, "--duration", help="Seconds to run (0: until Ctrl-C)."),
+) -> None:
+    """Run the simulated kernel in the foreground: clocks follow writes, rails follow the power
+    model, for tools other than jetbench that read the tree."""
+    from ..errors import UsageError
+    from ..sim.kernel import SimKernel
+
+    if not (directory / "etc/jetbench/simulated.json").is_file():
+        raise UsageError(f"not a simulated board: {directory}")
+    with SimKernel(directory):
+        end = time.monotonic() + duration if duration > 0 else None
+        while end is None or time.monotonic() < end:
+            time.sleep(0.1)

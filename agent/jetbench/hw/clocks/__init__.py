@@ -1,0 +1,1 @@
+"""Clock domains: read state, plan writes, apply, verify. One module per domain."""

@@ -1,0 +1,95 @@
+"""CPU clocks: per policy (cluster) governors and min/max/setspeed, cores online, cpuidle states,
+and cpuquiet/cluster switching on TX1 with L4T R24. cpufreq files are in kHz."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..board import Board, CpuPolicy
+from ..fs import Root
+from .common import ClockReading, CpuTarget, Step, Write, ordered_min_max, write_if_changed
+
+
+def _cpus_label(cpus) -> str:
+    cpus = sorted(cpus)
+    if cpus == list(range(cpus[0], cpus[-1] + 1)) and len(cpus) > 1:
+        return f"cpu{cpus[0]}-{cpus[-1]}"
+    return ",".join(f"cpu{c}" for c in cpus)
+
+
+def read(root: Root, board: Board) -> List[ClockReading]:
+    readings = []
+    for policy in board.cpu.policies:
+        cur = root.read_int(f"{policy.path}/scaling_cur_freq", default=None)
+        lo = root.read_int(f"{policy.path}/scaling_min_freq", default=None)
+        hi = root.read_int(f"{policy.path}/scaling_max_freq", default=None)
+        readings.append(
+            ClockReading(
+                domain="cpu",
+                name=f"{policy.name} ({_cpus_label(policy.cpus)})",
+                governor=root.read(f"{policy.path}/scaling_governor", default=None),
+                min_hz=lo * 1000 if lo is not None else None,
+                max_hz=hi * 1000 if hi is not None else None,
+                cur_hz=cur * 1000 if cur is not None else None,
+                available_hz=policy.available_hz,
+            )
+        )
+    return readings
+
+
+def plan(root: Root, board: Board, target: CpuTarget) -> List[Step]:
+    steps: List[Step] = []
+    cpu = board.cpu
+    if target.online:
+        # cpuquiet would take cores offline again behind our back (TX1, L4T R24).
+        if cpu.cpuquiet_enable:
+            writes = write_if_changed(root, cpu.cpuquiet_enable, 0)
+            if writes:
+                steps.append(Step("cpu", "cpuquiet off", tuple(writes)))
+        if cpu.cluster_active and root.read(cpu.cluster_active) != "G":
+            base = cpu.cluster_active.rsplit("/", 1)[0]
+            writes = write_if_changed(root, f"{base}/immediate", 1)
+            writes += write_if_changed(root, f"{base}/force", 1)
+            writes += write_if_changed(root, cpu.cluster_active, "G")
+            steps.append(Step("cpu", "fast cluster (G)", tuple(writes)))
+        writes = [w for f in cpu.online_files for w in write_if_changed(root, f, 1)]
+        if writes:
+            steps.append(Step("cpu", "cores online", tuple(writes)))
+    for policy in board.cpu.policies:
+        writes = _policy_writes(root, policy, target)
+        if writes:
+            steps.append(Step("cpu", f"cpu {policy.name} ({_cpus_label(policy.cpus)})",
+                              tuple(writes)))
+    if target.idle is not None:
+        value = 0 if target.idle else 1
+        writes = [w for f in cpu.idle_files for w in write_if_changed(root, f, value)]
+        if writes:
+            steps.append(Step("cpu", "cpuidle states " + ("on" if target.idle else "off"),
+                              tuple(writes)))
+    return steps
+
+
+def _policy_writes(root: Root, policy: CpuPolicy, target: CpuTarget) -> List[Write]:
+    writes: List[Write] = []
+    if target.governor:
+        writes += write_if_changed(root, f"{policy.path}/scaling_governor", target.governor)
+    lo = hi = None
+    for path, p_lo, p_hi in target.policy_hz:
+        if path == policy.path:
+            lo, hi = p_lo, p_hi
+    writes += ordered_min_max(
+        root,
+        f"{policy.path}/scaling_min_freq",
+        f"{policy.path}/scaling_max_freq",
+        lo,
+        hi,
+        scale=1000,
+    )
+    if target.setspeed and hi is not None and target.governor == "userspace":
+        # Only meaningful (and only writable) under the userspace governor, set just above.
+        setspeed = f"{policy.path}/scaling_setspeed"
+        old = root.read(setspeed, default="")
+        value = str(hi // 1000)
+        if old != value:
+            writes.append(Write(setspeed, value, old))
+    return writes

@@ -1,0 +1,45 @@
+"""Memory (EMC) clock: the debugfs override (tegra210) or the BPMP rate lock (tegra186+).
+
+The BPMP maximum is capped by nvpmodel's `emc_iso_cap` when that is non-zero and lower
+(board detection applies the rule; `EmcInfo.max_hz` is already capped)."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..board import Board
+from ..fs import Root
+from .common import ClockReading, EmcTarget, Step, Write, write_if_changed
+
+
+def read(root: Root, board: Board) -> List[ClockReading]:
+    emc = board.emc
+    if emc is None:
+        return []
+    locked = root.read(emc.lock, default="0") == "1"
+    return [
+        ClockReading(
+            domain="emc",
+            name="emc",
+            governor="locked" if locked else None,
+            min_hz=None,
+            max_hz=emc.max_hz,
+            cur_hz=root.read_int(emc.cur_freq, default=None) if emc.cur_freq else None,
+            available_hz=emc.available_hz,
+            locked=locked,
+        )
+    ]
+
+
+def plan(root: Root, board: Board, target: EmcTarget) -> List[Step]:
+    emc = board.emc
+    if emc is None or target.freq_hz is None:
+        return []
+    rate = [
+        Write(w.path, w.value, w.old, verify=emc.kind == "bpmp")
+        for w in write_if_changed(root, emc.rate, target.freq_hz)
+    ]
+    lock = write_if_changed(root, emc.lock, emc.lock_value)
+    # BPMP: lock first, then set the rate. Overrides: set the rate, then switch the override on.
+    writes = lock + rate if emc.kind == "bpmp" else rate + lock
+    return [Step("emc", "emc", tuple(writes))] if writes else []

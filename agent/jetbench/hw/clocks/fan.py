@@ -1,0 +1,22 @@
+"""Fan: pwm-fan `target_pwm` (with `temp_control` 0 for manual), debugfs tegra_fan, or hwmon pwm1."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ..board import Board
+from ..fs import Root
+from .common import FanTarget, Step, write_if_changed
+
+
+def read_pwm(root: Root, board: Board) -> Optional[int]:
+    return root.read_int(board.fan.pwm, default=None) if board.fan else None
+
+
+def plan(root: Root, board: Board, target: FanTarget) -> List[Step]:
+    fan = board.fan
+    if fan is None or target.pwm is None:
+        return []
+    writes = write_if_changed(root, fan.manual, 0) if fan.manual else []
+    writes += write_if_changed(root, fan.pwm, target.pwm)
+    return [Step("fan", "fan", tuple(writes))] if writes else []

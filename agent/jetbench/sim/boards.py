@@ -1,0 +1,338 @@
+"""Simulated board descriptions: data for `jetbench sim create`, following shared/HARDWARE.md.
+
+Frequency tables are representative of each family's stock L4T tables (the exact entries differ
+between releases and nvpmodel modes); paths, file names and units are as on the boards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+MHZ = 1_000_000
+
+
+@dataclass(frozen=True)
+class SimCluster:
+    cpus: Tuple[int, ...]
+    freqs_khz: Tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SimIna:
+    driver: str  # "ina3221x" (iio) | "ina3221" (hwmon)
+    bus_addr: str  # "1-0040"
+    device_dir: str  # the real device dir under /sys/devices
+    labels: Tuple[str, str, str]
+    index: int  # iio:deviceK / hwmonK
+
+
+@dataclass(frozen=True)
+class SimBoard:
+    key: str
+    model: str
+    compatible: Tuple[str, ...]
+    l4t_line: Optional[str]
+    soc: str
+    clusters: Tuple[SimCluster, ...]
+    cpu_governors: Tuple[str, ...]
+    cpu_governor: str
+    policy_dirs: bool  # kernels >= 4.x have cpufreq/policyN; R24 (3.10) has per-cpu dirs
+    idle_states: Tuple[str, ...]
+    gpu_kind: str  # "devfreq" | "debugfs"
+    gpu_device: str  # real device dir
+    gpu_devfreq_name: str
+    gpu_of_node: str  # device-tree node name
+    gpu_freqs_hz: Tuple[int, ...]
+    gpu_governors: Tuple[str, ...]
+    emc_kind: str  # "debugfs-clock" | "debugfs-clk" | "bpmp"
+    emc_freqs_hz: Tuple[int, ...]
+    emc_iso_cap_hz: Optional[int]
+    fan_kind: str  # "pwm-fan" | "tegra_fan" | "hwmon"
+    inas: Tuple[SimIna, ...]
+    thermal: Tuple[Tuple[str, int], ...] = (
+        ("CPU-therm", 36500),
+        ("GPU-therm", 35000),
+        ("AO-therm", 38000),
+    )
+    extra_devfreq: Tuple[Tuple[str, str, str], ...] = field(default=())  # (device, name, of_node)
+    cpuquiet: bool = False
+    cpu_idle_khz: Optional[int] = None  # cur freq when idle; None = the table minimum
+
+
+_T210_CPU = (102000, 204000, 306000, 408000, 510000, 612000, 714000, 816000, 918000, 1020000,
+             1122000, 1224000, 1326000, 1428000, 1530000, 1632000, 1734000, 1836000, 1912500)
+_NANO_CPU = (102000, 204000, 307200, 403200, 518400, 614400, 710400, 825600, 921600, 1036800,
+             1132800, 1224000, 1326000, 1428000, 1479000)
+_T210_GPU = tuple(int(76.8 * MHZ * k) for k in range(1, 14))  # 76.8 .. 998.4 MHz
+_T210_EMC = (40800000, 68000000, 102000000, 204000000, 408000000, 665600000, 800000000,
+             1065600000, 1331200000, 1600000000)
+_T186_CPU = (345600, 499200, 652800, 806400, 960000, 1113600, 1267200, 1420800, 1574400,
+             1728000, 1881600, 2035200)
+_T186_GPU = (114750000, 216750000, 318750000, 420750000, 522750000, 624750000, 726750000,
+             828750000, 930750000, 1032750000, 1134750000, 1236750000, 1300500000)
+_T194_CPU = (115200, 192000, 268800, 345600, 422400, 499200, 576000, 652800, 729600, 806400,
+             883200, 960000, 1036800, 1113600, 1190400, 1267200, 1344000, 1420800, 1497600,
+             1574400, 1651200, 1728000, 1804800, 1881600, 1907200, 1958400, 2035200, 2112000,
+             2188800, 2265600)
+_T194_GPU = (114750000, 216750000, 318750000, 420750000, 522750000, 624750000, 675750000,
+             828750000, 905250000, 1032750000, 1198500000, 1236750000, 1338750000, 1377000000)
+_NX_GPU = _T194_GPU[:9] + (1032750000, 1100250000)
+_T234_CPU = (115200, 192000, 268800, 345600, 422400, 499200, 576000, 652800, 729600, 806400,
+             883200, 960000, 1036800, 1113600, 1190400, 1267200, 1344000, 1420800, 1497600,
+             1574400, 1651200, 1728000, 1804800, 1881600, 1958400, 2035200, 2112000, 2188800,
+             2201600)
+_T234_GPU = (306000000, 408000000, 510000000, 612000000, 714000000, 816000000, 918000000,
+             1020000000, 1122000000, 1224000000, 1300500000)
+_ORIN_NANO_GPU = (306000000, 408000000, 510000000, 624750000)
+
+_GOV_ARM = ("interactive", "conservative", "ondemand", "userspace", "powersave", "performance",
+            "schedutil")
+_GOV_R24 = ("interactive", "conservative", "ondemand", "userspace", "powersave", "performance")
+_DEVFREQ_GOV = ("wmark_active", "wmark_simple", "nvhost_podgov", "userspace", "performance",
+                "simple_ondemand")
+_T210_L4T32 = ("# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t210ref, EABI: aarch64, "
+               "DATE: Sat Feb 19 17:05:08 UTC 2022")
+
+BOARDS: Dict[str, SimBoard] = {}
+
+
+def _add(board: SimBoard) -> None:
+    BOARDS[board.key] = board
+
+
+_add(SimBoard(
+    key="tx1-r24",
+    model="NVIDIA Jetson TX1 Developer Kit",
+    compatible=("nvidia,p2371-2180", "nvidia,tegra210"),
+    l4t_line="# R24 (release), REVISION: 2.1, GCID: 8028265, BOARD: t210ref, EABI: aarch64, "
+    "DATE: Thu Nov 10 03:51:59 UTC 2016",
+    soc="tegra210",
+    clusters=(SimCluster((0, 1, 2, 3), _T210_CPU),),
+    cpu_governors=_GOV_R24,
+    cpu_governor="interactive",
+    policy_dirs=False,
+    idle_states=("WFI", "C7", "CC6"),
+    gpu_kind="debugfs",
+    gpu_device="/sys/devices/platform/host1x/gpu.0",
+    gpu_devfreq_name="",
+    gpu_of_node="gpu",
+    gpu_freqs_hz=_T210_GPU,
+    gpu_governors=(),
+    emc_kind="debugfs-clock",
+    emc_freqs_hz=_T210_EMC,
+    emc_iso_cap_hz=None,
+    fan_kind="tegra_fan",
+    inas=(SimIna("ina3221x", "1-0040", "/sys/devices/platform/7000c400.i2c/i2c-1/1-0040",
+                 ("VDD_IN", "VDD_GPU", "VDD_CPU"), 0),),
+    cpuquiet=True,
+))
+_add(SimBoard(
+    key="tx1",
+    model="NVIDIA Jetson TX1 Developer Kit",
+    compatible=("nvidia,p2371-2180", "nvidia,tegra210"),
+    l4t_line=_T210_L4T32,
+    soc="tegra210",
+    clusters=(SimCluster((0, 1, 2, 3), _T210_CPU),),
+    cpu_governors=_GOV_ARM,
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("WFI", "C7", "CC6"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/57000000.gpu",
+    gpu_devfreq_name="57000000.gpu",
+    gpu_of_node="gpu",
+    gpu_freqs_hz=_T210_GPU,
+    gpu_governors=_DEVFREQ_GOV,
+    emc_kind="debugfs-clk",
+    emc_freqs_hz=_T210_EMC,
+    emc_iso_cap_hz=None,
+    fan_kind="pwm-fan",
+    inas=(SimIna("ina3221x", "1-0040", "/sys/devices/7000c400.i2c/i2c-1/1-0040",
+                 ("VDD_IN", "VDD_GPU", "VDD_CPU"), 0),),
+    extra_devfreq=(("/sys/devices/50000000.host1x", "50000000.host1x", "host1x"),),
+))
+_add(SimBoard(
+    key="nano",
+    model="NVIDIA Jetson Nano Developer Kit",
+    compatible=("nvidia,p3450-0000", "nvidia,jetson-nano", "nvidia,tegra210"),
+    l4t_line=_T210_L4T32,
+    soc="tegra210",
+    clusters=(SimCluster((0, 1, 2, 3), _NANO_CPU),),
+    cpu_governors=_GOV_ARM,
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("WFI", "C7", "CC6"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/57000000.gpu",
+    gpu_devfreq_name="57000000.gpu",
+    gpu_of_node="gpu",
+    gpu_freqs_hz=_T210_GPU[:12],
+    gpu_governors=_DEVFREQ_GOV,
+    emc_kind="debugfs-clk",
+    emc_freqs_hz=_T210_EMC,
+    emc_iso_cap_hz=None,
+    fan_kind="pwm-fan",
+    inas=(SimIna("ina3221x", "6-0040", "/sys/devices/7000c400.i2c/i2c-6/6-0040",
+                 ("POM_5V_IN", "POM_5V_GPU", "POM_5V_CPU"), 0),),
+))
+_add(SimBoard(
+    key="tx2",
+    model="quill",
+    compatible=("nvidia,p2771-0000", "nvidia,tegra186"),
+    l4t_line="# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t186ref, EABI: aarch64, "
+    "DATE: Sat Feb 19 17:07:00 UTC 2022",
+    soc="tegra186",
+    # Denver (cpu1-2) and A57 (cpu0, 3-5) clusters.
+    clusters=(SimCluster((0, 3, 4, 5), _T186_CPU), SimCluster((1, 2), _T186_CPU)),
+    cpu_governors=_GOV_ARM,
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("WFI", "c6", "c7"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/17000000.gp10b",
+    gpu_devfreq_name="17000000.gp10b",
+    gpu_of_node="gp10b",
+    gpu_freqs_hz=_T186_GPU,
+    gpu_governors=_DEVFREQ_GOV,
+    emc_kind="bpmp",
+    emc_freqs_hz=(40800000, 204000000, 665600000, 1062400000, 1331200000, 1600000000,
+                  1866000000),
+    emc_iso_cap_hz=None,
+    fan_kind="pwm-fan",
+    inas=(
+        SimIna("ina3221x", "0-0040", "/sys/devices/3160000.i2c/i2c-0/0-0040",
+               ("VDD_SYS_GPU", "VDD_SYS_SOC", "VDD_4V0_WIFI"), 0),
+        SimIna("ina3221x", "0-0041", "/sys/devices/3160000.i2c/i2c-0/0-0041",
+               ("VDD_IN", "VDD_SYS_CPU", "VDD_SYS_DDR"), 1),
+    ),
+))
+_add(SimBoard(
+    key="xavier-agx",
+    model="Jetson-AGX",
+    compatible=("nvidia,p2972-0000", "nvidia,galen", "nvidia,tegra194"),
+    l4t_line="# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t186ref, EABI: aarch64, "
+    "DATE: Sat Feb 19 17:07:00 UTC 2022",
+    soc="tegra194",
+    clusters=tuple(SimCluster((2 * k, 2 * k + 1), _T194_CPU) for k in range(4)),
+    cpu_governors=_GOV_ARM,
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("C1", "c6", "c7"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/17000000.gv11b",
+    gpu_devfreq_name="17000000.gv11b",
+    gpu_of_node="gv11b",
+    gpu_freqs_hz=_T194_GPU,
+    gpu_governors=_DEVFREQ_GOV,
+    emc_kind="bpmp",
+    emc_freqs_hz=(204000000, 665600000, 1065600000, 1331200000, 1600000000, 2133000000),
+    emc_iso_cap_hz=0,
+    fan_kind="pwm-fan",
+    inas=(
+        SimIna("ina3221x", "1-0040", "/sys/devices/3160000.i2c/i2c-1/1-0040",
+               ("GPU", "CPU", "SOC"), 0),
+        SimIna("ina3221x", "1-0041", "/sys/devices/3160000.i2c/i2c-1/1-0041",
+               ("CV", "VDDRQ", "SYS5V"), 1),
+    ),
+    extra_devfreq=(("/sys/devices/15340000.vic", "15340000.vic", "vic"),),
+))
+_add(SimBoard(
+    key="xavier-nx",
+    model="NVIDIA Jetson Xavier NX Developer Kit",
+    compatible=("nvidia,p3509-0000+p3668-0000", "nvidia,jetson-xavier-nx", "nvidia,tegra194"),
+    l4t_line="# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, "
+    "DATE: Tue Aug  1 19:57:35 UTC 2023",
+    soc="tegra194",
+    clusters=tuple(SimCluster((2 * k, 2 * k + 1), _T194_CPU[:25]) for k in range(3)),
+    cpu_governors=_GOV_ARM,
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("C1", "c6", "c7"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/17000000.gv11b",
+    gpu_devfreq_name="17000000.gv11b",
+    gpu_of_node="gv11b",
+    gpu_freqs_hz=_NX_GPU,
+    gpu_governors=_DEVFREQ_GOV,
+    emc_kind="bpmp",
+    emc_freqs_hz=(204000000, 665600000, 1065600000, 1331200000, 1600000000, 1866000000),
+    emc_iso_cap_hz=1600000000,  # nvpmodel caps EMC ISO bandwidth in some modes
+    fan_kind="pwm-fan",
+    # JetPack 5 (R35) uses the mainline hwmon driver.
+    inas=(SimIna("ina3221", "7-0040", "/sys/devices/c250000.i2c/i2c-7/7-0040",
+                 ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"), 1),),
+))
+_add(SimBoard(
+    key="orin-agx",
+    model="NVIDIA Jetson AGX Orin Developer Kit",
+    compatible=("nvidia,p3737-0000+p3701-0005", "nvidia,p3701-0005", "nvidia,tegra234"),
+    l4t_line="# R36 (release), REVISION: 4.0, GCID: 37537400, BOARD: generic, EABI: aarch64, "
+    "DATE: Fri Sep 13 04:36:44 UTC 2024",
+    soc="tegra234",
+    clusters=tuple(SimCluster(tuple(range(4 * k, 4 * k + 4)), _T234_CPU) for k in range(3)),
+    cpu_governors=("conservative", "ondemand", "userspace", "powersave", "performance",
+                   "schedutil"),
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("WFI", "c7"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/platform/bus@0/17000000.gpu",
+    gpu_devfreq_name="17000000.gpu",
+    gpu_of_node="gpu",
+    gpu_freqs_hz=_T234_GPU,
+    gpu_governors=("userspace", "performance", "simple_ondemand", "nvhost_podgov"),
+    emc_kind="bpmp",
+    emc_freqs_hz=(204000000, 665600000, 2133000000, 3199000000),
+    emc_iso_cap_hz=0,
+    fan_kind="hwmon",
+    inas=(
+        SimIna("ina3221", "1-0040", "/sys/devices/platform/bus@0/c240000.i2c/i2c-1/1-0040",
+               ("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"), 1),
+        SimIna("ina3221", "1-0041", "/sys/devices/platform/bus@0/c240000.i2c/i2c-1/1-0041",
+               ("NC", "VDDQ_VDD2_1V8AO", "NC"), 2),
+    ),
+    extra_devfreq=(("/sys/devices/platform/bus@0/15340000.vic", "15340000.vic", "vic"),),
+))
+_add(SimBoard(
+    key="orin-nano",
+    model="NVIDIA Jetson Orin Nano Developer Kit",
+    compatible=("nvidia,p3768-0000+p3767-0005", "nvidia,p3767-0005", "nvidia,tegra234"),
+    l4t_line="# R36 (release), REVISION: 4.0, GCID: 37537400, BOARD: generic, EABI: aarch64, "
+    "DATE: Fri Sep 13 04:36:44 UTC 2024",
+    soc="tegra234",
+    clusters=(SimCluster((0, 1, 2, 3), _T234_CPU[:21]), SimCluster((4, 5), _T234_CPU[:21])),
+    cpu_governors=("conservative", "ondemand", "userspace", "powersave", "performance",
+                   "schedutil"),
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("WFI", "c7"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/platform/bus@0/17000000.gpu",
+    gpu_devfreq_name="17000000.gpu",
+    gpu_of_node="gpu",
+    gpu_freqs_hz=_ORIN_NANO_GPU,
+    gpu_governors=("userspace", "performance", "simple_ondemand", "nvhost_podgov"),
+    emc_kind="bpmp",
+    emc_freqs_hz=(204000000, 665600000, 2133000000),
+    emc_iso_cap_hz=0,
+    fan_kind="hwmon",
+    inas=(SimIna("ina3221", "1-0040", "/sys/devices/platform/bus@0/c240000.i2c/i2c-1/1-0040",
+                 ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"), 1),),
+))
+
+# Aliases users type.
+ALIASES = {"tx1-r32": "tx1", "agx-xavier": "xavier-agx", "agx-orin": "orin-agx",
+           "orin-nx": "orin-nano", "xavier": "xavier-agx", "orin": "orin-agx"}
+
+
+def get(key: str) -> SimBoard:
+    from ..errors import UsageError
+
+    name = ALIASES.get(key.lower(), key.lower())
+    if name not in BOARDS:
+        raise UsageError(
+            f"unknown simulated board {key!r}",
+            hint="choose one of: " + ", ".join(sorted(BOARDS)),
+        )
+    return BOARDS[name]

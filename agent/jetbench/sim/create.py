@@ -1,0 +1,268 @@
+"""`jetbench sim create`: write a simulated board's tree, file for file as on the board.
+
+Units as the kernel shows them: cpufreq in kHz, devfreq and EMC in Hz, INA3221 in mV/mA/mW,
+temperatures in millidegrees. Device-tree strings are NUL-terminated. Symlinks are relative, as
+sysfs's are, so the tree can be moved or copied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Dict, Union
+
+from ..errors import UsageError
+from ..hw.board import SIM_MARKER
+from .boards import SimBoard, SimIna, get
+from .kernel import SimKernel, idle_rails_mw, rail_mv
+
+DYNAMIC_GOVERNOR_NOTE = "simulated: dynamic governors idle at the table minimum"
+
+
+class _Tree:
+    def __init__(self, base: Path):
+        self.base = base
+
+    def _host(self, board_path: str) -> Path:
+        return self.base / board_path.lstrip("/")
+
+    def file(self, board_path: str, content: Union[str, bytes]) -> None:
+        host = self._host(board_path)
+        host.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode() if isinstance(content, str) else content
+        host.write_bytes(data)
+
+    def value(self, board_path: str, value: object) -> None:
+        self.file(board_path, f"{value}\n")
+
+    def dir(self, board_path: str) -> None:
+        self._host(board_path).mkdir(parents=True, exist_ok=True)
+
+    def link(self, board_path: str, target_board_path: str) -> None:
+        host = self._host(board_path)
+        host.parent.mkdir(parents=True, exist_ok=True)
+        rel = os.path.relpath(self._host(target_board_path), host.parent)
+        if host.is_symlink() or host.exists():
+            host.unlink()
+        os.symlink(rel, host)
+
+
+def create_board(key: str, directory: Union[str, os.PathLike]) -> SimBoard:
+    """Write the tree of simulated board `key` into `directory` (new or empty)."""
+    board = get(key)
+    base = Path(directory)
+    if base.exists() and any(base.iterdir()):
+        raise UsageError(f"directory is not empty: {base}", hint="choose a new directory")
+    base.mkdir(parents=True, exist_ok=True)
+    tree = _Tree(base)
+    _identity(tree, board)
+    _cpu(tree, board)
+    _gpu(tree, board)
+    _emc(tree, board)
+    _fan(tree, board)
+    _thermal(tree, board)
+    _inas(tree, board)
+    tree.dir("/var/lib/jetbench")  # the state journal's directory, as after `jetbench` runs
+    # The kernel's derived files (current frequencies) from the initial settings.
+    SimKernel(base).sync()
+    return board
+
+
+def _identity(tree: _Tree, board: SimBoard) -> None:
+    marker = {"board": board.key, "format": 1, "note": "jetbench simulated board: not hardware"}
+    tree.file(SIM_MARKER, json.dumps(marker, indent=1) + "\n")
+    dt = "/sys/firmware/devicetree/base"
+    tree.file(f"{dt}/model", board.model + "\0")
+    tree.file(f"{dt}/compatible", "".join(c + "\0" for c in board.compatible))
+    tree.link("/proc/device-tree", dt)
+    if board.l4t_line:
+        tree.file("/etc/nv_tegra_release", board.l4t_line + "\n")
+
+
+def _cpu(tree: _Tree, board: SimBoard) -> None:
+    base = "/sys/devices/system/cpu"
+    all_cpus = sorted(c for cl in board.clusters for c in cl.cpus)
+    tree.value(f"{base}/online", f"0-{all_cpus[-1]}")
+    for index, cluster in enumerate(board.clusters):
+        owner = min(cluster.cpus)
+        if board.policy_dirs:
+            policy = f"{base}/cpufreq/policy{owner}"
+        else:
+            policy = f"{base}/cpu{owner}/cpufreq"
+        freqs = cluster.freqs_khz
+        files: Dict[str, object] = {
+            "affected_cpus": " ".join(map(str, cluster.cpus)),
+            "related_cpus": " ".join(map(str, cluster.cpus)),
+            "cpuinfo_min_freq": freqs[0],
+            "cpuinfo_max_freq": freqs[-1],
+            "cpuinfo_transition_latency": 300000,
+            "scaling_available_frequencies": " ".join(map(str, freqs)) + " ",
+            "scaling_available_governors": " ".join(board.cpu_governors) + " ",
+            "scaling_driver": "tegra_cpufreq" if index == 0 else "tegra_cpufreq",
+            "scaling_governor": board.cpu_governor,
+            "scaling_min_freq": freqs[0],
+            "scaling_max_freq": freqs[-1],
+            "scaling_cur_freq": freqs[0],
+            "cpuinfo_cur_freq": freqs[0],
+            "scaling_setspeed": "<unsupported>",
+        }
+        for name, value in files.items():
+            tree.value(f"{policy}/{name}", value)
+        for cpu in cluster.cpus:
+            if board.policy_dirs or cpu != owner:
+                tree.link(f"{base}/cpu{cpu}/cpufreq", policy)
+    for cpu in all_cpus:
+        if cpu != 0:
+            tree.value(f"{base}/cpu{cpu}/online", 1)
+        for k, name in enumerate(board.idle_states):
+            state = f"{base}/cpu{cpu}/cpuidle/state{k}"
+            tree.value(f"{state}/name", name)
+            tree.value(f"{state}/disable", 0)
+            tree.value(f"{state}/usage", 0)
+    if board.cpuquiet:
+        tree.value(f"{base}/cpuquiet/tegra_cpuquiet/enable", 1)
+        tree.value(f"{base}/cpuquiet/current_governor", "runnable")
+        tree.value("/sys/kernel/cluster/active", "G")
+        tree.value("/sys/kernel/cluster/immediate", 0)
+        tree.value("/sys/kernel/cluster/force", 0)
+
+
+def _gpu(tree: _Tree, board: SimBoard) -> None:
+    freqs = board.gpu_freqs_hz
+    device = board.gpu_device
+    tree.value(f"{device}/railgate_enable", 1)
+    tree.value(f"{device}/load", 0)
+    of_node = f"/sys/firmware/devicetree/base/{board.gpu_of_node}@{device.rsplit('.', 1)[0][-8:]}"
+    tree.file(f"{of_node}/name", board.gpu_of_node + "\0")
+    tree.link(f"{device}/of_node", of_node)
+    if board.gpu_kind == "debugfs":
+        clock = "/sys/kernel/debug/clock"
+        tree.value(f"{clock}/override.gbus/rate", 0)
+        tree.value(f"{clock}/override.gbus/state", 0)
+        tree.value(f"{clock}/gbus/max", freqs[-1])
+        tree.value(f"{clock}/gbus/min", freqs[0])
+        tree.value(f"{clock}/gbus/rate", freqs[0])
+        tree.value(f"{clock}/gbus/possible_rates", " ".join(str(f // 1000) for f in freqs))
+        return
+    _devfreq(tree, device, board.gpu_devfreq_name, freqs, board.gpu_governors, "nvhost_podgov")
+    for dev, name, node_name in board.extra_devfreq:
+        node = f"/sys/firmware/devicetree/base/{node_name}@{name.split('.')[0]}"
+        tree.file(f"{node}/name", node_name + "\0")
+        tree.link(f"{dev}/of_node", node)
+        _devfreq(tree, dev, name, (115200000, 332800000, 601600000), ("userspace",
+                 "performance", "simple_ondemand"), "simple_ondemand")
+
+
+def _devfreq(tree: _Tree, device: str, name: str, freqs, governors, governor: str) -> None:
+    node = f"{device}/devfreq/{name}"
+    files: Dict[str, object] = {
+        "available_frequencies": " ".join(map(str, freqs)),
+        "available_governors": " ".join(governors),
+        "governor": governor if governor in governors else governors[0],
+        "min_freq": freqs[0],
+        "max_freq": freqs[-1],
+        "cur_freq": freqs[0],
+        "target_freq": freqs[0],
+        "polling_interval": 0,
+    }
+    for key, value in files.items():
+        tree.value(f"{node}/{key}", value)
+    tree.link(f"{node}/device", device)
+    tree.link(f"/sys/class/devfreq/{name}", node)
+
+
+def _emc(tree: _Tree, board: SimBoard) -> None:
+    freqs = board.emc_freqs_hz
+    if board.emc_kind == "debugfs-clock":
+        tree.value("/sys/kernel/debug/clock/override.emc/rate", 0)
+        tree.value("/sys/kernel/debug/clock/override.emc/state", 0)
+        tree.value("/sys/kernel/debug/clock/emc/max", freqs[-1])
+        tree.value("/sys/kernel/debug/clock/emc/rate", freqs[-1])
+        tree.value("/sys/kernel/debug/clock/emc/possible_rates",
+                   " ".join(str(f // 1000) for f in freqs))
+    elif board.emc_kind == "debugfs-clk":
+        tree.value("/sys/kernel/debug/clk/override.emc/clk_update_rate", 0)
+        tree.value("/sys/kernel/debug/clk/override.emc/clk_state", 0)
+        tree.value("/sys/kernel/debug/clk/emc/clk_rate", freqs[-1])
+        tree.value("/sys/kernel/debug/tegra_bwmgr/emc_max_rate", freqs[-1])
+    else:
+        bpmp = "/sys/kernel/debug/bpmp/debug/clk/emc"
+        tree.value(f"{bpmp}/rate", freqs[-1])
+        tree.value(f"{bpmp}/max_rate", freqs[-1])
+        tree.value(f"{bpmp}/min_rate", freqs[0])
+        tree.value(f"{bpmp}/mrq_rate_locked", 0)
+        if board.emc_iso_cap_hz is not None:
+            tree.value("/sys/kernel/nvpmodel_emc_cap/emc_iso_cap", board.emc_iso_cap_hz)
+
+
+def _fan(tree: _Tree, board: SimBoard) -> None:
+    if board.fan_kind == "pwm-fan":
+        tree.value("/sys/devices/pwm-fan/target_pwm", 0)
+        tree.value("/sys/devices/pwm-fan/temp_control", 1)
+        tree.value("/sys/devices/pwm-fan/cur_pwm", 0)
+    elif board.fan_kind == "tegra_fan":
+        tree.value("/sys/kernel/debug/tegra_fan/target_pwm", 0)
+    else:
+        hwmon = "/sys/devices/platform/pwm-fan/hwmon/hwmon0"
+        tree.value(f"{hwmon}/pwm1", 0)
+        tree.value(f"{hwmon}/name", "pwmfan")
+
+
+def _thermal(tree: _Tree, board: SimBoard) -> None:
+    for k, (name, temp) in enumerate(board.thermal):
+        zone = f"/sys/devices/virtual/thermal/thermal_zone{k}"
+        tree.value(f"{zone}/type", name)
+        tree.value(f"{zone}/temp", temp)
+        tree.value(f"{zone}/trip_point_0_temp", 97000)
+        tree.value(f"{zone}/trip_point_0_type", "critical")
+        tree.link(f"/sys/class/thermal/thermal_zone{k}", zone)
+
+
+def _inas(tree: _Tree, board: SimBoard) -> None:
+    idle = idle_rails_mw(board)
+    for ina in board.inas:
+        tree.value(f"{ina.device_dir}/name", ina.driver)
+        tree.link(f"/sys/bus/i2c/drivers/{ina.driver}/{ina.bus_addr}", ina.device_dir)
+        tree.link(f"/sys/bus/i2c/devices/{ina.bus_addr}", ina.device_dir)
+        if ina.driver == "ina3221x":
+            _iio(tree, ina, idle)
+        else:
+            _hwmon(tree, ina, idle)
+
+
+def _iio(tree: _Tree, ina: SimIna, idle: Dict[str, float]) -> None:
+    d = f"{ina.device_dir}/iio:device{ina.index}"
+    tree.value(f"{d}/name", "ina3221x")
+    for ch, label in enumerate(ina.labels):
+        mw = idle.get(label, 0.0)
+        mv = rail_mv(label)
+        tree.value(f"{d}/rail_name_{ch}", label)
+        tree.value(f"{d}/in_voltage{ch}_input", mv)
+        tree.value(f"{d}/in_current{ch}_input", int(round(mw * 1000 / mv)))
+        tree.value(f"{d}/in_power{ch}_input", int(round(mw)))
+        tree.value(f"{d}/warn_current_limit_{ch}", 3000)
+        tree.value(f"{d}/crit_current_limit_{ch}", 4000)
+
+
+def _hwmon(tree: _Tree, ina: SimIna, idle: Dict[str, float]) -> None:
+    d = f"{ina.device_dir}/hwmon/hwmon{ina.index}"
+    tree.value(f"{d}/name", "ina3221")
+    tree.value(f"{d}/update_interval", 1)
+    tree.value(f"{d}/samples", 4)
+    for ch, label in enumerate(ina.labels, start=1):
+        tree.value(f"{d}/in{ch}_label", label)
+        if label == "NC":
+            tree.value(f"{d}/in{ch}_input", 0)
+            tree.value(f"{d}/curr{ch}_input", 0)
+            continue
+        mw = idle.get(label, 0.0)
+        mv = rail_mv(label)
+        tree.value(f"{d}/in{ch}_input", mv)
+        tree.value(f"{d}/curr{ch}_input", int(round(mw * 1000 / mv)))
+        tree.value(f"{d}/shunt{ch}_resistor", 5000 if ch != 2 else 10000)
+        tree.value(f"{d}/curr{ch}_max", 6480)
+        tree.value(f"{d}/curr{ch}_crit", 8000)
+        tree.value(f"{d}/in{ch + 3}_input", int(round(mw * 1000 / mv * 5)))  # shunt uV
+    tree.value(f"{d}/in7_input", 0)
+    tree.value(f"{d}/in7_label", "sum of shunt voltages")

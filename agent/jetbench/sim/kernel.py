@@ -1,0 +1,318 @@
+"""The simulated board's "kernel": reacts to what is written into a simulated tree.
+
+jetbench writes a simulated tree exactly as it writes a real one (plain files under --root, no
+special path in the hardware code). This module plays the kernel's part beside it:
+- current-frequency files follow the governor, min/max, `scaling_setspeed` and the EMC/GPU
+  overrides, as the kernel would make them;
+- a write the kernel would refuse (min above max, a rate above the clock's maximum) is undone,
+  the way a rejected write leaves the old value (asynchronously here: tests that need a
+  synchronous refusal inject a real OS error instead);
+- the INA3221 rail files are updated from the power model (`power_model.py`) driven by the clocks
+  in the tree and by the real CPU load of this process.
+
+`sync()` does one pass; `start()`/`stop()` (or `with SimKernel(dir):`) run passes in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from .boards import SimBoard, get
+from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
+
+__all__ = ["SimKernel", "idle_rails_mw", "rail_mv"]
+
+DYNAMIC = "dynamic"  # any governor that is not userspace/performance/powersave
+
+
+def idle_rails_mw(board: SimBoard) -> Dict[str, float]:
+    """Rail power (mW) of an idle board at its boot clocks."""
+    clocks = ClockState(
+        gpu_hz=board.gpu_freqs_hz[0],
+        gpu_table_hz=board.gpu_freqs_hz,
+        cpu_hz=board.clusters[0].freqs_khz[0] * 1000,
+        cpu_table_hz=[f * 1000 for f in board.clusters[0].freqs_khz],
+        cpu_online_fraction=1.0,
+        emc_hz=board.emc_freqs_hz[-1],
+        emc_max_hz=board.emc_freqs_hz[-1],
+    )
+    labels = [label for ina in board.inas for label in ina.labels if label != "NC"]
+    watts = rail_powers_w(labels, component_powers_w(board.soc, clocks, 0.0))
+    return {label: w * 1000.0 for label, w in watts.items()}
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _read_int(path: Path, default: int = 0) -> int:
+    try:
+        return int(_read(path).split()[0])
+    except (ValueError, IndexError):
+        return default
+
+
+def _poke(path: Path, value: object, expect: Optional[str] = None) -> None:
+    """Set a file's content if it differs (and, with `expect`, only if it still holds that).
+    Same-length updates are done in place (no truncate), so a reader never sees an empty file
+    and an open descriptor keeps seeing new values."""
+    text = f"{value}\n".encode()
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        old = os.pread(fd, 64, 0)
+        if old == text or (expect is not None and old.decode(errors="replace").strip() != expect):
+            return
+        if len(old) != len(text):
+            os.ftruncate(fd, 0)
+        os.pwrite(fd, text, 0)
+    finally:
+        os.close(fd)
+
+
+class SimKernel:
+    """Reacts to writes in a simulated tree. Constructing one touches nothing."""
+
+    def __init__(
+        self,
+        base: os.PathLike,
+        *,
+        interval_s: float = 0.005,
+        power: bool = True,
+        activity: Optional[Callable[[], float]] = None,
+    ):
+        self.base = Path(base)
+        self.interval_s = interval_s
+        self.power = power
+        self._activity_fn = activity
+        self._board: Optional[SimBoard] = None
+        self._accepted: Dict[Path, str] = {}  # last value the "kernel" accepted, per knob
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        self._cpu_mark: Tuple[float, float] = (time.monotonic(), time.process_time())
+        self.passes = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> SimKernel:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self.sync()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="jetbench-sim-kernel", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        self.sync()  # leave the tree consistent with the last writes
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.sync()
+            except OSError:
+                pass  # a file swapped for a directory by a fault-injection test, say
+
+    @property
+    def board(self) -> SimBoard:
+        if self._board is None:
+            marker = json.loads((self.base / "etc/jetbench/simulated.json").read_text())
+            self._board = get(marker["board"])
+        return self._board
+
+    def p(self, board_path: str) -> Path:
+        return self.base / board_path.lstrip("/")
+
+    # -- one pass ----------------------------------------------------------------------------
+    def sync(self) -> None:
+        cpu_hz = self._sync_cpufreq()
+        gpu_hz = self._sync_devfreq() if self.board.gpu_kind == "devfreq" else self._sync_gbus()
+        emc_hz = self._sync_emc()
+        self._sync_fan()
+        if self.power and self.board.inas:
+            self._sync_rails(cpu_hz, gpu_hz, emc_hz)
+        self.passes += 1
+
+    def _guard(self, path: Path, valid: bool) -> str:
+        """Undo a value the kernel would have refused; remember accepted ones."""
+        current = _read(path)
+        if valid:
+            self._accepted[path] = current
+            return current
+        previous = self._accepted.get(path)
+        if previous is not None and previous != current:
+            _poke(path, previous)
+            return previous
+        return current
+
+    def _sync_cpufreq(self) -> List[float]:
+        freqs: List[float] = []
+        for cluster in self.board.clusters:
+            owner = min(cluster.cpus)
+            if self.board.policy_dirs:
+                d = self.p(f"/sys/devices/system/cpu/cpufreq/policy{owner}")
+            else:
+                d = self.p(f"/sys/devices/system/cpu/cpu{owner}/cpufreq")
+            lo_hw, hi_hw = cluster.freqs_khz[0], cluster.freqs_khz[-1]
+            lo = _read_int(d / "scaling_min_freq", lo_hw)
+            hi = _read_int(d / "scaling_max_freq", hi_hw)
+            ok = lo_hw <= lo <= hi <= hi_hw
+            lo = int(self._guard(d / "scaling_min_freq", ok) or lo)
+            hi = int(self._guard(d / "scaling_max_freq", ok) or hi)
+            governor = _read(d / "scaling_governor")
+            if governor not in self.board.cpu_governors:
+                governor = self._guard(d / "scaling_governor", False)
+            else:
+                self._guard(d / "scaling_governor", True)
+            setspeed_file = d / "scaling_setspeed"
+            setspeed = _read(setspeed_file)
+            if governor == "userspace":
+                if not setspeed.isdigit():
+                    # Switching to userspace starts at the current frequency.
+                    new = str(_read_int(d / "scaling_cur_freq", lo))
+                    _poke(setspeed_file, new, expect=setspeed)
+                    setspeed = _read(setspeed_file)
+                    setspeed = setspeed if setspeed.isdigit() else new
+                target = min(max(int(setspeed), lo), hi)
+            else:
+                if setspeed != "<unsupported>":
+                    _poke(setspeed_file, "<unsupported>", expect=setspeed)
+                target = hi if governor == "performance" else lo
+            cur = min(cluster.freqs_khz, key=lambda f: (abs(f - target), f))
+            _poke(d / "scaling_cur_freq", cur)
+            _poke(d / "cpuinfo_cur_freq", cur)
+            freqs.append(cur * 1000.0)
+        return freqs
+
+    def _sync_devfreq(self) -> float:
+        gpu_hz = 0.0
+        nodes = [(self.board.gpu_device, self.board.gpu_devfreq_name, self.board.gpu_freqs_hz)]
+        for device, name, _node in self.board.extra_devfreq:
+            nodes.append((device, name, (115200000, 332800000, 601600000)))
+        for device, name, table in nodes:
+            d = self.p(f"{device}/devfreq/{name}")
+            lo = _read_int(d / "min_freq", table[0])
+            hi = _read_int(d / "max_freq", table[-1])
+            ok = table[0] <= lo <= hi <= table[-1]
+            lo = int(self._guard(d / "min_freq", ok) or lo)
+            hi = int(self._guard(d / "max_freq", ok) or hi)
+            governor = _read(d / "governor")
+            target = hi if governor in ("performance", "userspace") else lo
+            cur = min(table, key=lambda f: (abs(f - target), f))
+            _poke(d / "cur_freq", cur)
+            _poke(d / "target_freq", cur)
+            if name == self.board.gpu_devfreq_name:
+                gpu_hz = float(cur)
+        return gpu_hz
+
+    def _sync_gbus(self) -> float:
+        clock = self.p("/sys/kernel/debug/clock")
+        table = self.board.gpu_freqs_hz
+        rate = _read_int(clock / "override.gbus/rate")
+        ok = 0 <= rate <= table[-1]
+        rate = int(self._guard(clock / "override.gbus/rate", ok) or rate)
+        on = _read(clock / "override.gbus/state") == "1"
+        cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[0]
+        _poke(clock / "gbus/rate", cur)
+        return float(cur)
+
+    def _sync_emc(self) -> float:
+        table = self.board.emc_freqs_hz
+        kind = self.board.emc_kind
+        if kind == "bpmp":
+            rate = self.p("/sys/kernel/debug/bpmp/debug/clk/emc/rate")
+            value = _read_int(rate, table[-1])
+            value = int(self._guard(rate, table[0] <= value <= table[-1]) or value)
+            return float(value)
+        if kind == "debugfs-clk":
+            over = self.p("/sys/kernel/debug/clk/override.emc")
+            cur_file = self.p("/sys/kernel/debug/clk/emc/clk_rate")
+            rate_file, state_file = over / "clk_update_rate", over / "clk_state"
+        else:
+            over = self.p("/sys/kernel/debug/clock/override.emc")
+            cur_file = self.p("/sys/kernel/debug/clock/emc/rate")
+            rate_file, state_file = over / "rate", over / "state"
+        rate = _read_int(rate_file)
+        rate = int(self._guard(rate_file, 0 <= rate <= table[-1]) or rate)
+        on = _read(state_file) == "1"
+        cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[-1]
+        _poke(cur_file, cur)
+        return float(cur)
+
+    def _sync_fan(self) -> None:
+        fan = self.p("/sys/devices/pwm-fan")
+        if (fan / "cur_pwm").exists():
+            manual = _read(fan / "temp_control") == "0"
+            _poke(fan / "cur_pwm", _read_int(fan / "target_pwm") if manual else 0)
+
+    # -- power -------------------------------------------------------------------------------
+    def activity(self) -> float:
+        """Utilisation of this process since the last pass, as a fraction of the machine."""
+        if self._activity_fn is not None:
+            return self._activity_fn()
+        now, cpu = time.monotonic(), time.process_time()
+        then, cpu_then = self._cpu_mark
+        self._cpu_mark = (now, cpu)
+        wall = now - then
+        if wall <= 0:
+            return 0.0
+        return min((cpu - cpu_then) / (wall * (os.cpu_count() or 1)), 1.0)
+
+    def _online_fraction(self) -> float:
+        cpus = [c for cl in self.board.clusters for c in cl.cpus]
+        online = 0
+        for cpu in cpus:
+            f = self.p(f"/sys/devices/system/cpu/cpu{cpu}/online")
+            online += 1 if (not f.exists() or _read(f) != "0") else 0
+        return online / len(cpus)
+
+    def _sync_rails(self, cpu_hz: List[float], gpu_hz: float, emc_hz: float) -> None:
+        board = self.board
+        clocks = ClockState(
+            gpu_hz=gpu_hz,
+            gpu_table_hz=board.gpu_freqs_hz,
+            cpu_hz=sum(cpu_hz) / len(cpu_hz) if cpu_hz else 0.0,
+            cpu_table_hz=[f * 1000 for f in board.clusters[0].freqs_khz],
+            cpu_online_fraction=self._online_fraction(),
+            emc_hz=emc_hz,
+            emc_max_hz=board.emc_freqs_hz[-1],
+        )
+        components = component_powers_w(board.soc, clocks, self.activity())
+        for ina in board.inas:
+            watts = rail_powers_w([lb for lb in ina.labels if lb != "NC"], components)
+            for index, label in enumerate(ina.labels):
+                if label not in watts:
+                    continue
+                mw = watts[label] * 1000.0
+                mv = rail_mv(label)
+                ma = int(round(mw * 1000.0 / mv))
+                if ina.driver == "ina3221x":
+                    d = self.p(f"{ina.device_dir}/iio:device{ina.index}")
+                    # Fixed width: updated in place, never seen half-written.
+                    _poke(d / f"in_power{index}_input", f"{int(round(mw)):>6}")
+                    _poke(d / f"in_current{index}_input", f"{ma:>6}")
+                    _poke(d / f"in_voltage{index}_input", mv)
+                else:
+                    d = self.p(f"{ina.device_dir}/hwmon/hwmon{ina.index}")
+                    _poke(d / f"curr{index + 1}_input", f"{ma:>6}")
+                    _poke(d / f"in{index + 1}_input", mv)

@@ -1,0 +1,131 @@
+"""The simulated board's power model (documented in the README, "Simulated boards").
+
+Each component draws static power plus dynamic power
+
+    P_dyn = P_max * (f / f_max) * (V(f) / V_max)^2 * activity        (that is, C * f * V(f)^2)
+
+where V(f) rises linearly from V_min at the lowest table frequency to V_max at the highest
+(the shape of the Tegra DVFS tables), `activity` is the real CPU utilisation of the process
+running jetbench (0..1 of the machine), and f is the clock currently written in the tree.
+Rails map to components by their names; the module input (VDD_IN / POM_5V_IN) is the sum of the
+components divided by the regulators' efficiency. Numbers are of the order of the real boards'
+(TX1 ~5-6 W running AlexNet at 690 MHz) but the model is for demos and tests, never a claim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Sequence
+
+V_MIN = 0.80
+V_MAX = 1.10
+REGULATOR_EFFICIENCY = 0.90
+
+
+@dataclass(frozen=True)
+class PowerCoefficients:
+    gpu_dyn_max_w: float
+    cpu_dyn_max_w: float
+    gpu_static_w: float
+    cpu_static_w: float
+    soc_static_w: float
+    ddr_static_w: float
+    ddr_dyn_max_w: float  # at the highest EMC rate
+    cv_static_w: float
+    sys_static_w: float  # the module's other loads (5 V domain)
+    wifi_static_w: float = 0.25
+
+
+COEFFICIENTS: Dict[str, PowerCoefficients] = {
+    "tegra210": PowerCoefficients(6.0, 3.0, 0.30, 0.20, 0.60, 0.30, 0.60, 0.0, 0.80),
+    "tegra186": PowerCoefficients(7.0, 4.0, 0.35, 0.25, 0.80, 0.35, 0.80, 0.0, 0.90),
+    "tegra194": PowerCoefficients(16.0, 8.0, 0.50, 0.40, 1.60, 0.50, 1.40, 0.30, 1.20),
+    "tegra234": PowerCoefficients(25.0, 10.0, 0.60, 0.50, 2.00, 0.60, 2.00, 0.40, 1.50),
+}
+
+
+def dvfs_scale(freq_hz: float, table_hz: Sequence[int]) -> float:
+    """(f / f_max) * (V(f) / V_max)^2 for a frequency in a table; 0 for a stopped clock."""
+    if not table_hz or freq_hz <= 0:
+        return 0.0
+    lo, hi = min(table_hz), max(table_hz)
+    frac = 0.0 if hi == lo else min(max((freq_hz - lo) / (hi - lo), 0.0), 1.0)
+    volts = V_MIN + (V_MAX - V_MIN) * frac
+    return (min(freq_hz, hi) / hi) * (volts / V_MAX) ** 2
+
+
+@dataclass(frozen=True)
+class ClockState:
+    gpu_hz: float
+    gpu_table_hz: Sequence[int]
+    cpu_hz: float  # mean over online cores
+    cpu_table_hz: Sequence[int]
+    cpu_online_fraction: float
+    emc_hz: float
+    emc_max_hz: float
+
+
+def component_powers_w(soc: str, clocks: ClockState, activity: float) -> Dict[str, float]:
+    """Watts per component: gpu, cpu, soc, ddr, cv, sys, wifi."""
+    c = COEFFICIENTS.get(soc, COEFFICIENTS["tegra210"])
+    act = min(max(activity, 0.0), 1.0)
+    # Clocks burn some power even idle (clock trees, leakage rising with V): 10% floor.
+    gpu = c.gpu_static_w + c.gpu_dyn_max_w * dvfs_scale(clocks.gpu_hz, clocks.gpu_table_hz) * (
+        0.1 + 0.9 * act
+    )
+    cpu = c.cpu_static_w + c.cpu_dyn_max_w * clocks.cpu_online_fraction * dvfs_scale(
+        clocks.cpu_hz, clocks.cpu_table_hz
+    ) * (0.1 + 0.9 * act)
+    emc_frac = clocks.emc_hz / clocks.emc_max_hz if clocks.emc_max_hz else 0.0
+    ddr = c.ddr_static_w + c.ddr_dyn_max_w * emc_frac * (0.3 + 0.7 * act)
+    return {
+        "gpu": gpu,
+        "cpu": cpu,
+        "soc": c.soc_static_w + 0.2 * emc_frac,
+        "ddr": ddr,
+        "cv": c.cv_static_w,
+        "sys": c.sys_static_w,
+        "wifi": c.wifi_static_w,
+    }
+
+
+def rail_role(label: str) -> str:
+    """Which components a rail name measures (names differ between boards and releases)."""
+    name = label.upper()
+    if name in ("VDD_IN", "POM_5V_IN"):
+        return "in"
+    if "GPU" in name and "CPU" in name:
+        return "cpu+gpu+cv"
+    if "GPU" in name and "SOC" in name:
+        return "gpu+soc"
+    if "CPU" in name and "CV" in name:
+        return "cpu+cv"
+    for word, role in (("GPU", "gpu"), ("CPU", "cpu"), ("SOC", "soc"), ("DDR", "ddr"),
+                       ("VDDRQ", "ddr"), ("VDDQ", "ddr"), ("WIFI", "wifi"), ("SYS5V", "sys"),
+                       ("VIN_SYS", "sys"), ("CV", "cv")):
+        if word in name:
+            return role
+    return "sys"
+
+
+def rail_powers_w(labels: Sequence[str], components: Dict[str, float]) -> Dict[str, float]:
+    """Watts on each named rail. The module input includes everything, after regulator losses."""
+    total_in = sum(components.values()) / REGULATOR_EFFICIENCY
+    out: Dict[str, float] = {}
+    for label in labels:
+        role = rail_role(label)
+        if role == "in":
+            out[label] = total_in
+        else:
+            out[label] = sum(components.get(part, 0.0) for part in role.split("+"))
+    return out
+
+
+def rail_mv(label: str) -> int:
+    """Bus voltage shown on a rail's sensor: module inputs at 5 V or 19 V, others as named."""
+    name = label.upper()
+    if "1V8" in name:
+        return 1800
+    if name == "VDD_IN":
+        return 19000 if "5V" not in name else 5000
+    return 5000

@@ -1,0 +1,1 @@
+"""Profiles -> write plans; the state journal; apply and restore."""

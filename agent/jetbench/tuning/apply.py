@@ -1,0 +1,54 @@
+"""Apply a profile: validate whole, plan, journal, write step by step, read back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Tuple
+
+from ..hw.board import Board
+from ..hw.clocks import cpu, emc, fan, gpu
+from ..hw.clocks.common import ClockReading, Step, apply_step, write_if_changed
+from ..hw.fs import Root
+from . import journal
+from .profile import Profile
+from .targets import Targets, resolve
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    profile: str
+    steps: Tuple[Step, ...]
+    targets: Targets
+    applied: Tuple[ClockReading, ...]  # read back after writing (or current, on --dry-run)
+    dry_run: bool
+
+
+def build_plan(root: Root, board: Board, targets: Targets) -> List[Step]:
+    steps = cpu.plan(root, board, targets.cpu)
+    steps += gpu.plan(root, board, targets.gpu)
+    steps += emc.plan(root, board, targets.emc)
+    steps += fan.plan(root, board, targets.fan)
+    expert = [w for path, value in targets.writes for w in write_if_changed(root, path, value)]
+    if expert:
+        steps.append(Step("write", "profile [[write]] entries", tuple(expert)))
+    return steps
+
+
+def read_clocks(root: Root, board: Board) -> Tuple[ClockReading, ...]:
+    return tuple(cpu.read(root, board) + gpu.read(root, board) + emc.read(root, board))
+
+
+def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = False) -> ApplyResult:
+    """Pin `profile`. Nothing is written unless the whole profile is valid for this board;
+    the journal is written before the first change."""
+    targets = resolve(profile, board, root)
+    steps = build_plan(root, board, targets)
+    if not dry_run and steps:
+        journal.record(
+            root,
+            ((w.path, s.label) for s in steps for w in s.writes),
+            board_family=board.family,
+        )
+        for step in steps:
+            apply_step(root, step)
+    return ApplyResult(profile.name, tuple(steps), targets, read_clocks(root, board), dry_run)

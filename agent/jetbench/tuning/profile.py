@@ -1,0 +1,269 @@
+"""Profiles: TOML files that say how to pin a board. Parsed and checked here, whole, before any
+write; `targets.py` then resolves them against a board's frequency tables.
+
+```toml
+description = "..."
+skip_missing = false        # true: sections for clocks this board lacks are skipped, not refused
+[match]   soc = ["tegra210"]   family = ["tx1", "tx1-r24"]
+[cpu]     governor = "userspace" (or a list: the first one available)
+          freq = "max" | min_freq = ... / max_freq = ...   online = true   idle = false
+[gpu]     freq = "690MHz" | min_freq / max_freq   railgate = false
+[emc]     freq = "max"
+[fan]     pwm = 255
+[[write]] path = "/sys/..."  value = "..."     (expert knobs, confined to the write allowlist)
+```
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..errors import ProfileError, UsageError
+from ..units import FreqSpec, parse_freq
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python < 3.11 on JetPack 5/6
+    import tomli as tomllib
+
+PACKAGE_PROFILES = Path(__file__).resolve().parent.parent / "profiles"
+SYSTEM_PROFILES = "/etc/jetbench/profiles"  # under the root
+
+_TOP_KEYS = {"description", "skip_missing", "match", "cpu", "gpu", "emc", "fan", "write"}
+_SECTION_KEYS = {
+    "match": {"soc", "family"},
+    "cpu": {"governor", "freq", "min_freq", "max_freq", "online", "idle"},
+    "gpu": {"freq", "min_freq", "max_freq", "railgate"},
+    "emc": {"freq"},
+    "fan": {"pwm"},
+}
+
+
+@dataclass(frozen=True)
+class FreqRange:
+    """A frequency request: `freq` pins min = max; or separate bounds."""
+
+    min: Optional[FreqSpec] = None
+    max: Optional[FreqSpec] = None
+
+    @property
+    def pinned(self) -> bool:
+        return self.min is not None and self.min == self.max
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    source: str  # file path, or "built-in"
+    description: str = ""
+    skip_missing: bool = False
+    match_soc: Tuple[str, ...] = ()
+    match_family: Tuple[str, ...] = ()
+    cpu_governors: Tuple[str, ...] = ()  # first available wins
+    cpu_freq: Optional[FreqRange] = None
+    cpu_online: Optional[bool] = None
+    cpu_idle: Optional[bool] = None
+    gpu_freq: Optional[FreqRange] = None
+    gpu_railgate: Optional[bool] = None
+    emc_freq: Optional[FreqSpec] = None
+    fan_pwm: Optional[int] = None
+    writes: Tuple[Tuple[str, str], ...] = field(default=())
+    sections: Tuple[str, ...] = ()  # the sections present, for "this board has no GPU"
+
+    def with_fan(self, pwm: int) -> Profile:
+        fields = dict(self.__dict__)
+        fields["fan_pwm"] = pwm
+        fields["sections"] = tuple(dict.fromkeys(self.sections + ("fan",)))
+        return Profile(**fields)
+
+
+class _Checker:
+    def __init__(self, name: str):
+        self.name = name
+
+    def fail(self, where: str, message: str) -> ProfileError:
+        return ProfileError(f"profile {self.name}: {where}: {message}",
+                            hint="nothing was written; see `jetbench profiles show maxperf`")
+
+    def keys(self, where: str, table: Dict[str, Any], allowed: set) -> None:
+        unknown = sorted(set(table) - allowed)
+        if unknown:
+            raise self.fail(where, f"unknown key {unknown[0]!r} (allowed: "
+                                   f"{', '.join(sorted(allowed))})")
+
+    def boolean(self, where: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(where, f"expected true or false, got {value!r}")
+        return value
+
+    def strings(self, where: str, value: Any) -> Tuple[str, ...]:
+        if isinstance(value, str):
+            return (value,)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise self.fail(where, f"expected a string or a list of strings, got {value!r}")
+
+    def freq(self, where: str, value: Any) -> FreqSpec:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.fail(where, f"expected a frequency like \"690MHz\", got {value!r}")
+        try:
+            return parse_freq(value)
+        except UsageError as err:
+            raise self.fail(where, err.message) from err
+
+    def freq_range(self, section: str, table: Dict[str, Any]) -> Optional[FreqRange]:
+        if "freq" in table and ("min_freq" in table or "max_freq" in table):
+            raise self.fail(f"[{section}]", "give either freq, or min_freq/max_freq, not both")
+        if "freq" in table:
+            spec = self.freq(f"[{section}] freq", table["freq"])
+            return FreqRange(spec, spec)
+        if "min_freq" in table or "max_freq" in table:
+            lo = self.freq(f"[{section}] min_freq", table["min_freq"]) \
+                if "min_freq" in table else None
+            hi = self.freq(f"[{section}] max_freq", table["max_freq"]) \
+                if "max_freq" in table else None
+            if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+                raise self.fail(f"[{section}]", "min_freq is above max_freq")
+            return FreqRange(lo, hi)
+        return None
+
+
+def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
+    """Parse and check a profile's TOML. Board-specific checks happen in `targets.resolve`."""
+    check = _Checker(name)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise check.fail("TOML", str(err)) from err
+    check.keys("top level", doc, _TOP_KEYS)
+    for section, allowed in _SECTION_KEYS.items():
+        if section in doc:
+            if not isinstance(doc[section], dict):
+                raise check.fail(f"[{section}]", "expected a table")
+            check.keys(f"[{section}]", doc[section], allowed)
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise check.fail("description", "expected a string")
+    fields: Dict[str, Any] = {
+        "name": name,
+        "source": source,
+        "description": description,
+        "skip_missing": check.boolean("skip_missing", doc.get("skip_missing", False)),
+        "sections": tuple(s for s in ("cpu", "gpu", "emc", "fan") if s in doc),
+    }
+    match = doc.get("match", {})
+    if "soc" in match:
+        fields["match_soc"] = check.strings("[match] soc", match["soc"])
+    if "family" in match:
+        fields["match_family"] = check.strings("[match] family", match["family"])
+    cpu = doc.get("cpu", {})
+    if "governor" in cpu:
+        fields["cpu_governors"] = check.strings("[cpu] governor", cpu["governor"])
+    fields["cpu_freq"] = check.freq_range("cpu", cpu)
+    if "online" in cpu:
+        fields["cpu_online"] = check.boolean("[cpu] online", cpu["online"])
+    if "idle" in cpu:
+        fields["cpu_idle"] = check.boolean("[cpu] idle", cpu["idle"])
+    gpu = doc.get("gpu", {})
+    fields["gpu_freq"] = check.freq_range("gpu", gpu)
+    if "railgate" in gpu:
+        fields["gpu_railgate"] = check.boolean("[gpu] railgate", gpu["railgate"])
+    if "freq" in doc.get("emc", {}):
+        fields["emc_freq"] = check.freq("[emc] freq", doc["emc"]["freq"])
+    if "pwm" in doc.get("fan", {}):
+        pwm = doc["fan"]["pwm"]
+        if isinstance(pwm, bool) or not isinstance(pwm, int) or not 0 <= pwm <= 255:
+            raise check.fail("[fan] pwm", f"expected an integer 0..255, got {pwm!r}")
+        fields["fan_pwm"] = pwm
+    writes = doc.get("write", [])
+    if not isinstance(writes, list):
+        raise check.fail("[[write]]", "expected an array of tables")
+    pairs: List[Tuple[str, str]] = []
+    for k, entry in enumerate(writes):
+        where = f"[[write]] #{k + 1}"
+        if not isinstance(entry, dict):
+            raise check.fail(where, "expected a table with path and value")
+        check.keys(where, entry, {"path", "value"})
+        path, value = entry.get("path"), entry.get("value")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise check.fail(f"{where} path", f"expected an absolute path, got {path!r}")
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise check.fail(f"{where} value", f"expected a string or integer, got {value!r}")
+        pairs.append((path, str(value)))
+    fields["writes"] = tuple(pairs)
+    return Profile(**fields)
+
+
+def profile_dirs(root_base: Union[str, os.PathLike]) -> List[Path]:
+    """Where named profiles live: the system's (under the root), then the package's."""
+    return [Path(root_base) / SYSTEM_PROFILES.lstrip("/"), PACKAGE_PROFILES]
+
+
+def list_profiles(root_base: Union[str, os.PathLike]) -> List[Tuple[str, Path]]:
+    seen: Dict[str, Path] = {}
+    for directory in profile_dirs(root_base):
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.toml")):
+                seen.setdefault(path.stem, path)
+    return sorted(seen.items())
+
+
+def load_profile(spec: str, root_base: Union[str, os.PathLike] = "/",
+                 allow_paths: bool = True) -> Profile:
+    """A profile by name (from the profile directories) or, if allowed, by file path."""
+    looks_like_path = spec.endswith(".toml") or os.sep in spec
+    if looks_like_path:
+        if not allow_paths:
+            raise UsageError(f"profiles are chosen by name here, not by path: {spec!r}")
+        path = Path(spec)
+        if not path.is_file():
+            raise UsageError(f"no such profile file: {spec}")
+        return parse_profile(_read(path), path.stem, str(path))
+    for name, path in list_profiles(root_base):
+        if name == spec:
+            return parse_profile(_read(path), name, str(path))
+    names = ", ".join(n for n, _ in list_profiles(root_base))
+    raise UsageError(f"no profile named {spec!r}", hint=f"available: {names}")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read profile: {err}", path=str(path)) from err
+
+
+def describe(profile: Profile) -> Sequence[Tuple[str, str]]:
+    """(setting, value) rows for `jetbench profiles show`."""
+    rows: List[Tuple[str, str]] = [("source", profile.source)]
+    if profile.description:
+        rows.append(("description", profile.description))
+    if profile.match_soc or profile.match_family:
+        rows.append(("matches", ", ".join(profile.match_soc + profile.match_family)))
+
+    def rng(r: Optional[FreqRange]) -> Optional[str]:
+        if r is None:
+            return None
+        if r.pinned:
+            return f"{r.min}"
+        return f"{r.min or '-'} .. {r.max or '-'}"
+
+    for key, value in (
+        ("cpu governor", " or ".join(profile.cpu_governors) or None),
+        ("cpu freq", rng(profile.cpu_freq)),
+        ("cpu online", profile.cpu_online),
+        ("cpu idle states", profile.cpu_idle),
+        ("gpu freq", rng(profile.gpu_freq)),
+        ("gpu railgate", profile.gpu_railgate),
+        ("emc freq", profile.emc_freq),
+        ("fan pwm", profile.fan_pwm),
+    ):
+        if value is not None:
+            rows.append((key, str(value).lower() if isinstance(value, bool) else str(value)))
+    for path, value in profile.writes:
+        rows.append(("write", f"{path} = {value}"))
+    return rows

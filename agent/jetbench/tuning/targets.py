@@ -1,0 +1,156 @@
+"""Resolve a profile against a board: nearest table frequencies, available governors, and every
+check that needs the board. Raises ProfileError (naming the key) before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+from ..errors import JetbenchError, ProfileError
+from ..hw.board import Board
+from ..hw.clocks.common import CpuTarget, EmcTarget, FanTarget, GpuTarget
+from ..hw.fs import Root
+from ..units import MAX, MIN, FreqSpec, format_hz, resolve_freq
+from .profile import FreqRange, Profile
+
+RANGE_TOLERANCE = 0.02  # "1000MHz" on a 998.4 MHz clock is a rounding, not an error
+
+
+@dataclass(frozen=True)
+class Requested:
+    domain: str
+    setting: str
+    requested: str
+    resolved_hz: Optional[int]
+
+
+@dataclass(frozen=True)
+class Targets:
+    cpu: CpuTarget = CpuTarget()
+    gpu: GpuTarget = GpuTarget()
+    emc: EmcTarget = EmcTarget()
+    fan: FanTarget = FanTarget()
+    writes: Tuple[Tuple[str, str], ...] = ()
+    requested: Tuple[Requested, ...] = ()
+    notes: Tuple[str, ...] = field(default=())
+
+
+def _fail(profile: Profile, where: str, message: str) -> ProfileError:
+    return ProfileError(f"profile {profile.name}: {where}: {message}",
+                        hint="nothing was written; `jetbench info` shows this board's ranges")
+
+
+def resolve_spec(
+    profile: Profile, where: str, spec: FreqSpec, table: Sequence[int], lo: int, hi: int
+) -> int:
+    """A frequency request -> Hz: nearest table entry, or the value itself where no table."""
+    if spec in (MAX, MIN):
+        if table:
+            return resolve_freq(spec, table)
+        return hi if spec == MAX else lo
+    assert isinstance(spec, int)
+    if spec > hi * (1 + RANGE_TOLERANCE) or (lo and spec < lo * (1 - RANGE_TOLERANCE)):
+        raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
+                                    f"{format_hz(lo)} .. {format_hz(hi)}")
+    return resolve_freq(spec, table) if table else min(max(spec, lo), hi)
+
+
+def _spec_text(spec: Optional[FreqSpec]) -> str:
+    return spec if isinstance(spec, str) else format_hz(spec)
+
+
+def resolve(profile: Profile, board: Board, root: Root) -> Targets:
+    if profile.match_soc and board.soc not in profile.match_soc:
+        raise _fail(profile, "[match] soc", f"this board's SoC is {board.soc or 'not a Tegra'}, "
+                                            f"the profile is for {', '.join(profile.match_soc)}")
+    if profile.match_family and board.family not in profile.match_family:
+        raise _fail(profile, "[match] family", f"this board is {board.family}, the profile is "
+                                               f"for {', '.join(profile.match_family)}")
+    requested: List[Requested] = []
+    notes: List[str] = []
+    present = {"cpu": bool(board.cpu.policies), "gpu": board.gpu is not None,
+               "emc": board.emc is not None, "fan": board.fan is not None}
+    for section in profile.sections:
+        if not present[section]:
+            if not profile.skip_missing:
+                raise _fail(profile, f"[{section}]", f"this board has no {section} clock "
+                                                     "jetbench can set")
+            notes.append(f"no {section} control on this board: [{section}] skipped")
+
+    cpu = CpuTarget()
+    if present["cpu"] and "cpu" in profile.sections:
+        cpu = _cpu_target(profile, board, requested)
+    gpu = GpuTarget()
+    if present["gpu"] and "gpu" in profile.sections:
+        g = board.gpu
+        assert g is not None
+        lo, hi = _range(profile, "[gpu]", profile.gpu_freq, g.available_hz, g.min_hz, g.max_hz,
+                        requested, "gpu")
+        gpu = GpuTarget(min_hz=lo, max_hz=hi, railgate=profile.gpu_railgate)
+    emc = EmcTarget()
+    if present["emc"] and profile.emc_freq is not None:
+        e = board.emc
+        assert e is not None
+        hz = resolve_spec(profile, "[emc] freq", profile.emc_freq, e.available_hz, 0, e.max_hz)
+        requested.append(Requested("emc", "freq", _spec_text(profile.emc_freq), hz))
+        if e.iso_cap_hz and e.iso_cap_hz < (max(e.available_hz) if e.available_hz else hz + 1):
+            notes.append(f"EMC capped at {format_hz(e.iso_cap_hz)} by nvpmodel's emc_iso_cap")
+        emc = EmcTarget(freq_hz=hz)
+    fan = FanTarget(pwm=profile.fan_pwm) if present["fan"] else FanTarget()
+    for k, (path, _value) in enumerate(profile.writes):
+        try:
+            root.check_writable(path)
+            root.read(path)
+        except JetbenchError as err:
+            raise _fail(profile, f"[[write]] #{k + 1} path", str(err)) from err
+    return Targets(cpu=cpu, gpu=gpu, emc=emc, fan=fan, writes=profile.writes,
+                   requested=tuple(requested), notes=tuple(notes))
+
+
+def _range(
+    profile: Profile, where: str, freq: Optional[FreqRange], table: Sequence[int], lo: int,
+    hi: int, requested: List[Requested], domain: str,
+) -> Tuple[Optional[int], Optional[int]]:
+    if freq is None:
+        return None, None
+    new_lo = resolve_spec(profile, f"{where} min_freq", freq.min, table, lo, hi) \
+        if freq.min is not None else None
+    new_hi = resolve_spec(profile, f"{where} max_freq", freq.max, table, lo, hi) \
+        if freq.max is not None else None
+    if freq.pinned:
+        requested.append(Requested(domain, "freq", _spec_text(freq.min), new_lo))
+    else:
+        if new_lo is not None:
+            requested.append(Requested(domain, "min_freq", _spec_text(freq.min), new_lo))
+        if new_hi is not None:
+            requested.append(Requested(domain, "max_freq", _spec_text(freq.max), new_hi))
+    if new_lo is not None and new_hi is not None and new_lo > new_hi:
+        raise _fail(profile, where, "min_freq resolves above max_freq")
+    return new_lo, new_hi
+
+
+def _cpu_target(profile: Profile, board: Board, requested: List[Requested]) -> CpuTarget:
+    governor = None
+    if profile.cpu_governors:
+        common = set(board.cpu.policies[0].governors)
+        for policy in board.cpu.policies[1:]:
+            common &= set(policy.governors)
+        governor = next((g for g in profile.cpu_governors if g in common), None)
+        if governor is None:
+            raise _fail(profile, "[cpu] governor",
+                        f"{' or '.join(profile.cpu_governors)} not available here "
+                        f"(available: {', '.join(sorted(common))})")
+    per_policy = []
+    if profile.cpu_freq is not None:
+        # Clusters may have different tables: resolve each one against its own.
+        for policy in board.cpu.policies:
+            lo, hi = _range(profile, f"[cpu] ({policy.name})", profile.cpu_freq,
+                            policy.available_hz, policy.min_hz, policy.max_hz,
+                            requested if policy is board.cpu.policies[0] else [], "cpu")
+            per_policy.append((policy.path, lo, hi))
+    if governor:
+        requested.append(Requested("cpu", "governor", governor, None))
+    pinned = bool(profile.cpu_freq and profile.cpu_freq.pinned)
+    return CpuTarget(governor=governor, policy_hz=tuple(per_policy),
+                     setspeed=governor == "userspace" and pinned,
+                     online=profile.cpu_online, idle=profile.cpu_idle)
