@@ -86,7 +86,6 @@ def ordered_min_max(
     Raising min above the current max is refused by the kernel, so when going up write max
     first, and when going down write min first. `scale` converts Hz to the file's unit.
     """
-    cur_min = root.read_int(min_path)
     cur_max = root.read_int(max_path)
     lo = new_min // scale if new_min is not None else None
     hi = new_max // scale if new_max is not None else None

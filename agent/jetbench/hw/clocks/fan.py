@@ -1,4 +1,4 @@
-"""Fan: pwm-fan `target_pwm` (with `temp_control` 0 for manual), debugfs tegra_fan, or hwmon pwm1."""
+"""Fan: pwm-fan `target_pwm` (`temp_control` 0 = manual), debugfs tegra_fan, or hwmon pwm1."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Simulated boards and instruments: for demos, tests and CI. Never a claim about hardware."""
