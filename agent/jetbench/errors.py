@@ -65,3 +65,8 @@ class MeasurementInvalid(JetbenchError):
     """A measurement that cannot honestly be reported (window too short, poor coverage...)."""
 
     exit_code = EXIT_MEASUREMENT
+
+
+class OutOfMemory(HardwareError):
+    """The workload did not fit in the device's memory (a real allocator OOM, or a limit the
+    caller set). Batch sweeps record it as a row and carry on."""
