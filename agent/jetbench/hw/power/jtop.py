@@ -1,0 +1,87 @@
+"""Rails through the jetson-stats service (optional extra: `pip install jetbench[jetson]`).
+
+When the jtop service runs, its client serves the INA3221 rails to non-root users. Readings come
+at the client's interval (default 0.5 s here), so this source suits long windows; the total
+follows jetbench's rule (VDD_IN/POM_5V_IN, else the sum of the rails), not jtop's own.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, List, Optional, Tuple
+
+from ...errors import HardwareError
+from ...power.source import Channel, Reading, Total
+from .ina3221 import TOTAL_RAIL_NAMES
+
+SOURCE_NAME = "jtop"
+
+
+class JtopSource:
+    pushed = False
+
+    def __init__(self, interval_s: float = 0.5, *, name: str = SOURCE_NAME):
+        self.period_s = interval_s
+        self.name = name
+        self._client: Any = None
+        self._rails: List[str] = []
+
+    def channels(self) -> Tuple[Channel, ...]:
+        return tuple(
+            Channel(r, self.name, "module_input" if r.upper() in TOTAL_RAIL_NAMES else "rail",
+                    unit="mW")
+            for r in self._rails
+        )
+
+    def total(self) -> Optional[Total]:
+        if not self._rails:
+            return None
+        inp = next((r for r in self._rails if r.upper() in TOTAL_RAIL_NAMES), None)
+        if inp:
+            return Total(inp, "channel", (inp,), "module_input")
+        return Total("sum of " + "+".join(self._rails), "sum", tuple(self._rails),
+                     "module_input")
+
+    def open(self) -> None:
+        try:
+            from jtop import JtopException, jtop
+        except ImportError as err:
+            raise HardwareError(
+                "jetson-stats is not installed", hint="pip install 'jetbench[jetson]'"
+            ) from err
+        client = jtop(interval=self.period_s)
+        try:
+            client.start()
+        except JtopException as err:
+            raise HardwareError(
+                f"the jtop service is not reachable ({err})",
+                hint="sudo systemctl start jtop.service (or use --meter ina3221 with sudo)",
+            ) from err
+        self._client = client
+        rails = self._rail_dict()
+        if not self._rails:
+            self._rails = sorted(rails)
+        if not self._rails:
+            self.close()
+            raise HardwareError("the jtop service reports no power rails")
+
+    def _rail_dict(self) -> dict:
+        power = self._client.power or {}
+        return dict(power.get("rail") or {})
+
+    def read(self) -> Reading:
+        t = time.monotonic()
+        rails = self._rail_dict()
+        values = []
+        for name in self._rails:
+            mw = (rails.get(name) or {}).get("power")
+            values.append(None if mw is None else mw * 1e-3)
+        return Reading(t, tuple(values))
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:
+                pass

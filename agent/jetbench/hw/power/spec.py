@@ -1,0 +1,174 @@
+"""`--meter` specs: parsing and opening.
+
+    auto | ina3221 | rapl | nvml | jtop | none
+    PROTOCOL:PORT[?options]   PROTOCOL in scpi, wt310, stream, um25c, um24c, um34c;
+                              PORT is anything serial_for_url opens (/dev/ttyUSB0,
+                              socket://127.0.0.1:5025, loop://);
+                              options joined by '&': baud=9600, timeout=0.5 (s or 500ms),
+                              interval=100ms, query=MEAS:POW?, vquery=..., iquery=...,
+                              columns=ms,W
+
+`auto` needs the board's rails: `auto_sources(root, rails, total_rail)` is the function board
+detection calls; it falls back to RAPL, then NVML, then nothing (EmptySource).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from ...errors import UsageError
+from ...power.source import EmptySource, PowerSource
+from ...units import parse_duration_s
+from ..fs import Root
+
+KEYWORDS = ("auto", "ina3221", "rapl", "nvml", "jtop", "none")
+SERIAL_PROTOCOLS = ("scpi", "wt310", "stream", "um25c", "um24c", "um34c")
+OPTIONS = {
+    "scpi": ("baud", "timeout", "interval", "query", "vquery", "iquery"),
+    "wt310": ("baud", "timeout", "interval", "query"),
+    "stream": ("baud", "timeout", "interval", "columns"),
+    "um25c": ("baud", "timeout", "interval"),
+}
+_HINT = (
+    "use auto, ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT[?options] with PROTOCOL one of "
+    + ", ".join(SERIAL_PROTOCOLS)
+    + " (e.g. scpi:/dev/ttyUSB0?baud=9600, stream:socket://127.0.0.1:5025?columns=ms,W)"
+)
+
+
+@dataclass(frozen=True)
+class MeterSpec:
+    kind: str  # a keyword or a serial protocol
+    port: Optional[str] = None
+    options: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_serial(self) -> bool:
+        return self.kind in SERIAL_PROTOCOLS
+
+
+def parse_meter_spec(text: str) -> MeterSpec:
+    raw = text.strip()
+    if raw.lower() in KEYWORDS:
+        return MeterSpec(raw.lower())
+    proto, sep, rest = raw.partition(":")
+    proto = proto.lower()
+    if not sep or proto not in SERIAL_PROTOCOLS:
+        raise UsageError(f"unknown meter {text!r}", hint=_HINT)
+    port, _, query = rest.partition("?")
+    if not port:
+        raise UsageError(f"meter {text!r} has no port", hint=_HINT)
+    allowed = OPTIONS["um25c" if proto.startswith("um") else proto]
+    options: Dict[str, str] = {}
+    for item in filter(None, query.split("&")):
+        key, eq, value = item.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in allowed:
+            raise UsageError(
+                f"unknown option {item!r} for {proto} meters",
+                hint="options: " + ", ".join(allowed),
+            )
+        options[key] = value.strip()
+    return MeterSpec(proto, port, options)
+
+
+def _serial_kwargs(spec: MeterSpec) -> Dict[str, object]:
+    opts = dict(spec.options)
+    kwargs: Dict[str, object] = {}
+    try:
+        if "baud" in opts:
+            kwargs["baud"] = int(opts.pop("baud"))
+        if "timeout" in opts:
+            kwargs["timeout_s"] = parse_duration_s(opts.pop("timeout"))
+        if "interval" in opts:
+            kwargs["interval_s"] = parse_duration_s(opts.pop("interval"))
+    except ValueError as err:
+        raise UsageError(f"bad meter option in {spec.kind}:{spec.port}: {err}") from err
+    kwargs.update(opts)
+    return kwargs
+
+
+def serial_source(spec: MeterSpec) -> PowerSource:
+    """The driver for a PROTOCOL:PORT spec (nothing is opened)."""
+    from .scpi import ScpiMeter, Wt310Meter
+    from .stream import StreamMeter
+    from .um25c import Um25cMeter
+
+    assert spec.port is not None
+    kwargs = _serial_kwargs(spec)
+    if spec.kind == "scpi":
+        if ("vquery" in kwargs) != ("iquery" in kwargs):
+            raise UsageError("scpi meters take vquery and iquery together")
+        return ScpiMeter(spec.port, **kwargs)  # type: ignore[arg-type]
+    if spec.kind == "wt310":
+        return Wt310Meter(spec.port, **kwargs)  # type: ignore[arg-type]
+    if spec.kind == "stream":
+        return StreamMeter(spec.port, **kwargs)  # type: ignore[arg-type]
+    return Um25cMeter(spec.port, protocol=spec.kind, **kwargs)  # type: ignore[arg-type]
+
+
+def open_sources(
+    specs: Sequence[str],
+    root: Root,
+    rails: Sequence[object] = (),
+    total_rail: Optional[str] = None,
+) -> List[PowerSource]:
+    """Sources for `--meter` specs (none given = auto). Constructed, not opened: the sampler
+    opens them. `rails`/`total_rail` come from board detection (jetbench.hw.board)."""
+    out: List[PowerSource] = []
+    for text in specs or ["auto"]:
+        spec = parse_meter_spec(text)
+        if spec.kind == "auto":
+            out.extend(auto_sources(root, rails, total_rail))
+        elif spec.kind == "none":
+            continue
+        elif spec.kind == "ina3221":
+            from .ina3221 import Ina3221Source, scan_rails
+
+            board_rails = list(rails) or scan_rails(root)
+            if not board_rails:
+                raise UsageError(
+                    "no INA3221 rails on this machine", hint="see `jetbench info`"
+                )
+            out.append(Ina3221Source(root, board_rails, total_rail))  # type: ignore[arg-type]
+        elif spec.kind == "rapl":
+            from .rapl import RaplSource
+
+            out.append(RaplSource(root))
+        elif spec.kind == "nvml":
+            from .nvml import NvmlSource
+
+            out.append(NvmlSource())
+        elif spec.kind == "jtop":
+            from .jtop import JtopSource
+
+            out.append(JtopSource())
+        else:
+            out.append(serial_source(spec))
+    names = [s.name for s in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UsageError(f"the same meter is given twice: {', '.join(dupes)}")
+    return out
+
+
+def auto_sources(
+    root: Root, rails: Sequence[object] = (), total_rail: Optional[str] = None
+) -> List[PowerSource]:
+    """What `--meter auto` measures: the board's INA3221 rails if it has any, else RAPL zones,
+    else an NVIDIA GPU through NVML, else nothing (an EmptySource: "not measured", never 0 W)."""
+    from .ina3221 import Ina3221Source, scan_rails
+    from .nvml import nvml_available
+    from .rapl import RaplSource, rapl_zones
+
+    board_rails = list(rails) or scan_rails(root)
+    if board_rails:
+        return [Ina3221Source(root, board_rails, total_rail)]  # type: ignore[arg-type]
+    if rapl_zones(root):
+        return [RaplSource(root)]
+    if root.is_host and nvml_available():
+        from .nvml import NvmlSource
+
+        return [NvmlSource()]
+    return [EmptySource()]
