@@ -1,0 +1,75 @@
+"""RAPL: counter wraparound, top-level zones only, the permission error's fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jetbench.errors import PermissionDenied
+from jetbench.hw.fs import Root
+from jetbench.hw.power.rapl import RaplSource, rapl_zones, unwrap
+
+PC = "sys/class/powercap"
+
+
+def _zone(base: Path, zone: str, name: str, uj: int, max_uj: int = 1000) -> Path:
+    d = base / PC / zone
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "name").write_text(name + "\n")
+    (d / "energy_uj").write_text(f"{uj}\n")
+    (d / "max_energy_range_uj").write_text(f"{max_uj}\n")
+    return d
+
+
+def test_unwrap():
+    assert unwrap(100, 250, 1000) == 150
+    assert unwrap(900, 50, 1000) == 150  # wrapped once
+    assert unwrap(5, 5, 1000) == 0
+
+
+def test_counter_wraparound_is_unwrapped(tmp_path):
+    pkg = _zone(tmp_path, "intel-rapl:0", "package-0", 800, max_uj=1_000_000)
+    src = RaplSource(Root(tmp_path))
+    src.open()
+    try:
+        assert src.read().power_w == (0.0,)
+        for raw, total_uj in [(999_000, 998_200), (200_000, 1_199_200), (300_000, 1_299_200)]:
+            (pkg / "energy_uj").write_text(f"{raw}\n")
+            assert src.read().power_w == (pytest.approx(total_uj * 1e-6),)
+    finally:
+        src.close()
+
+
+def test_nested_zones_and_psys_are_never_summed(tmp_path):
+    _zone(tmp_path, "intel-rapl:0", "package-0", 1)
+    _zone(tmp_path, "intel-rapl:0/intel-rapl:0:0", "core", 1)
+    _zone(tmp_path, "intel-rapl:0:0", "core", 1)  # the class symlink of the sub-zone
+    _zone(tmp_path, "intel-rapl:1", "package-1", 1)
+    _zone(tmp_path, "intel-rapl:2", "psys", 1)
+    root = Root(tmp_path)
+    assert [z.rsplit("/", 1)[-1] for z in rapl_zones(root)] == [
+        "intel-rapl:0", "intel-rapl:1", "intel-rapl:2"]
+    src = RaplSource(root)
+    assert [c.name for c in src.channels()] == ["package-0", "package-1", "psys"]
+    assert all(c.kind == "energy" and c.point == "package" for c in src.channels())
+    total = src.total()
+    assert total.kind == "sum" and total.channels == ("package-0", "package-1")
+
+
+def test_permission_error_says_how_to_fix(tmp_path, monkeypatch):
+    _zone(tmp_path, "intel-rapl:0", "package-0", 1)
+    real_open = os.open
+
+    def denied(path, flags, *args):  # what Linux >= 5.10 answers a non-root user
+        if str(path).endswith("energy_uj"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", denied)
+    src = RaplSource(Root(tmp_path))
+    with pytest.raises(PermissionDenied) as err:
+        src.open()
+    assert "CVE-2020-8694" in err.value.hint and "chmod" in err.value.hint
+    assert "energy_uj" in str(err.value)
