@@ -1,0 +1,22 @@
+"""The one place that imports torch, so a missing torch is a message, not a traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import HardwareError
+
+INSTALL_HINT = (
+    "install PyTorch: on a PC `pip install torch==2.13.0` (CPU build: "
+    "--index-url https://download.pytorch.org/whl/cpu); on a Jetson, NVIDIA's wheel for your "
+    "JetPack (https://developer.nvidia.com/embedded/downloads, 'PyTorch for Jetson')"
+)
+
+
+def import_torch() -> Any:
+    try:
+        import torch
+    except ImportError as err:
+        raise HardwareError("PyTorch is not installed; workloads need it",
+                            hint=INSTALL_HINT) from err
+    return torch

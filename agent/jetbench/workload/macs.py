@@ -1,0 +1,103 @@
+"""Parameters, multiply-accumulates and activation sizes of a network, from its module graph.
+
+What is counted: the multiply-accumulates of convolutions (grouped/depthwise included) and
+fully-connected layers, per image, at the model's input shape. BatchNorm, LRN, pooling,
+activations, residual additions and concatenations are not counted (they are <1% of the
+arithmetic of these networks, and it is what the published "GMACs" figures count).
+The pass runs on torch's meta device: shapes only, no memory, no arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from ._torch import import_torch
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """Per-image cost of a network. `activation_elems` is the sum of every leaf layer's output
+    (what training keeps for backward); `peak_layer_elems` the largest input+output of one layer
+    (what inference needs at once)."""
+
+    params: int
+    macs_per_image: int
+    activation_elems_per_image: int
+    peak_layer_elems_per_image: int
+
+    @property
+    def gmacs_per_image(self) -> float:
+        return self.macs_per_image / 1e9
+
+
+def count_params(model: Any) -> int:
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def model_cost(model: Any, input_shape: Sequence[int]) -> ModelCost:
+    """Counts on a copy of `model` moved to the meta device (the model itself is untouched if it
+    already lives on meta; otherwise a meta copy is made with `to_empty`-free shape tracing)."""
+    torch = import_torch()
+    from torch import nn
+
+    if next(iter(model.parameters()), torch.empty(0, device="meta")).device.type != "meta":
+        model = _meta_copy(model)
+    counts = {"macs": 0, "acts": 0, "peak": 0}
+
+    def hook(module: Any, inputs: Any, output: Any) -> None:
+        if not isinstance(output, torch.Tensor):
+            return
+        out_elems = output.numel()
+        in_elems = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+        counts["acts"] += out_elems
+        counts["peak"] = max(counts["peak"], in_elems + out_elems)
+        if isinstance(module, nn.modules.conv._ConvNd) and not isinstance(
+            module, nn.modules.conv._ConvTransposeNd
+        ):
+            per_output = (module.in_channels // module.groups) * _prod(module.kernel_size)
+            counts["macs"] += out_elems * per_output
+        elif isinstance(module, nn.Linear):
+            counts["macs"] += out_elems * module.in_features
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if not list(m.children())]
+    try:
+        with torch.no_grad():
+            model.eval()(torch.empty((1, *input_shape), device="meta"))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return ModelCost(count_params(model), counts["macs"], counts["acts"], counts["peak"])
+
+
+def builtin_cost(name: str) -> ModelCost:
+    """Cost of a built-in network, built directly on the meta device (fast: no weights)."""
+    from .registry import get_spec
+
+    torch = import_torch()
+    spec = get_spec(name)
+    with torch.device("meta"):
+        model = spec.build()
+    return model_cost(model, spec.input_shape)
+
+
+def _meta_copy(model: Any) -> Any:
+    import copy
+
+    clone = copy.deepcopy(model)
+    return clone.to("meta")
+
+
+def _prod(values: Any) -> int:
+    out = 1
+    for v in values if isinstance(values, (tuple, list)) else (values,):
+        out *= int(v)
+    return out
+
+
+def macs_or_none(model: Any, input_shape: Sequence[int]) -> Optional[ModelCost]:
+    """Cost of a user model, or None when its graph cannot be traced (TorchScript, custom ops)."""
+    try:
+        return model_cost(model, input_shape)
+    except Exception:  # noqa: BLE001 - any failure only means "no GFLOP/s figure"
+        return None

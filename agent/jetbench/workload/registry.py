@@ -1,0 +1,83 @@
+"""The built-in networks: names, input shapes, and where their definitions live.
+
+Pure data: importing this module never imports torch (the definitions load on first use).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..errors import UsageError
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A network jetbench can build. `params` is the published count the definition must match
+    (None when there is no published reference); `input_shape` is one image, CHW."""
+
+    name: str
+    description: str
+    input_shape: Tuple[int, int, int]
+    factory: str  # "module:function" inside jetbench.workload.models, called with seed=...
+    kwargs: Tuple[Tuple[str, Any], ...] = ()
+    params: Optional[int] = None
+
+    def build(self, seed: int = 0) -> Any:
+        """A torch.nn.Module with Gaussian weights (imports torch)."""
+        module_name, func_name = self.factory.split(":")
+        module = importlib.import_module(f"{__package__}.models.{module_name}")
+        factory: Callable[..., Any] = getattr(module, func_name)
+        return factory(seed=seed, **dict(self.kwargs))
+
+
+_IMAGENET = (3, 224, 224)
+
+_SPECS: List[ModelSpec] = [
+    ModelSpec("alexnet", "AlexNet, BVLC deploy (LRN, grouped conv)", (3, 227, 227),
+              "alexnet:alexnet", params=60_965_224),
+    ModelSpec("caffenet", "CaffeNet, BVLC reference (pool before LRN)", (3, 227, 227),
+              "alexnet:caffenet", params=60_965_224),
+    ModelSpec("googlenet", "GoogLeNet / Inception-v1, BVLC deploy", _IMAGENET,
+              "googlenet:googlenet", params=6_998_552),
+    ModelSpec("resnet18", "ResNet-18", _IMAGENET, "resnet:resnet", (("depth", 18),),
+              params=11_689_512),
+    ModelSpec("resnet34", "ResNet-34", _IMAGENET, "resnet:resnet", (("depth", 34),),
+              params=21_797_672),
+    ModelSpec("resnet50", "ResNet-50", _IMAGENET, "resnet:resnet", (("depth", 50),),
+              params=25_557_032),
+    ModelSpec("resnet101", "ResNet-101", _IMAGENET, "resnet:resnet", (("depth", 101),),
+              params=44_549_160),
+    ModelSpec("resnet152", "ResNet-152", _IMAGENET, "resnet:resnet", (("depth", 152),),
+              params=60_192_808),
+    ModelSpec("vgg16", "VGG-16 (configuration D)", _IMAGENET, "vgg:vgg16", params=138_357_544),
+    ModelSpec("vgg19", "VGG-19 (configuration E)", _IMAGENET, "vgg:vgg19", params=143_667_240),
+    ModelSpec("mobilenet_v2", "MobileNetV2 1.0 (edge network)", _IMAGENET,
+              "mobilenet:mobilenet_v2", params=3_504_872),
+]
+
+_BY_NAME: Dict[str, ModelSpec] = {spec.name: spec for spec in _SPECS}
+_ALIASES = {"inception_v1": "googlenet", "bvlc_alexnet": "alexnet", "mobilenetv2": "mobilenet_v2",
+            "resnet-50": "resnet50", "vgg-16": "vgg16"}
+
+
+def list_specs() -> List[ModelSpec]:
+    return list(_SPECS)
+
+
+def get_spec(name: str) -> ModelSpec:
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in _BY_NAME:
+        raise UsageError(
+            f"unknown model: {name!r}",
+            hint="`jetbench models` lists the built-in networks; your own model is a TorchScript "
+            "file (model.pt) or module:callable with --input-shape",
+        )
+    return _BY_NAME[key]
+
+
+def is_builtin(name: str) -> bool:
+    key = name.strip().lower()
+    return _ALIASES.get(key, key) in _BY_NAME

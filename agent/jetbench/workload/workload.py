@@ -1,0 +1,310 @@
+"""Building a workload: a network on a device in a precision, its input, and one step.
+
+`build_workload()` is the library entry point; `runner.run_timed()` times what it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
+
+from ..errors import OutOfMemory, UsageError
+from ._torch import import_torch
+from .macs import ModelCost, builtin_cost, macs_or_none
+from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
+
+INPUT_MODES = ("constant", "random")
+MODES = ("inference", "train")
+CONSTANT_INPUT = 0.5  # non-zero, as the whitepaper's constant input: every MAC really switches
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run (framework settings). `threads` None keeps torch's default.
+    `memory_limit_bytes` refuses a workload whose estimated footprint exceeds it, through the
+    same path as a real allocator OOM (and caps the CUDA caching allocator to it)."""
+
+    mode: str = "inference"
+    cudnn: bool = True
+    cudnn_benchmark: bool = False
+    channels_last: bool = False
+    cuda_graph: bool = False
+    compile: bool = False
+    threads: Optional[int] = None
+    memory_limit_bytes: Optional[int] = None
+    seed: int = 0
+
+
+@dataclass
+class Workload:
+    """A ready-to-time workload. `step()` runs one iteration (forward, or forward+backward)
+    without synchronising; `sync()` waits for the device; `context()` is entered once around
+    a loop of steps (inference_mode for inference)."""
+
+    model: str
+    precision: str
+    batch: int
+    device: str
+    input_mode: str
+    options: RunOptions
+    module: Any
+    input: Any
+    cost: Optional[ModelCost]
+    footprint_bytes: int
+    step: Callable[[], Any]
+    sync: Callable[[], None]
+    context: Callable[[], Any]
+    notes: Tuple[str, ...] = field(default=())
+
+    @property
+    def mode(self) -> str:
+        return self.options.mode
+
+    @property
+    def flops_per_iteration(self) -> Optional[float]:
+        """2 flops per MAC; training counts backward as twice the forward (grad wrt inputs and
+        weights), so 3 x forward."""
+        if self.cost is None:
+            return None
+        passes = 3 if self.mode == "train" else 1
+        return 2.0 * self.cost.macs_per_image * self.batch * passes
+
+    def describe(self) -> Dict[str, Any]:
+        """The result schema's `workload` object."""
+        return {"model": self.model, "precision": self.precision, "batch": self.batch,
+                "device": self.device, "mode": self.mode, "input": self.input_mode,
+                "input_shape": list(self.input.shape[1:]),
+                "gmacs_per_image": None if self.cost is None else self.cost.gmacs_per_image,
+                "params": None if self.cost is None else self.cost.params}
+
+
+def resolve_device(device: str) -> str:
+    """'auto' -> 'cuda' when present, else 'cpu'. 'cuda' without a GPU is a usage error."""
+    torch = import_torch()
+    word = (device or "auto").lower()
+    if word == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if word.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA device is visible to PyTorch",
+                             hint="use --device cpu, or a CUDA build of torch")
+        return "cuda"
+    if word == "cpu":
+        return "cpu"
+    raise UsageError(f"unknown device: {device!r}", hint="use auto, cuda or cpu")
+
+
+@contextlib.contextmanager
+def backend_settings(options: RunOptions) -> Iterator[None]:
+    """Applies threads and cuDNN flags for the duration, then puts the previous ones back."""
+    torch = import_torch()
+    saved = (torch.get_num_threads(), torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark)
+    try:
+        if options.threads:
+            torch.set_num_threads(options.threads)
+        torch.backends.cudnn.enabled = options.cudnn
+        torch.backends.cudnn.benchmark = options.cudnn_benchmark
+        yield
+    finally:
+        torch.set_num_threads(saved[0])
+        torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark = saved[1], saved[2]
+
+
+@contextlib.contextmanager
+def oom_guard(what: str) -> Iterator[None]:
+    """Turns an allocator's out-of-memory (CUDA's OutOfMemoryError, CPU's RuntimeError or
+    MemoryError) into jetbench's OutOfMemory, after releasing what the failed attempt held."""
+    try:
+        yield
+        return
+    except (RuntimeError, MemoryError) as err:
+        if not (isinstance(err, MemoryError) or "out of memory" in str(err).lower()):
+            raise
+        message = f"{what}: out of memory ({_first_line(err)})"
+    # Raised outside the except block: the failed attempt's frames (and tensors) are freed.
+    _release_memory()
+    raise OutOfMemory(message, hint="use a smaller --batch")
+
+
+def build_workload(
+    model: str,
+    precision: str = "fp32",
+    batch: int = 1,
+    device: str = "auto",
+    input_mode: str = "constant",
+    options: Optional[RunOptions] = None,
+    input_shape: Optional[Sequence[int]] = None,
+    module: Any = None,
+) -> Workload:
+    """A network (`model`: a built-in name from `jetbench models`, a TorchScript file, or
+    `module:callable`) with Gaussian weights (seed `options.seed`), in `precision` (fp32, fp16,
+    bf16, int8) on `device` (auto, cpu, cuda), fed `batch` images of the constant (default) or
+    random Gaussian input. `input_shape` (CHW) overrides the network's own, and is required for a
+    user model. `module` passes an already-built float32 nn.Module instead of building one.
+
+    Raises UsageError (bad arguments), PrecisionUnavailable (e.g. int8 on CUDA without
+    TensorRT), OutOfMemory (did not fit, or over `options.memory_limit_bytes`)."""
+    torch = import_torch()
+    options = options or RunOptions()
+    _validate(precision, batch, input_mode, options)
+    dev = resolve_device(device)
+    net, shape, cost = _load(model, module, input_shape, options.seed)
+    footprint = estimate_footprint_bytes(cost, net, precision, batch, shape, options.mode)
+    label = f"{model} {precision} batch {batch}"
+    with backend_settings(options), oom_guard(label):
+        _check_memory_limit(footprint, options.memory_limit_bytes, dev, label)
+        net = net.train() if options.mode == "train" else net.eval()
+        example = _make_input(torch, input_mode, batch, shape, options.seed).to(dev)
+        net = net.to(dev)
+        if options.channels_last and example.dim() == 4:
+            net = net.to(memory_format=torch.channels_last)
+            example = example.contiguous(memory_format=torch.channels_last)
+        net, example = apply_precision(net, precision, dev, example)
+        if options.compile:
+            net = torch.compile(net)
+        step, context = _make_step(torch, net, example, options.mode)
+        sync = torch.cuda.synchronize if dev == "cuda" else _no_sync
+        if options.cuda_graph:
+            step = _capture_graph(torch, step, context)
+    notes = ("no MAC count for this model (graph not traceable)",) if cost is None else ()
+    return Workload(model, precision, batch, dev, input_mode, options, net, example, cost,
+                    footprint, step, sync, context, notes)
+
+
+def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) -> None:
+    if precision not in PRECISIONS:
+        raise UsageError(f"unknown precision: {precision!r}", hint="use fp32, fp16, bf16, int8")
+    if batch < 1:
+        raise UsageError(f"batch must be at least 1, not {batch}")
+    if input_mode not in INPUT_MODES:
+        raise UsageError(f"unknown input: {input_mode!r}", hint="use constant or random")
+    if options.mode not in MODES:
+        raise UsageError(f"unknown mode: {options.mode!r}", hint="use inference or train")
+    if options.mode == "train" and precision == "int8":
+        raise PrecisionUnavailable("int8 is inference-only", hint="use --mode inference")
+    if options.cuda_graph and options.mode == "train":
+        raise UsageError("--cuda-graph captures inference only", hint="drop --cuda-graph")
+
+
+def _load(name: str, module: Any, input_shape: Optional[Sequence[int]], seed: int
+          ) -> Tuple[Any, Tuple[int, ...], Optional[ModelCost]]:
+    from .custom import load_custom, looks_custom
+    from .registry import get_spec, is_builtin
+
+    if module is not None:
+        if input_shape is None:
+            raise UsageError(f"{name}: a module passed in needs its input_shape")
+        shape = tuple(input_shape)
+        return module, shape, macs_or_none(module, shape)
+    if is_builtin(name):
+        spec = get_spec(name)
+        shape = tuple(input_shape) if input_shape else spec.input_shape
+        net = spec.build(seed)
+        cost = builtin_cost(spec.name) if shape == spec.input_shape else macs_or_none(net, shape)
+        return net, shape, cost
+    if not looks_custom(name):
+        get_spec(name)  # raises the "unknown model" error with its hint
+    net = load_custom(name, input_shape)
+    shape = tuple(input_shape or ())
+    return net, shape, macs_or_none(net, shape)
+
+
+def estimate_footprint_bytes(cost: Optional[ModelCost], net: Any, precision: str, batch: int,
+                             shape: Sequence[int], mode: str) -> int:
+    """Weights + input + activations: all of them in training (kept for backward, plus
+    gradients), the largest layer's input+output in inference. An estimate, for the
+    memory limit; the allocator has the last word on a real device."""
+    elem = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}[precision]
+    params = cost.params if cost else sum(p.numel() for p in net.parameters())
+    sample = 1
+    for dim in shape:
+        sample *= int(dim)
+    if cost is None:
+        acts = 0
+    elif mode == "train":
+        acts = cost.activation_elems_per_image * 2
+    else:
+        acts = cost.peak_layer_elems_per_image
+    weights = params * elem * (2 if mode == "train" else 1)
+    return int(weights + batch * (sample + acts) * max(elem, 1))
+
+
+def _check_memory_limit(footprint: int, limit: Optional[int], device: str, label: str) -> None:
+    if limit is None:
+        return
+    torch = import_torch()
+    if device == "cuda":
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total))
+    if footprint > limit:
+        # Same exception type (and so the same handling) as a real allocator failure.
+        raise torch.OutOfMemoryError(
+            f"out of memory: needs about {footprint / 2**20:.0f} MiB, memory limit is "
+            f"{limit / 2**20:.0f} MiB"
+        )
+
+
+def _make_input(torch: Any, mode: str, batch: int, shape: Sequence[int], seed: int) -> Any:
+    if mode == "constant":
+        return torch.full((batch, *shape), CONSTANT_INPUT, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(seed + 1)
+    return torch.randn((batch, *shape), generator=gen, dtype=torch.float32)
+
+
+def _make_step(torch: Any, net: Any, example: Any, mode: str) -> Tuple[Callable[[], Any], Any]:
+    if mode == "inference":
+        def forward() -> Any:
+            return net(example)
+
+        return forward, torch.inference_mode
+
+    params = [p for p in net.parameters() if p.requires_grad]
+
+    def forward_backward() -> Any:
+        for p in params:
+            p.grad = None
+        out = net(example)
+        out.float().sum().backward()
+        return out
+
+    return forward_backward, contextlib.nullcontext
+
+
+def _capture_graph(torch: Any, step: Callable[[], Any], context: Any) -> Callable[[], Any]:
+    """Replays the whole forward as one CUDA graph (static input, captured after 3 warm-up runs
+    on a side stream as PyTorch requires)."""
+    if not torch.cuda.is_available():
+        raise UsageError("--cuda-graph needs a CUDA device")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with context(), torch.cuda.stream(stream):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with context(), torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+def _no_sync() -> None:
+    return None
+
+
+def _release_memory() -> None:
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:
+        pass
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
