@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from ..units import format_hz
 
@@ -65,19 +65,17 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
         yield thermal
 
 
-def plan_table(steps, title: str, simulated: bool, dry_run: bool):
-    from rich.table import Table
-
+def plan_lines(steps, title: str, simulated: bool, dry_run: bool) -> List[str]:
+    """One line per write (path, old value, new value): readable, greppable, never folded."""
     verb = "planned (dry run: nothing written)" if dry_run else "written"
-    table = Table(title=f"{title}: {verb}{sim_tag(simulated)}", title_justify="left")
-    for col in ("step", "path", "old", "new"):
-        table.add_column(col, overflow="fold")
+    lines = [f"[bold]{title}: {verb}[/]{sim_tag(simulated)}"]
     for step in steps:
+        lines.append(f"  [cyan]{step.label}[/]")
         for write in step.writes:
-            table.add_row(step.label, write.path, write.old, write.value)
+            lines.append(f"    {write.path}: {write.old or '(empty)'} -> {write.value}")
     if not steps:
-        table.add_row("-", "nothing to change: already set", "", "")
-    return table
+        lines.append("  nothing to change: already set")
+    return lines
 
 
 def requested_table(requested, applied, simulated: bool):

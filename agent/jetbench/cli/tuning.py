@@ -15,7 +15,7 @@ profiles_app = typer.Typer(help="List and show the profiles `apply` accepts.",
 def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool) -> None:
     from ..session import open_board
     from ..tuning.apply import apply_profile, read_clocks
-    from .render import plan_table, requested_table
+    from .render import plan_lines, requested_table
 
     root = open_root(ctx)
     with open_board(root, simulate_power=False) as board:
@@ -35,7 +35,8 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
         })
         return
     out = console()
-    out.print(plan_table(result.steps, title, board.simulated, dry_run))
+    for line in plan_lines(result.steps, title, board.simulated, dry_run):
+        out.print(line, soft_wrap=True)
     if result.targets.requested:
         out.print(requested_table(result.targets.requested, applied, board.simulated))
     for note in result.targets.notes:

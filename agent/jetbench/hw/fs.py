@@ -217,7 +217,7 @@ class Root:
         try:
             fd = os.open(host, os.O_WRONLY | os.O_TRUNC)
         except OSError as err:
-            raise self._error(err, board_path) from err
+            raise self._error(err, board_path, value=text.strip()) from err
         try:
             written = os.write(fd, data)
             if written != len(data):

@@ -60,6 +60,12 @@ def _read_int(path: Path, default: int = 0) -> int:
         return default
 
 
+def _mid_write(directory: Path, *names: str) -> bool:
+    """True when a knob reads empty: jetbench's write (truncate, then write) is in flight.
+    The kernel has no such moment; the simulation waits for the next pass."""
+    return any(not _read(directory / name) for name in names if (directory / name).exists())
+
+
 def _poke(path: Path, value: object, expect: Optional[str] = None) -> None:
     """Set a file's content if it differs (and, with `expect`, only if it still holds that).
     Same-length updates are done in place (no truncate), so a reader never sees an empty file
@@ -156,6 +162,9 @@ class SimKernel:
     def _guard(self, path: Path, valid: bool) -> str:
         """Undo a value the kernel would have refused; remember accepted ones."""
         current = _read(path)
+        if not current:
+            # Between jetbench's truncate and write: not a value, never undo anything on it.
+            return self._accepted.get(path, "")
         if valid:
             self._accepted[path] = current
             return current
@@ -173,6 +182,9 @@ class SimKernel:
                 d = self.p(f"/sys/devices/system/cpu/cpufreq/policy{owner}")
             else:
                 d = self.p(f"/sys/devices/system/cpu/cpu{owner}/cpufreq")
+            if _mid_write(d, "scaling_min_freq", "scaling_max_freq", "scaling_governor",
+                          "scaling_setspeed"):
+                continue
             lo_hw, hi_hw = cluster.freqs_khz[0], cluster.freqs_khz[-1]
             lo = _read_int(d / "scaling_min_freq", lo_hw)
             hi = _read_int(d / "scaling_max_freq", hi_hw)
@@ -180,6 +192,8 @@ class SimKernel:
             lo = int(self._guard(d / "scaling_min_freq", ok) or lo)
             hi = int(self._guard(d / "scaling_max_freq", ok) or hi)
             governor = _read(d / "scaling_governor")
+            if not governor:
+                continue
             if governor not in self.board.cpu_governors:
                 governor = self._guard(d / "scaling_governor", False)
             else:
@@ -211,6 +225,8 @@ class SimKernel:
             nodes.append((device, name, (115200000, 332800000, 601600000)))
         for device, name, table in nodes:
             d = self.p(f"{device}/devfreq/{name}")
+            if _mid_write(d, "min_freq", "max_freq", "governor"):
+                continue
             lo = _read_int(d / "min_freq", table[0])
             hi = _read_int(d / "max_freq", table[-1])
             ok = table[0] <= lo <= hi <= table[-1]
@@ -228,6 +244,8 @@ class SimKernel:
     def _sync_gbus(self) -> float:
         clock = self.p("/sys/kernel/debug/clock")
         table = self.board.gpu_freqs_hz
+        if _mid_write(clock, "override.gbus/rate", "override.gbus/state"):
+            return float(_read_int(clock / "gbus/rate"))
         rate = _read_int(clock / "override.gbus/rate")
         ok = 0 <= rate <= table[-1]
         rate = int(self._guard(clock / "override.gbus/rate", ok) or rate)
@@ -241,6 +259,8 @@ class SimKernel:
         kind = self.board.emc_kind
         if kind == "bpmp":
             rate = self.p("/sys/kernel/debug/bpmp/debug/clk/emc/rate")
+            if _mid_write(rate.parent, "rate", "mrq_rate_locked"):
+                return float(table[-1])
             value = _read_int(rate, table[-1])
             value = int(self._guard(rate, table[0] <= value <= table[-1]) or value)
             return float(value)
@@ -252,6 +272,8 @@ class SimKernel:
             over = self.p("/sys/kernel/debug/clock/override.emc")
             cur_file = self.p("/sys/kernel/debug/clock/emc/rate")
             rate_file, state_file = over / "rate", over / "state"
+        if _mid_write(over, rate_file.name, state_file.name):
+            return float(_read_int(cur_file))
         rate = _read_int(rate_file)
         rate = int(self._guard(rate_file, 0 <= rate <= table[-1]) or rate)
         on = _read(state_file) == "1"

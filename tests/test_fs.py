@@ -1,0 +1,90 @@
+import os
+
+import pytest
+
+from jetbench.errors import MissingFile, UnsafePath, WriteRejected
+from jetbench.hw.fs import Root
+
+
+@pytest.fixture
+def root(tmp_path):
+    d = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq"
+    d.mkdir(parents=True)
+    (d / "scaling_governor").write_text("schedutil\n")
+    (tmp_path / "proc/device-tree").mkdir(parents=True)
+    (tmp_path / "proc/device-tree/compatible").write_bytes(b"nvidia,p3450-0000\x00nvidia,tegra210\x00")
+    return Root(tmp_path)
+
+
+def test_reads_are_under_the_root(root):
+    assert root.read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") == "schedutil"
+    assert root.read_strings("/proc/device-tree/compatible") == ["nvidia,p3450-0000",
+                                                                 "nvidia,tegra210"]
+    assert root.read("/nope", default="x") == "x"
+    with pytest.raises(MissingFile) as err:
+        root.read("/sys/nope")
+    assert "/sys/nope" in str(err.value) and err.value.hint
+
+
+def test_write_is_echo_like_and_never_creates(root, tmp_path):
+    path = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+    root.write(path, "userspace")
+    assert (tmp_path / path.lstrip("/")).read_bytes() == b"userspace\n"
+    with pytest.raises(MissingFile):
+        root.write("/sys/devices/system/cpu/cpu0/cpufreq/new_file", "1")
+    assert not (tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/new_file").exists()
+
+
+def test_write_outside_allowlist_refused(root, tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/passwd").write_text("root\n")
+    with pytest.raises(UnsafePath):
+        root.write("/etc/passwd", "x")
+    with pytest.raises(UnsafePath):
+        root.write("/sys/devices/system/cpu/../../../etc/passwd", "x")
+    assert (tmp_path / "etc/passwd").read_text() == "root\n"
+
+
+def test_dotdot_above_root_refused(root):
+    with pytest.raises(UnsafePath):
+        root.write("/../../etc/passwd", "x")
+
+
+def test_symlink_escapes_refused(root, tmp_path):
+    outside = tmp_path.parent / f"outside-{os.getpid()}"
+    outside.write_text("precious\n")
+    cpufreq = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq"
+    os.symlink(outside, cpufreq / "abs_escape")  # absolute: points off the root
+    os.symlink("../../../../../../" + outside.name, cpufreq / "rel_escape")
+    # Inside the root but outside the allowlist, reached through an allowed directory.
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/shadow").write_text("secret\n")
+    os.symlink("../../../../../../etc/shadow", cpufreq / "to_etc")
+    for name in ("abs_escape", "rel_escape", "to_etc"):
+        with pytest.raises(UnsafePath):
+            root.write(f"/sys/devices/system/cpu/cpu0/cpufreq/{name}", "x")
+    assert outside.read_text() == "precious\n"
+    assert (tmp_path / "etc/shadow").read_text() == "secret\n"
+    outside.unlink()
+
+
+def test_dangerous_names_refused(root, tmp_path):
+    (tmp_path / "sys/devices/pci0").mkdir(parents=True)
+    (tmp_path / "sys/devices/pci0/remove").write_text("0\n")
+    with pytest.raises(UnsafePath):
+        root.write("/sys/devices/pci0/remove", "1")
+
+
+def test_debugfs_hint(tmp_path):
+    (tmp_path / "sys/kernel/debug").mkdir(parents=True)
+    with pytest.raises(MissingFile) as err:
+        Root(tmp_path).read("/sys/kernel/debug/bpmp/debug/clk/emc/rate")
+    assert "mount -t debugfs" in err.value.hint
+
+
+def test_kernel_rejection_is_a_jetbench_error(root, tmp_path):
+    target = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq"
+    target.mkdir()  # a real OS error (EISDIR) where the kernel would say EINVAL
+    with pytest.raises(WriteRejected) as err:
+        root.write("/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq", "1")
+    assert "scaling_max_freq" in str(err.value)
