@@ -93,6 +93,11 @@ def _register() -> None:
     app.add_typer(tuning.profiles_app, name="profiles")
     app.add_typer(sim.sim_app, name="sim")
 
+    from . import workload as _workload_cli
+
+    app.command("time")(_workload_cli.time_cmd)
+    app.command("models")(_workload_cli.models_cmd)
+
 
 _register()
 

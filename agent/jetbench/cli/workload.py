@@ -1,0 +1,232 @@
+"""`jetbench time` and `jetbench models`: parse, call one library function, render.
+
+Module level imports typer and the stdlib only; torch loads inside the library calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from .common import console, print_json
+
+_PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
+
+
+def time_cmd(
+    model: str = typer.Option("alexnet", "--model", "-m",
+                              help="Networks, comma-separated (`jetbench models`), a TorchScript "
+                              "file, or module:callable (with --input-shape)."),
+    precision: str = typer.Option("fp32", "--precision", "-p",
+                                  help="fp32, fp16, bf16, int8; comma-separated."),
+    batch: str = typer.Option("1", "--batch", "-b",
+                              help="Batch sizes, comma-separated, or `sweep` (1, 2, 4, ... "
+                              "until out of memory)."),
+    device: str = typer.Option("auto", "--device", help="auto (cuda if present), cuda, cpu."),
+    iterations: int = typer.Option(10, "--iterations", "-n",
+                                   help="Minimum timed iterations."),
+    duration: str = typer.Option("3s", "--duration",
+                                 help="Minimum timed duration (both minimums must be met)."),
+    warmup: str = typer.Option("1s", "--warmup",
+                               help="Minimum warm-up time (then until latency is stable)."),
+    input_mode: str = typer.Option("constant", "--input",
+                                   help="constant (non-zero, the whitepaper's) or random."),
+    input_shape: Optional[str] = typer.Option(None, "--input-shape",
+                                              help="One sample's shape, e.g. 3,224,224."),
+    mode: str = typer.Option("inference", "--mode", help="inference or train (fwd+bwd)."),
+    no_cudnn: bool = typer.Option(False, "--no-cudnn", help="Disable cuDNN."),
+    cudnn_benchmark: bool = typer.Option(False, "--cudnn-benchmark",
+                                         help="Let cuDNN autotune its algorithms."),
+    channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
+    cuda_graph: bool = typer.Option(False, "--cuda-graph", help="Replay as one CUDA graph."),
+    compile_: bool = typer.Option(False, "--compile", help="torch.compile the network."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit",
+                                               help="Treat workloads above this size (e.g. "
+                                               "2GiB) as out of memory."),
+    layers: bool = typer.Option(False, "--layers",
+                                help="Per-layer forward (and backward) times, like caffe time."),
+    check: bool = typer.Option(False, "--check",
+                               help="Compare each reduced precision's outputs with fp32."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the Gaussian weights and input."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON document."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write DIR/time.json."),
+) -> None:
+    """Time networks like `caffe time`, done right: warm-up until stable, then timed iterations
+    until both --iterations and --duration are met; img/s, latency percentiles, CV, GFLOP/s."""
+    from ..units import parse_duration_s
+    from ..workload.custom import parse_input_shape
+    from ..workload.precision import parse_precisions
+    from ..workload.session import TimeRequest, parse_batches, parse_bytes, time_models
+    from ..workload.workload import RunOptions
+
+    options = RunOptions(
+        mode=mode, cudnn=not no_cudnn, cudnn_benchmark=cudnn_benchmark,
+        channels_last=channels_last, cuda_graph=cuda_graph, compile=compile_, threads=threads,
+        memory_limit_bytes=parse_bytes(memory_limit) if memory_limit else None, seed=seed,
+    )
+    request = TimeRequest(
+        models=tuple(m.strip() for m in model.split(",") if m.strip()),
+        precisions=tuple(parse_precisions(precision)),
+        batches=parse_batches(batch), device=device, iterations=iterations,
+        duration_s=parse_duration_s(duration), warmup_s=parse_duration_s(warmup),
+        input_mode=input_mode, options=options,
+        input_shape=parse_input_shape(input_shape) if input_shape else None,
+        layers=layers, check=check,
+    )
+    with _LazyProgress(enabled=not as_json) as bar:
+        report = time_models(request, progress=bar.update)
+    doc = report.to_dict()
+    if out is not None:
+        _write_json(out / "time.json", doc)
+    if as_json:
+        print_json(doc)
+        return
+    _render(report, out)
+
+
+def models_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The built-in networks: input shape, parameters, GMACs per image (conv + fc MACs)."""
+    from ..workload.models_info import describe_models
+
+    rows = describe_models()
+    if as_json:
+        print_json({"models": rows})
+        return
+    from rich.table import Table
+
+    table = Table(box=None)
+    for title in ("model", "input", "params", "GMACs/img", "description"):
+        table.add_column(title, justify="right" if title in ("params", "GMACs/img") else "left")
+    for row in rows:
+        table.add_row(row["name"], "x".join(map(str, row["input_shape"])),
+                      f"{row['params']:,}", f"{row['gmacs_per_image']:.3f}", row["description"])
+    console().print(table)
+
+
+def _render(report: Any, out: Optional[Path]) -> None:
+    from rich.table import Table
+
+    con = console()
+    table = Table(box=None)
+    columns = ("model", "precision", "batch", "device", "img/s", "mean ms", "p50", "p90",
+               "p99", "CV", "GFLOP/s", "status")
+    for title in columns:
+        table.add_column(title, justify="left" if title in ("model", "precision", "device",
+                                                             "status") else "right")
+    for row in report.rows:
+        r = row.result
+        if r is None:
+            table.add_row(row.model, row.precision, str(row.batch), row.device,
+                          *(["-"] * 7), row.status)
+            continue
+        lat = r.latency_ms
+        table.add_row(row.model, row.precision, str(row.batch), row.device,
+                      f"{r.images_per_s:.1f}", f"{lat.mean_ms:.2f}", f"{lat.p50_ms:.2f}",
+                      f"{lat.p90_ms:.2f}", f"{lat.p99_ms:.2f}", f"{r.cv:.1%}",
+                      "-" if r.gflops is None else f"{r.gflops:.1f}", row.status)
+    con.print(table)
+    for row in report.rows:
+        if row.layers is not None:
+            _render_layers(con, row)
+    if report.checks:
+        _render_checks(con, report.checks)
+    notes: List[str] = [f"{row.model} {row.precision} batch {row.batch}: {row.message}"
+                        for row in report.rows if row.message]
+    for row in report.rows:
+        if row.result is not None:
+            notes += [f"{row.model} {row.precision} batch {row.batch}: {w}"
+                      for w in row.result.warnings]
+    notes += list(report.warnings)
+    err = console(stderr=True)
+    for note in notes:
+        err.print(f"[yellow]warning:[/] {note}")
+    if out is not None:
+        con.print(f"wrote {out / 'time.json'}")
+
+
+def _render_layers(con: Any, row: Any) -> None:
+    from rich.table import Table
+
+    lt = row.layers
+    train = lt.backward_ms is not None
+    table = Table(title=f"{row.model} {row.precision} batch {row.batch}: per-layer, mean of "
+                  f"{lt.iterations}", box=None)
+    for title in ("layer", "type", "forward ms") + (("backward ms",) if train else ()):
+        table.add_column(title, justify="right" if "ms" in title else "left")
+    for layer in lt.layers:
+        cells = [layer.name, layer.kind, f"{layer.forward_ms:.3f}"]
+        if train:
+            cells.append(f"{layer.backward_ms:.3f}")
+        table.add_row(*cells)
+    con.print(table)
+    con.print(f"Average Forward pass: {lt.forward_ms:.3f} ms.")
+    if train:
+        con.print(f"Average Backward pass: {lt.backward_ms:.3f} ms.")
+        con.print(f"Average Forward-Backward: {lt.forward_ms + lt.backward_ms:.3f} ms.")
+
+
+def _render_checks(con: Any, checks: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title="agreement with fp32 (same weights, same input)", box=None)
+    for title in ("model", "precision", "batch", "top-1", "top-5", "max |diff|", "mean |diff|",
+                  "max |fp32|"):
+        table.add_column(title, justify="left" if title in ("model", "precision") else "right")
+    for a in checks:
+        table.add_row(a.model, a.precision, str(a.batch), f"{a.top1_agreement:.0%}",
+                      f"{a.top5_agreement:.0%}", f"{a.max_abs_diff:.4g}",
+                      f"{a.mean_abs_diff:.4g}", f"{a.reference_max_abs:.4g}")
+    con.print(table)
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    """Atomic: a reader sees the old file or the whole new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=".time.", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class _LazyProgress:
+    """A progress bar on stderr that appears only once a run has lasted a few seconds."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.progress: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> _LazyProgress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def update(self, label: str, phase: str, fraction: float) -> None:
+        if not self.enabled or time.monotonic() - self.start < _PROGRESS_AFTER_S:
+            return
+        if self.progress is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                     TimeElapsedColumn(), console=console(stderr=True),
+                                     transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task("", total=1.0)
+        self.progress.update(self.task, description=f"{label} {phase}", completed=fraction)

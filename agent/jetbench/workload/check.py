@@ -1,0 +1,94 @@
+"""`--check`: does a reduced precision give the same answer as FP32 on the same weights and input?
+(the answer to "FP16 gives a different class on the board")."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+from .precision import PrecisionUnavailable
+from .workload import RunOptions, build_workload
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Outputs of `precision` against FP32. Agreements are fractions of the batch's images:
+    top-1 = same class; top-5 = mean overlap of the two top-5 sets. Logit differences are
+    absolute, next to the largest FP32 logit for scale."""
+
+    model: str
+    precision: str
+    batch: int
+    top1_agreement: float
+    top5_agreement: float
+    max_abs_diff: float
+    mean_abs_diff: float
+    reference_max_abs: float
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def compare_outputs(reference: Any, other: Any) -> Dict[str, float]:
+    """Top-1/top-5 agreement and absolute logit differences of two (batch, classes) outputs."""
+    import torch
+
+    ref = reference.detach().float().reshape(reference.shape[0], -1)
+    out = other.detach().float().reshape(other.shape[0], -1)
+    k = min(5, ref.shape[1])
+    top1 = (ref.argmax(1) == out.argmax(1)).float().mean().item()
+    ref5, out5 = ref.topk(k, 1).indices, out.topk(k, 1).indices
+    overlap = [len(set(a.tolist()) & set(b.tolist())) / k for a, b in zip(ref5, out5)]
+    diff = (ref - out).abs()
+    finite = torch.isfinite(out).all().item()
+    return {
+        "top1": top1,
+        "top5": sum(overlap) / len(overlap),
+        "max_abs": diff.max().item() if finite else float("inf"),
+        "mean_abs": diff.mean().item() if finite else float("inf"),
+        "ref_max": ref.abs().max().item(),
+    }
+
+
+def check_precisions(
+    model: str,
+    precisions: Sequence[str],
+    batch: int = 1,
+    device: str = "auto",
+    input_mode: str = "constant",
+    options: Optional[RunOptions] = None,
+    input_shape: Optional[Sequence[int]] = None,
+    skip_unavailable: bool = False,
+) -> List[Agreement]:
+    """One forward pass per precision, each against the FP32 output of the same weights (same
+    seed) and the same input. FP32 itself is skipped. Raises PrecisionUnavailable/OutOfMemory
+    like build_workload (a precision that is unavailable is left out with skip_unavailable)."""
+    import torch
+
+    options = options or RunOptions()
+    options = RunOptions(**dict(asdict(options), mode="inference", compile=False,
+                                cuda_graph=False))
+    reduced = [p for p in precisions if p != "fp32"]
+    if not reduced:
+        return []
+    base = build_workload(model, "fp32", batch, device, input_mode, options, input_shape)
+    pristine = copy.deepcopy(base.module).cpu()  # the fp32 weights, before anything converts them
+    with torch.inference_mode():
+        reference = base.step().float().cpu()
+    shape = tuple(base.input.shape[1:])
+    results: List[Agreement] = []
+    for precision in reduced:
+        try:
+            other = build_workload(model, precision, batch, device, input_mode, options, shape,
+                                   module=copy.deepcopy(pristine))
+        except PrecisionUnavailable:
+            if skip_unavailable:
+                continue
+            raise
+        with torch.inference_mode():
+            out = other.step().float().cpu()
+        numbers = compare_outputs(reference, out)
+        results.append(Agreement(model, precision, batch, numbers["top1"], numbers["top5"],
+                                 numbers["max_abs"], numbers["mean_abs"], numbers["ref_max"]))
+    return results
