@@ -71,7 +71,7 @@ class Total:
     def describe(self) -> str:
         if self.kind == "channel":
             return f"{self.name} (measured at {self.point})"
-        return f"{self.name} = " + " + ".join(self.channels)
+        return f"{self.name} (a sum, measured at {self.point})"
 
 
 @dataclass(frozen=True)
