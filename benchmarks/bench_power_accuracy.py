@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 
 from jetbench.power.energy import average_of_readings, integrate  # noqa: E402
 
+
 def _phase(t):
     """(cycle number, time into the cycle) of the 0.8 s burst pattern, computed consistently."""
     n = np.floor(np.asarray(t) / 0.8)
