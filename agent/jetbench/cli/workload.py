@@ -115,6 +115,8 @@ def _render(report: Any, out: Optional[Path]) -> None:
     from rich.table import Table
 
     con = console()
+    if not con.is_terminal:
+        con.width = max(con.width, 120)  # piped output: never truncate the figures
     table = Table(box=None)
     columns = ("model", "precision", "batch", "device", "img/s", "mean ms", "p50", "p90",
                "p99", "CV", "GFLOP/s", "status")

@@ -9,6 +9,7 @@ The pass runs on torch's meta device: shapes only, no memory, no arithmetic.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -70,6 +71,7 @@ def model_cost(model: Any, input_shape: Sequence[int]) -> ModelCost:
     return ModelCost(count_params(model), counts["macs"], counts["acts"], counts["peak"])
 
 
+@functools.lru_cache(maxsize=None)
 def builtin_cost(name: str) -> ModelCost:
     """Cost of a built-in network, built directly on the meta device (fast: no weights)."""
     from .registry import get_spec

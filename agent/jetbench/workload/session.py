@@ -18,6 +18,7 @@ from .workload import RunOptions, build_workload, resolve_device
 SCHEMA = "jetbench.time/1"
 SWEEP = "sweep"
 SWEEP_MAX_BATCH = 1024  # a sweep doubles the batch up to this, or until out of memory
+_ADVICE_MARGIN = 0.10  # slower than fp32 by more than run-to-run noise
 
 # on_row(row) after each configuration; progress(label, phase, fraction) during one
 RowCallback = Callable[["TimeRow"], None]
@@ -41,6 +42,7 @@ class TimeRequest:
     layers: bool = False
     layer_iterations: int = 10
     check: bool = False
+    sweep_max_batch: int = SWEEP_MAX_BATCH
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
         if request.check:
             checks += _check(request, model, device)
         for precision in request.precisions:
-            for batch in _batches(request.batches):
+            for batch in _batches(request.batches, request.sweep_max_batch):
                 row = _one(request, model, precision, batch, device, progress)
                 rows.append(row)
                 if on_row is not None:
@@ -139,10 +141,10 @@ def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
     return TimeReport(tuple(rows), tuple(checks), tuple(precision_advice(rows)), device)
 
 
-def _batches(batches: Union[Tuple[int, ...], str]) -> Sequence[int]:
+def _batches(batches: Union[Tuple[int, ...], str], largest: int) -> Sequence[int]:
     if batches == SWEEP:
         sizes, b = [], 1
-        while b <= SWEEP_MAX_BATCH:
+        while b <= largest:
             sizes.append(b)
             b *= 2
         return sizes
@@ -195,7 +197,7 @@ def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
             continue
         best = max(speeds, key=lambda p: speeds[p])
         for precision, ips in speeds.items():
-            if precision == "fp32" or ips >= fp32:
+            if precision == "fp32" or ips >= fp32 * (1 - _ADVICE_MARGIN):
                 continue
             tip = f"use {best} ({speeds[best]:.1f} img/s)"
             if best == "fp32" and "bf16" not in speeds and device == "cpu":

@@ -66,5 +66,4 @@ def gaussian_init(model: nn.Module, seed: int = 0, residual_gain: Optional[float
 def _normal_(tensor: torch.Tensor, std: float, gen: torch.Generator) -> None:
     if tensor.device.type == "meta":
         return  # shapes only: parameter and MAC counts never need values
-    values = torch.randn(tensor.shape, generator=gen, dtype=torch.float32) * std
-    tensor.copy_(values.to(tensor.dtype))
+    tensor.normal_(0.0, std, generator=gen)
