@@ -7,13 +7,26 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
 from .common import GlobalOptions
+
+
+def _click_errors() -> tuple:
+    """Recent typer vendors its own click (typer._click); older typer uses click itself."""
+    found = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(__import__(name, fromlist=["ClickException"]).ClickException)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
+
+
+_CLICK_ERROR = _click_errors()
 
 
 class _JetbenchGroup(TyperGroup):
@@ -28,12 +41,13 @@ class _JetbenchGroup(TyperGroup):
         except JetbenchError as err:
             _report(err)
             code = err.exit_code
-        except click.exceptions.Exit as err:
+        except typer.Exit as err:
             code = err.exit_code
-        except click.ClickException as err:
+        except _CLICK_ERROR as err:
             err.show()
-            code = EXIT_USAGE
-        except (click.exceptions.Abort, KeyboardInterrupt):
+            # A bare `jetbench` shows the help: not an error.
+            code = 0 if type(err).__name__ == "NoArgsIsHelpError" else EXIT_USAGE
+        except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("\ninterrupted\n")
             code = EXIT_INTERRUPTED
         sys.exit(code)

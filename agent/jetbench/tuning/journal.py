@@ -95,6 +95,16 @@ def record(root: Root, items: Iterable[Tuple[str, str]], board_family: str = "")
     return entries
 
 
+def _remove_stale_temporaries(root: Root) -> None:
+    """A kill -9 while the journal was being replaced leaves its temporary file behind."""
+    path = journal_file(root)
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
 @dataclass(frozen=True)
 class RestoreResult:
     written: Tuple[str, ...]
@@ -109,6 +119,7 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
     down...). A write the kernel refuses is retried after the others (its precondition may
     come later), for as many passes as there are entries.
     """
+    _remove_stale_temporaries(root)
     entries = load(root)
     if not entries:
         return RestoreResult((), 0, journal_file(root).exists())

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import ProfileError, UsageError
-from ..units import FreqSpec, parse_freq
+from ..units import FreqSpec, format_hz, parse_freq
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -245,12 +245,13 @@ def describe(profile: Profile) -> Sequence[Tuple[str, str]]:
     if profile.match_soc or profile.match_family:
         rows.append(("matches", ", ".join(profile.match_soc + profile.match_family)))
 
+    def hz(spec: Optional[FreqSpec]) -> str:
+        return "-" if spec is None else spec if isinstance(spec, str) else format_hz(spec)
+
     def rng(r: Optional[FreqRange]) -> Optional[str]:
         if r is None:
             return None
-        if r.pinned:
-            return f"{r.min}"
-        return f"{r.min or '-'} .. {r.max or '-'}"
+        return hz(r.min) if r.pinned else f"{hz(r.min)} .. {hz(r.max)}"
 
     for key, value in (
         ("cpu governor", " or ".join(profile.cpu_governors) or None),
@@ -259,7 +260,7 @@ def describe(profile: Profile) -> Sequence[Tuple[str, str]]:
         ("cpu idle states", profile.cpu_idle),
         ("gpu freq", rng(profile.gpu_freq)),
         ("gpu railgate", profile.gpu_railgate),
-        ("emc freq", profile.emc_freq),
+        ("emc freq", hz(profile.emc_freq) if profile.emc_freq is not None else None),
         ("fan pwm", profile.fan_pwm),
     ):
         if value is not None:
