@@ -22,8 +22,14 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# Until `jetbench demo` exists: a simulated TX1 (L4T R24), its inventory, maxperf, restore.
 demo: setup
-	$(VENV)/bin/jetbench demo
+	@d=$$(mktemp -d) && \
+	$(VENV)/bin/jetbench sim create --board tx1-r24 $$d/tx1 && \
+	$(VENV)/bin/jetbench --root $$d/tx1 info && \
+	$(VENV)/bin/jetbench --root $$d/tx1 maxperf && \
+	$(VENV)/bin/jetbench --root $$d/tx1 restore && \
+	rm -rf $$d
 
 test: setup
 	$(PY) -m pytest
