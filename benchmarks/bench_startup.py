@@ -39,7 +39,7 @@ def main() -> None:
         "jetbench info": [py, "-m", "jetbench.cli.main", "--root", board, "info"],
     }
     times = {name: [] for name in cmds}
-    for name, cmd in cmds.items():  # warm the page cache
+    for cmd in cmds.values():  # warm the page cache
         _time(cmd, env)
     for _ in range(args.runs):
         for name, cmd in cmds.items():

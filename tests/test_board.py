@@ -3,9 +3,10 @@ import os
 
 import pytest
 
-from conftest import SIM_BOARDS, make_board
 from jetbench.hw.board import detect, parse_l4t_release
 from jetbench.hw.fs import Root
+
+from conftest import SIM_BOARDS, make_board
 
 EXPECTED = {
     # family, soc, l4t, gpu kind, gpu node, emc kind, rails, total

@@ -12,7 +12,8 @@ def root(tmp_path):
     d.mkdir(parents=True)
     (d / "scaling_governor").write_text("schedutil\n")
     (tmp_path / "proc/device-tree").mkdir(parents=True)
-    (tmp_path / "proc/device-tree/compatible").write_bytes(b"nvidia,p3450-0000\x00nvidia,tegra210\x00")
+    (tmp_path / "proc/device-tree/compatible").write_bytes(
+        b"nvidia,p3450-0000\x00nvidia,tegra210\x00")
     return Root(tmp_path)
 
 

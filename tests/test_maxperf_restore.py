@@ -5,10 +5,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SIM_BOARDS, diff, make_board, snapshot
 from jetbench.cli.main import app
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
+
+from conftest import SIM_BOARDS, diff, make_board, snapshot
 
 runner = CliRunner()
 

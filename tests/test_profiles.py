@@ -3,10 +3,11 @@
 import pytest
 from typer.testing import CliRunner
 
-from conftest import diff, make_board, snapshot
 from jetbench.cli.main import app
 from jetbench.errors import ProfileError
 from jetbench.tuning.profile import PACKAGE_PROFILES, list_profiles, parse_profile
+
+from conftest import diff, make_board, snapshot
 
 runner = CliRunner()
 

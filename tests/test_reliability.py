@@ -13,8 +13,9 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from conftest import REPO, diff, make_board, run_cli, snapshot
 from jetbench.cli.main import app
+
+from conftest import REPO, diff, make_board, run_cli, snapshot
 
 runner = CliRunner()
 

@@ -3,7 +3,7 @@ JSON-ready document (also served by the daemon's status)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from .hw.board import Board
 from .hw.clocks.fan import read_pwm
@@ -22,7 +22,22 @@ def read_temperatures_c(root: Root, board: Board) -> Dict[str, float]:
     return temps
 
 
-def describe(root: Root, board: Board) -> Dict[str, Any]:
+def describe_sources(sources: Sequence[Any]) -> List[Dict[str, Any]]:
+    """The power sources a measurement would record (constructed, not opened)."""
+    out = []
+    for source in sources:
+        total = source.total()
+        out.append({
+            "name": source.name,
+            "period_s": source.period_s,
+            "channels": [{"name": c.name, "point": c.point, "unit": c.unit}
+                         for c in source.channels()],
+            "total": total.describe() if total else None,
+        })
+    return out
+
+
+def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str, Any]:
     clocks: List[Dict[str, Any]] = []
     for r in read_clocks(root, board):
         clocks.append({
@@ -81,6 +96,7 @@ def describe(root: Root, board: Board) -> Dict[str, Any]:
         "total_rail": board.total_rail,
         "total": (board.total_rail or ("sum of " + ", ".join(r.name for r in board.rails)))
         if board.rails else None,
+        "sources": describe_sources(sources),
         "restore_pending": bool(journal.load(root)),
         "notes": list(board.notes),
     }

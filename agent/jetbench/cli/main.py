@@ -107,6 +107,10 @@ def _register() -> None:
     app.add_typer(tuning.profiles_app, name="profiles")
     app.add_typer(sim.sim_app, name="sim")
 
+    from . import monitor as _monitor_cli
+
+    app.command("monitor")(_monitor_cli.monitor)
+
     from . import workload as _workload_cli
 
     app.command("time")(_workload_cli.time_cmd)

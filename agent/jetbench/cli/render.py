@@ -56,6 +56,15 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
             rails.add_row(r["name"] + (" (total)" if r["is_total"] else ""), r["sensor"],
                           str(r["channel"]), r["layout"], r["point"].replace("_", " "))
         yield rails
+    if doc.get("sources"):
+        sources = Table(title="Power sources (what a measurement records)", title_justify="left")
+        for col in ("source", "channels (measurement point)", "total", "period"):
+            sources.add_column(col, overflow="fold")
+        for src in doc["sources"]:
+            chans = ", ".join(f"{c['name']} ({c['point'].replace('_', ' ')})"
+                              for c in src["channels"]) or "none: power is not measured"
+            sources.add_row(src["name"], chans, src["total"] or "-", f"{src['period_s']:g} s")
+        yield sources
     if doc["thermal"]:
         thermal = Table(title="Thermal zones", title_justify="left")
         thermal.add_column("zone")
@@ -107,3 +116,25 @@ def kv(console, rows: Iterable[Any], title: Optional[str] = None) -> None:
     for key, value in rows:
         table.add_row(str(key), str(value))
     console.print(table)
+
+
+def monitor_table(row, simulated: bool):
+    """One monitor reading: rails and total, clocks, temperatures."""
+    from rich.table import Table
+
+    table = Table(title=f"jetbench monitor  t={row.t_s:7.1f} s{sim_tag(simulated)}",
+                  title_justify="left")
+    for col in ("what", "name", "value", "where"):
+        table.add_column(col)
+    for channel, watts in row.channels:
+        table.add_row("power", channel.name, "-" if watts is None else f"{watts:.3f} W",
+                      f"{channel.point.replace('_', ' ')} ({channel.source})")
+    if row.total_name:
+        table.add_row("[bold]total[/]", row.total_name,
+                      "-" if row.total_w is None else f"[bold]{row.total_w:.3f} W[/]", "")
+    for clock in row.clocks:
+        table.add_row("clock", f"{clock.domain} {clock.name}", format_hz(clock.cur_hz),
+                      clock.governor or "")
+    for name, temp in row.temps_c.items():
+        table.add_row("temp", name, f"{temp:.1f} C", "")
+    return table

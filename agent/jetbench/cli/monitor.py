@@ -1,0 +1,79 @@
+"""`jetbench monitor`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .common import console, open_root, print_json
+
+
+def monitor(
+    ctx: typer.Context,
+    meter: Optional[List[str]] = typer.Option(
+        None, "--meter", "-m", help="Power source (repeatable): auto, ina3221, rapl, nvml, jtop, "
+        "none, or PROTOCOL:PORT[?options] (scpi, wt310, stream, um25c). Default: auto."),
+    interval: str = typer.Option("250ms", "--interval", "-i",
+                                 help="Sampling and refresh interval, e.g. 10ms, 0.5s."),
+    duration: Optional[str] = typer.Option(
+        None, "--duration", "-d", help="Stop after this long, e.g. 30s (default: Ctrl-C)."),
+    csv: Optional[Path] = typer.Option(None, "--csv", help="Append one row per interval: t_s, "
+                                       "<channel>_w..., total_w (flushed as it goes)."),
+    once: bool = typer.Option(False, "--once", help="Print one reading and exit."),
+    as_json: bool = typer.Option(False, "--json", help="JSON: one document (with --once) or one "
+                                 "line per interval."),
+) -> None:
+    """Live rails (W), module total, clocks and temperatures: tegrastats, made readable."""
+    from ..errors import UsageError
+    from ..hw.power.spec import open_sources
+    from ..monitor import CsvLog, Monitor
+    from ..power.sampler import Sampler
+    from ..session import open_board
+    from ..units import parse_duration_s
+    from .render import monitor_table
+
+    interval_s = parse_duration_s(interval)
+    if interval_s < 0.001:
+        raise UsageError("--interval must be at least 1ms")
+    end = time.monotonic() + parse_duration_s(duration) if duration else None
+    root = open_root(ctx)
+    with open_board(root) as board:
+        sources = open_sources(meter or ["auto"], root, board.rails, board.total_rail)
+        log = CsvLog(csv, board.simulated) if csv else None
+        live = None
+        try:
+            with Monitor(root, board, Sampler(sources, interval_s=interval_s), sources) as mon:
+                mon.wait_first()
+                if not once and not as_json:
+                    from rich.live import Live
+
+                    live = Live(console=console(), auto_refresh=False)
+                    live.start()
+                while True:
+                    row = mon.row()
+                    if log:
+                        log.write(row)
+                    if as_json and once:
+                        print_json(row.to_dict(board.simulated))
+                    elif as_json:
+                        sys.stdout.write(json.dumps(row.to_dict(board.simulated)) + "\n")
+                        sys.stdout.flush()
+                    elif once:
+                        console().print(monitor_table(row, board.simulated))
+                    else:
+                        live.update(monitor_table(row, board.simulated), refresh=True)
+                    if once or (end is not None and time.monotonic() >= end):
+                        break
+                    pause = max(interval_s, 0.1)
+                    time.sleep(pause if end is None else max(min(pause, end - time.monotonic()),
+                                                             0))
+        finally:
+            if live:
+                live.stop()
+            if log:
+                log.close()

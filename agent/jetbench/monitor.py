@@ -1,0 +1,148 @@
+"""`jetbench monitor`: live rails, module total, clocks and temperatures (tegrastats, readable).
+
+The sampler reads every source in the background at the requested interval; each tick takes the
+latest value of every channel (power from the last two reads for energy counters), the total as
+each source defines it (VDD_IN, or a sum it names), the clocks and the temperatures.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .hw.board import Board
+from .hw.clocks.common import ClockReading
+from .hw.fs import Root
+from .inventory import read_temperatures_c
+from .power.source import KIND_ENERGY, Channel, PowerSource, Total
+from .tuning.apply import read_clocks
+
+
+@dataclass(frozen=True)
+class Row:
+    t_s: float  # since the monitor started
+    channels: Tuple[Tuple[Channel, Optional[float]], ...]  # watts; None = no reading yet
+    total_name: Optional[str]
+    total_w: Optional[float]
+    clocks: Tuple[ClockReading, ...]
+    temps_c: Dict[str, float]
+
+    def to_dict(self, simulated: bool) -> Dict[str, Any]:
+        return {
+            "schema": "jetbench.monitor/1",
+            "simulated": simulated,
+            "t_s": round(self.t_s, 4),
+            "channels": [
+                {"name": c.name, "source": c.source, "point": c.point, "power_w": w}
+                for c, w in self.channels
+            ],
+            "total": {"name": self.total_name, "power_w": self.total_w},
+            "clocks": [
+                {"domain": c.domain, "name": c.name, "cur_hz": c.cur_hz, "min_hz": c.min_hz,
+                 "max_hz": c.max_hz, "governor": c.governor}
+                for c in self.clocks
+            ],
+            "temperatures_c": self.temps_c,
+        }
+
+
+def _total(total: Optional[Total], values: Dict[str, Optional[float]]) -> Optional[float]:
+    if total is None:
+        return None
+    parts = [values.get(name) for name in total.channels]
+    if any(p is None for p in parts):
+        return None  # a missing reading never counts as 0 W
+    return float(sum(parts))  # type: ignore[arg-type]
+
+
+class Monitor:
+    """Poll a running sampler. Use: `with Monitor(root, board, sampler) as m: m.row()`."""
+
+    def __init__(self, root: Root, board: Board, sampler: Any, sources: Sequence[PowerSource]):
+        self.root = root
+        self.board = board
+        self.sampler = sampler
+        self.sources = list(sources)
+        self.t0 = time.monotonic()
+
+    def __enter__(self) -> Monitor:
+        self.sampler.start()
+        self.t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sampler.stop()
+
+    def wait_first(self, timeout_s: float = 3.0) -> bool:
+        """Wait until every source has at least one sample (two for energy counters)."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if all(len(st.trace) >= (2 if _has_energy(st.channels) else 1)
+                   for st in self.sampler.traces()):
+                return True
+            time.sleep(0.01)
+        return False
+
+    def row(self) -> Row:
+        now = time.monotonic()
+        channels: List[Tuple[Channel, Optional[float]]] = []
+        total_name, total_w = None, None
+        for st in self.sampler.traces():
+            t, v = st.trace.slice(-math.inf if _has_energy(st.channels) else now, now)
+            values: Dict[str, Optional[float]] = {}
+            for k, channel in enumerate(st.channels):
+                value: Optional[float] = None
+                if channel.kind == KIND_ENERGY:
+                    if len(t) >= 2 and t[-1] > t[-2]:
+                        value = float((v[-1, k] - v[-2, k]) / (t[-1] - t[-2]))
+                elif len(t) and not math.isnan(v[-1, k]):
+                    value = float(v[-1, k])
+                values[channel.name] = value
+                channels.append((channel, value))
+            if total_name is None and st.total is not None:
+                total_name, total_w = st.total.name, _total(st.total, values)
+        return Row(now - self.t0, tuple(channels), total_name, total_w,
+                   read_clocks(self.root, self.board),
+                   read_temperatures_c(self.root, self.board))
+
+
+def _has_energy(channels: Sequence[Channel]) -> bool:
+    return any(c.kind == KIND_ENERGY for c in channels)
+
+
+def csv_header(row: Row) -> List[str]:
+    return ["t_s"] + [f"{c.name}_w" for c, _ in row.channels] + ["total_w"]
+
+
+def csv_values(row: Row) -> List[str]:
+    def fmt(w: Optional[float]) -> str:
+        return "" if w is None else f"{w:.4f}"
+
+    return [f"{row.t_s:.4f}"] + [fmt(w) for _, w in row.channels] + [fmt(row.total_w)]
+
+
+class CsvLog:
+    """Appends rows to a CSV file, header first, flushed per row (nothing lost on Ctrl-C)."""
+
+    def __init__(self, path: Any, simulated: bool):
+        self.path = path
+        self.simulated = simulated
+        self._file: Optional[Any] = None
+
+    def write(self, row: Row) -> None:
+        if self._file is None:
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            self._file = open(self.path, "a", encoding="utf-8")
+            if new:
+                if self.simulated:
+                    self._file.write("# jetbench monitor on a SIMULATED board: not hardware\n")
+                self._file.write(",".join(csv_header(row)) + "\n")
+        self._file.write(",".join(csv_values(row)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
