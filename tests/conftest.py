@@ -12,7 +12,8 @@ from typing import Dict, List
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SIM_BOARDS = ["tx1-r24", "tx1", "nano", "tx2", "xavier-agx", "xavier-nx", "orin-agx", "orin-nano"]
+SIM_BOARDS = ["tx1-r24", "tx1", "nano", "tx2", "xavier-agx", "xavier-nx", "orin-agx",
+              "orin-agx-jp5", "orin-nano"]
 
 
 def make_board(tmp_path: Path, key: str) -> Path:

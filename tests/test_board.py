@@ -25,6 +25,8 @@ EXPECTED = {
                   ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"], "VDD_IN"),
     "orin-agx": ("orin-agx", "tegra234", "R36.4.0", "devfreq", "17000000.gpu", "bpmp",
                  ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"], None),
+    "orin-agx-jp5": ("orin-agx", "tegra234", "R35.4.1", "devfreq", "17000000.ga10b", "bpmp",
+                     ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"], None),
     "orin-nano": ("orin-nano", "tegra234", "R36.4.0", "devfreq", "17000000.gpu", "bpmp",
                   ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"], "VDD_IN"),
 }
@@ -43,7 +45,7 @@ def test_detect_simulated_board(tmp_path, key):
     assert board.cpu.policies and board.thermal_zones and board.fan
     assert all(p.available_hz and min(p.available_hz) >= 100_000_000 for p in board.cpu.policies)
     layouts = {r.layout for r in board.rails}
-    assert layouts == ({"hwmon"} if key in ("orin-agx", "orin-nano", "xavier-nx") else {"iio"})
+    assert layouts == ({"hwmon"} if key.startswith(("orin", "xavier-nx")) else {"iio"})
     # hwmon channels are 1-based, iio 0-based; NC channels are not rails.
     assert min(r.channel for r in board.rails) == (1 if layouts == {"hwmon"} else 0)
 
