@@ -116,6 +116,13 @@ def _register() -> None:
     app.command("time")(_workload_cli.time_cmd)
     app.command("models")(_workload_cli.models_cmd)
 
+    from . import measure as _measure_cli
+
+    app.command("measure")(_measure_cli.measure)
+    app.command("sweep")(_measure_cli.sweep)
+    app.command("report")(_measure_cli.report)
+    app.command("demo")(_measure_cli.demo)
+
 
 _register()
 

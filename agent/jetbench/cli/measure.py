@@ -1,0 +1,330 @@
+"""`jetbench measure`, `sweep`, `report` and `demo`: parse, call one library function, render.
+
+Module level imports typer and the stdlib only; torch and matplotlib load inside the calls."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import typer
+
+from .common import console, open_root, print_json
+
+_PROGRESS_AFTER_S = 1.0
+
+
+def _split(text: str) -> List[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _request(model: str, precision: str, batch: str, freq: Optional[str],
+             cpu_freq: Optional[str], emc_freq: Optional[str], profile: Optional[str],
+             meter: Optional[List[str]], iterations: int, duration: str, warmup: str,
+             idle: str, keep_clocks: bool, regulator_efficiency: Optional[float],
+             out: Path, device: str, input_shape: Optional[str], resume: bool = False) -> Any:
+    from ..measure import MeasureRequest
+    from ..units import parse_duration_s
+    from ..workload.custom import parse_input_shape
+    from ..workload.precision import parse_precisions
+    from ..workload.session import parse_batches
+
+    batches = parse_batches(batch)
+    if isinstance(batches, str):
+        from ..errors import UsageError
+
+        raise UsageError("--batch sweep belongs to `jetbench time`; give sizes, e.g. 1,2,4,8")
+    return MeasureRequest(
+        models=tuple(_split(model)), precisions=tuple(parse_precisions(precision)),
+        batches=batches, gpu_freqs=tuple(_split(freq)) if freq else (None,),
+        cpu_freq=cpu_freq, emc_freq=emc_freq, profile=profile, meters=tuple(meter or ()),
+        device=device, input_shape=parse_input_shape(input_shape) if input_shape else None,
+        iterations=iterations, duration_s=parse_duration_s(duration),
+        warmup_s=parse_duration_s(warmup), idle_s=parse_duration_s(idle),
+        keep_clocks=keep_clocks, regulator_efficiency=regulator_efficiency, out_dir=out,
+        resume=resume,
+    )
+
+
+class _Bar:
+    """Points done / total with the time left, on stderr, only on a terminal and only once
+    the run has lasted a moment."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and console(stderr=True).is_terminal
+        self.start = time.monotonic()
+        self.progress: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def update(self, done: int, total: int, label: str, phase: str, fraction: float) -> None:
+        if not self.enabled or time.monotonic() - self.start < _PROGRESS_AFTER_S:
+            return
+        if self.progress is None:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("left"), TimeRemainingColumn(),
+                                     console=console(stderr=True), transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task("", total=total)
+        self.progress.update(self.task, description=f"{label}: {phase}",
+                             completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
+
+
+class _SigtermAsInterrupt:
+    """SIGTERM (systemd, a CI timeout) ends a measurement like Ctrl-C: clocks restored."""
+
+    def __enter__(self) -> None:
+        self.old: Any = None
+        try:
+            self.old = signal.signal(signal.SIGTERM, self._raise)
+        except ValueError:  # not the main thread (a test runner): leave it alone
+            self.old = None
+
+    @staticmethod
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+
+
+def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = False) -> None:
+    from ..report import tables
+
+    docs = report.results
+    plots: List[Path] = []
+    if plot and report.out_dir is not None:
+        from ..report.plots import plot_trace, report_plots
+
+        for doc, path in zip(docs, report.paths):
+            csv = path.with_suffix(".csv")
+            if doc.get("status") == "ok" and csv.is_file():
+                plots.append(plot_trace(doc, csv, path.with_suffix(".trace.png")))
+        if long:
+            loaded = [dict(d, _path=str(p)) for d, p in zip(docs, report.paths)]
+            plots += report_plots(loaded, report.out_dir, traces=False)
+    if as_json:
+        print_json({"simulated": report.simulated, "out_dir": str(report.out_dir),
+                    "clocks": report.restored, "results": docs,
+                    "plots": [str(p) for p in plots]})
+        return
+    out = console()
+    if not out.is_terminal:
+        out.width = max(out.width, 140)  # piped: never truncate figures
+    if docs:
+        out.print(tables.long_table(docs, what) if long else tables.rich_table(docs, what))
+    err = console(stderr=True)
+    for w in tables.warnings_of(docs):
+        err.print(f"[yellow]warning:[/] {w}", soft_wrap=True, highlight=False, markup=False)
+    if report.skipped:
+        out.print(f"resumed: {len(report.skipped)} point(s) already measured, skipped")
+    out.print(f"clocks: {report.restored}")
+    if report.out_dir is not None and report.paths:
+        out.print(f"results: {report.out_dir} ({len(report.paths)} JSON + CSV trace each)",
+                  soft_wrap=True)
+    for p in plots:
+        out.print(f"plot: {p}", soft_wrap=True)
+
+
+_MODEL = typer.Option("alexnet", "--model", "-m", help="Networks, comma-separated "
+                      "(`jetbench models`), a TorchScript file or module:callable.")
+_PRECISION = typer.Option("fp32", "--precision", "-p", help="fp32, fp16, bf16, int8; "
+                          "comma-separated.")
+_BATCH = typer.Option("1", "--batch", "-b", help="Batch sizes, comma-separated.")
+_CPU = typer.Option(None, "--cpu-freq", help="Pin the CPU clusters (nearest table entry).")
+_EMC = typer.Option(None, "--emc-freq", help="Pin the memory clock (EMC).")
+_PROFILE = typer.Option(None, "--profile", help="A profile (`jetbench profiles`) or TOML "
+                        "file; --freq/--cpu-freq/--emc-freq override its clocks.")
+_METER = typer.Option(None, "--meter", help="Power source (repeatable): auto (default), "
+                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README).")
+_ITER = typer.Option(10, "--iterations", "-n", help="Minimum timed iterations.")
+_DURATION = typer.Option("3s", "--duration", help="Minimum timed duration (the power window).")
+_WARMUP = typer.Option("1s", "--warmup", help="Minimum warm-up (then until latency is stable).")
+_IDLE = typer.Option("0", "--idle", help="Sample idle power this long before the window "
+                     "(gives the energy above idle).")
+_KEEP = typer.Option(False, "--keep-clocks", help="Leave the clocks pinned afterwards.")
+_REG = typer.Option(None, "--regulator-efficiency", help="Also give an ESTIMATED "
+                    "pre-regulation figure: total / this (the whitepaper assumed 0.8).")
+_DEVICE = typer.Option("auto", "--device", help="auto (cuda if present), cuda, cpu.")
+_SHAPE = typer.Option(None, "--input-shape", help="One sample's shape for a user model, "
+                      "e.g. 3,224,224.")
+_PLOT = typer.Option(False, "--plot", help="Draw each run's power trace (PNG beside it).")
+_JSON = typer.Option(False, "--json", help="Print the result documents as JSON.")
+
+
+def measure(
+    ctx: typer.Context,
+    model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
+    freq: Optional[str] = typer.Option(None, "--freq", help="GPU clock, e.g. 690MHz (nearest "
+                                       "table entry; requested and applied both reported)."),
+    cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
+    profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
+    iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
+    idle: str = _IDLE, keep_clocks: bool = _KEEP, regulator_efficiency: Optional[float] = _REG,
+    out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
+                             "result JSON and trace CSV of each configuration."),
+    device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    plot: bool = _PLOT, as_json: bool = _JSON,
+) -> None:
+    """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
+    power exactly around the timed iterations, restore the clocks, write one JSON result and
+    its raw power trace per configuration, print the whitepaper-style table."""
+    from ..measure import measure as run
+
+    request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
+                       iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
+                       out, device, input_shape)
+    with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
+        report = run(open_root(ctx), request, progress=bar.update)
+    _finish(report, as_json, plot, "jetbench measure")
+
+
+def sweep(
+    ctx: typer.Context,
+    freq: str = typer.Option(..., "--freq", help="307MHz..998MHz (every table entry in the "
+                             "range), all, or a list 614MHz,691MHz."),
+    model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
+    cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
+    profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
+    iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
+    idle: str = _IDLE, keep_clocks: bool = _KEEP, regulator_efficiency: Optional[float] = _REG,
+    out: Path = typer.Option(Path("jetbench-sweep"), "--out", help="Directory: one result "
+                             "per point, written as it completes."),
+    resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
+    device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
+    as_json: bool = _JSON,
+) -> None:
+    """measure over GPU clocks x batch x precision: where is the efficiency peak really?
+    Prints every point, the most efficient and the fastest, and draws the curves."""
+    from ..sweep import summarize
+    from ..sweep import sweep as run
+
+    request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
+                       iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
+                       out, device, input_shape, resume=resume)
+    with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
+        report = run(open_root(ctx), request, freq, progress=bar.update)
+    _finish(report, as_json, plot, "jetbench sweep", long=True)
+    if not as_json:
+        for line in summarize(report.results).lines():
+            console().print(line, soft_wrap=True, highlight=False)
+
+
+def report(
+    results: List[Path] = typer.Argument(..., help="Result JSON files or directories."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write PNG plots into DIR."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the table as Markdown."),
+    compare: Optional[Path] = typer.Option(None, "--compare", help="Another result: print "
+                                           "the change per metric (B against A)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The whitepaper-style table across results; plots (img/s and img/s/W vs GPU clock,
+    img/s vs batch, each run's power trace); --compare for a regression check."""
+    from ..errors import UsageError
+    from ..report import tables
+    from ..report.io import load_result, load_results
+
+    docs = load_results(results)
+    if not docs:
+        raise UsageError("no jetbench results found in " + ", ".join(map(str, results)))
+    if compare is not None:
+        if len(docs) != 1:
+            raise UsageError("--compare takes one result on each side",
+                             hint="jetbench report A.json --compare B.json")
+        _compare(docs[0], load_result(compare), as_json, results[0], compare)
+        return
+    written: List[Path] = []
+    if plot is not None:
+        from ..report.plots import report_plots
+
+        written = report_plots(docs, plot)
+    if as_json:
+        headers, rows = tables.table_cells(docs)
+        print_json({"title": tables.title(docs), "columns": headers,
+                    "rows": [{"label": lb, "cells": c} for lb, c in rows],
+                    "plots": [str(p) for p in written]})
+        return
+    if markdown:
+        typer.echo(tables.markdown(docs), nl=False)
+    else:
+        out = console()
+        if not out.is_terminal:
+            out.width = max(out.width, 140)
+        out.print(tables.rich_table(docs))
+    for p in written:
+        typer.echo(f"plot: {p}")
+
+
+def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: Path) -> None:
+    from ..report.compare import caveats, compare
+    from ..report.tables import title
+
+    changes = compare(a, b)
+    notes = caveats(a, b)
+    if as_json:
+        print_json({"a": str(pa), "b": str(pb), "changes": [c.to_dict() for c in changes],
+                    "caveats": notes})
+        return
+    from rich.table import Table
+
+    table = Table(title=title([a, b], "jetbench compare"), title_justify="left")
+    for name in ("metric", f"A {pa.name}", f"B {pb.name}", "change", ""):
+        table.add_column(name, justify="left" if name in ("metric", "") else "right")
+
+    def fmt(x: Optional[float]) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    for c in changes:
+        change = "-" if c.ratio is None else f"{c.ratio:+.1%}"
+        table.add_row(c.metric, fmt(c.a), fmt(c.b), change, c.verdict)
+    console().print(table)
+    for note in notes:
+        console(stderr=True).print(f"[yellow]note:[/] {note}", soft_wrap=True)
+
+
+def demo(
+    out: Optional[Path] = typer.Option(None, "--out", help="Where to keep the results "
+                                       "(default: a new temporary directory)."),
+) -> None:
+    """The README's first command: a simulated TX1 at the whitepaper's 690 MHz, AlexNet FP32
+    and FP16 at batch 1 with its rails; prints the table (SIMULATED) and plots the traces.
+    No hardware, no root; short runs (about a minute on a 2-core machine)."""
+    from ..demo import run_demo
+    from ..report import tables
+
+    t0 = time.monotonic()
+    con = console()
+    con.print("jetbench demo: a SIMULATED Jetson TX1 (L4T R24) in a temporary directory, "
+              "profile tx1-690mhz (GPU 690 MHz, CPU and EMC at max), AlexNet FP32 and FP16, "
+              "batch 1. Short runs: 3 iterations / 2 s each.", soft_wrap=True)
+    with _SigtermAsInterrupt(), _Bar(enabled=True) as bar:
+        result = run_demo(out, progress=bar.update)
+    if not con.is_terminal:
+        con.width = max(con.width, 140)
+    con.print(tables.rich_table(result.report.results, "jetbench demo: Table 1"))
+    for w in tables.warnings_of(result.report.results):
+        console(stderr=True).print(f"warning: {w}", soft_wrap=True, highlight=False,
+                                   markup=False)
+    con.print(f"clocks: {result.report.restored}")
+    con.print(f"results: {result.out_dir}", soft_wrap=True)
+    for p in result.plots:
+        con.print(f"plot: {p}", soft_wrap=True)
+    con.print(f"(the figures are this machine's CPU running AlexNet with the simulated board's "
+              f"power model: SIMULATED, not a TX1; {time.monotonic() - t0:.0f} s)",
+              soft_wrap=True)
+
+

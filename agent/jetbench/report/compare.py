@@ -1,0 +1,72 @@
+"""`jetbench report A.json --compare B.json`: the change per metric, for a regression check
+between two boards or two software versions. Pure: dicts in, rows out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import schema
+
+
+@dataclass(frozen=True)
+class Change:
+    metric: str
+    a: Optional[float]
+    b: Optional[float]
+    higher_is_better: bool
+
+    @property
+    def delta(self) -> Optional[float]:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """Relative change b/a - 1 (None when a is missing or zero)."""
+        return None if self.a in (None, 0) or self.b is None else self.b / self.a - 1.0
+
+    @property
+    def verdict(self) -> str:
+        r = self.ratio
+        if r is None:
+            return "-"
+        if abs(r) < 0.01:
+            return "same"
+        return "better" if (r > 0) == self.higher_is_better else "worse"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"metric": self.metric, "a": self.a, "b": self.b, "delta": self.delta,
+                "change": self.ratio, "verdict": self.verdict}
+
+
+_METRICS: List[Tuple[str, Callable[[Dict[str, Any]], Any], bool]] = [
+    ("img/s", schema.images_per_s, True),
+    ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False),
+    ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False),
+    ("power (W)", schema.total_w, False),
+    ("img/s/W", schema.images_per_j, True),
+    ("GPU clock (MHz)", lambda d: None if not schema.gpu_hz(d) else schema.gpu_hz(d) / 1e6, True),
+]
+
+
+def compare(a: Dict[str, Any], b: Dict[str, Any]) -> List[Change]:
+    return [Change(name, _float(get(a)), _float(get(b)), better) for name, get, better in _METRICS]
+
+
+def _float(x: Any) -> Optional[float]:
+    return None if x is None else float(x)
+
+
+def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
+    """What makes the two results not like-for-like."""
+    out = []
+    wa, wb = a.get("workload") or {}, b.get("workload") or {}
+    for key in ("model", "precision", "batch", "device"):
+        if wa.get(key) != wb.get(key):
+            out.append(f"different {key}: {wa.get(key)} vs {wb.get(key)}")
+    if schema.total_label(a) != schema.total_label(b):
+        out.append(f"power measured at different points: {schema.total_label(a)} vs "
+                   f"{schema.total_label(b)}")
+    if bool(a.get("simulated")) != bool(b.get("simulated")):
+        out.append("one result is from a SIMULATED board")
+    return out

@@ -1,0 +1,152 @@
+"""Atomic result files: a reader (or a resumed sweep) sees a whole file or none.
+
+Every write goes to a temporary file in the same directory, is fsynced, renamed over the
+target, and the directory is fsynced; a kill at any moment leaves at most a stale `.tmp`
+file, which readers ignore.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Sequence, Union
+
+from ..errors import UsageError
+from .schema import check
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def atomic_write_text(path: PathLike, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on a directory
+    finally:
+        os.close(fd)
+
+
+def write_json(path: PathLike, doc: Any) -> Path:
+    return atomic_write_text(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+
+
+def trace_csv_text(traces: Sequence[Any], t0: float, t_from: float, t_to: float,
+                   simulated: bool) -> str:
+    """The raw samples of every source between t_from and t_to, one CSV: `t_s` (relative to
+    t0) then `source/channel` columns; each source's rows carry only its own cells. A `#`
+    comment line says what it is (and SIMULATED when it is)."""
+    import numpy as np
+
+    names: List[str] = []
+    rows: List[tuple] = []
+    offset = 0
+    for src in traces:
+        t, v = src.trace.slice(t_from, t_to)
+        width = len(src.channels)
+        names += [f"{src.name}/{c.name}" for c in src.channels]
+        rows += [(float(t[i]), offset, v[i]) for i in range(len(t))]
+        offset += width
+    rows.sort(key=lambda r: r[0])
+    head = "# jetbench power trace (W; energy counters in cumulative J)"
+    head += "; SIMULATED board: not hardware\n" if simulated else "\n"
+    out = [head, ",".join(["t_s", *names]) + "\n"]
+    for t, start, values in rows:
+        cells = [""] * len(names)
+        for k, x in enumerate(np.asarray(values, dtype=float)):
+            if not math.isnan(x):
+                cells[start + k] = repr(float(x))
+        out.append(f"{t - t0:.6f}," + ",".join(cells) + "\n")
+    return "".join(out)
+
+
+def read_trace_csv(path: PathLike) -> Dict[str, Any]:
+    """{'t_s': [...], 'channels': {name: [values or None]}} from a trace CSV."""
+    lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines()
+             if ln and not ln.startswith("#")]
+    if not lines:
+        return {"t_s": [], "channels": {}}
+    names = lines[0].split(",")[1:]
+    t: List[float] = []
+    cols: Dict[str, List[Any]] = {n: [] for n in names}
+    for line in lines[1:]:
+        cells = line.split(",")
+        t.append(float(cells[0]))
+        for name, cell in zip(names, cells[1:]):
+            cols[name].append(float(cell) if cell else None)
+    return {"t_s": t, "channels": cols}
+
+
+def load_result(path: PathLike) -> Dict[str, Any]:
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise UsageError(f"no such result file: {path}") from err
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{path}: unreadable result ({err})") from err
+    doc = check(doc, str(path))
+    doc.setdefault("_path", str(path))  # where it came from, for the trace CSV beside it
+    return doc
+
+
+def expand(paths: Iterable[PathLike]) -> List[Path]:
+    """Result files from files and directories (a directory: its *.json, recursively)."""
+    out: List[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.json") if not q.name.startswith("."))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise UsageError(f"no such file or directory: {p}")
+    return out
+
+
+def load_results(paths: Iterable[PathLike], skip_foreign: bool = True) -> List[Dict[str, Any]]:
+    """Every result under `paths`. In directories, JSON files that are not results (a
+    sweep's summary, `jetbench time` output) are skipped; a file named explicitly must be one."""
+    docs = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for q in expand([p]):
+                try:
+                    docs.append(load_result(q))
+                except UsageError:
+                    if not skip_foreign:
+                        raise
+        else:
+            docs.append(load_result(p))
+    return docs
+
+
+def trace_path(doc: Dict[str, Any]) -> Path:
+    """The trace CSV beside a result loaded from disk (may not exist)."""
+    name = (doc.get("power") or {}).get("trace_csv") or ""
+    return Path(doc.get("_path", ".")).parent / name if name else Path("/nonexistent")

@@ -1,0 +1,161 @@
+"""PNG plots (matplotlib, Agg backend, imported here only): the power trace of a run with the
+warm-up and the measured window shaded; img/s and img/s/W against the GPU clock; throughput
+against batch size (the Addfor/Dell minibatch curves). Titles say SIMULATED when it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Sequence, Tuple
+
+from . import schema
+from .io import read_trace_csv, trace_path
+
+DPI = 100
+SIZE_IN = (9.0, 5.0)
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _suffix(simulated: bool) -> str:
+    return " - SIMULATED board" if simulated else ""
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=DPI)
+    tmp.replace(path)
+    _plt().close(fig)
+    return path
+
+
+def plot_trace(doc: Dict[str, Any], csv_path: Path, out: Path) -> Path:
+    """Every channel's watts over the run; warm-up, idle baseline and window shaded."""
+    plt = _plt()
+    trace = read_trace_csv(csv_path)
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    for name, values in trace["channels"].items():
+        pts = [(t, v) for t, v in zip(trace["t_s"], values) if v is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=name, linewidth=1)
+    phases = (doc.get("power") or {}).get("phases_s") or {}
+    spans = [("warm-up", "warmup_start", "idle_start" if "idle_start" in phases
+              else "timed_start", "0.85"),
+             ("idle baseline", "idle_start", "timed_start", "#d0e8ff"),
+             ("measured window", "timed_start", "timed_end", "#ffe9b0")]
+    for name, a, b, colour in spans:
+        if a in phases and b in phases and phases[b] > phases[a]:
+            ax.axvspan(phases[a], phases[b], color=colour, alpha=0.6, label=name, zorder=0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("power (W)")
+    ax.set_title(f"Power trace: {schema.label(doc)}{_suffix(bool(doc.get('simulated')))}")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return _save(fig, out)
+
+
+def _groups(docs: Sequence[Dict[str, Any]], key: Any) -> Dict[str, List[Dict[str, Any]]]:
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for d in docs:
+        if schema.is_ok(d):
+            out.setdefault(key(d), []).append(d)
+    return out
+
+
+def _series_key_freq(d: Dict[str, Any]) -> str:
+    return schema.label(d, with_clock=False)
+
+
+def _series_key_batch(d: Dict[str, Any]) -> str:
+    w = d.get("workload") or {}
+    hz = schema.gpu_hz(d)
+    clock = f" @ {hz / 1e6:.0f} MHz" if hz else ""
+    return f"{w.get('model')} {str(w.get('precision')).upper()}{clock}"
+
+
+def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
+    """img/s (top) and img/s/W (bottom) against the applied GPU clock, one line per
+    model/precision/batch; the most efficient point of each line is marked."""
+    plt = _plt()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE_IN[0], 7.0), sharex=True)
+    for name, group in _groups(docs, _series_key_freq).items():
+        pts = sorted((schema.gpu_hz(d) / 1e6, schema.images_per_s(d), schema.images_per_j(d))
+                     for d in group if schema.gpu_hz(d))
+        if not pts:
+            continue
+        top.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        eff = [p for p in pts if p[2] is not None]
+        if eff:
+            line = bottom.plot([p[0] for p in eff], [p[2] for p in eff], marker="o", label=name)
+            best = max(eff, key=lambda p: p[2])
+            bottom.plot([best[0]], [best[2]], marker="*", markersize=16,
+                        color=line[0].get_color())
+            bottom.annotate(f"peak {best[0]:.0f} MHz", (best[0], best[2]),
+                            textcoords="offset points", xytext=(6, 6), fontsize="small")
+    top.set_ylabel("img/s")
+    bottom.set_ylabel("img/s/W")
+    bottom.set_xlabel("GPU clock (MHz, applied)")
+    sim = schema.simulated_any(list(docs))
+    top.set_title(f"Throughput and efficiency vs GPU clock{_suffix(sim)}")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+        if ax.lines:
+            ax.legend(loc="best", fontsize="small")
+    return _save(fig, out)
+
+
+def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
+    """img/s against batch size (log2 axis), one line per model/precision/clock."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=SIZE_IN)
+    for name, group in _groups(docs, _series_key_batch).items():
+        pts = sorted(((d.get("workload") or {}).get("batch"), schema.images_per_s(d))
+                     for d in group)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("img/s")
+    sim = schema.simulated_any(list(docs))
+    ax.set_title(f"Throughput vs batch size{_suffix(sim)}")
+    ax.grid(True, alpha=0.3)
+    if ax.lines:
+        ax.legend(loc="best", fontsize="small")
+    return _save(fig, out)
+
+
+def _distinct(docs: Sequence[Dict[str, Any]], key: Any, get: Any) -> bool:
+    """True when some series has at least two distinct values of `get`."""
+    return any(len({get(d) for d in group}) >= 2 for group in _groups(docs, key).values())
+
+
+def report_plots(docs: Sequence[Dict[str, Any]], out_dir: Path,
+                 traces: bool = True) -> List[Path]:
+    """Every plot the results support: vs clock (when a series has 2+ clocks), vs batch
+    (2+ batches), and a trace per run whose CSV is beside its JSON."""
+    out_dir = Path(out_dir)
+    written: List[Path] = []
+    if _distinct(docs, _series_key_freq, schema.gpu_hz):
+        written.append(plot_vs_freq(docs, out_dir / "efficiency_vs_gpu_clock.png"))
+    if _distinct(docs, _series_key_batch, lambda d: (d.get("workload") or {}).get("batch")):
+        written.append(plot_vs_batch(docs, out_dir / "throughput_vs_batch.png"))
+    if traces:
+        for d in docs:
+            csv = trace_path(d)
+            if schema.is_ok(d) and csv.is_file():
+                written.append(plot_trace(d, csv, out_dir / f"{csv.stem}.trace.png"))
+    return written
+
+
+def png_size(path: Path) -> Tuple[int, int]:
+    """(width, height) from a PNG's header, without matplotlib (for tests and checks)."""
+    head = Path(path).read_bytes()[:24]
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")

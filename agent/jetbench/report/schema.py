@@ -1,0 +1,93 @@
+"""The result document (`jetbench.result/1`): one JSON file per measured configuration.
+
+Results are plain dicts (what the JSON holds) built here, with small accessors the tables,
+plots and comparisons share, so a file written by an older jetbench reads the same way.
+Units are in key names (`_hz`, `_w`, `_j`, `_s`, `_ms`); `None` means "not measured".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from ..errors import UsageError
+
+SCHEMA = "jetbench.result/1"
+STATUSES = ("ok", "oom", "unavailable")
+
+
+def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> str:
+    """File stem of one configuration: 'alexnet-fp32-b1-gpu691mhz' (no GPU pin: no suffix)."""
+    name = re.sub(r"[^A-Za-z0-9_.]+", "_", model.rsplit("/", 1)[-1]).strip("_") or "model"
+    stem = f"{name}-{precision}-b{batch}"
+    if gpu_hz:
+        stem += f"-gpu{gpu_hz / 1e6:.0f}mhz"
+    return stem
+
+
+def check(doc: Any, where: str = "result") -> Dict[str, Any]:
+    """The document if it is a jetbench result; a UsageError naming `where` otherwise."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise UsageError(f"{where}: not a jetbench result (schema {found!r}, "
+                         f"expected {SCHEMA!r})")
+    for key in ("simulated", "board", "settings", "workload", "status"):
+        if key not in doc:
+            raise UsageError(f"{where}: a {SCHEMA} document without {key!r}")
+    return doc
+
+
+# -- accessors (tolerant: a missing figure is None, never 0) --------------------------------
+def _get(doc: Dict[str, Any], *keys: str) -> Any:
+    node: Any = doc
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def images_per_s(doc: Dict[str, Any]) -> Optional[float]:
+    return _get(doc, "throughput", "images_per_s")
+
+
+def latency_ms(doc: Dict[str, Any], stat: str = "p50") -> Optional[float]:
+    return _get(doc, "throughput", "latency_ms", stat)
+
+
+def total_w(doc: Dict[str, Any]) -> Optional[float]:
+    return _get(doc, "power", "total", "mean_w")
+
+
+def total_label(doc: Dict[str, Any]) -> Optional[str]:
+    total = _get(doc, "power", "total")
+    if not total:
+        return None
+    return f"{total['name']}, {total['point'].replace('_', ' ')}"
+
+
+def images_per_j(doc: Dict[str, Any]) -> Optional[float]:
+    return _get(doc, "efficiency", "images_per_j")
+
+
+def gpu_hz(doc: Dict[str, Any]) -> Optional[int]:
+    """The GPU clock the run was measured at (applied, read back)."""
+    return _get(doc, "settings", "applied", "gpu_hz")
+
+
+def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
+    """'alexnet FP32 b1 @ 691 MHz' for table columns and plot legends."""
+    w = doc.get("workload") or {}
+    text = f"{w.get('model', '?')} {str(w.get('precision', '?')).upper()} b{w.get('batch', '?')}"
+    hz = gpu_hz(doc)
+    if with_clock and hz:
+        text += f" @ {hz / 1e6:.0f} MHz"
+    return text
+
+
+def is_ok(doc: Dict[str, Any]) -> bool:
+    return doc.get("status") == "ok"
+
+
+def simulated_any(docs: List[Dict[str, Any]]) -> bool:
+    return any(bool(d.get("simulated")) for d in docs)

@@ -1,0 +1,117 @@
+"""`jetbench sweep`: `measure` over many GPU clocks (x batch x precision), each point written as
+it completes, so an interrupted sweep resumes where it stopped (`resume=True` skips points whose
+result file exists: the JSON is written last and atomically, so its presence means "done").
+Out-of-memory points are recorded (status "oom") and skipped.
+
+    --freq 307MHz..998MHz   every table entry in the range
+    --freq all              every table entry
+    --freq 614MHz,691MHz    a list (each resolved to the nearest entry)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+from .errors import UsageError
+from .hw.fs import Root
+from .measure import MeasureReport, MeasureRequest, Progress, measure
+from .report import schema
+from .units import MAX, MIN, format_hz, parse_freq, resolve_freq
+
+
+def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
+    """'307MHz..998MHz' / 'all' / '614MHz,max' -> table entries in Hz, ascending, unique."""
+    word = text.strip().lower()
+    if not table:
+        raise UsageError("this board lists no GPU frequency table to sweep",
+                         hint="give explicit frequencies, e.g. --freq 614MHz,691MHz")
+    ordered = sorted(set(table))
+    if word == "all":
+        return ordered
+    if ".." in word:
+        lo_text, _, hi_text = word.partition("..")
+        lo, hi = (_bound(lo_text, ordered), _bound(hi_text, ordered))
+        if lo > hi:
+            raise UsageError(f"empty frequency range: {text!r} (low end above the high end)")
+        picked = [f for f in ordered if lo <= f <= hi]
+        if not picked:
+            raise UsageError(f"no table entry in {text!r}",
+                             hint=f"this GPU's table: {format_hz(ordered[0])} .. "
+                                  f"{format_hz(ordered[-1])}")
+        return picked
+    out = {resolve_freq(parse_freq(part), ordered) for part in word.split(",") if part.strip()}
+    if not out:
+        raise UsageError(f"no frequency in {text!r}", hint="use e.g. 307MHz..998MHz or all")
+    return sorted(out)
+
+
+def _bound(text: str, table: Sequence[int]) -> int:
+    spec = parse_freq(text)
+    if spec == MAX:
+        return table[-1]
+    if spec == MIN:
+        return table[0]
+    assert isinstance(spec, int)
+    # "307MHz" means the 307.2 MHz entry: widen by the table's rounding (2%)
+    near = resolve_freq(spec, table)
+    return near if abs(near - spec) <= 0.02 * spec else spec
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    most_efficient: Optional[Dict[str, Any]]
+    fastest: Optional[Dict[str, Any]]
+    oom: List[str]
+    points: int
+
+    def lines(self) -> List[str]:
+        out = []
+        for word, doc, unit in (("most efficient", self.most_efficient, "img/s/W"),
+                                ("fastest", self.fastest, "img/s")):
+            if doc is None:
+                continue
+            ips, ipj = schema.images_per_s(doc), schema.images_per_j(doc)
+            figure = ipj if unit == "img/s/W" else ips
+            out.append(f"{word}: {schema.label(doc)}: {figure:.2f} {unit} "
+                       f"({ips:.1f} img/s, {_w(doc)}, {_fmt(ipj)} img/s/W)")
+        if self.oom:
+            out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
+        return out
+
+
+def _fmt(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _w(doc: Dict[str, Any]) -> str:
+    w = schema.total_w(doc)
+    return "- W" if w is None else f"{w:.2f} W"
+
+
+def summarize(results: Sequence[Dict[str, Any]]) -> SweepSummary:
+    ok = [d for d in results if schema.is_ok(d)]
+    eff = [d for d in ok if schema.images_per_j(d) is not None]
+    return SweepSummary(
+        most_efficient=max(eff, key=schema.images_per_j) if eff else None,
+        fastest=max(ok, key=lambda d: schema.images_per_s(d) or 0.0) if ok else None,
+        oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
+        points=len(results),
+    )
+
+
+def sweep(root: Root, request: MeasureRequest, freqs: str,
+          progress: Optional[Progress] = None, **kwargs: Any) -> MeasureReport:
+    """Every GPU clock of `freqs` (see module docstring) crossed with the request's models,
+    precisions and batches. `request.out_dir` is required (points are written as they end)."""
+    from .hw.board import detect
+
+    if request.out_dir is None:
+        raise UsageError("a sweep needs --out DIR (each point is written as it completes)")
+    board = detect(root)
+    if board.gpu is None:
+        raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
+    hz = expand_freqs(freqs, board.gpu.available_hz)
+    request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz))
+    return measure(root, request, progress=progress, **kwargs)
