@@ -3,7 +3,8 @@ threads: `with torch.inference_mode(): for _ in range(n): model(x)`. Target: >= 
 loop's throughput. Rounds alternate bare/runner so drift in the machine hits both alike.
 
     .venv/bin/python benchmarks/bench_runner.py [--models alexnet,googlenet,resnet50]
-        [--precisions fp32,bf16,fp16] [--batches 1,16] [--rounds 3] [--seconds 1.5] [--json F]
+        [--precisions fp32,bf16,fp16] [--batches 1,16] [--rounds 9] [--seconds 0.5]
+        [--budget 20] [--json F]
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def bare_loop(model: Any, x: Any, iterations: int) -> float:
 
 
 def bench_one(model: str, precision: str, batch: int, rounds: int, seconds: float,
-              threads: int) -> Dict[str, Any]:
+              threads: int, budget_s: float) -> Dict[str, Any]:
     work = build_workload(model, precision, batch, "cpu", options=RunOptions(threads=threads))
     torch.set_num_threads(threads)
     with torch.inference_mode():  # warm both paths and size the iteration count
@@ -41,7 +42,10 @@ def bench_one(model: str, precision: str, batch: int, rounds: int, seconds: floa
         start = time.perf_counter()
         work.step()
         one = time.perf_counter() - start
-    iterations = max(2, int(seconds / one))
+    iterations = max(1, int(seconds / one))
+    # many short alternating rounds, median of the paired ratios: robust to a busy machine;
+    # slow configurations (fp16 on a CPU) get fewer rounds, never fewer than 3
+    rounds = max(3, min(rounds, int(budget_s / (2 * iterations * one))))
     bare: List[float] = []
     runner: List[float] = []
     for _ in range(rounds):
@@ -49,10 +53,12 @@ def bench_one(model: str, precision: str, batch: int, rounds: int, seconds: floa
         result = run_timed(work, iterations=iterations, duration_s=0, warmup_s=0,
                            warmup_iterations=0)
         runner.append(result.images_per_s)
-    ratio = statistics.median(r / b for r, b in zip(runner, bare))
+    ratios = [r / b for r, b in zip(runner, bare)]
+    ratio = statistics.median(ratios)
     return {"model": model, "precision": precision, "batch": batch, "iterations": iterations,
             "rounds": rounds, "bare_images_per_s": statistics.median(bare),
-            "runner_images_per_s": statistics.median(runner), "ratio": ratio}
+            "runner_images_per_s": statistics.median(runner), "ratio": ratio,
+            "ratio_min": min(ratios), "ratio_max": max(ratios)}
 
 
 def main(argv: List[str]) -> int:
@@ -60,8 +66,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--models", default="alexnet,googlenet,resnet50")
     parser.add_argument("--precisions", default="fp32,bf16,fp16")
     parser.add_argument("--batches", default="1,16")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=1.5, help="per measurement (min 2 it)")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--seconds", type=float, default=0.5, help="per measurement (min 1 it)")
+    parser.add_argument("--budget", type=float, default=20.0, help="seconds per configuration")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -73,7 +80,8 @@ def main(argv: List[str]) -> int:
     for model in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             for precision in args.precisions.split(","):
-                row = bench_one(model, precision, batch, args.rounds, args.seconds, args.threads)
+                row = bench_one(model, precision, batch, args.rounds, args.seconds, args.threads,
+                                args.budget)
                 rows.append(row)
                 print(f"{model:10} {precision:5} {batch:5d} {row['bare_images_per_s']:11.2f} "
                       f"{row['runner_images_per_s']:13.2f} {row['ratio']:6.3f}", flush=True)

@@ -188,7 +188,7 @@ def test_oom_guard_maps_allocator_failures() -> None:
     with pytest.raises(OutOfMemory):
         with oom_guard("x"):
             raise torch.OutOfMemoryError("out of memory")
-    with pytest.raises(RuntimeError, match="shape mismatch"):
+    with pytest.raises(UsageError, match="shape mismatch"):
         with oom_guard("x"):
             raise RuntimeError("shape mismatch")
 

@@ -114,17 +114,21 @@ def backend_settings(options: RunOptions) -> Iterator[None]:
 @contextlib.contextmanager
 def oom_guard(what: str) -> Iterator[None]:
     """Turns an allocator's out-of-memory (CUDA's OutOfMemoryError, CPU's RuntimeError or
-    MemoryError) into jetbench's OutOfMemory, after releasing what the failed attempt held."""
+    MemoryError) into jetbench's OutOfMemory, after releasing what the failed attempt held;
+    any other failure of the network on its input (a user model given the wrong
+    --input-shape, BatchNorm training on one value per channel) into a UsageError."""
     try:
         yield
         return
-    except (RuntimeError, MemoryError) as err:
-        if not (isinstance(err, MemoryError) or "out of memory" in str(err).lower()):
-            raise
-        message = f"{what}: out of memory ({_first_line(err)})"
+    except (RuntimeError, MemoryError, ValueError) as err:
+        oom = isinstance(err, MemoryError) or "out of memory" in str(err).lower()
+        message = f"{what}: {'out of memory' if oom else 'the network failed'} " \
+                  f"({_first_line(err)})"
     # Raised outside the except block: the failed attempt's frames (and tensors) are freed.
     _release_memory()
-    raise OutOfMemory(message, hint="use a smaller --batch")
+    if oom:
+        raise OutOfMemory(message, hint="use a smaller --batch")
+    raise UsageError(message, hint="check --input-shape and --batch for this network")
 
 
 def build_workload(
