@@ -576,13 +576,19 @@ def _efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float]) -> Di
 def _put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: List[Any]) -> str:
     from .tuning import journal
 
+    if not had_journal:
+        # Decided by the journal, not by `steps`: an interrupt inside apply_profile (journal
+        # written, the step half done) leaves no step in our list, but writes to undo.
+        if not journal.load(root):
+            return "nothing was changed"
+        if request.keep_clocks:
+            return "kept (--keep-clocks): `jetbench restore` puts them back"
+        journal.restore(root)
+        return "restored"
     if not steps:
         return "nothing was changed"
     if request.keep_clocks:
         return "kept (--keep-clocks): `jetbench restore` puts them back"
-    if not had_journal:
-        journal.restore(root)
-        return "restored"
     # Clocks were already changed by an earlier maxperf/apply: undo only this run's writes.
     for step in reversed(steps):
         for write in reversed(step.writes):

@@ -69,8 +69,14 @@ class _Bar:
         if not self.enabled or time.monotonic() - self.start < _PROGRESS_AFTER_S:
             return
         if self.progress is None:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
                                      MofNCompleteColumn(), TimeElapsedColumn(),
@@ -128,7 +134,8 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
         out.print(tables.long_table(docs, what) if long else tables.rich_table(docs, what))
     err = console(stderr=True)
     for w in tables.warnings_of(docs):
-        err.print(f"[yellow]warning:[/] {w}", soft_wrap=True, highlight=False, markup=False)
+        err.print("[yellow]warning:[/] ", end="")
+        err.print(w, soft_wrap=True, highlight=False, markup=False)
     if report.skipped:
         out.print(f"resumed: {len(report.skipped)} point(s) already measured, skipped")
     out.print(f"clocks: {report.restored}")

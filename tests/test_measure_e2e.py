@@ -1,0 +1,237 @@
+"""measure end to end on simulated boards (their rail simulation) and simulated serial meters:
+requested vs applied clocks, img/s/W against a meter's known watts, restore after success and
+failure, throttling, the window-too-short refusal, result files."""
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import diff, make_board, snapshot
+from jetbench.errors import MeasurementInvalid, UsageError
+from jetbench.hw.fs import Root
+from jetbench.measure import MeasureRequest, measure
+from jetbench.report.io import load_result
+from jetbench.sim.boards import get as sim_board
+from jetbench.sim.meters import sim_for
+
+TINY = '''
+import torch
+
+def tiny():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                               torch.nn.Linear(8 * 14 * 14, 10))
+
+class _Greedy(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] >= 4:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return x.mean()
+
+def greedy():
+    return _Greedy()
+'''
+
+
+def write_tiny(directory: Path) -> None:
+    (directory / "jb_tinynet.py").write_text(TINY)
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    write_tiny(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "jb_tinynet:tiny"
+
+
+def quick(out: Path, **kw) -> MeasureRequest:
+    base = dict(models=("jb_tinynet:tiny",), input_shape=(3, 16, 16), iterations=2,
+                duration_s=0.3, warmup_s=0.0, device="cpu", out_dir=out)
+    base.update(kw)
+    return MeasureRequest(**base)
+
+
+def board_snapshot(base: Path, key: str):
+    """The tree minus the INA3221 rail files the power model keeps changing."""
+    rails = tuple(ina.device_dir.lstrip("/") for ina in sim_board(key).inas)
+    return {k: v for k, v in snapshot(base, exclude=("var",)).items()
+            if not k.startswith(rails)}
+
+
+def test_requested_vs_applied_and_result_files(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    before = board_snapshot(base, "tx1")
+    out = tmp_path / "out"
+    report = measure(Root(base), quick(out, gpu_freqs=("690MHz",), idle_s=0.2,
+                                       regulator_efficiency=0.8))
+    assert report.restored == "restored"
+    doc = report.results[0]
+    assert doc["schema"] == "jetbench.result/1" and doc["simulated"] is True
+    assert doc["status"] == "ok" and doc["board"]["family"] == "tx1"
+    assert doc["settings"]["requested"]["gpu_hz"] == 690_000_000
+    assert doc["settings"]["resolved"]["gpu_hz"] == 691_200_000
+    assert doc["settings"]["applied"]["gpu_hz"] == 691_200_000  # read back from the board
+    assert doc["workload"]["batch"] == 1 and doc["workload"]["iterations"] >= 2
+    assert set(doc["throughput"]["latency_ms"]) >= {"min", "mean", "p50", "p90", "p99", "max"}
+    points = {c["name"]: c["point"] for c in doc["power"]["channels"]}
+    assert points == {"VDD_IN": "module_input", "VDD_GPU": "rail", "VDD_CPU": "rail"}
+    assert doc["power"]["total"]["name"] == "VDD_IN"
+    ipj = doc["efficiency"]["images_per_j"]
+    assert ipj == pytest.approx(doc["throughput"]["images_per_s"] / doc["power"]["total"]["mean_w"])
+    assert doc["efficiency"]["above_idle"]["idle_w"] > 0
+    pre = doc["efficiency"]["pre_regulation_estimate"]
+    assert pre["estimate"] is True and pre["images_per_j"] == pytest.approx(ipj * 0.8)
+    assert doc["thermal"]["throttled"] is False
+    # Files: the JSON (valid, the same document) and the trace CSV beside it.
+    path = out / "jb_tinynet_tiny-fp32-b1-gpu691mhz.json"
+    assert report.paths == [path]
+    assert json.loads(path.read_text())["id"] == doc["id"]
+    csv = path.with_suffix(".csv").read_text().splitlines()
+    assert "SIMULATED" in csv[0]
+    assert csv[1] == "t_s,ina3221/VDD_IN,ina3221/VDD_GPU,ina3221/VDD_CPU"
+    assert len(csv) > 20
+    # Clocks put back, journal removed.
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+@pytest.mark.parametrize("protocol", ["scpi", "stream"])
+def test_images_per_joule_is_images_per_s_over_meter_watts(tmp_path, tiny, protocol):
+    base = make_board(tmp_path, "tx1-r24")
+    with sim_for(protocol, 7.5) as meter:
+        report = measure(Root(base), quick(tmp_path / "out", meters=("auto", meter.spec),
+                                           duration_s=1.0, gpu_freqs=("max",)))
+    doc = report.results[0]
+    ips = doc["throughput"]["images_per_s"]
+    external = [p for p in doc["efficiency"]["by_point"]
+                if p["point"] == "external" and p["kind"] == "total"]
+    assert len(external) == 1
+    assert external[0]["mean_w"] == pytest.approx(7.5, rel=1e-3)
+    assert external[0]["images_per_j"] == pytest.approx(ips / 7.5, rel=1e-3)
+    # The first meter (the board's rails) stays the primary figure; both are recorded.
+    assert doc["power"]["total"]["point"] == "module_input"
+    assert {t["point"] for t in doc["power"]["totals"]} == {"module_input", "external"}
+    assert doc["settings"]["applied"]["gpu_hz"] == 998_400_000
+
+
+def test_external_meter_alone_is_the_total(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    with sim_for("scpi", 4.0) as meter:
+        report = measure(Root(base), quick(tmp_path / "out", meters=(meter.spec,),
+                                           duration_s=1.0))
+    doc = report.results[0]
+    assert [c["point"] for c in doc["power"]["channels"]] == ["external"]
+    assert doc["efficiency"]["images_per_j"] == pytest.approx(
+        doc["throughput"]["images_per_s"] / 4.0, rel=1e-3)
+    assert any("not pinned" in w for w in doc["warnings"])
+    assert report.restored == "nothing was changed"
+
+
+def test_window_too_short_is_refused_and_clocks_restored(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    before = board_snapshot(base, "tx1")
+    with sim_for("scpi", 5.0) as meter, pytest.raises(MeasurementInvalid) as err:
+        # The meter is read once a second: a 0.3 s window spans less than 4 of its periods.
+        measure(Root(base), quick(tmp_path / "out", duration_s=0.3, gpu_freqs=("690MHz",),
+                                  meters=("auto", meter.spec + "?interval=1s")))
+    assert "shorter than 4 update periods" in str(err.value)
+    assert "--duration" in err.value.hint
+    assert not list((tmp_path / "out").glob("*.json"))  # nothing reported
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_restore_after_a_failure_mid_run(tmp_path, tiny):
+    base = make_board(tmp_path, "tx2")
+    before = board_snapshot(base, "tx2")
+    with pytest.raises(UsageError):
+        measure(Root(base), quick(tmp_path / "out", models=("no_such_module_xyz:net",),
+                                  gpu_freqs=("max",), cpu_freq="max", emc_freq="max"))
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+    assert diff(before, board_snapshot(base, "tx2")) == []
+
+
+def test_throttling_detected_when_the_clock_is_capped_mid_run(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    node = base / "sys/devices/57000000.gpu/devfreq/57000000.gpu"
+    stop = threading.Event()
+
+    def cap():
+        # What a thermal cap looks like to jetbench: the devfreq limits drop under it.
+        while not stop.is_set() and (node / "cur_freq").read_text().strip() != "691200000":
+            time.sleep(0.01)
+        time.sleep(0.3)
+        (node / "min_freq").write_text("460800000\n")
+        (node / "max_freq").write_text("460800000\n")
+
+    capper = threading.Thread(target=cap)
+    capper.start()
+    try:
+        report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("690MHz",),
+                                           duration_s=1.5))
+    finally:
+        stop.set()
+        capper.join()
+    doc = report.results[0]
+    assert doc["thermal"]["throttled"] is True
+    assert doc["thermal"]["clocks_lowest_hz"]["gpu/57000000.gpu"] == 460_800_000
+    assert any(w.startswith("throttled: gpu/") for w in doc["warnings"])
+
+
+def test_thermal_trip_marks_throttled(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    zone = base / "sys/devices/virtual/thermal/thermal_zone1"
+    (zone / "temp").write_text("98000\n")  # above the 97 C trip point
+    doc = measure(Root(base), quick(tmp_path / "out")).results[0]
+    assert doc["thermal"]["throttled"] is True
+    assert doc["thermal"]["trips_crossed"] == ["GPU-therm"]
+
+
+def test_oom_point_is_recorded_and_skipped(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    report = measure(Root(base), quick(tmp_path / "out", models=("jb_tinynet:greedy",),
+                                       batches=(1, 4)))
+    assert [d["status"] for d in report.results] == ["ok", "oom"]
+    oom = load_result(tmp_path / "out" / "jb_tinynet_greedy-fp32-b4.json")
+    assert oom["status"] == "oom" and "out of memory" in oom["message"]
+    assert oom["throughput"] is None and oom["efficiency"]["images_per_j"] is None
+
+
+def test_existing_journal_is_kept_and_only_own_writes_undone(tmp_path, tiny):
+    from typer.testing import CliRunner
+
+    from jetbench.cli.main import app
+
+    base = make_board(tmp_path, "tx1")
+    pristine = board_snapshot(base, "tx1")
+    assert CliRunner().invoke(app, ["--root", str(base), "maxperf"]).exit_code == 0
+    after_maxperf = board_snapshot(base, "tx1")
+    journal = (base / "var/lib/jetbench/journal.json").read_text()
+    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("307MHz",)))
+    assert report.results[0]["settings"]["applied"]["gpu_hz"] == 307_200_000
+    assert "earlier jetbench state" in report.restored
+    assert diff(after_maxperf, board_snapshot(base, "tx1")) == []
+    assert json.loads((base / "var/lib/jetbench/journal.json").read_text())["entries"][
+        : len(json.loads(journal)["entries"])] == json.loads(journal)["entries"]
+    assert CliRunner().invoke(app, ["--root", str(base), "restore"]).exit_code == 0
+    assert diff(pristine, board_snapshot(base, "tx1")) == []
+
+
+def test_keep_clocks_leaves_the_journal(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("690MHz",),
+                                       keep_clocks=True))
+    assert report.restored.startswith("kept")
+    node = base / "sys/devices/57000000.gpu/devfreq/57000000.gpu"
+    assert (node / "max_freq").read_text().strip() == "691200000"
+    assert (base / "var/lib/jetbench/journal.json").exists()
+
+
+def test_setup_time_is_recorded(tmp_path, tiny):
+    base = make_board(tmp_path, "nano")
+    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("614MHz",)))
+    assert report.setup_s is not None and 0 < report.setup_s < 60
+    assert report.results[0]["settings"]["applied"]["gpu_hz"] == 614_400_000
