@@ -8,11 +8,12 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, diff, make_board, run_cli
 from test_measure_e2e import board_snapshot, write_tiny
 
 from jetbench.report.plots import png_size
 from jetbench.sim.meters import sim_for
+
+from conftest import REPO, diff, make_board, run_cli
 
 FAST = ["--model", "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2",
         "--warmup", "0", "--device", "cpu"]

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import diff, make_board, snapshot
 from jetbench.errors import MeasurementInvalid, UsageError
 from jetbench.hw.fs import Root
 from jetbench.measure import MeasureRequest, measure
 from jetbench.report.io import load_result
 from jetbench.sim.boards import get as sim_board
 from jetbench.sim.meters import sim_for
+
+from conftest import diff, make_board, snapshot
 
 TINY = '''
 import torch
