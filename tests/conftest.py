@@ -24,6 +24,20 @@ def make_board(tmp_path: Path, key: str) -> Path:
     return path
 
 
+def make_generic_host(base: Path) -> Path:
+    """A PC's cpufreq, one policy, no device tree: what jetbench calls a generic host."""
+    pol = base / "sys/devices/system/cpu/cpufreq/policy0"
+    pol.mkdir(parents=True)
+    for name, value in {"related_cpus": "0 1", "scaling_available_governors":
+                        "performance powersave", "cpuinfo_min_freq": "800000",
+                        "cpuinfo_max_freq": "3400000", "scaling_governor": "powersave",
+                        "scaling_available_frequencies": "800000 2000000 3400000",
+                        "scaling_min_freq": "800000", "scaling_max_freq": "3400000",
+                        "scaling_cur_freq": "800000"}.items():
+        (pol / name).write_text(value + "\n")
+    return base
+
+
 @pytest.fixture
 def tx1(tmp_path: Path) -> Path:
     return make_board(tmp_path, "tx1")

@@ -6,7 +6,7 @@ import pytest
 from jetbench.hw.board import detect, parse_l4t_release
 from jetbench.hw.fs import Root
 
-from conftest import SIM_BOARDS, make_board
+from conftest import SIM_BOARDS, make_board, make_generic_host
 
 EXPECTED = {
     # family, soc, l4t, gpu kind, gpu node, emc kind, rails, total
@@ -77,14 +77,7 @@ def test_gpu_found_by_of_node_not_by_path(tmp_path):
 
 
 def test_generic_host_cpufreq_only(tmp_path):
-    pol = tmp_path / "sys/devices/system/cpu/cpufreq/policy0"
-    pol.mkdir(parents=True)
-    for name, value in {"related_cpus": "0 1", "scaling_available_governors":
-                        "performance powersave", "cpuinfo_min_freq": "800000",
-                        "cpuinfo_max_freq": "3400000", "scaling_governor": "powersave",
-                        "scaling_min_freq": "800000", "scaling_max_freq": "3400000",
-                        "scaling_cur_freq": "1200000"}.items():
-        (pol / name).write_text(value + "\n")
+    make_generic_host(tmp_path)
     board = detect(Root(tmp_path))
     assert board.family == "generic" and board.soc is None and not board.simulated
     assert board.gpu is None and board.emc is None and board.rails == ()

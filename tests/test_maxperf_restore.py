@@ -9,7 +9,7 @@ from jetbench.cli.main import app
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 
-from conftest import SIM_BOARDS, diff, make_board, snapshot
+from conftest import SIM_BOARDS, diff, make_board, make_generic_host, snapshot
 
 runner = CliRunner()
 
@@ -123,15 +123,7 @@ def test_apply_resolves_nearest_and_shows_both(tmp_path):
 
 
 def test_generic_host_maxperf_pins_cpu_only(tmp_path):
-    pol = tmp_path / "sys/devices/system/cpu/cpufreq/policy0"
-    pol.mkdir(parents=True)
-    for name, value in {"related_cpus": "0", "scaling_available_governors":
-                        "performance powersave", "cpuinfo_min_freq": "800000",
-                        "cpuinfo_max_freq": "3400000", "scaling_governor": "powersave",
-                        "scaling_available_frequencies": "800000 2000000 3400000",
-                        "scaling_min_freq": "800000", "scaling_max_freq": "3400000",
-                        "scaling_cur_freq": "800000"}.items():
-        (pol / name).write_text(value + "\n")
+    make_generic_host(tmp_path)
     before = snapshot(tmp_path)
     result = cli(tmp_path, "maxperf")
     assert result.exit_code == 0, result.output

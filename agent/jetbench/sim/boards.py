@@ -6,7 +6,7 @@ between releases and nvpmodel modes); paths, file names and units are as on the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Tuple
 
 MHZ = 1_000_000
@@ -295,37 +295,6 @@ _add(SimBoard(
     extra_devfreq=(("/sys/devices/platform/bus@0/15340000.vic", "15340000.vic", "vic"),),
 ))
 _add(SimBoard(
-    key="orin-agx-jp5",
-    model="Jetson AGX Orin",
-    compatible=("nvidia,p3737-0000+p3701-0000", "nvidia,p3701-0000", "nvidia,tegra234"),
-    l4t_line="# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, "
-    "DATE: Tue Aug  1 19:57:35 UTC 2023",
-    soc="tegra234",
-    clusters=tuple(SimCluster(tuple(range(4 * k, 4 * k + 4)), _T234_CPU) for k in range(3)),
-    cpu_governors=("conservative", "ondemand", "userspace", "powersave", "performance",
-                   "schedutil"),
-    cpu_governor="schedutil",
-    policy_dirs=True,
-    idle_states=("WFI", "c7"),
-    gpu_kind="devfreq",
-    # JetPack 5 names the GPU node after the GPU (ga10b); JetPack 6 moved it under bus@0.
-    gpu_device="/sys/devices/17000000.ga10b",
-    gpu_devfreq_name="17000000.ga10b",
-    gpu_of_node="ga10b",
-    gpu_freqs_hz=_T234_GPU,
-    gpu_governors=("userspace", "performance", "simple_ondemand", "nvhost_podgov"),
-    emc_kind="bpmp",
-    emc_freqs_hz=(204000000, 665600000, 2133000000, 3199000000),
-    emc_iso_cap_hz=0,
-    fan_kind="pwm-fan",
-    inas=(
-        SimIna("ina3221", "1-0040", "/sys/devices/3160000.i2c/i2c-1/1-0040",
-               ("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"), 1),
-        SimIna("ina3221", "1-0041", "/sys/devices/3160000.i2c/i2c-1/1-0041",
-               ("NC", "VDDQ_VDD2_1V8AO", "NC"), 2),
-    ),
-))
-_add(SimBoard(
     key="orin-nano",
     model="NVIDIA Jetson Orin Nano Developer Kit",
     compatible=("nvidia,p3768-0000+p3767-0005", "nvidia,p3767-0005", "nvidia,tegra234"),
@@ -350,6 +319,25 @@ _add(SimBoard(
     fan_kind="hwmon",
     inas=(SimIna("ina3221", "1-0040", "/sys/devices/platform/bus@0/c240000.i2c/i2c-1/1-0040",
                  ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"), 1),),
+))
+
+# JetPack 5 on the same module: the GPU node is named after the GPU (ga10b) and sits directly
+# under /sys/devices (JetPack 6 moved it under bus@0 as 17000000.gpu); the fan is pwm-fan.
+_add(replace(
+    BOARDS["orin-agx"],
+    key="orin-agx-jp5",
+    model="Jetson AGX Orin",
+    compatible=("nvidia,p3737-0000+p3701-0000", "nvidia,p3701-0000", "nvidia,tegra234"),
+    l4t_line="# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64, "
+    "DATE: Tue Aug  1 19:57:35 UTC 2023",
+    gpu_device="/sys/devices/17000000.ga10b",
+    gpu_devfreq_name="17000000.ga10b",
+    gpu_of_node="ga10b",
+    fan_kind="pwm-fan",
+    inas=tuple(replace(ina, device_dir=ina.device_dir.replace("platform/bus@0/c240000",
+                                                              "3160000"))
+               for ina in BOARDS["orin-agx"].inas),
+    extra_devfreq=(),
 ))
 
 # Aliases users type.
