@@ -123,6 +123,13 @@ def _register() -> None:
     app.command("report")(_measure_cli.report)
     app.command("demo")(_measure_cli.demo)
 
+    from . import daemon as _daemon_cli
+
+    app.command("daemon")(_daemon_cli.daemon)
+    app.command("status")(_daemon_cli.status)
+    app.command("install-service")(_daemon_cli.install_service)
+    app.command("uninstall-service")(_daemon_cli.uninstall_service)
+
 
 _register()
 

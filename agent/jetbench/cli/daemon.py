@@ -1,0 +1,141 @@
+"""`jetbench daemon`, `status`, `install-service`, `uninstall-service` (thin: the work is in
+jetbench.daemon)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import open_root, print_json
+
+_SOCKET_HELP = "The control socket."
+_DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
+
+
+def daemon(
+    ctx: typer.Context,
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Profile to hold: a "
+                                          "name (see `jetbench profiles`) or a TOML file. "
+                                          "None: monitor only."),
+    socket: Path = typer.Option(_DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Serve Prometheus metrics "
+                                          "on HOST:PORT, e.g. 127.0.0.1:9101."),
+    interval: str = typer.Option("5s", "--interval", help="How often the clocks are read "
+                                 "back (and re-pinned if something moved them)."),
+    client_timeout: str = typer.Option("5s", "--client-timeout", hidden=True,
+                                       help="Disconnect control clients idle this long."),
+    sim_kernel: bool = typer.Option(True, "--sim-kernel/--no-sim-kernel", hidden=True,
+                                    help="On a simulated board, run its simulated kernel "
+                                         "in-process (off: `jetbench sim run` does it)."),
+) -> None:
+    """The systemd service's entry point, in the foreground: pin the profile, re-pin on drift,
+    serve status and metrics; restore the board on SIGTERM/SIGINT, reload on SIGHUP."""
+    from ..daemon.service import DaemonConfig, run_daemon
+    from ..units import parse_duration_s
+
+    config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
+                          interval_s=parse_duration_s(interval),
+                          client_timeout_s=parse_duration_s(client_timeout),
+                          sim_kernel=sim_kernel)
+    code = run_daemon(open_root(ctx), config)
+    if code:
+        raise typer.Exit(code)
+
+
+def status(
+    socket: Path = typer.Option(_DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the daemon's status document."),
+) -> None:
+    """Ask the running daemon: what it holds, clocks, temperatures, power, re-pins."""
+    from ..daemon.client import request
+    from ..errors import HardwareError
+    from .render import kv
+
+    reply = request(socket, "status")
+    if as_json:
+        print_json(reply)
+        return
+    if not reply.get("ok"):
+        raise HardwareError(f"the daemon answered: {reply.get('message')}")
+    from ..units import format_hz
+    from .common import console
+
+    counters = reply.get("counters", {})
+    rows = [
+        ("state", reply.get("summary", "")),
+        ("board", f"{reply['board']['model']} ({reply['board']['family']})"
+         + (" [simulated]" if reply.get("simulated") else "")),
+        ("profile", reply.get("profile") or "-"),
+        ("since", f"{reply.get('started')} (pid {reply.get('pid')})"),
+        ("drift re-pins", str(counters.get("repins", 0))),
+        ("throttling", "; ".join(reply.get("throttle_reasons") or []) or "no"),
+    ]
+    for c in reply.get("clocks", []):
+        rows.append((f"{c['domain']} {c['name']}", f"{format_hz(c['cur_hz'])} "
+                     f"(min {format_hz(c['min_hz'])}, max {format_hz(c['max_hz'])})"))
+    for zone, temp in sorted(reply.get("temperatures_c", {}).items()):
+        rows.append((f"temp {zone}", f"{temp:.1f} C"))
+    for r in reply.get("rails", []):
+        watts = "-" if r["power_w"] is None else f"{r['power_w']:.2f} W"
+        rows.append((f"power {r['name']}", f"{watts} ({r['point']})"))
+    if reply.get("metrics"):
+        rows.append(("metrics", f"http://{reply['metrics']}/metrics"))
+    if reply.get("last_error"):
+        rows.append(("last error", reply["last_error"]))
+    kv(console(), rows, title="jetbench daemon")
+
+
+def install_service(
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Profile the service "
+                                          "holds (written to /etc/default/jetbench)."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="HOST:PORT for metrics."),
+    interval: Optional[str] = typer.Option(None, "--interval", help="Read-back interval."),
+    executable: Optional[Path] = typer.Option(None, "--executable", help="The jetbench "
+                                              "executable ExecStart= runs (default: this one)."),
+    dest: Path = typer.Option(Path("/"), "--dest", help="Install under this root (image "
+                              "builds); commands run only for /."),
+    no_start: bool = typer.Option(False, "--no-start", help="Enable, but do not start now."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be done."),
+) -> None:
+    """Install jetbench.service and the udev rules, create the jetbench group, enable and
+    start the service."""
+    from ..daemon.install import install
+
+    exe = str(executable) if executable else _this_executable()
+    _print_actions(install(dest, exe, profile=profile, metrics=metrics, interval=interval,
+                           start=not no_start, dry_run=dry_run))
+
+
+def uninstall_service(
+    dest: Path = typer.Option(Path("/"), "--dest", help="Remove from under this root."),
+    remove_group: bool = typer.Option(False, "--remove-group", help="Also delete the "
+                                      "jetbench group."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be done."),
+) -> None:
+    """Stop and disable the service (the board is restored on stop), remove unit and rules."""
+    from ..daemon.install import uninstall
+
+    _print_actions(uninstall(dest, dry_run=dry_run, remove_group=remove_group))
+
+
+def _this_executable() -> str:
+    import os
+    import shutil
+    import sys
+
+    from ..errors import UsageError
+
+    if os.path.basename(sys.argv[0]) == "jetbench" and os.path.isfile(sys.argv[0]):
+        return os.path.abspath(sys.argv[0])
+    found = shutil.which("jetbench")
+    if found is None:
+        raise UsageError("cannot tell where the jetbench executable is",
+                         hint="pass --executable /path/to/jetbench")
+    return found
+
+
+def _print_actions(actions) -> None:
+    for action in actions:
+        typer.echo(f"{action.kind:7} {action.what}")

@@ -1,0 +1,78 @@
+"""The control socket's protocol: one JSON object per line each way.
+
+Requests: `{"cmd": "status"}`, `{"cmd": "readings"}`, `{"cmd": "pin"}`, `{"cmd": "restore"}`,
+`{"cmd": "apply", "profile": "NAME"}`. Replies: `{"ok": true, ...}` or
+`{"ok": false, "error": CODE, "message": "..."}`. Everything a client sends is checked here, as
+data, before the daemon acts on it: the size of a line, UTF-8, JSON, the keys, and profile names
+(a name from the profile directories, never a path).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+MAX_LINE_BYTES = 4096  # a request is a few dozen bytes; anything longer is not one
+COMMANDS = {"status": (), "readings": (), "pin": (), "restore": (), "apply": ("profile",)}
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+
+# Error codes in replies (stable: scripts match on them).
+BAD_REQUEST = "bad_request"
+TOO_LONG = "line_too_long"
+UNKNOWN_COMMAND = "unknown_command"
+FAILED = "failed"
+BUSY = "busy"
+
+
+class ProtocolError(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Request:
+    cmd: str
+    profile: Optional[str] = None
+
+
+def parse_request(line: bytes) -> Request:
+    """One request line (without its newline) -> Request, or ProtocolError saying why not."""
+    if len(line) > MAX_LINE_BYTES:
+        raise ProtocolError(TOO_LONG, f"request longer than {MAX_LINE_BYTES} bytes")
+    try:
+        doc = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ProtocolError(BAD_REQUEST, "request is not UTF-8") from None
+    except ValueError as err:
+        raise ProtocolError(BAD_REQUEST, f"request is not JSON ({err})") from None
+    if not isinstance(doc, dict):
+        raise ProtocolError(BAD_REQUEST, 'a request is a JSON object: {"cmd": "status"}')
+    cmd = doc.get("cmd")
+    if not isinstance(cmd, str):
+        raise ProtocolError(BAD_REQUEST, 'missing "cmd" (a string)')
+    if cmd not in COMMANDS:
+        raise ProtocolError(UNKNOWN_COMMAND, f"unknown command {cmd[:40]!r} "
+                                             f"(commands: {', '.join(sorted(COMMANDS))})")
+    allowed = {"cmd", *COMMANDS[cmd]}
+    extra = sorted(k for k in doc if k not in allowed)
+    if extra:
+        raise ProtocolError(BAD_REQUEST, f"{cmd}: unexpected key {extra[0][:40]!r}")
+    if cmd != "apply":
+        return Request(cmd)
+    name = doc.get("profile")
+    if not isinstance(name, str) or not PROFILE_NAME.match(name):
+        raise ProtocolError(BAD_REQUEST, "apply: \"profile\" must be a profile name (letters, "
+                                         "digits, . _ -; no paths), see `jetbench profiles`")
+    return Request(cmd, name)
+
+
+def encode(doc: Dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
+
+
+def error_reply(code: str, message: str) -> Dict[str, Any]:
+    return {"ok": False, "error": code, "message": message}

@@ -1,0 +1,534 @@
+"""`jetbench daemon`: hold a profile on a board, in the foreground, under systemd.
+
+Start: finish any interrupted job from the state journal, pin the boot profile (journalled
+anew), open the control socket and the metrics endpoint, then tell systemd READY=1 with a
+STATUS= line saying what is pinned. Every interval: read the clocks back; when something else
+moved a knob (nvpmodel, another tool, the kernel), re-pin, count it and log it, unless the board
+is throttling (then it is reported and left alone: the kernel's thermal caps win). WATCHDOG=1 at
+half of $WATCHDOG_USEC while the loop is healthy. SIGTERM/SIGINT: restore the journal (the
+state before the daemon pinned), exit 0. SIGHUP: re-read the profile and pin it.
+
+One lock guards the board: the loop and the control socket's thread never write at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import HardwareError, JetbenchError, UsageError
+from ..hw.board import Board, detect
+from ..hw.clocks.common import Step, apply_step
+from ..hw.fs import Root
+from ..inventory import read_temperatures_c
+from ..tuning import journal
+from ..tuning.apply import apply_profile, build_plan, read_clocks
+from ..tuning.profile import Profile, load_profile
+from ..tuning.targets import Targets, resolve
+from ..units import format_hz
+from . import thermal
+from .notify import Notifier, watchdog_period_s
+from .protocol import Request
+
+log = logging.getLogger("jetbench.daemon")
+
+DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
+DEFAULT_INTERVAL_S = 5.0
+SIM_KERNEL_INTERVAL_S = 0.02  # the simulated kernel beside the daemon (simulated boards only)
+UNHEALTHY_AFTER = 3  # consecutive failed checks: stop feeding the watchdog, let systemd restart
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    profile: Optional[str] = None  # a name or a file, as the operator gave it; None: monitor only
+    socket_path: Path = DEFAULT_SOCKET
+    metrics: Optional[str] = None  # "127.0.0.1:9101"
+    interval_s: float = DEFAULT_INTERVAL_S
+    client_timeout_s: float = 5.0
+    sim_kernel: bool = True  # run the simulated kernel in-process on a simulated board
+
+
+class _PrePinValues:
+    """The root as `journal.record` sees it, answering with the value a file held before the
+    daemon pinned: a knob the pin did not write already held its pinned value then."""
+
+    def __init__(self, root: Root, values: Mapping[str, str]):
+        self._root = root
+        self._values = values
+
+    def read_raw(self, board_path: str, default: object = None) -> str:
+        if board_path in self._values:
+            return self._values[board_path]
+        return self._root.read_raw(board_path)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._root, name)
+
+
+class Daemon:
+    """The service. Constructing one touches nothing; `run()` does everything and returns the
+    exit status."""
+
+    def __init__(self, root: Root, config: DaemonConfig,
+                 env: Optional[Mapping[str, str]] = None):
+        self.root = root
+        self.config = config
+        self.env = dict(os.environ if env is None else env)
+        self.notifier = Notifier.from_env(self.env)
+        self.board: Optional[Board] = None
+        self.profile: Optional[Profile] = None
+        self.targets: Optional[Targets] = None
+        self.pinned = False
+        self.counters = {"checks": 0, "repins": 0, "held": 0, "throttle_events": 0, "errors": 0}
+        self.throttle_reasons: Tuple[str, ...] = ()
+        self.last_repin: Optional[Dict[str, Any]] = None
+        self.last_error: Optional[str] = None
+        self._failed_checks = 0
+        self._held_moved: List[str] = []
+        self._lock = threading.RLock()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._stop_signal: Optional[int] = None
+        self._reload = False
+        self._started = time.time()
+        self._ready = False
+        self._snapshot: Dict[str, Any] = {}
+        self._layout = thermal.ThermalLayout((), ())
+        self._sources: List[Any] = []
+        self._energy_last: Dict[str, Tuple[float, float]] = {}
+        self._sim = None
+        self._control = None
+        self._metrics = None
+
+    # -- signals -----------------------------------------------------------------------------
+    # Handlers only set a flag and write a byte to a pipe the loop waits on (never Event.set:
+    # a handler that takes a lock the interrupted main thread holds deadlocks).
+    def _on_stop(self, signum: int, _frame: object) -> None:
+        self._stop_signal = signum
+        self._poke()
+
+    def _on_hup(self, _signum: int, _frame: object) -> None:
+        self._reload = True
+        self._poke()
+
+    def _poke(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except OSError:  # the pipe is full: the loop is awake already
+            pass
+
+    def _sleep(self, timeout: float) -> None:
+        ready, _, _ = select.select([self._wake_r], [], [], timeout)
+        if ready:
+            try:
+                os.read(self._wake_r, 512)
+            except OSError:
+                pass
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_hup)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def run(self) -> int:
+        self.install_signal_handlers()
+        try:
+            self._start()
+            self._loop()
+        finally:
+            code = self._shutdown()
+        return code
+
+    def _start(self) -> None:
+        from .control import ControlServer
+
+        # The socket first: a second daemon on the same socket is refused before it touches
+        # the board (it would otherwise restore and re-pin under the first one).
+        self._control = ControlServer(self.config.socket_path, self.handle,
+                                      client_timeout_s=self.config.client_timeout_s)
+        self._control.start()
+        log.info("control socket: %s", self.config.socket_path)
+        board = detect(self.root)
+        self.board = board
+        if board.simulated and self.config.sim_kernel:
+            from ..sim.kernel import SimKernel
+
+            self._sim = SimKernel(self.root.base, interval_s=SIM_KERNEL_INTERVAL_S)
+            self._sim.start()
+        log.info("board: %s (%s)%s, root %s", board.model, board.family,
+                 " [simulated]" if board.simulated else "", self.root.base)
+        with self._lock:
+            pending = journal.load(self.root)
+            if pending:
+                log.warning("finishing an interrupted job: restoring %d journalled value(s)",
+                            len(pending))
+                result = journal.restore(self.root)
+                log.info("restored %d value(s), %d already in place", len(result.written),
+                         result.unchanged)
+            if self.config.profile:
+                profile = load_profile(self.config.profile, self.root.base, allow_paths=True)
+                self._pin_new(profile)
+        self._layout = thermal.scan(self.root, board)
+        self._open_sources(board)
+        if self.config.metrics:
+            from .metrics import MetricsServer
+
+            self._metrics = MetricsServer(self.config.metrics, self.snapshot)
+            self._metrics.start()
+            log.info("metrics: http://%s/metrics", self._metrics.address)
+        self.check()
+        self._ready = True
+        status = self.summary()
+        log.info("ready: %s", status)
+        self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
+
+    def _open_sources(self, board: Board) -> None:
+        from ..hw.power.spec import auto_sources
+
+        try:
+            sources = auto_sources(self.root, board.rails, board.total_rail)
+            for source in sources:
+                source.open()
+            self._sources = [s for s in sources if s.channels()]
+        except JetbenchError as err:
+            log.warning("power readings unavailable: %s", err)
+            self._sources = []
+
+    def _loop(self) -> None:
+        interval = self.config.interval_s
+        wd_period = watchdog_period_s(self.env)
+        if wd_period is not None:
+            log.info("systemd watchdog: pinging every %.1f s", wd_period)
+        now = time.monotonic()
+        next_check = now + interval
+        next_wd = now if wd_period is not None else float("inf")
+        while self._stop_signal is None:
+            timeout = max(0.0, min(next_check, next_wd) - time.monotonic())
+            self._sleep(timeout)
+            if self._stop_signal is not None:
+                break
+            if self._reload:
+                self._reload = False
+                self.reload()
+            now = time.monotonic()
+            if now >= next_check:
+                self.check()
+                next_check += interval * max(1, int((now - next_check) // interval) + 1)
+            if wd_period is not None and now >= next_wd:
+                if self._failed_checks < UNHEALTHY_AFTER:
+                    self.notifier.send(WATCHDOG="1")
+                next_wd = now + wd_period
+
+    def _shutdown(self) -> int:
+        """Stop serving, restore the board, stop the simulated kernel. The exit status."""
+        code = 0
+        if self._stop_signal is not None:
+            log.info("%s: restoring the board and stopping",
+                     signal.Signals(self._stop_signal).name)
+        self.notifier.send(STOPPING="1", STATUS="restoring the board")
+        for server in (self._control, self._metrics):
+            if server is not None:
+                try:
+                    server.stop()
+                except Exception as err:  # stopping must go on to the restore
+                    log.warning("stopping %s: %s", type(server).__name__, err)
+        with self._lock:
+            try:
+                result = journal.restore(self.root)
+                if result.had_journal:
+                    log.info("restored %d value(s) (%d already in place); journal removed",
+                             len(result.written), result.unchanged)
+                self.pinned = False
+            except JetbenchError as err:
+                log.error("restore failed: %s (the journal is kept: `jetbench restore`)", err)
+                code = err.exit_code
+        for source in self._sources:
+            try:
+                source.close()
+            except Exception:  # best effort on the way out
+                pass
+        if self._sim is not None:
+            self._sim.stop()
+        self.notifier.close()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reload makes no sense any more
+        return code
+
+    # -- pinning -----------------------------------------------------------------------------
+    def _pin_new(self, profile: Profile) -> None:
+        """Pin a (new) profile: validated whole against the board first; if one is pinned
+        already, the board goes back to its journalled state before the new one is written."""
+        assert self.board is not None
+        resolve(profile, self.board, self.root)  # raises ProfileError: nothing changed
+        if journal.load(self.root):
+            journal.restore(self.root)
+            self.pinned = False
+        result = apply_profile(self.root, self.board, profile)
+        self.profile, self.targets, self.pinned = profile, result.targets, True
+        writes = sum(len(s.writes) for s in result.steps)
+        log.info("pinned profile %s (%d write(s))", profile.name, writes)
+
+    def _repin(self, steps: Sequence[Step]) -> None:
+        """Write a drift plan back. Knobs the pin did not write held their pinned value before
+        it: journal that value for them (not the value something else moved them to)."""
+        known = {e.path for e in journal.load(self.root)}
+        prepin = {w.path: w.value + "\n" for s in steps for w in s.writes if w.path not in known}
+        assert self.board is not None
+        journal.record(_PrePinValues(self.root, prepin),  # type: ignore[arg-type]
+                       ((w.path, s.label) for s in steps for w in s.writes),
+                       board_family=self.board.family)
+        for step in steps:
+            apply_step(self.root, step)
+
+    def reload(self) -> None:
+        """SIGHUP: re-detect the board, re-read the configured profile and pin it. A profile
+        that no longer loads or validates keeps the old one pinned."""
+        self.notifier.send(RELOADING="1", STATUS="reloading the profile")
+        with self._lock:
+            try:
+                self.board = detect(self.root)
+                if self.config.profile:
+                    self._pin_new(load_profile(self.config.profile, self.root.base))
+                log.info("reloaded: %s", self.summary())
+            except JetbenchError as err:
+                self._error(f"reload failed, keeping the current state: {err}")
+        self.notifier.send(READY="1", STATUS=self.summary())
+
+    # -- the periodic check ------------------------------------------------------------------
+    def check(self) -> None:
+        with self._lock:
+            try:
+                self._check()
+                self._failed_checks = 0
+            except JetbenchError as err:
+                self._failed_checks += 1
+                self._error(f"check failed: {err}")
+            except Exception as err:  # a bug must be logged and counted, not end the service
+                self._failed_checks += 1
+                log.exception("check failed")
+                self._error(f"check failed: {type(err).__name__}: {err}")
+
+    def _check(self) -> None:
+        board = self.board
+        assert board is not None
+        self.counters["checks"] += 1
+        readings = self._read(board)
+        reasons = thermal.assess(readings["temperatures_c"], self._layout.trips,
+                                 thermal.cooling_states(self.root, self._layout),
+                                 read_clocks(self.root, board))
+        if reasons and not self.throttle_reasons:
+            self.counters["throttle_events"] += 1
+            log.warning("thermal throttling: %s; clocks are left to the kernel until it ends",
+                        "; ".join(reasons))
+        elif self.throttle_reasons and not reasons:
+            log.info("thermal throttling ended")
+        self.throttle_reasons = reasons
+        if not reasons:
+            self._held_moved = []
+        if self.pinned and self.targets is not None:
+            steps = build_plan(self.root, board, self.targets)
+            if steps:
+                moved = [f"{w.path}: {w.old} (pinned: {w.value})" for s in steps for w in s.writes]
+                if reasons:
+                    self.counters["held"] += 1
+                    if moved != self._held_moved:  # once per distinct drift, not per interval
+                        log.warning("clocks moved while throttling, not re-pinned: %s",
+                                    ", ".join(moved))
+                    self._held_moved = moved
+                else:
+                    try:
+                        self._repin(steps)
+                    except JetbenchError as err:
+                        self._error(f"re-pin failed: {err}")
+                    else:
+                        self.counters["repins"] += 1
+                        self.last_repin = {"at": _iso(time.time()), "moved": moved}
+                        log.warning("clocks moved behind jetbench's back, re-pinned (%d so "
+                                    "far): %s", self.counters["repins"], ", ".join(moved))
+        self._snapshot = self._status_doc(readings)
+
+    def _error(self, message: str) -> None:
+        self.counters["errors"] += 1
+        if message != self.last_error:  # the same failure every interval is logged once
+            log.error("%s", message)
+        self.last_error = message
+
+    # -- readings ----------------------------------------------------------------------------
+    def _read(self, board: Board) -> Dict[str, Any]:
+        clocks = [
+            {"domain": r.domain, "name": r.name, "governor": r.governor, "min_hz": r.min_hz,
+             "max_hz": r.max_hz, "cur_hz": r.cur_hz, "locked": r.locked}
+            for r in read_clocks(self.root, board)
+        ]
+        rails: List[Dict[str, Any]] = []
+        total: Optional[Dict[str, Any]] = None
+        for source in self._sources:
+            try:
+                reading = source.read()
+            except JetbenchError as err:
+                self._error(f"power reading failed: {err}")
+                continue
+            values: Dict[str, Optional[float]] = {}
+            for channel, value in zip(source.channels(), reading.power_w):
+                watts = self._watts(channel, value, reading.t_s)
+                values[channel.name] = watts
+                rails.append({"name": channel.name, "point": channel.point,
+                              "source": channel.source, "power_w": watts})
+            spec = source.total()
+            if total is None and spec is not None:
+                parts = [values.get(n) for n in spec.channels]
+                watts = sum(parts) if parts and None not in parts else None  # type: ignore
+                total = {"name": spec.name, "point": spec.point, "power_w": watts}
+        return {"clocks": clocks, "temperatures_c": read_temperatures_c(self.root, board),
+                "rails": rails, "total": total, "read_at": _iso(time.time())}
+
+    def _watts(self, channel: Any, value: Optional[float], t_s: float) -> Optional[float]:
+        """Watts for a power channel; for an energy counter (joules), the mean power since the
+        previous reading (None on the first one, or across a counter reset)."""
+        if value is None or channel.kind == "power":
+            return value
+        last = self._energy_last.get(channel.key)
+        self._energy_last[channel.key] = (t_s, value)
+        if last is None or t_s <= last[0] or value < last[1]:
+            return None
+        return (value - last[1]) / (t_s - last[0])
+
+    # -- what the socket and metrics see -----------------------------------------------------
+    def summary(self) -> str:
+        """The STATUS= line: what is pinned, at which clocks."""
+        board = self.board
+        clocks = self._snapshot.get("clocks") or []
+        parts = []
+        for domain in ("cpu", "gpu", "emc"):
+            hz = [c["cur_hz"] for c in clocks if c["domain"] == domain and c["cur_hz"]]
+            if hz:
+                parts.append(f"{domain} {format_hz(max(hz))}")
+        what = f"holding {self.profile.name}" if self.pinned and self.profile else "not pinning"
+        text = what + (": " + ", ".join(parts) if parts else "")
+        if self.throttle_reasons:
+            text += " (throttling)"
+        if board is not None and board.simulated:
+            text += " [simulated board]"
+        return text
+
+    def _status_doc(self, readings: Dict[str, Any]) -> Dict[str, Any]:
+        board = self.board
+        assert board is not None
+        return {
+            "schema": "jetbench.status/1",
+            "pid": os.getpid(),
+            "started": _iso(self._started),
+            "uptime_s": round(time.time() - self._started, 1),
+            "simulated": board.simulated,
+            "board": {"model": board.model, "family": board.family, "soc": board.soc,
+                      "l4t": board.l4t, "root": str(self.root.base)},
+            "profile": self.profile.name if self.profile else None,
+            "profile_source": self.profile.source if self.profile else None,
+            "pinned": self.pinned,
+            "summary": self.summary(),
+            "interval_s": self.config.interval_s,
+            "socket": str(self.config.socket_path),
+            "metrics": self._metrics.address if self._metrics is not None else None,
+            "throttling": bool(self.throttle_reasons),
+            "throttle_reasons": list(self.throttle_reasons),
+            "counters": dict(self.counters),
+            "last_repin": self.last_repin,
+            "last_error": self.last_error,
+            **readings,
+        }
+
+    def snapshot(self) -> Dict[str, Any]:
+        """The latest check's document (metrics read this: no hardware access per scrape)."""
+        return self._snapshot
+
+    def handle(self, request: Request) -> Dict[str, Any]:
+        """A validated control request -> its reply (called from the control thread)."""
+        if not self._ready:
+            raise HardwareError("the daemon is starting (restoring, pinning): ask again")
+        with self._lock:
+            if request.cmd == "status":
+                doc = dict(self._snapshot)
+                doc.update(pinned=self.pinned, summary=self.summary(),
+                           counters=dict(self.counters), last_error=self.last_error,
+                           profile=self.profile.name if self.profile else None)
+                return {"ok": True, **doc}
+            if request.cmd == "readings":
+                assert self.board is not None
+                return {"ok": True, **self._read(self.board)}
+            if request.cmd == "restore":
+                result = journal.restore(self.root)
+                self.pinned = False
+                log.info("restore requested: %d value(s) written; not pinning until `pin` or "
+                         "`apply`", len(result.written))
+                self.check()
+                return {"ok": True, "restored": len(result.written),
+                        "unchanged": result.unchanged, "pinned": False}
+            if request.cmd == "pin":
+                if self.profile is None:
+                    raise UsageError("no profile to pin: start the daemon with --profile, or "
+                                     "send apply")
+                if self.pinned and self.targets is not None:
+                    steps = build_plan(self.root, self.board, self.targets)  # type: ignore
+                    if steps:
+                        self._repin(steps)
+                    written = sum(len(s.writes) for s in steps)
+                else:
+                    self._pin_new(self.profile)
+                    written = -1
+                log.info("pin requested: %s", self.summary())
+                self.check()
+                return {"ok": True, "profile": self.profile.name, "pinned": True,
+                        **({"written": written} if written >= 0 else {})}
+            if request.cmd == "apply":
+                assert request.profile is not None
+                profile = load_profile(request.profile, self.root.base, allow_paths=False)
+                self._pin_new(profile)
+                log.info("apply %s requested: %s", profile.name, self.summary())
+                self.check()
+                return {"ok": True, "profile": profile.name, "pinned": True}
+        raise UsageError(f"unknown command {request.cmd!r}")  # protocol.py lets none through
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+class _JournaldFormatter(logging.Formatter):
+    """`<N>message`: journald reads the syslog priority from the prefix (SyslogLevelPrefix=)."""
+
+    PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3,
+                logging.CRITICAL: 2}
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"<{self.PRIORITY.get(record.levelno, 6)}>{super().format(record)}"
+
+
+def setup_logging(env: Mapping[str, str]) -> None:
+    """stderr, which journald collects; priority prefixes when journald is reading it."""
+    handler = logging.StreamHandler(sys.stderr)
+    if env.get("JOURNAL_STREAM"):
+        handler.setFormatter(_JournaldFormatter("%(message)s"))
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s jetbench daemon %(levelname)s: "
+                                               "%(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("jetbench")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def run_daemon(root: Root, config: DaemonConfig) -> int:
+    """The CLI's entry: log to stderr, run until SIGTERM/SIGINT, return the exit status."""
+    if config.interval_s <= 0:
+        raise UsageError("--interval must be positive")
+    setup_logging(os.environ)
+    return Daemon(root, config).run()
