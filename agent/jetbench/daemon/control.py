@@ -39,7 +39,6 @@ log = logging.getLogger("jetbench.daemon")
 SOCKET_MODE = 0o660
 SOCKET_GROUP = "jetbench"
 MAX_OUT_BYTES = 256 * 1024  # replies queued for a client that does not read them
-MAX_REQUESTS_PER_READ = 8  # fairness: one chatty client cannot starve the others
 
 Handler = Callable[[Request], Dict[str, Any]]
 
@@ -237,7 +236,9 @@ class ControlServer:
             self._update_interest(client)
 
     def _requests(self, client: _Client) -> None:
-        for _ in range(MAX_REQUESTS_PER_READ):
+        # Every complete line read so far (at most one recv's worth: a chatty client gets one
+        # read's worth of answers per turn, so it cannot starve the others).
+        while not client.closing:
             end = client.inbuf.find(b"\n")
             if end < 0:
                 break
@@ -245,6 +246,8 @@ class ControlServer:
             del client.inbuf[: end + 1]
             if line.strip():
                 self._reply(client, self._answer(line))
+            if len(client.outbuf) > MAX_OUT_BYTES:
+                break
         if len(client.inbuf) > MAX_LINE_BYTES:
             # No newline within the limit: not a request; say so and hang up.
             self._reply(client, error_reply(TOO_LONG, f"request longer than {MAX_LINE_BYTES} "

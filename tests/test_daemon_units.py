@@ -1,0 +1,256 @@
+"""The daemon's pure parts: the socket protocol, sd_notify, throttling, metrics addresses, and
+the control server against a stub handler (in-process: fast, and every limit exercised)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import time
+
+import pytest
+
+from jetbench.daemon import thermal
+from jetbench.daemon.control import ControlServer
+from jetbench.daemon.metrics import is_loopback, parse_address
+from jetbench.daemon.notify import Notifier, socket_address, watchdog_period_s
+from jetbench.daemon.protocol import MAX_LINE_BYTES, ProtocolError, Request, parse_request
+from jetbench.errors import UsageError
+from jetbench.hw.clocks.common import ClockReading
+
+
+@pytest.mark.parametrize("line, expected", [
+    (b'{"cmd": "status"}', Request("status")),
+    (b'{"cmd":"readings"}', Request("readings")),
+    (b'{"cmd": "apply", "profile": "tx1-690mhz"}', Request("apply", "tx1-690mhz")),
+    (b'{"cmd": "apply", "profile": "my_profile.v2"}', Request("apply", "my_profile.v2")),
+])
+def test_protocol_accepts(line, expected):
+    assert parse_request(line) == expected
+
+
+@pytest.mark.parametrize("line, code", [
+    (b"", "bad_request"),
+    (b"status", "bad_request"),
+    (b'"status"', "bad_request"),
+    (b"null", "bad_request"),
+    (b'{"command": "status"}', "bad_request"),
+    (b'{"cmd": ["status"]}', "bad_request"),
+    (b'{"cmd": "shutdown"}', "unknown_command"),
+    (b'{"cmd": "pin", "profile": "x"}', "bad_request"),
+    (b'{"cmd": "apply", "profile": 1}', "bad_request"),
+    (b'{"cmd": "apply", "profile": ""}', "bad_request"),
+    (b'{"cmd": "apply", "profile": "/etc/jetbench/profiles/x.toml"}', "bad_request"),
+    (b'{"cmd": "apply", "profile": "../x"}', "bad_request"),
+    (b'{"cmd": "apply", "profile": ".hidden"}', "bad_request"),
+    (b'{"cmd": "apply", "profile": "a\\u0000b"}', "bad_request"),
+    (b'{"cmd": "apply", "profile": "' + b"a" * 65 + b'"}', "bad_request"),
+    (b"\xc3\x28", "bad_request"),
+    (b" " * (MAX_LINE_BYTES + 1), "line_too_long"),
+])
+def test_protocol_refuses(line, code):
+    with pytest.raises(ProtocolError) as err:
+        parse_request(line)
+    assert err.value.code == code
+
+
+def test_notify_addresses_and_watchdog_period():
+    assert socket_address("@systemd/notify") == "\0systemd/notify"
+    assert socket_address("/run/systemd/notify") == "/run/systemd/notify"
+    assert watchdog_period_s({}) is None
+    assert watchdog_period_s({"WATCHDOG_USEC": "0"}) is None
+    assert watchdog_period_s({"WATCHDOG_USEC": "junk"}) is None
+    assert watchdog_period_s({"WATCHDOG_USEC": "30000000"}) == 15.0
+    assert watchdog_period_s({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "1"}, pid=2) is None
+    assert watchdog_period_s({"WATCHDOG_USEC": "2000000", "WATCHDOG_PID": "7"}, pid=7) == 1.0
+
+
+def test_notifier_sends_datagrams_to_a_path_socket(tmp_path):
+    path = tmp_path / "n.sock"
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(path))
+    receiver.settimeout(5)
+    notifier = Notifier.from_env({"NOTIFY_SOCKET": str(path)})
+    assert notifier.enabled
+    assert notifier.send(READY="1", STATUS="holding x:\nnewline")
+    assert receiver.recv(4096) == b"READY=1\nSTATUS=holding x: newline"
+    receiver.close()
+    assert notifier.send(WATCHDOG="1") is False  # receiver gone: reported, not raised
+    notifier.close()
+    silent = Notifier.from_env({})
+    assert not silent.enabled and silent.send(READY="1") is False
+
+
+def _clock(cur, lo, domain="gpu"):
+    return ClockReading(domain, "gpu0", None, lo, lo, cur)
+
+
+def test_throttling_assessment():
+    trips = [thermal.Trip("GPU-therm", "passive", 50.0), thermal.Trip("CPU-therm", "critical",
+                                                                      97.0)]
+    assert thermal.assess({"GPU-therm": 49.9, "CPU-therm": 60.0}, trips, {}, []) == ()
+    hot = thermal.assess({"GPU-therm": 50.0}, trips, {}, [])
+    assert len(hot) == 1 and "passive" in hot[0]
+    assert thermal.assess({}, trips, {"cpufreq-cpu0": 2}, [])
+    assert thermal.assess({}, trips, {"cpufreq-cpu0": 0}, []) == ()
+    # A clock under its pinned floor is capped; a table rounding (1%) is not.
+    assert thermal.assess({}, (), {}, [_clock(600_000_000, 921_600_000)])
+    assert thermal.assess({}, (), {}, [_clock(912_000_000, 921_600_000)]) == ()
+    assert thermal.assess({}, (), {}, [_clock(None, 921_600_000), _clock(5, None)]) == ()
+
+
+def test_thermal_scan_keeps_throttling_trips_and_non_fan_cooling(tmp_path):
+    from jetbench.hw.board import detect
+    from jetbench.hw.fs import Root
+
+    from conftest import make_board
+
+    base = make_board(tmp_path, "nano")
+    zone = base / "sys/devices/virtual/thermal/thermal_zone0"
+    (zone / "trip_point_1_type").write_text("passive\n")
+    (zone / "trip_point_1_temp").write_text("80000\n")
+    (zone / "trip_point_2_type").write_text("active\n")  # a fan trip: not throttling
+    (zone / "trip_point_2_temp").write_text("40000\n")
+    for k, name in enumerate(("pwm-fan", "cpufreq-cpu0")):
+        dev = base / f"sys/class/thermal/cooling_device{k}"
+        dev.mkdir(parents=True)
+        (dev / "type").write_text(name + "\n")
+        (dev / "cur_state").write_text("3\n")
+    root = Root(base)
+    layout = thermal.scan(root, detect(root))
+    kinds = {(t.zone, t.kind, t.temp_c) for t in layout.trips}
+    assert (detect(root).thermal_zones[0].name, "passive", 80.0) in kinds
+    assert all(t.kind != "active" for t in layout.trips)
+    assert thermal.cooling_states(root, layout) == {"cpufreq-cpu0": 3}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("127.0.0.1:9101", ("127.0.0.1", 9101)),
+    ("9101", ("127.0.0.1", 9101)),
+    ("[::1]:9101", ("::1", 9101)),
+    ("localhost:0", ("localhost", 0)),
+])
+def test_metrics_address(text, expected):
+    assert parse_address(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "host:", "127.0.0.1:http", "127.0.0.1:70000", ":"])
+def test_metrics_address_refused(text):
+    with pytest.raises(UsageError):
+        parse_address(text)
+
+
+def test_loopback():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+
+
+# -- the control server, in-process ----------------------------------------------------------
+class _Server:
+    def __init__(self, tmp_path, handler=None, **kw):
+        self.calls = []
+
+        def default(request):
+            self.calls.append(request)
+            if request.cmd == "pin":
+                raise RuntimeError("boom")
+            return {"ok": True, "cmd": request.cmd}
+
+        self.path = tmp_path / "c.sock"
+        self.server = ControlServer(self.path, handler or default, **kw)
+
+    def __enter__(self):
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop()
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(str(self.path))
+        return s
+
+
+def _lines(s):
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return [json.loads(x) for x in data.splitlines()]
+
+
+def test_control_server_replies_and_survives_handler_errors(tmp_path):
+    with _Server(tmp_path) as srv:
+        assert stat.S_IMODE(srv.path.stat().st_mode) == 0o660
+        s = srv.connect()
+        s.sendall(b'{"cmd": "status"}\n{"cmd": "pin"}\n')
+        replies = _lines(s)
+        while len(replies) < 2:
+            replies += _lines(s)
+        assert replies[0] == {"ok": True, "cmd": "status"}
+        assert replies[1]["ok"] is False and "boom" in replies[1]["message"]
+        s.sendall(b'{"cmd": "readings"}\n')
+        assert _lines(s) == [{"ok": True, "cmd": "readings"}]
+        s.close()
+    assert not srv.path.exists()  # removed on stop
+
+
+def test_control_server_limits(tmp_path):
+    with _Server(tmp_path, client_timeout_s=0.3, max_clients=3) as srv:
+        # Busy past max_clients.
+        held = [srv.connect() for _ in range(3)]
+        time.sleep(0.05)
+        extra = srv.connect()
+        assert _lines(extra)[0]["error"] == "busy"
+        extra.close()
+        # Idle clients are reaped after the timeout; then new ones are served again.
+        t0 = time.monotonic()
+        for s in held:
+            assert s.recv(1) == b""
+            s.close()
+        assert time.monotonic() - t0 < 2
+        s = srv.connect()
+        s.sendall(b'{"cmd":"status"}\n')
+        assert _lines(s)[0]["ok"] is True
+        # A client that never reads its replies is cut off, the server goes on.
+        flood = srv.connect()
+        flood.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            for _ in range(2000):
+                flood.sendall(b'{"cmd":"status"}\n' * 50)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            pass
+        assert _hung_up(flood)
+        flood.close()
+        s.sendall(b'{"cmd":"status"}\n')
+        assert _lines(s)[0]["ok"] is True
+        s.close()
+
+
+def _hung_up(s) -> bool:
+    s.settimeout(5)
+    try:
+        while s.recv(1 << 20):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_stale_socket_is_replaced_live_one_refused(tmp_path):
+    path = tmp_path / "c.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # the file stays, nobody listens: as after kill -9
+    with _Server(tmp_path) as srv:
+        assert srv.path.exists()
+        with pytest.raises(UsageError, match="listening"):
+            ControlServer(path, lambda r: {}).start()
+    assert not os.path.exists(path)
