@@ -34,7 +34,7 @@ def _driver(sim, extra=""):
     return src
 
 
-def _read_until_fault(src, kind, limit_s=1.5):
+def _read_until_fault(src, kind, limit_s=5.0):
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         try:
@@ -45,7 +45,7 @@ def _read_until_fault(src, kind, limit_s=1.5):
     pytest.fail(f"no {kind} fault within {limit_s} s")
 
 
-def _read_until_good(src, limit_s=1.5):
+def _read_until_good(src, limit_s=5.0):
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         try:
@@ -55,7 +55,7 @@ def _read_until_good(src, limit_s=1.5):
     pytest.fail("no good reading after the fault")
 
 
-def _reopen(src, limit_s=2.0):
+def _reopen(src, limit_s=5.0):
     deadline = time.monotonic() + limit_s
     while True:
         src.close()
@@ -129,7 +129,7 @@ def test_disconnect_then_reopen(protocol, transport, tmp_path):
         src.open()
         try:
             src.read()
-            sim.disconnect(0.15)
+            sim.disconnect(0.5)  # long enough to be seen on a loaded machine
             fault = _read_until_fault(src, "disconnect")
             assert fault.reopen
             _reopen(src)
