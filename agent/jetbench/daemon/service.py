@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw.board import Board, detect
-from ..hw.clocks.common import Step, apply_step
+from ..hw.clocks.common import ClockReading, Step, apply_step
 from ..hw.fs import Root
 from ..inventory import read_temperatures_c
 from ..tuning import journal
@@ -321,10 +321,10 @@ class Daemon:
         board = self.board
         assert board is not None
         self.counters["checks"] += 1
-        readings = self._read(board)
+        clocks = read_clocks(self.root, board)
+        readings = self._read(board, clocks)
         reasons = thermal.assess(readings["temperatures_c"], self._layout.trips,
-                                 thermal.cooling_states(self.root, self._layout),
-                                 read_clocks(self.root, board))
+                                 thermal.cooling_states(self.root, self._layout), clocks)
         if reasons and not self.throttle_reasons:
             self.counters["throttle_events"] += 1
             log.warning("thermal throttling: %s; clocks are left to the kernel until it ends",
@@ -363,11 +363,14 @@ class Daemon:
         self.last_error = message
 
     # -- readings ----------------------------------------------------------------------------
-    def _read(self, board: Board) -> Dict[str, Any]:
+    def _read(self, board: Board,
+              clock_readings: Optional[Sequence[ClockReading]] = None) -> Dict[str, Any]:
+        if clock_readings is None:
+            clock_readings = read_clocks(self.root, board)
         clocks = [
             {"domain": r.domain, "name": r.name, "governor": r.governor, "min_hz": r.min_hz,
              "max_hz": r.max_hz, "cur_hz": r.cur_hz, "locked": r.locked}
-            for r in read_clocks(self.root, board)
+            for r in clock_readings
         ]
         rails: List[Dict[str, Any]] = []
         total: Optional[Dict[str, Any]] = None
