@@ -1,0 +1,10 @@
+"""Workloads: the seeds' networks, precisions, and the timing runner.
+
+Nothing here imports torch at import time; torch loads inside the functions that need it.
+The API the measure orchestrator uses:
+
+    from jetbench.workload.workload import build_workload, RunOptions
+    from jetbench.workload.runner import run_timed, TimingResult
+
+`jetbench time` as one call: `jetbench.workload.session.time_models(TimeRequest(...))`.
+"""
