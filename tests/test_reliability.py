@@ -130,7 +130,7 @@ def test_kill9_at_random_points_then_restore_is_exact(tmp_path, board):
     span = time.monotonic() - t0
     rng = random.Random(1234)
     interrupted = 0
-    for k in range(12):
+    for k in range(8):
         base = tmp_path / f"run{k}"
         shutil.copytree(pristine, base, symlinks=True)
         child = _child(base)
