@@ -254,3 +254,38 @@ def test_stale_socket_is_replaced_live_one_refused(tmp_path):
         with pytest.raises(UsageError, match="listening"):
             ControlServer(path, lambda r: {}).start()
     assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize("healthy", [True, False])
+def test_watchdog_is_fed_only_while_checks_succeed(tmp_path, healthy):
+    import signal
+    import threading
+
+    from jetbench.daemon.service import Daemon, DaemonConfig
+    from jetbench.hw.fs import Root
+
+    path = tmp_path / "n.sock"
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(path))
+    env = {"NOTIFY_SOCKET": str(path), "WATCHDOG_USEC": "40000"}  # a ping every 20 ms
+    daemon = Daemon(Root(tmp_path), DaemonConfig(interval_s=0.02), env=env)
+
+    def check():
+        if not healthy:
+            daemon._failed_checks += 1
+
+    daemon.check = check
+    threading.Timer(0.6, daemon._on_stop, (signal.SIGTERM, None)).start()
+    daemon._loop()
+    receiver.setblocking(False)
+    pings = 0
+    try:
+        while True:
+            pings += receiver.recv(64) == b"WATCHDOG=1"
+    except BlockingIOError:
+        pass
+    receiver.close()
+    if healthy:
+        assert pings >= 10
+    else:
+        assert pings <= 3  # stops after 3 failed checks: systemd restarts the service

@@ -483,14 +483,11 @@ class Daemon:
                     steps = build_plan(self.root, self.board, self.targets)  # type: ignore
                     if steps:
                         self._repin(steps)
-                    written = sum(len(s.writes) for s in steps)
                 else:
                     self._pin_new(self.profile)
-                    written = -1
                 log.info("pin requested: %s", self.summary())
                 self.check()
-                return {"ok": True, "profile": self.profile.name, "pinned": True,
-                        **({"written": written} if written >= 0 else {})}
+                return {"ok": True, "profile": self.profile.name, "pinned": True}
             if request.cmd == "apply":
                 assert request.profile is not None
                 profile = load_profile(request.profile, self.root.base, allow_paths=False)
