@@ -79,7 +79,8 @@ def test_window_too_short_exit_3_with_hint(tmp_path):
     with sim_for("scpi", 5.0) as meter:  # read once a second: a 0.3 s window is 4x too short
         result = subprocess.run(
             [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure", *FAST,
-             "--meter", "auto", "--meter", meter.spec + "?interval=1s", "--duration", "0.3",
+             "--meter", "auto", "--meter", meter.spec + "?interval=1s&timeout=5s",
+             "--duration", "0.3",
              "--out", str(tmp_path / "out")],
             cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env())
     assert result.returncode == 3, result.stderr
