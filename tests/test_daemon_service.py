@@ -475,15 +475,21 @@ def test_monitor_only_bad_profile_and_a_second_daemon(tmp_path, started):
     assert diff(before, _state(base)) == []
     pin = d.ask("pin")
     assert pin["ok"] is False and "no profile" in pin["message"]
-    # A second daemon on the same socket is refused; the first one keeps serving.
+    assert d.ask("apply", profile="tx1-690mhz")["pinned"]
+    _settle(d)
+    pinned = _state(base)
+    # A second daemon on the same socket is refused; the first one keeps serving, its pin and
+    # its journal untouched.
     other = Daemon(tmp_path, base, "--profile", "maxperf", name="e", sock="d")
     started.append(other)
     assert other.proc.wait(timeout=30) == 1
     assert "another jetbench daemon is listening" in other.output()
     assert "Traceback" not in other.output()
-    assert d.ask("status")["ok"]
-    assert diff(before, _state(base)) == []  # the refused one touched nothing
+    assert d.ask("status")["pinned"]
+    assert diff(pinned, _state(base)) == []
+    assert (base / "var/lib/jetbench/journal.json").exists()
     assert d.stop() == 0
+    assert diff(before, _state(base)) == []
     # A profile that does not fit the board: exit 1, nothing written, no traceback.
     bad = Daemon(tmp_path, base, "--profile", "orin-agx-816mhz", name="bad")
     started.append(bad)

@@ -227,6 +227,8 @@ def test_control_server_limits(tmp_path):
             pass
         assert _hung_up(flood)
         flood.close()
+        s.close()  # (idle during the flood: the reaper may have ended it already)
+        s = srv.connect()
         s.sendall(b'{"cmd":"status"}\n')
         assert _lines(s)[0]["ok"] is True
         s.close()

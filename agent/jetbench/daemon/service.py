@@ -56,6 +56,10 @@ class DaemonConfig:
     sim_kernel: bool = True  # run the simulated kernel in-process on a simulated board
 
 
+class _NothingToRestore(Exception):
+    pass
+
+
 class _PrePinValues:
     """The root as `journal.record` sees it, answering with the value a file held before the
     daemon pinned: a knob the pin did not write already held its pinned value then."""
@@ -244,6 +248,10 @@ class Daemon:
                     log.warning("stopping %s: %s", type(server).__name__, err)
         with self._lock:
             try:
+                if self.board is None:
+                    # Refused before touching the board (another daemon holds the socket, say):
+                    # the journal, if any, is not this process's to restore.
+                    raise _NothingToRestore
                 result = journal.restore(self.root)
                 if result.had_journal:
                     log.info("restored %d value(s) (%d already in place); journal removed",
@@ -252,6 +260,8 @@ class Daemon:
             except JetbenchError as err:
                 log.error("restore failed: %s (the journal is kept: `jetbench restore`)", err)
                 code = err.exit_code
+            except _NothingToRestore:
+                pass
         for source in self._sources:
             try:
                 source.close()
