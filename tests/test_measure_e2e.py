@@ -52,7 +52,8 @@ def tiny(tmp_path, monkeypatch):
 
 def quick(out: Path, **kw) -> MeasureRequest:
     base = dict(models=("jb_tinynet:tiny",), input_shape=(3, 16, 16), iterations=2,
-                duration_s=0.3, warmup_s=0.0, device="cpu", out_dir=out)
+                duration_s=0.3, warmup_s=0.0, device="cpu", out_dir=out,
+                min_coverage=0.5)  # a starved sampler thread on a loaded CI box is not a bug
     base.update(kw)
     return MeasureRequest(**base)
 
@@ -147,6 +148,13 @@ def test_window_too_short_is_refused_and_clocks_restored(tmp_path, tiny):
     assert not list((tmp_path / "out").glob("*.json"))  # nothing reported
     assert not (base / "var/lib/jetbench/journal.json").exists()
     assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_poor_coverage_is_refused(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    with pytest.raises(MeasurementInvalid, match="covered only") as err:
+        measure(Root(base), quick(tmp_path / "out", min_coverage=1.01))  # never reachable
+    assert "--duration" in err.value.hint
 
 
 def test_restore_after_a_failure_mid_run(tmp_path, tiny):
