@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
+from ..errors import EXIT_HARDWARE, EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
 from .common import GlobalOptions
 
 
@@ -38,6 +38,8 @@ class _JetbenchGroup(TyperGroup):
         try:
             result = super().main(*args, **kwargs)
             code = result if isinstance(result, int) else 0
+            if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C into Exit(130) by itself
+                sys.stderr.write("\ninterrupted\n")
         except JetbenchError as err:
             _report(err)
             code = err.exit_code
@@ -47,6 +49,10 @@ class _JetbenchGroup(TyperGroup):
             err.show()
             # A bare `jetbench` shows the help: not an error.
             code = 0 if type(err).__name__ == "NoArgsIsHelpError" else EXIT_USAGE
+        except OSError as err:
+            # An OS error no jetbench layer expected: still a message, not a traceback.
+            sys.stderr.write(f"jetbench: error: {err}\n")
+            code = EXIT_HARDWARE
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("\ninterrupted\n")
             code = EXIT_INTERRUPTED
