@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from jetbench.daemon import thermal
 from jetbench.daemon.control import ControlServer
 from jetbench.daemon.metrics import is_loopback, parse_address
 from jetbench.daemon.notify import Notifier, socket_address, watchdog_period_s
 from jetbench.daemon.protocol import MAX_LINE_BYTES, ProtocolError, Request, parse_request
 from jetbench.errors import UsageError
+from jetbench.hw import thermal
 from jetbench.hw.clocks.common import ClockReading
 
 

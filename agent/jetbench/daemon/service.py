@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
+from ..hw import thermal
 from ..hw.board import Board, detect
 from ..hw.clocks.common import ClockReading, Step, apply_step
 from ..hw.fs import Root
@@ -34,7 +35,6 @@ from ..tuning.apply import apply_profile, build_plan, read_clocks
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
-from . import thermal
 from .notify import Notifier, watchdog_period_s
 from .protocol import Request
 

@@ -1,4 +1,4 @@
-"""Thermal throttling, as the daemon sees it: reported, never fought.
+"""Thermal zones, trip points and cooling devices: throttling is reported, never fought.
 
 Three signs, any one is enough:
 - a thermal zone at or above a `passive`, `hot` or `critical` trip point (the kernel caps clocks
@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..hw.board import Board
-from ..hw.clocks.common import ClockReading
-from ..hw.fs import Root
+from .board import Board
+from .clocks.common import ClockReading
+from .fs import Root
 
 THROTTLING_TRIPS = ("passive", "hot", "critical")
 FLOOR_TOLERANCE = 0.02  # a clock 2% under its floor is a table rounding, not a cap
