@@ -123,7 +123,7 @@ class Rail:
     channel: int  # as in the file names: 0-based (iio), 1-based (hwmon)
     layout: str  # "iio" | "hwmon"
     point: str  # "module_input" | "rail"
-    sensor: str  # "1-0040"
+    sensor: str = ""  # "1-0040"
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def detect(root: Root) -> Board:
     cpu = _detect_cpu(root)
     gpu = _detect_gpu(root) if soc else None
     emc = _detect_emc(root) if soc else None
-    rails = _detect_rails(root)
+    rails = detect_rails(root)
     if soc:
         key = family.key if family else soc
         if family and family.key == "tx1" and l4t and l4t.startswith("R24"):
@@ -421,7 +421,8 @@ def _detect_thermal(root: Root) -> Tuple[ThermalZone, ...]:
     return tuple(zones)
 
 
-def _detect_rails(root: Root) -> List[Rail]:
+def detect_rails(root: Root) -> List[Rail]:
+    """Every connected INA3221 channel, both driver layouts (NC and the shunt sum skipped)."""
     rails: List[Rail] = []
     for dev in root.glob("/sys/bus/i2c/drivers/ina3221x/*-00*"):
         sensor = dev.rsplit("/", 1)[-1]

@@ -16,31 +16,18 @@ Reads are the hot path of the sampler: `open()` resolves every file once (contai
 from __future__ import annotations
 
 import os
-import re
 import time
-from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from ...errors import HardwareError
 from ...power.source import Channel, Reading, Total
+from ..board import TOTAL_RAIL_NAMES, Rail, detect_rails
 from ..fs import Root
 
 SOURCE_NAME = "ina3221"
-TOTAL_RAIL_NAMES = ("VDD_IN", "POM_5V_IN")  # module inputs: the total where they exist
 SHUNT_SUM_CHANNEL = 7
 IIO_DEFAULT_PERIOD_S = 0.01  # the iio driver exposes no update interval; its continuous mode is ~ms
 HWMON_DEFAULT_PERIOD_S = 0.01
-
-
-@dataclass(frozen=True)
-class Rail:
-    """One INA3221 channel as board detection describes it (see jetbench.hw.board)."""
-
-    name: str  # "VDD_IN", "POM_5V_GPU", ...
-    device: str  # board path of the sensor dir: ".../iio:device0" or ".../hwmon/hwmon2"
-    channel: int  # as in the file names: 0-based for iio, 1-based for hwmon
-    layout: str  # "iio" | "hwmon"
-    point: str  # "module_input" for VDD_IN/POM_5V_IN, otherwise "rail"
 
 
 def connected(rails: Sequence[Rail]) -> List[Rail]:
@@ -178,28 +165,8 @@ class Ina3221Source:
         self._plan = []
 
 
-_IIO_DRIVER = "/sys/bus/i2c/drivers/ina3221x"
-_HWMON_DRIVER = "/sys/bus/i2c/drivers/ina3221"
 
 
 def scan_rails(root: Root) -> List[Rail]:
-    """Name-based discovery of every INA3221 rail (a fallback for boards detection does not
-    know): labels read from `rail_name_N` / `inN_label`, NC and channel 7 skipped."""
-    rails: List[Rail] = []
-    for dev in root.glob(f"{_IIO_DRIVER}/*/iio:device*"):
-        for entry in root.listdir(dev):
-            m = re.fullmatch(r"rail_name_(\d+)", entry)
-            if m:
-                name = root.read(f"{dev}/{entry}", default="")
-                rails.append(Rail(name, dev, int(m.group(1)), "iio", _point(name)))
-    for dev in root.glob(f"{_HWMON_DRIVER}/*/hwmon/hwmon*"):
-        for entry in root.listdir(dev):
-            m = re.fullmatch(r"in(\d+)_label", entry)
-            if m:
-                name = root.read(f"{dev}/{entry}", default="")
-                rails.append(Rail(name, dev, int(m.group(1)), "hwmon", _point(name)))
-    return connected([r for r in rails if r.name])
-
-
-def _point(name: str) -> str:
-    return "module_input" if name.upper() in TOTAL_RAIL_NAMES else "rail"
+    """Every INA3221 rail under the root, found as board detection finds them."""
+    return detect_rails(root)
