@@ -175,7 +175,7 @@ def bench_observer(base: str, rounds: int = 30, seconds: float = 0.2) -> None:
     series measure the noise floor of this (shared, 2-core) machine. Other processes only ever
     slow a block down, so the 90th percentile of block throughput is the robust figure; the
     median is shown beside it."""
-    print(f"\n## Observer effect (same process; interleaved blocks of {seconds:.1f} s x {rounds})")
+    print(f"\n## Observer effect (same process; interleaved blocks of {seconds:g} s x {rounds})")
     print("| workload | sampler | throughput vs none (p90) | (median) | sampler rate achieved |")
     print("|---|---|---|---|---|")
     src = board_source("orin-nano", base)
