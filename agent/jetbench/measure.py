@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -86,6 +87,7 @@ class MeasureReport:
     out_dir: Optional[Path] = None
     restored: Optional[str] = None  # what happened to the clocks at the end
     setup_s: Optional[float] = None  # measure start -> first timed iteration
+    advice: List[str] = field(default_factory=list)  # "fp16 is 15x slower than fp32 here..."
 
 
 def validate(request: MeasureRequest) -> None:
@@ -173,7 +175,28 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
         finally:
             state.stop_sampler()
             report.restored = _put_back(root, request, had_journal, state.steps)
+    report.advice = precision_advice(report.results)
     return report
+
+
+def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
+    """The workload layer's "this precision is slower than FP32 here" advice, per clock setting
+    (a precision is only compared with FP32 measured at the same clocks)."""
+    from types import SimpleNamespace
+
+    from .workload.session import precision_advice as advise
+
+    groups: Dict[str, List[Any]] = {}
+    for doc in results:
+        if doc.get("status") != "ok":
+            continue
+        work = doc.get("workload", {})
+        key = json.dumps(doc.get("settings", {}).get("applied", {}), sort_keys=True)
+        groups.setdefault(key, []).append(SimpleNamespace(
+            model=work.get("model"), precision=work.get("precision"), batch=work.get("batch"),
+            device=work.get("device"), status="ok",
+            images_per_s=doc.get("throughput", {}).get("images_per_s")))
+    return [line for rows in groups.values() for line in advise(rows)]
 
 
 class _State:

@@ -125,6 +125,7 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     if as_json:
         print_json({"simulated": report.simulated, "out_dir": str(report.out_dir),
                     "clocks": report.restored, "results": docs,
+                    "advice": list(getattr(report, "advice", [])),
                     "plots": [str(p) for p in plots]})
         return
     out = console()
@@ -136,6 +137,9 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     for w in tables.warnings_of(docs):
         err.print("[yellow]warning:[/] ", end="")
         err.print(w, soft_wrap=True, highlight=False, markup=False)
+    for line in getattr(report, "advice", []):
+        err.print("[yellow]advice:[/] ", end="")
+        err.print(line, soft_wrap=True, highlight=False, markup=False)
     if report.skipped:
         out.print(f"resumed: {len(report.skipped)} point(s) already measured, skipped")
     out.print(f"clocks: {report.restored}")
