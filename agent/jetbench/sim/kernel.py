@@ -16,6 +16,7 @@ special path in the hardware code). This module plays the kernel's part beside i
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -27,7 +28,7 @@ from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
 
 __all__ = ["SimKernel", "idle_rails_mw", "rail_mv"]
 
-DYNAMIC = "dynamic"  # any governor that is not userspace/performance/powersave
+ACTIVITY_TAU_S = 0.03
 
 
 def idle_rails_mw(board: SimBoard) -> Dict[str, float]:
@@ -106,6 +107,7 @@ class SimKernel:
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
         self._cpu_mark: Tuple[float, float] = (time.monotonic(), time.process_time())
+        self._activity = 0.0
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -297,8 +299,11 @@ class SimKernel:
         self._cpu_mark = (now, cpu)
         wall = now - then
         if wall <= 0:
-            return 0.0
-        return min((cpu - cpu_then) / (wall * (os.cpu_count() or 1)), 1.0)
+            return self._activity
+        raw = min((cpu - cpu_then) / (wall * (os.cpu_count() or 1)), 1.0)
+        # CPU time comes in scheduler ticks: smooth over ~30 ms, as the sensor's averaging would.
+        self._activity += (raw - self._activity) * (1.0 - math.exp(-wall / ACTIVITY_TAU_S))
+        return self._activity
 
     def _online_fraction(self) -> float:
         cpus = [c for cl in self.board.clusters for c in cl.cpus]
