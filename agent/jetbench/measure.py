@@ -522,12 +522,12 @@ def _temperatures(root: Root, board: Board) -> Dict[str, float]:
 
 
 def _trip_points(root: Root, board: Board) -> Dict[str, List[float]]:
+    """Per zone, the trip points at which the kernel caps clocks (passive, hot, critical)."""
+    from .hw.thermal import scan
+
     trips: Dict[str, List[float]] = {}
-    for zone in board.thermal_zones:
-        for path in sorted(root.glob(f"{zone.path}/trip_point_*_temp")):
-            milli = root.read_int(path, default=None)
-            if milli is not None and milli > 0:
-                trips.setdefault(zone.name, []).append(milli / 1000.0)
+    for trip in scan(root, board).trips:
+        trips.setdefault(trip.zone, []).append(trip.temp_c)
     return trips
 
 
