@@ -8,18 +8,9 @@ from typing import Any, Dict, List, Sequence
 from .hw.board import Board
 from .hw.clocks.fan import read_pwm
 from .hw.fs import Root
+from .hw.thermal import read_temperatures_c
 from .tuning import journal
 from .tuning.apply import read_clocks
-
-
-def read_temperatures_c(root: Root, board: Board) -> Dict[str, float]:
-    temps = {}
-    for zone in board.thermal_zones:
-        milli = root.read_int(f"{zone.path}/temp", default=None)
-        # -256000 (or similar) marks an offline sensor.
-        if milli is not None and milli > -40000:
-            temps[zone.name] = milli / 1000.0
-    return temps
 
 
 def describe_sources(sources: Sequence[Any]) -> List[Dict[str, Any]]:

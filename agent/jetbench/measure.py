@@ -516,7 +516,7 @@ def _board_doc(root: Root, board: Board) -> Dict[str, Any]:
 
 
 def _temperatures(root: Root, board: Board) -> Dict[str, float]:
-    from .inventory import read_temperatures_c
+    from .hw.thermal import read_temperatures_c
 
     return read_temperatures_c(root, board)
 
@@ -613,8 +613,7 @@ def _put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: Lis
     if request.keep_clocks:
         return "kept (--keep-clocks): `jetbench restore` puts them back"
     # Clocks were already changed by an earlier maxperf/apply: undo only this run's writes.
-    for step in reversed(steps):
-        for write in reversed(step.writes):
-            if root.read(write.path, default=None) != write.old:
-                root.write(write.path, write.old)
+    from .hw.clocks.common import undo_writes
+
+    undo_writes(root, [w for step in steps for w in step.writes], strict=True)
     return "put back to the earlier jetbench state (its journal is kept)"

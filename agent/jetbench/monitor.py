@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .hw.board import Board
 from .hw.clocks.common import ClockReading
 from .hw.fs import Root
-from .inventory import read_temperatures_c
+from .hw.thermal import read_temperatures_c
 from .power.source import KIND_ENERGY, Channel, PowerSource, Total
 from .tuning.apply import read_clocks
 

@@ -29,7 +29,7 @@ from ..hw import thermal
 from ..hw.board import Board, detect
 from ..hw.clocks.common import ClockReading, Step, apply_step
 from ..hw.fs import Root
-from ..inventory import read_temperatures_c
+from ..hw.thermal import read_temperatures_c
 from ..tuning import journal
 from ..tuning.apply import apply_profile, build_plan, read_clocks
 from ..tuning.profile import Profile, load_profile

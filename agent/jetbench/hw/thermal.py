@@ -43,6 +43,16 @@ class ThermalLayout:
     cooling: Tuple[CoolingDevice, ...]
 
 
+def read_temperatures_c(root: Root, board: Board) -> Dict[str, float]:
+    """Each zone's temperature in degrees C; offline sensors (-256000 or similar) left out."""
+    temps = {}
+    for zone in board.thermal_zones:
+        milli = root.read_int(f"{zone.path}/temp", default=None)
+        if milli is not None and milli > -40000:
+            temps[zone.name] = milli / 1000.0
+    return temps
+
+
 def scan(root: Root, board: Board) -> ThermalLayout:
     trips: List[Trip] = []
     for zone in board.thermal_zones:

@@ -203,13 +203,11 @@ class SimKernel:
             setspeed_file = d / "scaling_setspeed"
             setspeed = _read(setspeed_file)
             if governor == "userspace":
-                if not setspeed.isdigit():
-                    # Switching to userspace starts at the current frequency.
-                    new = str(_read_int(d / "scaling_cur_freq", lo))
-                    _poke(setspeed_file, new, expect=setspeed)
-                    setspeed = _read(setspeed_file)
-                    setspeed = setspeed if setspeed.isdigit() else new
-                target = min(max(int(setspeed), lo), hi)
+                # Until someone writes scaling_setspeed the frequency stays where it was. (The
+                # kernel shows that frequency in the file at once; rewriting it from here would
+                # race with jetbench's own write of the file, so it is left as it was.)
+                start = _read_int(d / "scaling_cur_freq", lo)
+                target = min(max(int(setspeed) if setspeed.isdigit() else start, lo), hi)
             else:
                 if setspeed != "<unsupported>":
                     _poke(setspeed_file, "<unsupported>", expect=setspeed)

@@ -113,7 +113,7 @@ def apply_step(root: Root, step: Step) -> None:
             done.append(write)
         except HardwareError as err:
             # The failed write may have partly landed (a truncated file): put it back too.
-            _rollback(root, done + [write])
+            undo_writes(root, done + [write])
             raise WriteRejected(
                 f"{step.label}: {err.message}; the step was rolled back",
                 path=err.path or write.path,
@@ -121,10 +121,13 @@ def apply_step(root: Root, step: Step) -> None:
             ) from err
 
 
-def _rollback(root: Root, writes: Sequence[Write]) -> None:
+def undo_writes(root: Root, writes: Sequence[Write], strict: bool = False) -> None:
+    """Put back each write's old value, newest first. Best effort unless `strict` (the
+    journal still holds the originals for `jetbench restore`)."""
     for write in reversed(writes):
         try:
             if root.read(write.path, default=None) != write.old:
                 root.write(write.path, write.old)
         except HardwareError:
-            pass  # best effort: the journal still holds the original for `jetbench restore`
+            if strict:
+                raise
