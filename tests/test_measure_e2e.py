@@ -248,3 +248,16 @@ def test_setup_time_is_recorded(tmp_path, tiny):
     report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("614MHz",)))
     assert report.setup_s is not None and 0 < report.setup_s < 60
     assert report.results[0]["settings"]["applied"]["gpu_hz"] == 614_400_000
+
+
+def test_a_second_measure_never_overwrites_the_first(tmp_path, tiny):
+    base = make_board(tmp_path, "tx1")
+    out = tmp_path / "out"
+    first = measure(Root(base), quick(out, profile="tx1-690mhz"))
+    second = measure(Root(base), quick(out, profile="tx1-690mhz"))
+    assert first.paths[0] != second.paths[0]
+    assert first.paths[0].is_file() and second.paths[0].is_file()
+    assert second.paths[0].name.endswith("-2.json")
+    assert second.paths[0].with_suffix(".csv").is_file()
+    for path in (first.paths[0], second.paths[0]):
+        assert load_result(path)["status"] == "ok"

@@ -179,6 +179,16 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     return report
 
 
+def _free_path(path: Path) -> Path:
+    """`stem-2.json`, `stem-3.json`...: the first name whose JSON and CSV are both free."""
+    n = 2
+    while True:
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        if not candidate.exists() and not candidate.with_suffix(".csv").exists():
+            return candidate
+        n += 1
+
+
 def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
     """The workload layer's "this precision is slower than FP32 here" advice, per clock setting
     (a precision is only compared with FP32 measured at the same clocks)."""
@@ -264,6 +274,8 @@ class _State:
                     self.report.paths.append(json_path)
                     self.report.skipped.append(point.id)
                     continue
+            if json_path is not None and json_path.exists():
+                json_path = _free_path(json_path)  # never overwrite an earlier measurement
             self.pin(point.gpu_freq, on_applied)
             if not self._sampler_started:
                 self._sampler_started = True
