@@ -10,7 +10,7 @@ from typing import List
 
 from torch import nn
 
-from .common import CaffeLRN, gaussian_init
+from .common import CaffeLRN, fc_classifier, gaussian_init
 
 
 def _features(pool_before_norm: bool) -> nn.Sequential:
@@ -39,16 +39,7 @@ class AlexNet(nn.Module):
     def __init__(self, num_classes: int = 1000, caffenet: bool = False):
         super().__init__()
         self.features = _features(pool_before_norm=caffenet)
-        self.classifier = nn.Sequential(
-            nn.Flatten(),
-            nn.Linear(256 * 6 * 6, 4096),
-            nn.ReLU(),
-            nn.Dropout(0.5),
-            nn.Linear(4096, 4096),
-            nn.ReLU(),
-            nn.Dropout(0.5),
-            nn.Linear(4096, num_classes),
-        )
+        self.classifier = fc_classifier(256 * 6 * 6, num_classes)
 
     def forward(self, x):  # noqa: ANN001 - torch.Tensor in, logits out
         return self.classifier(self.features(x))

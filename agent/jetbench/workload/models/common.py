@@ -38,6 +38,20 @@ class CaffeLRN(nn.Module):
         return f"size={self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
+def fc_classifier(in_features: int, num_classes: int) -> nn.Sequential:
+    """The AlexNet/VGG head: two 4096-wide ReLU layers with dropout, then the class layer."""
+    return nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(in_features, 4096),
+        nn.ReLU(),
+        nn.Dropout(0.5),
+        nn.Linear(4096, 4096),
+        nn.ReLU(),
+        nn.Dropout(0.5),
+        nn.Linear(4096, num_classes),
+    )
+
+
 def gaussian_init(model: nn.Module, seed: int = 0, residual_gain: Optional[float] = None) -> None:
     """Random Gaussian weights, as the TX1 whitepaper used (no trained weights are needed to
     measure speed and power, but the values must switch like real ones do).
