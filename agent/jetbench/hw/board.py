@@ -353,6 +353,18 @@ def _detect_gpu(root: Root) -> Optional[GpuInfo]:
     return None
 
 
+# tegra210's debugfs EMC overrides, newest first: (kind, override dir, lock file, rate file,
+# max-rate file, possible-rates file (kHz), current-rate file).
+_EMC_OVERRIDES = (
+    ("debugfs-clk", "/sys/kernel/debug/clk/override.emc", "clk_state", "clk_update_rate",
+     "/sys/kernel/debug/tegra_bwmgr/emc_max_rate", "/sys/kernel/debug/clk/emc/clk_possible_rates",
+     "/sys/kernel/debug/clk/emc/clk_rate"),  # L4T R28+
+    ("debugfs-clock", "/sys/kernel/debug/clock/override.emc", "state", "rate",
+     "/sys/kernel/debug/clock/emc/max", "/sys/kernel/debug/clock/emc/possible_rates",
+     "/sys/kernel/debug/clock/emc/rate"),  # L4T R24
+)
+
+
 def _detect_emc(root: Root) -> Optional[EmcInfo]:
     bpmp = "/sys/kernel/debug/bpmp/debug/clk/emc"
     if root.exists(f"{bpmp}/rate"):
@@ -369,34 +381,18 @@ def _detect_emc(root: Root) -> Optional[EmcInfo]:
             cur_freq=f"{bpmp}/rate",
             iso_cap_hz=cap or None,
         )
-    clk = "/sys/kernel/debug/clk/override.emc"
-    if root.exists(f"{clk}/clk_update_rate"):
-        hi = root.read_int("/sys/kernel/debug/tegra_bwmgr/emc_max_rate", default=0)
-        rates = root.read_ints("/sys/kernel/debug/clk/emc/clk_possible_rates", default=[])
-        return EmcInfo(
-            kind="debugfs-clk",
-            lock=f"{clk}/clk_state",
-            lock_value="1",
-            rate=f"{clk}/clk_update_rate",
-            max_hz=hi,
-            available_hz=_khz_to_hz(rates),
-            cur_freq="/sys/kernel/debug/clk/emc/clk_rate",
-            iso_cap_hz=None,
-        )
-    old = "/sys/kernel/debug/clock/override.emc"
-    if root.exists(f"{old}/rate"):
-        hi = root.read_int("/sys/kernel/debug/clock/emc/max", default=0)
-        rates = root.read_ints("/sys/kernel/debug/clock/emc/possible_rates", default=[])
-        return EmcInfo(
-            kind="debugfs-clock",
-            lock=f"{old}/state",
-            lock_value="1",
-            rate=f"{old}/rate",
-            max_hz=hi,
-            available_hz=_khz_to_hz(rates),
-            cur_freq="/sys/kernel/debug/clock/emc/rate",
-            iso_cap_hz=None,
-        )
+    for kind, override, lock, rate, max_file, rates_file, cur in _EMC_OVERRIDES:
+        if root.exists(f"{override}/{rate}"):
+            return EmcInfo(
+                kind=kind,
+                lock=f"{override}/{lock}",
+                lock_value="1",
+                rate=f"{override}/{rate}",
+                max_hz=root.read_int(max_file, default=0),
+                available_hz=_khz_to_hz(root.read_ints(rates_file, default=[])),
+                cur_freq=cur,
+                iso_cap_hz=None,
+            )
     return None
 
 
