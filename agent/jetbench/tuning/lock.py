@@ -1,0 +1,156 @@
+"""One owner of the board: an exclusive `flock` on a file beside the state journal.
+
+Every command that writes clocks or the journal holds it (DESIGN.md, "One owner of the board").
+The kernel releases a `flock` when its holder dies, so a kill -9 never leaves the board stuck.
+The holder writes who it is (pid, command, since) into the file so that a refused writer can say
+who holds the board and what to do. Read-only commands never take it; they may `peek`.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import HardwareError
+from ..hw.fs import Root
+
+LOCK_PATH = "/var/lib/jetbench/board.lock"
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    command: str
+    since: str  # ISO 8601, local time
+
+    @property
+    def is_daemon(self) -> bool:
+        return self.command.split(" ", 1)[0] == "daemon"
+
+    def describe(self) -> str:
+        return f"pid {self.pid} (jetbench {self.command}, since {self.since})"
+
+
+class BoardBusy(HardwareError):
+    """Another jetbench process owns the board."""
+
+    def __init__(self, holder: Optional[Holder], path: str):
+        who = holder.describe() if holder else "another process"
+        if holder and holder.is_daemon:
+            hint = ("the jetbench daemon holds the board: use `jetbench status`, or stop it "
+                    "(sudo systemctl stop jetbench)")
+        else:
+            hint = "wait for it to finish, or pass --wait [SECONDS] to queue behind it"
+        super().__init__(f"the board is in use by {who}", path=path, hint=hint)
+        self.holder = holder
+
+
+def _parse_holder(text: str) -> Optional[Holder]:
+    try:
+        doc = json.loads(text)
+        return Holder(int(doc["pid"]), str(doc["command"]), str(doc["since"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+class BoardLock:
+    """`with BoardLock(root, "maxperf"):` ... ; `wait_s` None waits forever, 0 not at all."""
+
+    def __init__(self, root: Root, command: str, wait_s: Optional[float] = 0.0):
+        self.root = root
+        self.command = command
+        self.wait_s = wait_s
+        self._fd: Optional[int] = None
+
+    @property
+    def path(self) -> str:
+        return str(self.root.path(LOCK_PATH))
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def _open(self) -> int:
+        from .statedir import ensure_state_dir
+
+        ensure_state_dir(self.root)
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                           0o664)
+        except OSError as err:
+            raise HardwareError(f"cannot open the board lock ({err.strerror})", path=self.path,
+                                hint="run with sudo, or as a member of the jetbench group"
+                                ) from err
+
+    def acquire(self) -> "BoardLock":
+        if self._fd is not None:
+            return self
+        fd = self._open()
+        deadline = None if self.wait_s is None else time.monotonic() + self.wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as err:
+                if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    os.close(fd)
+                    raise HardwareError(f"cannot lock the board ({err.strerror})",
+                                        path=self.path) from err
+                if deadline is not None and time.monotonic() >= deadline:
+                    holder = _read_holder_fd(fd)
+                    os.close(fd)
+                    raise BoardBusy(holder, self.path) from None
+                time.sleep(_POLL_S)
+        info = {"pid": os.getpid(), "command": self.command,
+                "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.ftruncate(fd, 0)  # no stale holder left for `peek`
+        except OSError:
+            pass
+        os.close(fd)  # closing the description drops the flock
+
+    def __enter__(self) -> "BoardLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_holder_fd(fd: int) -> Optional[Holder]:
+    try:
+        return _parse_holder(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
+    except OSError:
+        return None
+
+
+def peek(root: Root) -> Optional[Holder]:
+    """Who holds the board now, without taking it (None: nobody). Never creates anything."""
+    path = str(root.path(LOCK_PATH))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return _read_holder_fd(fd) or Holder(0, "unknown", "unknown")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
