@@ -1,0 +1,42 @@
+"""The real-kernel behaviours a simulated board can show (HARDWARE.md, "What real kernels do").
+
+One place for their names and meaning. A board created with quirks lists them in its marker
+(`/etc/jetbench/simulated.json`, key `"quirks"`); both simulated kernels (the file-based thread in
+`sim/kernel.py` and the FUSE-served board) read that list and behave accordingly. The default
+boards have none and behave as before.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, Tuple
+
+QUIRKS: Dict[str, str] = {
+    "static-cur": "devfreq cur_freq (and the tegra210 debugfs rate) never follows a pin: it stays "
+                  "at the value it had (a railgated or idle GPU, a clock the driver cannot reach)",
+    "amu-cpu": "CPU scaling_cur_freq is measured from activity counters: a few percent off the "
+               "set frequency, and much lower while cores idle (Xavier, Orin, Thor)",
+    "qos-cap": "a PM QoS / cooling-device cap holds the running GPU clock below the pin without "
+               "rewriting min_freq/max_freq",
+    "late-gpu": "the GPU devfreq node appears only a few seconds after the board starts",
+    "round-emc": "EMC rate writes are accepted and rounded to the nearest rate the memory "
+                 "controller can run",
+}
+
+# The cap that `qos-cap` applies, as a fraction of the GPU table's top (then the nearest entry
+# at or below it), and the delay of `late-gpu`.
+QOS_CAP_FRACTION = 0.5
+LATE_GPU_S = 3.0
+# `amu-cpu`: the busy reading is this far below the set clock; an idle core reads this fraction.
+AMU_BUSY_ERROR = 0.02
+AMU_IDLE_FRACTION = 0.3
+# `round-emc`: EMC rates are multiples of this step (Hz).
+EMC_ROUND_STEP_HZ = 6_400_000
+
+
+def check(names: Iterable[str]) -> Tuple[str, ...]:
+    """Validated quirk names, in a stable order; unknown ones raise ValueError naming them."""
+    wanted = list(dict.fromkeys(names))
+    unknown = [n for n in wanted if n not in QUIRKS]
+    if unknown:
+        raise ValueError(f"unknown quirk(s) {', '.join(unknown)}; known: {', '.join(QUIRKS)}")
+    return tuple(n for n in QUIRKS if n in wanted)
