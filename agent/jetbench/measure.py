@@ -15,22 +15,21 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .errors import MeasurementInvalid, OutOfMemory, UsageError
+from .errors import OutOfMemory, UsageError
 from .hw.board import Board
 from .hw.fs import Root
 from .report import io
 from .report.schema import SCHEMA, point_id
 from .units import format_hz, parse_freq, resolve_freq
+from .validity import ClockSampler, applied_summary, judge
 
 MIN_COVERAGE = 0.9  # below this share of the window covered, img/s/W is refused
-_WATCH_EVERY_S = 0.1  # clock polling during the window (a transient cap shows up here)
 
 # progress(done_points, total_points, label, phase, fraction of this point)
 Progress = Callable[[int, int, str, str, float], None]
@@ -88,6 +87,11 @@ class MeasureReport:
     restored: Optional[str] = None  # what happened to the clocks at the end
     setup_s: Optional[float] = None  # measure start -> first timed iteration
     advice: List[str] = field(default_factory=list)  # "fp16 is 15x slower than fp32 here..."
+
+    @property
+    def invalid(self) -> List[Dict[str, Any]]:
+        """The results marked `validity.valid = false` (written all the same)."""
+        return [d for d in self.results if not (d.get("validity") or {}).get("valid", True)]
 
 
 def validate(request: MeasureRequest) -> None:
@@ -156,8 +160,10 @@ def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
 def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = None,
             on_result: Optional[Callable[[Dict[str, Any], Path], None]] = None,
             on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> MeasureReport:
-    """Measure every point of `request`; see the module docstring. Raises MeasurementInvalid
-    (exit 3) when a window cannot honestly give img/s/W; the clocks are restored first."""
+    """Measure every point of `request`; see the module docstring. Every result is written,
+    valid or not: one whose observed clocks contradict the applied ones, or whose window is
+    refused, carries `validity.valid = false` and its reasons (`MeasureReport.invalid`; the CLI
+    exits 3 after printing everything)."""
     from .session import open_board
     from .tuning import journal
 
@@ -219,7 +225,7 @@ class _State:
         self.sampler: Any = None
         self.steps: List[Any] = []  # every Step written, in order (for a partial undo)
         self.pinned_for: Any = object()
-        self.applied: Dict[str, Any] = {}
+        self.applied_clocks: List[Dict[str, Any]] = []  # knobs read back (hw/knobs.py)
         self.requested: List[Any] = []
         self.clocks: Tuple[Any, ...] = ()
         self.profile_name: Optional[str] = None
@@ -253,6 +259,7 @@ class _State:
             self.notes = result.targets.notes
             self.profile_name = profile.name
         self.clocks = _settled_clocks(self.root, self.board, read_clocks)
+        self.applied_clocks = _applied_clocks(self.root, self.board)
         self.pinned_for = gpu_freq
         if on_applied is not None:
             on_applied(self.requested, self.clocks)
@@ -301,7 +308,7 @@ class _State:
             lambda phase, f: self.progress(k, total, point.label, phase, f))
         marks: Dict[str, float] = {"start": time.monotonic()}
         temps_before = _temperatures(self.root, self.board)
-        watch = _ClockWatch(self.root, self.board)
+        watch = ClockSampler(lambda: read_clocks(self.root, self.board))
         windows: Dict[str, Any] = {}
         workload = None
 
@@ -344,23 +351,29 @@ class _State:
             del workload
             gc.collect()
         marks["end"] = time.monotonic()
-        after = read_clocks(self.root, self.board)
         doc = self.skeleton(point, "ok")
         warnings: List[str] = list(doc["warnings"])
         doc.update(timing.to_dict())
         warnings += doc.pop("warnings", [])
         res = windows.get("result")
-        if res is not None:
-            self.check_window(point, res)
+        refused = self.check_window(point, res) if res is not None else []
         doc["power"] = _power_doc(req, res, windows.get("idle"), marks, point.id)
         doc["efficiency"] = _efficiency(timing.images_per_s, res, windows.get("idle"),
                                         req.regulator_efficiency)
+        if refused:
+            doc["efficiency"]["images_per_j"] = None
+            doc["efficiency"]["refused"] = refused
         if res is None:
             warnings.append("no power source on this machine: img/s/W not measured "
                             "(give --meter)")
         else:
             warnings += list(res.warnings)
-        doc["thermal"] = self.thermal(temps_before, after, watch, warnings)
+        observed = watch.observed()
+        mismatches = judge(self.applied_clocks, observed, self.board.soc)
+        doc["clocks"] = {"observed": observed}
+        doc["thermal"] = self.thermal(temps_before, mismatches, warnings)
+        doc["validity"] = {"valid": not (mismatches or refused),
+                           "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
         csv_text = None
         if self.sampler is not None:
@@ -369,8 +382,9 @@ class _State:
                                          self.board.simulated)
         return doc, csv_text
 
-    def check_window(self, point: Point, res: Any) -> None:
-        """Refuse img/s/W for a window too short for the sensors, or too poorly covered."""
+    def check_window(self, point: Point, res: Any) -> List[str]:
+        """Why img/s/W is refused for this window (too short for the sensors, or too poorly
+        covered); empty when it stands. Each reason says what would fix it."""
         reasons = list(res.reasons)
         total = res.total
         if total is not None and total.mean_w is not None \
@@ -378,49 +392,41 @@ class _State:
             reasons.append(f"{total.total.name} covered only {total.coverage:.0%} of the window "
                            f"(at least {self.request.min_coverage:.0%} is needed)")
         if not reasons:
-            return
+            return []
         slowest = max((s.period_s for s in self.sampler.traces()), default=0.0)
         need = max(4 * slowest * 2, self.request.duration_s * 2, 0.5)
-        raise MeasurementInvalid(
-            f"{point.label}: img/s/W refused: " + "; ".join(reasons),
-            hint=f"measure for longer: --duration {need:.3g}s or more "
-                 "(or more --iterations)",
-        )
+        return [f"img/s/W refused: {r} (measure for longer: --duration {need:.3g}s or more, "
+                "or more --iterations)" for r in reasons]
 
-    def thermal(self, before: Dict[str, float], after_clocks: Sequence[Any],
-                watch: _ClockWatch, warnings: List[str]) -> Dict[str, Any]:
+    def thermal(self, before: Dict[str, float], mismatches: Sequence[Any],
+                warnings: List[str]) -> Dict[str, Any]:
+        """Throttling only with evidence: a zone at or above a passive/hot/critical trip
+        (before or after the run), or a thermal cooling device active after it. A clock below
+        its pin without evidence is reported as exactly that."""
+        from .hw.thermal import assess, cooling_states, scan
+
         after = _temperatures(self.root, self.board)
-        trips = _trip_points(self.root, self.board)
-        throttled = False
-        pinned = {r.domain for r in self.requested if r.resolved_hz}
-        lowest = dict(watch.lowest)
-        for r in after_clocks:
-            key = f"{r.domain}/{r.name}"
-            if r.cur_hz is not None:
-                lowest[key] = min(lowest.get(key, r.cur_hz), r.cur_hz)
-        for r in self.clocks:
-            key = f"{r.domain}/{r.name}"
-            low = lowest.get(key)
-            if r.domain in pinned and r.cur_hz and low is not None and low < r.cur_hz:
-                throttled = True
-                warnings.append(f"throttled: {key} read {format_hz(low)} during the run, "
-                                f"below the applied {format_hz(r.cur_hz)} (a thermal or "
-                                "power cap, or another agent moved the clock)")
-        crossed = []
-        for zone, temp in after.items():
-            for trip in trips.get(zone, ()):
-                if max(temp, before.get(zone, temp)) >= trip:
-                    crossed.append(zone)
-                    throttled = True
-                    warnings.append(f"throttled: {zone} at {temp:.1f} C reached its trip point "
-                                    f"{trip:.1f} C")
-                    break
+        layout = scan(self.root, self.board)
+        trips = _trip_points(layout)
+        hottest = {z: max(t, before.get(z, t)) for z, t in after.items()}
+        evidence = list(assess(hottest, layout.trips, cooling_states(self.root, layout)))
+        crossed = sorted({t.zone for t in layout.trips
+                          if hottest.get(t.zone, float("-inf")) >= t.temp_c})
+        below = sorted({m.domain for m in mismatches if m.direction == "below"})
+        for reason in evidence:
+            warnings.append(f"throttled: {reason}")
+        if below and not evidence:
+            for domain in below:
+                warnings.append(f"{domain} below its pin, cause unknown (no zone at a trip "
+                                "point, no cooling device active)")
         return {"before_c": before, "after_c": after, "trip_points_c": trips,
-                "clocks_lowest_hz": lowest, "throttled": throttled,
+                "throttled": bool(evidence), "evidence": evidence,
+                "below_pin": [f"{d} below its pin, cause unknown" for d in below]
+                if not evidence else [f"{d} below its pin" for d in below],
                 "trips_crossed": crossed}
 
     def skeleton(self, point: Point, status: str) -> Dict[str, Any]:
-        applied = _applied_hz(self.clocks)
+        applied = applied_summary(self.applied_clocks)
         requested: Dict[str, Any] = {}
         resolved: Dict[str, Any] = {}
         for r in self.requested:
@@ -443,8 +449,8 @@ class _State:
                 "profile": self.profile_name,
                 "requested": requested,
                 "resolved": resolved,
-                "applied": applied,
-                "clocks": [_clock_doc(c) for c in self.clocks],
+                "applied": applied,  # the knobs read back, not cur_freq (see validity.py)
+                "clocks": list(self.applied_clocks),
                 "pinned": bool(self.requested),
             },
             "workload": {"model": point.model, "precision": point.precision,
@@ -454,44 +460,11 @@ class _State:
             "power": None,
             "efficiency": {"images_per_j": None},
             "thermal": None,
+            "clocks": {"observed": []},
+            "validity": {"valid": True, "reasons": []},
             "warnings": [] if self.requested else
             ["clocks not pinned (no --freq/--profile): the governor may move them"],
         }
-
-
-class _ClockWatch:
-    """Polls the clocks while the window is open; keeps each one's lowest reading."""
-
-    def __init__(self, root: Root, board: Board):
-        self.root, self.board = root, board
-        self.lowest: Dict[str, int] = {}
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="jetbench-clock-watch",
-                                        daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
-
-    def _run(self) -> None:
-        from .tuning.apply import read_clocks
-
-        while True:
-            try:
-                for r in read_clocks(self.root, self.board):
-                    if r.cur_hz is not None:
-                        key = f"{r.domain}/{r.name}"
-                        self.lowest[key] = min(self.lowest.get(key, r.cur_hz), r.cur_hz)
-            except Exception:  # a flaky sysfs read must not end the measurement
-                pass
-            if self._stop.wait(_WATCH_EVERY_S):
-                return
 
 
 # -- helpers (pure or nearly) ---------------------------------------------------------------
@@ -509,17 +482,10 @@ def _settled_clocks(root: Root, board: Board, read: Any, timeout_s: float = 1.0)
     return last
 
 
-def _applied_hz(clocks: Sequence[Any]) -> Dict[str, Optional[int]]:
-    """The first reading of each domain (cpu policy0, the GPU, EMC): what the run saw."""
-    out: Dict[str, Optional[int]] = {}
-    for c in clocks:
-        out.setdefault(f"{c.domain}_hz", c.cur_hz)
-    return out
+def _applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
+    from .hw.knobs import read_applied
 
-
-def _clock_doc(c: Any) -> Dict[str, Any]:
-    return {"domain": c.domain, "name": c.name, "governor": c.governor, "min_hz": c.min_hz,
-            "max_hz": c.max_hz, "cur_hz": c.cur_hz}
+    return read_applied(root, board)
 
 
 def _board_doc(root: Root, board: Board) -> Dict[str, Any]:
@@ -533,12 +499,10 @@ def _temperatures(root: Root, board: Board) -> Dict[str, float]:
     return read_temperatures_c(root, board)
 
 
-def _trip_points(root: Root, board: Board) -> Dict[str, List[float]]:
+def _trip_points(layout: Any) -> Dict[str, List[float]]:
     """Per zone, the trip points at which the kernel caps clocks (passive, hot, critical)."""
-    from .hw.thermal import scan
-
     trips: Dict[str, List[float]] = {}
-    for trip in scan(root, board).trips:
+    for trip in layout.trips:
         trips.setdefault(trip.zone, []).append(trip.temp_c)
     return trips
 

@@ -65,6 +65,8 @@ class SweepSummary:
     fastest: Optional[Dict[str, Any]]
     oom: List[str]
     points: int
+    simulated: bool = False
+    invalid: int = 0
 
     def lines(self) -> List[str]:
         out = []
@@ -78,6 +80,11 @@ class SweepSummary:
                        f"({ips:.1f} img/s, {_w(doc)}, {_fmt(ipj)} img/s/W)")
         if self.oom:
             out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
+        if self.invalid:
+            out.append(f"{self.invalid} invalid point(s) left out of the above (marked in the "
+                       "table and the plots; reasons printed in red)")
+        if self.simulated:
+            out.append(SIMULATED_THROUGHPUT_NOTE)
         return out
 
 
@@ -90,14 +97,21 @@ def _w(doc: Dict[str, Any]) -> str:
     return "- W" if w is None else f"{w:.2f} W"
 
 
-def summarize(results: Sequence[Dict[str, Any]]) -> SweepSummary:
-    ok = [d for d in results if schema.is_ok(d)]
+SIMULATED_THROUGHPUT_NOTE = (
+    "simulated board: img/s comes from this machine's CPU and does not follow the simulated GPU "
+    "clock (only the simulated power does), so the fastest clock above is not a finding")
+
+
+def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
+    ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
     eff = [d for d in ok if schema.images_per_j(d) is not None]
     return SweepSummary(
         most_efficient=max(eff, key=schema.images_per_j) if eff else None,
         fastest=max(ok, key=lambda d: schema.images_per_s(d) or 0.0) if ok else None,
         oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
         points=len(results),
+        simulated=simulated or schema.simulated_any(list(results)),
+        invalid=sum(1 for d in results if not schema.is_valid(d)),
     )
 
 

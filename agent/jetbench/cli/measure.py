@@ -127,6 +127,7 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
                     "clocks": report.restored, "results": docs,
                     "advice": list(getattr(report, "advice", [])),
                     "plots": [str(p) for p in plots]})
+        _exit_if_invalid(report)
         return
     out = console()
     if not out.is_terminal:
@@ -148,6 +149,34 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
                   soft_wrap=True)
     for p in plots:
         out.print(f"plot: {p}", soft_wrap=True)
+    for line in tables.uncertainty_advice(docs):
+        err.print("[yellow]uncertainty:[/] ", end="")
+        err.print(line, soft_wrap=True, highlight=False, markup=False)
+    print_invalid(docs)
+    _exit_if_invalid(report)
+
+
+def print_invalid(docs: List[Dict[str, Any]]) -> None:
+    """Each invalid result's reasons, in red, on stderr."""
+    from ..report import schema
+
+    err = console(stderr=True)
+    for d in docs:
+        for reason in (d.get("validity") or {}).get("reasons") or []:
+            err.print(f"[bold red]INVALID[/] {schema.label(d)}: ", end="")
+            err.print(reason, soft_wrap=True, highlight=False, markup=False, style="red")
+
+
+def _exit_if_invalid(report: Any) -> None:
+    from ..errors import MeasurementInvalid
+
+    bad = report.invalid
+    if bad:
+        raise MeasurementInvalid(
+            f"{len(bad)} of {len(report.results)} result(s) invalid: the clock that ran is not "
+            "the one applied, or the power window was refused (written all the same, marked "
+            "validity.valid = false)",
+            hint="see the reasons above; `jetbench info` shows the clocks now")
 
 
 _MODEL = typer.Option("alexnet", "--model", "-m", help="Networks, comma-separated "
@@ -229,10 +258,12 @@ def sweep(
                        out, device, input_shape, resume=resume)
     with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, freq, progress=bar.update)
-    _finish(report, as_json, plot, "jetbench sweep", long=True)
-    if not as_json:
-        for line in summarize(report.results).lines():
-            console().print(line, soft_wrap=True, highlight=False)
+    try:
+        _finish(report, as_json, plot, "jetbench sweep", long=True)
+    finally:
+        if not as_json:
+            for line in summarize(report.results, report.simulated).lines():
+                console().print(line, soft_wrap=True, highlight=False)
 
 
 def report(
@@ -338,7 +369,10 @@ def demo(
     for p in result.plots:
         con.print(f"plot: {p}", soft_wrap=True)
     con.print(f"(the figures are this machine's CPU running AlexNet with the simulated board's "
-              f"power model: SIMULATED, not a TX1; {time.monotonic() - t0:.0f} s)",
-              soft_wrap=True)
+              f"power model: SIMULATED, not a TX1. img/s comes from this machine's CPU and does "
+              f"not follow the simulated GPU clock; only the simulated power does. "
+              f"{time.monotonic() - t0:.0f} s)", soft_wrap=True)
+    print_invalid(result.report.results)
+    _exit_if_invalid(result.report)
 
 

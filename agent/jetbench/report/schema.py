@@ -89,5 +89,15 @@ def is_ok(doc: Dict[str, Any]) -> bool:
     return doc.get("status") == "ok"
 
 
+def is_valid(doc: Dict[str, Any]) -> bool:
+    """False when the result says its clocks or its window do not hold (`validity`); results
+    written before `validity` existed count as valid."""
+    return bool((doc.get("validity") or {}).get("valid", True))
+
+
+def invalid_reasons(doc: Dict[str, Any]) -> List[str]:
+    return list((doc.get("validity") or {}).get("reasons") or [])
+
+
 def simulated_any(docs: List[Dict[str, Any]]) -> bool:
     return any(bool(d.get("simulated")) for d in docs)

@@ -14,6 +14,7 @@ from ..units import format_hz
 from . import schema
 
 Rows = List[Tuple[str, List[str]]]
+UNCERTAINTY_BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure
 
 
 def _num(x: Optional[float], digits: int = 1) -> str:
@@ -146,3 +147,21 @@ def warnings_of(docs: Sequence[Dict[str, Any]]) -> List[str]:
         if d.get("message"):
             seen.setdefault(f"{schema.label(d)}: {d['message']}", None)
     return list(seen)
+
+
+def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
+    """Where img/s/W's uncertainty exceeds 1% (MLPerf Power's bound), say so and what would
+    lower it."""
+    out: List[str] = []
+    for d in docs:
+        unc = (d.get("efficiency") or {}).get("uncertainty") or {}
+        pct = unc.get("images_per_j_pct")
+        if schema.images_per_j(d) is None or (pct is not None and pct <= UNCERTAINTY_BOUND_PCT):
+            continue
+        shown = "unknown" if pct is None else f"{pct:.1f}%"
+        out.append(f"{schema.label(d)}: img/s/W uncertainty {shown} exceeds "
+                   f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound): "
+                   + "; ".join(unc.get("lower_it") or []) if unc.get("lower_it") else
+                   f"{schema.label(d)}: img/s/W uncertainty {shown} exceeds "
+                   f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
+    return out
