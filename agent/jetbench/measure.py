@@ -223,6 +223,7 @@ class _State:
         self.root, self.board, self.request, self.report = root, board, request, report
         self.progress, self.t_start = progress, t_start
         self.sampler: Any = None
+        self.sources: List[Any] = []
         self.steps: List[Any] = []  # every Step written, in order (for a partial undo)
         self.pinned_for: Any = object()
         self.applied_clocks: List[Dict[str, Any]] = []  # knobs read back (hw/knobs.py)
@@ -240,6 +241,7 @@ class _State:
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
                                total_rail=self.board.total_rail)
         sources = [s for s in sources if tuple(s.channels())]  # "nothing here" is no source
+        self.sources = sources
         self.sampler = Sampler(sources).start() if sources else None
 
     def stop_sampler(self) -> None:
@@ -357,9 +359,12 @@ class _State:
         warnings += doc.pop("warnings", [])
         res = windows.get("result")
         refused = self.check_window(point, res) if res is not None else []
-        doc["power"] = _power_doc(req, res, windows.get("idle"), marks, point.id)
+        unc = self.uncertainty(res) if res is not None else {}
+        doc["power"] = _power_doc(req, res, windows.get("idle"), marks, point.id, unc)
         doc["efficiency"] = _efficiency(timing.images_per_s, res, windows.get("idle"),
-                                        req.regulator_efficiency)
+                                        req.regulator_efficiency, unc)
+        if res is not None and res.total is not None:
+            doc["efficiency"]["uncertainty"] = self.efficiency_uncertainty(res, unc, timing)
         if refused:
             doc["efficiency"]["images_per_j"] = None
             doc["efficiency"]["refused"] = refused
@@ -381,6 +386,24 @@ class _State:
             csv_text = io.trace_csv_text(self.sampler.traces(), t0, t0, marks["end"],
                                          self.board.simulated)
         return doc, csv_text
+
+    def uncertainty(self, res: Any) -> Dict[str, Dict[str, Any]]:
+        """Per channel and total: the power figure's uncertainty (power/uncertainty.py)."""
+        from .hw.power.accuracy import channel_accuracies
+        from .power.uncertainty import window_uncertainty
+
+        accuracies = channel_accuracies(self.root, self.sources, self.board.family)
+        return window_uncertainty(res, self.sampler.traces(), accuracies)
+
+    def efficiency_uncertainty(self, res: Any, unc: Dict[str, Any], timing: Any) -> Dict[str, Any]:
+        from .power.uncertainty import efficiency_uncertainty, throughput_sem_pct
+
+        total = res.total
+        power = unc.get(f"total:{total.source}/{total.total.name}") or {}
+        external = any(getattr(s, "protocol", None) for s in self.sources)
+        return efficiency_uncertainty(power.get("mean_w_uncertainty_pct"),
+                                      throughput_sem_pct(timing.latencies_ms),
+                                      power.get("basis", "unknown"), res.duration_s, external)
 
     def check_window(self, point: Point, res: Any) -> List[str]:
         """Why img/s/W is refused for this window (too short for the sensors, or too poorly
@@ -450,7 +473,8 @@ class _State:
                 "requested": requested,
                 "resolved": resolved,
                 "applied": applied,  # the knobs read back, not cur_freq (see validity.py)
-                "clocks": list(self.applied_clocks),
+                "clocks": [{k: v for k, v in c.items() if k != "table_hz"}
+                           for c in self.applied_clocks],
                 "pinned": bool(self.requested),
             },
             "workload": {"model": point.model, "precision": point.precision,
@@ -508,7 +532,7 @@ def _trip_points(layout: Any) -> Dict[str, List[float]]:
 
 
 def _power_doc(req: MeasureRequest, res: Any, idle: Any, marks: Dict[str, float],
-               stem: str) -> Dict[str, Any]:
+               stem: str, unc: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
     t0 = marks["start"]
     phases = {k: round(v - t0, 6) for k, v in marks.items()}
     doc: Dict[str, Any] = {"meters": list(req.meters) or ["auto"], "phases_s": phases,
@@ -517,8 +541,12 @@ def _power_doc(req: MeasureRequest, res: Any, idle: Any, marks: Dict[str, float]
         doc.update(channels=[], total=None, totals=[], window=None, idle=None)
         return doc
     d = res.to_dict()
+    unc = unc or {}
     for c in d["channels"]:  # gaps relative to the trace's t0, like the CSV
         c["gaps"] = [[a - t0, b - t0] for a, b in c["gaps"]]
+        c.update(_unc_fields(unc.get(f"{c['source']}/{c['name']}")))
+    for t in d["totals"] + ([d["total"]] if d["total"] else []):
+        t.update(_unc_fields(unc.get(f"total:{t['source']}/{t['name']}")))
     doc.update(channels=d["channels"], total=d["total"], totals=d["totals"],
                faults=d["faults"],
                window={"start_s": res.t_start_s - t0, "duration_s": res.duration_s,
@@ -533,22 +561,39 @@ def _power_doc(req: MeasureRequest, res: Any, idle: Any, marks: Dict[str, float]
     return doc
 
 
+def _unc_fields(u: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A figure's uncertainty as its document carries it (None = unknown, never 0)."""
+    u = u or {}
+    return {"mean_w_uncertainty_w": u.get("mean_w_uncertainty_w"),
+            "mean_w_uncertainty_pct": u.get("mean_w_uncertainty_pct"),
+            "uncertainty": {k: v for k, v in u.items() if not k.startswith("mean_w")}
+            or {"basis": "unknown"}}
+
+
 def _ratio(ips: float, watts: Optional[float]) -> Optional[float]:
     return ips / watts if watts else None
 
 
-def _efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float]) -> Dict[str, Any]:
+def _efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float],
+                unc: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
     """images_per_j = img/s / mean W over the window (= images / J), for the total and each
     measured point; above idle and an estimated pre-regulation figure when asked."""
     if res is None or res.total is None or res.total.mean_w is None:
         return {"images_per_j": None, "basis": None, "by_point": []}
     total = res.total
+    unc = unc or {}
+
+    def pct(key: str) -> Optional[float]:
+        return (unc.get(key) or {}).get("mean_w_uncertainty_pct")
+
     by_point = [{"name": t.total.name, "source": t.source, "point": t.total.point,
-                 "kind": "total", "mean_w": t.mean_w, "images_per_j": _ratio(ips, t.mean_w)}
+                 "kind": "total", "mean_w": t.mean_w, "images_per_j": _ratio(ips, t.mean_w),
+                 "mean_w_uncertainty_pct": pct(f"total:{t.source}/{t.total.name}")}
                 for t in res.totals]
     by_point += [{"name": c.channel.name, "source": c.channel.source,
                   "point": c.channel.point, "kind": "channel", "mean_w": c.mean_w,
-                  "images_per_j": _ratio(ips, c.mean_w)} for c in res.channels]
+                  "images_per_j": _ratio(ips, c.mean_w),
+                  "mean_w_uncertainty_pct": pct(c.channel.key)} for c in res.channels]
     doc: Dict[str, Any] = {
         "images_per_j": _ratio(ips, total.mean_w),
         "basis": f"{total.total.name} ({total.total.point}, source {total.source})",

@@ -307,6 +307,7 @@ def report(
         if not out.is_terminal:
             out.width = max(out.width, 140)
         out.print(tables.rich_table(docs))
+        print_invalid(docs)
     for p in written:
         typer.echo(f"plot: {p}")
 

@@ -70,6 +70,11 @@ def images_per_j(doc: Dict[str, Any]) -> Optional[float]:
     return _get(doc, "efficiency", "images_per_j")
 
 
+def images_per_j_pct(doc: Dict[str, Any]) -> Optional[float]:
+    """img/s/W's uncertainty in percent (None: unknown or not recorded)."""
+    return _get(doc, "efficiency", "uncertainty", "images_per_j_pct")
+
+
 def gpu_hz(doc: Dict[str, Any]) -> Optional[int]:
     """The GPU clock the run was measured at (applied, read back)."""
     return _get(doc, "settings", "applied", "gpu_hz")
