@@ -121,6 +121,9 @@ class SimKernel:
         self._quirks: Optional[Tuple[str, ...]] = None
         self._cpu_set_khz: Dict[Path, int] = {}  # amu-cpu: the clock set, apart from readings
         self._started_at: Optional[float] = None
+        self._load_mark: Tuple[float, float, float] = (time.monotonic(), time.process_time(),
+                                                       time.thread_time())
+        self._load_cores = 0.0  # smoothed cores used by this process, the kernel's thread aside
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -228,7 +231,7 @@ class SimKernel:
     def _sync_cpufreq(self, activity: float) -> List[float]:
         freqs: List[float] = []
         amu = "amu-cpu" in self.quirks
-        busy = activity * (os.cpu_count() or 1) >= Q.AMU_BUSY_CORE_SHARE
+        busy = amu and self._load() >= Q.AMU_BUSY_CORE_SHARE
         for cluster in self.board.clusters:
             owner = min(cluster.cpus)
             if self.board.policy_dirs:
@@ -378,6 +381,18 @@ class SimKernel:
         # CPU time comes in scheduler ticks: smooth over ~30 ms, as the sensor's averaging would.
         self._activity += (raw - self._activity) * (1.0 - math.exp(-wall / ACTIVITY_TAU_S))
         return self._activity
+
+    def _load(self) -> float:
+        """Cores this process used since the last pass, leaving out the calling (kernel)
+        thread's own time, smoothed over ~ACTIVITY_TAU_S: the load the board "sees"."""
+        now, cpu, own = time.monotonic(), time.process_time(), time.thread_time()
+        then, cpu_then, own_then = self._load_mark
+        self._load_mark = (now, cpu, own)
+        wall = now - then
+        if wall > 0:
+            raw = max(0.0, (cpu - cpu_then) - (own - own_then)) / wall
+            self._load_cores += (raw - self._load_cores) * (1.0 - math.exp(-wall / ACTIVITY_TAU_S))
+        return self._load_cores
 
     def _online_fraction(self) -> float:
         cpus = [c for cl in self.board.clusters for c in cl.cpus]
