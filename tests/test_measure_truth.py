@@ -165,3 +165,19 @@ def test_amu_cpu_pinned_and_busy_is_valid(tmp_path, tiny):
     assert cpu["max_hz"] < 1_420_800_000  # never the set clock itself: a measured reading
     assert doc["validity"]["valid"] is True, doc["validity"]
     assert doc["thermal"]["throttled"] is False
+
+
+def test_idle_as_pinned_and_unpinned_are_named(tmp_path, tiny):
+    base = _board(tmp_path, "tx1")
+    doc = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("max",), cpu_freq="max",
+                                    idle_s=0.3, idle_unpinned=True)).results[0]
+    pinned, unpinned = doc["power"]["idle"], doc["power"]["idle_unpinned"]
+    assert pinned["clocks"] == "as pinned (active idle)"
+    assert unpinned["clocks"].startswith("board governors (unpinned")
+    # The simulated power model follows the clocks: a locked idle draws more than the
+    # governors' idle at the table minimum (as the Orin NX's 7.5 W vs 4.7 W).
+    assert pinned["total"]["mean_w"] > unpinned["total"]["mean_w"]
+    assert doc["efficiency"]["above_idle"]["idle_clocks"] == "as pinned (active idle)"
+    for idle in (pinned, unpinned):  # iio TX1: no shunt file, so "unknown", never 0
+        assert idle["total"]["mean_w_uncertainty_w"] is None
+        assert "unknown" in idle["total"]["uncertainty"]["basis"]

@@ -75,9 +75,10 @@ class SweepSummary:
             if doc is None:
                 continue
             ips, ipj = schema.images_per_s(doc), schema.images_per_j(doc)
-            figure = ipj if unit == "img/s/W" else ips
-            out.append(f"{word}: {schema.label(doc)}: {figure:.2f} {unit} "
-                       f"({ips:.1f} img/s, {_w(doc)}, {_fmt(ipj)} img/s/W)")
+            ipj_text = _pm(ipj, schema.images_per_j_pct(doc))
+            figure = ipj_text if unit == "img/s/W" else f"{ips:.2f}"
+            out.append(f"{word}: {schema.label(doc)}: {figure} {unit} "
+                       f"({ips:.1f} img/s, {_w(doc)}, {ipj_text} img/s/W)")
         if self.oom:
             out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
         if self.invalid:
@@ -88,13 +89,16 @@ class SweepSummary:
         return out
 
 
-def _fmt(x: Optional[float]) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def _pm(x: Optional[float], pct: Optional[float]) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.2f} +- " + ("unknown" if pct is None else f"{abs(x) * pct / 100:.2f}")
 
 
 def _w(doc: Dict[str, Any]) -> str:
     w = schema.total_w(doc)
-    return "- W" if w is None else f"{w:.2f} W"
+    pct = ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+    return "- W" if w is None else f"{_pm(w, pct)} W"
 
 
 SIMULATED_THROUGHPUT_NOTE = (

@@ -24,7 +24,8 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
              cpu_freq: Optional[str], emc_freq: Optional[str], profile: Optional[str],
              meter: Optional[List[str]], iterations: int, duration: str, warmup: str,
              idle: str, keep_clocks: bool, regulator_efficiency: Optional[float],
-             out: Path, device: str, input_shape: Optional[str], resume: bool = False) -> Any:
+             out: Path, device: str, input_shape: Optional[str], resume: bool = False,
+             idle_unpinned: bool = False) -> Any:
     from ..measure import MeasureRequest
     from ..units import parse_duration_s
     from ..workload.custom import parse_input_shape
@@ -43,6 +44,7 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
         device=device, input_shape=parse_input_shape(input_shape) if input_shape else None,
         iterations=iterations, duration_s=parse_duration_s(duration),
         warmup_s=parse_duration_s(warmup), idle_s=parse_duration_s(idle),
+        idle_unpinned=idle_unpinned,
         keep_clocks=keep_clocks, regulator_efficiency=regulator_efficiency, out_dir=out,
         resume=resume,
     )
@@ -193,8 +195,12 @@ _METER = typer.Option(None, "--meter", help="Power source (repeatable): auto (de
 _ITER = typer.Option(10, "--iterations", "-n", help="Minimum timed iterations.")
 _DURATION = typer.Option("3s", "--duration", help="Minimum timed duration (the power window).")
 _WARMUP = typer.Option("1s", "--warmup", help="Minimum warm-up (then until latency is stable).")
-_IDLE = typer.Option("0", "--idle", help="Sample idle power this long before the window "
-                     "(gives the energy above idle).")
+_IDLE = typer.Option("0", "--idle", help="Sample idle power this long before the window, "
+                     "with the clocks as pinned (MLPerf's active idle; gives the energy above "
+                     "idle).")
+_IDLE_UNPINNED = typer.Option(False, "--idle-unpinned", help="Also sample idle power with the "
+                              "board's own governors, before pinning (--idle's duration, 2 s "
+                              "without it): a locked idle can read far higher.")
 _KEEP = typer.Option(False, "--keep-clocks", help="Leave the clocks pinned afterwards.")
 _REG = typer.Option(None, "--regulator-efficiency", help="Also give an ESTIMATED "
                     "pre-regulation figure: total / this (the whitepaper assumed 0.8).")
@@ -213,7 +219,8 @@ def measure(
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
-    idle: str = _IDLE, keep_clocks: bool = _KEEP, regulator_efficiency: Optional[float] = _REG,
+    idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
+    regulator_efficiency: Optional[float] = _REG,
     out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
@@ -226,7 +233,7 @@ def measure(
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape)
+                       out, device, input_shape, idle_unpinned=idle_unpinned)
     with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, progress=bar.update)
     _finish(report, as_json, plot, "jetbench measure")
@@ -240,7 +247,8 @@ def sweep(
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
-    idle: str = _IDLE, keep_clocks: bool = _KEEP, regulator_efficiency: Optional[float] = _REG,
+    idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
+    regulator_efficiency: Optional[float] = _REG,
     out: Path = typer.Option(Path("jetbench-sweep"), "--out", help="Directory: one result "
                              "per point, written as it completes."),
     resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
@@ -255,7 +263,7 @@ def sweep(
 
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, resume=resume)
+                       out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
     with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, freq, progress=bar.update)
     try:

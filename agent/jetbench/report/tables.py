@@ -83,6 +83,8 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
                  _find(d, "channel", name, source, "mean_w_uncertainty_pct"), 2)
              for d in docs])
     add("Energy above idle: W / img/s/W", [_above_idle(d) for d in docs])
+    add("Idle W, as pinned (active idle)", [_idle(d, "idle") for d in docs])
+    add("Idle W, board governors (unpinned)", [_idle(d, "idle_unpinned") for d in docs])
     add("Pre-regulation W, ESTIMATE", [_pre(d, "mean_w", 2) for d in docs])
     add("img/s/W pre-regulation, ESTIMATE", [_pre(d, "images_per_j", 1) for d in docs])
     add("Throttled", [_throttled(d) for d in docs])
@@ -122,14 +124,26 @@ def _above_idle(doc: Dict[str, Any]) -> str:
     a = (doc.get("efficiency") or {}).get("above_idle")
     if not a:
         return "-"
-    return f"{_num(a.get('mean_w'), 2)} / {_num(a.get('images_per_j'), 1)}"
+    pct = a.get("mean_w_uncertainty_pct")
+    return (f"{_pm(a.get('mean_w'), pct, 2)} / "
+            f"{_pm(a.get('images_per_j'), _ipj_pct(doc, pct), 1)}")
+
+
+def _idle(doc: Dict[str, Any], key: str) -> str:
+    total = (((doc.get("power") or {}).get(key)) or {}).get("total") or {}
+    if total.get("mean_w") is None:
+        return "-"
+    return _pm(total["mean_w"], total.get("mean_w_uncertainty_pct"), 2)
 
 
 def _pre(doc: Dict[str, Any], field: str, digits: int) -> str:
     p = (doc.get("efficiency") or {}).get("pre_regulation_estimate")
     if not p:
         return "-"
-    return f"{_num(p.get(field), digits)} ({p['regulator_efficiency']:.0%})"
+    pct = _get_total_pct(doc)  # the measured part's; the assumed efficiency is not included
+    if field == "images_per_j":
+        pct = _ipj_pct(doc, pct)
+    return f"{_pm(p.get(field), pct, digits)} ({p['regulator_efficiency']:.0%})"
 
 
 def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> Any:
