@@ -181,3 +181,14 @@ def test_idle_as_pinned_and_unpinned_are_named(tmp_path, tiny):
     for idle in (pinned, unpinned):  # iio TX1: no shunt file, so "unknown", never 0
         assert idle["total"]["mean_w_uncertainty_w"] is None
         assert "unknown" in idle["total"]["uncertainty"]["basis"]
+
+
+@pytest.mark.parametrize("key", ["xavier-nx", "tx1-r24"])
+def test_unpinned_clocks_without_knobs_are_not_judged(tmp_path, tiny, key):
+    # Xavier NX: the EMC runs at 1866 MHz above nvpmodel's 1600 MHz ISO cap, unlocked: no
+    # knob holds it, so nothing is claimed about it. TX1 R24: the GPU override is off.
+    base = _board(tmp_path, key)
+    doc = measure(Root(base), quick(tmp_path / "out", meters=("none",))).results[0]
+    assert doc["validity"] == {"valid": True, "reasons": []}
+    assert doc["settings"]["applied"]["emc_hz"] is None
+    assert doc["settings"]["applied"]["emc_max_hz"] is None

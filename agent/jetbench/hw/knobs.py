@@ -17,20 +17,24 @@ from .fs import Root
 
 def read_applied(root: Root, board: Board) -> List[Dict[str, Any]]:
     """One document per clock: domain, name, governor, min_hz, max_hz, override_hz, locked,
-    table_hz (the table the clock runs from; empty when the kernel lists none)."""
+    table_hz (the table the clock runs from; empty when the kernel lists none). min/max are
+    None where no knob holds the clock (an override switched off)."""
     out: List[Dict[str, Any]] = []
-    for r in cpu.read(root, board) + gpu.read(root, board):
-        override: Optional[int] = None
-        if r.domain == "gpu" and r.locked:
-            override = r.min_hz  # the override rate, read back (gpu.read puts it in min/max)
-        out.append(_doc(r, r.min_hz, r.max_hz, override))
+    for r in cpu.read(root, board):
+        out.append(_doc(r, r.min_hz, r.max_hz, None))
+    for r in gpu.read(root, board):
+        if r.locked is None:  # devfreq: min_freq/max_freq are knobs
+            out.append(_doc(r, r.min_hz, r.max_hz, None))
+        elif r.locked:  # override on: its rate, read back (gpu.read puts it in min/max)
+            out.append(_doc(r, r.min_hz, r.max_hz, r.min_hz))
+        else:  # override off: no knob holds the clock (the board's limits are no pin)
+            out.append(_doc(r, None, None, None))
     for r in emc.read(root, board):
         info = board.emc
         assert info is not None
+        # Locked: the override/BPMP rate as kept. Unlocked: no knob (the EMC governor's).
         override = root.read_int(info.rate, default=None) if r.locked else None
-        lo = override
-        hi = override if override is not None else r.max_hz
-        out.append(_doc(r, lo, hi, override))
+        out.append(_doc(r, override, override, override))
     return out
 
 
