@@ -192,3 +192,19 @@ def test_unpinned_clocks_without_knobs_are_not_judged(tmp_path, tiny, key):
     assert doc["validity"] == {"valid": True, "reasons": []}
     assert doc["settings"]["applied"]["emc_hz"] is None
     assert doc["settings"]["applied"]["emc_max_hz"] is None
+
+
+def test_sweep_writes_every_point_and_exits_3_when_any_is_invalid(tmp_path):
+    write_tiny(tmp_path)
+    base = _board(tmp_path, "nano", "static-cur")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "agent"), str(tmp_path)]))
+    proc = run_cli("--root", str(base), "sweep", "--freq", "614MHz,690MHz", *FAST,
+                   "--meter", "none", "--no-plot", "--out", str(tmp_path / "sweep"),
+                   timeout=240, env=env, cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    docs = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*.json"))]
+    assert len(docs) == 2 and not any(d["validity"]["valid"] for d in docs)
+    assert "gpu 57000000.gpu ran at 76.8 MHz, 614.4 MHz was applied" in proc.stderr
+    assert "gpu 57000000.gpu ran at 76.8 MHz, 691.2 MHz was applied" in proc.stderr
+    assert "2 invalid point(s) left out" in proc.stdout
+    assert "does not follow the simulated GPU clock" in proc.stdout

@@ -126,7 +126,9 @@ def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
 
 
 def test_compare_change_per_metric():
-    a, b = result(691.2, ips=47, watts=5.5), result(998.4, ips=60, watts=7.5)
+    # uncertainties 1.5% each: the -6.4% img/s/W change is beyond them (no caveat)
+    a = result(691.2, ips=47, watts=5.5, power_pct=1.0, throughput_pct=0.5)
+    b = result(998.4, ips=60, watts=7.5, power_pct=1.0, throughput_pct=0.5)
     changes = {c.metric: c for c in compare.compare(a, b)}
     assert changes["img/s"].ratio == pytest.approx(60 / 47 - 1)
     assert changes["img/s"].verdict == "better"
@@ -135,6 +137,12 @@ def test_compare_change_per_metric():
     assert compare.caveats(a, b) == []
     assert compare.caveats(a, result(691.2, simulated=False)) == [
         "one result is from a SIMULATED board"]
+    # 47/5.5 = 8.545 vs 48/5.5 = 8.727: +2.1%, within 5% + 5%; and B invalid.
+    bad = result(691.2, ips=48, watts=5.5, reasons=("gpu ran at 76.8 MHz, 691.2 MHz applied",))
+    assert compare.caveats(result(691.2, ips=47, watts=5.5), bad) == [
+        "B is INVALID: gpu ran at 76.8 MHz, 691.2 MHz applied",
+        "the img/s/W change (+2.1%) is within the two results' uncertainties (+-5.0% and "
+        "+-5.0%)"]
 
 
 def test_plots_are_pngs_with_the_right_axes(tmp_path, monkeypatch):
