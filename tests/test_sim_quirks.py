@@ -58,6 +58,16 @@ def test_static_cur_never_follows(tmp_path):
     assert _read(node / "max_freq") == 691_200_000  # the knobs are kept
 
 
+def test_static_cur_on_the_tegra210_debugfs_override(tmp_path):
+    base = tmp_path / "b"
+    create_board("tx1-r24", base, quirks=["static-cur"])
+    clock = base / "sys/kernel/debug/clock"
+    (clock / "override.gbus/rate").write_text("691200000\n")
+    (clock / "override.gbus/state").write_text("1\n")
+    SimKernel(base).sync()
+    assert _read(clock / "gbus/rate") == 76_800_000  # never follows the override
+
+
 def test_qos_cap_holds_the_clock_below_the_pin(tmp_path):
     base = tmp_path / "b"
     create_board("tx1", base, quirks=["qos-cap"])

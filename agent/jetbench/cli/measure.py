@@ -315,6 +315,10 @@ def report(
         if not out.is_terminal:
             out.width = max(out.width, 140)
         out.print(tables.rich_table(docs))
+        err = console(stderr=True)
+        for line in tables.uncertainty_advice(docs):
+            err.print("[yellow]uncertainty:[/] ", end="")
+            err.print(line, soft_wrap=True, highlight=False, markup=False)
         print_invalid(docs)
     for p in written:
         typer.echo(f"plot: {p}")
