@@ -100,11 +100,13 @@ def test_qos_cap_is_invalid_and_not_called_throttling(tmp_path, tiny):
     assert (tmp_path / "out" / f"{doc['id']}.json").is_file()
 
 
-def _move_knobs_mid_window(node, pinned_hz, to_hz, stop):
-    """Another agent rewrites the GPU knobs once the pinned clock has run a moment."""
-    while not stop.is_set() and (node / "cur_freq").read_text().strip() != str(pinned_hz):
-        time.sleep(0.01)
+def _move_knobs_mid_window(node, to_hz, timed, stop):
+    """Another agent rewrites the GPU knobs once the window has been open a moment."""
+    timed.wait(timeout=60)
+    if stop.is_set():
+        return
     time.sleep(0.4)
+    pinned_hz = int((node / "max_freq").read_text())
     first, second = ("max_freq", "min_freq") if to_hz > pinned_hz else ("min_freq", "max_freq")
     (node / first).write_text(f"{to_hz}\n")
     (node / second).write_text(f"{to_hz}\n")
@@ -114,15 +116,20 @@ def _move_knobs_mid_window(node, pinned_hz, to_hz, stop):
 def test_clock_moved_mid_window_either_way_is_invalid(tmp_path, tiny, to_hz, word):
     base = _board(tmp_path, "tx1")
     node = base / T210_GPU
-    stop = threading.Event()
-    mover = threading.Thread(target=_move_knobs_mid_window,
-                             args=(node, 691_200_000, to_hz, stop))
+    stop, timed = threading.Event(), threading.Event()
+    mover = threading.Thread(target=_move_knobs_mid_window, args=(node, to_hz, timed, stop))
     mover.start()
+
+    def progress(done, total, label, phase, fraction):
+        if phase == "timed":
+            timed.set()
+
     try:
         report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("690MHz",),
-                                           duration_s=1.5))
+                                           duration_s=1.5), progress=progress)
     finally:
         stop.set()
+        timed.set()
         mover.join()
     doc = report.results[0]
     assert doc["validity"]["valid"] is False
