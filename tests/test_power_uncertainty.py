@@ -155,3 +155,14 @@ def test_meter_accuracy_option():
     source = serial_source(spec)
     acc = channel_accuracies(Root("/nonexistent-root-for-test"), [source])
     assert [a.worst_case_w(50.0) for a in acc.values()] == [pytest.approx(0.2)]
+
+
+def test_another_sensor_family_is_unknown_not_ina3221(tmp_path):
+    base = tmp_path / "orin-nano"
+    create_board("orin-nano", base)
+    root = Root(base)
+    rails = detect_rails(root)
+    (base / rails[0].device.lstrip("/") / "name").write_text("ina238\n")
+    acc = channel_accuracies(root, [Ina3221Source(root, rails)], "orin-nano")
+    assert acc[f"ina3221/{rails[0].name}"].worst_case_w(10.0) is None
+    assert "ina238" in acc[f"ina3221/{rails[0].name}"].basis

@@ -85,8 +85,15 @@ def meter_accuracy(protocol: str, given: Optional[str]) -> Accuracy:
                     known=False)
 
 
+INA3221_NAMES = ("ina3221", "ina3221x")  # the driver's `name` file (hwmon / iio)
+
+
 def _ina_accuracy(root: Root, rail: Any, family: Optional[str]) -> Accuracy:
     d, n = rail.device.rstrip("/"), rail.channel
+    chip = root.read(f"{d}/name", default="") or ""
+    if chip not in INA3221_NAMES:  # another sensor family: these limits are not its own
+        return Accuracy(f"{rail.name}: no accuracy table for sensor {chip or 'unknown'}",
+                        known=False)
     if rail.layout == "hwmon":
         micro_ohm = root.read_int(f"{d}/shunt{n}_resistor", default=None)
         bus_mv = root.read_int(f"{d}/in{n}_input", default=None)
