@@ -19,9 +19,10 @@ def create(
     directory: Path = typer.Argument(..., help="New (or empty) directory for the tree."),
     board: str = typer.Option("tx1", "--board", "-b", help="tx1-r24, tx1, nano, tx2, "
                               "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-nano."),
-    quirk: List[str] = typer.Option([], "--quirk", help="A real-kernel behaviour to show "
-                                    "(repeatable): static-cur, amu-cpu, qos-cap, late-gpu, "
-                                    "round-emc (see HARDWARE.md, What real kernels do)."),
+    quirk: List[str] = typer.Option([], "--quirk", metavar="NAME",
+                                    help="A real-kernel behaviour to show (repeatable): "
+                                    "static-cur, amu-cpu, qos-cap, late-gpu, round-emc "
+                                    "(see HARDWARE.md, What real kernels do)."),
 ) -> None:
     """Write a simulated board's tree. Use it with `jetbench --root DIR ...`."""
     from ..sim.create import create_board
