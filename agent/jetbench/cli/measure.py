@@ -377,6 +377,9 @@ def demo(
     for line in result.report.advice:
         console(stderr=True).print(f"advice: {line}", soft_wrap=True, highlight=False,
                                    markup=False)
+    for line in tables.uncertainty_advice(result.report.results):
+        console(stderr=True).print(f"uncertainty: {line}", soft_wrap=True, highlight=False,
+                                   markup=False)
     con.print(f"clocks: {result.report.restored}")
     con.print(f"results: {result.out_dir}", soft_wrap=True)
     for p in result.plots:
