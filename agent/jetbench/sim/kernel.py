@@ -384,14 +384,15 @@ class SimKernel:
 
     def _load(self) -> float:
         """Cores this process used since the last pass, leaving out the calling (kernel)
-        thread's own time, smoothed over ~ACTIVITY_TAU_S: the load the board "sees"."""
+        thread's own time, averaged over ~AMU_LOAD_TAU_S: the load the board "sees"."""
         now, cpu, own = time.monotonic(), time.process_time(), time.thread_time()
         then, cpu_then, own_then = self._load_mark
         self._load_mark = (now, cpu, own)
         wall = now - then
         if wall > 0:
             raw = max(0.0, (cpu - cpu_then) - (own - own_then)) / wall
-            self._load_cores += (raw - self._load_cores) * (1.0 - math.exp(-wall / ACTIVITY_TAU_S))
+            weight = 1.0 - math.exp(-wall / Q.AMU_LOAD_TAU_S)
+            self._load_cores += (raw - self._load_cores) * weight
         return self._load_cores
 
     def _online_fraction(self) -> float:
