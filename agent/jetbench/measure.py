@@ -89,6 +89,7 @@ class MeasureReport:
     restored: Optional[str] = None  # what happened to the clocks at the end
     setup_s: Optional[float] = None  # measure start -> first timed iteration
     advice: List[str] = field(default_factory=list)  # "fp16 is 15x slower than fp32 here..."
+    fallback: Optional[str] = None  # --out failed mid-run: where the results went instead
 
     @property
     def invalid(self) -> List[Dict[str, Any]]:
@@ -171,6 +172,8 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
 
     t_start = time.monotonic()
     validate(request)
+    if request.out_dir is not None:
+        io.check_out_dir(request.out_dir)  # before any work: a bad --out costs no run
     report = MeasureReport(out_dir=request.out_dir)
     with open_board(root) as board:
         report.simulated = board.simulated
@@ -185,16 +188,6 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
             report.restored = _put_back(root, request, had_journal, state.steps)
     report.advice = precision_advice(report.results)
     return report
-
-
-def _free_path(path: Path) -> Path:
-    """`stem-2.json`, `stem-3.json`...: the first name whose JSON and CSV are both free."""
-    n = 2
-    while True:
-        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
-        if not candidate.exists() and not candidate.with_suffix(".csv").exists():
-            return candidate
-        n += 1
 
 
 def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
@@ -296,8 +289,6 @@ class _State:
                     self.report.paths.append(json_path)
                     self.report.skipped.append(point.id)
                     continue
-            if json_path is not None and json_path.exists():
-                json_path = _free_path(json_path)  # never overwrite an earlier measurement
             if not self._sampler_started:
                 self._sampler_started = True
                 self.start_sampler()
@@ -305,13 +296,26 @@ class _State:
             self.pin(point.gpu_freq, on_applied)
             doc, csv_text = self.one(point, k, total)
             if json_path is not None:
-                if csv_text is not None:
-                    io.atomic_write_text(json_path.with_suffix(".csv"), csv_text)
-                io.write_json(json_path, doc)  # last: its presence marks the point done
+                # A free name claimed atomically: never over an earlier measurement, nor over
+                # one another run into the same --out is writing now.
+                json_path = self.write(json_path, doc, csv_text)
+                out = json_path.parent
                 self.report.paths.append(json_path)
             self.report.results.append(doc)
             if on_result is not None:
                 on_result(doc, json_path)
+
+    def write(self, json_path: Path, doc: Dict[str, Any], csv_text: Optional[str]) -> Path:
+        """Claim a free name; if --out fails now (removed, full, unmounted), keep the result
+        and this run's later ones in a fallback directory the report names."""
+        try:
+            return io.claim_result(json_path, doc, csv_text)
+        except OSError as err:
+            fallback = io.fallback_dir()
+            self.report.fallback = (f"could not write {json_path} ({err.strerror or err}); "
+                                    f"results from here on are in {fallback}")
+            self.report.out_dir = fallback
+            return io.claim_result(fallback / json_path.name, doc, csv_text)
 
     def one(self, point: Point, k: int, total: int) -> Tuple[Dict[str, Any], Optional[str]]:
         from .tuning.apply import read_clocks

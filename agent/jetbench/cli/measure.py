@@ -126,6 +126,7 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
             plots += report_plots(loaded, report.out_dir, traces=False)
     if as_json:
         print_json({"simulated": report.simulated, "out_dir": str(report.out_dir),
+                    "out_fallback": getattr(report, "fallback", None),
                     "clocks": report.restored, "results": docs,
                     "advice": list(getattr(report, "advice", [])),
                     "plots": [str(p) for p in plots]})
@@ -146,6 +147,9 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     if report.skipped:
         out.print(f"resumed: {len(report.skipped)} point(s) already measured, skipped")
     out.print(f"clocks: {report.restored}")
+    if getattr(report, "fallback", None):
+        err.print("[yellow]warning:[/] ", end="")
+        err.print(report.fallback, soft_wrap=True, highlight=False, markup=False)
     if report.out_dir is not None and report.paths:
         out.print(f"results: {report.out_dir} ({len(report.paths)} JSON + CSV trace each)",
                   soft_wrap=True)

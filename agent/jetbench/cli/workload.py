@@ -4,9 +4,6 @@ Module level imports typer and the stdlib only; torch loads inside the library c
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, List, Optional
@@ -79,6 +76,10 @@ def time_cmd(
         input_shape=parse_input_shape(input_shape) if input_shape else None,
         layers=layers, check=check,
     )
+    if out is not None:
+        from ..report.io import check_out_dir
+
+        check_out_dir(out)  # before any work: a bad --out costs no run
     with _LazyProgress(enabled=not as_json) as bar:
         report = time_models(request, progress=bar.update)
     doc = report.to_dict()
@@ -190,18 +191,17 @@ def _render_checks(con: Any, checks: Any) -> None:
 
 
 def _write_json(path: Path, doc: Any) -> None:
-    """Atomic: a reader sees the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=".time.", suffix=".json")
+    """Atomic (a reader sees the old file or the whole new one); if the directory fails now,
+    the results go to a fallback directory that the warning names."""
+    from ..report.io import fallback_dir, write_json
+
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        write_json(path, doc)
+    except OSError as err:
+        saved = write_json(fallback_dir() / path.name, doc)
+        console(stderr=True).print(f"warning: could not write {path} ({err.strerror or err}); "
+                                   f"results written to {saved}", soft_wrap=True,
+                                   markup=False, highlight=False)
 
 
 class _LazyProgress:

@@ -2,7 +2,12 @@
 
 Every write goes to a temporary file in the same directory, is fsynced, renamed over the
 target, and the directory is fsynced; a kill at any moment leaves at most a stale `.tmp`
-file, which readers ignore.
+file, which readers ignore and the next run into that directory removes.
+
+A new result *claims* its name atomically (`os.link` of the finished temporary, which fails
+if the name exists): two runs into one --out never write the same name, and neither file is
+lost. Files get the mode the umask gives a normal file (0644 under 022) and, under sudo, the
+invoking user's ownership (SUDO_UID/SUDO_GID), so the user can read and delete them.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from ..errors import UsageError
 from .schema import check
@@ -20,24 +25,146 @@ from .schema import check
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def atomic_write_text(path: PathLike, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+STALE_TMP_AGE_S = 60.0  # a temporary this old belongs to no running writer
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def give_to_invoking_user(path: PathLike) -> None:
+    """Under sudo, hand a file or directory we created to the user who ran sudo."""
+    uid, gid = os.environ.get("SUDO_UID", ""), os.environ.get("SUDO_GID", "")
+    if not uid.isdigit():
+        return
     try:
+        os.chown(path, int(uid), int(gid) if gid.isdigit() else -1)
+    except OSError:
+        pass  # not root (nothing to hand over) or a filesystem without owners
+
+
+def _write_tmp(directory: Path, name: str, text: str) -> str:
+    """A fsynced temporary beside the target, with a normal file's mode and owner."""
+    fd, tmp = tempfile.mkstemp(dir=str(directory), prefix=f".{name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        give_to_invoking_user(tmp)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(path: PathLike) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def atomic_write_text(path: PathLike, text: str) -> Path:
+    """Write (or replace) `path` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _write_tmp(path.parent, path.name, text)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def _link_new(tmp: str, target: Path) -> bool:
+    """Give `tmp` the name `target` only if no file has it (atomic); False if taken."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    except OSError:
+        # A filesystem without hard links: claim the name with O_EXCL, then fill it.
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 & ~_umask())
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as fh, open(tmp, encoding="utf-8") as src:
+            fh.write(src.read())
+            fh.flush()
+            os.fsync(fh.fileno())
+        give_to_invoking_user(target)
+    return True
+
+
+def _candidates(path: Path) -> Iterable[Path]:
+    yield path
+    n = 2
+    while True:
+        yield path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+
+
+def claim_result(json_path: PathLike, doc: Dict[str, Any], csv_text: Optional[str]) -> Path:
+    """Write a new result (and its trace CSV) under the first free name `stem.json`,
+    `stem-2.json`, ...; never over an existing file, even with another run writing into the
+    same directory at the same moment. The CSV is claimed first, then the JSON (its presence
+    marks the point done); `doc["power"]["trace_csv"]` names the CSV actually written."""
+    json_path = Path(json_path)
+    directory = json_path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    csv_tmp = _write_tmp(directory, json_path.stem + ".csv", csv_text) \
+        if csv_text is not None else None
+    try:
+        for candidate in _candidates(json_path):
+            csv_path = candidate.with_suffix(".csv")
+            if csv_tmp is not None:
+                if not _link_new(csv_tmp, csv_path):
+                    continue
+                (doc.get("power") or {})["trace_csv"] = csv_path.name
+            elif csv_path.exists():
+                continue
+            text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+            json_tmp = _write_tmp(directory, candidate.name, text)
+            try:
+                claimed = _link_new(json_tmp, candidate)
+            finally:
+                _unlink(json_tmp)
+            if claimed:
+                _fsync_dir(directory)
+                return candidate
+            if csv_tmp is not None:
+                _unlink(csv_path)  # ours: we just linked it
+        raise AssertionError("unreachable")  # _candidates never ends
+    finally:
+        if csv_tmp is not None:
+            _unlink(csv_tmp)
+
+
+def clean_stale_tmp(directory: PathLike, older_than_s: float = STALE_TMP_AGE_S) -> List[Path]:
+    """Remove `.*.tmp` files a killed writer left in `directory` (only old ones: a writer
+    running now keeps its temporary for well under a second)."""
+    import time
+
+    removed: List[Path] = []
+    now = time.time()
+    try:
+        entries = list(Path(directory).glob(".*.tmp"))
+    except OSError:
+        return removed
+    for tmp in entries:
+        try:
+            if tmp.is_file() and not tmp.is_symlink() and now - tmp.stat().st_mtime > older_than_s:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            pass
+    return removed
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -150,3 +277,36 @@ def trace_path(doc: Dict[str, Any]) -> Path:
     """The trace CSV beside a result loaded from disk (may not exist)."""
     name = (doc.get("power") or {}).get("trace_csv") or ""
     return Path(doc.get("_path", ".")).parent / name if name else Path("/nonexistent")
+
+
+def check_out_dir(path: PathLike, option: str = "--out") -> Path:
+    """Before any work: `path` is a directory (made if missing) in which a file can be
+    created; else a UsageError naming the user's path. Stale temporaries of a killed run are
+    removed."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {path}: exists and is not a directory",
+                         hint="give a directory (it is created if missing)")
+    missing = not path.exists()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=str(path), prefix=".jetbench-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UsageError(f"{option} {path}: cannot write there ({err.strerror or err})",
+                         hint="choose a directory you can write to") from err
+    if missing:
+        give_to_invoking_user(path)
+    clean_stale_tmp(path)
+    return path
+
+
+def fallback_dir() -> Path:
+    """Where results go when their --out failed at the end: a new directory in the system's
+    temporary directory (named in the message that reports the failure)."""
+    import time
+
+    path = Path(tempfile.mkdtemp(prefix=time.strftime("jetbench-results-%Y%m%d-%H%M%S-")))
+    give_to_invoking_user(path)
+    return path
