@@ -27,7 +27,23 @@ def open_root(ctx: typer.Context):
     """The filesystem root every hardware access goes through."""
     from ..hw.fs import Root
 
-    return Root(global_options(ctx).root)
+    path = global_options(ctx).root
+    check_root(path)
+    return Root(path)
+
+
+def check_root(path: Path) -> None:
+    """A mistyped --root/JETBENCH_ROOT is an error naming it, not an empty "Linux host"."""
+    import os
+
+    from ..errors import UsageError
+
+    given = "JETBENCH_ROOT" if os.environ.get("JETBENCH_ROOT") == str(path) else "--root"
+    hint = "a board root has sys/ under it: `jetbench sim create --board tx1 DIR` makes one"
+    if not path.is_dir():
+        raise UsageError(f"{given} {path}: no such directory", hint=hint)
+    if not (path / "sys").is_dir():
+        raise UsageError(f"{given} {path}: has no sys/ directory (not a board root)", hint=hint)
 
 
 def console(stderr: bool = False):
