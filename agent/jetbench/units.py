@@ -14,6 +14,7 @@ MIN = "min"
 FreqSpec = Union[int, str]  # Hz, or MAX / MIN
 
 _FREQ_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmg]?hz)?\s*$", re.IGNORECASE)
+BARE_HZ_MIN = 1_000_000  # a bare number below 1 MHz is a forgotten unit, not a clock
 _FREQ_SCALE = {None: 1, "hz": 1, "khz": 1_000, "mhz": 1_000_000, "ghz": 1_000_000_000}
 
 
@@ -38,6 +39,9 @@ def parse_freq(text: Union[str, int, float]) -> FreqSpec:
     hz = int(round(float(number) * _FREQ_SCALE[unit.lower() if unit else None]))
     if hz <= 0:
         raise UsageError(f"frequency must be positive: {text!r}")
+    if unit is None and hz < BARE_HZ_MIN:
+        raise UsageError(f"{str(text).strip()!r} is {hz} Hz: a bare number is Hz, and no clock "
+                         "runs that slow", hint=f"did you mean {number}MHz?")
     return hz
 
 

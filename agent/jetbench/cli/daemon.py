@@ -66,7 +66,7 @@ def status(
     rows = [
         ("state", reply.get("summary", "")),
         ("board", f"{reply['board']['model']} ({reply['board']['family']})"
-         + (" [simulated]" if reply.get("simulated") else "")),
+         + (" SIMULATED (not hardware)" if reply.get("simulated") else "")),
         ("profile", reply.get("profile") or "-"),
         ("since", f"{reply.get('started')} (pid {reply.get('pid')})"),
         ("drift re-pins", str(counters.get("repins", 0))),
@@ -105,7 +105,7 @@ def install_service(
 
     exe = str(executable) if executable else _this_executable()
     _print_actions(install(dest, exe, profile=profile, metrics=metrics, interval=interval,
-                           start=not no_start, dry_run=dry_run))
+                           start=not no_start, dry_run=dry_run), dry_run)
 
 
 def uninstall_service(
@@ -117,7 +117,7 @@ def uninstall_service(
     """Stop and disable the service (the board is restored on stop), remove unit and rules."""
     from ..daemon.install import uninstall
 
-    _print_actions(uninstall(dest, dry_run=dry_run, remove_group=remove_group))
+    _print_actions(uninstall(dest, dry_run=dry_run, remove_group=remove_group), dry_run)
 
 
 def _this_executable() -> str:
@@ -136,6 +136,8 @@ def _this_executable() -> str:
     return found
 
 
-def _print_actions(actions) -> None:
+def _print_actions(actions, dry_run: bool = False) -> None:
+    if dry_run:
+        typer.echo("dry run: nothing below was done")
     for action in actions:
         typer.echo(f"{action.kind:7} {action.what}")

@@ -29,6 +29,26 @@ def _click_errors() -> tuple:
 _CLICK_ERROR = _click_errors()
 
 
+def _flags_show_no_type() -> None:
+    """Recent typer shows `<bool>` as the type of every flag in --help, although a flag takes
+    no value: show nothing there (older typer has no such method and needs nothing)."""
+    option_cls = getattr(getattr(typer, "core", None), "TyperOption", None)
+    original = getattr(option_cls, "display_type_rich", None)
+    if original is None or getattr(original, "_no_flag_type", False):
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> Any:
+        if getattr(self, "is_flag", False) and getattr(self, "metavar", None) is None:
+            return None
+        return original(self, ctx)
+
+    display_type_rich._no_flag_type = True  # type: ignore[attr-defined]
+    option_cls.display_type_rich = display_type_rich  # type: ignore[union-attr]
+
+
+_flags_show_no_type()
+
+
 class _JetbenchGroup(TyperGroup):
     """Runs every command under one error handler (also under typer's CliRunner)."""
 

@@ -30,8 +30,10 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
     from ..units import parse_duration_s
     from ..workload.custom import parse_input_shape
     from ..workload.precision import parse_precisions
+    from ..workload.registry import check_model_names
     from ..workload.session import parse_batches
 
+    check_model_names(_split(model))  # a misspelt name: at once, before torch loads
     batches = parse_batches(batch)
     if isinstance(batches, str):
         from ..errors import UsageError

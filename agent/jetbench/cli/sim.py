@@ -54,6 +54,11 @@ def run(
 
     if not (directory / "etc/jetbench/simulated.json").is_file():
         raise UsageError(f"not a simulated board: {directory}")
+    until = f"for {duration:g} s" if duration > 0 else "until Ctrl-C"
+    console(stderr=True).print(
+        f"simulating the kernel of {directory} {until}: clocks follow writes, rails follow the "
+        "power model (other tools can read the tree now)", soft_wrap=True, markup=False,
+        highlight=False)
     with SimKernel(directory):
         end = time.monotonic() + duration if duration > 0 else None
         while end is None or time.monotonic() < end:

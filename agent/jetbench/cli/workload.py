@@ -59,9 +59,11 @@ def time_cmd(
     from ..units import parse_duration_s
     from ..workload.custom import parse_input_shape
     from ..workload.precision import parse_precisions
+    from ..workload.registry import check_model_names
     from ..workload.session import TimeRequest, parse_batches, parse_bytes, time_models
     from ..workload.workload import RunOptions
 
+    check_model_names(m.strip() for m in model.split(",") if m.strip())  # before torch loads
     options = RunOptions(
         mode=mode, cudnn=not no_cudnn, cudnn_benchmark=cudnn_benchmark,
         channels_last=channels_last, cuda_graph=cuda_graph, compile=compile_, threads=threads,

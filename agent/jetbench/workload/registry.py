@@ -23,6 +23,7 @@ class ModelSpec:
     factory: str  # "module:function" inside jetbench.workload.models, called with seed=...
     kwargs: Tuple[Tuple[str, Any], ...] = ()
     params: Optional[int] = None
+    macs_per_image: int = 0  # conv + fc multiply-accumulates at input_shape (macs.py counts)
 
     def build(self, seed: int = 0) -> Any:
         """A torch.nn.Module with Gaussian weights (imports torch)."""
@@ -36,25 +37,27 @@ _IMAGENET = (3, 224, 224)
 
 _SPECS: List[ModelSpec] = [
     ModelSpec("alexnet", "AlexNet, BVLC deploy (LRN, grouped conv)", (3, 227, 227),
-              "alexnet:alexnet", params=60_965_224),
+              "alexnet:alexnet", params=60_965_224, macs_per_image=724_406_816),
     ModelSpec("caffenet", "CaffeNet, BVLC reference (pool before LRN)", (3, 227, 227),
-              "alexnet:caffenet", params=60_965_224),
+              "alexnet:caffenet", params=60_965_224, macs_per_image=724_406_816),
     ModelSpec("googlenet", "GoogLeNet / Inception-v1, BVLC deploy", _IMAGENET,
-              "googlenet:googlenet", params=6_998_552),
+              "googlenet:googlenet", params=6_998_552, macs_per_image=1_582_671_872),
     ModelSpec("resnet18", "ResNet-18", _IMAGENET, "resnet:resnet", (("depth", 18),),
-              params=11_689_512),
+              params=11_689_512, macs_per_image=1_814_073_344),
     ModelSpec("resnet34", "ResNet-34", _IMAGENET, "resnet:resnet", (("depth", 34),),
-              params=21_797_672),
+              params=21_797_672, macs_per_image=3_663_761_408),
     ModelSpec("resnet50", "ResNet-50", _IMAGENET, "resnet:resnet", (("depth", 50),),
-              params=25_557_032),
+              params=25_557_032, macs_per_image=4_089_184_256),
     ModelSpec("resnet101", "ResNet-101", _IMAGENET, "resnet:resnet", (("depth", 101),),
-              params=44_549_160),
+              params=44_549_160, macs_per_image=7_801_405_440),
     ModelSpec("resnet152", "ResNet-152", _IMAGENET, "resnet:resnet", (("depth", 152),),
-              params=60_192_808),
-    ModelSpec("vgg16", "VGG-16 (configuration D)", _IMAGENET, "vgg:vgg16", params=138_357_544),
-    ModelSpec("vgg19", "VGG-19 (configuration E)", _IMAGENET, "vgg:vgg19", params=143_667_240),
+              params=60_192_808, macs_per_image=11_513_626_624),
+    ModelSpec("vgg16", "VGG-16 (configuration D)", _IMAGENET, "vgg:vgg16", params=138_357_544,
+              macs_per_image=15_470_264_320),
+    ModelSpec("vgg19", "VGG-19 (configuration E)", _IMAGENET, "vgg:vgg19", params=143_667_240,
+              macs_per_image=19_632_062_464),
     ModelSpec("mobilenet_v2", "MobileNetV2 1.0 (edge network)", _IMAGENET,
-              "mobilenet:mobilenet_v2", params=3_504_872),
+              "mobilenet:mobilenet_v2", params=3_504_872, macs_per_image=300_774_272),
 ]
 
 _BY_NAME: Dict[str, ModelSpec] = {spec.name: spec for spec in _SPECS}
@@ -70,12 +73,24 @@ def get_spec(name: str) -> ModelSpec:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _BY_NAME:
-        raise UsageError(
-            f"unknown model: {name!r}",
-            hint="`jetbench models` lists the built-in networks; your own model is a TorchScript "
-            "file (model.pt) or module:callable with --input-shape",
-        )
+        import difflib
+
+        close = difflib.get_close_matches(key, [*_BY_NAME, *_ALIASES], n=1, cutoff=0.6)
+        hint = "`jetbench models` lists the built-in networks; your own model is a TorchScript " \
+            "file (model.pt) or module:callable with --input-shape"
+        raise UsageError(f"unknown model: {name!r}"
+                         + (f" (did you mean {close[0]!r}?)" if close else ""), hint=hint)
     return _BY_NAME[key]
+
+
+def check_model_names(names: Any) -> None:
+    """Every name is a built-in network or looks like the user's own (file, module:callable):
+    a misspelt name is refused at once, with a suggestion, before torch is imported."""
+    from .custom import looks_custom
+
+    for name in names:
+        if not is_builtin(name) and not looks_custom(name):
+            get_spec(name)
 
 
 def is_builtin(name: str) -> bool:

@@ -115,7 +115,8 @@ def parse_batches(text: str) -> Union[Tuple[int, ...], str]:
     except ValueError as err:
         raise UsageError(f"not a batch list: {text!r}", hint="use e.g. 1,32 or sweep") from err
     if not sizes or min(sizes) < 1:
-        raise UsageError(f"not a batch list: {text!r}", hint="use e.g. 1,32 or sweep")
+        raise UsageError(f"not a batch list: {text!r} (batch sizes start at 1)",
+                         hint="use e.g. 1,32 or sweep")
     return sizes
 
 
