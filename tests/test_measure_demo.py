@@ -25,3 +25,17 @@ def test_demo_measures_fp32_and_fp16_on_a_simulated_tx1(tmp_path, tiny):  # noqa
     assert len(result.plots) == 2 and all(png_size(p) == (900, 500) for p in result.plots)
     assert result.report.restored == "restored"
     assert sorted(p.suffix for p in out.iterdir()) == [".csv"] * 2 + [".json"] * 2 + [".png"] * 2
+
+
+def test_demo_with_out_leaves_no_temporary_directory(tmp_path, tiny, monkeypatch):  # noqa: F811
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    out = tmp_path / "demo"
+    request = demo_request(out, models=("jb_tinynet:tiny",), precisions=("fp32",),
+                           duration_s=0.3, iterations=2, warmup_s=0.0, idle_s=0.2,
+                           input_shape=(3, 16, 16))
+    result = run_demo(out, request=request)
+    assert result.report.paths and list(scratch.iterdir()) == []

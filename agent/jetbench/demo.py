@@ -56,7 +56,8 @@ def run_demo(out_dir: Optional[Path] = None, progress: Optional[Progress] = None
         request = request or demo_request(out)
         report = measure(Root(board_dir), request, progress=progress)
     finally:
-        shutil.rmtree(board_dir, ignore_errors=True)
+        # With --out the whole work directory goes; else only the board (results stay).
+        shutil.rmtree(work if out_dir is not None else board_dir, ignore_errors=True)
     plots = []
     for doc, path in zip(report.results, report.paths):
         csv = path.with_suffix(".csv")
