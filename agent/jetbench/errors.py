@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -70,3 +70,16 @@ class MeasurementInvalid(JetbenchError):
 class OutOfMemory(HardwareError):
     """The workload did not fit in the device's memory (a real allocator OOM, or a limit the
     caller set). Batch sweeps record it as a row and carry on."""
+
+
+# What an interrupted command wants said under "interrupted" (the clocks' fate, where the
+# finished results are); the CLI prints these when it turns Ctrl-C into exit 130.
+_INTERRUPT_NOTES: List[str] = []
+
+
+def set_interrupt_notes(lines: List[str]) -> None:
+    _INTERRUPT_NOTES[:] = list(lines)
+
+
+def interrupt_notes() -> List[str]:
+    return list(_INTERRUPT_NOTES)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .errors import OutOfMemory, UsageError
+from .errors import OutOfMemory, UsageError, set_interrupt_notes
 from .hw.board import Board
 from .hw.fs import Root
 from .report import io
@@ -181,13 +181,31 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
         points = plan_points(request, board)
         had_journal = bool(journal.load(root))
         state = _State(root, board, request, report, progress, t_start)
+        put_back_tried = False
         try:
             state.run(points, on_result, on_applied)
+        except KeyboardInterrupt:
+            # What the user needs after Ctrl-C: the clocks' fate and the finished results
+            # (the CLI prints these notes under "interrupted").
+            state.stop_sampler()
+            set_interrupt_notes(["clocks: maybe still pinned: `jetbench restore` puts them back"])
+            put_back_tried = True
+            report.restored = _put_back(root, request, had_journal, state.steps)
+            set_interrupt_notes([f"clocks: {report.restored}", _finished_note(report)])
+            raise
         finally:
             state.stop_sampler()
-            report.restored = _put_back(root, request, had_journal, state.steps)
+            if not put_back_tried:
+                report.restored = _put_back(root, request, had_journal, state.steps)
     report.advice = precision_advice(report.results)
     return report
+
+
+def _finished_note(report: MeasureReport) -> str:
+    done = [p for p in report.paths if p is not None]
+    if not done:
+        return "results: none finished"
+    return f"results: {len(done)} finished, in {report.out_dir}"
 
 
 def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
@@ -242,7 +260,8 @@ class _State:
 
     def stop_sampler(self) -> None:
         if self.sampler is not None:
-            self.sampler.stop()
+            self.sampler, sampler = None, self.sampler
+            sampler.stop()
 
     def pin(self, gpu_freq: Optional[str], on_applied: Any) -> None:
         from .tuning.apply import apply_profile, read_clocks

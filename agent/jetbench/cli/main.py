@@ -59,7 +59,7 @@ class _JetbenchGroup(TyperGroup):
             result = super().main(*args, **kwargs)
             code = result if isinstance(result, int) else 0
             if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C into Exit(130) by itself
-                sys.stderr.write("\ninterrupted\n")
+                sys.stderr.write("\ninterrupted\n" + _interrupt_notes())
         except JetbenchError as err:
             _report(err)
             code = err.exit_code
@@ -74,9 +74,16 @@ class _JetbenchGroup(TyperGroup):
             sys.stderr.write(f"jetbench: error: {err}\n")
             code = EXIT_HARDWARE
         except (typer.Abort, KeyboardInterrupt):
-            sys.stderr.write("\ninterrupted\n")
+            sys.stderr.write("\ninterrupted\n" + _interrupt_notes())
             code = EXIT_INTERRUPTED
         sys.exit(code)
+
+
+def _interrupt_notes() -> str:
+    """The interrupted command's notes: what became of the clocks, where the results are."""
+    from ..errors import interrupt_notes
+
+    return "".join(f"  {line}\n" for line in interrupt_notes())
 
 
 def _report(err: JetbenchError) -> None:
