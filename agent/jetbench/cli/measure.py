@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from .common import console, open_root, print_json
+from .render import print_table
 
 _PROGRESS_AFTER_S = 1.0
 
@@ -138,7 +139,7 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     if not out.is_terminal:
         out.width = max(out.width, 140)  # piped: never truncate figures
     if docs:
-        out.print(tables.long_table(docs, what) if long else tables.rich_table(docs, what))
+        print_table(out, tables.long_table(docs, what) if long else tables.rich_table(docs, what))
     err = console(stderr=True)
     for w in tables.warnings_of(docs):
         err.print("[yellow]warning:[/] ", end="")
@@ -320,7 +321,7 @@ def report(
         out = console()
         if not out.is_terminal:
             out.width = max(out.width, 140)
-        out.print(tables.rich_table(docs))
+        print_table(out, tables.rich_table(docs))
         err = console(stderr=True)
         for line in tables.uncertainty_advice(docs):
             err.print("[yellow]uncertainty:[/] ", end="")
@@ -352,7 +353,7 @@ def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: 
     for c in changes:
         change = "-" if c.ratio is None else f"{c.ratio:+.1%}"
         table.add_row(c.metric, fmt(c.a), fmt(c.b), change, c.verdict)
-    console().print(table)
+    print_table(console(), table)
     for note in notes:
         console(stderr=True).print(f"[yellow]note:[/] {note}", soft_wrap=True)
 
@@ -376,7 +377,7 @@ def demo(
         result = run_demo(out, progress=bar.update)
     if not con.is_terminal:
         con.width = max(con.width, 140)
-    con.print(tables.rich_table(result.report.results, "jetbench demo: Table 1"))
+    print_table(con, tables.rich_table(result.report.results, "jetbench demo: Table 1"))
     for w in tables.warnings_of(result.report.results):
         console(stderr=True).print(f"warning: {w}", soft_wrap=True, highlight=False,
                                    markup=False)

@@ -138,3 +138,28 @@ def monitor_table(row, simulated: bool):
     for name, temp in row.temps_c.items():
         table.add_row("temp", name, f"{temp:.1f} C", "")
     return table
+
+
+def print_table(con: Any, table: Any) -> None:
+    """Print a rich table whole: if its natural width does not fit the terminal, one block per
+    row instead (`column  value`), so no number is ever cut to `12…`."""
+    from rich.table import Table
+
+    natural = con.measure(table, options=con.options.update_width(10_000)).maximum
+    if natural <= con.width:
+        con.print(table)
+        return
+    if table.title:
+        con.print(table.title, soft_wrap=True)
+    headers = [" ".join(str(c.header).split()) for c in table.columns]
+    cells = [list(c.cells) for c in table.columns]
+    rows = max((len(c) for c in cells), default=0)
+    for r in range(rows):
+        block = Table(box=None, show_header=False, pad_edge=False)
+        block.add_column(no_wrap=True, style="bold")
+        block.add_column(overflow="fold")
+        for header, column in zip(headers, cells):
+            block.add_row(header, column[r] if r < len(column) else "")
+        con.print(block)
+        if r < rows - 1:
+            con.print()

@@ -11,6 +11,7 @@ from typing import Any, List, Optional
 import typer
 
 from .common import console, print_json
+from .render import print_table
 
 _PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
 
@@ -111,7 +112,7 @@ def models_cmd(
     for row in rows:
         table.add_row(row["name"], "x".join(map(str, row["input_shape"])),
                       f"{row['params']:,}", f"{row['gmacs_per_image']:.3f}", row["description"])
-    console().print(table)
+    print_table(console(), table)
 
 
 def _render(report: Any, out: Optional[Path]) -> None:
@@ -137,7 +138,7 @@ def _render(report: Any, out: Optional[Path]) -> None:
                       f"{r.images_per_s:.1f}", f"{lat.mean_ms:.2f}", f"{lat.p50_ms:.2f}",
                       f"{lat.p90_ms:.2f}", f"{lat.p99_ms:.2f}", f"{r.cv:.1%}",
                       "-" if r.gflops is None else f"{r.gflops:.1f}", row.status)
-    con.print(table)
+    print_table(con, table)
     for row in report.rows:
         if row.layers is not None:
             _render_layers(con, row)
@@ -171,7 +172,7 @@ def _render_layers(con: Any, row: Any) -> None:
         if train:
             cells.append(f"{layer.backward_ms:.3f}")
         table.add_row(*cells)
-    con.print(table)
+    print_table(con, table)
     con.print(f"Average Forward pass: {lt.forward_ms:.3f} ms.")
     if train:
         con.print(f"Average Backward pass: {lt.backward_ms:.3f} ms.")
@@ -189,7 +190,7 @@ def _render_checks(con: Any, checks: Any) -> None:
         table.add_row(a.model, a.precision, str(a.batch), f"{a.top1_agreement:.0%}",
                       f"{a.top5_agreement:.0%}", f"{a.max_abs_diff:.4g}",
                       f"{a.mean_abs_diff:.4g}", f"{a.reference_max_abs:.4g}")
-    con.print(table)
+    print_table(con, table)
 
 
 def _write_json(path: Path, doc: Any) -> None:
