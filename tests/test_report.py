@@ -94,7 +94,9 @@ def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
                                                      reasons=(reason,)),
             result(768.0, ips=52, watts=6.0)]
     headers, rows = tables.table_cells(docs)
-    assert headers == ["alexnet FP32 b1", "alexnet FP32 b1 INVALID", "alexnet FP32 b1"]
+    # Same network, three clocks: each column says its clock (issue 13.5).
+    assert headers == ["alexnet FP32 b1 @ 614 MHz", "alexnet FP32 b1 @ 691 MHz INVALID",
+                       "alexnet FP32 b1 @ 768 MHz"]
     assert dict(rows)["Valid"] == ["yes", "NO: 1 reason(s)", "yes"]
     md = tables.markdown(docs)
     assert f"- alexnet FP32 b1 @ 691 MHz: {reason}" in md

@@ -5,7 +5,7 @@ against batch size (the Addfor/Dell minibatch curves). Titles say SIMULATED when
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import schema
 from .io import read_trace_csv, trace_path
@@ -70,8 +70,37 @@ def _groups(docs: Sequence[Dict[str, Any]], key: Any) -> Dict[str, List[Dict[str
     return out
 
 
-def _series_key_freq(d: Dict[str, Any]) -> str:
-    return schema.label(d, with_clock=False)
+def _series_key_freq(docs: Sequence[Dict[str, Any]]) -> Callable[[Dict[str, Any]], str]:
+    """Network/precision/batch, plus the board when the results come from several boards:
+    results of one configuration on one board from several runs (directories, dates) are
+    repeats of one series, never a second line."""
+    boards_differ = len({(d.get("board") or {}).get("model") for d in docs}) > 1
+
+    def key(d: Dict[str, Any]) -> str:
+        board = f" ({(d.get('board') or {}).get('model') or '?'})" if boards_differ else ""
+        return schema.label(d, with_clock=False) + board
+
+    return key
+
+
+def _mean_of_repeats(pts: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Valid points at one clock: the mean, with an error bar that covers both the spread of
+    the repeats (sample standard deviation) and their own mean uncertainty."""
+    import statistics
+
+    def mean(key: str) -> Optional[float]:
+        values = [p[key] for p in pts if p[key] is not None]
+        return statistics.fmean(values) if values else None
+
+    ipj = [p["images_per_j"] for p in pts if p["images_per_j"] is not None]
+    own = [p["images_per_j_err"] for p in pts if p["images_per_j_err"] is not None]
+    spread = statistics.stdev(ipj) if len(ipj) >= 2 else 0.0
+    err: Optional[float] = max(spread, statistics.fmean(own)) if own else (
+        spread if len(ipj) >= 2 else None)
+    return {"mhz": pts[0]["mhz"], "images_per_s": mean("images_per_s"),
+            "images_per_j": mean("images_per_j"), "images_per_j_err": err,
+            "images_per_j_range": (min(ipj), max(ipj)) if ipj else None,
+            "repeats": len(pts), "valid": True}
 
 
 def _series_key_batch(d: Dict[str, Any]) -> str:
@@ -86,7 +115,7 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
     img/s/W, the img/s/W error bar (from `efficiency.uncertainty`; None = unknown) and whether
     the result is valid."""
     out: Dict[str, List[Dict[str, Any]]] = {}
-    for name, group in _groups(docs, _series_key_freq).items():
+    for name, group in _groups(docs, _series_key_freq(docs)).items():
         pts = []
         for d in group:
             hz, ipj = schema.gpu_hz(d), schema.images_per_j(d)
@@ -97,9 +126,17 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
                         "images_per_j": ipj,
                         "images_per_j_err": None if ipj is None or pct is None
                         else ipj * pct / 100.0,
-                        "valid": schema.is_valid(d)})
-        if pts:
-            out[name] = sorted(pts, key=lambda p: p["mhz"])
+                        "valid": schema.is_valid(d), "repeats": 1})
+        # Repeats (same clock, several runs): one point, their mean with its spread; invalid
+        # results stay single points (drawn apart).
+        by_clock: Dict[float, List[Dict[str, Any]]] = {}
+        for p in pts:
+            if p["valid"]:
+                by_clock.setdefault(p["mhz"], []).append(p)
+        merged = [_mean_of_repeats(g) if len(g) > 1 else g[0] for g in by_clock.values()]
+        merged += [p for p in pts if not p["valid"]]
+        if merged:
+            out[name] = sorted(merged, key=lambda p: p["mhz"])
     return out
 
 
@@ -111,6 +148,8 @@ def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE_IN[0], 7.0), sharex=True)
     invalid_labelled = False
     for name, pts in freq_series(docs).items():
+        if any(p.get("repeats", 1) > 1 for p in pts):
+            name += f" (mean of up to {max(p.get('repeats', 1) for p in pts)} runs)"
         good = [p for p in pts if p["valid"]]
         bad = [p for p in pts if not p["valid"]]
         if good:
@@ -175,7 +214,7 @@ def report_plots(docs: Sequence[Dict[str, Any]], out_dir: Path,
     (2+ batches), and a trace per run whose CSV is beside its JSON."""
     out_dir = Path(out_dir)
     written: List[Path] = []
-    if _distinct(docs, _series_key_freq, schema.gpu_hz):
+    if _distinct(docs, _series_key_freq(docs), schema.gpu_hz):
         written.append(plot_vs_freq(docs, out_dir / "efficiency_vs_gpu_clock.png"))
     if _distinct(docs, _series_key_batch, lambda d: (d.get("workload") or {}).get("batch")):
         written.append(plot_vs_batch(docs, out_dir / "throughput_vs_batch.png"))
@@ -183,8 +222,24 @@ def report_plots(docs: Sequence[Dict[str, Any]], out_dir: Path,
         for d in docs:
             csv = trace_path(d)
             if schema.is_ok(d) and csv.is_file():
-                written.append(plot_trace(d, csv, out_dir / f"{csv.stem}.trace.png"))
+                written.append(plot_trace(d, csv, _unused(out_dir, csv, written)))
     return written
+
+
+def _unused(out_dir: Path, csv: Path, written: List[Path]) -> Path:
+    """`stem.trace.png`; when another result of this call took that name (same stem from
+    another directory), `dirname-stem.trace.png`, then `-2`, `-3`...: never overwritten."""
+    taken = set(written)
+    path = out_dir / f"{csv.stem}.trace.png"
+    if path not in taken:
+        return path
+    stem = f"{csv.parent.name}-{csv.stem}"
+    path = out_dir / f"{stem}.trace.png"
+    n = 2
+    while path in taken:
+        path = out_dir / f"{stem}-{n}.trace.png"
+        n += 1
+    return path
 
 
 def png_size(path: Path) -> Tuple[int, int]:

@@ -8,6 +8,7 @@ and the (labelled) pre-regulation estimate.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
@@ -36,9 +37,46 @@ def _ipj_pct(doc: Dict[str, Any], power_pct: Optional[float]) -> Optional[float]
     return None if power_pct is None or thr is None else power_pct + thr
 
 
-def _header(doc: Dict[str, Any]) -> str:
-    text = schema.label(doc, with_clock=False)
+def _header(doc: Dict[str, Any], extra: str = "") -> str:
+    text = schema.label(doc, with_clock=False) + (f" {extra}" if extra else "")
     return text if schema.is_valid(doc) else f"{text} INVALID"
+
+
+def _run_dir(doc: Dict[str, Any]) -> str:
+    path = doc.get("_path")
+    return Path(path).parent.name if path else ""
+
+
+# What can tell two results of the same network apart, in the order shown.
+_DIFFERS = (
+    ("board", lambda d: (d.get("board") or {}).get("model") or ""),
+    ("clock", lambda d: f"@ {schema.gpu_hz(d) / 1e6:.0f} MHz" if schema.gpu_hz(d) else ""),
+    ("run", lambda d: f"[{_run_dir(d)}]" if _run_dir(d) else ""),
+    ("date", lambda d: str(d.get("created") or "")[:16].replace("T", " ")),
+)
+
+
+def distinguishing(docs: Sequence[Dict[str, Any]]) -> List[str]:
+    """Per result, the attributes (board, clock, run directory, date) that differ between
+    results of the same network/precision/batch: what a column or series must say."""
+    groups: Dict[str, List[int]] = {}
+    for i, d in enumerate(docs):
+        groups.setdefault(schema.label(d, with_clock=False), []).append(i)
+    out = [""] * len(docs)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        parts: List[List[str]] = [[] for _ in members]
+        for _name, get in _DIFFERS:
+            values = [get(docs[i]) for i in members]
+            if len(set(values)) > 1:
+                for k, v in enumerate(values):
+                    parts[k].append(v or "?")
+            if len({tuple(p) for p in parts}) == len(members):
+                break  # every column already distinct
+        for k, i in enumerate(members):
+            out[i] = " ".join(parts[k])
+    return out
 
 
 def title(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str:
@@ -51,7 +89,7 @@ def title(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str
 
 def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
     """(column headers, [(row label, one cell per result)])."""
-    headers = [_header(d) for d in docs]
+    headers = [_header(d, extra) for d, extra in zip(docs, distinguishing(docs))]
     rows: Rows = []
 
     def add(label: str, cells: List[str]) -> None:
