@@ -89,3 +89,57 @@ def test_stale_temporaries_are_removed_fresh_ones_kept(tmp_path):
     os.utime(stale, (old, old))
     assert io.clean_stale_tmp(tmp_path) == [stale]
     assert not stale.exists() and fresh.exists()
+
+
+def test_two_measure_runs_into_one_out_keep_both(tmp_path):
+    """Real `jetbench measure` processes, two simulated boards, one --out, started together."""
+    from test_measure_e2e import write_tiny
+
+    from conftest import make_board
+
+    write_tiny(tmp_path)
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
+    procs = []
+    for key in ("tx1", "nano"):
+        base = make_board(tmp_path, key)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure",
+             "--model", "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2",
+             "--warmup", "0", "--duration", "0.5", "--device", "cpu", "--out", str(out),
+             "--json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE))
+    reports = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=300)
+        assert p.returncode in (0, 3), stderr.decode()
+        reports.append(json.loads(stdout))
+    families = sorted(json.loads(p.read_text())["board"]["family"] for p in out.glob("*.json"))
+    assert families == ["nano", "tx1"]  # both results kept, under two names
+    assert len(list(out.glob("*.csv"))) == 2
+
+
+def test_next_run_cleans_stale_temporaries_of_a_killed_one(tmp_path):
+    from test_measure_e2e import write_tiny
+
+    write_tiny(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / ".time.json.x1y2.tmp"
+    stale.write_text("{half")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    res = subprocess.run(
+        [sys.executable, "-m", "jetbench.cli.main", "time", "--model", "jb_tinynet:tiny",
+         "--input-shape", "3,16,16", "--iterations", "2", "--duration", "0", "--warmup", "0",
+         "--device", "cpu", "--out", str(out)], cwd=tmp_path, capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "agent")), timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert not stale.exists() and (out / "time.json").is_file()
+    assert (out / "time.json").stat().st_mode & 0o777 == 0o666 & ~_current_umask()
+
+
+def _current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
