@@ -25,8 +25,16 @@ from jetbench.hw.clocks.common import ClockReading
     (b'{"cmd":"readings"}', Request("readings")),
     (b'{"cmd": "apply", "profile": "tx1-690mhz"}', Request("apply", "tx1-690mhz")),
     (b'{"cmd": "apply", "profile": "my_profile.v2"}', Request("apply", "my_profile.v2")),
+    (b'{"cmd": "maxperf"}', Request("maxperf")),
+    (b'{"cmd": "maxperf", "fan": true}', Request("maxperf", fan=True)),
+    (b'{"cmd": "lease", "who": "measure"}', Request("lease", who="measure")),
+    (b'{"cmd": "status", "x": "[[[{{{"}', None),  # brackets inside strings are not nesting
 ])
 def test_protocol_accepts(line, expected):
+    if expected is None:
+        with pytest.raises(ProtocolError, match="unexpected key"):
+            parse_request(line)
+        return
     assert parse_request(line) == expected
 
 
@@ -48,6 +56,12 @@ def test_protocol_accepts(line, expected):
     (b'{"cmd": "apply", "profile": "' + b"a" * 65 + b'"}', "bad_request"),
     (b"\xc3\x28", "bad_request"),
     (b" " * (MAX_LINE_BYTES + 1), "line_too_long"),
+    # issue 9, item 9: nesting (under the 4 KiB limit) and duplicate keys.
+    (b"[" * 1000 + b"]" * 1000, "bad_request"),
+    (b'{"cmd": "status", "x": ' + b"[" * 500 + b"]" * 500 + b"}", "bad_request"),
+    (b'{"cmd": "status", "cmd": "restore"}', "bad_request"),
+    (b'{"cmd": "maxperf", "fan": 1}', "bad_request"),
+    (b'{"cmd": "lease", "who": "a\nb"}', "bad_request"),
 ])
 def test_protocol_refuses(line, code):
     with pytest.raises(ProtocolError) as err:
@@ -151,8 +165,8 @@ class _Server:
     def __init__(self, tmp_path, handler=None, **kw):
         self.calls = []
 
-        def default(request):
-            self.calls.append(request)
+        def default(request, peer):
+            self.calls.append((request, peer))
             if request.cmd == "pin":
                 raise RuntimeError("boom")
             return {"ok": True, "cmd": request.cmd}
@@ -202,16 +216,20 @@ def test_control_server_replies_and_survives_handler_errors(tmp_path):
 
 def test_control_server_limits(tmp_path):
     with _Server(tmp_path, client_timeout_s=0.3, max_clients=3) as srv:
-        # Busy past max_clients.
+        # Past max_clients the oldest idle connection makes room: the new one is served.
         held = [srv.connect() for _ in range(3)]
         time.sleep(0.05)
         extra = srv.connect()
-        assert _lines(extra)[0]["error"] == "busy"
+        extra.sendall(b'{"cmd":"status"}\n')
+        assert _lines(extra)[0]["ok"] is True
+        assert held[0].recv(1) == b""  # the oldest was closed for it
+        assert srv.server.evicted == 1
         extra.close()
         # Idle clients are reaped after the timeout; then new ones are served again.
         t0 = time.monotonic()
-        for s in held:
+        for s in held[1:]:
             assert s.recv(1) == b""
+        for s in held:
             s.close()
         assert time.monotonic() - t0 < 2
         s = srv.connect()
@@ -254,7 +272,7 @@ def test_stale_socket_is_replaced_live_one_refused(tmp_path):
     with _Server(tmp_path) as srv:
         assert srv.path.exists()
         with pytest.raises(UsageError, match="listening"):
-            ControlServer(path, lambda r: {}).start()
+            ControlServer(path, lambda r, p: {}).start()
     assert not os.path.exists(path)
 
 

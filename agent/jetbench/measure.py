@@ -57,6 +57,7 @@ class MeasureRequest:
     min_coverage: float = MIN_COVERAGE
     out_dir: Optional[Path] = None
     resume: bool = False  # skip points whose result file already exists
+    wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
 
 
 @dataclass(frozen=True)
@@ -155,16 +156,19 @@ def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
 # -- the run --------------------------------------------------------------------------------
 def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = None,
             on_result: Optional[Callable[[Dict[str, Any], Path], None]] = None,
-            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> MeasureReport:
+            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None,
+            command: str = "measure") -> MeasureReport:
     """Measure every point of `request`; see the module docstring. Raises MeasurementInvalid
-    (exit 3) when a window cannot honestly give img/s/W; the clocks are restored first."""
+    (exit 3) when a window cannot honestly give img/s/W; the clocks are restored first.
+    The board is ours for the whole run: its lock, or a lease from the daemon holding it."""
     from .session import open_board
     from .tuning import journal
+    from .tuning.owner import borrow_board
 
     t_start = time.monotonic()
     validate(request)
     report = MeasureReport(out_dir=request.out_dir)
-    with open_board(root) as board:
+    with borrow_board(root, command, request.wait_s), open_board(root) as board:
         report.simulated = board.simulated
         report.board = _board_doc(root, board)
         points = plan_points(request, board)

@@ -34,6 +34,12 @@ class _JetbenchGroup(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["standalone_mode"] = False
+        from .tuning import optional_wait_value  # `--wait` alone: wait for the board for ever
+
+        if args:
+            args = (optional_wait_value(list(args[0] or sys.argv[1:])), *args[1:])
+        else:
+            kwargs["args"] = optional_wait_value(list(kwargs.get("args") or sys.argv[1:]))
         code = 0
         try:
             result = super().main(*args, **kwargs)

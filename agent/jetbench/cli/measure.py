@@ -174,6 +174,18 @@ _SHAPE = typer.Option(None, "--input-shape", help="One sample's shape for a user
                       "e.g. 3,224,224.")
 _PLOT = typer.Option(False, "--plot", help="Draw each run's power trace (PNG beside it).")
 _JSON = typer.Option(False, "--json", help="Print the result documents as JSON.")
+_WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jetbench command "
+                     "holds the board (or the daemon has lent it to another measurement): wait "
+                     "for it (for ever, or at most SECONDS) instead of failing at once. While "
+                     "the daemon holds a profile, measure borrows the board from it.")
+
+
+def _with_wait(request: Any, wait: Optional[str]) -> Any:
+    import dataclasses
+
+    from .tuning import wait_seconds
+
+    return dataclasses.replace(request, wait_s=wait_seconds(wait))
 
 
 def measure(
@@ -188,7 +200,7 @@ def measure(
     out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
-    plot: bool = _PLOT, as_json: bool = _JSON,
+    plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
@@ -198,6 +210,7 @@ def measure(
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape)
+    request = _with_wait(request, wait)
     with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, progress=bar.update)
     _finish(report, as_json, plot, "jetbench measure")
@@ -217,7 +230,7 @@ def sweep(
     resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
-    as_json: bool = _JSON,
+    as_json: bool = _JSON, wait: Optional[str] = _WAIT,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves."""
@@ -227,6 +240,7 @@ def sweep(
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume)
+    request = _with_wait(request, wait)
     with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, freq, progress=bar.update)
     _finish(report, as_json, plot, "jetbench sweep", long=True)

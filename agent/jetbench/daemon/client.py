@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
+import threading
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -13,13 +15,23 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
 def request(path: Path, cmd: str, *, profile: Optional[str] = None,
-            timeout_s: float = 10.0) -> Dict[str, Any]:
-    """Send one request, return the reply document (`ok` says whether it succeeded)."""
-    doc: Dict[str, Any] = {"cmd": cmd}
+            timeout_s: float = 60.0, **fields: Any) -> Dict[str, Any]:
+    """Send one request, return the reply document (`ok` says whether it succeeded). The
+    timeout is generous: `apply`/`restore` write the board before they answer."""
+    doc: Dict[str, Any] = {"cmd": cmd, **fields}
     if profile is not None:
         doc["profile"] = profile
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout_s)
+    try:
+        data = _exchange(sock, path, doc, timeout_s)
+    finally:
+        sock.close()
+    return _decode(data, path)
+
+
+def _exchange(sock: socket.socket, path: Path, doc: Dict[str, Any], timeout_s: float
+              ) -> bytes:
     try:
         try:
             sock.connect(str(path))
@@ -37,10 +49,13 @@ def request(path: Path, cmd: str, *, profile: Optional[str] = None,
         sock.sendall(json.dumps(doc).encode() + b"\n")
         data = bytearray()
         while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
+            # One byte at a time past the first line would be slow; a reply is one line, and
+            # a lease's later events must stay in the socket for its watcher: read to "\n".
+            chunk = sock.recv(65536, socket.MSG_PEEK)
             if not chunk:
                 break
-            data += chunk
+            end = chunk.find(b"\n")
+            data += sock.recv(len(chunk) if end < 0 else end + 1)
             if len(data) > MAX_REPLY_BYTES:
                 raise HardwareError("the daemon's reply is too long", path=str(path))
     except socket.timeout:
@@ -49,8 +64,10 @@ def request(path: Path, cmd: str, *, profile: Optional[str] = None,
     except OSError as err:
         raise HardwareError(f"control socket error ({err.strerror or err})",
                             path=str(path)) from err
-    finally:
-        sock.close()
+    return bytes(data)
+
+
+def _decode(data: bytes, path: Path) -> Dict[str, Any]:
     try:
         reply = json.loads(data.decode("utf-8"))
     except ValueError:
@@ -58,3 +75,81 @@ def request(path: Path, cmd: str, *, profile: Optional[str] = None,
     if not isinstance(reply, dict):
         raise HardwareError("the daemon's reply is not a JSON object", path=str(path))
     return reply
+
+
+class LeaseRefused(HardwareError):
+    """The daemon lends the board to one borrower at a time."""
+
+
+class Lease:
+    """The board borrowed from the daemon for as long as this connection is open. A watcher
+    thread reads the daemon's events: when it stops and takes the board back (`revoked`), the
+    main thread is interrupted, so the measurement puts its clocks back before the daemon
+    restores the board."""
+
+    def __init__(self, sock: socket.socket, path: Path, reply: Dict[str, Any]):
+        self.sock = sock
+        self.path = path
+        self.reply = reply
+        self.revoked: Optional[str] = None
+        self._closing = False
+        self._watcher = threading.Thread(target=self._watch, name="jetbench-lease",
+                                         daemon=True)
+
+    def _watch(self) -> None:
+        import _thread
+
+        buf = b""
+        while not self._closing:
+            try:
+                chunk = self.sock.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return  # the daemon is gone (its lock went with it): nothing to hand back
+            buf += chunk
+            if b"revoked" in buf and not self._closing:
+                self.revoked = "the jetbench daemon is stopping and takes the board back"
+                sys.stderr.write(f"\njetbench: {self.revoked}: interrupting\n")
+                _thread.interrupt_main()
+                return
+
+    def __enter__(self) -> Lease:
+        self.sock.settimeout(0.5)
+        self._watcher.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Hand the board back: the daemon takes it when the connection closes."""
+        self._closing = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if self._watcher.is_alive():
+            self._watcher.join(timeout=2)
+        self.sock.close()
+
+
+def open_lease(path: Path, who: str, timeout_s: float = 60.0) -> Lease:
+    """Borrow the board: LeaseRefused when it is lent to someone else already."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout_s)
+    try:
+        reply = _decode(_exchange(sock, path, {"cmd": "lease", "who": who}, timeout_s), path)
+    except BaseException:
+        sock.close()
+        raise
+    if not reply.get("ok"):
+        sock.close()
+        if "lent to" in str(reply.get("message", "")):
+            raise LeaseRefused(str(reply.get("message")), path=str(path))
+        from ..tuning.owner import error_from_reply
+
+        raise error_from_reply(reply)
+    return Lease(sock, path, reply)

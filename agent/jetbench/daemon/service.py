@@ -8,7 +8,13 @@ is throttling (then it is reported and left alone: the kernel's thermal caps win
 half of $WATCHDOG_USEC while the loop is healthy. SIGTERM/SIGINT: restore the journal (the
 state before the daemon pinned), exit 0. SIGHUP: re-read the profile and pin it.
 
-One lock guards the board: the loop and the control socket's thread never write at once.
+The daemon owns the board for its whole life (the board lock, `tuning/lock.py`, naming its
+control socket) and is the broker: `apply`, `restore` and `maxperf` from the CLI arrive as
+requests, and `measure`/`sweep` borrow the board with a lease (`{"cmd": "lease"}`): no re-pin,
+no simulated kernel of its own, no write at all until the lease's connection closes; then the
+journal is restored (whatever the borrower left) and the daemon's profile pinned again.
+Inside the process, one lock guards the board: the loop and the socket's thread never write at
+once.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from ..hw.fs import Root
 from ..hw.thermal import read_temperatures_c
 from ..tuning import journal
 from ..tuning.apply import apply_profile, build_plan, read_clocks
+from ..tuning.lock import BoardLock
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
+from .control import HOLD, Peer
 from .notify import Notifier, watchdog_period_s
 from .protocol import Request
 
@@ -44,6 +52,22 @@ DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
 DEFAULT_INTERVAL_S = 5.0
 SIM_KERNEL_INTERVAL_S = 0.02  # the simulated kernel beside the daemon (simulated boards only)
 UNHEALTHY_AFTER = 3  # consecutive failed checks: stop feeding the watchdog, let systemd restart
+LEASE_STOP_WAIT_S = 20.0  # on SIGTERM, how long a borrower gets to put the board back (< the
+#                           unit's TimeoutStopSec=30s)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The board lent to one control connection (a running `measure` or `sweep`)."""
+
+    conn: int
+    pid: int
+    uid: int
+    who: str
+    since: str
+
+    def doc(self) -> Dict[str, Any]:
+        return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
 
 
 @dataclass(frozen=True)
@@ -112,6 +136,9 @@ class Daemon:
         self._sim = None
         self._control = None
         self._metrics = None
+        self._board_lock: Optional[BoardLock] = None
+        self.lease: Optional[Lease] = None
+        self._lease_known: frozenset = frozenset()  # journalled paths when the lease began
 
     # -- signals -----------------------------------------------------------------------------
     # Handlers only set a flag and write a byte to a pipe the loop waits on (never Event.set:
@@ -156,10 +183,16 @@ class Daemon:
     def _start(self) -> None:
         from .control import ControlServer
 
-        # The socket first: a second daemon on the same socket is refused before it touches
-        # the board (it would otherwise restore and re-pin under the first one).
+        # The board lock first, for the daemon's whole life: a second daemon on this board (any
+        # socket) is refused before it touches anything. It names the socket: the CLI finds
+        # the broker through it.
+        lock = BoardLock(self.root, "daemon", wait_s=0.0,
+                         socket=str(Path(self.config.socket_path).absolute()))
+        lock.acquire()
+        self._board_lock = lock
         self._control = ControlServer(self.config.socket_path, self.handle,
-                                      client_timeout_s=self.config.client_timeout_s)
+                                      client_timeout_s=self.config.client_timeout_s,
+                                      on_disconnect=self._connection_closed)
         self._control.start()
         log.info("control socket: %s", self.config.socket_path)
         board = detect(self.root)
@@ -240,6 +273,7 @@ class Daemon:
             log.info("%s: restoring the board and stopping",
                      signal.Signals(self._stop_signal).name)
         self.notifier.send(STOPPING="1", STATUS="restoring the board")
+        self._wait_for_lease_end(LEASE_STOP_WAIT_S)
         for server in (self._control, self._metrics):
             if server is not None:
                 try:
@@ -269,9 +303,30 @@ class Daemon:
                 pass
         if self._sim is not None:
             self._sim.stop()
+        if self._board_lock is not None:
+            self._board_lock.release()  # last: the board is back, another owner may come
         self.notifier.close()
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reload makes no sense any more
         return code
+
+    def _wait_for_lease_end(self, timeout_s: float) -> None:
+        """A borrower puts the board back itself; the journal is restored after it has (or,
+        past the timeout, over whatever it left: the journal holds the originals either way)."""
+        lease = self.lease
+        if lease is None:
+            return
+        log.info("taking the board back from %s (pid %d): waiting up to %.0f s for it to put "
+                 "its clocks back", lease.who, lease.pid, timeout_s)
+        if self._control is not None:
+            self._control.send_event(lease.conn, {"ok": True, "event": "revoked",
+                                                  "message": "the daemon is stopping"})
+        self.notifier.send(STATUS=f"stopping: waiting for {lease.who} (pid {lease.pid})")
+        end = time.monotonic() + timeout_s
+        while self.lease is not None and time.monotonic() < end:
+            time.sleep(0.05)
+        if self.lease is not None:
+            log.warning("%s (pid %d) still holds its lease: restoring the board anyway",
+                        lease.who, lease.pid)
 
     # -- pinning -----------------------------------------------------------------------------
     def _pin_new(self, profile: Profile) -> None:
@@ -333,6 +388,9 @@ class Daemon:
         self.counters["checks"] += 1
         clocks = read_clocks(self.root, board)
         readings = self._read(board, clocks)
+        if self.lease is not None:  # lent: the borrower's clocks are neither drift nor throttle
+            self._snapshot = self._status_doc(readings)
+            return
         reasons = thermal.assess(readings["temperatures_c"], self._layout.trips,
                                  thermal.cooling_states(self.root, self._layout), clocks)
         if reasons and not self.throttle_reasons:
@@ -426,6 +484,8 @@ class Daemon:
             if hz:
                 parts.append(f"{domain} {format_hz(max(hz))}")
         what = f"holding {self.profile.name}" if self.pinned and self.profile else "not pinning"
+        if self.lease is not None:
+            what = f"lent to {self.lease.who} (pid {self.lease.pid})"
         text = what + (": " + ", ".join(parts) if parts else "")
         if self.throttle_reasons:
             text += " (throttling)"
@@ -456,6 +516,7 @@ class Daemon:
             "counters": dict(self.counters),
             "last_repin": self.last_repin,
             "last_error": self.last_error,
+            "lease": self.lease.doc() if self.lease is not None else None,
             **readings,
         }
 
@@ -463,7 +524,7 @@ class Daemon:
         """The latest check's document (metrics read this: no hardware access per scrape)."""
         return self._snapshot
 
-    def handle(self, request: Request) -> Dict[str, Any]:
+    def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, Any]:
         """A validated control request -> its reply (called from the control thread)."""
         if not self._ready:
             raise HardwareError("the daemon is starting (restoring, pinning): ask again")
@@ -472,11 +533,20 @@ class Daemon:
                 doc = dict(self._snapshot)
                 doc.update(pinned=self.pinned, summary=self.summary(),
                            counters=dict(self.counters), last_error=self.last_error,
-                           profile=self.profile.name if self.profile else None)
+                           profile=self.profile.name if self.profile else None,
+                           lease=self.lease.doc() if self.lease is not None else None)
                 return {"ok": True, **doc}
             if request.cmd == "readings":
                 assert self.board is not None
                 return {"ok": True, **self._read(self.board)}
+            if self.lease is not None:
+                lease = self.lease
+                raise BoardLent(f"the board is lent to {lease.who} (pid {lease.pid}, since "
+                                f"{lease.since})",
+                                hint="ask again when it has finished (`jetbench status` shows "
+                                     "the lease)")
+            if request.cmd == "lease":
+                return self._lend(request, peer)
             if request.cmd == "restore":
                 result = journal.restore(self.root)
                 self.pinned = False
@@ -498,14 +568,84 @@ class Daemon:
                 log.info("pin requested: %s", self.summary())
                 self.check()
                 return {"ok": True, "profile": self.profile.name, "pinned": True}
-            if request.cmd == "apply":
-                assert request.profile is not None
-                profile = load_profile(request.profile, self.root.base, allow_paths=False)
+            if request.cmd in ("apply", "maxperf"):
+                if request.cmd == "maxperf":
+                    profile = load_profile("maxperf", self.root.base, allow_paths=False)
+                    if request.fan:
+                        profile = profile.with_fan(255)
+                else:
+                    assert request.profile is not None
+                    profile = load_profile(request.profile, self.root.base, allow_paths=False)
                 self._pin_new(profile)
-                log.info("apply %s requested: %s", profile.name, self.summary())
+                log.info("%s requested: %s", request.cmd if request.cmd == "maxperf" else
+                         f"apply {profile.name}", self.summary())
                 self.check()
-                return {"ok": True, "profile": profile.name, "pinned": True}
+                return {"ok": True, "profile": profile.name, "pinned": True,
+                        "summary": self.summary()}
         raise UsageError(f"unknown command {request.cmd!r}")  # protocol.py lets none through
+
+    # -- leases ------------------------------------------------------------------------------
+    def _lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:
+        """Lend the board to this connection: no re-pin, no write, and on a simulated board no
+        simulated kernel of ours (the borrower runs its own: one kernel per board)."""
+        if peer is None:
+            raise UsageError("a lease belongs to a connection")
+        self._lease_known = frozenset(e.path for e in journal.load(self.root))
+        self.lease = Lease(peer.conn, peer.pid, peer.uid, request.who or "client",
+                           _iso(time.time()))
+        if self._sim is not None:
+            self._sim.stop()
+        log.info("board lent to %s (pid %d, uid %d): not re-pinning until it hands it back",
+                 self.lease.who, peer.pid, peer.uid)
+        self.notifier.send(STATUS=self.summary())
+        return {"ok": True, "lease": self.lease.doc(), "profile": self.profile.name
+                if self.profile else None, "pinned": self.pinned, HOLD: True}
+
+    def _connection_closed(self, peer: Peer) -> None:
+        """A lease's connection closed (its holder finished, or was killed): take the board
+        back, then pin our own profile again."""
+        with self._lock:
+            lease = self.lease
+            if lease is None or lease.conn != peer.conn:
+                return
+            if self._sim is not None:
+                self._sim.start()
+            try:
+                self._take_back()
+            except JetbenchError as err:
+                self._error(f"taking the board back from {lease.who} failed: {err}")
+            finally:
+                self.lease = None
+            log.info("%s (pid %d) handed the board back: %s", lease.who, lease.pid,
+                     self.summary())
+        self.check()
+        self.notifier.send(STATUS=self.summary())
+
+
+    def _take_back(self) -> None:
+        """A borrower that finished has put back what it wrote (the knobs it journalled hold
+        their journalled values again): re-pin whatever differs from our profile. One that was
+        killed left its clocks: restore the whole journal, then pin our profile anew."""
+        added = [e for e in journal.load(self.root) if e.path not in self._lease_known]
+        left = [e.path for e in added if e.raw.strip() not in journal.UNWRITABLE
+                and self.root.read_raw(e.path, default=None) != e.raw]
+        if left:
+            log.warning("the borrower left %d knob(s) changed (%s...): restoring the journal",
+                        len(left), left[0])
+        if self.pinned and self.profile is not None and self.targets is not None:
+            if left:
+                self._pin_new(self.profile)  # restores the journal first
+                return
+            assert self.board is not None
+            steps = build_plan(self.root, self.board, self.targets)
+            if steps:
+                self._repin(steps)
+        elif journal.load(self.root):
+            journal.restore(self.root)
+
+
+class BoardLent(HardwareError):
+    """A request that would write while the board is lent to a measurement."""
 
 
 def _iso(t: float) -> str:
