@@ -334,3 +334,64 @@ def test_a_second_measure_waits_for_the_lease(tmp_path, started):
         first.kill()
         first.communicate()
     assert d.stop() == 0
+
+
+def _start_measure_under(d: Daemon, tmp_path: Path, base: Path, duration: str):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    proc = _jetbench(*_measure_args(base, tmp_path / "r", duration), env=env)
+    gpu_min = base / NANO_GPU / "min_freq"
+    assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_384_HZ)]
+                 or proc.poll() is not None, timeout=90)
+    assert proc.poll() is None, proc.communicate()
+    return proc
+
+
+def test_stopping_the_daemon_during_a_lease_interrupts_the_borrower_first(tmp_path, started):
+    """SIGTERM (systemctl stop) while measure borrows the board: the daemon takes the board
+    back (measure is interrupted and puts its clocks back), then restores the originals."""
+    base = make_board(tmp_path, "nano")
+    before = _state(base)
+    write_tiny(tmp_path)
+    d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
+    started.append(d)
+    d.ready()
+    proc = _start_measure_under(d, tmp_path, base, "60s")
+    try:
+        assert d.stop(timeout=60) == 0
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "daemon is stopping" in err and "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert diff(before, _state(base)) == []
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+
+
+def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(tmp_path,
+                                                                               started):
+    """kill -9 of the daemon mid-lease: the borrower still holds the board lock (the daemon
+    passed it its descriptor), so a `restore` cannot run under it; once it has finished,
+    `restore` brings back the original board."""
+    base = make_board(tmp_path, "nano")
+    before = _state(base)
+    write_tiny(tmp_path)
+    d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
+    started.append(d)
+    d.ready()
+    proc = _start_measure_under(d, tmp_path, base, "4s")
+    try:
+        d.kill9()
+        refused = run_cli("--root", str(base), "restore")
+        assert refused.returncode == 2 and "in use by pid" in refused.stderr, refused.stderr
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    result = run_cli("--root", str(base), "restore")
+    assert result.returncode == 0, result.stderr
+    assert diff(before, _state(base)) == []

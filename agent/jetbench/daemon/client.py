@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import array
 import json
+import os
 import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import HardwareError, PermissionDenied
 
@@ -87,10 +89,15 @@ class Lease:
     main thread is interrupted, so the measurement puts its clocks back before the daemon
     restores the board."""
 
-    def __init__(self, sock: socket.socket, path: Path, reply: Dict[str, Any]):
+    def __init__(self, sock: socket.socket, path: Path, reply: Dict[str, Any],
+                 lock_fds: List[int], pending: bytes = b""):
         self.sock = sock
         self.path = path
         self.reply = reply
+        # The daemon's board-lock descriptor, shared: should the daemon die mid-lease, the
+        # board stays locked until this borrower has put its clocks back.
+        self.lock_fds = lock_fds
+        self._pending = pending
         self.revoked: Optional[str] = None
         self._closing = False
         self._watcher = threading.Thread(target=self._watch, name="jetbench-lease",
@@ -99,7 +106,7 @@ class Lease:
     def _watch(self) -> None:
         import _thread
 
-        buf = b""
+        buf = self._pending
         while not self._closing:
             try:
                 chunk = self.sock.recv(4096)
@@ -133,6 +140,9 @@ class Lease:
             pass
         if self._watcher.is_alive():
             self._watcher.join(timeout=2)
+        for fd in self.lock_fds:  # before the socket: the daemon takes the board on EOF
+            os.close(fd)
+        self.lock_fds = []
         self.sock.close()
 
 
@@ -140,16 +150,62 @@ def open_lease(path: Path, who: str, timeout_s: float = 60.0) -> Lease:
     """Borrow the board: LeaseRefused when it is lent to someone else already."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout_s)
+    fds: List[int] = []
     try:
-        reply = _decode(_exchange(sock, path, {"cmd": "lease", "who": who}, timeout_s), path)
+        line, rest = _lease_exchange(sock, path, who, fds, timeout_s)
+        reply = _decode(line, path)
     except BaseException:
+        for fd in fds:
+            os.close(fd)
         sock.close()
         raise
     if not reply.get("ok"):
+        for fd in fds:
+            os.close(fd)
         sock.close()
         if "lent to" in str(reply.get("message", "")):
             raise LeaseRefused(str(reply.get("message")), path=str(path))
         from ..tuning.owner import error_from_reply
 
         raise error_from_reply(reply)
-    return Lease(sock, path, reply)
+    return Lease(sock, path, reply, fds, rest)
+
+
+def _lease_exchange(sock: socket.socket, path: Path, who: str, fds: List[int],
+                    timeout_s: float) -> Tuple[bytes, bytes]:
+    """Send the lease request; read its reply line and the descriptors passed with it
+    (recvmsg: a peek would install them twice)."""
+    try:
+        sock.connect(str(path))
+    except FileNotFoundError:
+        raise HardwareError("the jetbench daemon is not running (no control socket)",
+                            path=str(path)) from None
+    except ConnectionRefusedError:
+        raise HardwareError("the jetbench daemon is not running (stale control socket)",
+                            path=str(path)) from None
+    except PermissionError:
+        raise PermissionDenied("permission denied on the control socket", path=str(path),
+                               hint="run with sudo, or join the jetbench group") from None
+    try:
+        sock.sendall(json.dumps({"cmd": "lease", "who": who}).encode() + b"\n")
+        data = b""
+        space = socket.CMSG_SPACE(4 * array.array("i").itemsize)
+        while b"\n" not in data:
+            chunk, ancillary, _flags, _addr = sock.recvmsg(65536, space)
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    usable = len(payload) - len(payload) % array.array("i").itemsize
+                    fds.extend(array.array("i", payload[:usable]))
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > MAX_REPLY_BYTES:
+                raise HardwareError("the daemon's reply is too long", path=str(path))
+    except socket.timeout:
+        raise HardwareError(f"the daemon did not answer within {timeout_s:g} s",
+                            path=str(path)) from None
+    except OSError as err:
+        raise HardwareError(f"control socket error ({err.strerror or err})",
+                            path=str(path)) from err
+    line, _, rest = data.partition(b"\n")
+    return line, rest

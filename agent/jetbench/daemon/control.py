@@ -14,6 +14,7 @@ thread, and client input never puts a traceback in the log.
 
 from __future__ import annotations
 
+import array
 import grp
 import logging
 import os
@@ -48,6 +49,7 @@ SOCKET_GROUP = "jetbench"
 MAX_OUT_BYTES = 256 * 1024  # replies queued for a client that does not read them
 
 HOLD = "_hold"  # a reply key the handler sets: keep this connection as a lease; not sent
+FDS = "_fds"  # a reply key: descriptors to pass with the reply (SCM_RIGHTS); not sent
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def _group_name(gid: int) -> str:
 
 class _Client:
     __slots__ = ("sock", "peer", "inbuf", "outbuf", "connected", "last_activity",
-                 "line_started", "closing", "draining", "held")
+                 "line_started", "closing", "draining", "held", "fds")
 
     def __init__(self, sock: socket.socket, peer: Peer, now: float):
         self.sock = sock
@@ -142,6 +144,7 @@ class _Client:
         self.closing = False  # stop answering; hang up once outbuf is flushed
         self.draining = False  # replies sent and write side shut: discard input until EOF
         self.held = False  # holds a lease: never idle-timed-out, never evicted
+        self.fds: List[int] = []  # to pass with the next bytes sent
 
     def deadline(self, idle_s: float, line_s: float) -> float:
         if self.held and not self.inbuf and not self.outbuf:
@@ -347,6 +350,7 @@ class ControlServer:
                 reply = self._answer(line, client.peer)
                 if reply.pop(HOLD, False):
                     client.held = True
+                client.fds += reply.pop(FDS, [])
                 self._reply(client, reply)
             if len(client.outbuf) > MAX_OUT_BYTES:
                 break
@@ -382,7 +386,13 @@ class ControlServer:
 
     def _flush(self, client: _Client) -> None:
         try:
-            sent = client.sock.send(client.outbuf)
+            if client.fds:
+                ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                              array.array("i", client.fds).tobytes())]
+                sent = client.sock.sendmsg([client.outbuf], ancillary)
+                client.fds = []
+            else:
+                sent = client.sock.send(client.outbuf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:

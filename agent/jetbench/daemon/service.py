@@ -42,7 +42,7 @@ from ..tuning.lock import BoardLock
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
-from .control import HOLD, Peer
+from .control import FDS, HOLD, Peer
 from .notify import Notifier, watchdog_period_s
 from .protocol import Request
 
@@ -598,8 +598,10 @@ class Daemon:
         log.info("board lent to %s (pid %d, uid %d): not re-pinning until it hands it back",
                  self.lease.who, peer.pid, peer.uid)
         self.notifier.send(STATUS=self.summary())
+        lock_fd = self._board_lock.fileno() if self._board_lock is not None else None
         return {"ok": True, "lease": self.lease.doc(), "profile": self.profile.name
-                if self.profile else None, "pinned": self.pinned, HOLD: True}
+                if self.profile else None, "pinned": self.pinned, HOLD: True,
+                FDS: [lock_fd] if lock_fd is not None else []}
 
     def _connection_closed(self, peer: Peer) -> None:
         """A lease's connection closed (its holder finished, or was killed): take the board

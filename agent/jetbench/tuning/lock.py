@@ -85,6 +85,11 @@ class BoardLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def fileno(self) -> Optional[int]:
+        """The locked descriptor: the daemon passes it to a borrower (SCM_RIGHTS), so that the
+        lock stays held while the borrower works even if the daemon dies meanwhile."""
+        return self._fd
+
     def _open(self) -> int:
         from .statedir import ensure_state_dir
 
