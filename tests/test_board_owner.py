@@ -264,6 +264,8 @@ def test_measure_under_the_daemon_runs_at_the_clock_it_claims(tmp_path, started)
         assert lease is not None, proc.communicate()
         assert lease["pid"] == proc.pid and lease["who"] == "measure"
         assert "lent to measure" in d.ask("status")["summary"]
+        shown = run_cli("status", "--socket", str(d.sock_path))
+        assert "lent to" in shown.stdout and f"measure (pid {proc.pid}" in shown.stdout
         refused = d.ask("apply", profile="maxperf")  # nobody writes under a borrower
         assert refused["ok"] is False and "lent to measure" in refused["message"]
         stdout, stderr = proc.communicate(timeout=120)
@@ -395,3 +397,36 @@ def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(
     result = run_cli("--root", str(base), "restore")
     assert result.returncode == 0, result.stderr
     assert diff(before, _state(base)) == []
+
+
+_FAKE_DAEMON = r"""
+import sys, time
+from jetbench.hw.fs import Root
+from jetbench.tuning.lock import BoardLock
+BoardLock(Root(sys.argv[1]), "daemon", socket=sys.argv[2]).acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_daemon_whose_socket_cannot_be_reached_is_named_with_the_fix(tmp_path):
+    """Where the CLI cannot hand its request to the daemon holding the board, it refuses,
+    naming the service and what to run; it never writes under it."""
+    base = make_board(tmp_path, "nano")
+    before = _board_state(base)
+    holder = subprocess.Popen([sys.executable, "-c", _FAKE_DAEMON, str(base),
+                               str(tmp_path / "gone.sock")], stdout=subprocess.PIPE, text=True,
+                              cwd=REPO)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for args in (("apply", "nano-614mhz"), ("maxperf",), ("restore",)):
+            result = run_cli("--root", str(base), *args)
+            assert result.returncode == 2, (args, result.stdout, result.stderr)
+            assert f"pid {holder.pid} (jetbench daemon" in result.stderr
+            assert "jetbench.service" in result.stderr and "gone.sock" in result.stderr
+            assert "sudo systemctl stop jetbench" in result.stderr
+            assert "Traceback" not in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert diff(before, _board_state(base)) == []

@@ -72,6 +72,10 @@ def status(
         ("drift re-pins", str(counters.get("repins", 0))),
         ("throttling", "; ".join(reply.get("throttle_reasons") or []) or "no"),
     ]
+    lease = reply.get("lease")
+    if isinstance(lease, dict):
+        rows.append(("lent to", f"{lease.get('who')} (pid {lease.get('pid')}, since "
+                                f"{lease.get('since')}): not re-pinning until it ends"))
     for c in reply.get("clocks", []):
         rows.append((f"{c['domain']} {c['name']}", f"{format_hz(c['cur_hz'])} "
                      f"(min {format_hz(c['min_hz'])}, max {format_hz(c['max_hz'])})"))

@@ -357,6 +357,11 @@ class Daemon:
     def reload(self) -> None:
         """SIGHUP: re-detect the board, re-read the configured profile and pin it. A profile
         that no longer loads or validates keeps the old one pinned."""
+        with self._lock:
+            if self.lease is not None:  # nothing is written under a borrower: try again later
+                log.info("reload deferred: the board is lent to %s", self.lease.who)
+                self._reload = True
+                return
         self.notifier.send(RELOADING="1", STATUS="reloading the profile")
         with self._lock:
             try:

@@ -39,10 +39,10 @@ class Broker:
 
     def unreachable(self, why: str) -> BoardBusy:
         return BoardBusy(self.holder, self.lock_path, hint=(
-            f"the jetbench daemon ({SERVICE}) holds the board and carries out `jetbench "
-            f"{self.command}` itself, but its control socket {self.socket_path} {why}: run "
-            f"`sudo jetbench {self.command}` (or join the jetbench group: sudo usermod -aG "
-            f"jetbench $USER, then log in again), or stop it first: sudo systemctl stop jetbench"))
+            f"the jetbench daemon ({SERVICE}) holds the board, and `jetbench {self.command}` "
+            f"goes through its control socket {self.socket_path}, which {why}: run it with "
+            "sudo, or join the jetbench group (sudo usermod -aG jetbench $USER, then log in "
+            "again); or stop the daemon first: sudo systemctl stop jetbench"))
 
     def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
         """One request; a refusal becomes the error the daemon raised (same exit code)."""
