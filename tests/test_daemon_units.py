@@ -309,3 +309,62 @@ def test_watchdog_is_fed_only_while_checks_succeed(tmp_path, healthy):
         assert pings >= 10
     else:
         assert pings <= 3  # stops after 3 failed checks: systemd restarts the service
+
+
+def test_a_lease_connection_outlives_the_timeouts_and_reports_its_end(tmp_path):
+    ended = []
+
+    def handler(request, peer):
+        if request.cmd == "lease":
+            return {"ok": True, "_hold": True, "pid": peer.pid, "uid": peer.uid}
+        return {"ok": True}
+
+    srv = ControlServer(tmp_path / "c.sock", handler, client_timeout_s=0.3, max_clients=2,
+                        max_per_uid=2, on_disconnect=ended.append)
+    srv.start()
+    try:
+        lease = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lease.settimeout(5)
+        lease.connect(str(srv.path))
+        lease.sendall(b'{"cmd": "lease", "who": "measure"}\n')
+        reply = _lines(lease)[0]
+        assert reply == {"ok": True, "pid": os.getpid(), "uid": os.getuid()}  # SO_PEERCRED
+        # Past the caps, idle clients make room; the lease is never the one closed.
+        others = []
+        for _ in range(4):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(srv.path))
+            others.append(s)
+        time.sleep(1.0)  # three idle timeouts
+        lease.sendall(b'{"cmd": "status"}\n')
+        assert _lines(lease) == [{"ok": True}]
+        assert ended == []
+        lease.close()
+        deadline = time.monotonic() + 5
+        while not ended and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(ended) == 1 and ended[0].pid == os.getpid()
+        for s in others:
+            s.close()
+    finally:
+        srv.stop()
+
+
+def test_a_trickling_client_is_cut_off_by_the_line_deadline(tmp_path):
+    with _Server(tmp_path, client_timeout_s=5.0, line_timeout_s=0.5) as srv:
+        s = srv.connect()
+        t0 = time.monotonic()
+        payload = b'{"cmd": "status"}'
+        closed = False
+        for byte in payload:  # one byte every 0.2 s: each keeps it "active", never finished
+            try:
+                s.sendall(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.2)
+        s.settimeout(5)
+        data = b"" if closed else s.recv(4096)
+        assert closed or b"timed out waiting for the end of the line" in data
+        assert time.monotonic() - t0 < 2.5
+        s.close()
