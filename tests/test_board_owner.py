@@ -332,9 +332,19 @@ def test_a_second_measure_waits_for_the_lease(tmp_path, started):
         second = run_cli(*_measure_args(base, tmp_path / "b", "1s"), env=env, timeout=120)
         assert second.returncode == 2, second.stderr
         assert "lent to measure" in second.stderr and "--wait" in second.stderr
+        # Writers through the daemon are refused too, or queue with --wait.
+        refused = run_cli("--root", str(base), "apply", "maxperf")
+        assert refused.returncode == 2 and "lent to measure" in refused.stderr
+        assert "--wait" in refused.stderr
+        queued = _jetbench("--root", str(base), "apply", "maxperf", "--wait", "60")
+        time.sleep(1.5)
+        assert queued.poll() is None
     finally:
         first.kill()
         first.communicate()
+    out, err = queued.communicate(timeout=60)
+    assert queued.returncode == 0, err
+    assert d.ask("status")["profile"] == "maxperf"
     assert d.stop() == 0
 
 

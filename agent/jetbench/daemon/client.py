@@ -17,9 +17,8 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
 def request(path: Path, cmd: str, *, profile: Optional[str] = None,
-            timeout_s: float = 60.0, **fields: Any) -> Dict[str, Any]:
-    """Send one request, return the reply document (`ok` says whether it succeeded). The
-    timeout is generous: `apply`/`restore` write the board before they answer."""
+            timeout_s: float = 10.0, **fields: Any) -> Dict[str, Any]:
+    """Send one request, return the reply document (`ok` says whether it succeeded)."""
     doc: Dict[str, Any] = {"cmd": cmd, **fields}
     if profile is not None:
         doc["profile"] = profile
@@ -163,7 +162,7 @@ def open_lease(path: Path, who: str, timeout_s: float = 60.0) -> Lease:
         for fd in fds:
             os.close(fd)
         sock.close()
-        if "lent to" in str(reply.get("message", "")):
+        if reply.get("error") == "busy":  # lent to someone else already
             raise LeaseRefused(str(reply.get("message")), path=str(path))
         from ..tuning.owner import error_from_reply
 

@@ -372,7 +372,7 @@ class ControlServer:
         try:
             return self.handler(request, peer)
         except JetbenchError as err:
-            reply = error_reply(FAILED, str(err))
+            reply = error_reply(getattr(err, "reply_code", FAILED), str(err))
             reply["exit_code"] = err.exit_code  # the CLI exits as if it had failed itself
             if err.hint:
                 reply["hint"] = err.hint

@@ -44,7 +44,7 @@ from ..tuning.targets import Targets, resolve
 from ..units import format_hz
 from .control import FDS, HOLD, Peer
 from .notify import Notifier, watchdog_period_s
-from .protocol import Request
+from .protocol import BUSY, Request
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -653,6 +653,8 @@ class Daemon:
 
 class BoardLent(HardwareError):
     """A request that would write while the board is lent to a measurement."""
+
+    reply_code = BUSY  # the client may wait and ask again (`--wait`)
 
 
 def _iso(t: float) -> str:

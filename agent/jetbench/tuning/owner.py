@@ -31,6 +31,7 @@ class Broker:
     holder: Holder
     lock_path: str
     command: str  # what the user ran, for the messages
+    deadline: float = 0.0  # monotonic: until when a "busy" daemon (board lent) is asked again
 
     @property
     def socket_path(self) -> Path:
@@ -48,20 +49,26 @@ class Broker:
         """One request; a refusal becomes the error the daemon raised (same exit code)."""
         from ..daemon.client import request
 
-        try:
-            reply = request(self.socket_path, cmd, **fields)
-        except PermissionDenied:
-            raise self.unreachable("is not open to you") from None
-        except JetbenchError as err:
-            raise self.unreachable(f"does not answer ({err.message})") from None
-        if not reply.get("ok"):
-            raise error_from_reply(reply)
-        return reply
+        while True:
+            try:
+                # Generous: the daemon writes the board before it answers.
+                reply = request(self.socket_path, cmd, timeout_s=60.0, **fields)
+            except PermissionDenied:
+                raise self.unreachable("is not open to you") from None
+            except JetbenchError as err:
+                raise self.unreachable(f"does not answer ({err.message})") from None
+            if reply.get("ok"):
+                return reply
+            if reply.get("error") != "busy" or time.monotonic() >= self.deadline:
+                raise error_from_reply(reply)
+            time.sleep(_POLL_S * 4)
 
 
 def error_from_reply(reply: Dict[str, Any]) -> JetbenchError:
     message = f"the jetbench daemon refused: {reply.get('message', reply.get('error'))}"
     hint = reply.get("hint") if isinstance(reply.get("hint"), str) else None
+    if reply.get("error") == "busy":
+        hint = (hint + "; " if hint else "") + "or pass --wait [SECONDS] to queue"
     if reply.get("exit_code") == UsageError.exit_code:
         return UsageError(message, hint=hint)
     return HardwareError(message, hint=hint)
@@ -88,7 +95,7 @@ def own_board(root: Root, command: str,
                 lock.release()
             return
         if holder.is_daemon and holder.socket:
-            yield Broker(holder, lock.path, command)
+            yield Broker(holder, lock.path, command, end)
             return
         if time.monotonic() >= end:
             raise BoardBusy(holder, lock.path)
