@@ -398,15 +398,20 @@ def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(
         d.kill9()
         refused = run_cli("--root", str(base), "restore")
         assert refused.returncode == 2 and "in use by pid" in refused.stderr, refused.stderr
+        assert "a measurement it lent the board to holds it" in refused.stderr
+        # What the unit's ExecStopPost runs: it waits for the borrower, then restores.
+        waiting = _jetbench("--root", str(base), "restore", "--wait", "120")
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
+        out, err = waiting.communicate(timeout=60)
+        assert waiting.returncode == 0, err
+        assert "Restored" in out
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    result = run_cli("--root", str(base), "restore")
-    assert result.returncode == 0, result.stderr
     assert diff(before, _state(base)) == []
+    assert not (base / "var/lib/jetbench/journal.json").exists()
 
 
 _FAKE_DAEMON = r"""

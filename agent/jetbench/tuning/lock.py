@@ -37,7 +37,23 @@ class Holder:
         return self.command.split(" ", 1)[0] == "daemon"
 
     def describe(self) -> str:
-        return f"pid {self.pid} (jetbench {self.command}, since {self.since})"
+        text = f"pid {self.pid} (jetbench {self.command}, since {self.since})"
+        if not self.alive:
+            # A daemon killed mid-lease: its descriptor lives on in the borrower it lent it to.
+            text += "; that process has ended, a measurement it lent the board to holds it"
+        return text
+
+    @property
+    def alive(self) -> bool:
+        if self.pid <= 0:
+            return True  # unknown: assume so
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # EPERM: it exists, as another user
+            return True
+        return True
 
 
 class BoardBusy(HardwareError):
@@ -47,7 +63,7 @@ class BoardBusy(HardwareError):
         who = holder.describe() if holder else "another process"
         if hint is not None:
             pass
-        elif holder and holder.is_daemon:
+        elif holder and holder.is_daemon and holder.alive:
             hint = ("the jetbench daemon holds the board (jetbench.service): use `jetbench "
                     "status`, or stop it first (sudo systemctl stop jetbench)")
         else:

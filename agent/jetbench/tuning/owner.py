@@ -94,7 +94,7 @@ def own_board(root: Root, command: str,
             finally:
                 lock.release()
             return
-        if holder.is_daemon and holder.socket:
+        if holder.is_daemon and holder.socket and holder.alive:
             yield Broker(holder, lock.path, command, end)
             return
         if time.monotonic() >= end:
