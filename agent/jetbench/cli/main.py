@@ -37,9 +37,11 @@ class _JetbenchGroup(TyperGroup):
         from .tuning import optional_wait_value  # `--wait` alone: wait for the board for ever
 
         if args:
-            args = (optional_wait_value(list(args[0] or sys.argv[1:])), *args[1:])
+            argv = sys.argv[1:] if args[0] is None else args[0]
+            args = (optional_wait_value(list(argv)), *args[1:])
         else:
-            kwargs["args"] = optional_wait_value(list(kwargs.get("args") or sys.argv[1:]))
+            argv = kwargs.get("args")
+            kwargs["args"] = optional_wait_value(list(sys.argv[1:] if argv is None else argv))
         code = 0
         try:
             result = super().main(*args, **kwargs)
