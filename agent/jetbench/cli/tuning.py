@@ -75,12 +75,21 @@ def apply(
     _apply(ctx, load_profile(profile, open_root(ctx).base), dry_run, f"apply {profile}", as_json)
 
 
-def restore(ctx: typer.Context) -> None:
+def restore(
+    ctx: typer.Context,
+    discard: bool = typer.Option(False, "--discard", help="Restore nothing: move the state "
+                                 "journal aside (journal.json.discarded-<time>) after you "
+                                 "have checked the board's clocks by hand. For a journal "
+                                 "jetbench refuses."),
+) -> None:
     """Put back every value maxperf/apply/measure changed (from the state journal)."""
     from ..session import open_board
     from ..tuning.journal import restore as restore_journal
 
     root = open_root(ctx)
+    if discard:
+        _discard(root)
+        return
     with open_board(root, simulate_power=False):
         result = restore_journal(root)
     out = console()
@@ -89,6 +98,18 @@ def restore(ctx: typer.Context) -> None:
         return
     out.print(f"Restored {len(result.written)} value(s) "
               f"({result.unchanged} already at their original value); journal removed.")
+
+
+def _discard(root) -> None:
+    from ..tuning.journal import discard
+
+    moved = discard(root)
+    if moved is None:
+        console().print("Nothing to discard: there is no state journal.")
+        return
+    console().print(f"The state journal was moved aside, nothing was restored: {moved}\n"
+                    "The board keeps the clocks it has now; `jetbench info` shows them.",
+                    soft_wrap=True)
 
 
 @profiles_app.callback()
