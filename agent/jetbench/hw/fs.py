@@ -78,6 +78,8 @@ _Raise = object()
 
 def _board_rel(path: str) -> str:
     """'/sys/x/../y' -> 'sys/y' (lexical; symlinks are handled by `resolve`)."""
+    if "\x00" in str(path):
+        raise UnsafePath(f"a NUL character in a path: {str(path)!r}")
     parts: List[str] = []
     for part in str(path).split("/"):
         if part in ("", "."):
