@@ -295,3 +295,12 @@ def test_a_journal_jetbench_writes_loads_on_every_board_with_the_fan(tmp_path):
         assert result.exit_code == 0, (key, result.output)
         assert journal.load(Root(base)), key
         assert cli(base, "restore").exit_code == 0, key
+
+
+def test_a_valid_empty_journal_is_removed_by_restore(tmp_path):
+    base = make_board(tmp_path, "tx1")
+    journal = base / STATE / "journal.json"
+    journal.write_text(json.dumps(_journal_doc([])))
+    result = cli(base, "restore")
+    assert result.exit_code == 0 and "journal removed" in result.output, result.output
+    assert not journal.exists()

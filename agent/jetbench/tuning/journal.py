@@ -284,7 +284,10 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
     _remove_stale_temporaries(root)
     entries = load(root)
     if not entries:
-        return RestoreResult((), 0, os.path.lexists(journal_file(root)))
+        had = os.path.lexists(journal_file(root))
+        if had:
+            _remove_journal(root)  # a valid journal with nothing in it: nothing to keep
+        return RestoreResult((), 0, had)
     pending = [e for e in reversed(entries) if e.raw.strip() not in UNWRITABLE]
     written: List[str] = []
     unchanged = len(entries) - len(pending)
