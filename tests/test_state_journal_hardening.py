@@ -304,3 +304,17 @@ def test_a_valid_empty_journal_is_removed_by_restore(tmp_path):
     result = cli(base, "restore")
     assert result.exit_code == 0 and "journal removed" in result.output, result.output
     assert not journal.exists()
+
+
+def test_a_hard_linked_or_fifo_journal_is_refused(tmp_path, outside):
+    base = make_board(tmp_path, "tx1")
+    journal = base / STATE / "journal.json"
+    other = base / "etc/other"  # same filesystem as the journal: a hard link is possible
+    other.write_text(json.dumps(_journal_doc([_entry()])))
+    os.link(other, journal)
+    result = cli(base, "restore")
+    assert result.exit_code == 2 and "2 hard links" in result.output, result.output
+    journal.unlink()
+    os.mkfifo(journal)  # a reader must not block on it
+    result = cli(base, "restore")
+    assert result.exit_code == 2 and "not a regular file" in result.output, result.output

@@ -136,8 +136,11 @@ def _read_journal(root: Root, dir_fd: int) -> Optional[bytes]:
         raise HardwareError(f"the state journal is unreadable ({err.strerror})", path=shown,
                             hint="run with sudo, or as a member of the jetbench group") from err
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise JournalInvalid(shown, "it is not a regular file")
+        if st.st_nlink != 1:  # jetbench renames a new file into place: never a second name
+            raise JournalInvalid(shown, f"it has {st.st_nlink} hard links")
         chunks = []
         size = 0
         while size <= MAX_JOURNAL_BYTES:
