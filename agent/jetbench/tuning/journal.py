@@ -5,6 +5,12 @@ temporary file, fsync, rename, fsync the directory), keeps the *first* value see
 (a second `maxperf` never overwrites the original state with pinned values), and is removed only
 after a successful restore. A kill -9 at any moment therefore leaves either no change, or
 changes that the journal describes.
+
+Root reads it and writes it back to the board, so it is treated as hostile input: reached only
+through the checked state-directory descriptor (statedir.py), never through a symlink, replaced
+via a temporary created exclusively under a random name, and validated whole on load (`parse`:
+schema, types, every path a knob `Root.check_writable` accepts, every value one a knob holds,
+bounded size). Anything else is JournalInvalid: one message, exit 2, `restore --discard`.
 """
 
 from __future__ import annotations
