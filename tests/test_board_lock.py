@@ -92,3 +92,15 @@ def test_a_file_left_by_a_killed_holder_is_reused_and_peek_creates_nothing(tmp_p
     assert peek(root) is None  # unlocked: nobody holds the board
     with BoardLock(root, "restore"):
         assert peek(root).pid == os.getpid()
+
+
+def test_the_lock_file_stays_open_to_the_group_whatever_the_creators_umask(root):
+    old = os.umask(0o077)
+    try:
+        lock = BoardLock(root, "apply x").acquire()
+    finally:
+        os.umask(old)
+    try:
+        assert os.stat(lock.path).st_mode & 0o777 == 0o664
+    finally:
+        lock.release()

@@ -32,8 +32,8 @@ def test_write_is_echo_like_and_never_creates(root, tmp_path):
     root.write(path, "userspace")
     assert (tmp_path / path.lstrip("/")).read_bytes() == b"userspace\n"
     with pytest.raises(MissingFile):
-        root.write("/sys/devices/system/cpu/cpu0/cpufreq/new_file", "1")
-    assert not (tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/new_file").exists()
+        root.write("/sys/devices/system/cpu/cpu0/cpufreq/scaling_setspeed", "1")
+    assert not (tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/scaling_setspeed").exists()
 
 
 def test_write_outside_allowlist_refused(root, tmp_path):

@@ -167,7 +167,14 @@ def apply(
            {"cmd": "apply", "profile": profile} if by_name else None)
 
 
-def restore(ctx: typer.Context, wait: Optional[str] = wait_option()) -> None:
+def restore(
+    ctx: typer.Context,
+    discard: bool = typer.Option(False, "--discard", help="Restore nothing: move the state "
+                                 "journal aside (journal.json.discarded-<time>) after you "
+                                 "have checked the board's clocks by hand. For a journal "
+                                 "jetbench refuses."),
+    wait: Optional[str] = wait_option(),
+) -> None:
     """Put back every value maxperf/apply/measure changed (from the state journal). While the
     jetbench daemon holds the board, the daemon restores it and stops holding its profile
     (until `jetbench apply NAME`, or a restart of the service)."""
@@ -177,6 +184,11 @@ def restore(ctx: typer.Context, wait: Optional[str] = wait_option()) -> None:
 
     root = open_root(ctx)
     with own_board(root, "restore", wait_seconds(wait)) as broker:
+        if broker is not None and discard:
+            from ..errors import UsageError
+
+            raise UsageError("the jetbench daemon holds the board: stop it before discarding "
+                             "its journal (sudo systemctl stop jetbench)")
         if broker is not None:
             reply = broker.request("restore")
             console().print(f"Restored by the jetbench daemon (pid {broker.holder.pid}): "
@@ -184,6 +196,9 @@ def restore(ctx: typer.Context, wait: Optional[str] = wait_option()) -> None:
                             f"({reply.get('unchanged', 0)} already at their original value). "
                             "It keeps running and pins nothing until `jetbench apply NAME`.",
                             soft_wrap=True, highlight=False)
+            return
+        if discard:
+            _discard(root)
             return
         with open_board(root, simulate_power=False):
             result = restore_journal(root)
@@ -193,6 +208,18 @@ def restore(ctx: typer.Context, wait: Optional[str] = wait_option()) -> None:
         return
     out.print(f"Restored {len(result.written)} value(s) "
               f"({result.unchanged} already at their original value); journal removed.")
+
+
+def _discard(root) -> None:
+    from ..tuning.journal import discard
+
+    moved = discard(root)
+    if moved is None:
+        console().print("Nothing to discard: there is no state journal.")
+        return
+    console().print(f"The state journal was moved aside, nothing was restored: {moved}\n"
+                    "The board keeps the clocks it has now; `jetbench info` shows them.",
+                    soft_wrap=True)
 
 
 @profiles_app.callback()

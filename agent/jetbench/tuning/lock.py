@@ -14,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -22,6 +23,7 @@ from ..errors import HardwareError
 from ..hw.fs import Root
 
 LOCK_PATH = "/var/lib/jetbench/board.lock"
+LOCK_FILE_MODE = 0o664  # any member of the state directory's group may take the board
 _POLL_S = 0.05
 
 
@@ -111,12 +113,21 @@ class BoardLock:
 
         ensure_state_dir(self.root)
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                           0o664)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         LOCK_FILE_MODE)
         except OSError as err:
             raise HardwareError(f"cannot open the board lock ({err.strerror})", path=self.path,
                                 hint="run with sudo, or as a member of the jetbench group"
                                 ) from err
+        try:
+            st = os.fstat(fd)
+            if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != LOCK_FILE_MODE:
+                # Ours (we just created it): the creator's umask must not lock the group out
+                # (install-service's state directory is root:jetbench 2775).
+                os.fchmod(fd, LOCK_FILE_MODE)
+        except OSError:
+            pass
+        return fd
 
     def acquire(self) -> BoardLock:
         """Take the lock, waiting up to `wait_s`; BoardBusy (exit 2) names the holder."""
