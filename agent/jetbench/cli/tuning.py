@@ -14,13 +14,15 @@ profiles_app = typer.Typer(help="List and show the profiles `apply` accepts.",
 
 def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool) -> None:
     from ..session import open_board
-    from ..tuning.apply import apply_profile, read_clocks
+    from ..tuning.apply import apply_profile, pin_notes, read_clocks
     from .render import plan_lines, requested_table
 
     root = open_root(ctx)
     with open_board(root, simulate_power=False) as board:
         result = apply_profile(root, board, profile, dry_run=dry_run)
     applied = read_clocks(root, board)  # after the simulated kernel's last pass, if simulated
+    notes = list(result.targets.notes) + ([] if dry_run else
+                                          pin_notes(board, result.targets, applied))
     if as_json:
         print_json({
             "simulated": board.simulated,
@@ -31,7 +33,7 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
                 for s in result.steps for w in s.writes
             ],
             "requested": [r.__dict__ for r in result.targets.requested],
-            "notes": list(result.targets.notes),
+            "notes": notes,
         })
         return
     out = console()
@@ -39,8 +41,8 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
         out.print(line, soft_wrap=True)
     if result.targets.requested:
         out.print(requested_table(result.targets.requested, applied, board.simulated))
-    for note in result.targets.notes:
-        out.print(f"note: {note}")
+    for note in notes:
+        out.print(f"note: {note}", soft_wrap=True)
     if not dry_run and result.steps:
         out.print("Original values are journalled: [bold]jetbench restore[/] puts them back.")
 

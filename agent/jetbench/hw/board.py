@@ -117,7 +117,7 @@ class GpuInfo:
     # runtime PM "on"/"auto".
     railgate_values: Tuple[str, str] = ("0", "1")
     side_clocks: Tuple[Tuple[str, str], ...] = ()  # (name, devfreq dir): shown, never pinned
-    hz_per_unit: int = 1  # devfreq files are Hz by ABI; 1000 where the values only make sense as kHz
+    hz_per_unit: int = 1  # devfreq files are Hz by ABI; 1000 where values only make sense as kHz
 
 
 @dataclass(frozen=True)

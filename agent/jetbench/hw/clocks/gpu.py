@@ -120,3 +120,20 @@ def plan(root: Root, board: Board, target: GpuTarget) -> List[Step]:
     if writes:
         steps.append(Step("gpu", f"gpu {gpu.name}", tuple(writes)))
     return steps
+
+
+def gpu_load_pct(root: Root, board: Board) -> Optional[float]:
+    """GPU utilisation (%): the device's `load` file (0..1000) where it has one, else NVML on
+    the real machine where it answers (Thor), else None (never 0 for "unknown")."""
+    gpu = board.gpu
+    if gpu is None:
+        return None
+    if gpu.device:
+        load = root.read_int(f"{gpu.device}/load", default=None)
+        if load is not None:
+            return load / 10.0
+    if root.is_host:
+        from ..power.nvml import gpu_utilisation_pct
+
+        return gpu_utilisation_pct()
+    return None

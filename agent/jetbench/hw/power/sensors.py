@@ -2,11 +2,12 @@
 
 A family is a chip and a driver layout (shared/HARDWARE.md, "Power rails" and "INA238"):
 
-| family          | driver dir | files below the device        | channels | power                  |
-|-----------------|------------|-------------------------------|----------|------------------------|
-| `ina3221-iio`   | ina3221x   | iio:deviceK/ `rail_name_N`    | 0, 1, 2  | `in_powerN_input` mW (else V x I) |
-| `ina3221-hwmon` | ina3221    | hwmon/hwmonK/ `inN_label`     | 1, 2, 3  | `inN_input` mV x `currN_input` mA |
-| `ina238`        | ina238     | hwmon/hwmonK/ (no labels)     | 1        | `power1_input` uW (`in1_input` bus mV, `curr1_input` mA) |
+- `ina3221-iio` (driver `ina3221x`): `iio:deviceK/`, labels `rail_name_N`, channels 0-2,
+  power `in_powerN_input` in mW (else `in_voltageN_input` mV x `in_currentN_input` mA);
+- `ina3221-hwmon` (driver `ina3221`): `hwmon/hwmonK/`, labels `inN_label`, channels 1-3,
+  no power file: `inN_input` mV x `currN_input` mA;
+- `ina238` (driver `ina238`): `hwmon/hwmonK/`, no labels (one channel, named VIN), power
+  `power1_input` in microwatts (`in1_input` bus mV, `curr1_input` mA).
 
 Board detection finds rails with it, the reader reads them with it: a new sensor is a new row.
 """
