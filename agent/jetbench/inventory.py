@@ -43,13 +43,14 @@ def cpu_label(cpus: Sequence[int]) -> str:
 
 
 def cpu_clusters(board: Board, readings: Sequence[ClockReading]) -> List[Dict[str, Any]]:
-    """One row per cluster: policies with the same governor, limits and table are grouped, with
-    their cores (a 14-core Thor with a policy per core is one row, not fourteen)."""
+    """One row per cluster (a policy shared by several cores), with its cores. Per-core policies
+    (a policy per CPU, as on Thor) in the same state are one row, so 14 cores fit a screen."""
     cpu = [r for r in readings if r.domain == "cpu"]
     groups: List[Dict[str, Any]] = []
     for policy, r in zip(board.cpu.policies, cpu):
-        key = (r.governor, r.min_hz, r.max_hz, tuple(r.available_hz))
-        if groups and groups[-1]["_key"] == key:
+        # Only single-core policies merge: a real cluster keeps its own row.
+        key = (len(policy.cpus) == 1, r.governor, r.min_hz, r.max_hz, tuple(r.available_hz))
+        if groups and key[0] and groups[-1]["_key"] == key:
             group = groups[-1]
         else:
             group = {"_key": key, "policies": [], "cpus": [], "governor": r.governor,
