@@ -416,3 +416,50 @@ def test_sim_list_shows_the_new_boards():
     out = runner.invoke(app, ["sim", "list"]).output
     for key in ("thor", "orin-nano-super", "orin-agx-jp7"):
         assert any(line.split()[0] == key for line in out.splitlines()), key
+
+
+# -- a Thor owner's day: measure and the daemon --------------------------------------------------
+
+
+def test_measure_on_thor_records_the_mode_and_the_board_input(tmp_path):
+    import subprocess
+
+    from test_measure_e2e import board_snapshot, write_tiny
+
+    from conftest import REPO
+
+    write_tiny(tmp_path)
+    base = make_board(tmp_path, "thor")
+    before = board_snapshot(base, "thor")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure", "--model",
+         "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2", "--warmup", "0",
+         "--device", "cpu", "--freq", "max", "--precision", "fp32", "--batch", "1",
+         "--duration", "0.5", "--out", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "agent")))
+    assert result.returncode in (0, 3), result.stderr  # 3: judged invalid, still written
+    doc = json.loads(next(out.glob("*.json")).read_text())
+    assert doc["board"]["power_mode"] == {"id": 0, "name": "MAXN", "text": "0 MAXN"}
+    assert doc["board"]["family"] == "thor" and doc["simulated"] is True
+    assert (doc["power"]["total"]["name"], doc["power"]["total"]["point"]) == \
+        ("VIN", "board_input")
+    assert doc["settings"]["applied"]["gpu_hz"] == 1_575_000_000
+    assert diff(before, board_snapshot(base, "thor")) == []  # clocks and power/control put back
+
+
+def test_daemon_on_thor_status_has_the_power_mode(tmp_path):
+    from test_daemon_service import Daemon
+
+    base = make_board(tmp_path, "thor")
+    daemon = Daemon(tmp_path, base, "--profile", "thor-maxn")
+    try:
+        daemon.ready()
+        status = daemon.ask("status")
+        assert status["power_mode"]["text"] == "0 MAXN"
+        assert status["total"]["name"] == "VIN" and status["total"]["point"] == "board_input"
+        assert read(base, f"{THOR_GPU}/power/control") == "on"
+    finally:
+        assert daemon.stop() == 0
+    assert read(base, f"{THOR_GPU}/power/control") == "auto"

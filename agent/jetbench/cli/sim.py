@@ -17,7 +17,8 @@ sim_app = typer.Typer(help="Simulated boards: a faithful sysfs/debugfs tree in a
 def create(
     directory: Path = typer.Argument(..., help="New (or empty) directory for the tree."),
     board: str = typer.Option("tx1", "--board", "-b", help="tx1-r24, tx1, nano, tx2, "
-                              "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-nano."),
+                              "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-agx-jp7, "
+                              "orin-nano, orin-nano-super, thor (`jetbench sim list`)."),
 ) -> None:
     """Write a simulated board's tree. Use it with `jetbench --root DIR ...`."""
     from ..sim.create import create_board
