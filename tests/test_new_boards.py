@@ -463,3 +463,27 @@ def test_daemon_on_thor_status_has_the_power_mode(tmp_path):
     finally:
         assert daemon.stop() == 0
     assert read(base, f"{THOR_GPU}/power/control") == "auto"
+
+
+def test_a_gpu_max_the_firmware_refuses_names_the_bpmp_firmware(tmp_path, monkeypatch):
+    """Old BPMP firmware: max_freq reads back 624.75 MHz after 1020 MHz is written."""
+    from jetbench.errors import WriteRejected
+    from jetbench.hw.clocks.common import GpuTarget, apply_step
+    from jetbench.hw.clocks.gpu import plan
+
+    base = make_board(tmp_path, "orin-nano-super")
+    node = base / "sys/devices/platform/bus@0/17000000.gpu/devfreq/17000000.gpu"
+    (node / "max_freq").write_text("624750000\n")
+    root = Root(base)
+    board = detect(root)
+    (step,) = plan(root, board, GpuTarget(min_hz=1_020_000_000, max_hz=1_020_000_000))
+    real_read = Root.read
+
+    def capped_read(self, path, *a, **kw):
+        value = real_read(self, path, *a, **kw)
+        return "624750000" if path.endswith("17000000.gpu/max_freq") else value
+
+    monkeypatch.setattr(Root, "read", capped_read)
+    with pytest.raises(WriteRejected) as err:
+        apply_step(root, step)
+    assert "BPMP firmware" in err.value.hint and "1.02 GHz" in err.value.hint

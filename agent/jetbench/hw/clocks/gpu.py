@@ -4,6 +4,7 @@ clocks (Thor's gpu-nvd) are read, never pinned."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List, Optional
 
 from ...units import format_hz
@@ -40,6 +41,10 @@ def read(root: Root, board: Board) -> List[ClockReading]:
 
 
 SIDE_DOMAIN = "gpu-side"  # a second GPU-side clock: shown, never pinned
+FIRMWARE_CAP_HINT = (
+    "a GPU that reads back below its table's top ({top}) is capped by the BPMP firmware: an old "
+    "BPMP firmware under JetPack 6.2's Super device tree keeps the old limit (flash the updated "
+    "firmware), or another agent (nvpmodel, a thermal cap) holds the clock")
 
 
 def _scaled(value: Optional[int], unit: int) -> Optional[int]:
@@ -118,7 +123,11 @@ def plan(root: Root, board: Board, target: GpuTarget) -> List[Step]:
         ]
         writes += write_if_changed(root, f"{gpu.control}/state", 1)
     if writes:
-        steps.append(Step("gpu", f"gpu {gpu.name}", tuple(writes)))
+        step = Step("gpu", f"gpu {gpu.name}", tuple(writes))
+        if gpu.available_hz and target.max_hz == max(gpu.available_hz):
+            step = replace(step, readback_hint=FIRMWARE_CAP_HINT.format(
+                top=format_hz(max(gpu.available_hz))))
+        steps.append(step)
     return steps
 
 
