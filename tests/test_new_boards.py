@@ -114,6 +114,10 @@ def test_devfreq_values_in_khz_are_recognised_and_written_in_khz(tmp_path):
     assert board.gpu.hz_per_unit == 1000
     assert board.gpu.available_hz == (306_000_000, 612_000_000, 1_575_000_000)
     assert any("read as kHz" in n for n in board.notes)
+    doc = json.loads(cli(base, "info", "--json").output)
+    assert doc["gpu"]["file_unit"] == "kHz"
+    gpu = [c for c in doc["clocks"] if c["domain"] == "gpu"][0]
+    assert (gpu["min_hz"], gpu["max_hz"]) == (306_000_000, 1_575_000_000)
     from jetbench.hw.clocks.common import GpuTarget
     from jetbench.hw.clocks.gpu import plan
 

@@ -119,6 +119,8 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
             "railgate": root.read(board.gpu.railgate, default=None)
             if board.gpu.railgate else None,
             "side_clocks": [name for name, _node in board.gpu.side_clocks],
+            # devfreq is Hz by ABI; values that only make sense as kHz are read as kHz (a note).
+            "file_unit": {1: "Hz", 1000: "kHz"}.get(board.gpu.hz_per_unit, "?"),
             "load_pct": gpu_load_pct(root, board),
         },
         "emc": None if board.emc is None else {
