@@ -491,3 +491,21 @@ def test_a_gpu_max_the_firmware_refuses_names_the_bpmp_firmware(tmp_path, monkey
     with pytest.raises(WriteRejected) as err:
         apply_step(root, step)
     assert "BPMP firmware" in err.value.hint and "1.02 GHz" in err.value.hint
+
+
+def test_an_unknown_release_and_soc_work_with_what_is_found(tmp_path):
+    base = make_board(tmp_path, "thor")
+    (base / "etc/nv_tegra_release").write_text(
+        "# R40 (release), REVISION: 0.1, GCID: 1, BOARD: generic, EABI: aarch64, DATE: x\n")
+    (base / "sys/firmware/devicetree/base/compatible").write_bytes(
+        b"nvidia,p9999-0000\0nvidia,tegra300\0")
+    (base / "sys/firmware/devicetree/base/model").write_bytes(b"NVIDIA Jetson Future\0")
+    board = detect(Root(base))
+    assert (board.family, board.soc, board.l4t) == ("tegra300", "tegra300", "R40.0.1")
+    assert board.gpu.name == "gpu-gpc-0" and board.emc.kind == "devfreq"
+    before = snapshot(base)
+    result = cli(base, "maxperf", "--json")
+    assert result.exit_code == 0, result.output
+    assert read(base, f"{THOR_GPC}/min_freq") == "1575000000"
+    assert cli(base, "restore").exit_code == 0
+    assert diff(before, snapshot(base)) == []

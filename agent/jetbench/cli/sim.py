@@ -34,7 +34,7 @@ def list_boards() -> None:
     from ..sim.boards import BOARDS
 
     for key, spec in sorted(BOARDS.items()):
-        typer.echo(f"{key:12} {spec.soc:9} {spec.model}")
+        typer.echo(f"{key:16} {spec.soc:9} {spec.model}")
 
 
 @sim_app.command("run")
