@@ -442,8 +442,9 @@ def test_measure_on_thor_records_the_mode_and_the_board_input(tmp_path):
          "--device", "cpu", "--freq", "max", "--precision", "fp32", "--batch", "1",
          "--duration", "0.5", "--out", str(out)],
         cwd=tmp_path, capture_output=True, text=True, timeout=180,
-        env=dict(os.environ, PYTHONPATH=str(REPO / "agent")))
+        env=dict(os.environ, PYTHONPATH=str(REPO / "agent"), COLUMNS="160"))
     assert result.returncode in (0, 3), result.stderr  # 3: judged invalid, still written
+    assert "Power mode (nvpmodel)" in result.stdout and "0 MAXN" in result.stdout
     doc = json.loads(next(out.glob("*.json")).read_text())
     assert doc["board"]["power_mode"] == {"id": 0, "name": "MAXN", "text": "0 MAXN"}
     assert doc["board"]["family"] == "thor" and doc["simulated"] is True
