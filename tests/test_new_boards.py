@@ -510,3 +510,12 @@ def test_an_unknown_release_and_soc_work_with_what_is_found(tmp_path):
     assert read(base, f"{THOR_GPC}/min_freq") == "1575000000"
     assert cli(base, "restore").exit_code == 0
     assert diff(before, snapshot(base)) == []
+
+
+def test_meter_ina3221_on_thor_reads_both_chips_total_first(tmp_path):
+    base = make_board(tmp_path, "thor")
+    for spec in ("auto", "ina3221"):
+        doc = json.loads(cli(base, "info", "--json", "--meter", spec).output)
+        assert [(s["name"], s["total"]) for s in doc["sources"]] == [
+            ("ina238", "VIN (measured at board_input)"), ("ina3221", None)], spec
+        assert [c["unit"] for c in doc["sources"][0]["channels"]] == ["uW"]
