@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SIM_BOARDS = ["tx1-r24", "tx1", "nano", "tx2", "xavier-agx", "xavier-nx", "orin-agx",
-              "orin-agx-jp5", "orin-nano"]
+              "orin-agx-jp5", "orin-nano", "orin-agx-jp7", "orin-nano-super", "thor"]
 
 
 def make_board(tmp_path: Path, key: str) -> Path:

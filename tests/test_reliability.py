@@ -116,7 +116,7 @@ def _child(base):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("board", ["tx1-r24", "xavier-agx"])
+@pytest.mark.parametrize("board", ["tx1-r24", "xavier-agx", "thor", "orin-nano-super"])
 def test_kill9_at_random_points_then_restore_is_exact(tmp_path, board):
     pristine = make_board(tmp_path, board)
     before = snapshot(pristine)

@@ -537,8 +537,10 @@ def _applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
 
 
 def _board_doc(root: Root, board: Board) -> Dict[str, Any]:
+    from .hw.nvpmodel import mode_doc
+
     return {"model": board.model, "family": board.family, "soc": board.soc, "l4t": board.l4t,
-            "simulated": board.simulated, "root": str(root.base)}
+            "power_mode": mode_doc(root), "simulated": board.simulated, "root": str(root.base)}
 
 
 def _temperatures(root: Root, board: Board) -> Dict[str, float]:

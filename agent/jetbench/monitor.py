@@ -14,7 +14,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
 from .hw.clocks.common import ClockReading
+from .hw.clocks.gpu import gpu_load_pct
 from .hw.fs import Root
+from .hw.nvpmodel import mode_doc
 from .hw.thermal import read_temperatures_c
 from .power.source import KIND_ENERGY, Channel, PowerSource, Total
 from .tuning.apply import read_clocks
@@ -28,6 +30,8 @@ class Row:
     total_w: Optional[float]
     clocks: Tuple[ClockReading, ...]
     temps_c: Dict[str, float]
+    power_mode: Optional[Dict[str, Any]] = None  # nvpmodel's mode ({"id", "name", "text"})
+    gpu_load_pct: Optional[float] = None  # `load` file, or NVML (Thor); None = unknown
 
     def to_dict(self, simulated: bool) -> Dict[str, Any]:
         return {
@@ -45,6 +49,8 @@ class Row:
                 for c in self.clocks
             ],
             "temperatures_c": self.temps_c,
+            "power_mode": self.power_mode,
+            "gpu_load_pct": self.gpu_load_pct,
         }
 
 
@@ -105,7 +111,8 @@ class Monitor:
                 total_name, total_w = st.total.name, _total(st.total, values)
         return Row(now - self.t0, tuple(channels), total_name, total_w,
                    read_clocks(self.root, self.board),
-                   read_temperatures_c(self.root, self.board))
+                   read_temperatures_c(self.root, self.board),
+                   mode_doc(self.root), gpu_load_pct(self.root, self.board))
 
 
 def _has_energy(channels: Sequence[Channel]) -> bool:

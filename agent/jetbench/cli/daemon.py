@@ -68,6 +68,7 @@ def status(
         ("board", f"{reply['board']['model']} ({reply['board']['family']})"
          + (" [simulated]" if reply.get("simulated") else "")),
         ("profile", reply.get("profile") or "-"),
+        ("power mode", (reply.get("power_mode") or {}).get("text") or "-"),
         ("since", f"{reply.get('started')} (pid {reply.get('pid')})"),
         ("drift re-pins", str(counters.get("repins", 0))),
         ("throttling", "; ".join(reply.get("throttle_reasons") or []) or "no"),
@@ -79,6 +80,8 @@ def status(
     for c in reply.get("clocks", []):
         rows.append((f"{c['domain']} {c['name']}", f"{format_hz(c['cur_hz'])} "
                      f"(min {format_hz(c['min_hz'])}, max {format_hz(c['max_hz'])})"))
+    if reply.get("gpu_load_pct") is not None:
+        rows.append(("gpu load", f"{reply['gpu_load_pct']:.1f} %"))
     for zone, temp in sorted(reply.get("temperatures_c", {}).items()):
         rows.append((f"temp {zone}", f"{temp:.1f} C"))
     for r in reply.get("rails", []):

@@ -18,7 +18,8 @@ sim_app = typer.Typer(help="Simulated boards: a faithful sysfs/debugfs tree in a
 def create(
     directory: Path = typer.Argument(..., help="New (or empty) directory for the tree."),
     board: str = typer.Option("tx1", "--board", "-b", help="tx1-r24, tx1, nano, tx2, "
-                              "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-nano."),
+                              "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-agx-jp7, "
+                              "orin-nano, orin-nano-super, thor (`jetbench sim list`)."),
     quirk: List[str] = typer.Option([], "--quirk", metavar="NAME",
                                     help="A real-kernel behaviour to show (repeatable): "
                                     "static-cur, amu-cpu, qos-cap, late-gpu, round-emc "
@@ -39,7 +40,7 @@ def list_boards() -> None:
     from ..sim.boards import BOARDS
 
     for key, spec in sorted(BOARDS.items()):
-        typer.echo(f"{key:12} {spec.soc:9} {spec.model}")
+        typer.echo(f"{key:16} {spec.soc:9} {spec.model}")
 
 
 @sim_app.command("run")

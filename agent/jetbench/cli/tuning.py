@@ -100,10 +100,12 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
 
 def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: bool,
                     dry_run: bool) -> None:
-    from ..tuning.apply import read_clocks
+    from ..tuning.apply import pin_notes, read_clocks
     from .render import plan_lines, requested_table
 
     applied = read_clocks(root, board)  # after the simulated kernel's last pass, if simulated
+    notes = list(result.targets.notes) + ([] if dry_run else
+                                          pin_notes(board, result.targets, applied))
     if as_json:
         print_json({
             "simulated": board.simulated,
@@ -114,7 +116,7 @@ def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: boo
                 for s in result.steps for w in s.writes
             ],
             "requested": [r.__dict__ for r in result.targets.requested],
-            "notes": list(result.targets.notes),
+            "notes": notes,
         })
         return
     out = console()
@@ -122,8 +124,8 @@ def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: boo
         out.print(line, soft_wrap=True)
     if result.targets.requested:
         out.print(requested_table(result.targets.requested, applied, board.simulated))
-    for note in result.targets.notes:
-        out.print(f"note: {note}")
+    for note in notes:
+        out.print(f"note: {note}", soft_wrap=True)
     if not dry_run and result.steps:
         out.print("Original values are journalled: [bold]jetbench restore[/] puts them back.")
 

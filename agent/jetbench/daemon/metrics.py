@@ -12,6 +12,8 @@ the loop), so a scrape never touches the hardware and never waits for it:
     jetbench_throttling                          1 while the board throttles
     jetbench_throttle_events_total               times throttling began
     jetbench_pinned, jetbench_profile_info{profile}, jetbench_simulated, jetbench_errors_total
+    jetbench_power_mode_info{id,name}            nvpmodel's mode (read, never switched)
+    jetbench_gpu_load_percent                    GPU utilisation (`load` file, or NVML on Thor)
 
 The HTTP side is bounded whatever clients do: one thread with `selectors` accepts, reads each
 request head (at most MAX_HEAD_BYTES, within `timeout_s` of the connection), and answers it
@@ -118,6 +120,21 @@ class _Collector:
         if snap.get("profile"):
             info.add_metric([snap["profile"], snap.get("board", {}).get("family", "")], 1.0)
         yield info
+        yield from _power_mode_metrics(snap)
+
+
+def _power_mode_metrics(snap: Dict[str, Any]) -> Iterator[Any]:
+    """nvpmodel's mode as an info gauge, and the GPU's utilisation where it is known."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    mode = GaugeMetricFamily("jetbench_power_mode_info", "The board's nvpmodel power mode",
+                             labels=["id", "name"])
+    if snap.get("power_mode"):
+        mode.add_metric([str(snap["power_mode"]["id"]), snap["power_mode"]["name"] or ""], 1.0)
+    yield mode
+    if snap.get("gpu_load_pct") is not None:
+        yield GaugeMetricFamily("jetbench_gpu_load_percent", "GPU utilisation (%)",
+                                value=float(snap["gpu_load_pct"]))
 
 
 def _buffered(handler_cls: type) -> type:

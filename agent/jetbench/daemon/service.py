@@ -500,8 +500,12 @@ class Daemon:
                 parts = [values.get(n) for n in spec.channels]
                 watts = sum(parts) if parts and None not in parts else None  # type: ignore
                 total = {"name": spec.name, "point": spec.point, "power_w": watts}
+        from ..hw.clocks.gpu import gpu_load_pct
+        from ..hw.nvpmodel import mode_doc
+
         return {"clocks": clocks, "temperatures_c": read_temperatures_c(self.root, board),
-                "rails": rails, "total": total, "read_at": _iso(time.time())}
+                "rails": rails, "total": total, "power_mode": mode_doc(self.root),
+                "gpu_load_pct": gpu_load_pct(self.root, board), "read_at": _iso(time.time())}
 
     def _watts(self, channel: Any, value: Optional[float], t_s: float) -> Optional[float]:
         """Watts for a power channel; for an energy counter (joules), the mean power since the

@@ -60,6 +60,8 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
 
     add("GPU clock (applied)", [format_hz(schema.gpu_hz(d)) if schema.gpu_hz(d) else "-"
                                 for d in docs])
+    add("Power mode (nvpmodel)", [((d.get("board") or {}).get("power_mode") or {}).get("text")
+                                  or "-" for d in docs])
     add("Performance (img/s)", [_num(schema.images_per_s(d)) if schema.is_ok(d)
                                 else str(d.get("status")) for d in docs])
     add("Latency p50 / p99 (ms)", [
