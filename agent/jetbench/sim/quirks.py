@@ -40,3 +40,5 @@ def check(names: Iterable[str]) -> Tuple[str, ...]:
     if unknown:
         raise ValueError(f"unknown quirk(s) {', '.join(unknown)}; known: {', '.join(QUIRKS)}")
     return tuple(n for n in QUIRKS if n in wanted)
+# `amu-cpu`: below this load (a fraction of the machine) the cores count as idle.
+AMU_IDLE_LOAD = 0.05
