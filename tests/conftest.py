@@ -116,7 +116,8 @@ def fuse_unavailable() -> str:
     try:
         import mfusepy  # noqa: F401
     except (ImportError, OSError) as err:
-        return f"mfusepy/libfuse3 not installed ({err}): pip install -e '.[dev]', apt-get install fuse3"
+        return (f"mfusepy/libfuse3 not installed ({err}): pip install -e '.[dev]', "
+                "apt-get install fuse3")
     return ""
 
 

@@ -414,7 +414,9 @@ class SimulatedKernel:
                 if is_gpu:
                     self.gpu = node
                 static = self._int(f"{d}/cur_freq")
-                cur = (lambda n=node, s=static, g=is_gpu: str(self.devfreq_cur_hz(n, s, g)))
+
+                def cur(n: Devfreq = node, s: int = static, g: bool = is_gpu) -> str:
+                    return str(self.devfreq_cur_hz(n, s, g))
                 self.attrs.update({
                     f"{d}/governor": Attribute(lambda n=node: n.governor, node.store_governor),
                     f"{d}/min_freq": Attribute(lambda n=node: str(n.min_hz), node.store_min),
