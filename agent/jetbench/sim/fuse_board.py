@@ -215,11 +215,12 @@ def prepare(board_key: str, backing: Path, quirks: Sequence[str] = ()) -> None:
     from .create import create_board
 
     create_board(board_key, backing)
+    marker = backing / SIM_MARKER.lstrip("/")
+    doc = json.loads(marker.read_text())
+    doc["kernel"] = "fuse"  # no file-based simulated kernel may run beside this server
     if quirks:
-        marker = backing / SIM_MARKER.lstrip("/")
-        doc = json.loads(marker.read_text())
         doc["quirks"] = list(quirks)
-        marker.write_text(json.dumps(doc, indent=1) + "\n")
+    marker.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
