@@ -151,7 +151,7 @@ def fuse_board(base: Path, key: str, quirks: tuple = (), load: float = 0.0,
     if reason:
         pytest.skip(reason)
     mountpoint = base / f"fuse-{key}"
-    mountpoint.mkdir()
+    mountpoint.mkdir(parents=True)
     log = base / f"fuse-{key}.writes"
     args = [sys.executable, "-m", "jetbench.cli.main", "sim", "mount", "--board", key,
             "--load", str(load), "--write-log", str(log), str(mountpoint)]

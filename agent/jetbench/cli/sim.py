@@ -98,4 +98,10 @@ def mount(
                         f"{os.getpid()}). Stop with Ctrl-C or `kill {os.getpid()}`: it "
                         f"unmounts. Use it with `jetbench --root {directory} ...`")
 
-    serve(board, directory, quirk or (), load, write_log, on_ready=ready)
+    try:
+        serve(board, directory, quirk or (), load, write_log, on_ready=ready)
+    except RuntimeError as err:
+        from ..errors import HardwareError
+
+        raise HardwareError(f"the FUSE mount failed ({err})", path=str(directory),
+                            hint="run as root, or check `fusermount3` is installed") from err

@@ -54,10 +54,18 @@ class BoardFS:
 
     use_ns = True
 
-    def __init__(self, kernel: SimulatedKernel, backing: Path, log: Optional[TextIO] = None):
+    def __init__(self, kernel: SimulatedKernel, backing: Path, log: Optional[TextIO] = None,
+                 on_ready=None):
         self.kernel = kernel
         self.backing = backing
         self.log = log
+        self.on_ready = on_ready
+        self.mounted = False
+
+    def init(self, path: str) -> None:
+        self.mounted = True
+        if self.on_ready is not None:
+            self.on_ready()
 
     # -- paths -------------------------------------------------------------------------------
     def _host(self, path: str) -> str:
@@ -239,11 +247,16 @@ def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
         prepare(board_key, backing, names)
         kernel = SimulatedKernel(get(board_key), read_initial(backing), names, HostLoad(load),
                                  clock=time.monotonic)
-        if on_ready is not None:
-            on_ready()
-        fuse.FUSE(BoardFS(kernel, backing, log), str(mountpoint), foreground=True,
-                  nothreads=True, raw_fi=True, attr_timeout=0, entry_timeout=0,
-                  negative_timeout=0, fsname=f"jetbench-sim-{board_key}")
+        fs = BoardFS(kernel, backing, log, on_ready)
+        try:
+            fuse.FUSE(fs, str(mountpoint), foreground=True, nothreads=True, raw_fi=True,
+                      attr_timeout=0, entry_timeout=0, negative_timeout=0,
+                      fsname=f"jetbench-sim-{board_key}")
+        except RuntimeError:
+            # libfuse >= 3.x reports a loop ended by SIGINT/SIGTERM as an error code: a
+            # normal stop once the board was mounted, a failure before.
+            if not fs.mounted:
+                raise
     finally:
         if log is not None:
             log.close()
