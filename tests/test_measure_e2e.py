@@ -36,6 +36,21 @@ class _Greedy(torch.nn.Module):
 
 def greedy():
     return _Greedy()
+
+class _Marked(torch.nn.Module):
+    """tiny(), leaving `inference.mark` in the working directory once it runs: an event a
+    test can wait on instead of guessing how long torch takes to load."""
+    def __init__(self):
+        super().__init__()
+        self.net = tiny()
+    def forward(self, x):
+        import os
+        if not os.path.exists("inference.mark"):
+            open("inference.mark", "w").close()
+        return self.net(x)
+
+def marked():
+    return _Marked()
 '''
 
 

@@ -1,0 +1,39 @@
+"""Ctrl-C that lands while native code initialises is held until it has finished.
+
+A KeyboardInterrupt raised inside a C extension's import (torch runs Python from C++ while
+`import torch` loads it) can be swallowed ("Exception ignored"), turned into another error, or
+make CPython end the process *by SIGINT* after a clean `sys.exit(130)` (it remembers an
+interrupt that escaped code run through `PyRun_String` and re-kills itself at exit). So the
+interrupt is recorded during such a section and raised as soon as it ends, in plain Python code:
+the usual path then restores the clocks and exits 130, every time.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator, List
+
+
+@contextmanager
+def held_sigint() -> Iterator[None]:
+    """Hold SIGINT for the duration of the block, then deliver it (KeyboardInterrupt)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread handles signals; nothing to hold here
+        return
+    caught: List[int] = []
+
+    def hold(signum: int, _frame: Any) -> None:
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, None)  # default_int_handler raises KeyboardInterrupt
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
