@@ -51,22 +51,33 @@ def test_dotdot_above_root_refused(root):
         root.write("/../../etc/passwd", "x")
 
 
-def test_symlink_escapes_refused(root, tmp_path):
-    outside = tmp_path.parent / f"outside-{os.getpid()}"
+def test_symlink_escapes_refused(tmp_path):
+    """The board's root is tmp_path/board; the file to protect lies beside it, still inside
+    this test's temporary directory."""
+    base = tmp_path / "board"
+    cpufreq = base / "sys/devices/system/cpu/cpu0/cpufreq"
+    cpufreq.mkdir(parents=True)
+    root = Root(base)
+    outside = tmp_path / "outside"
     outside.write_text("precious\n")
-    cpufreq = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq"
     os.symlink(outside, cpufreq / "abs_escape")  # absolute: points off the root
-    os.symlink("../../../../../../" + outside.name, cpufreq / "rel_escape")
-    # Inside the root but outside the allowlist, reached through an allowed directory.
-    (tmp_path / "etc").mkdir()
-    (tmp_path / "etc/shadow").write_text("secret\n")
-    os.symlink("../../../../../../etc/shadow", cpufreq / "to_etc")
-    for name in ("abs_escape", "rel_escape", "to_etc"):
-        with pytest.raises(UnsafePath):
+    # Relative: seven levels up from .../cpu0/cpufreq is tmp_path, beside the root.
+    os.symlink("../../../../../../../outside", cpufreq / "rel_escape")
+    assert os.path.realpath(cpufreq / "rel_escape") == str(outside)
+    for name in ("abs_escape", "rel_escape"):
+        with pytest.raises(UnsafePath) as info:
             root.write(f"/sys/devices/system/cpu/cpu0/cpufreq/{name}", "x")
+        assert "outside the root" in str(info.value)
+    # Inside the root but outside the allowlist, reached through an allowed directory.
+    (base / "etc").mkdir()
+    (base / "etc/shadow").write_text("secret\n")
+    os.symlink("../../../../../../etc/shadow", cpufreq / "to_etc")
+    assert os.path.realpath(cpufreq / "to_etc") == str(base / "etc/shadow")
+    with pytest.raises(UnsafePath) as info:
+        root.write("/sys/devices/system/cpu/cpu0/cpufreq/to_etc", "x")
+    assert "allowlist" in str(info.value)
     assert outside.read_text() == "precious\n"
-    assert (tmp_path / "etc/shadow").read_text() == "secret\n"
-    outside.unlink()
+    assert (base / "etc/shadow").read_text() == "secret\n"
 
 
 def test_dangerous_names_refused(root, tmp_path):
