@@ -67,6 +67,15 @@ def diff(before: Dict[str, str], after: Dict[str, str]) -> List[str]:
     return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
+def sigint_as_on_a_terminal() -> None:
+    """preexec_fn for a child that a test will Ctrl-C: the default SIGINT disposition a
+    terminal's foreground process has. A test run started in the background by a script (or a
+    CI runner) inherits SIGINT *ignored*, and Python then never raises KeyboardInterrupt."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args: str, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
     """jetbench in a real subprocess."""
     return subprocess.run(

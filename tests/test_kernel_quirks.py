@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import fuse_board
+from conftest import fuse_board, sigint_as_on_a_terminal
 
 pytestmark = pytest.mark.kernel
 
@@ -110,7 +110,8 @@ def test_sim_mount_stops_and_unmounts_on_sigint(tmp_path):
     mnt.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "jetbench.cli.main", "sim", "mount",
                              "--board", "nano", str(mnt)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=sigint_as_on_a_terminal)
     try:
         deadline = time.monotonic() + 30
         while not os.path.ismount(mnt) and time.monotonic() < deadline:

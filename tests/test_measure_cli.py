@@ -13,7 +13,7 @@ from test_measure_e2e import board_snapshot, write_tiny
 from jetbench.report.plots import png_size
 from jetbench.sim.meters import sim_for
 
-from conftest import REPO, diff, make_board, run_cli
+from conftest import REPO, diff, make_board, run_cli, sigint_as_on_a_terminal
 
 FAST = ["--model", "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2",
         "--warmup", "0", "--device", "cpu"]
@@ -28,7 +28,8 @@ def _start(tmp_path, base, *extra):
         [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure", *FAST,
          "--model", "jb_tinynet:marked", "--freq", "690MHz", "--duration", "60",
          "--out", str(tmp_path / "out"), *extra],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+        preexec_fn=sigint_as_on_a_terminal)
 
 
 def _wait_for_pin(proc, base, timeout=120):
