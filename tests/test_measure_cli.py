@@ -86,6 +86,19 @@ def test_ctrl_c_while_torch_loads_still_exits_130(tmp_path):
     assert diff(before, board_snapshot(base, "tx1")) == []
 
 
+def test_sigterm_ends_a_measurement_like_ctrl_c(tmp_path):
+    write_tiny(tmp_path)
+    base = make_board(tmp_path, "tx1")
+    before = board_snapshot(base, "tx1")
+    proc = _start(tmp_path, base)
+    _wait_for_window(proc, base, tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
 def test_kill9_then_restore_is_exact(tmp_path):
     write_tiny(tmp_path)
     base = make_board(tmp_path, "tx1-r24")

@@ -37,3 +37,38 @@ def held_sigint() -> Iterator[None]:
             previous(signal.SIGINT, None)  # default_int_handler raises KeyboardInterrupt
         elif previous == signal.SIG_DFL:
             raise KeyboardInterrupt
+
+
+class InterruptLatch:
+    """SIGINT (and, as for systemd or a CI timeout, SIGTERM) become KeyboardInterrupt, and are
+    remembered: a library that swallows the exception (a finaliser running while it lands
+    reports "Exception ignored" and carries on) would let a 60 s measurement run to its end.
+    `check()`, called at safe points of the measurement loop (the progress callback), raises
+    it again. Only in the main thread; elsewhere (a test runner's worker) it does nothing."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous: dict = {}
+
+    def __enter__(self) -> InterruptLatch:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                current = signal.getsignal(sig)
+                if sig == signal.SIGINT and current == signal.SIG_IGN:
+                    continue  # started in the background with Ctrl-C ignored: keep it so
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.received = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise the interrupt again if one was received (and so was swallowed on its way)."""
+        if self.received:
+            raise KeyboardInterrupt
