@@ -403,7 +403,7 @@ def _closed_within(s: socket.socket, timeout: float) -> bool:
         return False
 
 
-def test_throttling_is_reported_not_fought(tmp_path, started):
+def test_throttling_is_reported_and_drift_still_repinned(tmp_path, started):
     base = _pristine(tmp_path, "nano")
     before = _state(base)
     zone = base / "sys/devices/virtual/thermal/thermal_zone1"  # the GPU zone
@@ -415,24 +415,22 @@ def test_throttling_is_reported_not_fought(tmp_path, started):
     d.ready()
     gpu = base / "sys/devices/57000000.gpu/devfreq/57000000.gpu"
     pinned_max = (gpu / "max_freq").read_text()
-    # Hot, and the kernel's thermal cap lowers the GPU's clock range.
+    # Hot (evidence: a zone at its passive trip), and something rewrites the GPU's knobs.
+    # Caps act through QoS and cooling devices, so writing the knobs back fights no cap.
     (zone / "temp").write_text("61000\n")
     low = (gpu / "available_frequencies").read_text().split()[2]
     (gpu / "min_freq").write_text(low + "\n")
     (gpu / "max_freq").write_text(low + "\n")
     assert _wait(lambda: d.ask("status")["throttling"], timeout=3)
-    time.sleep(0.8)  # more than two intervals
-    status = d.ask("status")
-    assert status["counters"]["held"] >= 1 and status["counters"]["repins"] == 0
-    assert any("passive" in r for r in status["throttle_reasons"])
-    assert (gpu / "max_freq").read_text() == low + "\n"  # left to the kernel
-    assert "thermal throttling" in d.output()
-    # Cooled down: the profile is held again.
-    (zone / "temp").write_text("40000\n")
     assert _wait(lambda: (gpu / "max_freq").read_text() == pinned_max, timeout=3)
     status = d.ask("status")
-    assert not status["throttling"] and status["counters"]["repins"] >= 1
-    assert status["counters"]["throttle_events"] == 1
+    assert status["counters"]["repins"] >= 1 and status["counters"]["held"] == 0
+    assert any("passive" in r for r in status["throttle_reasons"])
+    assert "thermal throttling" in d.output()
+    # Cooled down: throttling ends, one event counted.
+    (zone / "temp").write_text("40000\n")
+    assert _wait(lambda: not d.ask("status")["throttling"], timeout=3)
+    assert d.ask("status")["counters"]["throttle_events"] == 1
     assert d.stop() == 0
     after = _state(base)
     assert diff(before, after) == [str(Path(zone.relative_to(base)) / "temp")]

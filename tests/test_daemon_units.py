@@ -94,10 +94,15 @@ def test_throttling_assessment():
     assert len(hot) == 1 and "passive" in hot[0]
     assert thermal.assess({}, trips, {"cpufreq-cpu0": 2}, [])
     assert thermal.assess({}, trips, {"cpufreq-cpu0": 0}, []) == ()
-    # A clock under its pinned floor is capped; a table rounding (1%) is not.
-    assert thermal.assess({}, (), {}, [_clock(600_000_000, 921_600_000)])
-    assert thermal.assess({}, (), {}, [_clock(912_000_000, 921_600_000)]) == ()
-    assert thermal.assess({}, (), {}, [_clock(None, 921_600_000), _clock(5, None)]) == ()
+    # A clock under its pinned floor is not evidence of throttling: it is reported as exactly
+    # that ("below its pin, cause unknown"); a table rounding (1%) is not even that.
+    low = _clock(600_000_000, 921_600_000)
+    assert thermal.assess({}, (), {}, [low]) == ()
+    assert thermal.below_pin([low]) == (
+        "gpu gpu0 below its pin (600 MHz, pinned floor 921.6 MHz), cause unknown",)
+    assert thermal.below_pin([_clock(600_000_000, 921_600_000, "cpu")], skip_domains=("cpu",)) == ()
+    assert thermal.below_pin([_clock(912_000_000, 921_600_000)]) == ()
+    assert thermal.below_pin([_clock(None, 921_600_000), _clock(5, None)]) == ()
 
 
 def test_thermal_scan_keeps_throttling_trips_and_non_fan_cooling(tmp_path):

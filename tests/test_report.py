@@ -18,7 +18,8 @@ from jetbench.report.schema import SCHEMA, point_id
 from conftest import REPO
 
 
-def result(mhz, batch=1, ips=47.0, watts=5.5, precision="fp32", simulated=True, path=None):
+def result(mhz, batch=1, ips=47.0, watts=5.5, precision="fp32", simulated=True, path=None,
+           power_pct=4.0, throughput_pct=1.0, reasons=()):
     doc = {
         "schema": SCHEMA, "status": "ok", "simulated": simulated,
         "id": point_id("alexnet", precision, batch, int(mhz * 1e6)),
@@ -27,7 +28,7 @@ def result(mhz, batch=1, ips=47.0, watts=5.5, precision="fp32", simulated=True, 
         "workload": {"model": "alexnet", "precision": precision, "batch": batch},
         "throughput": {"images_per_s": ips, "latency_ms": {"p50": 1000 / ips, "p99": 30.0}},
         "power": {"total": {"name": "VDD_IN", "point": "module_input", "source": "ina3221",
-                            "mean_w": watts},
+                            "mean_w": watts, "mean_w_uncertainty_pct": power_pct},
                   "totals": [{"name": "VDD_IN", "point": "module_input",
                               "source": "ina3221", "mean_w": watts}],
                   "channels": [{"name": "VDD_IN", "point": "module_input",
@@ -38,10 +39,16 @@ def result(mhz, batch=1, ips=47.0, watts=5.5, precision="fp32", simulated=True, 
                   "trace_csv": "t.csv"},
         "efficiency": {"images_per_j": ips / watts, "by_point": [
             {"name": "VDD_IN", "source": "ina3221", "point": "module_input", "kind": "total",
-             "mean_w": watts, "images_per_j": ips / watts},
+             "mean_w": watts, "images_per_j": ips / watts,
+             "mean_w_uncertainty_pct": power_pct},
             {"name": "VDD_GPU", "source": "ina3221", "point": "rail", "kind": "channel",
-             "mean_w": 2.0, "images_per_j": ips / 2.0}]},
+             "mean_w": 2.0, "images_per_j": ips / 2.0, "mean_w_uncertainty_pct": 10.0}],
+            "uncertainty": {"power_pct": power_pct, "throughput_pct": throughput_pct,
+                            "images_per_j_pct": None if power_pct is None
+                            else power_pct + throughput_pct,
+                            "basis": "test", "lower_it": ["a longer window"]}},
         "thermal": {"throttled": False},
+        "validity": {"valid": not reasons, "reasons": list(reasons)},
         "warnings": [],
     }
     if path is not None:
@@ -56,19 +63,72 @@ def test_whitepaper_table_cells():
     assert headers == ["alexnet FP32 b1", "alexnet FP16 b1"]
     by = dict(rows)
     assert by["Performance (img/s)"] == ["47.0", "67.0"]
-    assert by["Power (W): VDD_IN, module input"] == ["5.50", "5.10"]
-    assert by["Performance/W (img/s/W): VDD_IN"] == ["8.5", "13.1"]
-    assert by["  VDD_GPU (rail) W"] == ["2.00", "2.00"]
+    # 4% of 5.5 W = 0.22 W; of 5.1 W = 0.204 W. img/s/W: 47/5.5 = 8.545, 5% = 0.427;
+    # 67/5.1 = 13.137, 5% = 0.657. VDD_GPU: 10% of 2 W.
+    assert by["Power (W): VDD_IN, module input"] == ["5.50 +- 0.22", "5.10 +- 0.20"]
+    assert by["Performance/W (img/s/W): VDD_IN"] == ["8.5 +- 0.4", "13.1 +- 0.7"]
+    assert by["  VDD_GPU (rail) W"] == ["2.00 +- 0.20", "2.00 +- 0.20"]
+    assert by["Valid"] == ["yes", "yes"]
     assert by["GPU clock (applied)"] == ["691.2 MHz", "691.2 MHz"]
     assert "ESTIMATE" not in " ".join(by)  # only when asked for
     assert "SIMULATED" in tables.title(docs)
     assert "SIMULATED" not in tables.title([result(691.2, simulated=False)])
     md = tables.markdown(docs)
-    assert "| Performance/W (img/s/W): VDD_IN | 8.5 | 13.1 |" in md
+    assert "| Performance/W (img/s/W): VDD_IN | 8.5 +- 0.4 | 13.1 +- 0.7 |" in md
+
+
+def test_unknown_uncertainty_is_said_never_zero():
+    doc = result(691.2, power_pct=None)
+    by = dict(tables.table_cells([doc])[1])
+    assert by["Power (W): VDD_IN, module input"] == ["5.50 +- unknown"]
+    assert by["Performance/W (img/s/W): VDD_IN"] == ["8.5 +- unknown"]
+    advice = tables.uncertainty_advice([doc])
+    assert len(advice) == 1 and "unknown exceeds 1%" in advice[0]
+    assert tables.uncertainty_advice([result(691.2, power_pct=0.5, throughput_pct=0.3)]) == []
+    assert "a longer window" in tables.uncertainty_advice([result(691.2)])[0]
+
+
+def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
+    reason = "gpu 57000000.gpu ran at 76.8 MHz, 691.2 MHz was applied"
+    docs = [result(614.4, ips=40, watts=5.0), result(691.2, ips=47, watts=5.5,
+                                                     reasons=(reason,)),
+            result(768.0, ips=52, watts=6.0)]
+    headers, rows = tables.table_cells(docs)
+    assert headers == ["alexnet FP32 b1", "alexnet FP32 b1 INVALID", "alexnet FP32 b1"]
+    assert dict(rows)["Valid"] == ["yes", "NO: 1 reason(s)", "yes"]
+    md = tables.markdown(docs)
+    assert f"- alexnet FP32 b1 @ 691 MHz: {reason}" in md
+    series = plots.freq_series(docs)["alexnet FP32 b1"]
+    assert [p["valid"] for p in series] == [True, False, True]
+    # Error bars: img/s/W x (4% + 1%), from the result's efficiency.uncertainty.
+    assert series[0]["images_per_j_err"] == pytest.approx(40 / 5.0 * 0.05)
+    assert series[2]["images_per_j_err"] == pytest.approx(52 / 6.0 * 0.05)
+    figs = []
+    real_save = plots._save
+
+    def keep(fig, path):
+        figs.append(fig)
+        return real_save(fig, path)
+
+    import unittest.mock as mock
+    with mock.patch.object(plots, "_save", keep):
+        plots.plot_vs_freq(docs, tmp_path / "f.png")
+    top, bottom = figs[0].axes
+    joined = [line for line in top.lines if line.get_linestyle() != "None"]
+    assert [list(line.get_xdata()) for line in joined] == [[614.4, 768.0]]  # never joined
+    crosses = [line for line in top.lines if line.get_marker() == "x"]
+    assert [list(line.get_xdata()) for line in crosses] == [[691.2]]
+    assert crosses[0].get_color() == "red"
+    # The bottom axis has error bars whose half-length is the uncertainty.
+    bars = [c for c in bottom.collections if c.__class__.__name__ == "LineCollection"]
+    segs = bars[0].get_segments()
+    assert segs[0][1][1] - segs[0][0][1] == pytest.approx(2 * 40 / 5.0 * 0.05)
 
 
 def test_compare_change_per_metric():
-    a, b = result(691.2, ips=47, watts=5.5), result(998.4, ips=60, watts=7.5)
+    # uncertainties 1.5% each: the -6.4% img/s/W change is beyond them (no caveat)
+    a = result(691.2, ips=47, watts=5.5, power_pct=1.0, throughput_pct=0.5)
+    b = result(998.4, ips=60, watts=7.5, power_pct=1.0, throughput_pct=0.5)
     changes = {c.metric: c for c in compare.compare(a, b)}
     assert changes["img/s"].ratio == pytest.approx(60 / 47 - 1)
     assert changes["img/s"].verdict == "better"
@@ -77,6 +137,12 @@ def test_compare_change_per_metric():
     assert compare.caveats(a, b) == []
     assert compare.caveats(a, result(691.2, simulated=False)) == [
         "one result is from a SIMULATED board"]
+    # 47/5.5 = 8.545 vs 48/5.5 = 8.727: +2.1%, within 5% + 5%; and B invalid.
+    bad = result(691.2, ips=48, watts=5.5, reasons=("gpu ran at 76.8 MHz, 691.2 MHz applied",))
+    assert compare.caveats(result(691.2, ips=47, watts=5.5), bad) == [
+        "B is INVALID: gpu ran at 76.8 MHz, 691.2 MHz applied",
+        "the img/s/W change (+2.1%) is within the two results' uncertainties (+-5.0% and "
+        "+-5.0%)"]
 
 
 def test_plots_are_pngs_with_the_right_axes(tmp_path, monkeypatch):
@@ -102,7 +168,8 @@ def test_plots_are_pngs_with_the_right_axes(tmp_path, monkeypatch):
         assert plots.png_size(p)[0] >= 800
     freq_fig = figs[0]
     top, bottom = freq_fig.axes
-    assert top.get_ylabel() == "img/s" and bottom.get_ylabel() == "img/s/W"
+    assert top.get_ylabel() == "img/s"
+    assert bottom.get_ylabel() == "img/s/W (error bars: uncertainty)"
     assert bottom.get_xlabel() == "GPU clock (MHz, applied)"
     assert "SIMULATED" in top.get_title()
     assert len(top.lines) == 2  # b1 and b8

@@ -43,8 +43,26 @@ def test_summary_picks_the_efficiency_peak_and_the_fastest():
                          ("c", "ok", 998, 24.0, 5.0), ("d", "oom", 998, None, None)]))
     assert s.most_efficient["id"] == "b" and s.fastest["id"] == "c" and s.oom == ["d"]
     text = "\n".join(s.lines())
-    assert "most efficient: m FP32 b1 @ 691 MHz: 6.67 img/s/W" in text
+    assert "most efficient: m FP32 b1 @ 691 MHz: 6.67 +- unknown img/s/W" in text
     assert "out of memory" in text
+    assert "simulated board" not in text
+
+
+def test_summary_leaves_invalid_points_out_and_says_simulated_throughput():
+    docs = _docs([("a", "ok", 307, 10.0, 2.0), ("b", "ok", 691, 30.0, 3.0),
+                  ("c", "ok", 998, 24.0, 5.0)])
+    docs[1]["validity"] = {"valid": False, "reasons": ["gpu ran at 76.8 MHz"]}
+    docs[0]["simulated"] = True
+    docs[0]["power"]["total"]["mean_w_uncertainty_pct"] = 4.0
+    docs[0]["efficiency"]["uncertainty"] = {"images_per_j_pct": 5.0}
+    s = summarize(docs)
+    assert s.most_efficient["id"] == "a" and s.fastest["id"] == "c" and s.invalid == 1
+    text = "\n".join(s.lines())
+    # 10 img/s / 2 W = 5.00 img/s/W, 5% = 0.25; 4% of 2 W = 0.08 W
+    assert "most efficient: m FP32 b1 @ 307 MHz: 5.00 +- 0.25 img/s/W" in text
+    assert "2.00 +- 0.08 W" in text
+    assert "1 invalid point(s) left out" in text
+    assert "does not follow the simulated GPU clock" in text
 
 
 class _Stop(Exception):

@@ -15,22 +15,22 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .errors import MeasurementInvalid, OutOfMemory, UsageError
+from .errors import OutOfMemory, UsageError
 from .hw.board import Board
 from .hw.fs import Root
 from .report import io
 from .report.schema import SCHEMA, point_id
 from .units import format_hz, parse_freq, resolve_freq
+from .validity import ClockSampler, applied_summary, judge
 
 MIN_COVERAGE = 0.9  # below this share of the window covered, img/s/W is refused
-_WATCH_EVERY_S = 0.1  # clock polling during the window (a transient cap shows up here)
+IDLE_UNPINNED_DEFAULT_S = 2.0  # --idle-unpinned without --idle
 
 # progress(done_points, total_points, label, phase, fraction of this point)
 Progress = Callable[[int, int, str, str, float], None]
@@ -51,7 +51,8 @@ class MeasureRequest:
     iterations: int = 10
     duration_s: float = 3.0
     warmup_s: float = 1.0
-    idle_s: float = 0.0
+    idle_s: float = 0.0  # idle baseline with the clocks as pinned (MLPerf's "active idle")
+    idle_unpinned: bool = False  # also idle with the board's own governors, before pinning
     keep_clocks: bool = False
     regulator_efficiency: Optional[float] = None
     min_coverage: float = MIN_COVERAGE
@@ -88,6 +89,11 @@ class MeasureReport:
     restored: Optional[str] = None  # what happened to the clocks at the end
     setup_s: Optional[float] = None  # measure start -> first timed iteration
     advice: List[str] = field(default_factory=list)  # "fp16 is 15x slower than fp32 here..."
+
+    @property
+    def invalid(self) -> List[Dict[str, Any]]:
+        """The results marked `validity.valid = false` (written all the same)."""
+        return [d for d in self.results if not (d.get("validity") or {}).get("valid", True)]
 
 
 def validate(request: MeasureRequest) -> None:
@@ -156,8 +162,10 @@ def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
 def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = None,
             on_result: Optional[Callable[[Dict[str, Any], Path], None]] = None,
             on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> MeasureReport:
-    """Measure every point of `request`; see the module docstring. Raises MeasurementInvalid
-    (exit 3) when a window cannot honestly give img/s/W; the clocks are restored first."""
+    """Measure every point of `request`; see the module docstring. Every result is written,
+    valid or not: one whose observed clocks contradict the applied ones, or whose window is
+    refused, carries `validity.valid = false` and its reasons (`MeasureReport.invalid`; the CLI
+    exits 3 after printing everything)."""
     from .session import open_board
     from .tuning import journal
 
@@ -217,14 +225,16 @@ class _State:
         self.root, self.board, self.request, self.report = root, board, request, report
         self.progress, self.t_start = progress, t_start
         self.sampler: Any = None
+        self.sources: List[Any] = []
         self.steps: List[Any] = []  # every Step written, in order (for a partial undo)
         self.pinned_for: Any = object()
-        self.applied: Dict[str, Any] = {}
+        self.applied_clocks: List[Dict[str, Any]] = []  # knobs read back (hw/knobs.py)
         self.requested: List[Any] = []
         self.clocks: Tuple[Any, ...] = ()
         self.profile_name: Optional[str] = None
         self.notes: Tuple[str, ...] = ()
         self._sampler_started = False
+        self.idle_unpinned: Any = None  # WindowResult of the idle before the first pin
 
     # -- set-up ---------------------------------------------------------------------------
     def start_sampler(self) -> None:
@@ -234,6 +244,7 @@ class _State:
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
                                total_rail=self.board.total_rail)
         sources = [s for s in sources if tuple(s.channels())]  # "nothing here" is no source
+        self.sources = sources
         self.sampler = Sampler(sources).start() if sources else None
 
     def stop_sampler(self) -> None:
@@ -253,9 +264,20 @@ class _State:
             self.notes = result.targets.notes
             self.profile_name = profile.name
         self.clocks = _settled_clocks(self.root, self.board, read_clocks)
+        self.applied_clocks = _applied_clocks(self.root, self.board)
         self.pinned_for = gpu_freq
         if on_applied is not None:
             on_applied(self.requested, self.clocks)
+
+    def measure_idle_unpinned(self) -> None:
+        """--idle-unpinned: idle power with the board's own governors (before the first pin);
+        a locked idle can read far higher (7.5 W vs 4.7 W published for an Orin NX)."""
+        req = self.request
+        if not req.idle_unpinned or self.sampler is None or self.steps:
+            return
+        with self.sampler.window() as idle:
+            time.sleep(req.idle_s or IDLE_UNPINNED_DEFAULT_S)
+        self.idle_unpinned = idle.result_unchecked
 
     # -- points ---------------------------------------------------------------------------
     def run(self, points: List[Point], on_result: Any, on_applied: Any) -> None:
@@ -276,10 +298,11 @@ class _State:
                     continue
             if json_path is not None and json_path.exists():
                 json_path = _free_path(json_path)  # never overwrite an earlier measurement
-            self.pin(point.gpu_freq, on_applied)
             if not self._sampler_started:
                 self._sampler_started = True
                 self.start_sampler()
+                self.measure_idle_unpinned()
+            self.pin(point.gpu_freq, on_applied)
             doc, csv_text = self.one(point, k, total)
             if json_path is not None:
                 if csv_text is not None:
@@ -301,7 +324,7 @@ class _State:
             lambda phase, f: self.progress(k, total, point.label, phase, f))
         marks: Dict[str, float] = {"start": time.monotonic()}
         temps_before = _temperatures(self.root, self.board)
-        watch = _ClockWatch(self.root, self.board)
+        watch = ClockSampler(lambda: read_clocks(self.root, self.board))
         windows: Dict[str, Any] = {}
         workload = None
 
@@ -344,23 +367,38 @@ class _State:
             del workload
             gc.collect()
         marks["end"] = time.monotonic()
-        after = read_clocks(self.root, self.board)
         doc = self.skeleton(point, "ok")
         warnings: List[str] = list(doc["warnings"])
         doc.update(timing.to_dict())
         warnings += doc.pop("warnings", [])
         res = windows.get("result")
+        refused = self.check_window(point, res) if res is not None else []
+        unc = self.uncertainty(res) if res is not None else {}
+        idle = windows.get("idle")
+        unc_idle = self.uncertainty(idle) if idle is not None else {}
+        doc["power"] = _power_doc(req, res, idle, marks, point.id, unc, unc_idle)
         if res is not None:
-            self.check_window(point, res)
-        doc["power"] = _power_doc(req, res, windows.get("idle"), marks, point.id)
-        doc["efficiency"] = _efficiency(timing.images_per_s, res, windows.get("idle"),
-                                        req.regulator_efficiency)
+            before_pin = self.idle_unpinned
+            doc["power"]["idle_unpinned"] = _idle_doc(
+                before_pin, "board governors (unpinned, before the pin)",
+                self.uncertainty(before_pin) if before_pin is not None else {})
+        doc["efficiency"] = _efficiency(timing.images_per_s, res, idle,
+                                        req.regulator_efficiency, unc, unc_idle)
+        if res is not None and res.total is not None:
+            doc["efficiency"]["uncertainty"] = self.efficiency_uncertainty(res, unc, timing)
+        if refused:
+            _refuse_efficiency(doc["efficiency"], refused)
         if res is None:
             warnings.append("no power source on this machine: img/s/W not measured "
                             "(give --meter)")
         else:
             warnings += list(res.warnings)
-        doc["thermal"] = self.thermal(temps_before, after, watch, warnings)
+        observed = watch.observed()
+        mismatches = judge(self.applied_clocks, observed, self.board.soc)
+        doc["clocks"] = {"observed": observed}
+        doc["thermal"] = self.thermal(temps_before, mismatches, warnings)
+        doc["validity"] = {"valid": not (mismatches or refused),
+                           "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
         csv_text = None
         if self.sampler is not None:
@@ -369,8 +407,27 @@ class _State:
                                          self.board.simulated)
         return doc, csv_text
 
-    def check_window(self, point: Point, res: Any) -> None:
-        """Refuse img/s/W for a window too short for the sensors, or too poorly covered."""
+    def uncertainty(self, res: Any) -> Dict[str, Dict[str, Any]]:
+        """Per channel and total: the power figure's uncertainty (power/uncertainty.py)."""
+        from .hw.power.accuracy import channel_accuracies
+        from .power.uncertainty import window_uncertainty
+
+        accuracies = channel_accuracies(self.root, self.sources, self.board.family)
+        return window_uncertainty(res, self.sampler.traces(), accuracies)
+
+    def efficiency_uncertainty(self, res: Any, unc: Dict[str, Any], timing: Any) -> Dict[str, Any]:
+        from .power.uncertainty import efficiency_uncertainty, throughput_sem_pct
+
+        total = res.total
+        power = unc.get(f"total:{total.source}/{total.total.name}") or {}
+        external = any(getattr(s, "protocol", None) for s in self.sources)
+        return efficiency_uncertainty(power.get("mean_w_uncertainty_pct"),
+                                      throughput_sem_pct(timing.latencies_ms),
+                                      power.get("basis", "unknown"), res.duration_s, external)
+
+    def check_window(self, point: Point, res: Any) -> List[str]:
+        """Why img/s/W is refused for this window (too short for the sensors, or too poorly
+        covered); empty when it stands. Each reason says what would fix it."""
         reasons = list(res.reasons)
         total = res.total
         if total is not None and total.mean_w is not None \
@@ -378,49 +435,41 @@ class _State:
             reasons.append(f"{total.total.name} covered only {total.coverage:.0%} of the window "
                            f"(at least {self.request.min_coverage:.0%} is needed)")
         if not reasons:
-            return
+            return []
         slowest = max((s.period_s for s in self.sampler.traces()), default=0.0)
         need = max(4 * slowest * 2, self.request.duration_s * 2, 0.5)
-        raise MeasurementInvalid(
-            f"{point.label}: img/s/W refused: " + "; ".join(reasons),
-            hint=f"measure for longer: --duration {need:.3g}s or more "
-                 "(or more --iterations)",
-        )
+        return [f"img/s/W refused: {r} (measure for longer: --duration {need:.3g}s or more, "
+                "or more --iterations)" for r in reasons]
 
-    def thermal(self, before: Dict[str, float], after_clocks: Sequence[Any],
-                watch: _ClockWatch, warnings: List[str]) -> Dict[str, Any]:
+    def thermal(self, before: Dict[str, float], mismatches: Sequence[Any],
+                warnings: List[str]) -> Dict[str, Any]:
+        """Throttling only with evidence: a zone at or above a passive/hot/critical trip
+        (before or after the run), or a thermal cooling device active after it. A clock below
+        its pin without evidence is reported as exactly that."""
+        from .hw.thermal import assess, cooling_states, scan
+
         after = _temperatures(self.root, self.board)
-        trips = _trip_points(self.root, self.board)
-        throttled = False
-        pinned = {r.domain for r in self.requested if r.resolved_hz}
-        lowest = dict(watch.lowest)
-        for r in after_clocks:
-            key = f"{r.domain}/{r.name}"
-            if r.cur_hz is not None:
-                lowest[key] = min(lowest.get(key, r.cur_hz), r.cur_hz)
-        for r in self.clocks:
-            key = f"{r.domain}/{r.name}"
-            low = lowest.get(key)
-            if r.domain in pinned and r.cur_hz and low is not None and low < r.cur_hz:
-                throttled = True
-                warnings.append(f"throttled: {key} read {format_hz(low)} during the run, "
-                                f"below the applied {format_hz(r.cur_hz)} (a thermal or "
-                                "power cap, or another agent moved the clock)")
-        crossed = []
-        for zone, temp in after.items():
-            for trip in trips.get(zone, ()):
-                if max(temp, before.get(zone, temp)) >= trip:
-                    crossed.append(zone)
-                    throttled = True
-                    warnings.append(f"throttled: {zone} at {temp:.1f} C reached its trip point "
-                                    f"{trip:.1f} C")
-                    break
+        layout = scan(self.root, self.board)
+        trips = _trip_points(layout)
+        hottest = {z: max(t, before.get(z, t)) for z, t in after.items()}
+        evidence = list(assess(hottest, layout.trips, cooling_states(self.root, layout)))
+        crossed = sorted({t.zone for t in layout.trips
+                          if hottest.get(t.zone, float("-inf")) >= t.temp_c})
+        below = sorted({m.domain for m in mismatches if m.direction == "below"})
+        for reason in evidence:
+            warnings.append(f"throttled: {reason}")
+        if below and not evidence:
+            for domain in below:
+                warnings.append(f"{domain} below its pin, cause unknown (no zone at a trip "
+                                "point, no cooling device active)")
         return {"before_c": before, "after_c": after, "trip_points_c": trips,
-                "clocks_lowest_hz": lowest, "throttled": throttled,
+                "throttled": bool(evidence), "evidence": evidence,
+                "below_pin": [f"{d} below its pin, cause unknown" for d in below]
+                if not evidence else [f"{d} below its pin" for d in below],
                 "trips_crossed": crossed}
 
     def skeleton(self, point: Point, status: str) -> Dict[str, Any]:
-        applied = _applied_hz(self.clocks)
+        applied = applied_summary(self.applied_clocks)
         requested: Dict[str, Any] = {}
         resolved: Dict[str, Any] = {}
         for r in self.requested:
@@ -443,8 +492,9 @@ class _State:
                 "profile": self.profile_name,
                 "requested": requested,
                 "resolved": resolved,
-                "applied": applied,
-                "clocks": [_clock_doc(c) for c in self.clocks],
+                "applied": applied,  # the knobs read back, not cur_freq (see validity.py)
+                "clocks": [{k: v for k, v in c.items() if k != "table_hz"}
+                           for c in self.applied_clocks],
                 "pinned": bool(self.requested),
             },
             "workload": {"model": point.model, "precision": point.precision,
@@ -454,44 +504,11 @@ class _State:
             "power": None,
             "efficiency": {"images_per_j": None},
             "thermal": None,
+            "clocks": {"observed": []},
+            "validity": {"valid": True, "reasons": []},
             "warnings": [] if self.requested else
             ["clocks not pinned (no --freq/--profile): the governor may move them"],
         }
-
-
-class _ClockWatch:
-    """Polls the clocks while the window is open; keeps each one's lowest reading."""
-
-    def __init__(self, root: Root, board: Board):
-        self.root, self.board = root, board
-        self.lowest: Dict[str, int] = {}
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="jetbench-clock-watch",
-                                        daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
-
-    def _run(self) -> None:
-        from .tuning.apply import read_clocks
-
-        while True:
-            try:
-                for r in read_clocks(self.root, self.board):
-                    if r.cur_hz is not None:
-                        key = f"{r.domain}/{r.name}"
-                        self.lowest[key] = min(self.lowest.get(key, r.cur_hz), r.cur_hz)
-            except Exception:  # a flaky sysfs read must not end the measurement
-                pass
-            if self._stop.wait(_WATCH_EVERY_S):
-                return
 
 
 # -- helpers (pure or nearly) ---------------------------------------------------------------
@@ -509,17 +526,10 @@ def _settled_clocks(root: Root, board: Board, read: Any, timeout_s: float = 1.0)
     return last
 
 
-def _applied_hz(clocks: Sequence[Any]) -> Dict[str, Optional[int]]:
-    """The first reading of each domain (cpu policy0, the GPU, EMC): what the run saw."""
-    out: Dict[str, Optional[int]] = {}
-    for c in clocks:
-        out.setdefault(f"{c.domain}_hz", c.cur_hz)
-    return out
+def _applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
+    from .hw.knobs import read_applied
 
-
-def _clock_doc(c: Any) -> Dict[str, Any]:
-    return {"domain": c.domain, "name": c.name, "governor": c.governor, "min_hz": c.min_hz,
-            "max_hz": c.max_hz, "cur_hz": c.cur_hz}
+    return read_applied(root, board)
 
 
 def _board_doc(root: Root, board: Board) -> Dict[str, Any]:
@@ -533,18 +543,17 @@ def _temperatures(root: Root, board: Board) -> Dict[str, float]:
     return read_temperatures_c(root, board)
 
 
-def _trip_points(root: Root, board: Board) -> Dict[str, List[float]]:
+def _trip_points(layout: Any) -> Dict[str, List[float]]:
     """Per zone, the trip points at which the kernel caps clocks (passive, hot, critical)."""
-    from .hw.thermal import scan
-
     trips: Dict[str, List[float]] = {}
-    for trip in scan(root, board).trips:
+    for trip in layout.trips:
         trips.setdefault(trip.zone, []).append(trip.temp_c)
     return trips
 
 
 def _power_doc(req: MeasureRequest, res: Any, idle: Any, marks: Dict[str, float],
-               stem: str) -> Dict[str, Any]:
+               stem: str, unc: Optional[Dict[str, Dict[str, Any]]] = None,
+               unc_idle: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
     t0 = marks["start"]
     phases = {k: round(v - t0, 6) for k, v in marks.items()}
     doc: Dict[str, Any] = {"meters": list(req.meters) or ["auto"], "phases_s": phases,
@@ -553,38 +562,79 @@ def _power_doc(req: MeasureRequest, res: Any, idle: Any, marks: Dict[str, float]
         doc.update(channels=[], total=None, totals=[], window=None, idle=None)
         return doc
     d = res.to_dict()
+    unc = unc or {}
     for c in d["channels"]:  # gaps relative to the trace's t0, like the CSV
         c["gaps"] = [[a - t0, b - t0] for a, b in c["gaps"]]
+        c.update(_unc_fields(unc.get(f"{c['source']}/{c['name']}")))
+    for t in d["totals"] + ([d["total"]] if d["total"] else []):
+        t.update(_unc_fields(unc.get(f"total:{t['source']}/{t['name']}")))
     doc.update(channels=d["channels"], total=d["total"], totals=d["totals"],
                faults=d["faults"],
                window={"start_s": res.t_start_s - t0, "duration_s": res.duration_s,
                        "valid": res.valid, "reasons": list(res.reasons)})
-    doc["idle"] = None
-    if idle is not None:
-        doc["idle"] = {"duration_s": idle.duration_s, "valid": idle.valid,
-                       "total": idle.total.to_dict() if idle.total else None,
-                       "channels": [{"name": c.channel.name, "source": c.channel.source,
-                                     "point": c.channel.point, "mean_w": c.mean_w}
-                                    for c in idle.channels]}
+    doc["idle"] = _idle_doc(idle, "as pinned (active idle)", unc_idle or {})
     return doc
+
+
+def _idle_doc(idle: Any, clocks: str, unc: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """An idle baseline, saying at which clocks it was taken, with its uncertainty."""
+    if idle is None:
+        return None
+    total = idle.total.to_dict() if idle.total else None
+    if total is not None:
+        total.update(_unc_fields(unc.get(f"total:{total['source']}/{total['name']}")))
+    return {"clocks": clocks, "duration_s": idle.duration_s, "valid": idle.valid,
+            "total": total,
+            "channels": [{"name": c.channel.name, "source": c.channel.source,
+                          "point": c.channel.point, "mean_w": c.mean_w}
+                         for c in idle.channels]}
+
+
+def _unc_fields(u: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A figure's uncertainty as its document carries it (None = unknown, never 0)."""
+    u = u or {}
+    return {"mean_w_uncertainty_w": u.get("mean_w_uncertainty_w"),
+            "mean_w_uncertainty_pct": u.get("mean_w_uncertainty_pct"),
+            "uncertainty": {k: v for k, v in u.items() if not k.startswith("mean_w")}
+            or {"basis": "unknown"}}
+
+
+def _refuse_efficiency(eff: Dict[str, Any], reasons: List[str]) -> None:
+    """A refused window gives no img/s/W at all (the total, each point, above idle, the
+    pre-regulation estimate); its watts stay, marked by the result's validity."""
+    eff["images_per_j"] = None
+    eff["refused"] = reasons
+    for item in [*eff.get("by_point", []), eff.get("above_idle"),
+                 eff.get("pre_regulation_estimate")]:
+        if item:
+            item["images_per_j"] = None
 
 
 def _ratio(ips: float, watts: Optional[float]) -> Optional[float]:
     return ips / watts if watts else None
 
 
-def _efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float]) -> Dict[str, Any]:
+def _efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float],
+                unc: Optional[Dict[str, Dict[str, Any]]] = None,
+                unc_idle: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
     """images_per_j = img/s / mean W over the window (= images / J), for the total and each
     measured point; above idle and an estimated pre-regulation figure when asked."""
     if res is None or res.total is None or res.total.mean_w is None:
         return {"images_per_j": None, "basis": None, "by_point": []}
     total = res.total
+    unc = unc or {}
+
+    def pct(key: str) -> Optional[float]:
+        return (unc.get(key) or {}).get("mean_w_uncertainty_pct")
+
     by_point = [{"name": t.total.name, "source": t.source, "point": t.total.point,
-                 "kind": "total", "mean_w": t.mean_w, "images_per_j": _ratio(ips, t.mean_w)}
+                 "kind": "total", "mean_w": t.mean_w, "images_per_j": _ratio(ips, t.mean_w),
+                 "mean_w_uncertainty_pct": pct(f"total:{t.source}/{t.total.name}")}
                 for t in res.totals]
     by_point += [{"name": c.channel.name, "source": c.channel.source,
                   "point": c.channel.point, "kind": "channel", "mean_w": c.mean_w,
-                  "images_per_j": _ratio(ips, c.mean_w)} for c in res.channels]
+                  "images_per_j": _ratio(ips, c.mean_w),
+                  "mean_w_uncertainty_pct": pct(c.channel.key)} for c in res.channels]
     doc: Dict[str, Any] = {
         "images_per_j": _ratio(ips, total.mean_w),
         "basis": f"{total.total.name} ({total.total.point}, source {total.source})",
@@ -592,8 +642,17 @@ def _efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float]) -> Di
     }
     if idle is not None and idle.total is not None and idle.total.mean_w is not None:
         above = total.mean_w - idle.total.mean_w
+        key = f"total:{total.source}/{total.total.name}"
+        both = [(unc.get(key) or {}).get("mean_w_uncertainty_w"),
+                ((unc_idle or {}).get(f"total:{idle.total.source}/{idle.total.total.name}")
+                 or {}).get("mean_w_uncertainty_w")]
+        above_unc = None if None in both else both[0] + both[1]  # type: ignore[operator]
         doc["above_idle"] = {
-            "idle_w": idle.total.mean_w, "mean_w": above,
+            "mean_w_uncertainty_w": above_unc,
+            "mean_w_uncertainty_pct": 100.0 * above_unc / abs(above)
+            if above_unc is not None and above else None,
+            "idle_w": idle.total.mean_w, "idle_clocks": "as pinned (active idle)",
+            "mean_w": above,
             "energy_j": above * res.duration_s,
             "images_per_j": _ratio(ips, above) if above > 0 else None,
         }

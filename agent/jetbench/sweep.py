@@ -65,6 +65,8 @@ class SweepSummary:
     fastest: Optional[Dict[str, Any]]
     oom: List[str]
     points: int
+    simulated: bool = False
+    invalid: int = 0
 
     def lines(self) -> List[str]:
         out = []
@@ -73,31 +75,47 @@ class SweepSummary:
             if doc is None:
                 continue
             ips, ipj = schema.images_per_s(doc), schema.images_per_j(doc)
-            figure = ipj if unit == "img/s/W" else ips
-            out.append(f"{word}: {schema.label(doc)}: {figure:.2f} {unit} "
-                       f"({ips:.1f} img/s, {_w(doc)}, {_fmt(ipj)} img/s/W)")
+            ipj_text = _pm(ipj, schema.images_per_j_pct(doc))
+            figure = ipj_text if unit == "img/s/W" else f"{ips:.2f}"
+            out.append(f"{word}: {schema.label(doc)}: {figure} {unit} "
+                       f"({ips:.1f} img/s, {_w(doc)}, {ipj_text} img/s/W)")
         if self.oom:
             out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
+        if self.invalid:
+            out.append(f"{self.invalid} invalid point(s) left out of the above (marked in the "
+                       "table and the plots; reasons printed in red)")
+        if self.simulated:
+            out.append(SIMULATED_THROUGHPUT_NOTE)
         return out
 
 
-def _fmt(x: Optional[float]) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def _pm(x: Optional[float], pct: Optional[float]) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.2f} +- " + ("unknown" if pct is None else f"{abs(x) * pct / 100:.2f}")
 
 
 def _w(doc: Dict[str, Any]) -> str:
     w = schema.total_w(doc)
-    return "- W" if w is None else f"{w:.2f} W"
+    pct = ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+    return "- W" if w is None else f"{_pm(w, pct)} W"
 
 
-def summarize(results: Sequence[Dict[str, Any]]) -> SweepSummary:
-    ok = [d for d in results if schema.is_ok(d)]
+SIMULATED_THROUGHPUT_NOTE = (
+    "simulated board: img/s comes from this machine's CPU and does not follow the simulated GPU "
+    "clock (only the simulated power does), so the fastest clock above is not a finding")
+
+
+def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
+    ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
     eff = [d for d in ok if schema.images_per_j(d) is not None]
     return SweepSummary(
         most_efficient=max(eff, key=schema.images_per_j) if eff else None,
         fastest=max(ok, key=lambda d: schema.images_per_s(d) or 0.0) if ok else None,
         oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
         points=len(results),
+        simulated=simulated or schema.simulated_any(list(results)),
+        invalid=sum(1 for d in results if not schema.is_valid(d)),
     )
 
 

@@ -24,7 +24,8 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
              cpu_freq: Optional[str], emc_freq: Optional[str], profile: Optional[str],
              meter: Optional[List[str]], iterations: int, duration: str, warmup: str,
              idle: str, keep_clocks: bool, regulator_efficiency: Optional[float],
-             out: Path, device: str, input_shape: Optional[str], resume: bool = False) -> Any:
+             out: Path, device: str, input_shape: Optional[str], resume: bool = False,
+             idle_unpinned: bool = False) -> Any:
     from ..measure import MeasureRequest
     from ..units import parse_duration_s
     from ..workload.custom import parse_input_shape
@@ -43,6 +44,7 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
         device=device, input_shape=parse_input_shape(input_shape) if input_shape else None,
         iterations=iterations, duration_s=parse_duration_s(duration),
         warmup_s=parse_duration_s(warmup), idle_s=parse_duration_s(idle),
+        idle_unpinned=idle_unpinned,
         keep_clocks=keep_clocks, regulator_efficiency=regulator_efficiency, out_dir=out,
         resume=resume,
     )
@@ -117,6 +119,7 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
                     "clocks": report.restored, "results": docs,
                     "advice": list(getattr(report, "advice", [])),
                     "plots": [str(p) for p in plots]})
+        _exit_if_invalid(report)
         return
     out = console()
     if not out.is_terminal:
@@ -138,6 +141,34 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
                   soft_wrap=True)
     for p in plots:
         out.print(f"plot: {p}", soft_wrap=True)
+    for line in tables.uncertainty_advice(docs):
+        err.print("[yellow]uncertainty:[/] ", end="")
+        err.print(line, soft_wrap=True, highlight=False, markup=False)
+    print_invalid(docs)
+    _exit_if_invalid(report)
+
+
+def print_invalid(docs: List[Dict[str, Any]]) -> None:
+    """Each invalid result's reasons, in red, on stderr."""
+    from ..report import schema
+
+    err = console(stderr=True)
+    for d in docs:
+        for reason in (d.get("validity") or {}).get("reasons") or []:
+            err.print(f"[bold red]INVALID[/] {schema.label(d)}: ", end="")
+            err.print(reason, soft_wrap=True, highlight=False, markup=False, style="red")
+
+
+def _exit_if_invalid(report: Any) -> None:
+    from ..errors import MeasurementInvalid
+
+    bad = report.invalid
+    if bad:
+        raise MeasurementInvalid(
+            f"{len(bad)} of {len(report.results)} result(s) invalid: the clock that ran is not "
+            "the one applied, or the power window was refused (written all the same, marked "
+            "validity.valid = false)",
+            hint="see the reasons above; `jetbench info` shows the clocks now")
 
 
 _MODEL = typer.Option("alexnet", "--model", "-m", help="Networks, comma-separated "
@@ -154,8 +185,12 @@ _METER = typer.Option(None, "--meter", help="Power source (repeatable): auto (de
 _ITER = typer.Option(10, "--iterations", "-n", help="Minimum timed iterations.")
 _DURATION = typer.Option("3s", "--duration", help="Minimum timed duration (the power window).")
 _WARMUP = typer.Option("1s", "--warmup", help="Minimum warm-up (then until latency is stable).")
-_IDLE = typer.Option("0", "--idle", help="Sample idle power this long before the window "
-                     "(gives the energy above idle).")
+_IDLE = typer.Option("0", "--idle", help="Sample idle power this long before the window, "
+                     "with the clocks as pinned (MLPerf's active idle; gives the energy above "
+                     "idle).")
+_IDLE_UNPINNED = typer.Option(False, "--idle-unpinned", help="Also sample idle power with the "
+                              "board's own governors, before pinning (--idle's duration, 2 s "
+                              "without it): a locked idle can read far higher.")
 _KEEP = typer.Option(False, "--keep-clocks", help="Leave the clocks pinned afterwards.")
 _REG = typer.Option(None, "--regulator-efficiency", help="Also give an ESTIMATED "
                     "pre-regulation figure: total / this (the whitepaper assumed 0.8).")
@@ -174,7 +209,8 @@ def measure(
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
-    idle: str = _IDLE, keep_clocks: bool = _KEEP, regulator_efficiency: Optional[float] = _REG,
+    idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
+    regulator_efficiency: Optional[float] = _REG,
     out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
@@ -187,7 +223,7 @@ def measure(
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape)
+                       out, device, input_shape, idle_unpinned=idle_unpinned)
     with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, progress=_interruptible(bar.update, latch))
     _finish(report, as_json, plot, "jetbench measure")
@@ -201,7 +237,8 @@ def sweep(
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
-    idle: str = _IDLE, keep_clocks: bool = _KEEP, regulator_efficiency: Optional[float] = _REG,
+    idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
+    regulator_efficiency: Optional[float] = _REG,
     out: Path = typer.Option(Path("jetbench-sweep"), "--out", help="Directory: one result "
                              "per point, written as it completes."),
     resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
@@ -216,14 +253,16 @@ def sweep(
 
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, resume=resume)
+                       out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
     with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, freq,
                      progress=_interruptible(bar.update, latch))
-    _finish(report, as_json, plot, "jetbench sweep", long=True)
-    if not as_json:
-        for line in summarize(report.results).lines():
-            console().print(line, soft_wrap=True, highlight=False)
+    try:
+        _finish(report, as_json, plot, "jetbench sweep", long=True)
+    finally:
+        if not as_json:
+            for line in summarize(report.results, report.simulated).lines():
+                console().print(line, soft_wrap=True, highlight=False)
 
 
 def report(
@@ -267,6 +306,11 @@ def report(
         if not out.is_terminal:
             out.width = max(out.width, 140)
         out.print(tables.rich_table(docs))
+        err = console(stderr=True)
+        for line in tables.uncertainty_advice(docs):
+            err.print("[yellow]uncertainty:[/] ", end="")
+            err.print(line, soft_wrap=True, highlight=False, markup=False)
+        print_invalid(docs)
     for p in written:
         typer.echo(f"plot: {p}")
 
@@ -324,12 +368,18 @@ def demo(
     for line in result.report.advice:
         console(stderr=True).print(f"advice: {line}", soft_wrap=True, highlight=False,
                                    markup=False)
+    for line in tables.uncertainty_advice(result.report.results):
+        console(stderr=True).print(f"uncertainty: {line}", soft_wrap=True, highlight=False,
+                                   markup=False)
     con.print(f"clocks: {result.report.restored}")
     con.print(f"results: {result.out_dir}", soft_wrap=True)
     for p in result.plots:
         con.print(f"plot: {p}", soft_wrap=True)
     con.print(f"(the figures are this machine's CPU running AlexNet with the simulated board's "
-              f"power model: SIMULATED, not a TX1; {time.monotonic() - t0:.0f} s)",
-              soft_wrap=True)
+              f"power model: SIMULATED, not a TX1. img/s comes from this machine's CPU and does "
+              f"not follow the simulated GPU clock; only the simulated power does. "
+              f"{time.monotonic() - t0:.0f} s)", soft_wrap=True)
+    print_invalid(result.report.results)
+    _exit_if_invalid(result.report)
 
 

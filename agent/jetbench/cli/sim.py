@@ -19,12 +19,17 @@ def create(
     directory: Path = typer.Argument(..., help="New (or empty) directory for the tree."),
     board: str = typer.Option("tx1", "--board", "-b", help="tx1-r24, tx1, nano, tx2, "
                               "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-nano."),
+    quirk: List[str] = typer.Option([], "--quirk", metavar="NAME",
+                                    help="A real-kernel behaviour to show (repeatable): "
+                                    "static-cur, amu-cpu, qos-cap, late-gpu, round-emc "
+                                    "(see HARDWARE.md, What real kernels do)."),
 ) -> None:
     """Write a simulated board's tree. Use it with `jetbench --root DIR ...`."""
     from ..sim.create import create_board
 
-    spec = create_board(board, directory)
-    console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}) in {directory}\n"
+    spec = create_board(board, directory, quirks=quirk)
+    shown = f" with quirk(s) {', '.join(quirk)}" if quirk else ""
+    console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}\n"
                     f"Try: jetbench --root {directory} info")
 
 
@@ -92,6 +97,8 @@ def mount(
         check(quirk or ())
     except ValueError as err:
         raise UsageError(str(err)) from err
+    if "late-gpu" in (quirk or ()) and BOARDS[board].gpu_kind != "devfreq":
+        raise UsageError(f"--quirk late-gpu needs a devfreq GPU; {board} has a debugfs one")
 
     def ready() -> None:
         console().print(f"Serving simulated [bold]{board}[/] at {directory} (FUSE, pid "

@@ -1,12 +1,14 @@
-"""Thermal zones, trip points and cooling devices: throttling is reported, never fought.
+"""Thermal zones, trip points and cooling devices: throttling is a claim that needs evidence.
 
-Three signs, any one is enough:
+Evidence, any one is enough:
 - a thermal zone at or above a `passive`, `hot` or `critical` trip point (the kernel caps clocks
   there; `active` trips only start fans);
-- a cooling device other than a fan with `cur_state` > 0 (the kernel is capping something);
-- a clock running below the floor it is pinned to (min_hz): the kernel's cap wins over the
-  floor, as on L4T R32 where throttling lowers the rate without touching the knobs.
-While any holds, the daemon does not re-pin (a re-pin would only fight the cap, or be refused).
+- a thermal cooling device (not a fan) with `cur_state` > 0 (the kernel is capping something);
+- a driver's own throttle report, where the board has one (none of the supported layouts
+  exposes one yet).
+A clock running below the floor it is pinned to is *not* evidence: `cur_freq` files are
+information, not a promise (a railgated GPU, a firmware cap, a counter-measured CPU clock). It is
+reported as exactly that, "gpu below its pin, cause unknown" (`below_pin`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..units import format_hz
 from .board import Board
 from .clocks.common import ClockReading
 from .fs import Root
@@ -82,9 +85,11 @@ def assess(
     temps_c: Dict[str, float],
     trips: Sequence[Trip],
     cooling: Dict[str, int],
-    clocks: Sequence[ClockReading],
+    clocks: Sequence[ClockReading] = (),
 ) -> Tuple[str, ...]:
-    """Why the board is throttling now (empty: it is not). Pure: tested without files."""
+    """The evidence that the board is throttling now (empty: none). Pure: tested without files.
+    `clocks` is accepted for callers of the older signature and not used: a low clock is not
+    evidence (see `below_pin`)."""
     reasons: List[str] = []
     for trip in trips:
         temp = temps_c.get(trip.zone)
@@ -94,11 +99,18 @@ def assess(
     for name, state in sorted(cooling.items()):
         if state > 0:
             reasons.append(f"cooling device {name} active (state {state})")
-    for clock in clocks:
-        if _below_floor(clock):
-            reasons.append(f"{clock.domain} {clock.name} runs at {clock.cur_hz} Hz, below its "
-                           f"pinned floor {clock.min_hz} Hz (capped by the kernel)")
     return tuple(reasons)
+
+
+def below_pin(clocks: Sequence[ClockReading], skip_domains: Sequence[str] = ()) -> Tuple[str, ...]:
+    """Clocks reading below the floor they are pinned to, said as no more than that. Domains in
+    `skip_domains` are not judged (a CPU measured by activity counters reads low at rest)."""
+    out = []
+    for clock in clocks:
+        if clock.domain not in skip_domains and _below_floor(clock):
+            out.append(f"{clock.domain} {clock.name} below its pin ({format_hz(clock.cur_hz)}, "
+                       f"pinned floor {format_hz(clock.min_hz)}), cause unknown")
+    return tuple(out)
 
 
 def _below_floor(clock: ClockReading) -> bool:

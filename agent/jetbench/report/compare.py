@@ -69,4 +69,13 @@ def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
                    f"{schema.total_label(b)}")
     if bool(a.get("simulated")) != bool(b.get("simulated")):
         out.append("one result is from a SIMULATED board")
+    for name, doc in (("A", a), ("B", b)):
+        if not schema.is_valid(doc):
+            out.append(f"{name} is INVALID: " + "; ".join(schema.invalid_reasons(doc)))
+    ea, eb = schema.images_per_j(a), schema.images_per_j(b)
+    pa, pb = schema.images_per_j_pct(a), schema.images_per_j_pct(b)
+    if ea and eb and pa is not None and pb is not None \
+            and 0.01 <= abs(eb / ea - 1) <= (pa + pb) / 100:  # a verdict the figures cannot carry
+        out.append(f"the img/s/W change ({eb / ea - 1:+.1%}) is within the two results' "
+                   f"uncertainties (+-{pa:.1f}% and +-{pb:.1f}%)")
     return out

@@ -55,7 +55,8 @@ def plot_trace(doc: Dict[str, Any], csv_path: Path, out: Path) -> Path:
             ax.axvspan(phases[a], phases[b], color=colour, alpha=0.6, label=name, zorder=0)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("power (W)")
-    ax.set_title(f"Power trace: {schema.label(doc)}{_suffix(bool(doc.get('simulated')))}")
+    bad = "" if schema.is_valid(doc) else " - INVALID"
+    ax.set_title(f"Power trace: {schema.label(doc)}{bad}{_suffix(bool(doc.get('simulated')))}")
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
     return _save(fig, out)
@@ -80,27 +81,60 @@ def _series_key_batch(d: Dict[str, Any]) -> str:
     return f"{w.get('model')} {str(w.get('precision')).upper()}{clock}"
 
 
+def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    """What `plot_vs_freq` draws, per series (pure, for tests): each point's clock (MHz), img/s,
+    img/s/W, the img/s/W error bar (from `efficiency.uncertainty`; None = unknown) and whether
+    the result is valid."""
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for name, group in _groups(docs, _series_key_freq).items():
+        pts = []
+        for d in group:
+            hz, ipj = schema.gpu_hz(d), schema.images_per_j(d)
+            if not hz:
+                continue
+            pct = schema.images_per_j_pct(d)
+            pts.append({"mhz": hz / 1e6, "images_per_s": schema.images_per_s(d),
+                        "images_per_j": ipj,
+                        "images_per_j_err": None if ipj is None or pct is None
+                        else ipj * pct / 100.0,
+                        "valid": schema.is_valid(d)})
+        if pts:
+            out[name] = sorted(pts, key=lambda p: p["mhz"])
+    return out
+
+
 def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
-    """img/s (top) and img/s/W (bottom) against the applied GPU clock, one line per
-    model/precision/batch; the most efficient point of each line is marked."""
+    """img/s (top) and img/s/W (bottom, with error bars) against the applied GPU clock, one
+    line per model/precision/batch; the most efficient valid point of each line is marked.
+    Invalid results are drawn apart (red crosses), never joined to the lines."""
     plt = _plt()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE_IN[0], 7.0), sharex=True)
-    for name, group in _groups(docs, _series_key_freq).items():
-        pts = sorted((schema.gpu_hz(d) / 1e6, schema.images_per_s(d), schema.images_per_j(d))
-                     for d in group if schema.gpu_hz(d))
-        if not pts:
-            continue
-        top.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-        eff = [p for p in pts if p[2] is not None]
+    invalid_labelled = False
+    for name, pts in freq_series(docs).items():
+        good = [p for p in pts if p["valid"]]
+        bad = [p for p in pts if not p["valid"]]
+        if good:
+            top.plot([p["mhz"] for p in good], [p["images_per_s"] for p in good], marker="o",
+                     label=name)
+        eff = [p for p in good if p["images_per_j"] is not None]
         if eff:
-            line = bottom.plot([p[0] for p in eff], [p[2] for p in eff], marker="o", label=name)
-            best = max(eff, key=lambda p: p[2])
-            bottom.plot([best[0]], [best[2]], marker="*", markersize=16,
+            errs = [p["images_per_j_err"] or 0.0 for p in eff]
+            line = bottom.errorbar([p["mhz"] for p in eff], [p["images_per_j"] for p in eff],
+                                   yerr=errs, marker="o", capsize=3, label=name)
+            best = max(eff, key=lambda p: p["images_per_j"])
+            bottom.plot([best["mhz"]], [best["images_per_j"]], marker="*", markersize=16,
                         color=line[0].get_color())
-            bottom.annotate(f"peak {best[0]:.0f} MHz", (best[0], best[2]),
+            bottom.annotate(f"peak {best['mhz']:.0f} MHz", (best["mhz"], best["images_per_j"]),
                             textcoords="offset points", xytext=(6, 6), fontsize="small")
+        for ax, key in ((top, "images_per_s"), (bottom, "images_per_j")):
+            shown = [p for p in bad if p[key] is not None]
+            if shown:
+                ax.plot([p["mhz"] for p in shown], [p[key] for p in shown], linestyle="none",
+                        marker="x", markersize=10, color="red",
+                        label=None if invalid_labelled else "INVALID (clock not as applied)")
+                invalid_labelled = invalid_labelled or ax is top
     top.set_ylabel("img/s")
-    bottom.set_ylabel("img/s/W")
+    bottom.set_ylabel("img/s/W (error bars: uncertainty)")
     bottom.set_xlabel("GPU clock (MHz, applied)")
     sim = schema.simulated_any(list(docs))
     top.set_title(f"Throughput and efficiency vs GPU clock{_suffix(sim)}")

@@ -70,6 +70,11 @@ def images_per_j(doc: Dict[str, Any]) -> Optional[float]:
     return _get(doc, "efficiency", "images_per_j")
 
 
+def images_per_j_pct(doc: Dict[str, Any]) -> Optional[float]:
+    """img/s/W's uncertainty in percent (None: unknown or not recorded)."""
+    return _get(doc, "efficiency", "uncertainty", "images_per_j_pct")
+
+
 def gpu_hz(doc: Dict[str, Any]) -> Optional[int]:
     """The GPU clock the run was measured at (applied, read back)."""
     return _get(doc, "settings", "applied", "gpu_hz")
@@ -87,6 +92,16 @@ def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
 
 def is_ok(doc: Dict[str, Any]) -> bool:
     return doc.get("status") == "ok"
+
+
+def is_valid(doc: Dict[str, Any]) -> bool:
+    """False when the result says its clocks or its window do not hold (`validity`); results
+    written before `validity` existed count as valid."""
+    return bool((doc.get("validity") or {}).get("valid", True))
+
+
+def invalid_reasons(doc: Dict[str, Any]) -> List[str]:
+    return list((doc.get("validity") or {}).get("reasons") or [])
 
 
 def simulated_any(docs: List[Dict[str, Any]]) -> bool:

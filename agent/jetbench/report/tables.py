@@ -14,10 +14,31 @@ from ..units import format_hz
 from . import schema
 
 Rows = List[Tuple[str, List[str]]]
+UNCERTAINTY_BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure
 
 
 def _num(x: Optional[float], digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _pm(x: Optional[float], pct: Optional[float], digits: int) -> str:
+    """'12.8 +- 0.6' (the uncertainty from its percentage); 'unknown' when there is none."""
+    if x is None:
+        return "-"
+    if pct is None:
+        return f"{x:.{digits}f} +- unknown"
+    return f"{x:.{digits}f} +- {abs(x) * pct / 100.0:.{digits}f}"
+
+
+def _ipj_pct(doc: Dict[str, Any], power_pct: Optional[float]) -> Optional[float]:
+    """img/s/W's uncertainty (%) for a figure whose power has `power_pct`."""
+    thr = ((doc.get("efficiency") or {}).get("uncertainty") or {}).get("throughput_pct")
+    return None if power_pct is None or thr is None else power_pct + thr
+
+
+def _header(doc: Dict[str, Any]) -> str:
+    text = schema.label(doc, with_clock=False)
+    return text if schema.is_valid(doc) else f"{text} INVALID"
 
 
 def title(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str:
@@ -30,7 +51,7 @@ def title(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str
 
 def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
     """(column headers, [(row label, one cell per result)])."""
-    headers = [schema.label(d, with_clock=False) for d in docs]
+    headers = [_header(d) for d in docs]
     rows: Rows = []
 
     def add(label: str, cells: List[str]) -> None:
@@ -47,21 +68,40 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
     totals = _labels(docs, "totals")
     for name, point, source in totals:
         add(f"Power (W): {name}, {point.replace('_', ' ')}",
-            [_num(_find(d, "total", name, source, "mean_w"), 2) for d in docs])
+            [_pm(_find(d, "total", name, source, "mean_w"),
+                 _find(d, "total", name, source, "mean_w_uncertainty_pct"), 2) for d in docs])
         add(f"Performance/W (img/s/W): {name}",
-            [_num(_find(d, "total", name, source, "images_per_j"), 1) for d in docs])
+            [_pm(_find(d, "total", name, source, "images_per_j"),
+                 _ipj_pct(d, _find(d, "total", name, source, "mean_w_uncertainty_pct")), 1)
+             for d in docs])
     total_names = {(n, s) for n, _, s in totals}
     for name, point, source in _labels(docs, "channels"):
         if (name, source) in total_names:
             continue  # VDD_IN is the total: already shown
         add(f"  {name} ({point.replace('_', ' ')}) W",
-            [_num(_find(d, "channel", name, source, "mean_w"), 2) for d in docs])
+            [_pm(_find(d, "channel", name, source, "mean_w"),
+                 _find(d, "channel", name, source, "mean_w_uncertainty_pct"), 2)
+             for d in docs])
     add("Energy above idle: W / img/s/W", [_above_idle(d) for d in docs])
+    add("Idle W, as pinned (active idle)", [_idle(d, "idle") for d in docs])
+    add("Idle W, board governors (unpinned)", [_idle(d, "idle_unpinned") for d in docs])
     add("Pre-regulation W, ESTIMATE", [_pre(d, "mean_w", 2) for d in docs])
     add("img/s/W pre-regulation, ESTIMATE", [_pre(d, "images_per_j", 1) for d in docs])
-    add("Throttled", ["yes" if (d.get("thermal") or {}).get("throttled") else
-                      ("no" if d.get("thermal") else "-") for d in docs])
+    add("Throttled", [_throttled(d) for d in docs])
+    add("Valid", [("yes" if schema.is_valid(d) else
+                   f"NO: {len(schema.invalid_reasons(d))} reason(s)") for d in docs])
     return headers, rows
+
+
+def _throttled(doc: Dict[str, Any]) -> str:
+    """'yes' only with evidence; a clock below its pin without evidence says exactly that."""
+    thermal = doc.get("thermal") or {}
+    if not thermal:
+        return "-"
+    if thermal.get("throttled"):
+        return "yes"
+    below = thermal.get("below_pin") or []
+    return "no" + (f" ({'; '.join(below)})" if below else "")
 
 
 def _labels(docs: Sequence[Dict[str, Any]], key: str) -> List[Tuple[str, str, str]]:
@@ -84,14 +124,26 @@ def _above_idle(doc: Dict[str, Any]) -> str:
     a = (doc.get("efficiency") or {}).get("above_idle")
     if not a:
         return "-"
-    return f"{_num(a.get('mean_w'), 2)} / {_num(a.get('images_per_j'), 1)}"
+    pct = a.get("mean_w_uncertainty_pct")
+    return (f"{_pm(a.get('mean_w'), pct, 2)} / "
+            f"{_pm(a.get('images_per_j'), _ipj_pct(doc, pct), 1)}")
+
+
+def _idle(doc: Dict[str, Any], key: str) -> str:
+    total = (((doc.get("power") or {}).get(key)) or {}).get("total") or {}
+    if total.get("mean_w") is None:
+        return "-"
+    return _pm(total["mean_w"], total.get("mean_w_uncertainty_pct"), 2)
 
 
 def _pre(doc: Dict[str, Any], field: str, digits: int) -> str:
     p = (doc.get("efficiency") or {}).get("pre_regulation_estimate")
     if not p:
         return "-"
-    return f"{_num(p.get(field), digits)} ({p['regulator_efficiency']:.0%})"
+    pct = _get_total_pct(doc)  # the measured part's; the assumed efficiency is not included
+    if field == "images_per_j":
+        pct = _ipj_pct(doc, pct)
+    return f"{_pm(p.get(field), pct, digits)} ({p['regulator_efficiency']:.0%})"
 
 
 def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> Any:
@@ -112,6 +164,9 @@ def markdown(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> 
     out = [f"**{title(docs, what)}**", "", "| | " + " | ".join(headers) + " |",
            "|---|" + "---:|" * len(headers)]
     out += [f"| {label.strip()} | " + " | ".join(cells) + " |" for label, cells in rows]
+    bad = invalid_lines(docs)
+    if bad:
+        out += ["", "INVALID results (kept, not comparable):"] + [f"- {line}" for line in bad]
     return "\n".join(out) + "\n"
 
 
@@ -130,11 +185,23 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
         status = str(d.get("status"))
         if (d.get("thermal") or {}).get("throttled"):
             status += " (throttled)"
+        if not schema.is_valid(d):
+            status += " INVALID"
+        power_pct = _get_total_pct(d)
         table.add_row(format_hz(hz) if hz else "-", str(w.get("model")),
                       str(w.get("precision")), str(w.get("batch")),
-                      _num(schema.images_per_s(d)), _num(schema.total_w(d), 2),
-                      _num(schema.images_per_j(d), 2), status)
+                      _num(schema.images_per_s(d)), _pm(schema.total_w(d), power_pct, 2),
+                      _pm(schema.images_per_j(d), _ipj_pct(d, power_pct), 2), status)
     return table
+
+
+def _get_total_pct(doc: Dict[str, Any]) -> Optional[float]:
+    return ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+
+
+def invalid_lines(docs: Sequence[Dict[str, Any]]) -> List[str]:
+    """'<label>: <reason>' for every reason of every invalid result."""
+    return [f"{schema.label(d)}: {r}" for d in docs for r in schema.invalid_reasons(d)]
 
 
 def warnings_of(docs: Sequence[Dict[str, Any]]) -> List[str]:
@@ -146,3 +213,20 @@ def warnings_of(docs: Sequence[Dict[str, Any]]) -> List[str]:
         if d.get("message"):
             seen.setdefault(f"{schema.label(d)}: {d['message']}", None)
     return list(seen)
+
+
+def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
+    """Where img/s/W's uncertainty exceeds 1% (MLPerf Power's bound), say so and what would
+    lower it."""
+    out: List[str] = []
+    for d in docs:
+        unc = (d.get("efficiency") or {}).get("uncertainty") or {}
+        pct = unc.get("images_per_j_pct")
+        if schema.images_per_j(d) is None or (pct is not None and pct <= UNCERTAINTY_BOUND_PCT):
+            continue
+        shown = "unknown" if pct is None else f"{pct:.1f}%"
+        text = (f"{schema.label(d)}: img/s/W uncertainty {shown} exceeds "
+                f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
+        lower = unc.get("lower_it") or []
+        out.append(text + (": lower it with " + "; or ".join(lower) if lower else ""))
+    return out

@@ -100,6 +100,11 @@ class Value:
         self.text = self.check(data)
 
 
+def round_emc(rate_hz: int) -> int:
+    """round-emc: the nearest rate the memory controller can run (a multiple of the step)."""
+    return max(1, round(rate_hz / q.EMC_ROUND_STEP_HZ)) * q.EMC_ROUND_STEP_HZ
+
+
 def highest_at_or_below(table: Sequence[int], target: float) -> int:
     below = [f for f in table if f <= target]
     return max(below) if below else min(table)
@@ -113,6 +118,7 @@ class HostLoad:
     def __init__(self, fixed: Optional[float] = None, stat: str = "/proc/stat"):
         self.fixed = fixed
         self.stat = stat
+        self.cores = os.cpu_count() or 1
         self._mark = (time.monotonic(), *self._ticks())
         self._value = 0.0
 
@@ -244,15 +250,15 @@ class Override:
         value = parse_uint(data)
         if value > self.table_hz[-1]:
             raise Refused(errno.EINVAL)
-        if self.round_step_hz:
-            value = int(round(value / self.round_step_hz)) * self.round_step_hz
-        self.rate_hz = value
+        self.rate_hz = value  # the knob keeps what was written
 
     def store_state(self, data: str) -> None:
         self.on = parse_bool(data)
 
     def running_hz(self) -> int:
         if self.on and self.rate_hz > 0:
+            if self.round_step_hz:  # round-emc: the controller runs the nearest step
+                return round_emc(self.rate_hz)
             return highest_at_or_below(self.table_hz, self.rate_hz)
         return self.idle_hz
 
@@ -268,8 +274,8 @@ class BpmpEmc:
         value = parse_uint(data)
         if not self.table_hz[0] <= value <= self.table_hz[-1]:
             raise Refused(errno.EINVAL)
-        if self.round_step_hz:
-            self.rate_hz = int(round(value / self.round_step_hz)) * self.round_step_hz
+        if self.round_step_hz:  # round-emc: accepted, and the file shows what was kept
+            self.rate_hz = round_emc(value)
         else:
             self.rate_hz = highest_at_or_below(self.table_hz, value)
 
@@ -381,9 +387,10 @@ class SimulatedKernel:
         load = self.load()
         cur = policy.target_khz(load)
         if self.has("amu-cpu"):
-            if load < q.AMU_IDLE_LOAD:
-                return int(round(cur * q.AMU_IDLE_FRACTION))
-            return int(round(cur * (1.0 - q.AMU_BUSY_ERROR)))
+            # Busy while the board's user runs AMU_BUSY_CORE_SHARE of a core (here: the
+            # machine's load, in cores; the server cannot tell its client's share apart).
+            busy = load * self.load.cores >= q.AMU_BUSY_CORE_SHARE
+            return int(cur * (1.0 - q.AMU_BUSY_ERROR) if busy else cur * q.AMU_IDLE_FRACTION)
         return cur
 
     # -- GPU ---------------------------------------------------------------------------------------
@@ -398,8 +405,8 @@ class SimulatedKernel:
             self.attrs.update({
                 f"{clock}/override.gbus/rate": Attribute(lambda: str(g.rate_hz), g.store_rate),
                 f"{clock}/override.gbus/state": Attribute(lambda: str(g.on), g.store_state),
-                f"{clock}/gbus/rate": Attribute(
-                    lambda: str(static if self.has("static-cur") else g.running_hz())),
+                f"{clock}/gbus/rate": Attribute(lambda: str(
+                    static if self.has("static-cur") else self._capped(g.running_hz()))),
             })
         else:
             nodes = [(board.gpu_device, board.gpu_devfreq_name, board.gpu_freqs_hz)]
@@ -435,13 +442,15 @@ class SimulatedKernel:
         if is_gpu and self.has("static-cur"):
             return static_hz
         cur = node.running_hz()
-        if is_gpu and self.has("qos-cap"):
-            cur = min(cur, self.qos_cap_hz())
-        return cur
+        return self._capped(cur) if is_gpu else cur
+
+    def _capped(self, gpu_hz: int) -> int:
+        """qos-cap: the running GPU clock held at or below the cap; the knobs untouched."""
+        return min(gpu_hz, self.qos_cap_hz()) if self.has("qos-cap") else gpu_hz
 
     def gpu_hz(self) -> float:
         if self.gbus is not None:
-            return float(self.gbus.running_hz())
+            return float(self._capped(self.gbus.running_hz()))
         assert self.gpu is not None
         return float(self.devfreq_cur_hz(self.gpu, self.board.gpu_freqs_hz[0], True))
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Dict, Union
+from typing import Dict, Iterable, Union
 
 from ..errors import UsageError
 from ..hw.board import SIM_MARKER
+from . import quirks as Q
 from .boards import SimBoard, SimIna, get
 from .kernel import SimKernel, idle_rails_mw, rail_mv
 
@@ -48,15 +49,23 @@ class _Tree:
         os.symlink(rel, host)
 
 
-def create_board(key: str, directory: Union[str, os.PathLike]) -> SimBoard:
-    """Write the tree of simulated board `key` into `directory` (new or empty)."""
+def create_board(key: str, directory: Union[str, os.PathLike],
+                 quirks: Iterable[str] = ()) -> SimBoard:
+    """Write the tree of simulated board `key` into `directory` (new or empty). `quirks`:
+    names from `sim/quirks.py`, recorded in the marker for the simulated kernel."""
     board = get(key)
+    try:
+        wanted = Q.check(quirks)
+    except ValueError as err:
+        raise UsageError(str(err), hint="`jetbench sim create --help` lists them") from None
+    if "late-gpu" in wanted and board.gpu_kind != "devfreq":
+        raise UsageError(f"--quirk late-gpu needs a devfreq GPU; {key} has a debugfs one")
     base = Path(directory)
     if base.exists() and any(base.iterdir()):
         raise UsageError(f"directory is not empty: {base}", hint="choose a new directory")
     base.mkdir(parents=True, exist_ok=True)
     tree = _Tree(base)
-    _identity(tree, board)
+    _identity(tree, board, wanted)
     _cpu(tree, board)
     _gpu(tree, board)
     _emc(tree, board)
@@ -66,11 +75,17 @@ def create_board(key: str, directory: Union[str, os.PathLike]) -> SimBoard:
     tree.dir("/var/lib/jetbench")  # the state journal's directory, as after `jetbench` runs
     # The kernel's derived files (current frequencies) from the initial settings.
     SimKernel(base).sync()
+    if "late-gpu" in wanted:  # staged: the simulated kernel moves it in LATE_GPU_S after start
+        staging = base / Q.LATE_GPU_STAGING
+        staging.mkdir(parents=True)
+        os.replace(tree._host(f"{board.gpu_device}/devfreq"), staging / "devfreq")
+        tree._host(f"/sys/class/devfreq/{board.gpu_devfreq_name}").unlink()
     return board
 
 
-def _identity(tree: _Tree, board: SimBoard) -> None:
-    marker = {"board": board.key, "format": 1, "note": "jetbench simulated board: not hardware"}
+def _identity(tree: _Tree, board: SimBoard, quirks: Iterable[str] = ()) -> None:
+    marker = {"board": board.key, "format": 1, "note": "jetbench simulated board: not hardware",
+              "quirks": list(quirks)}
     tree.file(SIM_MARKER, json.dumps(marker, indent=1) + "\n")
     dt = "/sys/firmware/devicetree/base"
     tree.file(f"{dt}/model", board.model + "\0")

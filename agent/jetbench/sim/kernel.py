@@ -8,7 +8,11 @@ special path in the hardware code). This module plays the kernel's part beside i
   the way a rejected write leaves the old value (asynchronously here: tests that need a
   synchronous refusal inject a real OS error instead);
 - the INA3221 rail files are updated from the power model (`power_model.py`) driven by the clocks
-  in the tree and by the real CPU load of this process.
+  in the tree and by the real CPU load of this process;
+- a board created with quirks (`sim/quirks.py`, listed in its marker) shows them: a `cur_freq`
+  that never follows (static-cur), a cap below the pin without touching the knobs (qos-cap),
+  CPU readings from activity counters (amu-cpu), a GPU node that appears late (late-gpu), EMC
+  rates rounded by the memory controller (round-emc).
 
 `sync()` does one pass; `start()`/`stop()` (or `with SimKernel(dir):`) run passes in a thread.
 """
@@ -23,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
+from . import quirks as Q
 from .boards import SimBoard, get
 from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
 
@@ -87,6 +92,11 @@ def _poke(path: Path, value: object, expect: Optional[str] = None) -> None:
         os.close(fd)
 
 
+def _round_emc(rate_hz: int) -> int:
+    """round-emc: the nearest rate the memory controller can run (a multiple of the step)."""
+    return max(1, round(rate_hz / Q.EMC_ROUND_STEP_HZ)) * Q.EMC_ROUND_STEP_HZ
+
+
 class SimKernel:
     """Reacts to writes in a simulated tree. Constructing one touches nothing."""
 
@@ -108,6 +118,12 @@ class SimKernel:
         self._stop = threading.Event()
         self._cpu_mark: Tuple[float, float] = (time.monotonic(), time.process_time())
         self._activity = 0.0
+        self._quirks: Optional[Tuple[str, ...]] = None
+        self._cpu_set_khz: Dict[Path, int] = {}  # amu-cpu: the clock set, apart from readings
+        self._started_at: Optional[float] = None
+        self._load_mark: Tuple[float, float, float] = (time.monotonic(), time.process_time(),
+                                                       time.thread_time())
+        self._load_cores = 0.0  # smoothed cores used by this process, the kernel's thread aside
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -121,6 +137,8 @@ class SimKernel:
     def start(self) -> None:
         if self._thread is not None:
             return
+        if self._started_at is None:
+            self._started_at = time.monotonic()
         self.sync()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="jetbench-sim-kernel", daemon=True)
@@ -148,18 +166,52 @@ class SimKernel:
             self._board = get(marker["board"])
         return self._board
 
+    @property
+    def quirks(self) -> Tuple[str, ...]:
+        """The quirks the board was created with (its marker's "quirks" list)."""
+        if self._quirks is None:
+            marker = json.loads((self.base / "etc/jetbench/simulated.json").read_text())
+            self._quirks = Q.check(marker.get("quirks", ()))
+        return self._quirks
+
     def p(self, board_path: str) -> Path:
         return self.base / board_path.lstrip("/")
 
     # -- one pass ----------------------------------------------------------------------------
     def sync(self) -> None:
-        cpu_hz = self._sync_cpufreq()
+        activity = self.activity()
+        if "late-gpu" in self.quirks:
+            self._late_gpu()
+        cpu_hz = self._sync_cpufreq(activity)
         gpu_hz = self._sync_devfreq() if self.board.gpu_kind == "devfreq" else self._sync_gbus()
         emc_hz = self._sync_emc()
         self._sync_fan()
         if self.power and self.board.inas:
-            self._sync_rails(cpu_hz, gpu_hz, emc_hz)
+            self._sync_rails(cpu_hz, gpu_hz, emc_hz, activity)
         self.passes += 1
+
+    def _late_gpu(self) -> None:
+        """late-gpu: the devfreq directory (staged by `sim create`) appears LATE_GPU_S after
+        the kernel started; a kernel that never started (create's own pass) leaves it staged."""
+        staged = self.base / Q.LATE_GPU_STAGING / "devfreq"
+        if self._started_at is None or not staged.is_dir():
+            return
+        if time.monotonic() - self._started_at < Q.LATE_GPU_S:
+            return
+        device = self.p(self.board.gpu_device)
+        os.replace(staged, device / "devfreq")
+        link = self.p(f"/sys/class/devfreq/{self.board.gpu_devfreq_name}")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        target = device / "devfreq" / self.board.gpu_devfreq_name
+        if not link.is_symlink():
+            os.symlink(os.path.relpath(target, link.parent), link)
+
+    def _gpu_cap_hz(self, table: Tuple[int, ...]) -> Optional[int]:
+        """qos-cap: the highest table entry at or below QOS_CAP_FRACTION of the table's top."""
+        if "qos-cap" not in self.quirks:
+            return None
+        limit = table[-1] * Q.QOS_CAP_FRACTION
+        return max((f for f in table if f <= limit), default=table[0])
 
     def _guard(self, path: Path, valid: bool) -> str:
         """Undo a value the kernel would have refused; remember accepted ones."""
@@ -176,8 +228,10 @@ class SimKernel:
             return previous
         return current
 
-    def _sync_cpufreq(self) -> List[float]:
+    def _sync_cpufreq(self, activity: float) -> List[float]:
         freqs: List[float] = []
+        amu = "amu-cpu" in self.quirks
+        busy = amu and self._load() >= Q.AMU_BUSY_CORE_SHARE
         for cluster in self.board.clusters:
             owner = min(cluster.cpus)
             if self.board.policy_dirs:
@@ -206,15 +260,19 @@ class SimKernel:
                 # Until someone writes scaling_setspeed the frequency stays where it was. (The
                 # kernel shows that frequency in the file at once; rewriting it from here would
                 # race with jetbench's own write of the file, so it is left as it was.)
-                start = _read_int(d / "scaling_cur_freq", lo)
+                start = self._cpu_set_khz.get(d) or _read_int(d / "scaling_cur_freq", lo)
                 target = min(max(int(setspeed) if setspeed.isdigit() else start, lo), hi)
             else:
                 if setspeed != "<unsupported>":
                     _poke(setspeed_file, "<unsupported>", expect=setspeed)
                 target = hi if governor == "performance" else lo
             cur = min(cluster.freqs_khz, key=lambda f: (abs(f - target), f))
-            _poke(d / "scaling_cur_freq", cur)
-            _poke(d / "cpuinfo_cur_freq", cur)
+            self._cpu_set_khz[d] = cur
+            shown = cur
+            if amu:  # measured from activity counters: a little low when busy, far low idle
+                shown = int(cur * (1 - Q.AMU_BUSY_ERROR) if busy else cur * Q.AMU_IDLE_FRACTION)
+            _poke(d / "scaling_cur_freq", shown)
+            _poke(d / "cpuinfo_cur_freq", shown)
             freqs.append(cur * 1000.0)
         return freqs
 
@@ -235,9 +293,16 @@ class SimKernel:
             governor = _read(d / "governor")
             target = hi if governor in ("performance", "userspace") else lo
             cur = min(table, key=lambda f: (abs(f - target), f))
-            _poke(d / "cur_freq", cur)
-            _poke(d / "target_freq", cur)
-            if name == self.board.gpu_devfreq_name:
+            is_gpu = name == self.board.gpu_devfreq_name
+            cap = self._gpu_cap_hz(tuple(table)) if is_gpu else None
+            if cap is not None:
+                cur = min(cur, cap)
+            if "static-cur" in self.quirks:
+                cur = _read_int(d / "cur_freq", table[0])  # the file never follows a pin
+            else:
+                _poke(d / "cur_freq", cur)
+                _poke(d / "target_freq", cur)
+            if is_gpu:
                 gpu_hz = float(cur)
         return gpu_hz
 
@@ -251,6 +316,11 @@ class SimKernel:
         rate = int(self._guard(clock / "override.gbus/rate", ok) or rate)
         on = _read(clock / "override.gbus/state") == "1"
         cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[0]
+        cap = self._gpu_cap_hz(tuple(table))
+        if cap is not None:
+            cur = min(cur, cap)
+        if "static-cur" in self.quirks:
+            return float(_read_int(clock / "gbus/rate", table[0]))
         _poke(clock / "gbus/rate", cur)
         return float(cur)
 
@@ -263,6 +333,12 @@ class SimKernel:
                 return float(table[-1])
             value = _read_int(rate, table[-1])
             value = int(self._guard(rate, table[0] <= value <= table[-1]) or value)
+            if "round-emc" in self.quirks:  # accepted, and the file shows what was kept
+                kept = _round_emc(value)
+                if kept != value:
+                    _poke(rate, kept)
+                    self._accepted[rate] = str(kept)
+                value = kept
             return float(value)
         if kind == "debugfs-clk":
             over = self.p("/sys/kernel/debug/clk/override.emc")
@@ -277,7 +353,10 @@ class SimKernel:
         rate = _read_int(rate_file)
         rate = int(self._guard(rate_file, 0 <= rate <= table[-1]) or rate)
         on = _read(state_file) == "1"
-        cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[-1]
+        if "round-emc" in self.quirks and on and rate > 0:
+            cur = _round_emc(rate)
+        else:
+            cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[-1]
         _poke(cur_file, cur)
         return float(cur)
 
@@ -303,6 +382,19 @@ class SimKernel:
         self._activity += (raw - self._activity) * (1.0 - math.exp(-wall / ACTIVITY_TAU_S))
         return self._activity
 
+    def _load(self) -> float:
+        """Cores this process used since the last pass, leaving out the calling (kernel)
+        thread's own time, averaged over ~AMU_LOAD_TAU_S: the load the board "sees"."""
+        now, cpu, own = time.monotonic(), time.process_time(), time.thread_time()
+        then, cpu_then, own_then = self._load_mark
+        self._load_mark = (now, cpu, own)
+        wall = now - then
+        if wall > 0:
+            raw = max(0.0, (cpu - cpu_then) - (own - own_then)) / wall
+            weight = 1.0 - math.exp(-wall / Q.AMU_LOAD_TAU_S)
+            self._load_cores += (raw - self._load_cores) * weight
+        return self._load_cores
+
     def _online_fraction(self) -> float:
         cpus = [c for cl in self.board.clusters for c in cl.cpus]
         online = 0
@@ -311,7 +403,8 @@ class SimKernel:
             online += 1 if (not f.exists() or _read(f) != "0") else 0
         return online / len(cpus)
 
-    def _sync_rails(self, cpu_hz: List[float], gpu_hz: float, emc_hz: float) -> None:
+    def _sync_rails(self, cpu_hz: List[float], gpu_hz: float, emc_hz: float,
+                    activity: float) -> None:
         board = self.board
         clocks = ClockState(
             gpu_hz=gpu_hz,
@@ -322,7 +415,7 @@ class SimKernel:
             emc_hz=emc_hz,
             emc_max_hz=board.emc_freqs_hz[-1],
         )
-        components = component_powers_w(board.soc, clocks, self.activity())
+        components = component_powers_w(board.soc, clocks, activity)
         for ina in board.inas:
             watts = rail_powers_w([lb for lb in ina.labels if lb != "NC"], components)
             for index, label in enumerate(ina.labels):

@@ -31,6 +31,14 @@ AMU_BUSY_ERROR = 0.02
 AMU_IDLE_FRACTION = 0.3
 # `round-emc`: EMC rates are multiples of this step (Hz).
 EMC_ROUND_STEP_HZ = 6_400_000
+# `amu-cpu`: a cluster counts as busy while the process using the board (leaving out the
+# simulated kernel's own work) runs at least this share of one core, averaged over about
+# AMU_LOAD_TAU_S (an exponential average); otherwise its cores idle.
+AMU_BUSY_CORE_SHARE = 0.1
+AMU_LOAD_TAU_S = 0.2
+# `late-gpu` (file-based kernel): until it appears, the GPU's devfreq directory is kept here,
+# under the tree's root, and moved into place LATE_GPU_S after the kernel starts.
+LATE_GPU_STAGING = "etc/jetbench/late-gpu"
 
 
 def check(names: Iterable[str]) -> Tuple[str, ...]:
@@ -40,5 +48,3 @@ def check(names: Iterable[str]) -> Tuple[str, ...]:
     if unknown:
         raise ValueError(f"unknown quirk(s) {', '.join(unknown)}; known: {', '.join(QUIRKS)}")
     return tuple(n for n in QUIRKS if n in wanted)
-# `amu-cpu`: below this load (a fraction of the machine) the cores count as idle.
-AMU_IDLE_LOAD = 0.05

@@ -6,7 +6,8 @@
                               socket://127.0.0.1:5025, loop://);
                               options joined by '&': baud=9600, timeout=0.5 (s or 500ms),
                               interval=100ms, query=MEAS:POW?, vquery=..., iquery=...,
-                              columns=ms,W
+                              columns=ms,W, accuracy=0.1%+0.05W (the meter's
+                              accuracy: % of reading + W; hw/power/accuracy.py)
 
 `auto` needs the board's rails: `auto_sources(root, rails, total_rail)` is the function board
 detection calls; it falls back to RAPL, then NVML, then nothing (EmptySource).
@@ -30,6 +31,7 @@ OPTIONS = {
     "stream": ("baud", "timeout", "interval", "columns"),
     "um25c": ("baud", "timeout", "interval"),
 }
+ACCURACY_OPTION = ("accuracy",)  # every serial meter: READING%+RANGE_W
 _HINT = (
     "use auto, ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT[?options] with PROTOCOL one of "
     + ", ".join(SERIAL_PROTOCOLS)
@@ -59,7 +61,7 @@ def parse_meter_spec(text: str) -> MeterSpec:
     port, _, query = rest.partition("?")
     if not port:
         raise UsageError(f"meter {text!r} has no port", hint=_HINT)
-    allowed = OPTIONS["um25c" if proto.startswith("um") else proto]
+    allowed = OPTIONS["um25c" if proto.startswith("um") else proto] + ACCURACY_OPTION
     options: Dict[str, str] = {}
     for item in filter(None, query.split("&")):
         key, eq, value = item.partition("=")
@@ -70,11 +72,16 @@ def parse_meter_spec(text: str) -> MeterSpec:
                 hint="options: " + ", ".join(allowed),
             )
         options[key] = value.strip()
+    if "accuracy" in options:
+        from .accuracy import parse_accuracy
+
+        parse_accuracy(options["accuracy"])  # a malformed figure is a usage error, now
     return MeterSpec(proto, port, options)
 
 
 def _serial_kwargs(spec: MeterSpec) -> Dict[str, object]:
     opts = dict(spec.options)
+    opts.pop("accuracy", None)  # not the driver's: read by the uncertainty (accuracy.py)
     kwargs: Dict[str, object] = {}
     try:
         if "baud" in opts:
@@ -97,15 +104,19 @@ def serial_source(spec: MeterSpec) -> PowerSource:
 
     assert spec.port is not None
     kwargs = _serial_kwargs(spec)
+    source: PowerSource
     if spec.kind == "scpi":
         if ("vquery" in kwargs) != ("iquery" in kwargs):
             raise UsageError("scpi meters take vquery and iquery together")
-        return ScpiMeter(spec.port, **kwargs)  # type: ignore[arg-type]
-    if spec.kind == "wt310":
-        return Wt310Meter(spec.port, **kwargs)  # type: ignore[arg-type]
-    if spec.kind == "stream":
-        return StreamMeter(spec.port, **kwargs)  # type: ignore[arg-type]
-    return Um25cMeter(spec.port, protocol=spec.kind, **kwargs)  # type: ignore[arg-type]
+        source = ScpiMeter(spec.port, **kwargs)  # type: ignore[arg-type]
+    elif spec.kind == "wt310":
+        source = Wt310Meter(spec.port, **kwargs)  # type: ignore[arg-type]
+    elif spec.kind == "stream":
+        source = StreamMeter(spec.port, **kwargs)  # type: ignore[arg-type]
+    else:
+        source = Um25cMeter(spec.port, protocol=spec.kind, **kwargs)  # type: ignore[arg-type]
+    source.accuracy_spec = spec.options.get("accuracy")  # type: ignore[attr-defined]
+    return source
 
 
 def open_sources(
