@@ -23,12 +23,11 @@ jetbench/power/window.py jetbench/tuning/targets.py jetbench/hw/fs.py}"
 # The tests that exercise those modules in-process (mutmut only sees in-process calls).
 TESTS=(
   tests/test_fs.py
+  tests/test_journal.py
   tests/test_power_energy.py
   tests/test_power_sampler.py
   tests/test_maxperf_restore.py
   tests/test_profiles.py
-  tests/test_journal_units.py
-  tests/test_reliability.py
 )
 
 rm -rf "$STAGE/jetbench" "$STAGE/tests" "$STAGE/mutants"
@@ -48,7 +47,10 @@ find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
 } > "$STAGE/pyproject.toml"
 
 cd "$STAGE"
-# Subprocesses the tests start (python -m jetbench...) import the mutated copy too.
+# Subprocesses the tests start (python -m jetbench...) import the mutated copy too. The
+# directory must exist before Python starts: a missing sys.path entry is cached as absent, and
+# jetbench would then be imported unmutated from wherever else it is installed.
+mkdir -p "$STAGE/mutants"
 export PYTHONPATH="$STAGE/mutants"
 # -P: the staging directory's unmutated jetbench/ must not shadow mutants/ on sys.path.
 "$PY" -P -m mutmut run --max-children "$JOBS" || true
