@@ -90,7 +90,8 @@ def mount(
         raise UsageError(f"cannot serve a FUSE board here: {reason}",
                          hint="`jetbench sim create` writes a file-based board instead")
     if not directory.is_dir() or any(directory.iterdir()):
-        raise UsageError(f"not an empty directory: {directory}", hint="mkdir a new one")
+        raise UsageError(f"not an existing, empty directory: {directory}",
+                         hint="mkdir a new one")
     try:
         from ..sim.quirks import check
 
