@@ -4,13 +4,13 @@ Module level imports typer and the stdlib only; torch and matplotlib load inside
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import typer
 
+from ..interrupts import InterruptLatch
 from .common import console, open_root, print_json
 
 _PROGRESS_AFTER_S = 1.0
@@ -90,23 +90,13 @@ class _Bar:
                              completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
 
 
-class _SigtermAsInterrupt:
-    """SIGTERM (systemd, a CI timeout) ends a measurement like Ctrl-C: clocks restored."""
-
-    def __enter__(self) -> None:
-        self.old: Any = None
-        try:
-            self.old = signal.signal(signal.SIGTERM, self._raise)
-        except ValueError:  # not the main thread (a test runner): leave it alone
-            self.old = None
-
-    @staticmethod
-    def _raise(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
+def _interruptible(update: Any, latch: Any) -> Any:
+    """The progress callback, which is also where a swallowed Ctrl-C is raised again: it runs
+    in the measurement loop (at most every 0.1 s), never while the clocks are being restored."""
+    def progress(*args: Any) -> None:
+        latch.check()
+        update(*args)
+    return progress
 
 
 def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = False) -> None:
@@ -247,8 +237,8 @@ def measure(
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, idle_unpinned=idle_unpinned)
     request = _with_wait(request, wait)
-    with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, progress=bar.update)
+    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
+        report = run(open_root(ctx), request, progress=_interruptible(bar.update, latch))
     _finish(report, as_json, plot, "jetbench measure")
 
 
@@ -278,8 +268,9 @@ def sweep(
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
     request = _with_wait(request, wait)
-    with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, freq, progress=bar.update)
+    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
+        report = run(open_root(ctx), request, freq,
+                     progress=_interruptible(bar.update, latch))
     try:
         _finish(report, as_json, plot, "jetbench sweep", long=True)
     finally:
@@ -380,8 +371,8 @@ def demo(
     con.print("jetbench demo: a SIMULATED Jetson TX1 (L4T R24) in a temporary directory, "
               "profile tx1-690mhz (GPU 690 MHz, CPU and EMC at max), AlexNet FP32 and FP16, "
               "batch 1. Short runs: 3 iterations / 2 s each.", soft_wrap=True)
-    with _SigtermAsInterrupt(), _Bar(enabled=True) as bar:
-        result = run_demo(out, progress=bar.update)
+    with InterruptLatch() as latch, _Bar(enabled=True) as bar:
+        result = run_demo(out, progress=_interruptible(bar.update, latch))
     if not con.is_terminal:
         con.width = max(con.width, 140)
     con.print(tables.rich_table(result.report.results, "jetbench demo: Table 1"))

@@ -40,6 +40,7 @@ from ..hw.board import Board, detect
 from ..hw.clocks.common import ClockReading, Step, apply_step
 from ..hw.fs import Root
 from ..hw.thermal import read_temperatures_c
+from ..session import served_kernel
 from ..tuning import journal
 from ..tuning.apply import apply_profile, build_plan, read_clocks
 from ..tuning.lock import BoardLock
@@ -206,7 +207,7 @@ class Daemon:
         log.info("control socket: %s", self.config.socket_path)
         board = detect(self.root)
         self.board = board
-        if board.simulated and self.config.sim_kernel:
+        if board.simulated and self.config.sim_kernel and not served_kernel(self.root):
             from ..sim.kernel import SimKernel
 
             self._sim = SimKernel(self.root.base, interval_s=SIM_KERNEL_INTERVAL_S)
