@@ -73,6 +73,8 @@ def status(
         ("drift re-pins", str(counters.get("repins", 0))),
         ("throttling", "; ".join(reply.get("throttle_reasons") or []) or "no"),
     ]
+    if reply.get("below_pin"):  # a fact without thermal evidence: said as just that
+        rows.append(("below its pin", "; ".join(reply["below_pin"])))
     lease = reply.get("lease")
     if isinstance(lease, dict):
         rows.append(("lent to", f"{lease.get('who')} (pid {lease.get('pid')}, since "

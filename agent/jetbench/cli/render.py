@@ -132,6 +132,15 @@ def kv(console, rows: Iterable[Any], title: Optional[str] = None) -> None:
     console.print(table)
 
 
+def _watts_pm(watts: Optional[float], err_w: Optional[float]) -> str:
+    """'2.345 +- 0.052 W' (the sensor's worst case on this reading), '2.345 W +- unknown'."""
+    if watts is None:
+        return "-"
+    if err_w is None:
+        return f"{watts:.3f} W +- unknown"
+    return f"{watts:.3f} +- {err_w:.3f} W"
+
+
 def monitor_table(row, simulated: bool):
     """One monitor reading: rails and total, clocks, temperatures."""
     from rich.table import Table
@@ -141,11 +150,12 @@ def monitor_table(row, simulated: bool):
     for col in ("what", "name", "value", "where"):
         table.add_column(col)
     for channel, watts in row.channels:
-        table.add_row("power", channel.name, "-" if watts is None else f"{watts:.3f} W",
+        table.add_row("power", channel.name,
+                      _watts_pm(watts, row.channel_uncertainty_w(channel)),
                       f"{channel.point.replace('_', ' ')} ({channel.source})")
     if row.total_name:
         table.add_row("[bold]total[/]", row.total_name,
-                      "-" if row.total_w is None else f"[bold]{row.total_w:.3f} W[/]", "")
+                      f"[bold]{_watts_pm(row.total_w, row.total_uncertainty_w)}[/]", "")
     for name, clock in _grouped_clocks(row.clocks):
         table.add_row("clock", f"{clock.domain} {name}", format_hz(clock.cur_hz),
                       clock.governor or "")
