@@ -8,8 +8,9 @@ import os
 import socket
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import HardwareError, PermissionDenied
 
@@ -33,20 +34,8 @@ def request(path: Path, cmd: str, *, profile: Optional[str] = None,
 
 def _exchange(sock: socket.socket, path: Path, doc: Dict[str, Any], timeout_s: float
               ) -> bytes:
-    try:
-        try:
-            sock.connect(str(path))
-        except FileNotFoundError:
-            raise HardwareError("the jetbench daemon is not running (no control socket)",
-                                path=str(path),
-                                hint="systemctl status jetbench; or pass --socket") from None
-        except ConnectionRefusedError:
-            raise HardwareError("the jetbench daemon is not running (stale control socket)",
-                                path=str(path), hint="systemctl status jetbench") from None
-        except PermissionError:
-            raise PermissionDenied("permission denied on the control socket", path=str(path),
-                                   hint="run with sudo, or add yourself to the jetbench group "
-                                        "(then log in again)") from None
+    with _socket_errors(path, timeout_s):
+        _connect(sock, path)
         sock.sendall(json.dumps(doc).encode() + b"\n")
         data = bytearray()
         while not data.endswith(b"\n"):
@@ -59,13 +48,36 @@ def _exchange(sock: socket.socket, path: Path, doc: Dict[str, Any], timeout_s: f
             data += sock.recv(len(chunk) if end < 0 else end + 1)
             if len(data) > MAX_REPLY_BYTES:
                 raise HardwareError("the daemon's reply is too long", path=str(path))
+    return bytes(data)
+
+
+def _connect(sock: socket.socket, path: Path) -> None:
+    try:
+        sock.connect(str(path))
+    except FileNotFoundError:
+        raise HardwareError("the jetbench daemon is not running (no control socket)",
+                            path=str(path),
+                            hint="systemctl status jetbench; or pass --socket") from None
+    except ConnectionRefusedError:
+        raise HardwareError("the jetbench daemon is not running (stale control socket)",
+                            path=str(path), hint="systemctl status jetbench") from None
+    except PermissionError:
+        raise PermissionDenied("permission denied on the control socket", path=str(path),
+                               hint="run with sudo, or add yourself to the jetbench group "
+                                    "(then log in again)") from None
+
+
+@contextmanager
+def _socket_errors(path: Path, timeout_s: float) -> Iterator[None]:
+    """A timeout or socket failure talking to the daemon, as one jetbench error."""
+    try:
+        yield
     except socket.timeout:
         raise HardwareError(f"the daemon did not answer within {timeout_s:g} s",
                             path=str(path)) from None
     except OSError as err:
         raise HardwareError(f"control socket error ({err.strerror or err})",
                             path=str(path)) from err
-    return bytes(data)
 
 
 def _decode(data: bytes, path: Path) -> Dict[str, Any]:
@@ -174,18 +186,8 @@ def _lease_exchange(sock: socket.socket, path: Path, who: str, fds: List[int],
                     timeout_s: float) -> Tuple[bytes, bytes]:
     """Send the lease request; read its reply line and the descriptors passed with it
     (recvmsg: a peek would install them twice)."""
-    try:
-        sock.connect(str(path))
-    except FileNotFoundError:
-        raise HardwareError("the jetbench daemon is not running (no control socket)",
-                            path=str(path)) from None
-    except ConnectionRefusedError:
-        raise HardwareError("the jetbench daemon is not running (stale control socket)",
-                            path=str(path)) from None
-    except PermissionError:
-        raise PermissionDenied("permission denied on the control socket", path=str(path),
-                               hint="run with sudo, or join the jetbench group") from None
-    try:
+    _connect(sock, path)
+    with _socket_errors(path, timeout_s):
         sock.sendall(json.dumps({"cmd": "lease", "who": who}).encode() + b"\n")
         data = b""
         space = socket.CMSG_SPACE(4 * array.array("i").itemsize)
@@ -200,11 +202,5 @@ def _lease_exchange(sock: socket.socket, path: Path, who: str, fds: List[int],
             data += chunk
             if len(data) > MAX_REPLY_BYTES:
                 raise HardwareError("the daemon's reply is too long", path=str(path))
-    except socket.timeout:
-        raise HardwareError(f"the daemon did not answer within {timeout_s:g} s",
-                            path=str(path)) from None
-    except OSError as err:
-        raise HardwareError(f"control socket error ({err.strerror or err})",
-                            path=str(path)) from err
     line, _, rest = data.partition(b"\n")
     return line, rest
