@@ -5,7 +5,7 @@
 #   MUTATION_JOBS=4 tools/mutation.sh
 #   MUTATION_DIR=/tmp/mut tools/mutation.sh   # keep the work directory (default: a temp dir)
 #
-# mutmut (pip install -e '.[dev]') maps tests to the functions they reach by module name, so it
+# mutmut (pip install -e '.[mutation]') maps tests to the functions they reach by module name, so it
 # needs the package at the top of its work tree: the script stages agent/jetbench and tests/
 # there, with its own [tool.mutmut] section, and never touches the checkout. The scores
 # printed at the end (killed / (all - no tests)) per module go into TESTING.md.
