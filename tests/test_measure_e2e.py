@@ -251,4 +251,7 @@ def test_a_second_measure_never_overwrites_the_first(tmp_path, tiny):
     assert second.paths[0].name.endswith("-2.json")
     assert second.paths[0].with_suffix(".csv").is_file()
     for path in (first.paths[0], second.paths[0]):
-        assert load_result(path)["status"] == "ok"
+        doc = load_result(path)
+        assert doc["status"] == "ok"
+        # each result names its own trace, not the first run's
+        assert doc["power"]["trace_csv"] == path.with_suffix(".csv").name

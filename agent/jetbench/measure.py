@@ -191,16 +191,6 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     return report
 
 
-def _free_path(path: Path) -> Path:
-    """`stem-2.json`, `stem-3.json`...: the first name whose JSON and CSV are both free."""
-    n = 2
-    while True:
-        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
-        if not candidate.exists() and not candidate.with_suffix(".csv").exists():
-            return candidate
-        n += 1
-
-
 def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
     """The workload layer's "this precision is slower than FP32 here" advice, per clock setting
     (a precision is only compared with FP32 measured at the same clocks)."""
@@ -300,8 +290,6 @@ class _State:
                     self.report.paths.append(json_path)
                     self.report.skipped.append(point.id)
                     continue
-            if json_path is not None and json_path.exists():
-                json_path = _free_path(json_path)  # never overwrite an earlier measurement
             if not self._sampler_started:
                 self._sampler_started = True
                 self.start_sampler()
@@ -309,8 +297,13 @@ class _State:
             self.pin(point.gpu_freq, on_applied)
             doc, csv_text = self.one(point, k, total)
             if json_path is not None:
+                json_path = io.claim_result_path(json_path)  # never overwrites, never races
+                csv_path = json_path.with_suffix(".csv")
                 if csv_text is not None:
-                    io.atomic_write_text(json_path.with_suffix(".csv"), csv_text)
+                    doc["power"]["trace_csv"] = csv_path.name
+                    io.atomic_write_text(csv_path, csv_text)
+                else:
+                    csv_path.unlink()
                 io.write_json(json_path, doc)  # last: its presence marks the point done
                 self.report.paths.append(json_path)
             self.report.results.append(doc)

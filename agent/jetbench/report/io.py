@@ -53,6 +53,32 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _create_exclusive(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def claim_result_path(path: PathLike) -> Path:
+    """Reserve `path` (else `stem-2`, `stem-3`...) for a result and its trace CSV: both names
+    are created empty with O_EXCL, so runs writing into one directory at once never pick the
+    same name and never overwrite an earlier result. The caller replaces the placeholders with
+    atomic writes (and removes the CSV one if it has no trace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+        if _create_exclusive(candidate):
+            if _create_exclusive(candidate.with_suffix(".csv")):
+                return candidate
+            os.unlink(candidate)  # our own empty placeholder: the CSV name is taken
+        n += 1
+
+
 def write_json(path: PathLike, doc: Any) -> Path:
     return atomic_write_text(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
