@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SIM_BOARDS = ["tx1-r24", "tx1", "nano", "tx2", "xavier-agx", "xavier-nx", "orin-agx",
-              "orin-agx-jp5", "orin-nano"]
+              "orin-agx-jp5", "orin-nano", "orin-agx-jp7", "orin-nano-super", "thor"]
 
 
 def make_board(tmp_path: Path, key: str) -> Path:
@@ -66,9 +67,121 @@ def diff(before: Dict[str, str], after: Dict[str, str]) -> List[str]:
     return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
+def sigint_as_on_a_terminal() -> None:
+    """preexec_fn for a child that a test will Ctrl-C: the default SIGINT disposition a
+    terminal's foreground process has. A test run started in the background by a script (or a
+    CI runner) inherits SIGINT *ignored*, and Python then never raises KeyboardInterrupt."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args: str, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
     """jetbench in a real subprocess."""
     return subprocess.run(
         [sys.executable, "-m", "jetbench.cli.main", *args],
         capture_output=True, text=True, timeout=timeout, **kwargs,
     )
+
+
+# -- FUSE-served boards (tests marked `kernel`) --------------------------------------------------
+class FuseBoard:
+    """A simulated board served by `jetbench sim mount` in its own process."""
+
+    def __init__(self, root: Path, log: Path, proc: subprocess.Popen):
+        self.root = root
+        self.log_path = log
+        self.proc = proc
+
+    def p(self, board_path: str) -> Path:
+        return self.root / board_path.lstrip("/")
+
+    def read(self, board_path: str) -> str:
+        return self.p(board_path).read_text().strip()
+
+    def write(self, board_path: str, value: object) -> None:
+        """`echo VALUE > FILE`: raises the kernel's OSError when the store refuses it."""
+        fd = os.open(self.p(board_path), os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, f"{value}\n".encode())
+        finally:
+            os.close(fd)
+
+    def writes(self) -> List[tuple]:
+        """(board path, value, 'ok' or errno name) for every write to a knob, in order."""
+        lines = self.log_path.read_text().splitlines() if self.log_path.exists() else []
+        return [tuple(line.split("\t")) for line in lines]
+
+    def clear_log(self) -> None:
+        self.log_path.write_text("")
+
+    def jetbench(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
+        return run_cli("--root", str(self.root), *args, **kwargs)
+
+
+def fuse_unavailable() -> str:
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse is absent: no FUSE here"
+    try:
+        import mfusepy  # noqa: F401
+    except (ImportError, OSError) as err:
+        return (f"mfusepy/libfuse3 not installed ({err}): pip install -e '.[dev]', "
+                "apt-get install fuse3")
+    return ""
+
+
+def _unmount(mountpoint: Path) -> None:
+    if os.path.ismount(mountpoint):
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], capture_output=True)
+    if os.path.ismount(mountpoint):
+        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
+
+
+def _wait_mounted(mountpoint: Path, proc: subprocess.Popen, timeout_s: float) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    marker = mountpoint / "etc/jetbench/simulated.json"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ""
+            raise RuntimeError(f"jetbench sim mount exited {proc.returncode}: {out}")
+        if os.path.ismount(mountpoint) and marker.exists():
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"the FUSE board did not mount within {timeout_s} s")
+
+
+@contextlib.contextmanager
+def fuse_board(base: Path, key: str, quirks: tuple = (), load: float = 0.0,
+               timeout_s: float = 30.0) -> Iterator[FuseBoard]:
+    """Mount simulated board `key` under `base`; always unmounted afterwards."""
+    reason = fuse_unavailable()
+    if reason:
+        pytest.skip(reason)
+    mountpoint = base / f"fuse-{key}"
+    mountpoint.mkdir(parents=True)
+    log = base / f"fuse-{key}.writes"
+    args = [sys.executable, "-m", "jetbench.cli.main", "sim", "mount", "--board", key,
+            "--load", str(load), "--write-log", str(log), str(mountpoint)]
+    for name in quirks:
+        args += ["--quirk", name]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_mounted(mountpoint, proc, timeout_s)
+        yield FuseBoard(mountpoint, log, proc)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()  # SIGTERM: the server unmounts
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        _unmount(mountpoint)
+
+
+@pytest.fixture
+def fuse_orin_nano(tmp_path: Path) -> Iterator[FuseBoard]:
+    with fuse_board(tmp_path, "orin-nano") as board:
+        yield board

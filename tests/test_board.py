@@ -29,6 +29,13 @@ EXPECTED = {
                      ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"], None),
     "orin-nano": ("orin-nano", "tegra234", "R36.4.0", "devfreq", "17000000.gpu", "bpmp",
                   ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"], "VDD_IN"),
+    "orin-agx-jp7": ("orin-agx", "tegra234", "R39.2.0", "devfreq", "17000000.gpu", "bpmp",
+                     ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"], None),
+    "orin-nano-super": ("orin-nano-super", "tegra234", "R36.4.3", "devfreq", "17000000.gpu",
+                        "bpmp", ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"], "VDD_IN"),
+    # Thor: the carrier's INA238 (VIN, the whole board) is the total, never VIN_SYS_5V0.
+    "thor": ("thor", "tegra264", "R38.2.0", "devfreq", "gpu-gpc-0", "devfreq",
+             ["VIN", "VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0"], "VIN"),
 }
 
 
@@ -45,7 +52,7 @@ def test_detect_simulated_board(tmp_path, key):
     assert board.cpu.policies and board.thermal_zones and board.fan
     assert all(p.available_hz and min(p.available_hz) >= 100_000_000 for p in board.cpu.policies)
     layouts = {r.layout for r in board.rails}
-    assert layouts == ({"hwmon"} if key.startswith(("orin", "xavier-nx")) else {"iio"})
+    assert layouts == ({"hwmon"} if key.startswith(("orin", "xavier-nx", "thor")) else {"iio"})
     # hwmon channels are 1-based, iio 0-based; NC channels are not rails.
     assert min(r.channel for r in board.rails) == (1 if layouts == {"hwmon"} else 0)
 

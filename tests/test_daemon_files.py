@@ -60,9 +60,9 @@ def test_unit_has_what_the_issue_asks():
     assert service["Type"] == "notify"
     assert service["Restart"] == "on-failure"
     assert service["WatchdogSec"] and service["RuntimeDirectory"] == "jetbench"
-    assert service["StateDirectory"] == "jetbench"
+    assert service["ReadWritePaths"] == "-/var/lib/jetbench"  # not StateDirectory=: chowns
     assert service["ExecStart"].startswith(install.SHIPPED_EXECUTABLE + " daemon")
-    assert service["ExecStopPost"] == install.SHIPPED_EXECUTABLE + " restore"
+    assert service["ExecStopPost"] == install.SHIPPED_EXECUTABLE + " restore --wait 20"
     assert service["ProtectSystem"] == "strict"
     # /sys must stay writable (the clock files): no setting that makes it read-only.
     for key in ("ProtectKernelTunables", "ReadOnlyPaths", "InaccessiblePaths"):

@@ -2,6 +2,8 @@
 (issue 10): throttling only with evidence, drift re-pinned in every state, nothing judged before
 the clocks settle, counter-measured CPU clocks not taken for throttling."""
 
+import subprocess
+import sys
 import time
 
 from test_daemon_service import Daemon, _wait, started  # noqa: F401  (fixture)
@@ -38,6 +40,11 @@ def test_static_tree_no_throttling_claimed_and_drift_repinned(tmp_path, started)
     assert status["counters"]["repins"] >= 1 and status["counters"]["held"] == 0
     assert status["counters"]["throttle_events"] == 0
     assert "thermal throttling" not in d.output()
+    # `jetbench status` says it too, as a fact and not as throttling.
+    shown = subprocess.run([sys.executable, "-m", "jetbench.cli.main", "status", "--socket",
+                            str(d.sock_path)], capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert "below its pin" in shown.stdout and "cause unknown" in shown.stdout
     assert d.stop() == 0
 
 

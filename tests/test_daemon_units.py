@@ -25,8 +25,16 @@ from jetbench.hw.clocks.common import ClockReading
     (b'{"cmd":"readings"}', Request("readings")),
     (b'{"cmd": "apply", "profile": "tx1-690mhz"}', Request("apply", "tx1-690mhz")),
     (b'{"cmd": "apply", "profile": "my_profile.v2"}', Request("apply", "my_profile.v2")),
+    (b'{"cmd": "maxperf"}', Request("maxperf")),
+    (b'{"cmd": "maxperf", "fan": true}', Request("maxperf", fan=True)),
+    (b'{"cmd": "lease", "who": "measure"}', Request("lease", who="measure")),
+    (b'{"cmd": "status", "x": "[[[{{{"}', None),  # brackets inside strings are not nesting
 ])
 def test_protocol_accepts(line, expected):
+    if expected is None:
+        with pytest.raises(ProtocolError, match="unexpected key"):
+            parse_request(line)
+        return
     assert parse_request(line) == expected
 
 
@@ -48,6 +56,12 @@ def test_protocol_accepts(line, expected):
     (b'{"cmd": "apply", "profile": "' + b"a" * 65 + b'"}', "bad_request"),
     (b"\xc3\x28", "bad_request"),
     (b" " * (MAX_LINE_BYTES + 1), "line_too_long"),
+    # issue 9, item 9: nesting (under the 4 KiB limit) and duplicate keys.
+    (b"[" * 1000 + b"]" * 1000, "bad_request"),
+    (b'{"cmd": "status", "x": ' + b"[" * 500 + b"]" * 500 + b"}", "bad_request"),
+    (b'{"cmd": "status", "cmd": "restore"}', "bad_request"),
+    (b'{"cmd": "maxperf", "fan": 1}', "bad_request"),
+    (b'{"cmd": "lease", "who": "a\nb"}', "bad_request"),
 ])
 def test_protocol_refuses(line, code):
     with pytest.raises(ProtocolError) as err:
@@ -156,8 +170,8 @@ class _Server:
     def __init__(self, tmp_path, handler=None, **kw):
         self.calls = []
 
-        def default(request):
-            self.calls.append(request)
+        def default(request, peer):
+            self.calls.append((request, peer))
             if request.cmd == "pin":
                 raise RuntimeError("boom")
             return {"ok": True, "cmd": request.cmd}
@@ -207,16 +221,20 @@ def test_control_server_replies_and_survives_handler_errors(tmp_path):
 
 def test_control_server_limits(tmp_path):
     with _Server(tmp_path, client_timeout_s=0.3, max_clients=3) as srv:
-        # Busy past max_clients.
+        # Past max_clients the oldest idle connection makes room: the new one is served.
         held = [srv.connect() for _ in range(3)]
         time.sleep(0.05)
         extra = srv.connect()
-        assert _lines(extra)[0]["error"] == "busy"
+        extra.sendall(b'{"cmd":"status"}\n')
+        assert _lines(extra)[0]["ok"] is True
+        assert held[0].recv(1) == b""  # the oldest was closed for it
+        assert srv.server.evicted == 1
         extra.close()
         # Idle clients are reaped after the timeout; then new ones are served again.
         t0 = time.monotonic()
-        for s in held:
+        for s in held[1:]:
             assert s.recv(1) == b""
+        for s in held:
             s.close()
         assert time.monotonic() - t0 < 2
         s = srv.connect()
@@ -259,7 +277,7 @@ def test_stale_socket_is_replaced_live_one_refused(tmp_path):
     with _Server(tmp_path) as srv:
         assert srv.path.exists()
         with pytest.raises(UsageError, match="listening"):
-            ControlServer(path, lambda r: {}).start()
+            ControlServer(path, lambda r, p: {}).start()
     assert not os.path.exists(path)
 
 
@@ -296,3 +314,62 @@ def test_watchdog_is_fed_only_while_checks_succeed(tmp_path, healthy):
         assert pings >= 10
     else:
         assert pings <= 3  # stops after 3 failed checks: systemd restarts the service
+
+
+def test_a_lease_connection_outlives_the_timeouts_and_reports_its_end(tmp_path):
+    ended = []
+
+    def handler(request, peer):
+        if request.cmd == "lease":
+            return {"ok": True, "_hold": True, "pid": peer.pid, "uid": peer.uid}
+        return {"ok": True}
+
+    srv = ControlServer(tmp_path / "c.sock", handler, client_timeout_s=0.3, max_clients=2,
+                        max_per_uid=2, on_disconnect=ended.append)
+    srv.start()
+    try:
+        lease = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lease.settimeout(5)
+        lease.connect(str(srv.path))
+        lease.sendall(b'{"cmd": "lease", "who": "measure"}\n')
+        reply = _lines(lease)[0]
+        assert reply == {"ok": True, "pid": os.getpid(), "uid": os.getuid()}  # SO_PEERCRED
+        # Past the caps, idle clients make room; the lease is never the one closed.
+        others = []
+        for _ in range(4):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(srv.path))
+            others.append(s)
+        time.sleep(1.0)  # three idle timeouts
+        lease.sendall(b'{"cmd": "status"}\n')
+        assert _lines(lease) == [{"ok": True}]
+        assert ended == []
+        lease.close()
+        deadline = time.monotonic() + 5
+        while not ended and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(ended) == 1 and ended[0].pid == os.getpid()
+        for s in others:
+            s.close()
+    finally:
+        srv.stop()
+
+
+def test_a_trickling_client_is_cut_off_by_the_line_deadline(tmp_path):
+    with _Server(tmp_path, client_timeout_s=5.0, line_timeout_s=0.5) as srv:
+        s = srv.connect()
+        t0 = time.monotonic()
+        payload = b'{"cmd": "status"}'
+        closed = False
+        for byte in payload:  # one byte every 0.2 s: each keeps it "active", never finished
+            try:
+                s.sendall(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.2)
+        s.settimeout(5)
+        data = b"" if closed else s.recv(4096)
+        assert closed or b"timed out waiting for the end of the line" in data
+        assert time.monotonic() - t0 < 2.5
+        s.close()

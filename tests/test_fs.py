@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from jetbench.errors import MissingFile, UnsafePath, WriteRejected
+from jetbench.errors import HardwareError, MissingFile, UnsafePath, WriteRejected
 from jetbench.hw.fs import Root
 
 
@@ -32,8 +32,8 @@ def test_write_is_echo_like_and_never_creates(root, tmp_path):
     root.write(path, "userspace")
     assert (tmp_path / path.lstrip("/")).read_bytes() == b"userspace\n"
     with pytest.raises(MissingFile):
-        root.write("/sys/devices/system/cpu/cpu0/cpufreq/new_file", "1")
-    assert not (tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/new_file").exists()
+        root.write("/sys/devices/system/cpu/cpu0/cpufreq/scaling_setspeed", "1")
+    assert not (tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/scaling_setspeed").exists()
 
 
 def test_write_outside_allowlist_refused(root, tmp_path):
@@ -51,22 +51,33 @@ def test_dotdot_above_root_refused(root):
         root.write("/../../etc/passwd", "x")
 
 
-def test_symlink_escapes_refused(root, tmp_path):
-    outside = tmp_path.parent / f"outside-{os.getpid()}"
+def test_symlink_escapes_refused(tmp_path):
+    """The board's root is tmp_path/board; the file to protect lies beside it, still inside
+    this test's temporary directory."""
+    base = tmp_path / "board"
+    cpufreq = base / "sys/devices/system/cpu/cpu0/cpufreq"
+    cpufreq.mkdir(parents=True)
+    root = Root(base)
+    outside = tmp_path / "outside"
     outside.write_text("precious\n")
-    cpufreq = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq"
     os.symlink(outside, cpufreq / "abs_escape")  # absolute: points off the root
-    os.symlink("../../../../../../" + outside.name, cpufreq / "rel_escape")
-    # Inside the root but outside the allowlist, reached through an allowed directory.
-    (tmp_path / "etc").mkdir()
-    (tmp_path / "etc/shadow").write_text("secret\n")
-    os.symlink("../../../../../../etc/shadow", cpufreq / "to_etc")
-    for name in ("abs_escape", "rel_escape", "to_etc"):
-        with pytest.raises(UnsafePath):
+    # Relative: seven levels up from .../cpu0/cpufreq is tmp_path, beside the root.
+    os.symlink("../../../../../../../outside", cpufreq / "rel_escape")
+    assert os.path.realpath(cpufreq / "rel_escape") == str(outside)
+    for name in ("abs_escape", "rel_escape"):
+        with pytest.raises(UnsafePath) as info:
             root.write(f"/sys/devices/system/cpu/cpu0/cpufreq/{name}", "x")
+        assert "outside the root" in str(info.value)
+    # Inside the root but outside the allowlist, reached through an allowed directory.
+    (base / "etc").mkdir()
+    (base / "etc/shadow").write_text("secret\n")
+    os.symlink("../../../../../../etc/shadow", cpufreq / "to_etc")
+    assert os.path.realpath(cpufreq / "to_etc") == str(base / "etc/shadow")
+    with pytest.raises(UnsafePath) as info:
+        root.write("/sys/devices/system/cpu/cpu0/cpufreq/to_etc", "x")
+    assert "allowlist" in str(info.value)
     assert outside.read_text() == "precious\n"
-    assert (tmp_path / "etc/shadow").read_text() == "secret\n"
-    outside.unlink()
+    assert (base / "etc/shadow").read_text() == "secret\n"
 
 
 def test_dangerous_names_refused(root, tmp_path):
@@ -89,3 +100,58 @@ def test_kernel_rejection_is_a_jetbench_error(root, tmp_path):
     with pytest.raises(WriteRejected) as err:
         root.write("/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq", "1")
     assert "scaling_max_freq" in str(err.value)
+
+
+def test_reads_through_an_escaping_symlink_are_refused(tmp_path):
+    base = tmp_path / "board"
+    (base / "sys/class").mkdir(parents=True)
+    outside = tmp_path / "secret"
+    outside.write_text("secret\n")
+    os.symlink("../../../secret", base / "sys/class/escape")
+    assert os.path.realpath(base / "sys/class/escape") == str(outside)
+    with pytest.raises(UnsafePath):
+        Root(base).read("/sys/class/escape")
+
+
+def test_read_int_default_only_when_given(root, tmp_path):
+    path = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"  # "schedutil": no integer
+    assert root.read_int(path, default=7) == 7
+    assert root.read_ints(path, default=[1]) == [1]
+    with pytest.raises(HardwareError):
+        root.read_int(path)
+    with pytest.raises(HardwareError):
+        root.read_ints(path)
+
+
+def test_device_tree_strings_lose_their_nul_and_writes_one_newline(root, tmp_path):
+    (tmp_path / "proc/device-tree/model").write_bytes(b"NVIDIA Jetson Nano\x00")
+    assert root.read("/proc/device-tree/model") == "NVIDIA Jetson Nano"
+    path = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+    root.write(path, "performance\n")
+    assert (tmp_path / path.lstrip("/")).read_bytes() == b"performance\n"
+
+
+def test_raw_bytes_round_trip_exactly(root, tmp_path):
+    """The journal restores byte for byte, also bytes that are not UTF-8."""
+    path = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+    host = tmp_path / path.lstrip("/")
+    host.write_bytes(b"\xfe\xff odd\n")
+    raw = root.read_raw(path)
+    host.write_bytes(b"changed\n")
+    root.write_raw(path, raw)
+    assert host.read_bytes() == b"\xfe\xff odd\n"
+
+
+def test_missing_debugfs_file_hints_at_mounting_debugfs(tmp_path):
+    (tmp_path / "sys/devices").mkdir(parents=True)
+    root = Root(tmp_path)
+    with pytest.raises(MissingFile) as info:
+        root.read("/sys/kernel/debug/clk/emc/clk_rate")
+    assert "mount -t debugfs" in info.value.hint
+    with pytest.raises(MissingFile) as info:
+        root.read("/sys/devices/nope")
+    assert "mount" not in info.value.hint
+    (tmp_path / "sys/kernel/debug/clk").mkdir(parents=True)  # debugfs mounted: the file is absent
+    with pytest.raises(MissingFile) as info:
+        root.read("/sys/kernel/debug/clk/emc/clk_rate")
+    assert "mount" not in info.value.hint

@@ -58,10 +58,15 @@ def test_maxperf_then_restore_is_byte_exact(tmp_path, key):
         assert read(base, f"{gpu.control}/rate") == str(gpu.max_hz)
         assert read(base, f"{gpu.control}/state") == "1"
     assert read(base, gpu.cur_freq) == str(gpu.max_hz)
-    assert read(base, gpu.railgate) == "0"
-    # EMC locked at its (capped) max.
-    assert read(base, board.emc.lock) == "1"
-    assert read(base, board.emc.rate) == str(board.emc.max_hz)
+    # railgate_enable = 0; Thor's GPU is a PCI device: runtime PM `on` (kept powered).
+    assert read(base, gpu.railgate) == ("on" if gpu.railgate.endswith("power/control") else "0")
+    # EMC locked at its (capped) max; a devfreq EMC (Thor's bwmgr) pinned min = max.
+    if board.emc.kind == "devfreq":
+        assert read(base, f"{board.emc.control}/min_freq") == str(board.emc.max_hz)
+        assert read(base, f"{board.emc.control}/max_freq") == str(board.emc.max_hz)
+    else:
+        assert read(base, board.emc.lock) == "1"
+        assert read(base, board.emc.rate) == str(board.emc.max_hz)
     # The fan is left alone without --fan.
     assert board.fan.pwm not in writes
 

@@ -13,7 +13,7 @@ from test_measure_e2e import board_snapshot, write_tiny
 from jetbench.report.plots import png_size
 from jetbench.sim.meters import sim_for
 
-from conftest import REPO, diff, make_board, run_cli
+from conftest import REPO, diff, make_board, run_cli, sigint_as_on_a_terminal
 
 FAST = ["--model", "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2",
         "--warmup", "0", "--device", "cpu"]
@@ -26,19 +26,31 @@ def _env():
 def _start(tmp_path, base, *extra):
     return subprocess.Popen(
         [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure", *FAST,
-         "--freq", "690MHz", "--duration", "60", "--out", str(tmp_path / "out"), *extra],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+         "--model", "jb_tinynet:marked", "--freq", "690MHz", "--duration", "60",
+         "--out", str(tmp_path / "out"), *extra],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+        preexec_fn=sigint_as_on_a_terminal)
 
 
-def _wait_for_window(proc, base, tmp_path, timeout=60):
-    """Until the clocks are pinned and the timed window has been running a moment."""
+def _wait_for_pin(proc, base, timeout=120):
+    """Until the clocks are pinned (the journal exists)."""
     journal = base / "var/lib/jetbench/journal.json"
     deadline = time.monotonic() + timeout
     while not journal.exists():
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "measure never pinned the clocks"
-        time.sleep(0.05)
-    time.sleep(4.0)  # torch import, build, warm-up: now inside the 60 s window
+        time.sleep(0.02)
+
+
+def _wait_for_window(proc, base, tmp_path, timeout=120):
+    """Until the clocks are pinned and the network runs (jb_tinynet:marked leaves a file at
+    its first inference): an event, not a guess at how long loading torch takes."""
+    _wait_for_pin(proc, base, timeout)
+    deadline = time.monotonic() + timeout
+    while not (tmp_path / "inference.mark").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the network never ran"
+        time.sleep(0.02)
     assert proc.poll() is None, proc.communicate()
 
 
@@ -55,6 +67,36 @@ def test_ctrl_c_restores_the_clocks(tmp_path):
     assert not (base / "var/lib/jetbench/journal.json").exists()
     assert diff(before, board_snapshot(base, "tx1")) == []
     assert not list((tmp_path / "out").glob("*.json"))  # no result for an interrupted run
+
+
+def test_ctrl_c_while_torch_loads_still_exits_130(tmp_path):
+    """Ctrl-C right after the pin lands while torch is being imported: it is held until the
+    import ends (a KeyboardInterrupt inside torch's C++ initialisation made CPython die of
+    SIGINT after the restore, 1 run in 6), then the clocks are restored and the exit is 130."""
+    write_tiny(tmp_path)
+    base = make_board(tmp_path, "tx1")
+    before = board_snapshot(base, "tx1")
+    proc = _start(tmp_path, base)
+    _wait_for_pin(proc, base)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_sigterm_ends_a_measurement_like_ctrl_c(tmp_path):
+    write_tiny(tmp_path)
+    base = make_board(tmp_path, "tx1")
+    before = board_snapshot(base, "tx1")
+    proc = _start(tmp_path, base)
+    _wait_for_window(proc, base, tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
 
 
 def test_kill9_then_restore_is_exact(tmp_path):

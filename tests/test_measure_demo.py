@@ -10,7 +10,7 @@ from jetbench.report.plots import png_size
 
 def test_demo_measures_fp32_and_fp16_on_a_simulated_tx1(tmp_path, tiny):  # noqa: F811
     out = tmp_path / "demo"
-    request = demo_request(out, models=("jb_tinynet:tiny",), duration_s=0.3, iterations=2,
+    request = demo_request(out, models=("jb_tinynet:tiny",), duration_s=1.0, iterations=2,
                            warmup_s=0.0, idle_s=0.2, input_shape=(3, 16, 16))
     result = run_demo(out, request=request)
     docs = result.report.results

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable, Optional
 
@@ -148,17 +149,30 @@ def test_interval_override_and_stats():
 
 
 def test_reader_bug_is_counted_not_fatal():
+    """One read raises a bug (not a SourceFault) inside the window: counted as a read error of
+    that window, and sampling goes on. The fault is armed only once the window is open, and the
+    window closes only after reads went on past it: no timing decides the outcome."""
+    window_open, fired = threading.Event(), threading.Event()
+    fired_at = []
+
     def fault(n):
-        if n == 3:
+        if window_open.is_set() and not fired.is_set():
+            fired_at.append(n)
+            fired.set()
             raise KeyError("bug")
         return None
 
     src = FuncSource("buggy", lambda t: 1.0, fault=fault)
     with Sampler([src]) as sampler:
         with sampler.window() as w:
-            time.sleep(0.1)
-    assert w.result.faults["buggy"] == {"read_error": 1} or src.n > 10
-    assert sampler.stats()["buggy"]["reads"] > 10
+            window_open.set()
+            assert fired.wait(30)
+            deadline = time.monotonic() + 30
+            while src.n < fired_at[0] + 10:  # sampling goes on after the bug
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+    assert w.result.faults["buggy"] == {"read_error": 1}
+    assert sampler.stats()["buggy"]["reads"] >= fired_at[0] + 5
 
 
 def test_empty_source_and_unique_names():

@@ -57,7 +57,7 @@ BAD = {
                                "allowlist"),
     "dotdot escape": ('[[write]]\npath = "/sys/devices/../../etc/passwd"\nvalue = "x"\n',
                       "allowlist"),
-    "missing write target": ('[[write]]\npath = "/sys/devices/nope/knob"\nvalue = "1"\n',
+    "missing write target": ('[[write]]\npath = "/sys/devices/nope/railgate_enable"\nvalue = "1"\n',
                              "no such file"),
     "toml syntax": ('[gpu\nfreq = 1\n', "TOML"),
 }

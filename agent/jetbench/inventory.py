@@ -3,11 +3,14 @@ JSON-ready document (also served by the daemon's status)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from .hw.board import Board
+from .hw.clocks.common import ClockReading
 from .hw.clocks.fan import read_pwm
+from .hw.clocks.gpu import gpu_load_pct
 from .hw.fs import Root
+from .hw.nvpmodel import mode_doc
 from .hw.thermal import read_temperatures_c
 from .tuning import journal
 from .tuning.apply import read_clocks
@@ -28,9 +31,45 @@ def describe_sources(sources: Sequence[Any]) -> List[Dict[str, Any]]:
     return out
 
 
+def cpu_label(cpus: Sequence[int]) -> str:
+    """(0, 1, 2, 3, 6) -> 'cpu0-3,6'."""
+    runs: List[Tuple[int, int]] = []
+    for c in sorted(cpus):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], c)
+        else:
+            runs.append((c, c))
+    return "cpu" + ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
+
+
+def cpu_clusters(board: Board, readings: Sequence[ClockReading]) -> List[Dict[str, Any]]:
+    """One row per cluster (a policy shared by several cores), with its cores. Per-core policies
+    (a policy per CPU, as on Thor) in the same state are one row, so 14 cores fit a screen."""
+    cpu = [r for r in readings if r.domain == "cpu"]
+    groups: List[Dict[str, Any]] = []
+    for policy, r in zip(board.cpu.policies, cpu):
+        # Only single-core policies merge: a real cluster keeps its own row.
+        key = (len(policy.cpus) == 1, r.governor, r.min_hz, r.max_hz, tuple(r.available_hz))
+        if groups and key[0] and groups[-1]["_key"] == key:
+            group = groups[-1]
+        else:
+            group = {"_key": key, "policies": [], "cpus": [], "governor": r.governor,
+                     "min_hz": r.min_hz, "max_hz": r.max_hz, "cur_hz": [],
+                     "available_hz": list(r.available_hz)}
+            groups.append(group)
+        group["policies"].append(policy.name)
+        group["cpus"].extend(policy.cpus)
+        group["cur_hz"].append(r.cur_hz)
+    for group in groups:
+        del group["_key"]
+        group["name"] = cpu_label(group["cpus"])
+    return groups
+
+
 def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str, Any]:
     clocks: List[Dict[str, Any]] = []
-    for r in read_clocks(root, board):
+    readings = read_clocks(root, board)
+    for r in readings:
         clocks.append({
             "domain": r.domain,
             "name": r.name,
@@ -49,6 +88,7 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
             "layout": rail.layout,
             "point": rail.point,
             "device": rail.device,
+            "chip": rail.chip,
             "is_total": rail.name == board.total_rail,
         }
         for rail in board.rails
@@ -62,10 +102,12 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
             "family": board.family,
             "soc": board.soc,
             "l4t": board.l4t,
+            "power_mode": mode_doc(root),
             "simulated": board.simulated,
             "root": str(root.base),
         },
         "clocks": clocks,
+        "cpu_clusters": cpu_clusters(board, readings),
         "cpu": {
             "online_files": len(board.cpu.online_files),
             "idle_states": len(board.cpu.idle_files),
@@ -73,12 +115,17 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
         },
         "gpu": None if board.gpu is None else {
             "kind": board.gpu.kind, "control": board.gpu.control,
-            "railgate": root.read_int(board.gpu.railgate, default=None)
+            "railgate_file": board.gpu.railgate,
+            "railgate": root.read(board.gpu.railgate, default=None)
             if board.gpu.railgate else None,
+            "side_clocks": [name for name, _node in board.gpu.side_clocks],
+            # devfreq is Hz by ABI; values that only make sense as kHz are read as kHz (a note).
+            "file_unit": {1: "Hz", 1000: "kHz"}.get(board.gpu.hz_per_unit, "?"),
+            "load_pct": gpu_load_pct(root, board),
         },
         "emc": None if board.emc is None else {
             "kind": board.emc.kind, "max_hz": board.emc.max_hz,
-            "iso_cap_hz": board.emc.iso_cap_hz,
+            "iso_cap_hz": board.emc.iso_cap_hz, "control": board.emc.control,
         },
         "fan": None if board.fan is None else {"pwm_file": board.fan.pwm,
                                                 "pwm": read_pwm(root, board)},

@@ -58,6 +58,7 @@ class MeasureRequest:
     min_coverage: float = MIN_COVERAGE
     out_dir: Optional[Path] = None
     resume: bool = False  # skip points whose result file already exists
+    wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
 
 
 @dataclass(frozen=True)
@@ -162,20 +163,23 @@ def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
 # -- the run --------------------------------------------------------------------------------
 def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = None,
             on_result: Optional[Callable[[Dict[str, Any], Path], None]] = None,
-            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> MeasureReport:
+            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None,
+            command: str = "measure") -> MeasureReport:
     """Measure every point of `request`; see the module docstring. Every result is written,
     valid or not: one whose observed clocks contradict the applied ones, or whose window is
     refused, carries `validity.valid = false` and its reasons (`MeasureReport.invalid`; the CLI
-    exits 3 after printing everything)."""
+    exits 3 after printing everything). The board is ours for the whole run: its lock, or a
+    lease from the daemon holding it."""
     from .session import open_board
     from .tuning import journal
+    from .tuning.owner import borrow_board
 
     t_start = time.monotonic()
     validate(request)
     if request.out_dir is not None:
         io.check_out_dir(request.out_dir)  # before any work: a bad --out costs no run
     report = MeasureReport(out_dir=request.out_dir)
-    with open_board(root) as board:
+    with borrow_board(root, command, request.wait_s), open_board(root) as board:
         report.simulated = board.simulated
         report.board = _board_doc(root, board)
         points = plan_points(request, board)
@@ -556,8 +560,10 @@ def _applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
 
 
 def _board_doc(root: Root, board: Board) -> Dict[str, Any]:
+    from .hw.nvpmodel import mode_doc
+
     return {"model": board.model, "family": board.family, "soc": board.soc, "l4t": board.l4t,
-            "simulated": board.simulated, "root": str(root.base)}
+            "power_mode": mode_doc(root), "simulated": board.simulated, "root": str(root.base)}
 
 
 def _temperatures(root: Root, board: Board) -> Dict[str, float]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
 from .hw.clocks.common import ClockReading
+from .hw.clocks.gpu import gpu_load_pct
 from .hw.fs import Root
+from .hw.nvpmodel import mode_doc
 from .hw.thermal import read_temperatures_c
 from .power.source import KIND_ENERGY, Channel, PowerSource, Total
 from .tuning.apply import read_clocks
@@ -28,6 +30,15 @@ class Row:
     total_w: Optional[float]
     clocks: Tuple[ClockReading, ...]
     temps_c: Dict[str, float]
+    power_mode: Optional[Dict[str, Any]] = None  # nvpmodel's mode ({"id", "name", "text"})
+    gpu_load_pct: Optional[float] = None  # `load` file, or NVML (Thor); None = unknown
+    # The sensor's worst-case error on each reading (channel key -> W; None = unknown), and on
+    # the total (the sum of its parts' worst cases).
+    uncertainty_w: Dict[str, Optional[float]] = field(default_factory=dict)
+    total_uncertainty_w: Optional[float] = None
+
+    def channel_uncertainty_w(self, channel: Channel) -> Optional[float]:
+        return self.uncertainty_w.get(channel.key)
 
     def to_dict(self, simulated: bool) -> Dict[str, Any]:
         return {
@@ -35,16 +46,20 @@ class Row:
             "simulated": simulated,
             "t_s": round(self.t_s, 4),
             "channels": [
-                {"name": c.name, "source": c.source, "point": c.point, "power_w": w}
+                {"name": c.name, "source": c.source, "point": c.point, "power_w": w,
+                 "power_w_uncertainty_w": self.uncertainty_w.get(c.key)}
                 for c, w in self.channels
             ],
-            "total": {"name": self.total_name, "power_w": self.total_w},
+            "total": {"name": self.total_name, "power_w": self.total_w,
+                      "power_w_uncertainty_w": self.total_uncertainty_w},
             "clocks": [
                 {"domain": c.domain, "name": c.name, "cur_hz": c.cur_hz, "min_hz": c.min_hz,
                  "max_hz": c.max_hz, "governor": c.governor}
                 for c in self.clocks
             ],
             "temperatures_c": self.temps_c,
+            "power_mode": self.power_mode,
+            "gpu_load_pct": self.gpu_load_pct,
         }
 
 
@@ -66,6 +81,15 @@ class Monitor:
         self.sampler = sampler
         self.sources = list(sources)
         self.t0 = time.monotonic()
+        self.accuracies: Dict[str, Any] = {}
+
+    def _accuracies(self) -> Dict[str, Any]:
+        """The sensors' published limits, read once (shunt resistors, bus voltages)."""
+        if not self.accuracies:
+            from .hw.power.accuracy import channel_accuracies
+
+            self.accuracies = channel_accuracies(self.root, self.sources, self.board.family)
+        return self.accuracies
 
     def __enter__(self) -> Monitor:
         self.sampler.start()
@@ -89,6 +113,9 @@ class Monitor:
         now = time.monotonic()
         channels: List[Tuple[Channel, Optional[float]]] = []
         total_name, total_w = None, None
+        total_err_w: Optional[float] = None
+        errors: Dict[str, Optional[float]] = {}
+        accuracies = self._accuracies()
         for st in self.sampler.traces():
             t, v = st.trace.slice(-math.inf if _has_energy(st.channels) else now, now)
             values: Dict[str, Optional[float]] = {}
@@ -101,11 +128,20 @@ class Monitor:
                     value = float(v[-1, k])
                 values[channel.name] = value
                 channels.append((channel, value))
+                acc = accuracies.get(channel.key)
+                errors[channel.key] = (acc.worst_case_w(value)
+                                       if acc is not None and value is not None else None)
             if total_name is None and st.total is not None:
                 total_name, total_w = st.total.name, _total(st.total, values)
+                parts = [errors.get(f"{st.channels[0].source}/{name}")
+                         for name in st.total.channels] if st.channels else [None]
+                total_err_w = (None if total_w is None or any(p is None for p in parts)
+                               else float(sum(parts)))  # type: ignore[arg-type]
         return Row(now - self.t0, tuple(channels), total_name, total_w,
                    read_clocks(self.root, self.board),
-                   read_temperatures_c(self.root, self.board))
+                   read_temperatures_c(self.root, self.board),
+                   mode_doc(self.root), gpu_load_pct(self.root, self.board),
+                   errors, total_err_w)
 
 
 def _has_energy(channels: Sequence[Channel]) -> bool:

@@ -10,11 +10,24 @@ from .hw.board import Board, detect
 from .hw.fs import Root
 
 
+def served_kernel(root: Root) -> bool:
+    """True for a FUSE-served simulated board (`jetbench sim mount`): its server plays the
+    kernel, so no file-based simulated kernel may run beside it."""
+    import json
+
+    from .hw.board import SIM_MARKER
+
+    try:
+        return json.loads(root.read(SIM_MARKER, default="{}") or "{}").get("kernel") == "fuse"
+    except ValueError:
+        return False
+
+
 @contextmanager
 def open_board(root: Root, simulate_power: bool = True) -> Iterator[Board]:
     board = detect(root)
-    if not board.simulated:
-        yield board
+    if not board.simulated or served_kernel(root):
+        yield board  # hardware, or a board whose kernel is its FUSE server (sim mount)
         return
     from .sim.kernel import SimKernel
 

@@ -132,4 +132,4 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
         raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
     hz = expand_freqs(freqs, board.gpu.available_hz)
     request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz))
-    return measure(root, request, progress=progress, **kwargs)
+    return measure(root, request, progress=progress, command="sweep", **kwargs)

@@ -68,13 +68,22 @@ def status(
         ("board", f"{reply['board']['model']} ({reply['board']['family']})"
          + (" SIMULATED (not hardware)" if reply.get("simulated") else "")),
         ("profile", reply.get("profile") or "-"),
+        ("power mode", (reply.get("power_mode") or {}).get("text") or "-"),
         ("since", f"{reply.get('started')} (pid {reply.get('pid')})"),
         ("drift re-pins", str(counters.get("repins", 0))),
         ("throttling", "; ".join(reply.get("throttle_reasons") or []) or "no"),
     ]
+    if reply.get("below_pin"):  # a fact without thermal evidence: said as just that
+        rows.append(("below its pin", "; ".join(reply["below_pin"])))
+    lease = reply.get("lease")
+    if isinstance(lease, dict):
+        rows.append(("lent to", f"{lease.get('who')} (pid {lease.get('pid')}, since "
+                                f"{lease.get('since')}): not re-pinning until it ends"))
     for c in reply.get("clocks", []):
         rows.append((f"{c['domain']} {c['name']}", f"{format_hz(c['cur_hz'])} "
                      f"(min {format_hz(c['min_hz'])}, max {format_hz(c['max_hz'])})"))
+    if reply.get("gpu_load_pct") is not None:
+        rows.append(("gpu load", f"{reply['gpu_load_pct']:.1f} %"))
     for zone, temp in sorted(reply.get("temperatures_c", {}).items()):
         rows.append((f"temp {zone}", f"{temp:.1f} C"))
     for r in reply.get("rails", []):

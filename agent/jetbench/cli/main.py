@@ -54,6 +54,14 @@ class _JetbenchGroup(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["standalone_mode"] = False
+        from .tuning import optional_wait_value  # `--wait` alone: wait for the board for ever
+
+        if args:
+            argv = sys.argv[1:] if args[0] is None else args[0]
+            args = (optional_wait_value(list(argv)), *args[1:])
+        else:
+            argv = kwargs.get("args")
+            kwargs["args"] = optional_wait_value(list(sys.argv[1:] if argv is None else argv))
         code = 0
         try:
             result = super().main(*args, **kwargs)

@@ -4,13 +4,13 @@ Module level imports typer and the stdlib only; torch and matplotlib load inside
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import typer
 
+from ..interrupts import InterruptLatch
 from .common import console, open_root, print_json
 from .render import print_table
 
@@ -93,23 +93,13 @@ class _Bar:
                              completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
 
 
-class _SigtermAsInterrupt:
-    """SIGTERM (systemd, a CI timeout) ends a measurement like Ctrl-C: clocks restored."""
-
-    def __enter__(self) -> None:
-        self.old: Any = None
-        try:
-            self.old = signal.signal(signal.SIGTERM, self._raise)
-        except ValueError:  # not the main thread (a test runner): leave it alone
-            self.old = None
-
-    @staticmethod
-    def _raise(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
+def _interruptible(update: Any, latch: Any) -> Any:
+    """The progress callback, which is also where a swallowed Ctrl-C is raised again: it runs
+    in the measurement loop (at most every 0.1 s), never while the clocks are being restored."""
+    def progress(*args: Any) -> None:
+        latch.check()
+        update(*args)
+    return progress
 
 
 def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = False) -> None:
@@ -216,6 +206,18 @@ _SHAPE = typer.Option(None, "--input-shape", help="One sample's shape for a user
                       "e.g. 3,224,224.")
 _PLOT = typer.Option(False, "--plot", help="Draw each run's power trace (PNG beside it).")
 _JSON = typer.Option(False, "--json", help="Print the result documents as JSON.")
+_WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jetbench command "
+                     "holds the board (or the daemon has lent it to another measurement): wait "
+                     "for it (for ever, or at most SECONDS) instead of failing at once. While "
+                     "the daemon holds a profile, measure borrows the board from it.")
+
+
+def _with_wait(request: Any, wait: Optional[str]) -> Any:
+    import dataclasses
+
+    from .tuning import wait_seconds
+
+    return dataclasses.replace(request, wait_s=wait_seconds(wait))
 
 
 def measure(
@@ -231,7 +233,7 @@ def measure(
     out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
-    plot: bool = _PLOT, as_json: bool = _JSON,
+    plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
@@ -241,8 +243,9 @@ def measure(
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, idle_unpinned=idle_unpinned)
-    with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, progress=bar.update)
+    request = _with_wait(request, wait)
+    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
+        report = run(open_root(ctx), request, progress=_interruptible(bar.update, latch))
     _finish(report, as_json, plot, "jetbench measure")
 
 
@@ -261,7 +264,7 @@ def sweep(
     resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
-    as_json: bool = _JSON,
+    as_json: bool = _JSON, wait: Optional[str] = _WAIT,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves."""
@@ -271,8 +274,10 @@ def sweep(
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
-    with _SigtermAsInterrupt(), _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, freq, progress=bar.update)
+    request = _with_wait(request, wait)
+    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
+        report = run(open_root(ctx), request, freq,
+                     progress=_interruptible(bar.update, latch))
     try:
         _finish(report, as_json, plot, "jetbench sweep", long=True)
     finally:
@@ -373,8 +378,8 @@ def demo(
     con.print("jetbench demo: a SIMULATED Jetson TX1 (L4T R24) in a temporary directory, "
               "profile tx1-690mhz (GPU 690 MHz, CPU and EMC at max), AlexNet FP32 and FP16, "
               "batch 1. Short runs: 3 iterations / 2 s each.", soft_wrap=True)
-    with _SigtermAsInterrupt(), _Bar(enabled=True) as bar:
-        result = run_demo(out, progress=bar.update)
+    with InterruptLatch() as latch, _Bar(enabled=True) as bar:
+        result = run_demo(out, progress=_interruptible(bar.update, latch))
     if not con.is_terminal:
         con.width = max(con.width, 140)
     print_table(con, tables.rich_table(result.report.results, "jetbench demo: Table 1"))

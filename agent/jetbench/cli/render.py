@@ -26,10 +26,14 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
     head.add_column("value")
     for key in ("model", "family", "soc", "l4t", "root"):
         head.add_row(key, str(board.get(key) or "-"))
+    mode = board.get("power_mode")
+    head.add_row("power mode", mode["text"] if mode else "- (no nvpmodel)")
     if doc["fan"]:
         head.add_row("fan pwm", str(doc["fan"]["pwm"]))
     if doc["gpu"] and doc["gpu"]["railgate"] is not None:
-        head.add_row("gpu railgate", str(doc["gpu"]["railgate"]))
+        head.add_row("gpu railgate", f"{doc['gpu']['railgate']} ({doc['gpu']['railgate_file']})")
+    if doc["gpu"] and doc["gpu"].get("load_pct") is not None:
+        head.add_row("gpu load", f"{doc['gpu']['load_pct']:.1f} %")
     for note in doc["notes"]:
         head.add_row("note", note)
     if doc["restore_pending"]:
@@ -39,7 +43,17 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
     clocks = Table(title="Clocks", title_justify="left")
     for col in ("domain", "name", "governor", "min", "max", "current", "table"):
         clocks.add_column(col)
+    for g in doc.get("cpu_clusters", []):  # one row per cluster, with its cores
+        cur = [c for c in g["cur_hz"] if c is not None]
+        now = format_hz(cur[0]) if cur and min(cur) == max(cur) else \
+            (f"{format_hz(min(cur))} .. {format_hz(max(cur))}" if cur else "-")
+        clocks.add_row("cpu", f"{g['name']} ({len(g['policies'])} "
+                       f"polic{'y' if len(g['policies']) == 1 else 'ies'})", g["governor"] or "-",
+                       format_hz(g["min_hz"]), format_hz(g["max_hz"]), now,
+                       _table_range(g["available_hz"]))
     for c in doc["clocks"]:
+        if c["domain"] == "cpu" and "cpu_clusters" in doc:
+            continue
         clocks.add_row(c["domain"], c["name"], c["governor"] or "-", format_hz(c["min_hz"]),
                        format_hz(c["max_hz"]), format_hz(c["cur_hz"]),
                        _table_range(c["available_hz"]))
@@ -48,13 +62,13 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
     yield clocks
 
     if doc["rails"]:
-        rails = Table(title=f"Power rails (INA3221) - module total: {doc['total']}",
-                      title_justify="left")
+        rails = Table(title=f"Power rails - total: {doc['total']}", title_justify="left")
         for col in ("rail", "sensor", "channel", "driver", "measures"):
             rails.add_column(col)
         for r in doc["rails"]:
             rails.add_row(r["name"] + (" (total)" if r["is_total"] else ""), r["sensor"],
-                          str(r["channel"]), r["layout"], r["point"].replace("_", " "))
+                          str(r["channel"]), f"{r.get('chip', 'ina3221')} {r['layout']}",
+                          r["point"].replace("_", " "))
         yield rails
     if doc.get("sources"):
         sources = Table(title="Power sources (what a measurement records)", title_justify="left")
@@ -98,10 +112,10 @@ def requested_table(requested, applied, simulated: bool):
     for reading in applied:
         by_domain.setdefault(reading.domain, []).append(reading)
     for req in requested:
-        back = "; ".join(
+        back = "; ".join(_counted(
             f"{format_hz(r.min_hz)} / {format_hz(r.max_hz)} / {format_hz(r.cur_hz)}"
             for r in by_domain.get(req.domain, [])
-        )
+        ))
         table.add_row(req.domain, req.setting, req.requested,
                       format_hz(req.resolved_hz) if req.resolved_hz else "-", back or "-")
     return table
@@ -118,6 +132,15 @@ def kv(console, rows: Iterable[Any], title: Optional[str] = None) -> None:
     console.print(table)
 
 
+def _watts_pm(watts: Optional[float], err_w: Optional[float]) -> str:
+    """'2.345 +- 0.052 W' (the sensor's worst case on this reading), '2.345 W +- unknown'."""
+    if watts is None:
+        return "-"
+    if err_w is None:
+        return f"{watts:.3f} W +- unknown"
+    return f"{watts:.3f} +- {err_w:.3f} W"
+
+
 def monitor_table(row, simulated: bool):
     """One monitor reading: rails and total, clocks, temperatures."""
     from rich.table import Table
@@ -127,17 +150,59 @@ def monitor_table(row, simulated: bool):
     for col in ("what", "name", "value", "where"):
         table.add_column(col)
     for channel, watts in row.channels:
-        table.add_row("power", channel.name, "-" if watts is None else f"{watts:.3f} W",
+        table.add_row("power", channel.name,
+                      _watts_pm(watts, row.channel_uncertainty_w(channel)),
                       f"{channel.point.replace('_', ' ')} ({channel.source})")
     if row.total_name:
         table.add_row("[bold]total[/]", row.total_name,
-                      "-" if row.total_w is None else f"[bold]{row.total_w:.3f} W[/]", "")
-    for clock in row.clocks:
-        table.add_row("clock", f"{clock.domain} {clock.name}", format_hz(clock.cur_hz),
+                      f"[bold]{_watts_pm(row.total_w, row.total_uncertainty_w)}[/]", "")
+    for name, clock in _grouped_clocks(row.clocks):
+        table.add_row("clock", f"{clock.domain} {name}", format_hz(clock.cur_hz),
                       clock.governor or "")
+    if row.gpu_load_pct is not None:
+        table.add_row("load", "gpu", f"{row.gpu_load_pct:.1f} %", "")
+    if row.power_mode:
+        table.add_row("mode", "nvpmodel", row.power_mode["text"], "")
     for name, temp in row.temps_c.items():
         table.add_row("temp", name, f"{temp:.1f} C", "")
     return table
+
+
+def _counted(items: Iterable[str]) -> List[str]:
+    """Identical entries once, with their count: 14 equal CPU policies are one entry."""
+    counts: Dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return [f"{k} (x{n})" if n > 1 else k for k, n in counts.items()]
+
+
+def _grouped_clocks(clocks: Sequence[Any]) -> List[Any]:
+    """(label, reading) with consecutive CPU policies at the same clock and governor merged
+    ("policy0..13 (14)"), so a many-core board fits a screen."""
+    out: List[Any] = []
+    run: List[Any] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append((run[0].name, run[0]))
+        elif run:
+            first, last = run[0].name.split(" ")[0], run[-1].name.split(" ")[0]
+            out.append((f"{first}..{last.replace('policy', '')} ({len(run)})", run[0]))
+        run.clear()
+
+    for c in clocks:
+        same = run and c.domain == "cpu" and (c.cur_hz, c.governor) == \
+            (run[-1].cur_hz, run[-1].governor)
+        if c.domain == "cpu" and (not run or same):
+            run.append(c)
+            continue
+        flush()
+        if c.domain == "cpu":
+            run.append(c)
+        else:
+            out.append((c.name, c))
+    flush()
+    return out
 
 
 def print_table(con: Any, table: Any) -> None:

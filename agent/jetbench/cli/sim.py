@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import typer
 
@@ -18,7 +18,8 @@ sim_app = typer.Typer(help="Simulated boards: a faithful sysfs/debugfs tree in a
 def create(
     directory: Path = typer.Argument(..., help="New (or empty) directory for the tree."),
     board: str = typer.Option("tx1", "--board", "-b", help="tx1-r24, tx1, nano, tx2, "
-                              "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-nano."),
+                              "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-agx-jp7, "
+                              "orin-nano, orin-nano-super, thor (`jetbench sim list`)."),
     quirk: List[str] = typer.Option([], "--quirk", metavar="NAME",
                                     help="A real-kernel behaviour to show (repeatable): "
                                     "static-cur, amu-cpu, qos-cap, late-gpu, round-emc "
@@ -39,7 +40,7 @@ def list_boards() -> None:
     from ..sim.boards import BOARDS
 
     for key, spec in sorted(BOARDS.items()):
-        typer.echo(f"{key:12} {spec.soc:9} {spec.model}")
+        typer.echo(f"{key:16} {spec.soc:9} {spec.model}")
 
 
 @sim_app.command("run")
@@ -63,3 +64,58 @@ def run(
         end = time.monotonic() + duration if duration > 0 else None
         while end is None or time.monotonic() < end:
             time.sleep(0.1)
+
+
+@sim_app.command("mount")
+def mount(
+    directory: Path = typer.Argument(..., help="An empty directory to mount the board on."),
+    board: str = typer.Option("tx1", "--board", "-b", help="Which simulated board (`jetbench "
+                              "sim list`)."),
+    quirk: Optional[List[str]] = typer.Option(None, "--quirk", help="A real-kernel behaviour to "
+                                              "show (repeatable): static-cur, amu-cpu, qos-cap, "
+                                              "late-gpu, round-emc."),
+    load: Optional[float] = typer.Option(None, "--load", min=0.0, max=1.0, help="Fixed CPU "
+                                         "load (0..1) for the power model and dynamic "
+                                         "governors; default: this machine's real load."),
+    write_log: Optional[Path] = typer.Option(None, "--write-log", help="Append every write to "
+                                             "a knob here (path, value, ok or errno)."),
+) -> None:
+    """Serve a simulated board through FUSE, with the kernel's semantics per attribute: writes
+    are refused at once with the driver's errno, current clocks and rails are computed when
+    read. Runs in the foreground until Ctrl-C or SIGTERM, then unmounts."""
+    import os
+
+    from ..errors import UsageError
+    from ..sim.boards import BOARDS
+    from ..sim.fuse_board import serve, unavailable_reason
+
+    if board not in BOARDS:
+        raise UsageError(f"unknown simulated board {board!r}", hint="see `jetbench sim list`")
+    reason = unavailable_reason()
+    if reason:
+        raise UsageError(f"cannot serve a FUSE board here: {reason}",
+                         hint="`jetbench sim create` writes a file-based board instead")
+    if not directory.is_dir() or any(directory.iterdir()):
+        raise UsageError(f"not an existing, empty directory: {directory}",
+                         hint="mkdir a new one")
+    try:
+        from ..sim.quirks import check
+
+        check(quirk or ())
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    if "late-gpu" in (quirk or ()) and BOARDS[board].gpu_kind != "devfreq":
+        raise UsageError(f"--quirk late-gpu needs a devfreq GPU; {board} has a debugfs one")
+
+    def ready() -> None:
+        console().print(f"Serving simulated [bold]{board}[/] at {directory} (FUSE, pid "
+                        f"{os.getpid()}). Stop with Ctrl-C or `kill {os.getpid()}`: it "
+                        f"unmounts. Use it with `jetbench --root {directory} ...`")
+
+    try:
+        serve(board, directory, quirk or (), load, write_log, on_ready=ready)
+    except RuntimeError as err:
+        from ..errors import HardwareError
+
+        raise HardwareError(f"the FUSE mount failed ({err})", path=str(directory),
+                            hint="run as root, or check `fusermount3` is installed") from err

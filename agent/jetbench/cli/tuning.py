@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -11,16 +11,101 @@ from .common import console, open_root, print_json
 profiles_app = typer.Typer(help="List and show the profiles `apply` accepts.",
                            no_args_is_help=False, invoke_without_command=True)
 
+WAIT_FOREVER = "forever"
+WAIT_HELP = ("When another jetbench command holds the board: wait for it (for ever, or at most "
+             "SECONDS) instead of failing at once.")
 
-def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool) -> None:
+
+def wait_option() -> Any:
+    return typer.Option(None, "--wait", metavar="[SECONDS]", help=WAIT_HELP)
+
+
+def wait_seconds(value: Optional[str]) -> Optional[float]:
+    """--wait's value -> seconds to wait for the board lock (None: for ever; 0: not at all)."""
+    from ..units import parse_duration_s
+
+    if value is None:
+        return 0.0
+    if value == WAIT_FOREVER:
+        return None
+    return parse_duration_s(value)
+
+
+def optional_wait_value(args: List[str]) -> List[str]:
+    """`--wait` may stand alone (wait for ever) or take SECONDS: typer options cannot have an
+    optional value, so a bare `--wait` gets the value `forever` here, before parsing."""
+    from ..errors import UsageError
+    from ..units import parse_duration_s
+
+    out = list(args)
+    i = 0
+    while i < len(out):
+        if out[i] == "--":
+            break
+        if out[i] == "--wait":
+            following = out[i + 1] if i + 1 < len(out) else None
+            try:
+                ok = following is not None and (following == WAIT_FOREVER
+                                                or parse_duration_s(following) >= 0)
+            except UsageError:
+                ok = False
+            if not ok:
+                out.insert(i + 1, WAIT_FOREVER)
+            i += 1
+        i += 1
+    return out
+
+
+def _render_brokered(broker: Any, reply: Dict[str, Any], title: str, as_json: bool) -> None:
+    if as_json:
+        print_json({"daemon": {"pid": broker.holder.pid, "socket": str(broker.socket_path)},
+                    **reply})
+        return
+    console().print(f"{title}: done by the jetbench daemon (pid {broker.holder.pid}), which "
+                    f"holds the board: {reply.get('summary', '')}", soft_wrap=True,
+                    highlight=False, markup=False)
+    console().print("It re-pins this profile until told otherwise; `jetbench restore` asks it "
+                    "to put the board back.", soft_wrap=True, highlight=False)
+
+
+def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool,
+           wait: Optional[str] = None, daemon_request: Optional[Dict[str, Any]] = None
+           ) -> None:
+    from ..errors import UsageError
     from ..session import open_board
-    from ..tuning.apply import apply_profile, read_clocks
-    from .render import plan_lines, requested_table
+    from ..tuning.apply import apply_profile
+    from ..tuning.owner import own_board
 
     root = open_root(ctx)
-    with open_board(root, simulate_power=False) as board:
-        result = apply_profile(root, board, profile, dry_run=dry_run)
+    if dry_run:  # reads only: never takes the board
+        with open_board(root, simulate_power=False) as board:
+            result = apply_profile(root, board, profile, dry_run=True)
+        _render_applied(root, board, result, title, as_json, dry_run)
+        return
+    with own_board(root, title, wait_seconds(wait)) as broker:
+        if broker is not None:
+            if daemon_request is None:
+                raise UsageError(f"the jetbench daemon holds the board and applies named "
+                                 f"profiles only, not the file {profile.source}",
+                                 hint="copy it to /etc/jetbench/profiles/NAME.toml and run "
+                                      "`jetbench apply NAME`, or stop the daemon first "
+                                      "(sudo systemctl stop jetbench)")
+            reply = broker.request(**daemon_request)
+            _render_brokered(broker, reply, title, as_json)
+            return
+        with open_board(root, simulate_power=False) as board:
+            result = apply_profile(root, board, profile, dry_run=False)
+    _render_applied(root, board, result, title, as_json, dry_run)
+
+
+def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: bool,
+                    dry_run: bool) -> None:
+    from ..tuning.apply import pin_notes, read_clocks
+    from .render import plan_lines, requested_table
+
     applied = read_clocks(root, board)  # after the simulated kernel's last pass, if simulated
+    notes = list(result.targets.notes) + ([] if dry_run else
+                                          pin_notes(board, result.targets, applied))
     if as_json:
         print_json({
             "simulated": board.simulated,
@@ -31,7 +116,7 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
                 for s in result.steps for w in s.writes
             ],
             "requested": [r.__dict__ for r in result.targets.requested],
-            "notes": list(result.targets.notes),
+            "notes": notes,
         })
         return
     out = console()
@@ -39,8 +124,8 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
         out.print(line, soft_wrap=True)
     if result.targets.requested:
         out.print(requested_table(result.targets.requested, applied, board.simulated))
-    for note in result.targets.notes:
-        out.print(f"note: {note}")
+    for note in notes:
+        out.print(f"note: {note}", soft_wrap=True)
     if not dry_run and result.steps:
         out.print("Original values are journalled: [bold]jetbench restore[/] puts them back.")
 
@@ -51,15 +136,18 @@ def maxperf(
                                  "(path, old value, new value); write nothing."),
     fan: bool = typer.Option(False, "--fan", help="Also run the fan at full speed."),
     as_json: bool = typer.Option(False, "--json", help="Print the writes as JSON."),
+    wait: Optional[str] = wait_option(),
 ) -> None:
     """Everything at max: CPU cores online at max, cpuidle off, GPU min=max=max, railgate off,
-    EMC locked at its (capped) max. The state is journalled first: `jetbench restore` undoes."""
+    EMC locked at its (capped) max. The state is journalled first: `jetbench restore` undoes.
+    While the jetbench daemon holds the board, the daemon does it."""
     from ..tuning.profile import load_profile
 
     profile = load_profile("maxperf", open_root(ctx).base)
     if fan:
         profile = profile.with_fan(255)
-    _apply(ctx, profile, dry_run, "maxperf", as_json)
+    _apply(ctx, profile, dry_run, "maxperf", as_json, wait,
+           {"cmd": "maxperf", "fan": fan})
 
 
 def apply(
@@ -68,27 +156,72 @@ def apply(
                                   "TOML file."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned writes only."),
     as_json: bool = typer.Option(False, "--json", help="Print the writes as JSON."),
+    wait: Optional[str] = wait_option(),
 ) -> None:
-    """Pin a named or file profile. It is validated whole before anything is written."""
+    """Pin a named or file profile. It is validated whole before anything is written. While
+    the jetbench daemon holds the board, the daemon pins it (named profiles only)."""
+    from ..daemon.protocol import PROFILE_NAME
     from ..tuning.profile import load_profile
 
-    _apply(ctx, load_profile(profile, open_root(ctx).base), dry_run, f"apply {profile}", as_json)
+    loaded = load_profile(profile, open_root(ctx).base)
+    by_name = PROFILE_NAME.match(profile) and not profile.endswith(".toml")
+    _apply(ctx, loaded, dry_run, f"apply {profile}", as_json, wait,
+           {"cmd": "apply", "profile": profile} if by_name else None)
 
 
-def restore(ctx: typer.Context) -> None:
-    """Put back every value maxperf/apply/measure changed (from the state journal)."""
+def restore(
+    ctx: typer.Context,
+    discard: bool = typer.Option(False, "--discard", help="Restore nothing: move the state "
+                                 "journal aside (journal.json.discarded-<time>) after you "
+                                 "have checked the board's clocks by hand. For a journal "
+                                 "jetbench refuses."),
+    wait: Optional[str] = wait_option(),
+) -> None:
+    """Put back every value maxperf/apply/measure changed (from the state journal). While the
+    jetbench daemon holds the board, the daemon restores it and stops holding its profile
+    (until `jetbench apply NAME`, or a restart of the service)."""
     from ..session import open_board
     from ..tuning.journal import restore as restore_journal
+    from ..tuning.owner import own_board
 
     root = open_root(ctx)
-    with open_board(root, simulate_power=False):
-        result = restore_journal(root)
+    with own_board(root, "restore", wait_seconds(wait)) as broker:
+        if broker is not None and discard:
+            from ..errors import UsageError
+
+            raise UsageError("the jetbench daemon holds the board: stop it before discarding "
+                             "its journal (sudo systemctl stop jetbench)")
+        if broker is not None:
+            reply = broker.request("restore")
+            console().print(f"Restored by the jetbench daemon (pid {broker.holder.pid}): "
+                            f"{reply.get('restored', 0)} value(s) written "
+                            f"({reply.get('unchanged', 0)} already at their original value). "
+                            "It keeps running and pins nothing until `jetbench apply NAME`.",
+                            soft_wrap=True, highlight=False)
+            return
+        if discard:
+            _discard(root)
+            return
+        with open_board(root, simulate_power=False):
+            result = restore_journal(root)
     out = console()
     if not result.had_journal:
         out.print("Nothing to restore: jetbench has not changed this board's clocks.")
         return
     out.print(f"Restored {len(result.written)} value(s) "
               f"({result.unchanged} already at their original value); journal removed.")
+
+
+def _discard(root) -> None:
+    from ..tuning.journal import discard
+
+    moved = discard(root)
+    if moved is None:
+        console().print("Nothing to discard: there is no state journal.")
+        return
+    console().print(f"The state journal was moved aside, nothing was restored: {moved}\n"
+                    "The board keeps the clocks it has now; `jetbench info` shows them.",
+                    soft_wrap=True)
 
 
 @profiles_app.callback()

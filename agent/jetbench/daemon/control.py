@@ -2,23 +2,31 @@
 thread with `selectors` (no thread per client, so no client can exhaust threads).
 
 Hostile or broken clients are bounded: a line longer than MAX_LINE_BYTES gets an error reply and
-the connection is closed; a client that sends half a line (or nothing) for `client_timeout_s`,
-or stops reading its replies, is disconnected; past `max_clients` connections, new ones are
-told "busy" and closed. A request the handler fails on is an error reply, never a dead thread.
+the connection is closed; a line must be finished within `line_timeout_s` of its first byte (a
+client trickling a byte at a time is cut off quickly); a client that sends nothing for
+`client_timeout_s`, or stops reading its replies, is disconnected. Connections are capped in
+all (`max_clients`) and per peer uid (`max_per_uid`, from SO_PEERCRED): past a cap, the oldest
+connection that holds nothing (no lease) makes room, so slow clients cannot lock the others
+out. A connection holding a lease (the handler says so) is exempt from the idle timeout; when it
+closes, `on_disconnect` is told. A request the handler fails on is an error reply, never a dead
+thread, and client input never puts a traceback in the log.
 """
 
 from __future__ import annotations
 
+import array
 import grp
 import logging
 import os
 import selectors
 import socket
 import stat
+import struct
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from .protocol import (
@@ -40,7 +48,31 @@ SOCKET_MODE = 0o660
 SOCKET_GROUP = "jetbench"
 MAX_OUT_BYTES = 256 * 1024  # replies queued for a client that does not read them
 
-Handler = Callable[[Request], Dict[str, Any]]
+HOLD = "_hold"  # a reply key the handler sets: keep this connection as a lease; not sent
+FDS = "_fds"  # a reply key: descriptors to pass with the reply (SCM_RIGHTS); not sent
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Who is on the other end of a connection (SO_PEERCRED; -1 where unknown)."""
+
+    conn: int  # this server's connection number, unique for its life
+    pid: int
+    uid: int
+    gid: int
+
+
+Handler = Callable[[Request, Peer], Dict[str, Any]]
+OnDisconnect = Callable[[Peer], None]
+
+
+def peer_credentials(sock: socket.socket, conn: int) -> Peer:
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, gid = struct.unpack("3i", raw)
+    except (OSError, AttributeError):  # not Linux: no per-uid accounting
+        pid = uid = gid = -1
+    return Peer(conn, pid, uid, gid)
 
 
 def bind_unix(path: Path, group: str = SOCKET_GROUP) -> socket.socket:
@@ -98,26 +130,44 @@ def _group_name(gid: int) -> str:
 
 
 class _Client:
-    __slots__ = ("sock", "inbuf", "outbuf", "last_activity", "closing", "draining")
+    __slots__ = ("sock", "peer", "inbuf", "outbuf", "connected", "last_activity",
+                 "line_started", "closing", "draining", "held", "fds")
 
-    def __init__(self, sock: socket.socket, now: float):
+    def __init__(self, sock: socket.socket, peer: Peer, now: float):
         self.sock = sock
+        self.peer = peer
         self.inbuf = bytearray()
         self.outbuf = bytearray()
+        self.connected = now
         self.last_activity = now
+        self.line_started: Optional[float] = None  # first byte of an unfinished line
         self.closing = False  # stop answering; hang up once outbuf is flushed
         self.draining = False  # replies sent and write side shut: discard input until EOF
+        self.held = False  # holds a lease: never idle-timed-out, never evicted
+        self.fds: List[int] = []  # to pass with the next bytes sent
+
+    def deadline(self, idle_s: float, line_s: float) -> float:
+        if self.held and not self.inbuf and not self.outbuf:
+            return float("inf")
+        if self.line_started is not None:
+            return min(self.line_started + line_s, self.last_activity + idle_s)
+        return self.last_activity + idle_s
 
 
 class ControlServer:
     """Serves `handler` on a Unix socket in a thread. Constructing one touches nothing."""
 
     def __init__(self, path: Path, handler: Handler, *, client_timeout_s: float = 5.0,
-                 max_clients: int = 16):
+                 line_timeout_s: float = 1.0, max_clients: int = 16, max_per_uid: int = 8,
+                 on_disconnect: Optional[OnDisconnect] = None):
         self.path = Path(path)
         self.handler = handler
+        self.on_disconnect = on_disconnect
         self.client_timeout_s = client_timeout_s
+        self.line_timeout_s = min(line_timeout_s, client_timeout_s)
         self.max_clients = max_clients
+        self.max_per_uid = max_per_uid
+        self._next_conn = 0
         self._listener: Optional[socket.socket] = None
         self._sel: Optional[selectors.BaseSelector] = None
         self._wake_r: Optional[socket.socket] = None
@@ -127,6 +177,9 @@ class ControlServer:
         self._stop = False
         self.served = 0
         self.rejected = 0
+        self.evicted = 0
+        self._events: List[Any] = []  # (conn, doc) queued by other threads for a connection
+        self._events_lock = threading.Lock()
 
     def start(self) -> None:
         self._listener = bind_unix(self.path)
@@ -149,6 +202,7 @@ class ControlServer:
             pass
         self._thread.join(timeout=5)
         self._thread = None
+        self.on_disconnect = None  # stopping: the daemon ends its leases itself
         for client in list(self._clients.values()):
             self._close(client)
         for s in (self._listener, self._wake_r, self._wake_w):
@@ -162,14 +216,37 @@ class ControlServer:
         except OSError:
             pass
 
+    def send_event(self, conn: int, doc: Dict[str, Any]) -> None:
+        """Queue an unsolicited line for connection `conn` (any thread; the loop sends it)."""
+        with self._events_lock:
+            self._events.append((conn, doc))
+        try:
+            assert self._wake_w is not None
+            self._wake_w.send(b"e")
+        except OSError:
+            pass
+
+    def _deliver_events(self) -> None:
+        with self._events_lock:
+            events, self._events = self._events, []
+        for conn, doc in events:
+            for client in list(self._clients.values()):
+                if client.peer.conn == conn:
+                    self._reply(client, doc)
+                    self._flush(client)
+                    if client.sock.fileno() >= 0:
+                        self._update_interest(client)
+
     # -- the loop ------------------------------------------------------------------------------
     def _loop(self) -> None:
         assert self._sel is not None
         while not self._stop:
             timeout = None
             if self._clients:
-                oldest = min(c.last_activity for c in self._clients.values())
-                timeout = max(0.0, oldest + self.client_timeout_s - time.monotonic())
+                first = min(c.deadline(self.client_timeout_s, self.line_timeout_s)
+                            for c in self._clients.values())
+                if first != float("inf"):
+                    timeout = max(0.0, first - time.monotonic())
             try:
                 events = self._sel.select(timeout)
             except OSError:  # pragma: no cover - EINTR is retried by Python; anything else
@@ -180,10 +257,11 @@ class ControlServer:
                         self._accept()
                     elif key.data == "wake":
                         self._wake_r.recv(64)  # type: ignore[union-attr]
+                        self._deliver_events()
                     else:
                         self._service(key.data, mask)
-                except Exception:  # one client's trouble must never end the server
-                    log.exception("control socket: unexpected error")
+                except Exception as err:  # one client's trouble must never end the server
+                    log.error("control socket: unexpected %s: %s", type(err).__name__, err)
                     if isinstance(key.data, _Client):
                         self._close(key.data)
             self._reap()
@@ -198,7 +276,9 @@ class ControlServer:
             except OSError as err:  # EMFILE and friends: try again on the next event
                 log.warning("control socket: accept failed (%s)", err.strerror)
                 return
-            if len(self._clients) >= self.max_clients:
+            self._next_conn += 1
+            peer = peer_credentials(sock, self._next_conn)
+            if not self._make_room(peer.uid):
                 self.rejected += 1
                 try:
                     sock.setblocking(False)
@@ -208,9 +288,26 @@ class ControlServer:
                 sock.close()
                 continue
             sock.setblocking(False)
-            client = _Client(sock, time.monotonic())
+            client = _Client(sock, peer, time.monotonic())
             self._clients[sock.fileno()] = client
             self._sel.register(sock, selectors.EVENT_READ, client)
+
+    def _make_room(self, uid: int) -> bool:
+        """Below both caps, or an evictable connection closed to get there. The oldest
+        connection that holds no lease goes first (a slow client cannot hold its place)."""
+        for same_uid in (True, False):
+            while True:
+                pool = [c for c in self._clients.values() if not same_uid or c.peer.uid == uid]
+                cap = self.max_per_uid if same_uid else self.max_clients
+                if uid < 0 and same_uid or len(pool) < cap:
+                    break
+                victims: List[_Client] = sorted((c for c in pool if not c.held),
+                                                key=lambda c: c.connected)
+                if not victims:
+                    return False
+                self.evicted += 1
+                self._close(victims[0])
+        return True
 
     def _service(self, client: _Client, mask: int) -> None:
         if mask & selectors.EVENT_READ:
@@ -228,6 +325,10 @@ class ControlServer:
                 client.last_activity = time.monotonic()
                 client.inbuf += data
                 self._requests(client)
+                if not client.inbuf:
+                    client.line_started = None
+                elif client.line_started is None:
+                    client.line_started = client.last_activity
             # (data while closing is discarded, without counting as activity: the reaper ends
             # a client that keeps sending after it was told to stop)
         if client.outbuf:
@@ -244,8 +345,13 @@ class ControlServer:
                 break
             line = bytes(client.inbuf[:end]).rstrip(b"\r")
             del client.inbuf[: end + 1]
+            client.line_started = time.monotonic() if client.inbuf else None
             if line.strip():
-                self._reply(client, self._answer(line))
+                reply = self._answer(line, client.peer)
+                if reply.pop(HOLD, False):
+                    client.held = True
+                client.fds += reply.pop(FDS, [])
+                self._reply(client, reply)
             if len(client.outbuf) > MAX_OUT_BYTES:
                 break
         if len(client.inbuf) > MAX_LINE_BYTES:
@@ -257,21 +363,22 @@ class ControlServer:
         if len(client.outbuf) > MAX_OUT_BYTES:
             self._close(client)  # it sends and never reads
 
-    def _answer(self, line: bytes) -> Dict[str, Any]:
+    def _answer(self, line: bytes, peer: Peer) -> Dict[str, Any]:
         try:
             request = parse_request(line)
         except ProtocolError as err:
             return error_reply(err.code, err.message)
         self.served += 1
         try:
-            return self.handler(request)
+            return self.handler(request, peer)
         except JetbenchError as err:
-            reply = error_reply(FAILED, str(err))
+            reply = error_reply(getattr(err, "reply_code", FAILED), str(err))
+            reply["exit_code"] = err.exit_code  # the CLI exits as if it had failed itself
             if err.hint:
                 reply["hint"] = err.hint
             return reply
-        except Exception as err:
-            log.exception("control socket: %s failed", request.cmd)
+        except Exception as err:  # a daemon bug: logged in one line, answered, served on
+            log.error("control socket: %s failed: %s: %s", request.cmd, type(err).__name__, err)
             return error_reply(FAILED, f"{request.cmd} failed: {type(err).__name__}: {err}")
 
     def _reply(self, client: _Client, doc: Dict[str, Any]) -> None:
@@ -279,7 +386,13 @@ class ControlServer:
 
     def _flush(self, client: _Client) -> None:
         try:
-            sent = client.sock.send(client.outbuf)
+            if client.fds:
+                ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                              array.array("i", client.fds).tobytes())]
+                sent = client.sock.sendmsg([client.outbuf], ancillary)
+                client.fds = []
+            else:
+                sent = client.sock.send(client.outbuf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -309,9 +422,11 @@ class ControlServer:
             pass
 
     def _reap(self) -> None:
-        """Disconnect clients idle past the timeout: half a line, nothing, or unread replies."""
-        deadline = time.monotonic() - self.client_timeout_s
-        for client in [c for c in self._clients.values() if c.last_activity < deadline]:
+        """Disconnect clients past their deadline: a line not finished in time, nothing sent
+        for the idle timeout, or replies left unread."""
+        now = time.monotonic()
+        for client in [c for c in self._clients.values()
+                       if c.deadline(self.client_timeout_s, self.line_timeout_s) <= now]:
             if client.inbuf:
                 try:
                     client.sock.send(encode(error_reply(BAD_REQUEST, "timed out waiting for the "
@@ -334,5 +449,13 @@ class ControlServer:
                 if v is client:
                     del self._clients[k]
         client.sock.close()
+        if client.held:
+            client.held = False
+            if self.on_disconnect is not None:
+                try:
+                    self.on_disconnect(client.peer)
+                except Exception as err:  # the server goes on; the daemon logs its own errors
+                    log.error("control socket: ending a lease failed: %s: %s",
+                              type(err).__name__, err)
 
 

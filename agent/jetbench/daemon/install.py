@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from ..errors import HardwareError, PermissionDenied, UsageError
+from ..tuning.lock import LOCK_FILE_MODE, LOCK_PATH
+from ..tuning.statedir import STATE_DIR as _STATE_DIR
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 UNIT_NAME = "jetbench.service"
@@ -31,6 +33,11 @@ UNIT_DEST = "etc/systemd/system/" + UNIT_NAME
 DROPIN_DEST = "etc/systemd/system/jetbench.service.d/10-jetbench-home.conf"
 RULES_DEST = "etc/udev/rules.d"
 DEFAULTS_DEST = "etc/default/jetbench"
+TMPFILES_DEST = "etc/tmpfiles.d/jetbench.conf"
+# The state directory: root:jetbench, setgid so the journal and lock stay in the group, group
+# writable so members of the group run apply/measure without sudo (tuning/statedir.py checks it).
+STATE_DIR = _STATE_DIR.lstrip("/")
+STATE_DIR_MODE = 0o2775
 # ProtectHome=yes hides these: a jetbench installed in a home directory needs them readable.
 HOME_PREFIXES = ("/home/", "/root/", "/run/user/")
 
@@ -55,6 +62,39 @@ def defaults_text(profile: Optional[str], metrics: Optional[str], interval: Opti
     return ("# Options of `jetbench daemon` for jetbench.service (see `jetbench daemon --help`);\n"
             "# after editing: systemctl restart jetbench\n"
             f"JETBENCH_ARGS={shlex.quote(' '.join(shlex.quote(a) for a in args))}\n")
+
+
+def tmpfiles_text() -> str:
+    """systemd-tmpfiles creates the state directory at boot and puts its owner and mode back."""
+    return ("# jetbench's state directory (journal, board lock): group members may pin clocks.\n"
+            f"d /{STATE_DIR} {STATE_DIR_MODE:04o} root {GROUP} -\n"
+            f"f {LOCK_PATH} {LOCK_FILE_MODE:04o} root {GROUP} -\n")
+
+
+def _state_dir(dest: Path, actions: List[Action], live: bool, dry_run: bool) -> None:
+    """On the host: create the state directory root:jetbench 2775 now (tmpfiles.d does it at
+    each boot); in a staging root the image's boot does it (the group's id is the image's)."""
+    path = dest / STATE_DIR
+    _run(["systemd-tmpfiles", "--create", str(dest / TMPFILES_DEST)], actions, live,
+         check=False)
+    if not live:
+        actions.append(Action("skip", f"install -d -o root -g {GROUP} "
+                                      f"-m {STATE_DIR_MODE:04o} {path}"))
+        return
+    actions.append(Action("write", f"{path} (root:{GROUP} {STATE_DIR_MODE:04o})"))
+    try:
+        path.mkdir(mode=0o755, parents=True, exist_ok=True)
+        if path.is_symlink() or not path.is_dir():
+            raise HardwareError("not a plain directory", path=str(path),
+                                hint=f"remove it (sudo rm {path}) and install again")
+        os.chown(path, 0, grp.getgrnam(GROUP).gr_gid, follow_symlinks=False)
+        os.chmod(path, STATE_DIR_MODE)
+    except KeyError as err:
+        raise HardwareError(f"the {GROUP} group does not exist", hint="sudo groupadd "
+                            f"--system {GROUP}, then install again") from err
+    except OSError as err:
+        raise HardwareError(f"cannot set up the state directory ({err.strerror})",
+                            path=str(path), hint="run with sudo") from err
 
 
 def _shipped_rules() -> List[Path]:
@@ -124,6 +164,8 @@ def install(dest: Path, executable: str, *, profile: Optional[str] = None,
                dry_run)
     if profile or metrics or interval or not (dest / DEFAULTS_DEST).exists():
         _write(dest, DEFAULTS_DEST, defaults_text(profile, metrics, interval), actions, dry_run)
+    _write(dest, TMPFILES_DEST, tmpfiles_text(), actions, dry_run)
+    _state_dir(dest, actions, live, dry_run)
     _run(["systemctl", "daemon-reload"], actions, live)
     _run(["systemctl", "enable"] + (["--now"] if start else []) + [UNIT_NAME], actions, live)
     _run(["udevadm", "control", "--reload"], actions, live, check=False)
@@ -138,7 +180,7 @@ def uninstall(dest: Path, *, dry_run: bool = False, remove_group: bool = False) 
     live = str(dest.resolve()) == "/" and not dry_run
     actions: List[Action] = []
     _run(["systemctl", "disable", "--now", UNIT_NAME], actions, live, check=False)
-    paths = [UNIT_DEST, DROPIN_DEST, DEFAULTS_DEST]
+    paths = [UNIT_DEST, DROPIN_DEST, DEFAULTS_DEST, TMPFILES_DEST]
     paths += [f"{RULES_DEST}/{rule.name}" for rule in sorted(SHIPPED_RULES.glob("*.rules"))]
     for rel in paths:
         path = dest / rel

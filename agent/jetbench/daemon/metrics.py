@@ -12,15 +12,25 @@ the loop), so a scrape never touches the hardware and never waits for it:
     jetbench_throttling                          1 while the board throttles
     jetbench_throttle_events_total               times throttling began
     jetbench_pinned, jetbench_profile_info{profile}, jetbench_simulated, jetbench_errors_total
+    jetbench_power_mode_info{id,name}            nvpmodel's mode (read, never switched)
+    jetbench_gpu_load_percent                    GPU utilisation (`load` file, or NVML on Thor)
+
+The HTTP side is bounded whatever clients do: one thread with `selectors` accepts, reads each
+request head (at most MAX_HEAD_BYTES, within `timeout_s` of the connection), and answers it
+with prometheus-client's own `MetricsHandler` run over the buffered request; at most
+`max_connections` are open (past that the oldest makes room), so thousands of half-open
+connections cost neither threads nor memory.
 """
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import logging
+import selectors
 import socket
 import threading
-from http.server import ThreadingHTTPServer
+import time
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 from ..errors import UsageError
@@ -28,6 +38,9 @@ from ..errors import UsageError
 log = logging.getLogger("jetbench.daemon")
 
 DEFAULT_HOST = "127.0.0.1"
+MAX_CONNECTIONS = 32  # Prometheus scrapes with one connection; a few more for people and curl
+MAX_HEAD_BYTES = 8192  # a GET's request line and headers
+TIMEOUT_S = 5.0  # from accept to the last byte of the reply
 
 
 def parse_address(text: str) -> Tuple[str, int]:
@@ -107,10 +120,168 @@ class _Collector:
         if snap.get("profile"):
             info.add_metric([snap["profile"], snap.get("board", {}).get("family", "")], 1.0)
         yield info
+        yield from _power_mode_metrics(snap)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+def _power_mode_metrics(snap: Dict[str, Any]) -> Iterator[Any]:
+    """nvpmodel's mode as an info gauge, and the GPU's utilisation where it is known."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    mode = GaugeMetricFamily("jetbench_power_mode_info", "The board's nvpmodel power mode",
+                             labels=["id", "name"])
+    if snap.get("power_mode"):
+        mode.add_metric([str(snap["power_mode"]["id"]), snap["power_mode"]["name"] or ""], 1.0)
+    yield mode
+    if snap.get("gpu_load_pct") is not None:
+        yield GaugeMetricFamily("jetbench_gpu_load_percent", "GPU utilisation (%)",
+                                value=float(snap["gpu_load_pct"]))
+
+
+def _buffered(handler_cls: type) -> type:
+    """`handler_cls` (prometheus-client's MetricsHandler) reading a request already received
+    and writing its reply into memory: http.server parses, prometheus-client renders, the
+    selector loop does the (non-blocking) I/O."""
+
+    class Buffered(handler_cls):  # type: ignore[misc, valid-type]
+        def setup(self) -> None:
+            self.rfile = io.BytesIO(self.request)
+            self.wfile = io.BytesIO()
+
+        def finish(self) -> None:  # keep wfile readable: the loop sends it
+            pass
+
+    return Buffered
+
+
+class _Conn:
+    __slots__ = ("sock", "addr", "inbuf", "outbuf", "opened")
+
+    def __init__(self, sock: socket.socket, addr: Any, now: float):
+        self.sock, self.addr, self.opened = sock, addr, now
+        self.inbuf = bytearray()
+        self.outbuf: Optional[memoryview] = None  # set once the request is answered
+
+
+class BoundedHTTPServer:
+    """Single-threaded HTTP/1.0 server for GET requests (see the module docstring)."""
+
+    def __init__(self, host: str, port: int, handler_cls: type, *,
+                 max_connections: int = MAX_CONNECTIONS, timeout_s: float = TIMEOUT_S):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, port), family=family, backlog=64)
+        self._listener.setblocking(False)
+        self.server_address = self._listener.getsockname()
+        self._handler = _buffered(handler_cls)
+        self.max_connections = max_connections
+        self.timeout_s = timeout_s
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._sel.register(self._listener, selectors.EVENT_READ, "listen")
+        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._conns: Dict[int, _Conn] = {}
+        self._stop = False
+        self.served = 0
+        self.dropped = 0
+
+    def serve_forever(self) -> None:
+        while not self._stop:
+            timeout = None
+            if self._conns:
+                first = min(c.opened for c in self._conns.values()) + self.timeout_s
+                timeout = max(0.0, first - time.monotonic())
+            for key, mask in self._sel.select(timeout):
+                if key.data == "listen":
+                    self._accept()
+                elif key.data == "wake":
+                    self._wake_r.recv(64)
+                else:
+                    try:
+                        self._service(key.data, mask)
+                    except OSError:
+                        self._close(key.data)
+            self._expire()
+
+    def _accept(self) -> None:
+        for _ in range(64):  # a burst at a time: the others wait in the backlog
+            try:
+                sock, addr = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as err:  # EMFILE and friends: the next event retries
+                log.warning("metrics: accept failed (%s)", err.strerror)
+                return
+            while len(self._conns) >= self.max_connections:
+                self.dropped += 1
+                self._close(min(self._conns.values(), key=lambda c: c.opened))
+            sock.setblocking(False)
+            conn = _Conn(sock, addr, time.monotonic())
+            self._conns[sock.fileno()] = conn
+            self._sel.register(sock, selectors.EVENT_READ, conn)
+
+    def _service(self, conn: _Conn, mask: int) -> None:
+        if conn.outbuf is None and mask & selectors.EVENT_READ:
+            data = conn.sock.recv(MAX_HEAD_BYTES)
+            if not data:
+                self._close(conn)
+                return
+            conn.inbuf += data
+            end = conn.inbuf.find(b"\r\n\r\n")
+            if end < 0 and len(conn.inbuf) >= MAX_HEAD_BYTES:
+                self._answer(conn, b"HTTP/1.0 431 Request Header Fields Too Large\r\n"
+                                   b"Content-Length: 0\r\n\r\n")
+            elif end >= 0:
+                self._answer(conn, self._render(bytes(conn.inbuf[: end + 4]), conn.addr))
+            return
+        if conn.outbuf is not None and mask & selectors.EVENT_WRITE:
+            sent = conn.sock.send(conn.outbuf)
+            conn.outbuf = conn.outbuf[sent:]
+            if not conn.outbuf:
+                self.served += 1
+                self._close(conn)
+
+    def _render(self, head: bytes, addr: Any) -> bytes:
+        try:
+            handler = self._handler(head, addr, self)
+            return handler.wfile.getvalue()
+        except Exception as err:  # a collector bug: one line in the log, a 500 to the client
+            log.error("metrics: rendering failed: %s: %s", type(err).__name__, err)
+            return b"HTTP/1.0 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
+
+    def _answer(self, conn: _Conn, reply: bytes) -> None:
+        conn.inbuf.clear()
+        conn.outbuf = memoryview(reply)
+        self._sel.modify(conn.sock, selectors.EVENT_WRITE, conn)
+
+    def _expire(self) -> None:
+        deadline = time.monotonic() - self.timeout_s
+        for conn in [c for c in self._conns.values() if c.opened <= deadline]:
+            self.dropped += 1
+            self._close(conn)
+
+    def _close(self, conn: _Conn) -> None:
+        if self._conns.pop(conn.sock.fileno(), None) is not None:
+            try:
+                self._sel.unregister(conn.sock)
+            except (KeyError, ValueError):
+                pass
+        conn.sock.close()
+
+    def connections(self) -> int:
+        return len(self._conns)
+
+    def shutdown(self) -> None:
+        self._stop = True
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
+
+    def server_close(self) -> None:
+        for conn in list(self._conns.values()):
+            self._close(conn)
+        for s in (self._listener, self._wake_r, self._wake_w):
+            s.close()
+        self._sel.close()
 
 
 class MetricsServer:
@@ -119,7 +290,7 @@ class MetricsServer:
     def __init__(self, address: str, snapshot: Callable[[], Dict[str, Any]]):
         self.host, self.port = parse_address(address)
         self.snapshot = snapshot
-        self._httpd: Optional[_Server] = None
+        self._httpd: Optional[BoundedHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
 
     @property
@@ -136,11 +307,9 @@ class MetricsServer:
                              hint="pip install 'jetbench[metrics]'") from None
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Collector(self.snapshot))  # type: ignore[arg-type]
-        server_cls = _Server
-        if ":" in self.host:
-            server_cls = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
         try:
-            self._httpd = server_cls((self.host, self.port), MetricsHandler.factory(registry))
+            self._httpd = BoundedHTTPServer(self.host, self.port,
+                                            MetricsHandler.factory(registry))
         except OSError as err:
             raise UsageError(f"cannot listen for metrics on {self.address} ({err.strerror})",
                              hint="another program may hold the port; choose another") from err
@@ -148,14 +317,16 @@ class MetricsServer:
         if not is_loopback(self.host):
             log.warning("metrics are served on %s, not a loopback address: anyone who can "
                         "reach it reads this board's clocks and power", self.address)
-        # serve_forever polls its shutdown flag: 1 s keeps idle wake-ups negligible and stop quick
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={
-            "poll_interval": 1.0}, name="jetbench-metrics", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        name="jetbench-metrics", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         if self._httpd is None:
             return
         self._httpd.shutdown()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
         self._httpd.server_close()
         self._httpd = None

@@ -11,7 +11,14 @@ as "below its pin, cause unknown", and only once the clocks had time to settle a
 half of $WATCHDOG_USEC while the loop is healthy. SIGTERM/SIGINT: restore the journal (the
 state before the daemon pinned), exit 0. SIGHUP: re-read the profile and pin it.
 
-One lock guards the board: the loop and the control socket's thread never write at once.
+The daemon owns the board for its whole life (the board lock, `tuning/lock.py`, naming its
+control socket) and is the broker: `apply`, `restore` and `maxperf` from the CLI arrive as
+requests, and `measure`/`sweep` borrow the board with a lease (`{"cmd": "lease"}`): no re-pin,
+no simulated kernel of its own, no write at all until the lease's connection closes; then what
+the borrower left changed (a killed one) is restored from the journal and the daemon's profile
+is pinned again.
+Inside the process, one lock guards the board: the loop and the socket's thread never write at
+once.
 """
 
 from __future__ import annotations
@@ -33,14 +40,17 @@ from ..hw.board import Board, detect
 from ..hw.clocks.common import ClockReading, Step, apply_step
 from ..hw.fs import Root
 from ..hw.thermal import read_temperatures_c
+from ..session import served_kernel
 from ..tuning import journal
 from ..tuning.apply import apply_profile, build_plan, read_clocks
+from ..tuning.lock import BoardLock
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
 from ..validity import ACTIVITY_COUNTER_SOCS
+from .control import FDS, HOLD, Peer
 from .notify import Notifier, watchdog_period_s
-from .protocol import Request
+from .protocol import BUSY, Request
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -50,6 +60,22 @@ SIM_KERNEL_INTERVAL_S = 0.02  # the simulated kernel beside the daemon (simulate
 UNHEALTHY_AFTER = 3  # consecutive failed checks: stop feeding the watchdog, let systemd restart
 SETTLE_GRACE_S = 2.0  # after a pin, clocks below it are not judged for this long
 SETTLE_TIMEOUT_S = 1.0  # before the first check, wait at most this long for two equal reads
+LEASE_STOP_WAIT_S = 20.0  # on SIGTERM, how long a borrower gets to put the board back (< the
+#                           unit's TimeoutStopSec=30s)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The board lent to one control connection (a running `measure` or `sweep`)."""
+
+    conn: int
+    pid: int
+    uid: int
+    who: str
+    since: str
+
+    def doc(self) -> Dict[str, Any]:
+        return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
 
 
 @dataclass(frozen=True)
@@ -120,6 +146,9 @@ class Daemon:
         self._sim = None
         self._control = None
         self._metrics = None
+        self._board_lock: Optional[BoardLock] = None
+        self.lease: Optional[Lease] = None
+        self._lease_known: frozenset = frozenset()  # journalled paths when the lease began
 
     # -- signals -----------------------------------------------------------------------------
     # Handlers only set a flag and write a byte to a pipe the loop waits on (never Event.set:
@@ -164,15 +193,21 @@ class Daemon:
     def _start(self) -> None:
         from .control import ControlServer
 
-        # The socket first: a second daemon on the same socket is refused before it touches
-        # the board (it would otherwise restore and re-pin under the first one).
+        # The board lock first, for the daemon's whole life: a second daemon on this board (any
+        # socket) is refused before it touches anything. It names the socket: the CLI finds
+        # the broker through it.
+        lock = BoardLock(self.root, "daemon", wait_s=0.0,
+                         socket=str(Path(self.config.socket_path).absolute()))
+        lock.acquire()
+        self._board_lock = lock
         self._control = ControlServer(self.config.socket_path, self.handle,
-                                      client_timeout_s=self.config.client_timeout_s)
+                                      client_timeout_s=self.config.client_timeout_s,
+                                      on_disconnect=self._connection_closed)
         self._control.start()
         log.info("control socket: %s", self.config.socket_path)
         board = detect(self.root)
         self.board = board
-        if board.simulated and self.config.sim_kernel:
+        if board.simulated and self.config.sim_kernel and not served_kernel(self.root):
             from ..sim.kernel import SimKernel
 
             self._sim = SimKernel(self.root.base, interval_s=SIM_KERNEL_INTERVAL_S)
@@ -249,6 +284,7 @@ class Daemon:
             log.info("%s: restoring the board and stopping",
                      signal.Signals(self._stop_signal).name)
         self.notifier.send(STOPPING="1", STATUS="restoring the board")
+        self._wait_for_lease_end(LEASE_STOP_WAIT_S)
         for server in (self._control, self._metrics):
             if server is not None:
                 try:
@@ -278,9 +314,30 @@ class Daemon:
                 pass
         if self._sim is not None:
             self._sim.stop()
+        if self._board_lock is not None:
+            self._board_lock.release()  # last: the board is back, another owner may come
         self.notifier.close()
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reload makes no sense any more
         return code
+
+    def _wait_for_lease_end(self, timeout_s: float) -> None:
+        """A borrower puts the board back itself; the journal is restored after it has (or,
+        past the timeout, over whatever it left: the journal holds the originals either way)."""
+        lease = self.lease
+        if lease is None:
+            return
+        log.info("taking the board back from %s (pid %d): waiting up to %.0f s for it to put "
+                 "its clocks back", lease.who, lease.pid, timeout_s)
+        if self._control is not None:
+            self._control.send_event(lease.conn, {"ok": True, "event": "revoked",
+                                                  "message": "the daemon is stopping"})
+        self.notifier.send(STATUS=f"stopping: waiting for {lease.who} (pid {lease.pid})")
+        end = time.monotonic() + timeout_s
+        while self.lease is not None and time.monotonic() < end:
+            time.sleep(0.05)
+        if self.lease is not None:
+            log.warning("%s (pid %d) still holds its lease: restoring the board anyway",
+                        lease.who, lease.pid)
 
     # -- pinning -----------------------------------------------------------------------------
     def _pin_new(self, profile: Profile) -> None:
@@ -329,6 +386,11 @@ class Daemon:
     def reload(self) -> None:
         """SIGHUP: re-detect the board, re-read the configured profile and pin it. A profile
         that no longer loads or validates keeps the old one pinned."""
+        with self._lock:
+            if self.lease is not None:  # nothing is written under a borrower: try again later
+                log.info("reload deferred: the board is lent to %s", self.lease.who)
+                self._reload = True
+                return
         self.notifier.send(RELOADING="1", STATUS="reloading the profile")
         with self._lock:
             try:
@@ -360,6 +422,9 @@ class Daemon:
         self.counters["checks"] += 1
         clocks = read_clocks(self.root, board)
         readings = self._read(board, clocks)
+        if self.lease is not None:  # lent: the borrower's clocks are neither drift nor throttle
+            self._snapshot = self._status_doc(readings)
+            return
         reasons = thermal.assess(readings["temperatures_c"], self._layout.trips,
                                  thermal.cooling_states(self.root, self._layout))
         if reasons and not self.throttle_reasons:
@@ -436,8 +501,12 @@ class Daemon:
                 parts = [values.get(n) for n in spec.channels]
                 watts = sum(parts) if parts and None not in parts else None  # type: ignore
                 total = {"name": spec.name, "point": spec.point, "power_w": watts}
+        from ..hw.clocks.gpu import gpu_load_pct
+        from ..hw.nvpmodel import mode_doc
+
         return {"clocks": clocks, "temperatures_c": read_temperatures_c(self.root, board),
-                "rails": rails, "total": total, "read_at": _iso(time.time())}
+                "rails": rails, "total": total, "power_mode": mode_doc(self.root),
+                "gpu_load_pct": gpu_load_pct(self.root, board), "read_at": _iso(time.time())}
 
     def _watts(self, channel: Any, value: Optional[float], t_s: float) -> Optional[float]:
         """Watts for a power channel; for an energy counter (joules), the mean power since the
@@ -461,6 +530,8 @@ class Daemon:
             if hz:
                 parts.append(f"{domain} {format_hz(max(hz))}")
         what = f"holding {self.profile.name}" if self.pinned and self.profile else "not pinning"
+        if self.lease is not None:
+            what = f"lent to {self.lease.who} (pid {self.lease.pid})"
         text = what + (": " + ", ".join(parts) if parts else "")
         if self.throttle_reasons:
             text += " (throttling)"
@@ -495,6 +566,7 @@ class Daemon:
             "counters": dict(self.counters),
             "last_repin": self.last_repin,
             "last_error": self.last_error,
+            "lease": self.lease.doc() if self.lease is not None else None,
             **readings,
         }
 
@@ -502,7 +574,7 @@ class Daemon:
         """The latest check's document (metrics read this: no hardware access per scrape)."""
         return self._snapshot
 
-    def handle(self, request: Request) -> Dict[str, Any]:
+    def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, Any]:
         """A validated control request -> its reply (called from the control thread)."""
         if not self._ready:
             raise HardwareError("the daemon is starting (restoring, pinning): ask again")
@@ -511,11 +583,20 @@ class Daemon:
                 doc = dict(self._snapshot)
                 doc.update(pinned=self.pinned, summary=self.summary(),
                            counters=dict(self.counters), last_error=self.last_error,
-                           profile=self.profile.name if self.profile else None)
+                           profile=self.profile.name if self.profile else None,
+                           lease=self.lease.doc() if self.lease is not None else None)
                 return {"ok": True, **doc}
             if request.cmd == "readings":
                 assert self.board is not None
                 return {"ok": True, **self._read(self.board)}
+            if self.lease is not None:
+                lease = self.lease
+                raise BoardLent(f"the board is lent to {lease.who} (pid {lease.pid}, since "
+                                f"{lease.since})",
+                                hint="ask again when it has finished (`jetbench status` shows "
+                                     "the lease)")
+            if request.cmd == "lease":
+                return self._lend(request, peer)
             if request.cmd == "restore":
                 result = journal.restore(self.root)
                 self.pinned = False
@@ -537,14 +618,89 @@ class Daemon:
                 log.info("pin requested: %s", self.summary())
                 self.check()
                 return {"ok": True, "profile": self.profile.name, "pinned": True}
-            if request.cmd == "apply":
-                assert request.profile is not None
-                profile = load_profile(request.profile, self.root.base, allow_paths=False)
+            if request.cmd in ("apply", "maxperf"):
+                if request.cmd == "maxperf":
+                    profile = load_profile("maxperf", self.root.base, allow_paths=False)
+                    if request.fan:
+                        profile = profile.with_fan(255)
+                else:
+                    assert request.profile is not None
+                    profile = load_profile(request.profile, self.root.base, allow_paths=False)
                 self._pin_new(profile)
-                log.info("apply %s requested: %s", profile.name, self.summary())
+                log.info("%s requested: %s", request.cmd if request.cmd == "maxperf" else
+                         f"apply {profile.name}", self.summary())
                 self.check()
-                return {"ok": True, "profile": profile.name, "pinned": True}
+                return {"ok": True, "profile": profile.name, "pinned": True,
+                        "summary": self.summary()}
         raise UsageError(f"unknown command {request.cmd!r}")  # protocol.py lets none through
+
+    # -- leases ------------------------------------------------------------------------------
+    def _lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:
+        """Lend the board to this connection: no re-pin, no write, and on a simulated board no
+        simulated kernel of ours (the borrower runs its own: one kernel per board)."""
+        if peer is None:
+            raise UsageError("a lease belongs to a connection")
+        self._lease_known = frozenset(e.path for e in journal.load(self.root))
+        self.lease = Lease(peer.conn, peer.pid, peer.uid, request.who or "client",
+                           _iso(time.time()))
+        if self._sim is not None:
+            self._sim.stop()
+        log.info("board lent to %s (pid %d, uid %d): not re-pinning until it hands it back",
+                 self.lease.who, peer.pid, peer.uid)
+        self.notifier.send(STATUS=self.summary())
+        lock_fd = self._board_lock.fileno() if self._board_lock is not None else None
+        return {"ok": True, "lease": self.lease.doc(), "profile": self.profile.name
+                if self.profile else None, "pinned": self.pinned, HOLD: True,
+                FDS: [lock_fd] if lock_fd is not None else []}
+
+    def _connection_closed(self, peer: Peer) -> None:
+        """A lease's connection closed (its holder finished, or was killed): take the board
+        back, then pin our own profile again."""
+        with self._lock:
+            lease = self.lease
+            if lease is None or lease.conn != peer.conn:
+                return
+            if self._sim is not None:
+                self._sim.start()
+            self._judge_after = time.monotonic() + SETTLE_GRACE_S  # clocks coming back
+            try:
+                self._take_back()
+            except JetbenchError as err:
+                self._error(f"taking the board back from {lease.who} failed: {err}")
+            finally:
+                self.lease = None
+            log.info("%s (pid %d) handed the board back: %s", lease.who, lease.pid,
+                     self.summary())
+        self.check()
+        self.notifier.send(STATUS=self.summary())
+
+
+    def _take_back(self) -> None:
+        """A borrower that finished has put back what it wrote (the knobs it journalled hold
+        their journalled values again): re-pin whatever differs from our profile. One that was
+        killed left its clocks: restore the whole journal, then pin our profile anew."""
+        added = [e for e in journal.load(self.root) if e.path not in self._lease_known]
+        left = [e.path for e in added if e.raw.strip() not in journal.UNWRITABLE
+                and self.root.read_raw(e.path, default=None) != e.raw]
+        if left:
+            log.warning("the borrower left %d knob(s) changed (%s...): restoring the journal",
+                        len(left), left[0])
+        if self.pinned and self.profile is not None and self.targets is not None:
+            if left:
+                self._pin_new(self.profile)  # restores the journal first
+                return
+            assert self.board is not None
+            steps = build_plan(self.root, self.board, self.targets)
+            if steps:
+                self._repin(steps)
+        elif journal.load(self.root):
+            journal.restore(self.root)
+
+
+class BoardLent(HardwareError):
+    """A request that would write while the board is lent to a measurement."""
+
+    reply_code = BUSY  # the client may wait and ask again (`--wait`)
 
 
 def _iso(t: float) -> str:

@@ -7,12 +7,16 @@ looking at which files exist, so an L4T release that moves a file is a data chan
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .fs import Root
+from .nvpmodel import PowerMode, read_power_mode
+from .power.sensors import FAMILIES as SENSOR_FAMILIES
+from .power.sensors import MODULE_INPUT_NAMES, SensorFamily, point_for
 
 SIM_MARKER = "/etc/jetbench/simulated.json"
 
@@ -21,9 +25,21 @@ SOC_NAMES = {
     "tegra186": "Tegra X2 (T186)",
     "tegra194": "Xavier (T194)",
     "tegra234": "Orin (T234)",
+    "tegra264": "Thor (T264)",
 }
-# devfreq `device/of_node/name` of the GPU on each SoC generation.
+# How the GPU's devfreq node is recognised (node names are not a closed list): by the device-tree
+# node name of its device (tegra210..tegra234), or by its class entry name where the device has
+# no of_node (tegra264: the GPC clock, the one to pin).
 GPU_OF_NODE_NAMES = ("gpu", "gp10b", "gv11b", "ga10b")
+GPU_ENTRY_PATTERNS = ("gpu-gpc-*",)
+# Other GPU-side clocks: shown beside the GPU, never pinned (Thor's gpu-nvd-*, meaning unconfirmed).
+GPU_SIDE_ENTRY_PATTERNS = ("gpu-nvd-*",)
+# EMC as a devfreq node (tegra264's bandwidth manager): pinned min = max.
+EMC_DEVFREQ_ENTRIES = ("bwmgr",)
+# A GPU clock lies between these (HARDWARE.md): devfreq values outside are checked as kHz.
+GPU_SANE_HZ = (50_000_000, 4_000_000_000)
+# Where the NVIDIA driver lists its GPUs by PCI address (Thor: railgating is PCI runtime PM).
+NVIDIA_GPUS_DIR = "/proc/driver/nvidia/gpus"
 
 
 @dataclass(frozen=True)
@@ -33,6 +49,11 @@ class Family:
     compatible: Tuple[str, ...]  # board part numbers that identify it
     model_words: Tuple[str, ...]  # words of /proc/device-tree/model that identify it
     total_rail: Optional[str]  # whole-module total rail; None = sum of connected channels
+    compatible_suffix: str = ""  # JetPack 6.2's Super device trees end their part numbers "-super"
+
+    def matches(self, compatible: List[str]) -> bool:
+        return any(c.startswith(p) and c.endswith(self.compatible_suffix)
+                   for c in compatible for p in self.compatible)
 
 
 # Order matters: the first family whose part number or model words match wins.
@@ -47,11 +68,16 @@ FAMILIES: Tuple[Family, ...] = (
            ("xavier nx",), "VDD_IN"),
     Family("xavier-agx", "tegra194", ("nvidia,p2972-0000", "nvidia,p2888"), ("agx xavier",),
            None),
+    # Orin Nano / Orin NX "Super" (JetPack 6.2): GPU to 1020 MHz (Nano), EMC to 3199 MHz.
+    Family("orin-nano-super", "tegra234", ("nvidia,p3767", "nvidia,p3768"),
+           ("nano super", "nx super", "developer kit super"), "VDD_IN", "-super"),
     Family("orin-nano", "tegra234", ("nvidia,p3767", "nvidia,p3768"), ("orin nano", "orin nx"),
            "VDD_IN"),
     Family("orin-agx", "tegra234", ("nvidia,p3701", "nvidia,p3737"), ("agx orin",), None),
+    # The carrier board's INA238 input is the whole board's total (VIN_SYS_5V0 never is).
+    Family("thor", "tegra264", ("nvidia,p3834", "nvidia,p4071"), ("thor",), "VIN"),
 )
-TOTAL_RAIL_NAMES = ("VDD_IN", "POM_5V_IN")
+TOTAL_RAIL_NAMES = MODULE_INPUT_NAMES
 
 
 @dataclass(frozen=True)
@@ -85,20 +111,26 @@ class GpuInfo:
     available_hz: Tuple[int, ...]
     max_hz: int
     min_hz: int
-    railgate: Optional[str]
-    cur_freq: str  # file with the current rate, Hz
+    railgate: Optional[str]  # railgate_enable, or the PCI device's power/control (Thor)
+    cur_freq: str  # file with the current rate (in hz_per_unit units)
+    # What the railgate file holds (kept powered, may gate): railgate_enable "0"/"1", PCI
+    # runtime PM "on"/"auto".
+    railgate_values: Tuple[str, str] = ("0", "1")
+    side_clocks: Tuple[Tuple[str, str], ...] = ()  # (name, devfreq dir): shown, never pinned
+    hz_per_unit: int = 1  # devfreq files are Hz by ABI; 1000 where values only make sense as kHz
 
 
 @dataclass(frozen=True)
 class EmcInfo:
-    kind: str  # "debugfs-clock" (R24) | "debugfs-clk" (R28+) | "bpmp"
-    lock: str
-    lock_value: str  # what to write to lock
-    rate: str
+    kind: str  # "debugfs-clock" (R24) | "debugfs-clk" (R28+) | "bpmp" | "devfreq" (tegra264)
+    lock: str  # devfreq: the node's min_freq (pinning min = max locks it)
+    lock_value: str  # what to write to lock (devfreq: unused, the rate itself)
+    rate: str  # devfreq: the node's max_freq
     max_hz: int  # after the emc_iso_cap rule
     available_hz: Tuple[int, ...]  # empty when the kernel lists none (any rate <= max)
     cur_freq: Optional[str]
     iso_cap_hz: Optional[int]
+    control: Optional[str] = None  # the devfreq node dir (kind "devfreq")
 
 
 @dataclass(frozen=True)
@@ -116,14 +148,16 @@ class ThermalZone:
 
 @dataclass(frozen=True)
 class Rail:
-    """One INA3221 channel. Reading it is the power sources' job; this only says where it is."""
+    """One power-sensor channel (INA3221, INA238). Reading it is the power sources' job; this
+    only says where it is. Its files and units are its sensor family's (hw/power/sensors.py)."""
 
     name: str
     device: str  # iio:deviceK dir (iio) or hwmon/hwmonK dir (hwmon)
     channel: int  # as in the file names: 0-based (iio), 1-based (hwmon)
     layout: str  # "iio" | "hwmon"
-    point: str  # "module_input" | "rail"
+    point: str  # "module_input" | "rail" | "board_input"
     sensor: str = ""  # "1-0040"
+    chip: str = "ina3221"  # "ina3221" | "ina238"
 
 
 @dataclass(frozen=True)
@@ -141,6 +175,7 @@ class Board:
     rails: Tuple[Rail, ...]
     total_rail: Optional[str]  # None with rails present = the sum of connected channels
     notes: Tuple[str, ...] = field(default=())
+    power_mode: Optional[PowerMode] = None  # nvpmodel's current mode, read at detection
 
     @property
     def is_jetson(self) -> bool:
@@ -165,7 +200,7 @@ def parse_l4t_release(text: str) -> Optional[str]:
 def identify_family(model: str, compatible: List[str]) -> Optional[Family]:
     lowered = model.lower()
     for family in FAMILIES:
-        if any(c.startswith(p) for c in compatible for p in family.compatible):
+        if family.matches(compatible):
             return family
     for family in FAMILIES:
         if any(word in lowered for word in family.model_words):
@@ -203,7 +238,7 @@ def detect(root: Root) -> Board:
             notes.append("simulated board")
 
     cpu = _detect_cpu(root)
-    gpu = _detect_gpu(root) if soc else None
+    gpu = _detect_gpu(root, notes) if soc else None
     emc = _detect_emc(root) if soc else None
     rails = detect_rails(root)
     if soc:
@@ -213,8 +248,10 @@ def detect(root: Root) -> Board:
         total = family.total_rail if family else None
         names = {r.name for r in rails}
         if total is None or total not in names:
-            # Rail names differ between releases: fall back to any known total rail present.
-            total = next((n for n in TOTAL_RAIL_NAMES if n in names), None)
+            # Rail names differ between releases: fall back to a board input (the whole board),
+            # then any known module-input rail present.
+            total = next((r.name for r in rails if r.point == "board_input"), None) or next(
+                (n for n in TOTAL_RAIL_NAMES if n in names), None)
         display = model or f"NVIDIA Jetson ({SOC_NAMES.get(soc, soc)})"
     else:
         key = "generic" if cpu.policies else "none"
@@ -236,6 +273,7 @@ def detect(root: Root) -> Board:
         rails=tuple(rails),
         total_rail=total,
         notes=tuple(notes),
+        power_mode=read_power_mode(root),
     )
 
 
@@ -301,32 +339,78 @@ def _policy(root: Root, name: str, path: str, cpus: Tuple[int, ...]) -> CpuPolic
     )
 
 
+def _entry_matches(entry: str, patterns: Tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(entry, p) for p in patterns)
+
+
 def find_gpu_devfreq(root: Root) -> Optional[str]:
-    """The GPU's devfreq node, found by its device-tree node name (never a hard-coded path)."""
-    for node in root.glob("/sys/class/devfreq/*"):
+    """The GPU's devfreq node, found by its device-tree node name or, where the device has none,
+    by its class entry name (never a hard-coded path)."""
+    nodes = root.glob("/sys/class/devfreq/*")
+    for node in nodes:
         name = root.read(f"{node}/device/of_node/name", default="")
         if name in GPU_OF_NODE_NAMES:
+            return node
+    for node in nodes:
+        if _entry_matches(node.rsplit("/", 1)[-1], GPU_ENTRY_PATTERNS):
             return node
     return None
 
 
-def _detect_gpu(root: Root) -> Optional[GpuInfo]:
+def _devfreq_unit(table: Tuple[int, ...], what: str, notes: List[str]) -> int:
+    """Hz per file unit: 1 by the kernel ABI; 1000 when the values only make sense as kHz."""
+    lo, hi = GPU_SANE_HZ
+    top = max(table, default=0)
+    if top and not lo <= top <= hi and lo <= top * 1000 <= hi:
+        notes.append(f"{what} devfreq values ({top}) are below {lo // 1_000_000} MHz as Hz: "
+                     "read as kHz")
+        return 1000
+    return 1
+
+
+def _pci_railgate(root: Root, device: str) -> Optional[str]:
+    """The GPU PCI device's runtime-PM knob, found from the NVIDIA driver's list of its GPUs
+    (the devfreq node's own device first when several are listed)."""
+    bdfs = sorted(root.listdir(NVIDIA_GPUS_DIR))
+    real_device = root.resolve(device)
+    candidates = [b for b in bdfs if root.resolve(f"/sys/bus/pci/devices/{b}") == real_device]
+    for bdf in candidates + bdfs:
+        control = f"/sys/bus/pci/devices/{bdf}/power/control"
+        if root.exists(control):
+            return root.resolve(control)
+    return None
+
+
+def _detect_gpu(root: Root, notes: List[str]) -> Optional[GpuInfo]:
     node = find_gpu_devfreq(root)
     if node is not None:
         real = root.resolve(node)
         device = root.resolve(f"{node}/device")
-        table = tuple(sorted(set(root.read_ints(f"{real}/available_frequencies", default=[]))))
-        railgate = f"{device}/railgate_enable"
+        raw = tuple(sorted(set(root.read_ints(f"{real}/available_frequencies", default=[]))))
+        unit = _devfreq_unit(raw or (root.read_int(f"{real}/max_freq", default=0),), "GPU",
+                             notes)
+        table = tuple(v * unit for v in raw)
+        railgate: Optional[str] = f"{device}/railgate_enable"
+        values = ("0", "1")
+        if not root.exists(railgate):
+            # No railgate_enable (Thor): the GPU is a PCI device, gated by runtime PM.
+            railgate, values = _pci_railgate(root, device), ("on", "auto")
+        side = tuple(
+            (n.rsplit("/", 1)[-1], root.resolve(n)) for n in root.glob("/sys/class/devfreq/*")
+            if _entry_matches(n.rsplit("/", 1)[-1], GPU_SIDE_ENTRY_PATTERNS))
         return GpuInfo(
             kind="devfreq",
             name=real.rsplit("/", 1)[-1],
             control=real,
             device=device,
             available_hz=table,
-            max_hz=max(table) if table else root.read_int(f"{real}/max_freq", default=0),
-            min_hz=min(table) if table else root.read_int(f"{real}/min_freq", default=0),
-            railgate=railgate if root.exists(railgate) else None,
+            max_hz=max(table) if table else root.read_int(f"{real}/max_freq", default=0) * unit,
+            min_hz=min(table) if table else root.read_int(f"{real}/min_freq", default=0) * unit,
+            railgate=railgate,
             cur_freq=f"{real}/cur_freq",
+            railgate_values=values,
+            side_clocks=side,
+            hz_per_unit=unit,
         )
     override = "/sys/kernel/debug/clock/override.gbus"
     if root.exists(f"{override}/rate"):
@@ -350,6 +434,10 @@ def _detect_gpu(root: Root) -> Optional[GpuInfo]:
             railgate=railgate if railgate and root.exists(railgate) else None,
             cur_freq="/sys/kernel/debug/clock/gbus/rate",
         )
+    # An unknown (future) layout: say what is there, never crash or skip silently.
+    found = [n.rsplit("/", 1)[-1] for n in root.glob("/sys/class/devfreq/*")]
+    notes.append("GPU: not controllable here; found devfreq nodes: "
+                 + (", ".join(found) if found else "none"))
     return None
 
 
@@ -366,6 +454,24 @@ _EMC_OVERRIDES = (
 
 
 def _detect_emc(root: Root) -> Optional[EmcInfo]:
+    for entry in EMC_DEVFREQ_ENTRIES:
+        node = f"/sys/class/devfreq/{entry}"
+        if root.exists(f"{node}/max_freq"):
+            # A devfreq node (no debugfs: works under lockdown too): pinned min = max = rate.
+            real = root.resolve(node)
+            table = tuple(sorted(set(root.read_ints(f"{real}/available_frequencies",
+                                                    default=[]))))
+            return EmcInfo(
+                kind="devfreq",
+                lock=f"{real}/min_freq",
+                lock_value="",
+                rate=f"{real}/max_freq",
+                max_hz=max(table) if table else root.read_int(f"{real}/max_freq", default=0),
+                available_hz=table,
+                cur_freq=f"{real}/cur_freq",
+                iso_cap_hz=None,
+                control=real,
+            )
     bpmp = "/sys/kernel/debug/bpmp/debug/clk/emc"
     if root.exists(f"{bpmp}/rate"):
         hi = root.read_int(f"{bpmp}/max_rate", default=0)
@@ -418,26 +524,27 @@ def _detect_thermal(root: Root) -> Tuple[ThermalZone, ...]:
 
 
 def detect_rails(root: Root) -> List[Rail]:
-    """Every connected INA3221 channel, both driver layouts (NC and the shunt sum skipped)."""
+    """Every connected power-sensor channel of every family in the sensor table (NC channels
+    and the INA3221's shunt sum skipped), the board's input first."""
     rails: List[Rail] = []
-    for dev in root.glob("/sys/bus/i2c/drivers/ina3221x/*-00*"):
-        sensor = dev.rsplit("/", 1)[-1]
-        for iio in root.glob(f"{dev}/iio:device*"):
-            real = root.resolve(iio)
-            for channel in range(3):
-                name = root.read(f"{real}/rail_name_{channel}", default="")
-                if name and name.upper() != "NC":
-                    rails.append(Rail(name, real, channel, "iio", _point(name), sensor))
-    for dev in root.glob("/sys/bus/i2c/drivers/ina3221/*-00*"):
-        sensor = dev.rsplit("/", 1)[-1]
-        for hwmon in root.glob(f"{dev}/hwmon/hwmon*"):
-            real = root.resolve(hwmon)
-            for channel in (1, 2, 3):  # in7 is the shunt-voltage sum: never a rail
-                name = root.read(f"{real}/in{channel}_label", default="")
-                if name and name.upper() != "NC":
-                    rails.append(Rail(name, real, channel, "hwmon", _point(name), sensor))
+    for fam in SENSOR_FAMILIES:
+        for dev in root.glob(f"/sys/bus/i2c/drivers/{fam.driver}/*-00*"):
+            sensor = dev.rsplit("/", 1)[-1]
+            for container in root.glob(f"{dev}/{fam.container}"):
+                real = root.resolve(container)
+                rails.extend(_family_rails(root, fam, real, sensor))
     return rails
 
 
-def _point(name: str) -> str:
-    return "module_input" if name in TOTAL_RAIL_NAMES else "rail"
+def _family_rails(root: Root, fam: SensorFamily, device: str, sensor: str) -> List[Rail]:
+    out = []
+    for channel in fam.channels:
+        label = fam.label(channel)
+        name = root.read(f"{device}/{label}", default="") if label else (fam.default_label or "")
+        if not name or name.upper() == "NC":
+            continue
+        if not label and not root.exists(f"{device}/{fam.volt_file.format(n=channel)}"):
+            continue  # an unlabelled chip: only channels that have readings
+        out.append(Rail(name, device, channel, fam.layout, point_for(fam, name), sensor,
+                        fam.chip))
+    return out

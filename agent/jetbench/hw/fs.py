@@ -12,6 +12,7 @@ that carry the path and a hint.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 from pathlib import Path
 from typing import Iterator, List, Optional, Union
@@ -30,11 +31,40 @@ WRITE_ALLOWLIST = (
     "sys/kernel/cluster",
     "sys/devices/pwm-fan",
 )
-# Files under sys/devices that unbind, remove or reset hardware: never a tuning knob.
+# Files under sys/devices that unbind, remove, reset or reprogram hardware: never a tuning knob,
+# whatever the knob table below says (names, then names by parent directory).
 WRITE_DENY_NAMES = frozenset(
-    {"remove", "rescan", "reset", "bind", "unbind", "new_id", "remove_id", "uevent",
-     "driver_override", "delete_device", "new_device"}
+    {"remove", "rescan", "reset", "reset_method", "bind", "unbind", "new_id", "remove_id",
+     "uevent", "driver_override", "delete_device", "new_device", "authorized",
+     "authorized_default", "delete", "eject", "loading", "sriov_numvfs", "nowayout",
+     "pretimeout", "pretimeout_governor", "timeout"}
 )
+# Parent directories whose files are never knobs: memory hotplug (`memoryN/online`), watchdogs.
+WRITE_DENY_PARENTS = ("memory*", "watchdog*")
+# The clock/power knobs jetbench writes: (file name glob, parent directory glob, under prefix).
+# Everything a planner, a profile's [[write]] or a journal entry writes must match one row.
+_DEBUGFS = "sys/kernel/debug"
+KNOB_FILES = (
+    ("scaling_*", "cpufreq", ""),          # scaling_governor/min_freq/max_freq/setspeed
+    ("scaling_*", "policy[0-9]*", ""),     # the same files seen through cpufreq/policyN
+    ("online", "cpu[0-9]*", ""),           # CPU hotplug (never memoryN/online)
+    ("disable", "state[0-9]*", ""),        # cpuidle/stateK/disable
+    ("enable", "tegra_cpuquiet", ""),      # R24 cpuquiet
+    ("current_governor", "cpuquiet", ""),
+    ("immediate", "cluster", ""), ("force", "cluster", ""), ("active", "cluster", ""),  # R24
+    ("governor", "*", ""), ("min_freq", "*", ""), ("max_freq", "*", ""),  # devfreq nodes
+    ("set_freq", "userspace", ""),         # devfreq userspace governor
+    ("railgate_enable", "*", ""),
+    ("control", "power", ""),              # runtime PM: `on` keeps a device (Thor's GPU) powered
+    ("target_pwm", "*", ""), ("temp_control", "*", ""),  # pwm-fan, debugfs tegra_fan
+    ("pwm[0-9]", "*", ""), ("pwm[0-9]_enable", "*", ""),  # hwmon fan
+    ("rate", "*", _DEBUGFS), ("state", "override.*", _DEBUGFS),  # debugfs clock overrides (R24)
+    ("clk_state", "override.*", _DEBUGFS), ("clk_update_rate", "override.*", _DEBUGFS),
+    ("mrq_rate_locked", "*", _DEBUGFS), ("min_rate", "*", _DEBUGFS),  # BPMP clocks
+    ("max_rate", "*", _DEBUGFS),
+)
+# A sysfs store gets at most one page; no knob holds more.
+MAX_KNOB_BYTES = 4096
 
 _HINT_PERMISSION = (
     "run with sudo, or install the udev rules (udev/) and add yourself to the jetbench group"
@@ -48,6 +78,8 @@ _Raise = object()
 
 def _board_rel(path: str) -> str:
     """'/sys/x/../y' -> 'sys/y' (lexical; symlinks are handled by `resolve`)."""
+    if "\x00" in str(path):
+        raise UnsafePath(f"a NUL character in a path: {str(path)!r}")
     parts: List[str] = []
     for part in str(path).split("/"):
         if part in ("", "."):
@@ -59,6 +91,35 @@ def _board_rel(path: str) -> str:
             continue
         parts.append(part)
     return "/".join(parts)
+
+
+def is_knob(rel: str) -> bool:
+    """Whether a resolved board-relative path is a clock/power knob (and not a denied file)."""
+    parts = rel.split("/")
+    name, parent = parts[-1], parts[-2] if len(parts) > 1 else ""
+    if name in WRITE_DENY_NAMES or "reset" in name:
+        return False
+    if any(fnmatch.fnmatchcase(part, pat) for part in parts[:-1] for pat in WRITE_DENY_PARENTS):
+        return False
+    return any(
+        fnmatch.fnmatchcase(name, name_pat) and fnmatch.fnmatchcase(parent, parent_pat)
+        and (not under or rel.startswith(under + "/"))
+        for name_pat, parent_pat, under in KNOB_FILES
+    )
+
+
+def check_knob_value(text: str, path: str) -> None:
+    """Refuse a value no knob takes: control characters (one trailing newline aside, as `echo`
+    writes it) or more than a sysfs page. A newline inside would be two writes in one."""
+    body = text[:-1] if text.endswith("\n") else text
+    bad = next((c for c in body if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise UnsafePath(f"refusing a value with a control character ({bad!r}): {body[:40]!r}",
+                         path=path, hint="a knob takes one line of printable text")
+    size = len(text.encode("utf-8", errors="surrogateescape"))
+    if size > MAX_KNOB_BYTES:
+        raise UnsafePath(f"refusing a {size}-byte value: a knob holds at most "
+                         f"{MAX_KNOB_BYTES} bytes (one sysfs page)", path=path)
 
 
 class Root:
@@ -105,12 +166,21 @@ class Root:
         """The resolved board path if jetbench may write it, else UnsafePath."""
         resolved = self.resolve(board_path)
         rel = resolved.lstrip("/")
+        shown = board_path if resolved == board_path else f"{board_path} -> {resolved}"
         allowed = any(rel == p or rel.startswith(p + "/") for p in WRITE_ALLOWLIST)
-        if not allowed or os.path.basename(rel) in WRITE_DENY_NAMES:
+        if not allowed:
             raise UnsafePath(
                 "refusing to write outside the clock/power-control allowlist",
-                path=board_path if resolved == board_path else f"{board_path} -> {resolved}",
+                path=shown,
                 hint="allowed: " + ", ".join("/" + p for p in WRITE_ALLOWLIST),
+            )
+        if not is_knob(rel):
+            raise UnsafePath(
+                "refusing to write a file that is not a known clock/power knob",
+                path=shown,
+                hint="knobs are cpufreq scaling_*, cpu online, cpuidle disable, devfreq "
+                     "governor/min_freq/max_freq, railgate_enable, power/control, fan pwm, "
+                     "debugfs clock overrides (see KNOB_FILES in jetbench/hw/fs.py)",
             )
         return resolved
 
@@ -211,6 +281,7 @@ class Root:
 
     def write_raw(self, board_path: str, text: str) -> None:
         """Write exact text (for restore). Never creates a file: sysfs files already exist."""
+        check_knob_value(text, board_path)
         resolved = self.check_writable(board_path)
         host = self.path(resolved)
         data = text.encode("utf-8", errors="surrogateescape")

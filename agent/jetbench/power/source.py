@@ -20,7 +20,7 @@ from typing import Optional, Protocol, Sequence, Tuple
 from ..errors import HardwareError
 
 # Where a channel was measured; reports always say which.
-POINTS = ("module_input", "rail", "external", "package", "gpu_board")
+POINTS = ("module_input", "rail", "external", "package", "gpu_board", "board_input")
 # What a channel's values are.
 KIND_POWER = "power"  # watts, sampled
 KIND_ENERGY = "energy"  # cumulative joules from a counter (exact energy between two reads)

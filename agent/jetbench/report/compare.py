@@ -67,6 +67,11 @@ def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
     if schema.total_label(a) != schema.total_label(b):
         out.append(f"power measured at different points: {schema.total_label(a)} vs "
                    f"{schema.total_label(b)}")
+    mode_a, mode_b = _power_mode(a), _power_mode(b)
+    if mode_a != mode_b:
+        out.append(f"different power modes (nvpmodel): {mode_a or 'not recorded'} vs "
+                   f"{mode_b or 'not recorded'}: the clocks' ceilings differ, results are not "
+                   "comparable")
     if bool(a.get("simulated")) != bool(b.get("simulated")):
         out.append("one result is from a SIMULATED board")
     for name, doc in (("A", a), ("B", b)):
@@ -79,3 +84,8 @@ def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
         out.append(f"the img/s/W change ({eb / ea - 1:+.1%}) is within the two results' "
                    f"uncertainties (+-{pa:.1f}% and +-{pb:.1f}%)")
     return out
+
+
+def _power_mode(doc: Dict[str, Any]) -> Optional[str]:
+    mode = (doc.get("board") or {}).get("power_mode")
+    return mode.get("text") or str(mode.get("id")) if isinstance(mode, dict) else None

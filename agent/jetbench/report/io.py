@@ -4,10 +4,11 @@ Every write goes to a temporary file in the same directory, is fsynced, renamed 
 target, and the directory is fsynced; a kill at any moment leaves at most a stale `.tmp`
 file, which readers ignore and the next run into that directory removes.
 
-A new result *claims* its name atomically (`os.link` of the finished temporary, which fails
-if the name exists): two runs into one --out never write the same name, and neither file is
-lost. Files get the mode the umask gives a normal file (0644 under 022) and, under sudo, the
-invoking user's ownership (SUDO_UID/SUDO_GID), so the user can read and delete them.
+A new result *claims* its name atomically (`claim_result_path`: O_EXCL placeholders for the
+JSON and its CSV, then replaced by atomic writes): two runs into one --out never write the
+same name, and neither file is lost. Files get the mode the umask gives a normal file (0644
+under 022) and, under sudo, the invoking user's ownership (SUDO_UID/SUDO_GID), so the user can
+read and delete them.
 """
 
 from __future__ import annotations
@@ -82,68 +83,20 @@ def atomic_write_text(path: PathLike, text: str) -> Path:
     return path
 
 
-def _link_new(tmp: str, target: Path) -> bool:
-    """Give `tmp` the name `target` only if no file has it (atomic); False if taken."""
-    try:
-        os.link(tmp, target)
-    except FileExistsError:
-        return False
-    except OSError:
-        # A filesystem without hard links: claim the name with O_EXCL, then fill it.
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 & ~_umask())
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as fh, open(tmp, encoding="utf-8") as src:
-            fh.write(src.read())
-            fh.flush()
-            os.fsync(fh.fileno())
-        give_to_invoking_user(target)
-    return True
-
-
-def _candidates(path: Path) -> Iterable[Path]:
-    yield path
-    n = 2
-    while True:
-        yield path.with_name(f"{path.stem}-{n}{path.suffix}")
-        n += 1
-
-
 def claim_result(json_path: PathLike, doc: Dict[str, Any], csv_text: Optional[str]) -> Path:
     """Write a new result (and its trace CSV) under the first free name `stem.json`,
-    `stem-2.json`, ...; never over an existing file, even with another run writing into the
-    same directory at the same moment. The CSV is claimed first, then the JSON (its presence
-    marks the point done); `doc["power"]["trace_csv"]` names the CSV actually written."""
-    json_path = Path(json_path)
-    directory = json_path.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    csv_tmp = _write_tmp(directory, json_path.stem + ".csv", csv_text) \
-        if csv_text is not None else None
-    try:
-        for candidate in _candidates(json_path):
-            csv_path = candidate.with_suffix(".csv")
-            if csv_tmp is not None:
-                if not _link_new(csv_tmp, csv_path):
-                    continue
-                (doc.get("power") or {})["trace_csv"] = csv_path.name
-            elif csv_path.exists():
-                continue
-            text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
-            json_tmp = _write_tmp(directory, candidate.name, text)
-            try:
-                claimed = _link_new(json_tmp, candidate)
-            finally:
-                _unlink(json_tmp)
-            if claimed:
-                _fsync_dir(directory)
-                return candidate
-            if csv_tmp is not None:
-                _unlink(csv_path)  # ours: we just linked it
-        raise AssertionError("unreachable")  # _candidates never ends
-    finally:
-        if csv_tmp is not None:
-            _unlink(csv_tmp)
+    `stem-2.json`, ... (`claim_result_path`): never over an existing file, even with another
+    run writing into the same directory at the same moment. The CSV first, then the JSON (its
+    presence marks the point done); `doc["power"]["trace_csv"]` names the CSV written."""
+    path = claim_result_path(json_path)
+    csv_path = path.with_suffix(".csv")
+    if csv_text is not None:
+        (doc.get("power") or {})["trace_csv"] = csv_path.name
+        atomic_write_text(csv_path, csv_text)
+    else:
+        csv_path.unlink()
+    write_json(path, doc)
+    return path
 
 
 def clean_stale_tmp(directory: PathLike, older_than_s: float = STALE_TMP_AGE_S) -> List[Path]:
@@ -178,6 +131,32 @@ def _fsync_dir(directory: Path) -> None:
         pass  # some filesystems refuse fsync on a directory
     finally:
         os.close(fd)
+
+
+def _create_exclusive(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def claim_result_path(path: PathLike) -> Path:
+    """Reserve `path` (else `stem-2`, `stem-3`...) for a result and its trace CSV: both names
+    are created empty with O_EXCL, so runs writing into one directory at once never pick the
+    same name and never overwrite an earlier result. The caller replaces the placeholders with
+    atomic writes (and removes the CSV one if it has no trace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+        if _create_exclusive(candidate):
+            if _create_exclusive(candidate.with_suffix(".csv")):
+                return candidate
+            os.unlink(candidate)  # our own empty placeholder: the CSV name is taken
+        n += 1
 
 
 def write_json(path: PathLike, doc: Any) -> Path:

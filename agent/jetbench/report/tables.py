@@ -98,6 +98,8 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
 
     add("GPU clock (applied)", [format_hz(schema.gpu_hz(d)) if schema.gpu_hz(d) else "-"
                                 for d in docs])
+    add("Power mode (nvpmodel)", [((d.get("board") or {}).get("power_mode") or {}).get("text")
+                                  or "-" for d in docs])
     add("Performance (img/s)", [_num(schema.images_per_s(d)) if schema.is_ok(d)
                                 else str(d.get("status")) for d in docs])
     add("Latency p50 / p99 (ms)", [
@@ -262,9 +264,12 @@ def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
         pct = unc.get("images_per_j_pct")
         if schema.images_per_j(d) is None or (pct is not None and pct <= UNCERTAINTY_BOUND_PCT):
             continue
-        shown = "unknown" if pct is None else f"{pct:.1f}%"
-        text = (f"{schema.label(d)}: img/s/W uncertainty {shown} exceeds "
-                f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
+        if pct is None:
+            text = (f"{schema.label(d)}: img/s/W uncertainty is unknown, so it cannot be shown "
+                    f"within {UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
+        else:
+            text = (f"{schema.label(d)}: img/s/W uncertainty {pct:.1f}% exceeds "
+                    f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
         lower = unc.get("lower_it") or []
         out.append(text + (": lower it with " + "; or ".join(lower) if lower else ""))
     return out

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Tuple
 
 MHZ = 1_000_000
+EMC_DEVFREQ_DEVICE = "/sys/devices/platform/bwmgr"  # tegra264's bandwidth manager (devfreq)
 
 
 @dataclass(frozen=True)
@@ -20,10 +21,10 @@ class SimCluster:
 
 @dataclass(frozen=True)
 class SimIna:
-    driver: str  # "ina3221x" (iio) | "ina3221" (hwmon)
+    driver: str  # "ina3221x" (iio) | "ina3221" (hwmon) | "ina238" (hwmon, no labels)
     bus_addr: str  # "1-0040"
     device_dir: str  # the real device dir under /sys/devices
-    labels: Tuple[str, str, str]
+    labels: Tuple[str, ...]  # per channel; the INA238's one channel is named VIN by jetbench
     index: int  # iio:deviceK / hwmonK
 
 
@@ -42,10 +43,10 @@ class SimBoard:
     gpu_kind: str  # "devfreq" | "debugfs"
     gpu_device: str  # real device dir
     gpu_devfreq_name: str
-    gpu_of_node: str  # device-tree node name
+    gpu_of_node: str  # device-tree node name ("" = none: Thor's GPU is a PCI device)
     gpu_freqs_hz: Tuple[int, ...]
     gpu_governors: Tuple[str, ...]
-    emc_kind: str  # "debugfs-clock" | "debugfs-clk" | "bpmp"
+    emc_kind: str  # "debugfs-clock" | "debugfs-clk" | "bpmp" | "devfreq" (bwmgr)
     emc_freqs_hz: Tuple[int, ...]
     emc_iso_cap_hz: Optional[int]
     fan_kind: str  # "pwm-fan" | "tegra_fan" | "hwmon"
@@ -58,6 +59,13 @@ class SimBoard:
     extra_devfreq: Tuple[Tuple[str, str, str], ...] = field(default=())  # (device, name, of_node)
     cpuquiet: bool = False
     cpu_idle_khz: Optional[int] = None  # cur freq when idle; None = the table minimum
+    # nvpmodel: (id, name) of each mode and the current one; () = no nvpmodel (TX1).
+    power_modes: Tuple[Tuple[int, str], ...] = ()
+    power_mode: Optional[int] = None
+    # Thor: the GPU is a PCI device at this address (runtime PM railgating, listed under
+    # /proc/driver/nvidia/gpus); None = a platform device with railgate_enable and load.
+    gpu_pci_bdf: Optional[str] = None
+    enable_3d_scaling: bool = False  # the GPU device's file (Orin up to JetPack 6)
 
 
 _T210_CPU = (102000, 204000, 306000, 408000, 510000, 612000, 714000, 816000, 918000, 1020000,
@@ -85,6 +93,13 @@ _T234_CPU = (115200, 192000, 268800, 345600, 422400, 499200, 576000, 652800, 729
 _T234_GPU = (306000000, 408000000, 510000000, 612000000, 714000000, 816000000, 918000000,
              1020000000, 1122000000, 1224000000, 1300500000)
 _ORIN_NANO_GPU = (306000000, 408000000, 510000000, 624750000)
+# JetPack 6.2 "Super": the Orin Nano's GPU table reaches 1020 MHz in MAXN_SUPER.
+_ORIN_NANO_SUPER_GPU = (306000000, 408000000, 510000000, 612000000, 714000000, 816000000,
+                        918000000, 1020000000)
+_T264_CPU = (972000, 1188000, 1404000, 1620000, 1836000, 2052000, 2268000, 2484000, 2601000)
+_T264_GPU = (306000000, 459000000, 612000000, 765000000, 918000000, 1071000000, 1224000000,
+             1377000000, 1530000000, 1575000000)
+_T264_EMC = (204000000, 665600000, 1600000000, 2133000000, 3199000000, 4266000000)
 
 _GOV_ARM = ("interactive", "conservative", "ondemand", "userspace", "powersave", "performance",
             "schedutil")
@@ -175,6 +190,8 @@ _add(SimBoard(
     fan_kind="pwm-fan",
     inas=(SimIna("ina3221x", "6-0040", "/sys/devices/7000c400.i2c/i2c-6/6-0040",
                  ("POM_5V_IN", "POM_5V_GPU", "POM_5V_CPU"), 0),),
+    power_modes=((0, "MAXN"), (1, "5W")),
+    power_mode=0,
 ))
 _add(SimBoard(
     key="tx2",
@@ -206,6 +223,9 @@ _add(SimBoard(
         SimIna("ina3221x", "0-0041", "/sys/devices/3160000.i2c/i2c-0/0-0041",
                ("VDD_IN", "VDD_SYS_CPU", "VDD_SYS_DDR"), 1),
     ),
+    power_modes=((0, "MAXN"), (1, "MAXQ"), (2, "MAXP_CORE_ALL"), (3, "MAXP_CORE_ARM"),
+                 (4, "MAXP_CORE_DENVER")),
+    power_mode=0,
 ))
 _add(SimBoard(
     key="xavier-agx",
@@ -236,6 +256,8 @@ _add(SimBoard(
                ("CV", "VDDRQ", "SYS5V"), 1),
     ),
     extra_devfreq=(("/sys/devices/15340000.vic", "15340000.vic", "vic"),),
+    power_modes=((0, "MAXN"), (1, "MODE_10W"), (2, "MODE_15W"), (3, "MODE_30W_ALL")),
+    power_mode=0,
 ))
 _add(SimBoard(
     key="xavier-nx",
@@ -262,6 +284,9 @@ _add(SimBoard(
     # JetPack 5 (R35) uses the mainline hwmon driver.
     inas=(SimIna("ina3221", "7-0040", "/sys/devices/c250000.i2c/i2c-7/7-0040",
                  ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"), 1),),
+    power_modes=((0, "MODE_15W_2CORE"), (1, "MODE_15W_4CORE"), (2, "MODE_15W_6CORE"),
+                 (3, "MODE_10W_2CORE"), (4, "MODE_10W_4CORE")),
+    power_mode=2,
 ))
 _add(SimBoard(
     key="orin-agx",
@@ -293,6 +318,9 @@ _add(SimBoard(
                ("NC", "VDDQ_VDD2_1V8AO", "NC"), 2),
     ),
     extra_devfreq=(("/sys/devices/platform/bus@0/15340000.vic", "15340000.vic", "vic"),),
+    power_modes=((0, "MAXN"), (1, "MODE_15W"), (2, "MODE_30W"), (3, "MODE_50W")),
+    power_mode=0,
+    enable_3d_scaling=True,
 ))
 _add(SimBoard(
     key="orin-nano",
@@ -319,6 +347,8 @@ _add(SimBoard(
     fan_kind="hwmon",
     inas=(SimIna("ina3221", "1-0040", "/sys/devices/platform/bus@0/c240000.i2c/i2c-1/1-0040",
                  ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"), 1),),
+    power_modes=((0, "15W"), (1, "7W")),
+    power_mode=0,
 ))
 
 # JetPack 5 on the same module: the GPU node is named after the GPU (ga10b) and sits directly
@@ -340,9 +370,77 @@ _add(replace(
     extra_devfreq=(),
 ))
 
+# JetPack 7.2 (L4T R39.2) on the same module: 17000000.gpu stays, enable_3d_scaling is gone
+# (scaling is the governor's business).
+_add(replace(
+    BOARDS["orin-agx"],
+    key="orin-agx-jp7",
+    l4t_line="# R39 (release), REVISION: 2.0, GCID: 43000000, BOARD: generic, EABI: aarch64, "
+    "DATE: Mon Jun  1 00:00:00 UTC 2026",
+    enable_3d_scaling=False,
+))
+
+# Orin Nano with JetPack 6.2's Super device tree (`-super` part numbers): GPU to 1020 MHz,
+# EMC to 3199 MHz, CPU to 1.728 GHz in the MAXN_SUPER mode.
+_add(replace(
+    BOARDS["orin-nano"],
+    key="orin-nano-super",
+    model="NVIDIA Jetson Orin Nano Engineering Reference Developer Kit Super",
+    compatible=("nvidia,p3768-0000+p3767-0005-super", "nvidia,p3767-0005-super",
+                "nvidia,tegra234"),
+    l4t_line="# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, "
+    "DATE: Wed Jan  8 01:49:37 UTC 2025",
+    clusters=(SimCluster((0, 1, 2, 3), _T234_CPU[:22]), SimCluster((4, 5), _T234_CPU[:22])),
+    gpu_freqs_hz=_ORIN_NANO_SUPER_GPU,
+    emc_freqs_hz=(204000000, 665600000, 2133000000, 3199000000),
+    power_modes=((0, "15W"), (1, "25W"), (2, "MAXN_SUPER"), (3, "7W")),
+    power_mode=2,
+))
+
+# Jetson AGX Thor developer kit (JetPack 7, L4T R38): the GPU is a PCI device (0000:01:00.0)
+# whose devfreq class entries have no of_node (gpu-gpc-0 to pin, gpu-nvd-0 beside it); EMC is
+# the bwmgr devfreq node; the carrier's INA238 reads the whole board's input (VIN).
+_add(SimBoard(
+    key="thor",
+    model="NVIDIA Jetson AGX Thor Developer Kit",
+    compatible=("nvidia,p4071-0000+p3834-0008", "nvidia,p3834-0008", "nvidia,tegra264"),
+    l4t_line="# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, "
+    "DATE: Fri Aug 22 00:55:42 UTC 2025",
+    soc="tegra264",
+    # 14 Neoverse-V3AE cores, one cpufreq policy each.
+    clusters=tuple(SimCluster((k,), _T264_CPU) for k in range(14)),
+    cpu_governors=("conservative", "ondemand", "userspace", "powersave", "performance",
+                   "schedutil"),
+    cpu_governor="schedutil",
+    policy_dirs=True,
+    idle_states=("WFI", "c7"),
+    gpu_kind="devfreq",
+    gpu_device="/sys/devices/pci0000:00/0000:00:00.0/0000:01:00.0",
+    gpu_devfreq_name="gpu-gpc-0",
+    gpu_of_node="",
+    gpu_freqs_hz=_T264_GPU,
+    gpu_governors=("performance", "nvhost_podgov"),
+    emc_kind="devfreq",
+    emc_freqs_hz=_T264_EMC,
+    emc_iso_cap_hz=None,
+    fan_kind="hwmon",
+    inas=(
+        SimIna("ina238", "2-0044", "/sys/devices/platform/bus@0/c250000.i2c/i2c-2/2-0044",
+               ("VIN",), 2),
+        SimIna("ina3221", "1-0040", "/sys/devices/platform/bus@0/c240000.i2c/i2c-1/1-0040",
+               ("VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0"), 1),
+    ),
+    thermal=(("cpu-thermal", 41000), ("gpu-thermal", 39000), ("tj-thermal", 42000)),
+    extra_devfreq=(("/sys/devices/pci0000:00/0000:00:00.0/0000:01:00.0", "gpu-nvd-0", ""),),
+    power_modes=((0, "MAXN"), (1, "120W")),
+    power_mode=0,
+    gpu_pci_bdf="0000:01:00.0",
+))
+
 # Aliases users type.
 ALIASES = {"tx1-r32": "tx1", "agx-xavier": "xavier-agx", "agx-orin": "orin-agx",
-           "orin-nx": "orin-nano", "xavier": "xavier-agx", "orin": "orin-agx"}
+           "orin-nx": "orin-nano", "xavier": "xavier-agx", "orin": "orin-agx",
+           "agx-thor": "thor", "orin-nx-super": "orin-nano-super"}
 
 
 def get(key: str) -> SimBoard:

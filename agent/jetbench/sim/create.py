@@ -15,7 +15,7 @@ from typing import Dict, Iterable, Union
 from ..errors import UsageError
 from ..hw.board import SIM_MARKER
 from . import quirks as Q
-from .boards import SimBoard, SimIna, get
+from .boards import EMC_DEVFREQ_DEVICE, SimBoard, SimIna, get
 from .kernel import SimKernel, idle_rails_mw, rail_mv
 
 DYNAMIC_GOVERNOR_NOTE = "simulated: dynamic governors idle at the table minimum"
@@ -93,6 +93,19 @@ def _identity(tree: _Tree, board: SimBoard, quirks: Iterable[str] = ()) -> None:
     tree.link("/proc/device-tree", dt)
     if board.l4t_line:
         tree.file("/etc/nv_tegra_release", board.l4t_line + "\n")
+    if board.power_modes:
+        _nvpmodel(tree, board)
+
+
+def _nvpmodel(tree: _Tree, board: SimBoard) -> None:
+    """The current mode and the names of the modes (only those lines: not NVIDIA's file)."""
+    conf = f"/etc/nvpmodel/nvpmodel_sim_{board.key}.conf"
+    lines = ["# jetbench simulated board: power mode names only (not hardware)"]
+    lines += [f"< POWER_MODEL ID={k} NAME={name} >" for k, name in board.power_modes]
+    lines.append(f"< PM_CONFIG DEFAULT={board.power_mode} >")
+    tree.file(conf, "\n".join(lines) + "\n")
+    tree.link("/etc/nvpmodel.conf", conf)
+    tree.file("/var/lib/nvpmodel/status", f"pmode:{board.power_mode:04d} fmode:quiet\n")
 
 
 def _cpu(tree: _Tree, board: SimBoard) -> None:
@@ -146,11 +159,23 @@ def _cpu(tree: _Tree, board: SimBoard) -> None:
 def _gpu(tree: _Tree, board: SimBoard) -> None:
     freqs = board.gpu_freqs_hz
     device = board.gpu_device
-    tree.value(f"{device}/railgate_enable", 1)
-    tree.value(f"{device}/load", 0)
-    of_node = f"/sys/firmware/devicetree/base/{board.gpu_of_node}@{device.rsplit('.', 1)[0][-8:]}"
-    tree.file(f"{of_node}/name", board.gpu_of_node + "\0")
-    tree.link(f"{device}/of_node", of_node)
+    if board.gpu_pci_bdf:
+        # A PCI GPU (Thor): runtime PM instead of railgate_enable, no load file, no of_node.
+        tree.value(f"{device}/power/control", "auto")
+        tree.value(f"{device}/power/runtime_status", "suspended")
+        tree.link(f"/sys/bus/pci/devices/{board.gpu_pci_bdf}", device)
+        tree.file(f"/proc/driver/nvidia/gpus/{board.gpu_pci_bdf}/information",
+                  f"Model: \t\t NVIDIA Thor\nBus Location: \t {board.gpu_pci_bdf}\n")
+    else:
+        tree.value(f"{device}/railgate_enable", 1)
+        tree.value(f"{device}/load", 0)
+    if board.enable_3d_scaling:
+        tree.value(f"{device}/enable_3d_scaling", 1)
+    if board.gpu_of_node:
+        of_node = (f"/sys/firmware/devicetree/base/{board.gpu_of_node}"
+                   f"@{device.rsplit('.', 1)[0][-8:]}")
+        tree.file(f"{of_node}/name", board.gpu_of_node + "\0")
+        tree.link(f"{device}/of_node", of_node)
     if board.gpu_kind == "debugfs":
         clock = "/sys/kernel/debug/clock"
         tree.value(f"{clock}/override.gbus/rate", 0)
@@ -162,9 +187,10 @@ def _gpu(tree: _Tree, board: SimBoard) -> None:
         return
     _devfreq(tree, device, board.gpu_devfreq_name, freqs, board.gpu_governors, "nvhost_podgov")
     for dev, name, node_name in board.extra_devfreq:
-        node = f"/sys/firmware/devicetree/base/{node_name}@{name.split('.')[0]}"
-        tree.file(f"{node}/name", node_name + "\0")
-        tree.link(f"{dev}/of_node", node)
+        if node_name:
+            node = f"/sys/firmware/devicetree/base/{node_name}@{name.split('.')[0]}"
+            tree.file(f"{node}/name", node_name + "\0")
+            tree.link(f"{dev}/of_node", node)
         _devfreq(tree, dev, name, (115200000, 332800000, 601600000), ("userspace",
                  "performance", "simple_ondemand"), "simple_ondemand")
 
@@ -201,6 +227,9 @@ def _emc(tree: _Tree, board: SimBoard) -> None:
         tree.value("/sys/kernel/debug/clk/override.emc/clk_state", 0)
         tree.value("/sys/kernel/debug/clk/emc/clk_rate", freqs[-1])
         tree.value("/sys/kernel/debug/tegra_bwmgr/emc_max_rate", freqs[-1])
+    elif board.emc_kind == "devfreq":
+        _devfreq(tree, EMC_DEVFREQ_DEVICE, "bwmgr", freqs, ("performance", "userspace",
+                 "simple_ondemand"), "simple_ondemand")
     else:
         bpmp = "/sys/kernel/debug/bpmp/debug/clk/emc"
         tree.value(f"{bpmp}/rate", freqs[-1])
@@ -242,8 +271,25 @@ def _inas(tree: _Tree, board: SimBoard) -> None:
         tree.link(f"/sys/bus/i2c/devices/{ina.bus_addr}", ina.device_dir)
         if ina.driver == "ina3221x":
             _iio(tree, ina, idle)
+        elif ina.driver == "ina238":
+            _ina238(tree, ina, idle)
         else:
             _hwmon(tree, ina, idle)
+
+
+def _ina238(tree: _Tree, ina: SimIna, idle: Dict[str, float]) -> None:
+    """Mainline hwmon ina238: no labels; in0 shunt mV, in1 bus mV, curr1 mA, power1 uW."""
+    d = f"{ina.device_dir}/hwmon/hwmon{ina.index}"
+    label = ina.labels[0]
+    mw = idle.get(label, 0.0)
+    mv = rail_mv(label)
+    tree.value(f"{d}/name", "ina238")
+    tree.value(f"{d}/in0_input", int(round(mw / mv * 2)))  # shunt mV across 2 mOhm
+    tree.value(f"{d}/in1_input", mv)
+    tree.value(f"{d}/curr1_input", int(round(mw * 1000 / mv)))
+    tree.value(f"{d}/power1_input", int(round(mw * 1000)))
+    tree.value(f"{d}/power1_max", 300_000_000)  # a limit, not a reading
+    tree.value(f"{d}/temp1_input", 38000)
 
 
 def _iio(tree: _Tree, ina: SimIna, idle: Dict[str, float]) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import quirks as Q
-from .boards import SimBoard, get
+from .boards import EMC_DEVFREQ_DEVICE, SimBoard, get
 from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
 
 __all__ = ["SimKernel", "idle_rails_mw", "rail_mv"]
@@ -282,29 +282,35 @@ class SimKernel:
         for device, name, _node in self.board.extra_devfreq:
             nodes.append((device, name, (115200000, 332800000, 601600000)))
         for device, name, table in nodes:
-            d = self.p(f"{device}/devfreq/{name}")
-            if _mid_write(d, "min_freq", "max_freq", "governor"):
-                continue
-            lo = _read_int(d / "min_freq", table[0])
-            hi = _read_int(d / "max_freq", table[-1])
-            ok = table[0] <= lo <= hi <= table[-1]
-            lo = int(self._guard(d / "min_freq", ok) or lo)
-            hi = int(self._guard(d / "max_freq", ok) or hi)
-            governor = _read(d / "governor")
-            target = hi if governor in ("performance", "userspace") else lo
-            cur = min(table, key=lambda f: (abs(f - target), f))
             is_gpu = name == self.board.gpu_devfreq_name
-            cap = self._gpu_cap_hz(tuple(table)) if is_gpu else None
-            if cap is not None:
-                cur = min(cur, cap)
-            if "static-cur" in self.quirks:
-                cur = _read_int(d / "cur_freq", table[0])  # the file never follows a pin
-            else:
-                _poke(d / "cur_freq", cur)
-                _poke(d / "target_freq", cur)
-            if is_gpu:
+            cur = self._devfreq_node(device, name, table, is_gpu)
+            if cur is not None and is_gpu:
                 gpu_hz = float(cur)
         return gpu_hz
+
+    def _devfreq_node(self, device: str, name: str, table: Tuple[int, ...],
+                      is_gpu: bool = False) -> Optional[int]:
+        """One devfreq node: undo refused min/max, set cur_freq from them and the governor
+        (and the quirks: a QoS cap on the GPU, a cur_freq that never follows)."""
+        d = self.p(f"{device}/devfreq/{name}")
+        if _mid_write(d, "min_freq", "max_freq", "governor"):
+            return None
+        lo = _read_int(d / "min_freq", table[0])
+        hi = _read_int(d / "max_freq", table[-1])
+        ok = table[0] <= lo <= hi <= table[-1]
+        lo = int(self._guard(d / "min_freq", ok) or lo)
+        hi = int(self._guard(d / "max_freq", ok) or hi)
+        governor = _read(d / "governor")
+        target = hi if governor in ("performance", "userspace") else lo
+        cur = min(table, key=lambda f: (abs(f - target), f))
+        cap = self._gpu_cap_hz(tuple(table)) if is_gpu else None
+        if cap is not None:
+            cur = min(cur, cap)
+        if "static-cur" in self.quirks:
+            return _read_int(d / "cur_freq", table[0])  # the file never follows a pin
+        _poke(d / "cur_freq", cur)
+        _poke(d / "target_freq", cur)
+        return cur
 
     def _sync_gbus(self) -> float:
         clock = self.p("/sys/kernel/debug/clock")
@@ -327,6 +333,9 @@ class SimKernel:
     def _sync_emc(self) -> float:
         table = self.board.emc_freqs_hz
         kind = self.board.emc_kind
+        if kind == "devfreq":
+            cur = self._devfreq_node(EMC_DEVFREQ_DEVICE, "bwmgr", table)
+            return float(cur if cur is not None else table[-1])
         if kind == "bpmp":
             rate = self.p("/sys/kernel/debug/bpmp/debug/clk/emc/rate")
             if _mid_write(rate.parent, "rate", "mrq_rate_locked"):
@@ -424,7 +433,12 @@ class SimKernel:
                 mw = watts[label] * 1000.0
                 mv = rail_mv(label)
                 ma = int(round(mw * 1000.0 / mv))
-                if ina.driver == "ina3221x":
+                if ina.driver == "ina238":
+                    d = self.p(f"{ina.device_dir}/hwmon/hwmon{ina.index}")
+                    _poke(d / "power1_input", f"{int(round(mw * 1000)):>10}")  # microwatts
+                    _poke(d / "curr1_input", f"{ma:>6}")
+                    _poke(d / "in1_input", mv)
+                elif ina.driver == "ina3221x":
                     d = self.p(f"{ina.device_dir}/iio:device{ina.index}")
                     # Fixed width: updated in place, never seen half-written.
                     _poke(d / f"in_power{index}_input", f"{int(round(mw)):>6}")

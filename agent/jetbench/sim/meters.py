@@ -372,9 +372,10 @@ class StreamSim(SimMeter):
     pushed = True
 
     def __init__(self, power_w: PowerFn = 5.0, *, columns: str = "millis,mV,mA",
-                 interval_s: float = 0.01, **kwargs):
+                 interval_s: float = 0.01, after_line: bytes = b"", **kwargs):
         super().__init__(power_w, **kwargs)
         self.columns = [c.strip() for c in columns.split(",")]
+        self.after_line = after_line  # e.g. b"\r\n": a sketch that prints a blank line too
         self.interval_s = interval_s
         self._t0 = time.monotonic()
         self._next = self._t0
@@ -397,7 +398,7 @@ class StreamSim(SimMeter):
                 "a": f"{amps:.9f}",
                 "ma": f"{amps * 1000:.6f}",
             }.get(key, "0"))
-        return (",".join(cells) + "\n").encode()
+        return (",".join(cells) + "\n").encode() + self.after_line
 
     def _push(self, port: Union[_PtyPort, _TcpPort]) -> None:
         delay = self._next - time.monotonic()

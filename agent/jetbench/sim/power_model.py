@@ -8,7 +8,8 @@ where V(f) rises linearly from V_min at the lowest table frequency to V_max at t
 (the shape of the Tegra DVFS tables), `activity` is the real CPU utilisation of the process
 running jetbench (0..1 of the machine), and f is the clock currently written in the tree.
 Rails map to components by their names; the module input (VDD_IN / POM_5V_IN) is the sum of the
-components divided by the regulators' efficiency. Numbers are of the order of the real boards'
+components divided by the regulators' efficiency; a board input (Thor's carrier INA238, VIN) adds
+the carrier board's own draw to that. Numbers are of the order of the real boards'
 (TX1 ~5-6 W running AlexNet at 690 MHz) but the model is for demos and tests, never a claim.
 """
 
@@ -34,6 +35,7 @@ class PowerCoefficients:
     cv_static_w: float
     sys_static_w: float  # the module's other loads (5 V domain)
     wifi_static_w: float = 0.25
+    carrier_static_w: float = 2.0  # the carrier board (USB, Ethernet, fan): only in a board input
 
 
 COEFFICIENTS: Dict[str, PowerCoefficients] = {
@@ -41,6 +43,8 @@ COEFFICIENTS: Dict[str, PowerCoefficients] = {
     "tegra186": PowerCoefficients(7.0, 4.0, 0.35, 0.25, 0.80, 0.35, 0.80, 0.0, 0.90),
     "tegra194": PowerCoefficients(16.0, 8.0, 0.50, 0.40, 1.60, 0.50, 1.40, 0.30, 1.20),
     "tegra234": PowerCoefficients(25.0, 10.0, 0.60, 0.50, 2.00, 0.60, 2.00, 0.40, 1.50),
+    "tegra264": PowerCoefficients(60.0, 25.0, 2.00, 1.50, 4.00, 1.00, 5.00, 1.00, 3.00,
+                                  carrier_static_w=6.0),
 }
 
 
@@ -66,7 +70,7 @@ class ClockState:
 
 
 def component_powers_w(soc: str, clocks: ClockState, activity: float) -> Dict[str, float]:
-    """Watts per component: gpu, cpu, soc, ddr, cv, sys, wifi."""
+    """Watts per component: gpu, cpu, soc, ddr, cv, sys, wifi (the module), carrier (outside)."""
     c = COEFFICIENTS.get(soc, COEFFICIENTS["tegra210"])
     act = min(max(activity, 0.0), 1.0)
     # Clocks burn some power even idle (clock trees, leakage rising with V): 10% floor.
@@ -86,6 +90,7 @@ def component_powers_w(soc: str, clocks: ClockState, activity: float) -> Dict[st
         "cv": c.cv_static_w,
         "sys": c.sys_static_w,
         "wifi": c.wifi_static_w,
+        "carrier": c.carrier_static_w,
     }
 
 
@@ -94,12 +99,16 @@ def rail_role(label: str) -> str:
     name = label.upper()
     if name in ("VDD_IN", "POM_5V_IN"):
         return "in"
+    if name == "VIN":
+        return "board"
     if "GPU" in name and "CPU" in name:
         return "cpu+gpu+cv"
     if "GPU" in name and "SOC" in name:
         return "gpu+soc"
     if "CPU" in name and "CV" in name:
         return "cpu+cv"
+    if "CPU" in name and "SOC" in name:
+        return "cpu+soc"
     for word, role in (("GPU", "gpu"), ("CPU", "cpu"), ("SOC", "soc"), ("DDR", "ddr"),
                        ("VDDRQ", "ddr"), ("VDDQ", "ddr"), ("WIFI", "wifi"), ("SYS5V", "sys"),
                        ("VIN_SYS", "sys"), ("CV", "cv")):
@@ -109,13 +118,17 @@ def rail_role(label: str) -> str:
 
 
 def rail_powers_w(labels: Sequence[str], components: Dict[str, float]) -> Dict[str, float]:
-    """Watts on each named rail. The module input includes everything, after regulator losses."""
-    total_in = sum(components.values()) / REGULATOR_EFFICIENCY
+    """Watts on each named rail. The module input includes everything on the module, after
+    regulator losses; a board input adds the carrier board."""
+    carrier = components.get("carrier", 0.0)
+    total_in = (sum(components.values()) - carrier) / REGULATOR_EFFICIENCY
     out: Dict[str, float] = {}
     for label in labels:
         role = rail_role(label)
         if role == "in":
             out[label] = total_in
+        elif role == "board":
+            out[label] = total_in + carrier
         else:
             out[label] = sum(components.get(part, 0.0) for part in role.split("+"))
     return out
@@ -128,4 +141,6 @@ def rail_mv(label: str) -> int:
         return 1800
     if name == "VDD_IN":
         return 19000 if "5V" not in name else 5000
+    if name == "VIN":
+        return 20000  # Thor's dev kit input (USB-C PD, 20 V)
     return 5000

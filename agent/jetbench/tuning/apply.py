@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Sequence, Tuple
 
 from ..hw.board import Board
 from ..hw.clocks import cpu, emc, fan, gpu
@@ -32,6 +32,15 @@ def build_plan(root: Root, board: Board, targets: Targets) -> List[Step]:
     if expert:
         steps.append(Step("write", "profile [[write]] entries", tuple(expert)))
     return steps
+
+
+def pin_notes(board: Board, targets: Targets, applied: Sequence[ClockReading]) -> List[str]:
+    """What the read-back says beyond the writes: a GPU pinned at its table's top that stays
+    below it (an old BPMP firmware under JetPack 6.2's Super tables)."""
+    g = board.gpu
+    if g is None or not g.available_hz or targets.gpu.max_hz != max(g.available_hz):
+        return []
+    return gpu.below_table_top(board, list(applied))
 
 
 def read_clocks(root: Root, board: Board) -> Tuple[ClockReading, ...]:

@@ -5,24 +5,41 @@ temporary file, fsync, rename, fsync the directory), keeps the *first* value see
 (a second `maxperf` never overwrites the original state with pinned values), and is removed only
 after a successful restore. A kill -9 at any moment therefore leaves either no change, or
 changes that the journal describes.
+
+Root reads it and writes it back to the board, so it is treated as hostile input: reached only
+through the checked state-directory descriptor (statedir.py), never through a symlink, replaced
+via a temporary created exclusively under a random name, and validated whole on load (`parse`:
+schema, types, every path a knob `Root.check_writable` accepts, every value one a knob holds,
+bounded size). Anything else is JournalInvalid: one message, exit 2, `restore --discard`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, WriteRejected
-from ..hw.fs import Root
+from ..hw.fs import MAX_KNOB_BYTES, Root, check_knob_value
+from .statedir import STATE_DIR, remove_stale_temporaries, state_dir_fd
 
-JOURNAL_PATH = "/var/lib/jetbench/journal.json"
+JOURNAL_NAME = "journal.json"
+JOURNAL_PATH = f"{STATE_DIR}/{JOURNAL_NAME}"
 SCHEMA = "jetbench.journal/1"
 # Values the kernel shows but never accepts back: the kernel regenerates them itself.
 UNWRITABLE = ("<unsupported>",)
+# Bounds no journal jetbench writes comes near (a board has a few hundred knobs at most).
+MAX_JOURNAL_BYTES = 1 << 20
+MAX_ENTRIES = 4096
+MAX_STEP_CHARS = 256
+_TOP_KEYS = {"schema", "board", "updated", "note", "entries"}
+_ENTRY_KEYS = {"path", "raw", "step"}
+_FILE_MODE = 0o644  # clock values are no secret; readable by every member of the group
 
 
 @dataclass(frozen=True)
@@ -32,77 +49,231 @@ class Entry:
     step: str
 
 
+class JournalInvalid(HardwareError):
+    """A journal jetbench did not write (or a damaged one): nothing is restored from it."""
+
+    def __init__(self, path: str, what: str):
+        super().__init__(
+            f"the state journal {path} is not one jetbench can trust: {what}",
+            path=path,
+            hint="nothing was written. Check the board's clocks by hand (`jetbench info`; the "
+                 "file lists what jetbench believes the originals were), then "
+                 "`sudo jetbench restore --discard` moves the journal aside",
+        )
+
+
 def journal_file(root: Root) -> Path:
     return root.path(JOURNAL_PATH)
 
 
-def load(root: Root) -> List[Entry]:
-    path = journal_file(root)
+def _no_duplicate_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
+    return dict(pairs)
+
+
+def _check_entry(root: Root, item: Any, where: str, fail: Any) -> Entry:
+    """One entry, checked as restore will use it: a knob path jetbench may write, a value a
+    knob can hold. `fail(what)` makes the error."""
+    if not isinstance(item, dict) or not set(item) <= _ENTRY_KEYS or not {"path", "raw"} <= set(
+            item):
+        raise fail(f"{where} is not an object with path, raw and step")
+    path, raw, step = item["path"], item["raw"], item.get("step", "")
+    if not all(isinstance(v, str) for v in (path, raw, step)):
+        raise fail(f"{where}: path, raw and step must be strings")
+    if not path.startswith("/") or len(path) > MAX_KNOB_BYTES or any(
+            ord(c) < 0x20 or ord(c) == 0x7F for c in path + step) or len(step) > MAX_STEP_CHARS:
+        raise fail(f"{where}: path {path[:80]!r} or step {step[:40]!r} is malformed")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as err:
-        raise HardwareError(f"the state journal is unreadable ({err})", path=str(path),
-                            hint="inspect it by hand; it lists the original clock values") from err
+        root.check_writable(path)
+        check_knob_value(raw, path)
+    except JetbenchError as err:
+        raise fail(f"{where}: {err}") from None
+    return Entry(path, raw, step)
+
+
+def parse(root: Root, data: bytes, shown: str) -> List[Entry]:
+    """The entries of a journal's bytes, validated whole; JournalInvalid for anything else."""
+
+    def fail(what: str) -> JournalInvalid:
+        return JournalInvalid(shown, what)
+
+    if len(data) > MAX_JOURNAL_BYTES:
+        raise fail(f"larger than {MAX_JOURNAL_BYTES} bytes")
+    try:
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except RecursionError:
+        raise fail("nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise fail(f"not valid JSON ({err})") from None
+    if not isinstance(doc, dict):
+        raise fail(f"expected a JSON object, found {type(doc).__name__}")
     if doc.get("schema") != SCHEMA:
-        raise HardwareError(f"unknown journal schema {doc.get('schema')!r}", path=str(path))
-    return [Entry(e["path"], e["raw"], e.get("step", "")) for e in doc["entries"]]
+        raise fail(f"schema {str(doc.get('schema'))[:40]!r}, expected {SCHEMA!r}")
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise fail(f"unknown key {unknown[0][:40]!r}")
+    for key in ("board", "updated", "note"):
+        if not isinstance(doc.get(key, ""), str):
+            raise fail(f"{key!r} must be a string")
+    items = doc.get("entries")
+    if not isinstance(items, list):
+        raise fail("'entries' must be a list")
+    if len(items) > MAX_ENTRIES:
+        raise fail(f"more than {MAX_ENTRIES} entries")
+    entries = [_check_entry(root, item, f"entry {k + 1}", fail) for k, item in enumerate(items)]
+    if len({e.path for e in entries}) != len(entries):
+        raise fail("a path appears twice")
+    return entries
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+def _read_journal(root: Root, dir_fd: int) -> Optional[bytes]:
+    """The journal's bytes (None: there is none), never through a symlink or from a device."""
+    shown = str(journal_file(root))
     try:
-        os.fsync(dir_fd)
+        fd = os.open(JOURNAL_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if os.path.islink(shown):
+            raise JournalInvalid(shown, "it is a symbolic link") from None
+        raise HardwareError(f"the state journal is unreadable ({err.strerror})", path=shown,
+                            hint="run with sudo, or as a member of the jetbench group") from err
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise JournalInvalid(shown, "it is not a regular file")
+        if st.st_nlink != 1:  # jetbench renames a new file into place: never a second name
+            raise JournalInvalid(shown, f"it has {st.st_nlink} hard links")
+        chunks = []
+        size = 0
+        while size <= MAX_JOURNAL_BYTES:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
     finally:
-        os.close(dir_fd)
+        os.close(fd)
+
+
+def load(root: Root) -> List[Entry]:
+    """The journalled entries ([] when there is no journal), validated whole. Creates nothing."""
+    with state_dir_fd(root, create=False) as dir_fd:
+        if dir_fd is None:
+            return []
+        data = _read_journal(root, dir_fd)
+    return [] if data is None else parse(root, data, str(journal_file(root)))
+
+
+def _replace(dir_fd: int, text: str) -> None:
+    """Write the journal as a new file (exclusive, random name, never through a link), fsync
+    it, rename it over the journal, fsync the directory."""
+    tmp = f".{JOURNAL_NAME}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 _FILE_MODE, dir_fd=dir_fd)
+    try:
+        try:
+            os.fchmod(fd, _FILE_MODE)  # whatever the umask: other group members read it
+            data = text.encode("utf-8", errors="surrogateescape")
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, JOURNAL_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    os.fsync(dir_fd)
 
 
 def record(root: Root, items: Iterable[Tuple[str, str]], board_family: str = "") -> List[Entry]:
     """Add (path, step) items to the journal, reading each file's current content; paths
     already journalled keep their first value. Returns the whole journal."""
-    entries = load(root)
-    known = {e.path for e in entries}
-    added = False
-    for path, step in items:
-        if path in known:
-            continue
-        entries.append(Entry(path, root.read_raw(path), step))
-        known.add(path)
-        added = True
-    if added:
-        doc = {
-            "schema": SCHEMA,
-            "board": board_family,
-            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "note": "original values of everything jetbench changed; `jetbench restore` "
-                    "writes them back and removes this file",
-            "entries": [e.__dict__ for e in entries],
-        }
-        try:
-            _atomic_write(journal_file(root), json.dumps(doc, indent=1) + "\n")
-        except OSError as err:
-            raise HardwareError(f"cannot write the state journal ({err.strerror})",
-                                path=str(journal_file(root)),
-                                hint="nothing was changed; run with sudo") from err
+    shown = str(journal_file(root))
+    with state_dir_fd(root, create=True) as dir_fd:
+        assert dir_fd is not None
+        data = _read_journal(root, dir_fd)
+        entries = [] if data is None else parse(root, data, shown)
+        known = {e.path for e in entries}
+        added = False
+        for path, step in items:
+            if path in known:
+                continue
+            item = {"path": path, "raw": root.read_raw(path), "step": step}
+            # A value restore could not write back is refused now, before any change.
+            entries.append(_check_entry(root, item, path, lambda what, p=path: HardwareError(
+                f"cannot journal the original value: {what}", path=p)))
+            known.add(path)
+            added = True
+        if added:
+            doc = {
+                "schema": SCHEMA,
+                "board": board_family,
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "note": "original values of everything jetbench changed; `jetbench restore` "
+                        "writes them back and removes this file",
+                "entries": [e.__dict__ for e in entries],
+            }
+            try:
+                remove_stale_temporaries(dir_fd, JOURNAL_NAME)
+                _replace(dir_fd, json.dumps(doc, indent=1) + "\n")
+            except OSError as err:
+                raise HardwareError(f"cannot write the state journal ({err.strerror})",
+                                    path=shown, hint="nothing was changed; run with sudo") \
+                    from err
     return entries
+
+
+def discard(root: Root) -> Optional[Path]:
+    """Move the journal aside (`journal.json.discarded-<time>`, same directory), whatever it
+    holds; the new path, or None when there is no journal. Reads nothing from it."""
+    with state_dir_fd(root, create=False) as dir_fd:
+        if dir_fd is None:
+            return None
+        try:
+            os.stat(JOURNAL_NAME, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for k in range(1000):
+            name = f"{JOURNAL_NAME}.discarded-{stamp}" + (f"-{k}" if k else "")
+            try:
+                os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                break
+        try:
+            os.rename(JOURNAL_NAME, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.fsync(dir_fd)
+        except OSError as err:
+            raise HardwareError(f"cannot move the journal aside ({err.strerror})",
+                                path=str(journal_file(root)), hint="run with sudo") from err
+    return journal_file(root).with_name(name)
+
+
+def _remove_journal(root: Root) -> None:
+    with state_dir_fd(root, create=False) as dir_fd:
+        if dir_fd is None:
+            return
+        try:
+            os.unlink(JOURNAL_NAME, dir_fd=dir_fd)
+            os.fsync(dir_fd)
+        except FileNotFoundError:
+            pass
 
 
 def _remove_stale_temporaries(root: Root) -> None:
     """A kill -9 while the journal was being replaced leaves its temporary file behind."""
-    path = journal_file(root)
-    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+    with state_dir_fd(root, create=False) as dir_fd:
+        if dir_fd is not None:
+            remove_stale_temporaries(dir_fd, JOURNAL_NAME)
 
 
 @dataclass(frozen=True)
@@ -122,7 +293,10 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
     _remove_stale_temporaries(root)
     entries = load(root)
     if not entries:
-        return RestoreResult((), 0, journal_file(root).exists())
+        had = os.path.lexists(journal_file(root))
+        if had:
+            _remove_journal(root)  # a valid journal with nothing in it: nothing to keep
+        return RestoreResult((), 0, had)
     pending = [e for e in reversed(entries) if e.raw.strip() not in UNWRITABLE]
     written: List[str] = []
     unchanged = len(entries) - len(pending)
@@ -150,8 +324,5 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
             path=pending[0].path,
             hint=first.hint or "fix the cause and run `jetbench restore` again",
         )
-    try:
-        journal_file(root).unlink()
-    except FileNotFoundError:
-        pass
+    _remove_journal(root)
     return RestoreResult(tuple(written), unchanged, True)

@@ -2,8 +2,10 @@
 
 Every command that writes clocks or the journal holds it (DESIGN.md, "One owner of the board").
 The kernel releases a `flock` when its holder dies, so a kill -9 never leaves the board stuck.
-The holder writes who it is (pid, command, since) into the file so that a refused writer can say
-who holds the board and what to do. Read-only commands never take it; they may `peek`.
+The holder writes who it is (pid, command, since, and a daemon its control socket) into the file
+so that a refused writer can say who holds the board and what to do, and the CLI can find the
+daemon to hand its request to. The holder removes the file when it is done (a kill -9 leaves an
+unlocked file, which the next holder reuses). Read-only commands never take it; they may `peek`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -20,6 +23,7 @@ from ..errors import HardwareError
 from ..hw.fs import Root
 
 LOCK_PATH = "/var/lib/jetbench/board.lock"
+LOCK_FILE_MODE = 0o664  # any member of the state directory's group may take the board
 _POLL_S = 0.05
 
 
@@ -28,23 +32,42 @@ class Holder:
     pid: int
     command: str
     since: str  # ISO 8601, local time
+    socket: Optional[str] = None  # a daemon's control socket: where to ask it (the broker)
 
     @property
     def is_daemon(self) -> bool:
         return self.command.split(" ", 1)[0] == "daemon"
 
     def describe(self) -> str:
-        return f"pid {self.pid} (jetbench {self.command}, since {self.since})"
+        text = f"pid {self.pid} (jetbench {self.command}, since {self.since})"
+        if not self.alive:
+            # A daemon killed mid-lease: its descriptor lives on in the borrower it lent it to.
+            text += "; that process has ended, a measurement it lent the board to holds it"
+        return text
+
+    @property
+    def alive(self) -> bool:
+        if self.pid <= 0:
+            return True  # unknown: assume so
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # EPERM: it exists, as another user
+            return True
+        return True
 
 
 class BoardBusy(HardwareError):
     """Another jetbench process owns the board."""
 
-    def __init__(self, holder: Optional[Holder], path: str):
+    def __init__(self, holder: Optional[Holder], path: str, hint: Optional[str] = None):
         who = holder.describe() if holder else "another process"
-        if holder and holder.is_daemon:
-            hint = ("the jetbench daemon holds the board: use `jetbench status`, or stop it "
-                    "(sudo systemctl stop jetbench)")
+        if hint is not None:
+            pass
+        elif holder and holder.is_daemon and holder.alive:
+            hint = ("the jetbench daemon holds the board (jetbench.service): use `jetbench "
+                    "status`, or stop it first (sudo systemctl stop jetbench)")
         else:
             hint = "wait for it to finish, or pass --wait [SECONDS] to queue behind it"
         super().__init__(f"the board is in use by {who}", path=path, hint=hint)
@@ -54,18 +77,22 @@ class BoardBusy(HardwareError):
 def _parse_holder(text: str) -> Optional[Holder]:
     try:
         doc = json.loads(text)
-        return Holder(int(doc["pid"]), str(doc["command"]), str(doc["since"]))
-    except (ValueError, KeyError, TypeError):
+        sock = doc.get("socket")
+        return Holder(int(doc["pid"]), str(doc["command"]), str(doc["since"]),
+                      str(sock) if isinstance(sock, str) and sock else None)
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 class BoardLock:
     """`with BoardLock(root, "maxperf"):` ... ; `wait_s` None waits forever, 0 not at all."""
 
-    def __init__(self, root: Root, command: str, wait_s: Optional[float] = 0.0):
+    def __init__(self, root: Root, command: str, wait_s: Optional[float] = 0.0,
+                 socket: Optional[str] = None):
         self.root = root
         self.command = command
         self.wait_s = wait_s
+        self.socket = socket  # a daemon names its control socket, so others can find it
         self._fd: Optional[int] = None
 
     @property
@@ -76,55 +103,91 @@ class BoardLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def fileno(self) -> Optional[int]:
+        """The locked descriptor: the daemon passes it to a borrower (SCM_RIGHTS), so that the
+        lock stays held while the borrower works even if the daemon dies meanwhile."""
+        return self._fd
+
     def _open(self) -> int:
         from .statedir import ensure_state_dir
 
         ensure_state_dir(self.root)
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                           0o664)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         LOCK_FILE_MODE)
         except OSError as err:
             raise HardwareError(f"cannot open the board lock ({err.strerror})", path=self.path,
                                 hint="run with sudo, or as a member of the jetbench group"
                                 ) from err
+        try:
+            st = os.fstat(fd)
+            if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != LOCK_FILE_MODE:
+                # Ours (we just created it): the creator's umask must not lock the group out
+                # (install-service's state directory is root:jetbench 2775).
+                os.fchmod(fd, LOCK_FILE_MODE)
+        except OSError:
+            pass
+        return fd
 
-    def acquire(self) -> "BoardLock":
-        if self._fd is not None:
-            return self
-        fd = self._open()
+    def acquire(self) -> BoardLock:
+        """Take the lock, waiting up to `wait_s`; BoardBusy (exit 2) names the holder."""
         deadline = None if self.wait_s is None else time.monotonic() + self.wait_s
         while True:
+            holder = self.try_acquire()
+            if self._fd is not None:
+                return self
+            if deadline is not None and time.monotonic() >= deadline:
+                raise BoardBusy(holder, self.path)
+            time.sleep(_POLL_S)
+
+    def try_acquire(self) -> Optional[Holder]:
+        """One attempt: None when the lock is ours now, else who holds it (an unreadable
+        holder record reads as pid 0, command "unknown")."""
+        if self._fd is not None:
+            return None
+        while True:
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except OSError as err:
+                holder = _read_holder_fd(fd)
+                os.close(fd)
                 if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    os.close(fd)
                     raise HardwareError(f"cannot lock the board ({err.strerror})",
                                         path=self.path) from err
-                if deadline is not None and time.monotonic() >= deadline:
-                    holder = _read_holder_fd(fd)
-                    os.close(fd)
-                    raise BoardBusy(holder, self.path) from None
-                time.sleep(_POLL_S)
+                return holder or Holder(0, "unknown", "unknown")
+            if self._still_linked(fd):
+                break
+            os.close(fd)  # locked a file its last holder had removed: take the new one
         info = {"pid": os.getpid(), "command": self.command,
                 "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        if self.socket:
+            info["socket"] = self.socket
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         self._fd = fd
-        return self
+        return None
+
+    def _still_linked(self, fd: int) -> bool:
+        try:
+            here, there = os.fstat(fd), os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return False
+        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
     def release(self) -> None:
+        """Remove the file, then drop the lock: nothing is left in the state directory (a
+        waiter that had opened the removed file sees that and takes a new one)."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         try:
-            os.ftruncate(fd, 0)  # no stale holder left for `peek`
+            os.unlink(self.path)
         except OSError:
             pass
         os.close(fd)  # closing the description drops the flock
 
-    def __enter__(self) -> "BoardLock":
+    def __enter__(self) -> BoardLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:

@@ -10,7 +10,7 @@ skip_missing = false        # true: sections for clocks this board lacks are ski
 [gpu]     freq = "690MHz" | min_freq / max_freq   railgate = false
 [emc]     freq = "max"
 [fan]     pwm = 255
-[[write]] path = "/sys/..."  value = "..."     (expert knobs, confined to the write allowlist)
+[[write]] path = "/sys/..."  value = "..."     (expert knobs: a knob file of hw/fs.py's table)
 ```
 """
 
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import ProfileError, UsageError
+from ..errors import ProfileError, UnsafePath, UsageError
+from ..hw.fs import MAX_KNOB_BYTES, check_knob_value
 from ..units import FreqSpec, format_hz, parse_freq
 
 if sys.version_info >= (3, 11):
@@ -33,6 +34,8 @@ else:  # pragma: no cover - Python < 3.11 on JetPack 5/6
 PACKAGE_PROFILES = Path(__file__).resolve().parent.parent / "profiles"
 SYSTEM_PROFILES = "/etc/jetbench/profiles"  # under the root
 
+# No real profile nests deeper than 3 (a table, an array of tables, a list); refuse past this.
+MAX_NESTING = 32
 _TOP_KEYS = {"description", "skip_missing", "match", "cpu", "gpu", "emc", "fan", "write"}
 _SECTION_KEYS = {
     "match": {"soc", "family"},
@@ -139,6 +142,10 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise check.fail("TOML", str(err)) from err
+    except RecursionError:
+        raise check.fail("TOML", f"nested deeper than {MAX_NESTING} levels") from None
+    if _depth(doc) > MAX_NESTING:
+        raise check.fail("TOML", f"nested deeper than {MAX_NESTING} levels")
     check.keys("top level", doc, _TOP_KEYS)
     for section, allowed in _SECTION_KEYS.items():
         if section in doc:
@@ -191,11 +198,30 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
         path, value = entry.get("path"), entry.get("value")
         if not isinstance(path, str) or not path.startswith("/"):
             raise check.fail(f"{where} path", f"expected an absolute path, got {path!r}")
+        if len(path) > MAX_KNOB_BYTES or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+            raise check.fail(f"{where} path", f"control characters in {path[:80]!r}")
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise check.fail(f"{where} value", f"expected a string or integer, got {value!r}")
+        try:
+            check_knob_value(str(value), path)
+        except UnsafePath as err:
+            raise check.fail(f"{where} value", err.message) from None
         pairs.append((path, str(value)))
     fields["writes"] = tuple(pairs)
     return Profile(**fields)
+
+
+def _depth(doc: Any) -> int:
+    """How deeply tables and arrays nest (iterative: a hostile file cannot recurse us)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_NESTING:
+            break
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
 
 
 def profile_dirs(root_base: Union[str, os.PathLike]) -> List[Path]:
@@ -215,6 +241,8 @@ def list_profiles(root_base: Union[str, os.PathLike]) -> List[Tuple[str, Path]]:
 def load_profile(spec: str, root_base: Union[str, os.PathLike] = "/",
                  allow_paths: bool = True) -> Profile:
     """A profile by name (from the profile directories) or, if allowed, by file path."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in spec):
+        raise UsageError(f"a profile name or path cannot contain control characters: {spec!r}")
     looks_like_path = spec.endswith(".toml") or os.sep in spec
     if looks_like_path:
         if not allow_paths:

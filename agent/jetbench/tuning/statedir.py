@@ -1,30 +1,79 @@
 """The state directory (`/var/lib/jetbench`): as much a hardware path as a sysfs file.
 
-It holds the journal and the board lock, so it is checked before use: inside the root after
-resolution, not a symlink, owned by root (or by the user running jetbench), and not writable
-by others (group-writable only for the `jetbench` group that `install-service` sets up).
+It holds the journal and the board lock, so it is checked before use: every component under the
+root a real directory (never a symlink: a symlinked `var/lib` would carry root's writes
+elsewhere), not writable by other users, the directory itself owned by root (or by the user
+running jetbench) and writable by its group only when that group is `jetbench` (what
+`install-service` sets up: root:jetbench, mode 2775, so group members run apply/measure without
+sudo). It is walked with `O_NOFOLLOW` directory descriptors, so a link swapped in after the check
+is refused too, and callers work relative to the descriptor (`state_dir_fd`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import stat
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, Optional
 
 from ..errors import HardwareError
 from ..hw.fs import Root
 
 STATE_DIR = "/var/lib/jetbench"
 GROUP = "jetbench"
+# mkdir mode for the state directory and any missing parent (the umask may take more away).
+DIR_MODE = 0o755
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Temporaries jetbench leaves only when killed mid-replace: `.NAME.<random or pid>.tmp`.
+TEMP_RE = re.compile(r"^\.[A-Za-z0-9_.-]+\.[0-9A-Za-z]+\.tmp$")
 
 
-def _group_ok(gid: int) -> bool:
+def _group_name(gid: int) -> Optional[str]:
     try:
         import grp
 
-        return grp.getgrgid(gid).gr_name == GROUP
+        return grp.getgrgid(gid).gr_name
     except (KeyError, ImportError):
-        return False
+        return None
+
+
+def _fix_hint(path: Path) -> str:
+    return (f"make it a plain directory owned by root: sudo rm -r {path} (jetbench recreates "
+            f"it; check `jetbench restore` first), or sudo jetbench install-service to set it "
+            f"up for the {GROUP} group")
+
+
+def _check_stat(st: os.stat_result, path: Path, *, final: bool) -> None:
+    """The checks on one component (`final`: the state directory itself)."""
+    if stat.S_ISLNK(st.st_mode):
+        raise HardwareError("a symlink stands in the state directory's path", path=str(path),
+                            hint=f"remove the link (sudo rm {path}); jetbench recreates "
+                                 "the directory")
+    if not stat.S_ISDIR(st.st_mode):
+        raise HardwareError("the state directory's path holds something other than a "
+                            "directory", path=str(path), hint=_fix_hint(path))
+    if not final:
+        # A parent others can write could have the state directory renamed under us
+        # (world-writable with the sticky bit, like /tmp, keeps others' entries safe).
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            raise HardwareError("a parent of the state directory is writable by every user",
+                                path=str(path), hint=f"sudo chmod o-w {path}")
+        return
+    if st.st_uid not in (0, os.geteuid()):
+        raise HardwareError(f"the state directory is owned by uid {st.st_uid}, not root",
+                            path=str(path), hint=f"sudo chown root {path}")
+    if st.st_mode & stat.S_IWOTH:
+        raise HardwareError("the state directory is writable by every user", path=str(path),
+                            hint=f"sudo chmod o-w {path}")
+    if st.st_mode & stat.S_IWGRP and _group_name(st.st_gid) != GROUP:
+        raise HardwareError(f"the state directory is writable by group "
+                            f"{_group_name(st.st_gid) or st.st_gid}, not {GROUP}",
+                            path=str(path),
+                            hint=f"sudo chmod g-w {path}, or sudo chgrp {GROUP} {path} to "
+                                 f"share the board with the {GROUP} group")
 
 
 def check_state_dir(root: Root, path: Path) -> None:
@@ -34,40 +83,101 @@ def check_state_dir(root: Root, path: Path) -> None:
     except OSError as err:
         raise HardwareError(f"cannot inspect the state directory ({err.strerror})",
                             path=str(path)) from err
-    fix = f"remove it and let jetbench recreate it (sudo rm -r {path})"
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise HardwareError("the state directory is not a plain directory (a symlink?)",
-                            path=str(path), hint=fix)
+    _check_stat(st, path, final=True)
     real = os.path.realpath(path)
     base = os.path.realpath(root.base)
     if base != "/" and not (real + "/").startswith(base.rstrip("/") + "/"):
         raise HardwareError("the state directory resolves outside the root", path=str(path),
-                            hint=fix)
-    if st.st_uid not in (0, os.geteuid()):
-        raise HardwareError(f"the state directory is owned by uid {st.st_uid}, not root",
-                            path=str(path), hint=fix)
-    if st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and not _group_ok(st.st_gid)):
-        raise HardwareError("the state directory is writable by other users", path=str(path),
-                            hint=f"sudo chmod go-w {path}")
+                            hint=_fix_hint(path))
+
+
+def _open_walk(root: Root, create: bool) -> Optional[int]:
+    """A descriptor of the checked state directory, walked from the root one component at a
+    time without following links; None when it is missing and `create` is false."""
+    try:
+        fd = os.open(root.base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as err:
+        raise HardwareError(f"cannot open the root ({err.strerror})", path=str(root.base)) \
+            from err
+    current = Path(root.base)
+    parts = Path(STATE_DIR.lstrip("/")).parts
+    try:
+        for k, part in enumerate(parts):
+            current = current / part
+            final = k == len(parts) - 1
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                try:
+                    os.mkdir(part, DIR_MODE, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made by a concurrent jetbench: checked like any other below
+                except OSError as err:
+                    raise HardwareError(f"cannot create the state directory ({err.strerror})",
+                                        path=str(current), hint="run with sudo") from err
+                child = _open_component(part, fd, current)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                    _check_stat(os.stat(part, dir_fd=fd, follow_symlinks=False), current,
+                                final=final)
+                raise HardwareError(f"cannot open the state directory ({err.strerror})",
+                                    path=str(current), hint="run with sudo") from err
+            os.close(fd)
+            fd = child
+            _check_stat(os.fstat(fd), current, final=final)
+        result, fd = fd, -1
+        return result
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _open_component(part: str, dir_fd: int, current: Path) -> int:
+    try:
+        return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            _check_stat(os.stat(part, dir_fd=dir_fd, follow_symlinks=False), current,
+                        final=True)
+        raise HardwareError(f"cannot open the state directory ({err.strerror})",
+                            path=str(current)) from err
+
+
+@contextmanager
+def state_dir_fd(root: Root, create: bool) -> Iterator[Optional[int]]:
+    """`with state_dir_fd(root, create=True) as fd:` a checked directory descriptor (None when
+    the directory does not exist and `create` is false). Nothing is created when not asked."""
+    fd = _open_walk(root, create)
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def ensure_state_dir(root: Root) -> Path:
     """The checked state directory, created (0755) with its parents when missing."""
+    with state_dir_fd(root, create=True):
+        pass
     path = root.path(STATE_DIR)
-    # Each parent must be a real directory too: a symlinked /var/lib would redirect us.
-    rel_parts = Path(STATE_DIR.lstrip("/")).parts
-    current = Path(root.base)
-    for part in rel_parts:
-        current = current / part
-        try:
-            os.mkdir(current, 0o755)
-        except FileExistsError:
-            pass
-        except OSError as err:
-            raise HardwareError(f"cannot create the state directory ({err.strerror})",
-                                path=str(current), hint="run with sudo") from err
-        if os.path.islink(current):
-            raise HardwareError("a symlink stands in the state directory's path",
-                                path=str(current), hint=f"remove the link: sudo rm {current}")
     check_state_dir(root, path)
     return path
+
+
+def remove_stale_temporaries(dir_fd: int, prefix: str) -> int:
+    """Remove `.PREFIX.*.tmp` files a kill -9 left in the state directory: regular files only
+    (a link or anything else with that name is left alone, never followed). The count."""
+    removed = 0
+    for name in os.listdir(dir_fd):
+        if not (name.startswith(f".{prefix}.") and TEMP_RE.match(name)):
+            continue
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode):
+                os.unlink(name, dir_fd=dir_fd)
+                removed += 1
+        except OSError:
+            pass  # gone already, or not ours to remove
+    return removed

@@ -14,8 +14,12 @@ INSTALL_HINT = (
 
 
 def import_torch() -> Any:
+    """torch, imported with Ctrl-C held until the import is over (see `interrupts.py`)."""
+    from ..interrupts import held_sigint
+
     try:
-        import torch
+        with held_sigint():
+            import torch
     except ImportError as err:
         raise HardwareError("PyTorch is not installed; workloads need it",
                             hint=INSTALL_HINT) from err

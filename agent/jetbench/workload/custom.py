@@ -33,7 +33,9 @@ def load_custom(name: str, input_shape: Optional[Sequence[int]]) -> Any:
         raise UsageError(
             f"{name}: a user model needs its input shape", hint="add --input-shape 3,224,224"
         )
-    import torch
+    from ._torch import import_torch
+
+    torch = import_torch()  # Ctrl-C held while torch loads
 
     path = Path(name)
     if path.is_file():

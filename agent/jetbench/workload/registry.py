@@ -27,6 +27,9 @@ class ModelSpec:
 
     def build(self, seed: int = 0) -> Any:
         """A torch.nn.Module with Gaussian weights (imports torch)."""
+        from ._torch import import_torch
+
+        import_torch()  # first, so that Ctrl-C is held while torch loads
         module_name, func_name = self.factory.split(":")
         module = importlib.import_module(f"{__package__}.models.{module_name}")
         factory: Callable[..., Any] = getattr(module, func_name)

@@ -27,6 +27,8 @@ class Step:
     domain: str  # "cpu", "gpu", "emc", "fan", "write"
     label: str  # "cpu policy0 (cpu0-3)"
     writes: Tuple[Write, ...]
+    # What a write the kernel reads back differently most likely means on this domain.
+    readback_hint: str = "another agent (nvpmodel, a thermal cap) may be holding this clock"
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def apply_step(root: Root, step: Step) -> None:
                     raise WriteRejected(
                         f"wrote {write.value!r} but the kernel reads back {got!r}",
                         path=write.path,
-                        hint="another agent (nvpmodel, a thermal cap) may be holding this clock",
+                        hint=step.readback_hint,
                     )
             done.append(write)
         except HardwareError as err:

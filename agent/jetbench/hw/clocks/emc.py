@@ -1,4 +1,5 @@
-"""Memory (EMC) clock: the debugfs override (tegra210) or the BPMP rate lock (tegra186+).
+"""Memory (EMC) clock: the debugfs override (tegra210), the BPMP rate lock (tegra186..234) or
+a devfreq node pinned min = max (tegra264's `bwmgr`).
 
 The BPMP maximum is capped by nvpmodel's `emc_iso_cap` when that is non-zero and lower
 (board detection applies the rule; `EmcInfo.max_hz` is already capped)."""
@@ -9,13 +10,21 @@ from typing import List
 
 from ..board import Board
 from ..fs import Root
-from .common import ClockReading, EmcTarget, Step, Write, write_if_changed
+from .common import ClockReading, EmcTarget, Step, Write, ordered_min_max, write_if_changed
 
 
 def read(root: Root, board: Board) -> List[ClockReading]:
     emc = board.emc
     if emc is None:
         return []
+    if emc.kind == "devfreq":
+        assert emc.control is not None
+        lo = root.read_int(f"{emc.control}/min_freq", default=None)
+        hi = root.read_int(f"{emc.control}/max_freq", default=None)
+        return [ClockReading(
+            domain="emc", name="emc", governor=root.read(f"{emc.control}/governor", default=None),
+            min_hz=lo, max_hz=hi, cur_hz=root.read_int(f"{emc.control}/cur_freq", default=None),
+            available_hz=emc.available_hz, locked=lo is not None and lo == hi)]
     locked = root.read(emc.lock, default="0") == "1"
     return [
         ClockReading(
@@ -35,8 +44,15 @@ def plan(root: Root, board: Board, target: EmcTarget) -> List[Step]:
     emc = board.emc
     if emc is None or target.freq_hz is None:
         return []
+    if emc.kind == "devfreq":
+        assert emc.control is not None
+        writes = ordered_min_max(root, f"{emc.control}/min_freq", f"{emc.control}/max_freq",
+                                 target.freq_hz, target.freq_hz)
+        return [Step("emc", "emc", tuple(writes))] if writes else []
+    # Every EMC rate is rounded by the clock framework (HARDWARE.md: "read back what was
+    # kept"): not verified byte for byte; `requested vs applied` shows the rate kept.
     rate = [
-        Write(w.path, w.value, w.old, verify=emc.kind == "bpmp")
+        Write(w.path, w.value, w.old, verify=False)
         for w in write_if_changed(root, emc.rate, target.freq_hz)
     ]
     lock = write_if_changed(root, emc.lock, emc.lock_value)

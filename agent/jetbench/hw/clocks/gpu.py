@@ -1,9 +1,13 @@
-"""GPU clock: devfreq min/max (L4T R28+) or the debugfs clock override (L4T R24), railgating."""
+"""GPU clock: devfreq min/max (L4T R28+, Thor's gpu-gpc) or the debugfs clock override (L4T R24),
+and railgating (`railgate_enable`, or the GPU PCI device's runtime PM on Thor). Other GPU-side
+clocks (Thor's gpu-nvd) are read, never pinned."""
 
 from __future__ import annotations
 
-from typing import List
+from dataclasses import replace
+from typing import List, Optional
 
+from ...units import format_hz
 from ..board import Board
 from ..fs import Root
 from .common import ClockReading, GpuTarget, Step, Write, ordered_min_max, write_if_changed
@@ -15,17 +19,11 @@ def read(root: Root, board: Board) -> List[ClockReading]:
         return []
     cur = root.read_int(gpu.cur_freq, default=None)
     if gpu.kind == "devfreq":
-        return [
-            ClockReading(
-                domain="gpu",
-                name=gpu.name,
-                governor=root.read(f"{gpu.control}/governor", default=None),
-                min_hz=root.read_int(f"{gpu.control}/min_freq", default=None),
-                max_hz=root.read_int(f"{gpu.control}/max_freq", default=None),
-                cur_hz=cur,
-                available_hz=gpu.available_hz,
-            )
-        ]
+        unit = gpu.hz_per_unit
+        main = _devfreq_reading(root, "gpu", gpu.name, gpu.control, unit, gpu.available_hz)
+        side = [_devfreq_reading(root, SIDE_DOMAIN, name, node, unit, None)
+                for name, node in gpu.side_clocks]
+        return [main] + side
     locked = root.read(f"{gpu.control}/state", default="0") == "1"
     rate = root.read_int(f"{gpu.control}/rate", default=None)
     return [
@@ -42,13 +40,70 @@ def read(root: Root, board: Board) -> List[ClockReading]:
     ]
 
 
+SIDE_DOMAIN = "gpu-side"  # a second GPU-side clock: shown, never pinned
+FIRMWARE_CAP_HINT = (
+    "a GPU that reads back below its table's top ({top}) is capped by the BPMP firmware: an old "
+    "BPMP firmware under JetPack 6.2's Super device tree keeps the old limit (flash the updated "
+    "firmware), or another agent (nvpmodel, a thermal cap) holds the clock")
+
+
+def _scaled(value: Optional[int], unit: int) -> Optional[int]:
+    return None if value is None else value * unit
+
+
+def _devfreq_reading(root: Root, domain: str, name: str, node: str, unit: int,
+                     table: Optional[tuple]) -> ClockReading:
+    if table is None:
+        table = tuple(sorted(v * unit for v in set(
+            root.read_ints(f"{node}/available_frequencies", default=[]))))
+    return ClockReading(
+        domain=domain,
+        name=name,
+        governor=root.read(f"{node}/governor", default=None),
+        min_hz=_scaled(root.read_int(f"{node}/min_freq", default=None), unit),
+        max_hz=_scaled(root.read_int(f"{node}/max_freq", default=None), unit),
+        cur_hz=_scaled(root.read_int(f"{node}/cur_freq", default=None), unit),
+        available_hz=table,
+    )
+
+
+def below_table_top(board: Board, readings: List[ClockReading]) -> List[str]:
+    """After pinning the GPU at its table's top: a max_freq or running clock that stays below it
+    is named (JetPack 6.2 Super tables without the updated BPMP firmware stay capped)."""
+    gpu = board.gpu
+    if gpu is None or gpu.kind != "devfreq" or not gpu.available_hz:
+        return []
+    top = max(gpu.available_hz)
+    out = []
+    for r in readings:
+        if r.domain != "gpu":
+            continue
+        for what, value in (("max_freq", r.max_hz), ("the running clock", r.cur_hz)):
+            if value is not None and value < top:
+                out.append(
+                    f"GPU {what} reads {format_hz(value)} after pinning, below the table's top "
+                    f"{format_hz(top)}: the BPMP firmware caps it (old BPMP firmware: the "
+                    "JetPack 6.2 Super modes need the updated firmware flashed, not only the "
+                    "new device tree)")
+    return out
+
+
+def railgate_value(board: Board, allowed: bool) -> Optional[str]:
+    """What the railgate knob holds for "may gate" (True) or "kept powered" (False)."""
+    if board.gpu is None or board.gpu.railgate is None:
+        return None
+    keep_on, may_gate = board.gpu.railgate_values
+    return may_gate if allowed else keep_on
+
+
 def plan(root: Root, board: Board, target: GpuTarget) -> List[Step]:
     gpu = board.gpu
     if gpu is None:
         return []
     steps: List[Step] = []
-    if target.railgate is not None and gpu.railgate:
-        writes = write_if_changed(root, gpu.railgate, 1 if target.railgate else 0)
+    value = railgate_value(board, bool(target.railgate))
+    if target.railgate is not None and gpu.railgate and value is not None:
+        writes = write_if_changed(root, gpu.railgate, value)
         if writes:
             steps.append(Step("gpu", "gpu railgate " + ("on" if target.railgate else "off"),
                               tuple(writes)))
@@ -57,7 +112,7 @@ def plan(root: Root, board: Board, target: GpuTarget) -> List[Step]:
     if gpu.kind == "devfreq":
         writes = ordered_min_max(
             root, f"{gpu.control}/min_freq", f"{gpu.control}/max_freq", target.min_hz,
-            target.max_hz,
+            target.max_hz, scale=gpu.hz_per_unit,
         )
     else:
         # The override pins one rate: the clock framework rounds it (read back as applied).
@@ -68,5 +123,26 @@ def plan(root: Root, board: Board, target: GpuTarget) -> List[Step]:
         ]
         writes += write_if_changed(root, f"{gpu.control}/state", 1)
     if writes:
-        steps.append(Step("gpu", f"gpu {gpu.name}", tuple(writes)))
+        step = Step("gpu", f"gpu {gpu.name}", tuple(writes))
+        if gpu.available_hz and target.max_hz == max(gpu.available_hz):
+            step = replace(step, readback_hint=FIRMWARE_CAP_HINT.format(
+                top=format_hz(max(gpu.available_hz))))
+        steps.append(step)
     return steps
+
+
+def gpu_load_pct(root: Root, board: Board) -> Optional[float]:
+    """GPU utilisation (%): the device's `load` file (0..1000) where it has one, else NVML on
+    the real machine where it answers (Thor), else None (never 0 for "unknown")."""
+    gpu = board.gpu
+    if gpu is None:
+        return None
+    if gpu.device:
+        load = root.read_int(f"{gpu.device}/load", default=None)
+        if load is not None:
+            return load / 10.0
+    if root.is_host:
+        from ..power.nvml import gpu_utilisation_pct
+
+        return gpu_utilisation_pct()
+    return None

@@ -123,13 +123,15 @@ def _ina_accuracy(root: Root, rail: Any, family: Optional[str]) -> Accuracy:
 def channel_accuracies(root: Root, sources: Sequence[Any],
                        family: Optional[str] = None) -> Dict[str, Accuracy]:
     """Channel key ('ina3221/VDD_IN') -> its Accuracy, for every channel of `sources`."""
+    from .ina3221 import RailSource
+
     out: Dict[str, Accuracy] = {}
     for source in sources:
         rails = {r.name: r for r in getattr(source, "rails", ())}
         given = getattr(source, "accuracy_spec", None)
         protocol = getattr(source, "protocol", None)
         for ch in source.channels():
-            if ch.name in rails and type(source).__name__ == "Ina3221Source":
+            if ch.name in rails and isinstance(source, RailSource):
                 out[ch.key] = _ina_accuracy(root, rails[ch.name], family)
             elif protocol is not None or given:
                 out[ch.key] = meter_accuracy(str(protocol), given)

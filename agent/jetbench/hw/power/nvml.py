@@ -45,6 +45,51 @@ def nvml_available() -> bool:
             pass
 
 
+def nvml_power_supported(index: int = 0) -> bool:
+    """True when NVML reports power or energy for GPU `index`: discrete GPUs and Thor. On Orin
+    and older Jetsons NVML initialises and answers NotSupported: False (never 0 W)."""
+    return _nvml_probe(index, lambda nv, h: (
+        _answers(nv, nv.nvmlDeviceGetTotalEnergyConsumption, h)
+        or _answers(nv, nv.nvmlDeviceGetPowerUsage, h))) is True
+
+
+def gpu_utilisation_pct(index: int = 0) -> Optional[float]:
+    """The GPU's utilisation (%) from NVML, or None where NVML is absent or does not say."""
+    def util(nv: Any, h: Any) -> Optional[float]:
+        try:
+            return float(nv.nvmlDeviceGetUtilizationRates(h).gpu)
+        except nv.NVMLError:
+            return None
+    value = _nvml_probe(index, util)
+    return value if isinstance(value, float) else None
+
+
+def _answers(nv: Any, call: Any, handle: Any) -> bool:
+    try:
+        call(handle)
+        return True
+    except nv.NVMLError:
+        return False
+
+
+def _nvml_probe(index: int, probe: Any) -> Any:
+    """Run `probe(nvml, handle)` between init and shutdown; None when NVML cannot start."""
+    try:
+        nv = _pynvml()
+        nv.nvmlInit()
+    except Exception:
+        return None
+    try:
+        return probe(nv, nv.nvmlDeviceGetHandleByIndex(index))
+    except Exception:
+        return None
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:
+            pass
+
+
 class NvmlSource:
     pushed = False
 

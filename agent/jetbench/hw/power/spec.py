@@ -10,7 +10,8 @@
                               accuracy: % of reading + W; hw/power/accuracy.py)
 
 `auto` needs the board's rails: `auto_sources(root, rails, total_rail)` is the function board
-detection calls; it falls back to RAPL, then NVML, then nothing (EmptySource).
+detection calls (the rails, plus NVML where a Jetson's NVML reports power: Thor); it falls back
+to RAPL, then NVML, then nothing (EmptySource).
 """
 
 from __future__ import annotations
@@ -135,14 +136,15 @@ def open_sources(
         elif spec.kind == "none":
             continue
         elif spec.kind == "ina3221":
-            from .ina3221 import Ina3221Source, scan_rails
+            from .ina3221 import rail_sources, scan_rails
 
             board_rails = list(rails) or scan_rails(root)
             if not board_rails:
                 raise UsageError(
                     "no INA3221 rails on this machine", hint="see `jetbench info`"
                 )
-            out.append(Ina3221Source(root, board_rails, total_rail))  # type: ignore[arg-type]
+            # The board's rail sensors: the INA3221s, and Thor's INA238 beside them.
+            out.extend(rail_sources(root, board_rails, total_rail))  # type: ignore[arg-type]
         elif spec.kind == "rapl":
             from .rapl import RaplSource
 
@@ -169,13 +171,20 @@ def auto_sources(
 ) -> List[PowerSource]:
     """What `--meter auto` measures: the board's INA3221 rails if it has any, else RAPL zones,
     else an NVIDIA GPU through NVML, else nothing (an EmptySource: "not measured", never 0 W)."""
-    from .ina3221 import Ina3221Source, scan_rails
-    from .nvml import nvml_available
+    from .ina3221 import rail_sources, scan_rails
+    from .nvml import nvml_available, nvml_power_supported
     from .rapl import RaplSource, rapl_zones
 
     board_rails = list(rails) or scan_rails(root)
     if board_rails:
-        return [Ina3221Source(root, board_rails, total_rail)]  # type: ignore[arg-type]
+        out: List[PowerSource] = list(rail_sources(root, board_rails, total_rail))  # type: ignore
+        if root.is_host and nvml_power_supported():
+            # A Jetson whose NVML reports power (Thor; Orin and older answer NotSupported):
+            # the GPU's own figure beside the rails, at point gpu_board.
+            from .nvml import NvmlSource
+
+            out.append(NvmlSource())
+        return out
     if rapl_zones(root):
         return [RaplSource(root)]
     if root.is_host and nvml_available():

@@ -4,7 +4,8 @@ Each line holds the columns named by the `columns` option (default `millis,mV,mA
 column (`ms`/`millis`, `s`, `us`), and either a power column (`W`, `mW`, `uW`) or a voltage
 (`V`, `mV`) and a current (`A`, `mA`, `uA`); `-` ignores a column. Lines are timestamped on
 arrival with the host's monotonic clock; lines that arrive together are spread back in time by
-the device's own time column, so a burst does not collapse onto one instant.
+the device's own time column, so a burst does not collapse onto one instant. Blank lines
+(some sketches print one after every reading) are skipped: they are not readings, nor faults.
 """
 
 from __future__ import annotations
@@ -77,10 +78,27 @@ class StreamMeter(SerialMeter):
         return Reading(t_s, (watts,))  # type: ignore[arg-type]
 
     def _receive(self) -> None:
-        """Wait for at least one line, then take every complete line already received."""
-        lines = [self._line()]
-        while b"\n" in self._buf:
-            lines.append(self._line())
+        """Wait for at least one line, then take every complete line already received.
+        Blank lines are skipped, not faults: some rigs print one after every reading."""
+        deadline = time.monotonic() + self.timeout_s
+        lines: List[str] = []
+        blank = False
+        while not lines:
+            try:
+                line = self._line(max(0.0, deadline - time.monotonic()))
+            except SourceFault:
+                if not blank:
+                    raise
+                raise SourceFault("stall", f"{self.name}: only blank lines for "
+                                           f"{self.timeout_s:g} s") from None
+            while True:
+                if line.strip():
+                    lines.append(line)
+                else:
+                    blank = True
+                if b"\n" not in self._buf:
+                    break
+                line = self._line()
         t_now = time.monotonic()
         parsed: List[Union[Tuple[Optional[float], Optional[float]], SourceFault]] = []
         for line in lines:
