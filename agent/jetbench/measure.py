@@ -240,10 +240,12 @@ class _State:
     def start_sampler(self) -> None:
         from .hw.power.spec import open_sources
         from .power.sampler import Sampler
+        from .power.source import EmptySource
 
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
                                total_rail=self.board.total_rail)
-        sources = [s for s in sources if tuple(s.channels())]  # "nothing here" is no source
+        # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
+        sources = [s for s in sources if not isinstance(s, EmptySource)]
         self.sources = sources
         self.sampler = Sampler(sources).start() if sources else None
 
