@@ -58,6 +58,7 @@ class MeasureRequest:
     min_coverage: float = MIN_COVERAGE
     out_dir: Optional[Path] = None
     resume: bool = False  # skip points whose result file already exists
+    keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
 
 
 @dataclass(frozen=True)
@@ -292,6 +293,8 @@ class _State:
                     doc = io.load_result(json_path)
                 except UsageError:
                     doc = None  # not ours or damaged: measure it again
+                if doc is not None and doc.get("status") == "failed":
+                    doc = None  # a point that failed is tried again
                 if doc is not None:
                     doc.pop("_path", None)
                     self.report.results.append(doc)
@@ -363,6 +366,12 @@ class _State:
             status = "oom" if isinstance(err, OutOfMemory) else "unavailable"
             doc = self.skeleton(point, status)
             doc["message"] = str(err)
+            return doc, None
+        except Exception as err:  # noqa: BLE001 - a sweep records any point's failure
+            if not req.keep_going:
+                raise
+            doc = self.skeleton(point, "failed")
+            doc["message"] = f"{type(err).__name__}: {err}"
             return doc, None
         finally:
             watch.stop()
