@@ -59,6 +59,7 @@ class MeasureRequest:
     out_dir: Optional[Path] = None
     resume: bool = False  # skip points whose result file already exists
     wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
+    keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
 
 
 @dataclass(frozen=True)
@@ -255,10 +256,12 @@ class _State:
     def start_sampler(self) -> None:
         from .hw.power.spec import open_sources
         from .power.sampler import Sampler
+        from .power.source import EmptySource
 
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
                                total_rail=self.board.total_rail)
-        sources = [s for s in sources if tuple(s.channels())]  # "nothing here" is no source
+        # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
+        sources = [s for s in sources if not isinstance(s, EmptySource)]
         self.sources = sources
         self.sampler = Sampler(sources).start() if sources else None
 
@@ -306,6 +309,8 @@ class _State:
                     doc = io.load_result(json_path)
                 except UsageError:
                     doc = None  # not ours or damaged: measure it again
+                if doc is not None and doc.get("status") == "failed":
+                    doc = None  # a point that failed is tried again
                 if doc is not None:
                     doc.pop("_path", None)
                     self.report.results.append(doc)
@@ -388,6 +393,12 @@ class _State:
             status = "oom" if isinstance(err, OutOfMemory) else "unavailable"
             doc = self.skeleton(point, status)
             doc["message"] = str(err)
+            return doc, None
+        except Exception as err:  # noqa: BLE001 - a sweep records any point's failure
+            if not req.keep_going:
+                raise
+            doc = self.skeleton(point, "failed")
+            doc["message"] = f"{type(err).__name__}: {err}"
             return doc, None
         finally:
             watch.stop()

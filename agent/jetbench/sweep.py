@@ -1,7 +1,9 @@
 """`jetbench sweep`: `measure` over many GPU clocks (x batch x precision), each point written as
 it completes, so an interrupted sweep resumes where it stopped (`resume=True` skips points whose
 result file exists: the JSON is written last and atomically, so its presence means "done").
-Out-of-memory points are recorded (status "oom") and skipped.
+Out-of-memory points are recorded (status "oom") and skipped; any other failure of one point
+(a network error, a Tegra allocation assert, a meter read error) is recorded as status "failed"
+with its message, and the sweep goes on.
 
     --freq 307MHz..998MHz   every table entry in the range
     --freq all              every table entry
@@ -67,6 +69,7 @@ class SweepSummary:
     points: int
     simulated: bool = False
     invalid: int = 0
+    failed: List[str] = dataclasses.field(default_factory=list)
 
     def lines(self) -> List[str]:
         out = []
@@ -81,6 +84,8 @@ class SweepSummary:
                        f"({ips:.1f} img/s, {_w(doc)}, {ipj_text} img/s/W)")
         if self.oom:
             out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
+        if self.failed:
+            out.append("failed (recorded, the sweep went on): " + "; ".join(self.failed))
         if self.invalid:
             out.append(f"{self.invalid} invalid point(s) left out of the above (marked in the "
                        "table and the plots; reasons printed in red)")
@@ -116,6 +121,8 @@ def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> Swe
         points=len(results),
         simulated=simulated or schema.simulated_any(list(results)),
         invalid=sum(1 for d in results if not schema.is_valid(d)),
+        failed=[f"{d.get('id', schema.label(d))}: {d.get('message', '')}" for d in results
+                if d.get("status") == "failed"],
     )
 
 
@@ -131,5 +138,5 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
     if board.gpu is None:
         raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
     hz = expand_freqs(freqs, board.gpu.available_hz)
-    request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz))
+    request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz), keep_going=True)
     return measure(root, request, progress=progress, command="sweep", **kwargs)

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 from ..errors import UsageError
 
 SCHEMA = "jetbench.result/1"
-STATUSES = ("ok", "oom", "unavailable")
+STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that raised
 
 
 def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> str:

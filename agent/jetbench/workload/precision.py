@@ -3,10 +3,12 @@ why that combination is not available (never a silent fallback to another precis
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import warnings
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
-from ..errors import HardwareError, UsageError
+from ..errors import HardwareError, OutOfMemory, UsageError
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 
@@ -48,16 +50,41 @@ def apply_precision(model: Any, precision: str, device: str, example: Any) -> Tu
         return model, example
     if precision in ("fp16", "bf16"):
         dtype = input_dtype(precision)
-        if precision == "bf16" and device == "cuda" and not torch.cuda.is_bf16_supported():
-            raise PrecisionUnavailable(
-                "bf16 is not supported by this GPU", hint="Ampere (Orin) or newer has bf16"
-            )
+        if precision == "bf16" and is_cuda(device):
+            reason = bf16_unavailable_reason(torch, device)
+            if reason is not None:
+                raise PrecisionUnavailable(reason, hint="Ampere (Orin) or newer has bf16")
         return model.to(dtype), example.to(dtype)
     if precision == "int8":
-        if device == "cpu":
+        if not is_cuda(device):
             return quantize_cpu(model, example), example
         return tensorrt_int8(model, example), example
     raise UsageError(f"unknown precision: {precision!r}")
+
+
+def is_cuda(device: str) -> bool:
+    """'cuda' or 'cuda:N'."""
+    return device == "cuda" or device.startswith("cuda:")
+
+
+def bf16_unavailable_reason(torch: Any, device: str) -> Optional[str]:
+    """None when the GPU computes bf16 natively (compute capability 8.0+: Ampere, Orin); else
+    why not. torch.cuda.is_bf16_supported() alone says True for emulated bf16 (torch 2.3+),
+    which would time an emulation, so the capability decides, and the stricter
+    is_bf16_supported(including_emulation=False) too where this torch has it."""
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    if (major, minor) < (8, 0):
+        return (f"bf16 is not native on this GPU (compute capability {major}.{minor}; bf16 needs "
+                "8.0 or newer), and an emulated bf16 is not measured")
+    check = torch.cuda.is_bf16_supported
+    try:
+        strict = "including_emulation" in inspect.signature(check).parameters
+    except (TypeError, ValueError):
+        strict = False
+    supported = check(including_emulation=False) if strict else check()
+    if not supported:
+        return "bf16 is not supported by this GPU with this CUDA/PyTorch build"
+    return None
 
 
 def quantize_cpu(model: Any, example: Any) -> Any:
@@ -74,17 +101,12 @@ def quantize_cpu(model: Any, example: Any) -> Any:
     with warnings.catch_warnings():
         # torch.ao.quantization is deprecated in favour of torchao; it is still PyTorch's own.
         warnings.simplefilter("ignore")
-        from torch.ao.quantization import get_default_qconfig_mapping
-        from torch.ao.quantization.fx.custom_config import PrepareCustomConfig
         from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
         from .models.common import CaffeLRN
 
-        # LRN branches on dtype and has no quantized kernel: keep it a float leaf.
-        custom = PrepareCustomConfig().set_non_traceable_module_classes([CaffeLRN])
-        qconfig = get_default_qconfig_mapping(engine)
         try:
-            prepared = prepare_fx(model.eval(), qconfig, (example,), prepare_custom_config=custom)
+            prepared = _prepare_fx(prepare_fx, model.eval(), engine, example, CaffeLRN)
             with torch.no_grad():
                 prepared(example)
             return convert_fx(prepared)
@@ -95,40 +117,127 @@ def quantize_cpu(model: Any, example: Any) -> Any:
             ) from err
 
 
+def _prepare_fx(prepare_fx: Any, model: Any, engine: str, example: Any,
+                float_leaf: Any) -> Any:
+    """prepare_fx with LRN (which branches on dtype, no quantized kernel) kept a float leaf:
+    the QConfigMapping API of torch 1.13+, else the dict API of torch 1.10-1.12."""
+    try:
+        from torch.ao.quantization import get_default_qconfig_mapping
+        from torch.ao.quantization.fx.custom_config import PrepareCustomConfig
+    except ImportError:  # torch < 1.13 (NVIDIA's JetPack 4/5 wheels 1.10-1.12)
+        from torch.ao.quantization import get_default_qconfig
+
+        return prepare_fx(model, {"": get_default_qconfig(engine)},
+                          prepare_custom_config_dict={"non_traceable_module_class": [float_leaf]})
+    custom = PrepareCustomConfig().set_non_traceable_module_classes([float_leaf])
+    return prepare_fx(model, get_default_qconfig_mapping(engine), (example,),
+                      prepare_custom_config=custom)
+
+
+TRT_INSTALL_HINT = ("install torch_tensorrt matching this torch (JetPack ships TensorRT), or "
+                    "measure int8 with --device cpu; jetbench never falls back to another "
+                    "precision")
+# TensorRT's ways of saying "the GPU ran out of memory" while building or running an engine.
+TRT_OOM_MARKERS = ("out of memory", "outofmemory", "could not be allocated",
+                   "failed to allocate", "cudaerrormemoryallocation")
+
+
 def tensorrt_int8(model: Any, example: Any) -> Any:
-    """INT8 on CUDA goes through TensorRT (torch_tensorrt), or is reported as not available."""
+    """INT8 on CUDA through TensorRT (torch_tensorrt), by whichever calibrated path the installed
+    version offers, or reported as not available with the reason; a TensorRT OOM is OutOfMemory.
+
+    Paths: TorchScript PTQ (`ir="ts"` with a DataLoaderCalibrator: torch_tensorrt.ptq in 1.x,
+    torch_tensorrt.ts.ptq in 2.x while it lasted), else the dynamo path on a network quantized
+    by NVIDIA ModelOpt (nvidia-modelopt), which current torch_tensorrt documents for INT8."""
     try:
         import torch_tensorrt  # type: ignore[import-not-found]
-    except ImportError as err:
+    except Exception as err:  # noqa: BLE001 - a missing libnvinfer is OSError, not ImportError
         raise PrecisionUnavailable(
-            "int8 on cuda needs TensorRT, which is not installed",
-            hint="install torch_tensorrt (JetPack ships TensorRT), or measure int8 with "
-            "--device cpu; jetbench never falls back to another precision",
-        ) from err
+            f"int8 on cuda needs TensorRT, which does not load here ({type(err).__name__}: "
+            f"{_first_line(err)})", hint=TRT_INSTALL_HINT) from err
+    path = tensorrt_int8_path(torch_tensorrt)
+    version = getattr(torch_tensorrt, "__version__", "?")
+    if path is None:
+        raise PrecisionUnavailable(
+            f"torch_tensorrt {version} offers no INT8 calibration path here (no ts.ptq "
+            "calibrator, and NVIDIA ModelOpt for the dynamo path is not installed)",
+            hint="pip install nvidia-modelopt, or use a torch_tensorrt with ts.ptq")
     try:
-        return torch_tensorrt.compile(
-            model.eval(),
-            inputs=[torch_tensorrt.Input(tuple(example.shape))],
-            enabled_precisions={__import__("torch").int8},
-            calibrator=_calibrator(torch_tensorrt, example),
-        )
+        if path == "dynamo-modelopt":
+            return _int8_dynamo_modelopt(torch_tensorrt, model, example)
+        return _int8_ts_ptq(torch_tensorrt, path, model, example)
+    except PrecisionUnavailable:
+        raise
     except Exception as err:  # noqa: BLE001 - TensorRT's errors are many and untyped
-        raise PrecisionUnavailable(f"TensorRT int8 build failed: {err}") from err
+        text = str(err).lower()
+        if isinstance(err, MemoryError) or any(m in text for m in TRT_OOM_MARKERS):
+            raise OutOfMemory(f"TensorRT int8 build: out of memory ({_first_line(err)})",
+                              hint="use a smaller --batch") from err
+        raise PrecisionUnavailable(
+            f"TensorRT int8 build failed (torch_tensorrt {version}, {path}): "
+            f"{_first_line(err)}") from err
 
 
-def _calibrator(torch_tensorrt: Any, example: Any) -> Any:
-    """A calibrator fed with the synthetic input (torch_tensorrt's TorchScript PTQ API)."""
+def tensorrt_int8_path(torch_tensorrt: Any) -> Optional[str]:
+    """Which INT8 path this torch_tensorrt offers: 'ts-ptq' (2.x ts.ptq), 'ptq' (1.x),
+    'dynamo-modelopt', or None."""
+    ts = getattr(torch_tensorrt, "ts", None)
+    if ts is not None and getattr(ts, "ptq", None) is not None:
+        return "ts-ptq"
+    if getattr(torch_tensorrt, "ptq", None) is not None:
+        return "ptq"
+    if getattr(torch_tensorrt, "dynamo", None) is not None and _modelopt() is not None:
+        return "dynamo-modelopt"
+    return None
+
+
+def _modelopt() -> Any:
+    try:
+        import modelopt.torch.quantization as mtq  # type: ignore[import-not-found]
+    except Exception:  # noqa: BLE001 - not installed, or broken: no dynamo INT8
+        return None
+    return mtq
+
+
+def _int8_ts_ptq(torch_tensorrt: Any, path: str, model: Any, example: Any) -> Any:
     import torch
 
-    ptq = getattr(torch_tensorrt, "ptq", None)
-    if ptq is None:
-        raise PrecisionUnavailable(
-            "this torch_tensorrt has no PTQ calibrator API (int8 needs calibration)",
-            hint="use a torch_tensorrt 1.x that provides torch_tensorrt.ptq",
-        )
+    ptq = torch_tensorrt.ts.ptq if path == "ts-ptq" else torch_tensorrt.ptq
     data = torch.utils.data.TensorDataset(example.cpu(), torch.zeros(example.shape[0]))
     loader = torch.utils.data.DataLoader(data, batch_size=example.shape[0])
-    return ptq.DataLoaderCalibrator(
+    calibrator = ptq.DataLoaderCalibrator(
         loader, use_cache=False, algo_type=ptq.CalibrationAlgo.ENTROPY_CALIBRATION_2,
-        device=example.device,
-    )
+        device=example.device)
+    return torch_tensorrt.compile(
+        torch.jit.trace(model.eval(), example), ir="ts",
+        inputs=[torch_tensorrt.Input(tuple(example.shape))],
+        enabled_precisions={torch.float, torch.int8}, calibrator=calibrator)
+
+
+def _int8_dynamo_modelopt(torch_tensorrt: Any, model: Any, example: Any) -> Any:
+    import torch
+
+    mtq = _modelopt()
+    model = model.eval()
+
+    def calibrate(net: Any) -> None:
+        with torch.no_grad():
+            net(example)
+
+    model = mtq.quantize(model, mtq.INT8_DEFAULT_CFG, forward_loop=calibrate)
+    try:
+        from modelopt.torch.quantization.utils import (  # type: ignore[import-not-found]
+            export_torch_mode,
+        )
+    except Exception:  # noqa: BLE001 - older ModelOpt: plain export
+        export_torch_mode = contextlib.nullcontext
+    with torch.no_grad(), export_torch_mode():
+        program = torch.export.export(model, (example,))
+        return torch_tensorrt.dynamo.compile(
+            program, inputs=[example], enabled_precisions={torch.float, torch.int8},
+            min_block_size=1)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
+from ._torch import import_torch
 from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s, is_stable
 from .stats import latency_stats as _latency_stats
-from .workload import Workload, backend_settings, oom_guard
+from .workload import Workload, backend_settings, device_context, is_cuda, oom_guard
 
 Callback = Callable[[], None]
 # progress(phase, fraction): phase "warmup" or "timed", fraction 0..1 of the minimum to meet
@@ -88,10 +89,11 @@ def run_timed(
     if duration_s < 0 or warmup_s < 0:
         raise UsageError("durations must not be negative")
     cap = max_warmup_s if max_warmup_s is not None else 3 * warmup_s + 2.0
-    loop = _cuda_loop if workload.device == "cuda" else _host_loop
+    loop = _cuda_loop if is_cuda(workload.device) else _host_loop
     warnings: List[str] = list(workload.notes)
     label = f"{workload.model} {workload.precision} batch {workload.batch}"
-    with backend_settings(workload.options), oom_guard(label), workload.context():
+    with backend_settings(workload.options), oom_guard(label), \
+            device_context(import_torch(), workload.device), workload.context():
         warm: List[float] = []
         if warmup_iterations > 0 or warmup_s > 0:
             warm, _ = loop(workload, _warmup_done(warmup_iterations, warmup_s, cap), "warmup",

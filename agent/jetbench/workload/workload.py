@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 from ..errors import OutOfMemory, UsageError
 from ._torch import import_torch
 from .macs import ModelCost, builtin_cost, macs_or_none
-from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
+from .precision import PRECISIONS, PrecisionUnavailable, apply_precision, is_cuda
 
 INPUT_MODES = ("constant", "random")
 MODES = ("inference", "train")
@@ -80,19 +80,42 @@ class Workload:
 
 
 def resolve_device(device: str) -> str:
-    """'auto' -> 'cuda' when present, else 'cpu'. 'cuda' without a GPU is a usage error."""
+    """'auto' -> 'cuda' when present, else 'cpu'; 'cuda:N' is kept (and checked against the GPUs
+    PyTorch sees). 'cuda' without a GPU is a usage error."""
     torch = import_torch()
     word = (device or "auto").lower()
     if word == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if word.startswith("cuda"):
+    if word == "cuda" or word.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise UsageError("--device cuda: no CUDA device is visible to PyTorch",
+            raise UsageError(f"--device {word}: no CUDA device is visible to PyTorch",
                              hint="use --device cpu, or a CUDA build of torch")
-        return "cuda"
+        if word == "cuda":
+            return "cuda"
+        index = word.split(":", 1)[1]
+        count = torch.cuda.device_count()
+        if not index.isdigit() or int(index) >= count:
+            raise UsageError(f"--device {word}: PyTorch sees {count} CUDA device(s) "
+                             f"(cuda:0 to cuda:{count - 1})",
+                             hint="CUDA_VISIBLE_DEVICES renumbers them from 0")
+        return f"cuda:{int(index)}"
     if word == "cpu":
         return "cpu"
-    raise UsageError(f"unknown device: {device!r}", hint="use auto, cuda or cpu")
+    raise UsageError(f"unknown device: {device!r}", hint="use auto, cuda, cuda:N or cpu")
+
+
+def cuda_index(torch: Any, device: str) -> int:
+    """The CUDA ordinal of 'cuda' (the current device) or 'cuda:N'."""
+    index = torch.device(device).index
+    return torch.cuda.current_device() if index is None else index
+
+
+def device_context(torch: Any, device: str) -> Any:
+    """Makes `device` the current CUDA device for the duration (events, streams, graphs and
+    synchronisation then go to it); nothing for the CPU."""
+    if is_cuda(device):
+        return torch.cuda.device(cuda_index(torch, device))
+    return contextlib.nullcontext()
 
 
 @contextlib.contextmanager
@@ -121,7 +144,7 @@ def oom_guard(what: str) -> Iterator[None]:
         yield
         return
     except (RuntimeError, MemoryError, ValueError) as err:
-        oom = isinstance(err, MemoryError) or "out of memory" in str(err).lower()
+        oom = is_out_of_memory(err)
         message = f"{what}: {'out of memory' if oom else 'the network failed'} " \
                   f"({_first_line(err)})"
     # Raised outside the except block: the failed attempt's frames (and tensors) are freed.
@@ -129,6 +152,21 @@ def oom_guard(what: str) -> Iterator[None]:
     if oom:
         raise OutOfMemory(message, hint="use a smaller --batch")
     raise UsageError(message, hint="check --input-shape and --batch for this network")
+
+
+# How an allocation failure reads: CUDA's and the CPU allocator's message, and on a Jetson (Tegra,
+# unified memory) the NVML assert the CUDA caching allocator hits when the allocation fails
+# (pytorch#185240), and the driver's NvMap allocation failure.
+OOM_MARKERS = ("out of memory", "nvml_success == r internal assert failed",
+               "nvmapmemallocinternaltagged")
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    oom_type = getattr(import_torch(), "OutOfMemoryError", None)  # torch 1.13+
+    if isinstance(err, MemoryError) or (oom_type is not None and isinstance(err, oom_type)):
+        return True
+    text = str(err).lower()
+    return any(marker in text for marker in OOM_MARKERS)
 
 
 def build_workload(
@@ -156,7 +194,7 @@ def build_workload(
     net, shape, cost = _load(model, module, input_shape, options.seed)
     footprint = estimate_footprint_bytes(cost, net, precision, batch, shape, options.mode)
     label = f"{model} {precision} batch {batch}"
-    with backend_settings(options), oom_guard(label):
+    with backend_settings(options), oom_guard(label), device_context(torch, dev):
         _check_memory_limit(footprint, options.memory_limit_bytes, dev, label)
         net = net.train() if options.mode == "train" else net.eval()
         example = _make_input(torch, input_mode, batch, shape, options.seed).to(dev)
@@ -166,11 +204,14 @@ def build_workload(
             example = example.contiguous(memory_format=torch.channels_last)
         net, example = apply_precision(net, precision, dev, example)
         if options.compile:
+            if not hasattr(torch, "compile"):
+                raise UsageError(f"--compile needs torch 2.0 or newer (this is "
+                                 f"{torch.__version__})", hint="drop --compile")
             net = torch.compile(net)
         step, context = _make_step(torch, net, example, options.mode)
-        sync = torch.cuda.synchronize if dev == "cuda" else _no_sync
+        sync = _cuda_sync(torch, dev) if is_cuda(dev) else _no_sync
         if options.cuda_graph:
-            step = _capture_graph(torch, step, context)
+            step = _capture_graph(torch, step, context, dev)
     notes = ("no MAC count for this model (graph not traceable)",) if cost is None else ()
     return Workload(model, precision, batch, dev, input_mode, options, net, example, cost,
                     footprint, step, sync, context, notes)
@@ -238,12 +279,15 @@ def _check_memory_limit(footprint: int, limit: Optional[int], device: str, label
     if limit is None:
         return
     torch = import_torch()
-    if device == "cuda":
-        total = torch.cuda.get_device_properties(0).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total))
+    if is_cuda(device):
+        index = cuda_index(torch, device)
+        total = torch.cuda.get_device_properties(index).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total), index)
     if footprint > limit:
-        # Same exception type (and so the same handling) as a real allocator failure.
-        raise torch.OutOfMemoryError(
+        # Same handling as a real allocator failure (torch.OutOfMemoryError is torch 1.13+;
+        # before it, CUDA's OOM was a RuntimeError saying "out of memory", as this one does).
+        error = getattr(torch, "OutOfMemoryError", RuntimeError)
+        raise error(
             f"out of memory: needs about {footprint / 2**20:.0f} MiB, memory limit is "
             f"{limit / 2**20:.0f} MiB"
         )
@@ -275,11 +319,14 @@ def _make_step(torch: Any, net: Any, example: Any, mode: str) -> Tuple[Callable[
     return forward_backward, contextlib.nullcontext
 
 
-def _capture_graph(torch: Any, step: Callable[[], Any], context: Any) -> Callable[[], Any]:
+def _capture_graph(torch: Any, step: Callable[[], Any], context: Any, device: str
+                   ) -> Callable[[], Any]:
     """Replays the whole forward as one CUDA graph (static input, captured after 3 warm-up runs
-    on a side stream as PyTorch requires)."""
-    if not torch.cuda.is_available():
-        raise UsageError("--cuda-graph needs a CUDA device")
+    on a side stream as PyTorch requires). Only for a workload on CUDA: on the CPU a graph
+    would capture nothing and its replay time nothing."""
+    if not is_cuda(device):
+        raise UsageError(f"--cuda-graph needs the workload on a CUDA device (it is on {device})",
+                         hint="use --device cuda, or drop --cuda-graph")
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with context(), torch.cuda.stream(stream):
@@ -290,6 +337,15 @@ def _capture_graph(torch: Any, step: Callable[[], Any], context: Any) -> Callabl
     with context(), torch.cuda.graph(graph):
         step()
     return graph.replay
+
+
+def _cuda_sync(torch: Any, device: str) -> Callable[[], None]:
+    index = cuda_index(torch, device)
+
+    def sync() -> None:
+        torch.cuda.synchronize(index)
+
+    return sync
 
 
 def _no_sync() -> None:

@@ -1,8 +1,14 @@
 """Rails through the jetson-stats service (optional extra: `pip install jetbench[jetson]`).
 
 When the jtop service runs, its client serves the INA3221 rails to non-root users. Readings come
-at the client's interval (default 0.5 s here), so this source suits long windows; the total
-follows jetbench's rule (VDD_IN/POM_5V_IN, else the sum of the rails), not jtop's own.
+at the service's interval (0.5 s asked here; a running service keeps its own, which
+`client.interval` reports after start() and which becomes this source's period), so this source
+suits long windows.
+The total follows jetbench's rule (VDD_IN/POM_5V_IN, else the sum of the rails), not jtop's own.
+
+Two shapes of `client.power`: before jetson-stats 4.2 every rail, VDD_IN included, is under
+`'rail'`; from 4.2 (and in 7.x) the module input moves out of `'rail'` into `'tot'`, which then
+carries its `'name'` (a `'tot'` without a name, or named otherwise, is jtop's own sum: ignored).
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ class JtopSource:
                 hint="sudo systemctl start jtop.service (or use --meter ina3221 with sudo)",
             ) from err
         self._client = client
+        service_interval_s = _interval_s(getattr(client, "interval", None))
+        if service_interval_s is not None:
+            self.period_s = service_interval_s  # the service's cadence wins over the asked one
         rails = self._rail_dict()
         if not self._rails:
             self._rails = sorted(rails)
@@ -67,7 +76,12 @@ class JtopSource:
 
     def _rail_dict(self) -> dict:
         power = self._client.power or {}
-        return dict(power.get("rail") or {})
+        rails = dict(power.get("rail") or {})
+        tot = power.get("tot") or {}
+        name = tot.get("name") if isinstance(tot, dict) else None
+        if isinstance(name, str) and name.upper() in TOTAL_RAIL_NAMES and name not in rails:
+            rails[name] = tot  # 4.2+: VDD_IN/POM_5V_IN lives under 'tot'
+        return rails
 
     def read(self) -> Reading:
         t = time.monotonic()
@@ -85,3 +99,12 @@ class JtopSource:
                 client.close()
             except Exception:
                 pass
+
+
+def _interval_s(value: Any) -> Optional[float]:
+    """The service's interval in seconds, or None when it does not say."""
+    try:
+        interval_s = float(value)
+    except (TypeError, ValueError):
+        return None
+    return interval_s if interval_s > 0 else None

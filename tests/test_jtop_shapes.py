@@ -1,0 +1,109 @@
+"""jtop (jetson-stats) through stand-ins of both `client.power` shapes: before 4.2 every rail,
+VDD_IN included, under 'rail'; from 4.2 (and 7.x) VDD_IN moves to 'tot', which carries its 'name'.
+Figures are an Orin-NX-shaped reading: VDD_IN 9 W, sub-rails 3 W + 2 W (their sum, 5 W, is the
+wrong total the old code gave). Also: the service's interval wins, and measure keeps the source."""
+
+import sys
+import types
+
+import pytest
+from test_measure_e2e import tiny  # noqa: F401 - fixture
+
+from jetbench.hw.fs import Root
+from jetbench.hw.power.jtop import JtopSource
+from jetbench.measure import MeasureRequest, measure
+
+from conftest import make_board
+
+ORIN_NX_RAILS = {"VDD_CPU_GPU_CV": {"power": 3000, "online": True},
+                 "VDD_SOC": {"power": 2000, "online": True}}
+ORIN_NX_TOT = {"power": 9000, "volt": 5000, "curr": 1800, "online": True, "name": "VDD_IN"}
+
+
+def fake_jtop(power, service_interval_s=None):
+    mod = types.ModuleType("jtop")
+
+    class JtopException(Exception):
+        pass
+
+    class jtop:  # noqa: N801 - the real class name
+        instances = []
+
+        def __init__(self, interval=0.5):
+            self._asked = interval
+            self.power = power
+            jtop.instances.append(self)
+
+        @property
+        def interval(self):
+            return service_interval_s if service_interval_s is not None else self._asked
+
+        def start(self):
+            pass
+
+        def close(self):
+            pass
+
+    mod.jtop = jtop
+    mod.JtopException = JtopException
+    return mod
+
+
+def test_jetson_stats_42_total_is_vdd_in_from_tot(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jtop",
+                        fake_jtop({"rail": ORIN_NX_RAILS, "tot": ORIN_NX_TOT}))
+    src = JtopSource()
+    src.open()
+    names = [c.name for c in src.channels()]
+    assert "VDD_IN" in names
+    total = src.total()
+    assert (total.kind, total.channels) == ("channel", ("VDD_IN",))
+    values = dict(zip(names, src.read().power_w))
+    assert values["VDD_IN"] == pytest.approx(9.0)  # not 5.0, the sub-rails' sum
+    assert values["VDD_CPU_GPU_CV"] == pytest.approx(3.0)
+    src.close()
+
+
+def test_old_shape_with_vdd_in_under_rail_still_read(monkeypatch):
+    rails = dict(ORIN_NX_RAILS, VDD_IN={"power": 9000})
+    monkeypatch.setitem(sys.modules, "jtop", fake_jtop({"rail": rails, "tot": {}}))
+    src = JtopSource()
+    src.open()
+    assert src.total().channels == ("VDD_IN",)
+    assert dict(zip([c.name for c in src.channels()], src.read().power_w))["VDD_IN"] == 9.0
+    src.close()
+
+
+def test_an_unnamed_tot_is_jtops_own_sum_and_ignored(monkeypatch):
+    agx = {"VDD_GPU_SOC": {"power": 4000}, "VDD_CPU_CV": {"power": 2000},
+           "VIN_SYS_5V0": {"power": 3000}}
+    monkeypatch.setitem(sys.modules, "jtop",
+                        fake_jtop({"rail": agx, "tot": {"power": 9000, "name": "ALL"}}))
+    src = JtopSource()
+    src.open()
+    assert src.total().kind == "sum"
+    assert sorted(src.read().power_w) == [2.0, 3.0, 4.0]
+    src.close()
+
+
+def test_the_services_interval_becomes_the_period(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jtop", fake_jtop(
+        {"rail": ORIN_NX_RAILS, "tot": ORIN_NX_TOT}, service_interval_s=1.0))
+    src = JtopSource(interval_s=0.5)
+    assert src.period_s == 0.5
+    src.open()
+    assert src.period_s == 1.0
+    src.close()
+
+
+def test_measure_meter_jtop_is_not_dropped(tmp_path, tiny, monkeypatch):  # noqa: F811
+    monkeypatch.setitem(sys.modules, "jtop", fake_jtop(
+        {"rail": ORIN_NX_RAILS, "tot": ORIN_NX_TOT}, service_interval_s=0.05))
+    base = make_board(tmp_path, "tx1")
+    request = MeasureRequest(models=("jb_tinynet:tiny",), input_shape=(3, 16, 16),
+                             iterations=2, duration_s=0.6, warmup_s=0.0, device="cpu",
+                             out_dir=tmp_path / "out", min_coverage=0.3, meters=("jtop",))
+    doc = measure(Root(base), request).results[0]
+    assert [c["name"] for c in doc["power"]["channels"]] != []
+    assert doc["power"]["total"]["name"] == "VDD_IN"
+    assert doc["power"]["total"]["mean_w"] == pytest.approx(9.0)
