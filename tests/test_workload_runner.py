@@ -8,7 +8,7 @@ from typing import Iterator, List
 import pytest
 
 from jetbench.errors import OutOfMemory, UsageError
-from jetbench.workload import runner
+from jetbench.workload import loop, runner
 from jetbench.workload.macs import ModelCost
 from jetbench.workload.runner import run_timed
 from jetbench.workload.session import (
@@ -64,7 +64,7 @@ def constant(seconds: float) -> Iterator[float]:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock(constant(0.010))
-    monkeypatch.setattr(runner.time, "perf_counter", fake)
+    monkeypatch.setattr(loop.time, "perf_counter", fake)
     return fake
 
 
@@ -103,7 +103,7 @@ def test_timed_phase_meets_both_count_and_duration(clock: FakeClock) -> None:
 def test_known_latencies_give_known_statistics(monkeypatch: pytest.MonkeyPatch) -> None:
     timings = [0.010, 0.020, 0.030, 0.040, 0.050]
     fake = FakeClock(iter(timings))
-    monkeypatch.setattr(runner.time, "perf_counter", fake)
+    monkeypatch.setattr(loop.time, "perf_counter", fake)
     result = run_timed(fake_workload(fake, batch=1), iterations=5, duration_s=0, warmup_s=0,
                        warmup_iterations=0)
     assert result.latencies_ms == pytest.approx((10, 20, 30, 40, 50))
@@ -117,7 +117,7 @@ def test_known_latencies_give_known_statistics(monkeypatch: pytest.MonkeyPatch) 
 def test_warmup_runs_until_stable(monkeypatch: pytest.MonkeyPatch) -> None:
     # slow first iterations (caches, autotuning), then steady 10 ms
     fake = FakeClock(iter([0.5, 0.2, 0.1, 0.05] + [0.010] * 1000))
-    monkeypatch.setattr(runner.time, "perf_counter", fake)
+    monkeypatch.setattr(loop.time, "perf_counter", fake)
     result = run_timed(fake_workload(fake), iterations=3, duration_s=0, warmup_s=0,
                        warmup_iterations=2)
     # medians of the last two windows of 3 agree at 9: [.05, .01, .01] vs [.01, .01, .01]
@@ -128,12 +128,12 @@ def test_warmup_runs_until_stable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_warmup_respects_minimum_time_and_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeClock(constant(0.010))
-    monkeypatch.setattr(runner.time, "perf_counter", fake)
+    monkeypatch.setattr(loop.time, "perf_counter", fake)
     result = run_timed(fake_workload(fake), iterations=1, duration_s=0, warmup_s=0.2)
     assert result.warmup_s == pytest.approx(0.2)
     # never stable (alternating), so the cap ends it, with a warning
     fake2 = FakeClock(iter([0.01, 0.03] * 10000))
-    monkeypatch.setattr(runner.time, "perf_counter", fake2)
+    monkeypatch.setattr(loop.time, "perf_counter", fake2)
     result = run_timed(fake_workload(fake2), iterations=1, duration_s=0, warmup_s=0.1,
                        max_warmup_s=0.5)
     assert 0.5 <= result.warmup_s < 0.55

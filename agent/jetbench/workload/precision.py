@@ -4,11 +4,11 @@ why that combination is not available (never a silent fallback to another precis
 from __future__ import annotations
 
 import contextlib
-import inspect
 import warnings
 from typing import Any, List, Optional, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
+from .portable import bf16_unavailable_reason, is_cuda  # noqa: F401 - shared with the child
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 
@@ -60,31 +60,6 @@ def apply_precision(model: Any, precision: str, device: str, example: Any) -> Tu
             return quantize_cpu(model, example), example
         return tensorrt_int8(model, example), example
     raise UsageError(f"unknown precision: {precision!r}")
-
-
-def is_cuda(device: str) -> bool:
-    """'cuda' or 'cuda:N'."""
-    return device == "cuda" or device.startswith("cuda:")
-
-
-def bf16_unavailable_reason(torch: Any, device: str) -> Optional[str]:
-    """None when the GPU computes bf16 natively (compute capability 8.0+: Ampere, Orin); else
-    why not. torch.cuda.is_bf16_supported() alone says True for emulated bf16 (torch 2.3+),
-    which would time an emulation, so the capability decides, and the stricter
-    is_bf16_supported(including_emulation=False) too where this torch has it."""
-    major, minor = torch.cuda.get_device_capability(torch.device(device))
-    if (major, minor) < (8, 0):
-        return (f"bf16 is not native on this GPU (compute capability {major}.{minor}; bf16 needs "
-                "8.0 or newer), and an emulated bf16 is not measured")
-    check = torch.cuda.is_bf16_supported
-    try:
-        strict = "including_emulation" in inspect.signature(check).parameters
-    except (TypeError, ValueError):
-        strict = False
-    supported = check(including_emulation=False) if strict else check()
-    if not supported:
-        return "bf16 is not supported by this GPU with this CUDA/PyTorch build"
-    return None
 
 
 def quantize_cpu(model: Any, example: Any) -> Any:

@@ -7,23 +7,17 @@ window exactly around the timed iterations.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
 from ._torch import import_torch
-from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s, is_stable
+from .loop import Progress, cuda_loop, host_loop, warm_then_time, warmup_cap_s
+from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s
 from .stats import latency_stats as _latency_stats
 from .workload import Workload, backend_settings, device_context, is_cuda, oom_guard
 
 Callback = Callable[[], None]
-# progress(phase, fraction): phase "warmup" or "timed", fraction 0..1 of the minimum to meet
-Progress = Callable[[str, float], None]
-
-_PROGRESS_EVERY_S = 0.1
-_STABLE_WINDOW = 3
-_STABLE_TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -84,113 +78,45 @@ def run_timed(
     `on_timed_end()` immediately after the last one has been synchronised (both outside the
     timed interval). `progress(phase, fraction)` is called at most every 0.1 s.
     Raises OutOfMemory if the device runs out of memory."""
+    check_timing(iterations, duration_s, warmup_s)
+    torch = import_torch()
+    label = f"{workload.model} {workload.precision} batch {workload.batch}"
+    with backend_settings(workload.options), oom_guard(label), \
+            device_context(torch, workload.device), workload.context():
+
+        def loop(done: Any, phase: str, report: Optional[Progress]) -> Tuple[List[float], float]:
+            if is_cuda(workload.device):
+                return cuda_loop(torch, workload.step, workload.sync, done, phase, report)
+            return host_loop(workload.step, workload.sync, done, phase, report)
+
+        warm, timed, wall_s, warnings = warm_then_time(
+            loop, iterations, duration_s, warmup_s, warmup_iterations,
+            warmup_cap_s(warmup_s, max_warmup_s), on_timed_start, on_timed_end, progress)
+    return timing_result(workload.describe(), workload.batch, workload.flops_per_iteration,
+                         timed, wall_s, warm, list(workload.notes) + warnings)
+
+
+def check_timing(iterations: int, duration_s: float, warmup_s: float) -> None:
+    """The timing arguments' rules, for the in-process runner and the child alike."""
     if iterations < 1:
         raise UsageError(f"iterations must be at least 1, not {iterations}")
     if duration_s < 0 or warmup_s < 0:
         raise UsageError("durations must not be negative")
-    cap = max_warmup_s if max_warmup_s is not None else 3 * warmup_s + 2.0
-    loop = _cuda_loop if is_cuda(workload.device) else _host_loop
-    warnings: List[str] = list(workload.notes)
-    label = f"{workload.model} {workload.precision} batch {workload.batch}"
-    with backend_settings(workload.options), oom_guard(label), \
-            device_context(import_torch(), workload.device), workload.context():
-        warm: List[float] = []
-        if warmup_iterations > 0 or warmup_s > 0:
-            warm, _ = loop(workload, _warmup_done(warmup_iterations, warmup_s, cap), "warmup",
-                           progress)
-            if len(warm) >= 2 * _STABLE_WINDOW and not is_stable(
-                warm, _STABLE_WINDOW, _STABLE_TOLERANCE
-            ):
-                warnings.append(f"latency was still changing after {len(warm)} warm-up "
-                                f"iterations ({cap:.1f} s cap)")
-        if on_timed_start is not None:
-            on_timed_start()
-        timed, wall_s = loop(workload, _timed_done(iterations, duration_s), "timed", progress)
-        if on_timed_end is not None:
-            on_timed_end()
-    return _result(workload, timed, wall_s, warm, warnings)
 
 
-def _warmup_done(count: int, seconds: float, cap: float) -> Callable[[List[float], float], bool]:
-    def done(latencies_s: List[float], elapsed_s: float) -> bool:
-        if elapsed_s >= cap and len(latencies_s) >= count:
-            return True
-        if len(latencies_s) < count or elapsed_s < seconds:
-            return False
-        return is_stable(latencies_s, _STABLE_WINDOW, _STABLE_TOLERANCE)
-
-    done.fraction = lambda n, t: min(n / count if count else 1.0, t / seconds if seconds else 1.0)
-    return done
-
-
-def _timed_done(count: int, seconds: float) -> Callable[[List[float], float], bool]:
-    def done(latencies_s: List[float], elapsed_s: float) -> bool:
-        return len(latencies_s) >= count and elapsed_s >= seconds
-
-    done.fraction = lambda n, t: min(n / count, t / seconds if seconds else 1.0)
-    return done
-
-
-def _host_loop(workload: Workload, done: Any, phase: str, progress: Optional[Progress]
-               ) -> Tuple[List[float], float]:
-    """CPU: back-to-back iterations timed with perf_counter; latency i is the time from the end
-    of iteration i-1 to the end of iteration i, so latencies sum exactly to the wall time."""
-    step, sync, clock = workload.step, workload.sync, time.perf_counter
-    latencies: List[float] = []
-    append = latencies.append
-    start = prev = clock()
-    next_report = start + _PROGRESS_EVERY_S
-    while True:
-        step()
-        sync()
-        now = clock()
-        append(now - prev)
-        prev = now
-        if done(latencies, now - start):
-            break
-        if progress is not None and now >= next_report:
-            progress(phase, done.fraction(len(latencies), now - start))
-            next_report = now + _PROGRESS_EVERY_S
-    return latencies, prev - start
-
-
-def _cuda_loop(workload: Workload, done: Any, phase: str, progress: Optional[Progress]
-               ) -> Tuple[List[float], float]:
-    """GPU: each iteration bracketed by CUDA events and synchronised; latency is the device
-    time between the events, wall time the host clock across the whole loop."""
-    import torch
-
-    step, clock = workload.step, time.perf_counter
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    latencies: List[float] = []
-    workload.sync()
-    start = clock()
-    next_report = start + _PROGRESS_EVERY_S
-    while True:
-        begin.record()
-        step()
-        end.record()
-        end.synchronize()
-        latencies.append(begin.elapsed_time(end) / 1e3)
-        now = clock()
-        if done(latencies, now - start):
-            break
-        if progress is not None and now >= next_report:
-            progress(phase, done.fraction(len(latencies), now - start))
-            next_report = now + _PROGRESS_EVERY_S
-    return latencies, now - start
-
-
-def _result(workload: Workload, timed: List[float], wall_s: float, warm: List[float],
-            warnings: List[str]) -> TimingResult:
+def timing_result(workload: Dict[str, Any], batch: int, flops_per_iteration: Optional[float],
+                  timed: List[float], wall_s: float, warm: List[float],
+                  warnings: List[str]) -> TimingResult:
+    """The TimingResult of timed latencies (s): the in-process runner's and the child's."""
     latencies_ms = tuple(t * 1e3 for t in timed)
     stats = _latency_stats(latencies_ms)
     cv = coefficient_of_variation(latencies_ms)
+    warnings = list(warnings)
     if cv > CV_WARN and len(latencies_ms) >= 3:
         warnings.append(f"latency varies {cv:.1%} between iterations (over {CV_WARN:.1%}): lock "
                         "the clocks (`jetbench maxperf`) and stop other work on the machine")
-    ips = images_per_s(workload.batch, len(timed), wall_s)
-    flops = workload.flops_per_iteration
-    gflops = None if flops is None else flops * len(timed) / wall_s / 1e9
-    return TimingResult(workload.describe(), len(timed), wall_s, ips, stats, cv, gflops,
+    ips = images_per_s(batch, len(timed), wall_s)
+    gflops = None if flops_per_iteration is None else \
+        flops_per_iteration * len(timed) / wall_s / 1e9
+    return TimingResult(workload, len(timed), wall_s, ips, stats, cv, gflops,
                         len(warm), sum(warm), latencies_ms, tuple(warnings))

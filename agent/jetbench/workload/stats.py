@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Dict, Sequence
 
+from .loop import is_stable  # noqa: F401 - the warm-up rule lives with the loop (Python 3.6)
+
 CV_WARN = 0.025  # above this, latency varies too much to trust one number: lock the clocks
 
 
@@ -66,16 +68,6 @@ def latency_stats(latencies_ms: Sequence[float]) -> LatencyStats:
         max_ms=ordered[-1],
         stdev_ms=stdev(ordered),
     )
-
-
-def is_stable(latencies: Sequence[float], window: int = 3, tolerance: float = 0.05) -> bool:
-    """True when the median of the last `window` latencies is within `tolerance` (relative) of
-    the median of the `window` before them: warm-up is over (caches, clocks, autotuners)."""
-    if len(latencies) < 2 * window:
-        return False
-    last = sorted(latencies[-window:])[window // 2]
-    before = sorted(latencies[-2 * window:-window])[window // 2]
-    return abs(last - before) <= tolerance * before
 
 
 def images_per_s(batch: int, iterations: int, wall_s: float) -> float:

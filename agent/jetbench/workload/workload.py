@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 from ..errors import OutOfMemory, UsageError
+from . import portable
 from ._torch import import_torch
 from .macs import ModelCost, builtin_cost, macs_or_none
-from .precision import PRECISIONS, PrecisionUnavailable, apply_precision, is_cuda
+from .portable import CONSTANT_INPUT, INPUT_MODES, is_cuda  # noqa: F401 - re-exported
+from .portable import make_input as _make_input
+from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
 
-INPUT_MODES = ("constant", "random")
 MODES = ("inference", "train")
-CONSTANT_INPUT = 0.5  # non-zero, as the whitepaper's constant input: every MAC really switches
 
 
 @dataclass(frozen=True)
@@ -154,19 +155,8 @@ def oom_guard(what: str) -> Iterator[None]:
     raise UsageError(message, hint="check --input-shape and --batch for this network")
 
 
-# How an allocation failure reads: CUDA's and the CPU allocator's message, and on a Jetson (Tegra,
-# unified memory) the NVML assert the CUDA caching allocator hits when the allocation fails
-# (pytorch#185240), and the driver's NvMap allocation failure.
-OOM_MARKERS = ("out of memory", "nvml_success == r internal assert failed",
-               "nvmapmemallocinternaltagged")
-
-
 def is_out_of_memory(err: BaseException) -> bool:
-    oom_type = getattr(import_torch(), "OutOfMemoryError", None)  # torch 1.13+
-    if isinstance(err, MemoryError) or (oom_type is not None and isinstance(err, oom_type)):
-        return True
-    text = str(err).lower()
-    return any(marker in text for marker in OOM_MARKERS)
+    return portable.is_out_of_memory(import_torch(), err)
 
 
 def build_workload(
@@ -291,13 +281,6 @@ def _check_memory_limit(footprint: int, limit: Optional[int], device: str, label
             f"out of memory: needs about {footprint / 2**20:.0f} MiB, memory limit is "
             f"{limit / 2**20:.0f} MiB"
         )
-
-
-def _make_input(torch: Any, mode: str, batch: int, shape: Sequence[int], seed: int) -> Any:
-    if mode == "constant":
-        return torch.full((batch, *shape), CONSTANT_INPUT, dtype=torch.float32)
-    gen = torch.Generator().manual_seed(seed + 1)
-    return torch.randn((batch, *shape), generator=gen, dtype=torch.float32)
 
 
 def _make_step(torch: Any, net: Any, example: Any, mode: str) -> Tuple[Callable[[], Any], Any]:

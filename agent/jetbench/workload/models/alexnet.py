@@ -4,8 +4,6 @@ bvlc_alexnet/deploy.prototxt: conv -> relu -> norm -> pool for the first two sta
 bvlc_reference_caffenet swaps the order (pool before norm). Both have 60,965,224 parameters.
 """
 
-from __future__ import annotations
-
 from typing import List
 
 from torch import nn

@@ -1,7 +1,5 @@
 """Layers the seed networks share, and the Gaussian initialisation of their weights."""
 
-from __future__ import annotations
-
 import math
 from typing import Optional
 

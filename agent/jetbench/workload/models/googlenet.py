@@ -2,8 +2,6 @@
 no auxiliary classifiers, pooling rounded up as Caffe does (ceil mode). 6,998,552 parameters.
 """
 
-from __future__ import annotations
-
 import torch
 from torch import nn
 

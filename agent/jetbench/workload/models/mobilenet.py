@@ -1,7 +1,5 @@
 """MobileNetV2 (Sandler et al. 2018), width 1.0: the modern edge network. 3,504,872 parameters."""
 
-from __future__ import annotations
-
 from typing import List
 
 import torch

@@ -1,8 +1,6 @@
 """ResNet-18/34/50/101/152 (He et al. 2015; stride on the 3x3 conv of bottlenecks, as in
 torchvision's v1.5 and NVIDIA's deployment examples). ResNet-50: 25,557,032 parameters."""
 
-from __future__ import annotations
-
 from typing import List, Optional, Type, Union
 
 import torch

@@ -1,7 +1,5 @@
 """VGG-16 and VGG-19 (configurations D and E, no BatchNorm). VGG-16: 138,357,544 parameters."""
 
-from __future__ import annotations
-
 from typing import List, Union
 
 import torch

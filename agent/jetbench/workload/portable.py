@@ -1,0 +1,65 @@
+"""The facts of building a workload that the child runner (child_runner.py, under JetPack 4's
+Python 3.6 with torch >= 1.10) needs as much as the in-process path: the input, which devices
+are CUDA, whether bf16 is native, and how an allocation failure reads.
+
+Python 3.6 and the standard library only (torch is passed in): tests/test_workload_child.py
+checks it with vermin.
+"""
+
+import inspect
+from typing import Any, Optional, Sequence
+
+CONSTANT_INPUT = 0.5  # non-zero, as the whitepaper's constant input: every MAC really switches
+INPUT_MODES = ("constant", "random")
+
+# How an allocation failure reads: CUDA's and the CPU allocator's message, and on a Jetson (Tegra,
+# unified memory) the NVML assert the CUDA caching allocator hits when the allocation fails
+# (pytorch#185240), and the driver's NvMap allocation failure.
+OOM_MARKERS = ("out of memory", "nvml_success == r internal assert failed",
+               "nvmapmemallocinternaltagged")
+
+
+def is_cuda(device: str) -> bool:
+    """'cuda' or 'cuda:N'."""
+    return device == "cuda" or device.startswith("cuda:")
+
+
+def make_input(torch: Any, mode: str, batch: int, shape: Sequence[int], seed: int) -> Any:
+    """The float32 input batch: CONSTANT_INPUT everywhere, or Gaussian (seeded with seed + 1)."""
+    size = (batch,) + tuple(int(d) for d in shape)
+    if mode == "constant":
+        return torch.full(size, CONSTANT_INPUT, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(seed + 1)
+    return torch.randn(size, generator=gen, dtype=torch.float32)
+
+
+def is_out_of_memory(torch: Any, err: BaseException) -> bool:
+    """An allocator's failure: MemoryError, torch's OutOfMemoryError (1.13+), or a message
+    that reads like one (OOM_MARKERS; CUDA's OOM was a plain RuntimeError before 1.13)."""
+    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if isinstance(err, MemoryError) or (oom_type is not None and isinstance(err, oom_type)):
+        return True
+    text = str(err).lower()
+    return any(marker in text for marker in OOM_MARKERS)
+
+
+def bf16_unavailable_reason(torch: Any, device: str) -> Optional[str]:
+    """None when the GPU computes bf16 natively (compute capability 8.0+: Ampere, Orin); else
+    why not. torch.cuda.is_bf16_supported() alone says True for emulated bf16 (torch 2.3+),
+    which would time an emulation, so the capability decides, and the stricter
+    is_bf16_supported(including_emulation=False) too where this torch has it."""
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    if (major, minor) < (8, 0):
+        return (f"bf16 is not native on this GPU (compute capability {major}.{minor}; bf16 needs "
+                "8.0 or newer), and an emulated bf16 is not measured")
+    check = getattr(torch.cuda, "is_bf16_supported", None)  # torch 1.10+
+    if check is None:
+        return "this PyTorch has no bf16 support check (torch.cuda.is_bf16_supported)"
+    try:
+        strict = "including_emulation" in inspect.signature(check).parameters
+    except (TypeError, ValueError):
+        strict = False
+    supported = check(including_emulation=False) if strict else check()
+    if not supported:
+        return "bf16 is not supported by this GPU with this CUDA/PyTorch build"
+    return None
