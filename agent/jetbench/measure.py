@@ -13,6 +13,7 @@ existed), only this run's own writes are undone and that journal is left as it w
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import json
 import time
@@ -60,6 +61,7 @@ class MeasureRequest:
     resume: bool = False  # skip points whose result file already exists
     wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
     keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
+    workload_python: Optional[str] = None  # run the workload in a child under this interpreter
 
 
 @dataclass(frozen=True)
@@ -347,6 +349,7 @@ class _State:
 
     def one(self, point: Point, k: int, total: int) -> Tuple[Dict[str, Any], Optional[str]]:
         from .tuning.apply import read_clocks
+        from .workload.child import ChildWorkload, run_in_child
         from .workload.precision import PrecisionUnavailable
         from .workload.runner import run_timed
         from .workload.workload import build_workload
@@ -382,10 +385,17 @@ class _State:
         try:
             if report:
                 report("build", 0.0)
-            workload = build_workload(point.model, point.precision, point.batch, req.device,
-                                      input_shape=req.input_shape)
-            marks["warmup_start"] = time.monotonic()
-            timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
+            if req.workload_python:
+                work = ChildWorkload(req.workload_python, point.model, point.precision,
+                                     point.batch, req.device, input_shape=req.input_shape)
+                marks["warmup_start"] = time.monotonic()
+                timed_run: Any = functools.partial(run_in_child, work)
+            else:
+                workload = build_workload(point.model, point.precision, point.batch,
+                                          req.device, input_shape=req.input_shape)
+                marks["warmup_start"] = time.monotonic()
+                timed_run = functools.partial(run_timed, workload)
+            timing = timed_run(req.iterations, req.duration_s, req.warmup_s,
                                warmup_iterations=1 if req.warmup_s > 0 else 0,
                                on_timed_start=timed_start, on_timed_end=timed_end,
                                progress=report)

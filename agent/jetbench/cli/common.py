@@ -54,3 +54,11 @@ def console(stderr: bool = False):
 
 def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+
+
+# time, measure and sweep: the workload in a child under another interpreter (child.py)
+WORKLOAD_PYTHON = typer.Option(
+    None, "--workload-python", metavar="PYTHON",
+    help="Run the built-in network in a child process under this interpreter (JetPack 4: "
+    "/usr/bin/python3, Python 3.6 with NVIDIA's torch 1.10 wheel); jetbench keeps the clocks "
+    "and the power window. fp32/fp16/bf16, inference.")

@@ -4,6 +4,7 @@ Module level imports typer and the stdlib only; torch and matplotlib load inside
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -11,7 +12,7 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from ..interrupts import InterruptLatch
-from .common import console, open_root, print_json
+from .common import WORKLOAD_PYTHON, console, open_root, print_json
 from .render import print_table
 
 _PROGRESS_AFTER_S = 1.0
@@ -234,6 +235,7 @@ def measure(
                              "result JSON and trace CSV of each configuration."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
+    workload_python: Optional[str] = WORKLOAD_PYTHON,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
@@ -244,6 +246,7 @@ def measure(
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, idle_unpinned=idle_unpinned)
     request = _with_wait(request, wait)
+    request = dataclasses.replace(request, workload_python=workload_python)
     with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, progress=_interruptible(bar.update, latch))
     _finish(report, as_json, plot, "jetbench measure")
@@ -265,6 +268,7 @@ def sweep(
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
+    workload_python: Optional[str] = WORKLOAD_PYTHON,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves."""
@@ -275,6 +279,7 @@ def sweep(
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
     request = _with_wait(request, wait)
+    request = dataclasses.replace(request, workload_python=workload_python)
     with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, freq,
                      progress=_interruptible(bar.update, latch))

@@ -10,7 +10,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from .common import console, print_json
+from .common import WORKLOAD_PYTHON, console, print_json
 from .render import print_table
 
 _PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
@@ -54,6 +54,7 @@ def time_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the Gaussian weights and input."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON document."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write DIR/time.json."),
+    workload_python: Optional[str] = WORKLOAD_PYTHON,
 ) -> None:
     """Time networks like `caffe time`, done right: warm-up until stable, then timed iterations
     until both --iterations and --duration are met; img/s, latency percentiles, CV, GFLOP/s."""
@@ -77,7 +78,7 @@ def time_cmd(
         duration_s=parse_duration_s(duration), warmup_s=parse_duration_s(warmup),
         input_mode=input_mode, options=options,
         input_shape=parse_input_shape(input_shape) if input_shape else None,
-        layers=layers, check=check,
+        layers=layers, check=check, workload_python=workload_python,
     )
     if out is not None:
         from ..report.io import check_out_dir

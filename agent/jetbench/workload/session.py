@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import OutOfMemory, UsageError
 from .check import Agreement, check_precisions
+from .child import ChildWorkload, run_in_child
 from .layers import LayerTimes, time_layers
 from .precision import PrecisionUnavailable
 from .runner import TimingResult, run_timed
@@ -43,6 +44,7 @@ class TimeRequest:
     layer_iterations: int = 10
     check: bool = False
     sweep_max_batch: int = SWEEP_MAX_BATCH
+    workload_python: Optional[str] = None  # time in a child under this interpreter (child.py)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,10 @@ def parse_batches(text: str) -> Union[Tuple[int, ...], str]:
 def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
                 progress: Optional[SessionProgress] = None) -> TimeReport:
     """Runs every configuration of `request` in order (model, then precision, then batch)."""
-    device = resolve_device(request.device)
+    if request.workload_python and (request.layers or request.check):
+        raise UsageError("--workload-python times whole networks: not with --layers or --check")
+    # In a child, the child's torch resolves the device (this process may have no torch).
+    device = request.device if request.workload_python else resolve_device(request.device)
     rows: List[TimeRow] = []
     checks: List[Agreement] = []
     for model in request.models:
@@ -158,6 +163,12 @@ def _one(request: TimeRequest, model: str, precision: str, batch: int, device: s
     report = None if progress is None else (lambda phase, f: progress(label, phase, f))
     workload = None
     try:
+        if request.workload_python:
+            work = ChildWorkload(request.workload_python, model, precision, batch, device,
+                                 request.input_mode, request.options, request.input_shape)
+            result = run_in_child(work, request.iterations, request.duration_s,
+                                  request.warmup_s, progress=report)
+            return TimeRow(model, precision, batch, result.workload["device"], "ok", result)
         workload = build_workload(model, precision, batch, device, request.input_mode,
                                   request.options, request.input_shape)
         result = run_timed(workload, request.iterations, request.duration_s, request.warmup_s,
