@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any, Dict, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, OutOfMemory, UsageError
+from .custom import looks_custom
 from .loop import Progress
 from .precision import PrecisionUnavailable
 from .registry import get_spec, is_builtin
@@ -55,7 +56,8 @@ def check_child_workload(work: ChildWorkload) -> None:
     """What the child cannot do is refused before anything starts."""
     what = f"--workload-python {work.python}"
     if not is_builtin(work.model):
-        get_spec(work.model)  # a misspelt name: "unknown model", with its suggestion
+        if not looks_custom(work.model):
+            get_spec(work.model)  # a misspelt name: "unknown model", with its suggestion
         raise UsageError(f"{what} runs the built-in networks only, not {work.model!r}",
                          hint="`jetbench models` lists them")
     opts = work.options
