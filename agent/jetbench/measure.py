@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import gc
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,12 +257,14 @@ class _State:
 
     # -- set-up ---------------------------------------------------------------------------
     def start_sampler(self) -> None:
+        from .hw.power.nvml import cuda_gpu
         from .hw.power.spec import open_sources
         from .power.sampler import Sampler
         from .power.source import EmptySource
 
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
-                               total_rail=self.board.total_rail)
+                               total_rail=self.board.total_rail,
+                               gpu=cuda_gpu(self.request.device, os.environ))
         # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
         sources = [s for s in sources if not isinstance(s, EmptySource)]
         self.sources = sources

@@ -9,7 +9,8 @@ short windows are smeared). On a Jetson NVML initialises and then answers NotSup
 from __future__ import annotations
 
 import time
-from typing import Any, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple
 
 from ...errors import HardwareError
 from ...power.source import KIND_ENERGY, KIND_POWER, Channel, Reading, Total
@@ -90,11 +91,73 @@ def _nvml_probe(index: int, probe: Any) -> Any:
             pass
 
 
+@dataclass(frozen=True)
+class CudaGpu:
+    """The workload's GPU as CUDA numbers it: `cuda:ordinal` among `visible`
+    (CUDA_VISIBLE_DEVICES, None when unset), enumerated in `order` (CUDA_DEVICE_ORDER)."""
+
+    ordinal: int = 0
+    visible: Optional[str] = None
+    order: Optional[str] = None
+
+
+def cuda_gpu(device: str, environ: Mapping[str, str]) -> Optional[CudaGpu]:
+    """The CudaGpu of a workload's --device ('cuda:N', 'cuda' and 'auto' are CUDA device 0 or N)
+    under `environ` (the caller's os.environ); None for the CPU."""
+    word = (device or "auto").lower()
+    if word == "cpu":
+        return None
+    ordinal = int(word.split(":", 1)[1]) if word.startswith("cuda:") else 0
+    return CudaGpu(ordinal, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
+
+
+def nvml_index(nv: Any, gpu: CudaGpu) -> int:
+    """NVML's index of CUDA's device `gpu.ordinal`. NVML numbers GPUs by PCI bus id whatever
+    CUDA_VISIBLE_DEVICES says; CUDA numbers the visible ones from 0, fastest first unless
+    CUDA_DEVICE_ORDER=PCI_BUS_ID. A UUID entry (GPU-..., a prefix is enough) is matched by UUID;
+    an integer entry is the PCI-order index when the order is PCI_BUS_ID or every GPU is the
+    same model (fastest-first then has no fastest); otherwise it cannot be told."""
+    count = nv.nvmlDeviceGetCount()
+    if gpu.visible is None:
+        entry = str(gpu.ordinal)
+    else:
+        entries = [e.strip() for e in gpu.visible.split(",") if e.strip()]
+        if gpu.ordinal >= len(entries):
+            raise HardwareError(f"cuda:{gpu.ordinal} is not among CUDA_VISIBLE_DEVICES="
+                                f"{gpu.visible!r}")
+        entry = entries[gpu.ordinal]
+    handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+    if entry.upper().startswith("GPU-"):
+        uuids = [_text(nv.nvmlDeviceGetUUID(h)) for h in handles]
+        found = [i for i, uuid in enumerate(uuids) if uuid.upper().startswith(entry.upper())]
+        if len(found) != 1:
+            raise HardwareError(f"CUDA_VISIBLE_DEVICES entry {entry!r} matches "
+                                f"{len(found)} of NVML's GPUs ({', '.join(uuids)})")
+        return found[0]
+    if not entry.isdigit() or int(entry) >= count:
+        raise HardwareError(f"CUDA device {entry!r} is not one of NVML's {count} GPU(s)")
+    pci_order = (gpu.order or "").upper() == "PCI_BUS_ID"
+    if not pci_order and count > 1 and len({_text(nv.nvmlDeviceGetName(h)) for h in handles}) > 1:
+        raise HardwareError(
+            f"cannot tell which NVML GPU is cuda:{gpu.ordinal}: CUDA enumerates these "
+            f"{count} different GPUs fastest first, NVML by PCI bus id",
+            hint="set CUDA_DEVICE_ORDER=PCI_BUS_ID, or CUDA_VISIBLE_DEVICES to the GPU's UUID "
+                 "(nvidia-smi -L)")
+    return int(entry)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 class NvmlSource:
     pushed = False
 
-    def __init__(self, index: int = 0, *, name: str = SOURCE_NAME):
+    def __init__(self, index: int = 0, *, name: str = SOURCE_NAME,
+                 gpu: Optional[CudaGpu] = None):
+        """`gpu`: the workload's CUDA device, mapped to NVML's index at open (else `index`)."""
         self.index = index
+        self.gpu = gpu
         self.name = name if index == 0 else f"{name}{index}"
         self.mode = KIND_ENERGY  # decided at open
         self.period_s = 0.02
@@ -113,8 +176,16 @@ class NvmlSource:
         nv = _pynvml()
         try:
             nv.nvmlInit()
-            self._handle = nv.nvmlDeviceGetHandleByIndex(self.index)
         except nv.NVMLError as err:
+            raise HardwareError(f"NVML does not start ({err})") from err
+        try:
+            if self.gpu is not None:
+                self.index = nvml_index(nv, self.gpu)
+            self._handle = nv.nvmlDeviceGetHandleByIndex(self.index)
+        except (nv.NVMLError, HardwareError) as err:
+            _shutdown(nv)  # initialised: every nvmlInit has its nvmlShutdown
+            if isinstance(err, HardwareError):
+                raise
             raise HardwareError(f"NVML cannot open GPU {self.index} ({err})") from err
         self._nv = nv
         try:
@@ -149,9 +220,13 @@ class NvmlSource:
 
     def close(self) -> None:
         if self._nv is not None:
-            try:
-                self._nv.nvmlShutdown()
-            except Exception:
-                pass
+            _shutdown(self._nv)
         self._nv = None
         self._handle = None
+
+
+def _shutdown(nv: Any) -> None:
+    try:
+        nv.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - nothing more to release
+        pass

@@ -125,14 +125,16 @@ def open_sources(
     root: Root,
     rails: Sequence[object] = (),
     total_rail: Optional[str] = None,
+    gpu: Optional[object] = None,
 ) -> List[PowerSource]:
     """Sources for `--meter` specs (none given = auto). Constructed, not opened: the sampler
-    opens them. `rails`/`total_rail` come from board detection (jetbench.hw.board)."""
+    opens them. `rails`/`total_rail` come from board detection (jetbench.hw.board); `gpu`
+    (nvml.CudaGpu) is the workload's CUDA device, which NVML measures (None: NVML's GPU 0)."""
     out: List[PowerSource] = []
     for text in specs or ["auto"]:
         spec = parse_meter_spec(text)
         if spec.kind == "auto":
-            out.extend(auto_sources(root, rails, total_rail))
+            out.extend(auto_sources(root, rails, total_rail, gpu))
         elif spec.kind == "none":
             continue
         elif spec.kind == "ina3221":
@@ -152,7 +154,7 @@ def open_sources(
         elif spec.kind == "nvml":
             from .nvml import NvmlSource
 
-            out.append(NvmlSource())
+            out.append(NvmlSource(gpu=gpu))  # type: ignore[arg-type]
         elif spec.kind == "jtop":
             from .jtop import JtopSource
 
@@ -167,7 +169,8 @@ def open_sources(
 
 
 def auto_sources(
-    root: Root, rails: Sequence[object] = (), total_rail: Optional[str] = None
+    root: Root, rails: Sequence[object] = (), total_rail: Optional[str] = None,
+    gpu: Optional[object] = None,
 ) -> List[PowerSource]:
     """What `--meter auto` measures: the board's INA3221 rails if it has any, else RAPL zones,
     else an NVIDIA GPU through NVML, else nothing (an EmptySource: "not measured", never 0 W)."""
@@ -183,12 +186,12 @@ def auto_sources(
             # the GPU's own figure beside the rails, at point gpu_board.
             from .nvml import NvmlSource
 
-            out.append(NvmlSource())
+            out.append(NvmlSource(gpu=gpu))  # type: ignore[arg-type]
         return out
     if rapl_zones(root):
         return [RaplSource(root)]
     if root.is_host and nvml_available():
         from .nvml import NvmlSource
 
-        return [NvmlSource()]
+        return [NvmlSource(gpu=gpu)]  # type: ignore[arg-type]
     return [EmptySource()]

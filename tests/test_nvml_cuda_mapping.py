@@ -1,0 +1,113 @@
+"""NVML measures the workload's GPU: CUDA's `cuda:N` mapped to NVML's index through
+CUDA_VISIBLE_DEVICES (UUIDs or integers) and CUDA_DEVICE_ORDER, against a stand-in pynvml with
+three GPUs; and every nvmlInit has its nvmlShutdown, also when the GPU cannot be found."""
+
+import sys
+import types
+
+import pytest
+
+from jetbench.errors import HardwareError
+from jetbench.hw.power.nvml import CudaGpu, NvmlSource, cuda_gpu, nvml_index
+
+
+class _NVMLError(Exception):
+    pass
+
+
+# NVML's order is PCI bus order: index 0, 1, 2.
+GPUS = [("GPU-aaaa1111-0000", b"NVIDIA A100"), ("GPU-bbbb2222-0000", b"NVIDIA A100"),
+        ("GPU-cccc3333-0000", b"NVIDIA T4")]
+
+
+def fake_pynvml(gpus=GPUS, handle_fails=False):
+    nv = types.ModuleType("pynvml")
+    nv.NVMLError = _NVMLError
+    nv.calls = []
+    nv.nvmlInit = lambda: nv.calls.append("init")
+    nv.nvmlShutdown = lambda: nv.calls.append("shutdown")
+    nv.nvmlDeviceGetCount = lambda: len(gpus)
+
+    def handle(i):
+        if handle_fails or i >= len(gpus):
+            raise _NVMLError("Invalid Argument")
+        return i
+
+    nv.nvmlDeviceGetHandleByIndex = handle
+    nv.nvmlDeviceGetUUID = lambda h: gpus[h][0]
+    nv.nvmlDeviceGetName = lambda h: gpus[h][1]
+    nv.nvmlDeviceGetTotalEnergyConsumption = lambda h: 1000 * (h + 1)
+    nv.nvmlDeviceGetPowerUsage = lambda h: 50_000
+    return nv
+
+
+@pytest.mark.parametrize("device, env, expected", [
+    ("cuda:1", {}, CudaGpu(1, None, None)),
+    ("cuda", {"CUDA_VISIBLE_DEVICES": "2"}, CudaGpu(0, "2", None)),
+    ("auto", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, CudaGpu(0, None, "PCI_BUS_ID")),
+    ("cpu", {"CUDA_VISIBLE_DEVICES": "1"}, None),
+])
+def test_the_workloads_cuda_device(device, env, expected):
+    assert cuda_gpu(device, env) == expected
+
+
+@pytest.mark.parametrize("gpu, expected", [
+    (CudaGpu(0, "GPU-cccc3333-0000,GPU-aaaa1111-0000"), 2),  # UUID: whatever the order
+    (CudaGpu(1, "GPU-cccc3333-0000,GPU-aaaa1111-0000"), 0),
+    (CudaGpu(0, "GPU-bbbb"), 1),  # a prefix, as CUDA accepts
+    (CudaGpu(0, "2", "PCI_BUS_ID"), 2),  # integers in PCI order are NVML's indices
+    (CudaGpu(1, "0,2", "PCI_BUS_ID"), 2),
+    (CudaGpu(2, None, "PCI_BUS_ID"), 2),
+])
+def test_cuda_ordinal_to_nvml_index(gpu, expected):
+    assert nvml_index(fake_pynvml(), gpu) == expected
+
+
+def test_same_model_gpus_need_no_pci_order():
+    two_a100 = GPUS[:2]
+    assert nvml_index(fake_pynvml(two_a100), CudaGpu(0, "1")) == 1
+
+
+@pytest.mark.parametrize("gpu, message", [
+    (CudaGpu(1, "2"), "not among CUDA_VISIBLE_DEVICES"),
+    (CudaGpu(0, "GPU-dddd"), "matches 0 of NVML's GPUs"),
+    (CudaGpu(0, "GPU-"), "matches 3 of NVML's GPUs"),
+    (CudaGpu(0, "5", "PCI_BUS_ID"), "not one of NVML's 3 GPU"),
+    (CudaGpu(0, "2"), "cannot tell which NVML GPU is cuda:0"),  # A100s and a T4, fastest first
+])
+def test_unmappable_devices_are_said(gpu, message):
+    with pytest.raises(HardwareError, match=message):
+        nvml_index(fake_pynvml(), gpu)
+
+
+def test_source_measures_the_mapped_gpu(monkeypatch):
+    nv = fake_pynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    src = NvmlSource(gpu=CudaGpu(0, "GPU-cccc3333-0000"))
+    src.open()
+    assert src.index == 2 and src.channels()[0].name == "GPU2"
+    assert src.read().power_w == (pytest.approx(3.0),)  # GPU 2's counter: 3000 mJ
+    src.close()
+    assert nv.calls == ["init", "shutdown"]
+
+
+@pytest.mark.parametrize("source", [
+    lambda: NvmlSource(index=7),  # the handle lookup fails
+    lambda: NvmlSource(gpu=CudaGpu(0, "GPU-dddd")),  # the mapping fails
+])
+def test_nvml_is_shut_down_when_the_gpu_is_not_found(monkeypatch, source):
+    nv = fake_pynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    with pytest.raises(HardwareError):
+        source().open()
+    assert nv.calls == ["init", "shutdown"]
+
+
+def test_meter_specs_hand_the_workloads_gpu_to_nvml(tmp_path):
+    from jetbench.hw.fs import Root
+    from jetbench.hw.power.spec import open_sources
+
+    gpu = CudaGpu(1, "GPU-bbbb,GPU-aaaa")
+    (tmp_path / "sys").mkdir()
+    sources = open_sources(["nvml"], Root(tmp_path), gpu=gpu)
+    assert [s.gpu for s in sources] == [gpu]
