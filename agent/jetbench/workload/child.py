@@ -216,11 +216,11 @@ def _failure(work: ChildWorkload, doc: Dict[str, Any], returncode: Optional[int]
         return UsageError(message, hint=hint)
     if kind == "torch":
         return HardwareError(f"{where}: {message}", hint=TORCH_HINT)
-    detail = f"; its output ends: {output}" if output else ""
     if kind == "failed":
         return UsageError(f"{work.label}: the network failed in the child under {where} "
-                          f"({message}){detail}",
+                          f"({message})",
                           hint="check --input-shape and --batch for this network")
+    detail = f"; its output ends: {output}" if output else ""
     return HardwareError(f"{work.label}: the workload child under {where} ended without a "
                          f"result (exit status {returncode}){detail}",
                          hint="is it Python 3.6 or newer?")

@@ -173,6 +173,10 @@ def run(request: Dict[str, Any], channel: Channel) -> None:
                          executable=sys.executable, torch=str(torch.__version__))
             timed = _time(torch, loop, net, example, index, request, channel)
     except (RuntimeError, MemoryError, ValueError) as err:
+        if portable.is_missing_kernel(err):
+            raise ChildFailure("unavailable", f"{request['precision']} has no kernel for this "
+                               f"network on {device} in torch {torch.__version__} "
+                               f"({_first_line(err)})") from err
         if not portable.is_out_of_memory(torch, err):
             raise
         raise ChildFailure("oom", f"out of memory ({_first_line(err)})",

@@ -37,13 +37,15 @@ def count_params(model: Any) -> int:
 
 
 def model_cost(model: Any, input_shape: Sequence[int]) -> ModelCost:
-    """Counts on a copy of `model` moved to the meta device (the model itself is untouched if it
-    already lives on meta; otherwise a meta copy is made with `to_empty`-free shape tracing)."""
+    """Counts on a copy of `model` moved to the meta device (the model itself is used if it
+    already lives on meta); on torch 1.x (no meta convolutions) with a batch of 1 zeros through
+    the model itself, where it is."""
     torch = import_torch()
     from torch import nn
 
-    if next(iter(model.parameters()), torch.empty(0, device="meta")).device.type != "meta":
-        model = _meta_copy(model)
+    device = next(iter(model.parameters()), torch.empty(0, device="meta")).device.type
+    if device != "meta" and meta_kernels(torch):
+        model, device = _meta_copy(model), "meta"
     counts = {"macs": 0, "acts": 0, "peak": 0}
 
     def hook(module: Any, inputs: Any, output: Any) -> None:
@@ -64,7 +66,7 @@ def model_cost(model: Any, input_shape: Sequence[int]) -> ModelCost:
     handles = [m.register_forward_hook(hook) for m in model.modules() if not list(m.children())]
     try:
         with torch.no_grad():
-            model.eval()(torch.empty((1, *input_shape), device="meta"))
+            model.eval()(torch.zeros((1, *input_shape), device=device))
     finally:
         for handle in handles:
             handle.remove()
@@ -78,9 +80,18 @@ def builtin_cost(name: str) -> ModelCost:
 
     torch = import_torch()
     spec = get_spec(name)
+    if not meta_kernels(torch):
+        return model_cost(spec.build(), spec.input_shape)  # counted on the CPU, batch 1
     with torch.device("meta"):
         model = spec.build()
     return model_cost(model, spec.input_shape)
+
+
+def meta_kernels(torch: Any) -> bool:
+    """torch 2.0+: `with torch.device("meta")` builds without weights, and convolutions run on
+    meta tensors. torch 1.x has neither (1.10: "convolution_overrideable not implemented"):
+    there the counting pass runs a real batch of 1 on the CPU."""
+    return hasattr(torch.device("cpu"), "__enter__")
 
 
 def _meta_copy(model: Any) -> Any:

@@ -19,6 +19,16 @@ OOM_MARKERS = ("out of memory", "nvml_success == r internal assert failed",
                "nvmapmemallocinternaltagged")
 
 
+# How a missing kernel for a dtype reads ('"unfolded2d_copy" not implemented for 'Half'': fp16
+# convolution on the CPU in torch 1.10): that precision is unavailable on that device.
+_NO_KERNEL = ("not implemented for 'half'", "not implemented for 'bfloat16'")
+
+
+def is_missing_kernel(err: BaseException) -> bool:
+    text = str(err).lower()
+    return isinstance(err, RuntimeError) and any(marker in text for marker in _NO_KERNEL)
+
+
 def is_cuda(device: str) -> bool:
     """'cuda' or 'cuda:N'."""
     return device == "cuda" or device.startswith("cuda:")

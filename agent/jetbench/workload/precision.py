@@ -76,7 +76,10 @@ def quantize_cpu(model: Any, example: Any) -> Any:
     with warnings.catch_warnings():
         # torch.ao.quantization is deprecated in favour of torchao; it is still PyTorch's own.
         warnings.simplefilter("ignore")
-        from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+        try:
+            from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+        except ImportError:  # torch 1.10: still torch.quantization
+            from torch.quantization.quantize_fx import convert_fx, prepare_fx
 
         from .models.common import CaffeLRN
 
@@ -100,7 +103,10 @@ def _prepare_fx(prepare_fx: Any, model: Any, engine: str, example: Any,
         from torch.ao.quantization import get_default_qconfig_mapping
         from torch.ao.quantization.fx.custom_config import PrepareCustomConfig
     except ImportError:  # torch < 1.13 (NVIDIA's JetPack 4/5 wheels 1.10-1.12)
-        from torch.ao.quantization import get_default_qconfig
+        try:
+            from torch.ao.quantization import get_default_qconfig
+        except ImportError:  # torch 1.10
+            from torch.quantization import get_default_qconfig
 
         return prepare_fx(model, {"": get_default_qconfig(engine)},
                           prepare_custom_config_dict={"non_traceable_module_class": [float_leaf]})

@@ -140,16 +140,25 @@ def oom_guard(what: str) -> Iterator[None]:
     """Turns an allocator's out-of-memory (CUDA's OutOfMemoryError, CPU's RuntimeError or
     MemoryError) into jetbench's OutOfMemory, after releasing what the failed attempt held;
     any other failure of the network on its input (a user model given the wrong
-    --input-shape, BatchNorm training on one value per channel) into a UsageError."""
+    --input-shape, BatchNorm training on one value per channel) into a UsageError; a dtype
+    with no kernel on the device (fp16 convolution on the CPU in torch 1.10) into
+    PrecisionUnavailable."""
+    unavailable: Optional[PrecisionUnavailable] = None
     try:
         yield
         return
     except (RuntimeError, MemoryError, ValueError) as err:
+        if portable.is_missing_kernel(err):
+            unavailable = PrecisionUnavailable(
+                f"no kernel for this precision on this device in torch "
+                f"{import_torch().__version__} ({_first_line(err)})")
         oom = is_out_of_memory(err)
         message = f"{what}: {'out of memory' if oom else 'the network failed'} " \
                   f"({_first_line(err)})"
     # Raised outside the except block: the failed attempt's frames (and tensors) are freed.
     _release_memory()
+    if unavailable is not None:
+        raise unavailable
     if oom:
         raise OutOfMemory(message, hint="use a smaller --batch")
     raise UsageError(message, hint="check --input-shape and --batch for this network")
