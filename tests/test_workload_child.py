@@ -19,7 +19,7 @@ from jetbench.workload import child
 from jetbench.workload.child import ChildWorkload, run_in_child
 from jetbench.workload.precision import PrecisionUnavailable
 
-from conftest import make_board, run_cli
+from conftest import make_board, run_cli, sigint_as_on_a_terminal
 
 pytest.importorskip("torch")
 
@@ -157,25 +157,43 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_the_child_dies_with_its_parent(tmp_path):
+def _start_long_time_run() -> tuple:
+    """`jetbench time` of 120 s through the child: (the parent, the child's pid)."""
     parent = subprocess.Popen(
         [sys.executable, "-m", "jetbench.cli.main", "time", *SMALL, "--workload-python",
          sys.executable, "--duration", "120s", "--warmup", "0s"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_as_on_a_terminal)
+    deadline = time.monotonic() + 60
+    kids: list = []
+    while not kids and time.monotonic() < deadline and parent.poll() is None:
+        kids = [k for k in _children(parent.pid)
+                if b"child_runner" in Path(f"/proc/{k}/cmdline").read_bytes()]
+        time.sleep(0.05)
+    if not kids:
+        parent.kill()
+        raise AssertionError(f"the workload child never started: {parent.communicate()[1]}")
+    return parent, kids[0]
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+@pytest.mark.parametrize("sig, exit_code", [(signal.SIGKILL, -signal.SIGKILL),
+                                            (signal.SIGINT, 130)])
+def test_the_child_ends_with_its_parent(sig, exit_code):
+    parent, kid = _start_long_time_run()
     try:
-        deadline = time.monotonic() + 60
-        kids: list = []
-        while not kids and time.monotonic() < deadline:
-            kids = [k for k in _children(parent.pid)
-                    if b"child_runner" in Path(f"/proc/{k}/cmdline").read_bytes()]
-            time.sleep(0.05)
-        assert kids, "the workload child never started"
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait()
-        deadline = time.monotonic() + 10
-        while _alive(kids[0]) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(kids[0])
+        os.kill(parent.pid, sig)
+        _, stderr = parent.communicate(timeout=30)
+        assert parent.returncode == exit_code, stderr
+        assert _gone_within(kid, 10)
+        if sig == signal.SIGINT:
+            assert "interrupted" in stderr and "Traceback" not in stderr
     finally:
         if parent.poll() is None:
             parent.kill()
