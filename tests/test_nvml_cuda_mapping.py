@@ -46,6 +46,9 @@ def fake_pynvml(gpus=GPUS, handle_fails=False):
     ("cuda", {"CUDA_VISIBLE_DEVICES": "2"}, CudaGpu(0, "2", None)),
     ("auto", {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, CudaGpu(0, None, "PCI_BUS_ID")),
     ("cpu", {"CUDA_VISIBLE_DEVICES": "1"}, None),
+    ("auto", {"CUDA_VISIBLE_DEVICES": ""}, None),  # CUDA sees no GPU: the workload is not on one
+    ("auto", {"CUDA_VISIBLE_DEVICES": "-1"}, None),
+    ("cuda:1", {"CUDA_VISIBLE_DEVICES": "0,2,-1,1"}, CudaGpu(1, "0,2,-1,1", None)),
 ])
 def test_the_workloads_cuda_device(device, env, expected):
     assert cuda_gpu(device, env) == expected
@@ -70,6 +73,7 @@ def test_same_model_gpus_need_no_pci_order():
 
 @pytest.mark.parametrize("gpu, message", [
     (CudaGpu(1, "2"), "not among CUDA_VISIBLE_DEVICES"),
+    (CudaGpu(1, "2,x,1", "PCI_BUS_ID"), "not among CUDA_VISIBLE_DEVICES"),  # CUDA stops at x
     (CudaGpu(0, "GPU-dddd"), "matches 0 of NVML's GPUs"),
     (CudaGpu(0, "GPU-"), "matches 3 of NVML's GPUs"),
     (CudaGpu(0, "5", "PCI_BUS_ID"), "not one of NVML's 3 GPU"),

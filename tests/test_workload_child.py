@@ -198,3 +198,13 @@ def test_the_child_ends_with_its_parent(sig, exit_code):
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_a_child_that_does_not_speak_the_protocol_is_a_hardware_error(tmp_path):
+    script = tmp_path / "python-chatty"
+    # called as `python child_runner.py PROTOCOL_FD PARENT_PID`
+    speak = "import os, sys; os.write(int(sys.argv[2]), b'hello\\n')"
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{speak}" "$@"\n')
+    script.chmod(0o755)
+    with pytest.raises(HardwareError, match="not the protocol: 'hello'"):
+        run_in_child(ChildWorkload(str(script), "resnet18"), iterations=1)

@@ -8,7 +8,7 @@ from typing import Iterator, List
 import pytest
 
 from jetbench.errors import OutOfMemory, UsageError
-from jetbench.workload import loop, runner
+from jetbench.workload import loop
 from jetbench.workload.macs import ModelCost
 from jetbench.workload.runner import run_timed
 from jetbench.workload.session import (

@@ -150,8 +150,11 @@ def _converse(proc: subprocess.Popen, events: IO[str],
     """Follows the child's lines to its result or error: (its `ready` line, the last line)."""
     ready: Dict[str, Any] = {}
     for line in events:
-        doc = json.loads(line)
-        event = doc.get("event")
+        try:
+            doc = json.loads(line)
+            event = doc.get("event")
+        except (ValueError, AttributeError):
+            return ready, {"event": "exit", "message": f"not the protocol: {line.strip()[:80]!r}"}
         if event == "ready":
             ready = doc
         elif event == "progress":
@@ -220,7 +223,8 @@ def _failure(work: ChildWorkload, doc: Dict[str, Any], returncode: Optional[int]
         return UsageError(f"{work.label}: the network failed in the child under {where} "
                           f"({message})",
                           hint="check --input-shape and --batch for this network")
-    detail = f"; its output ends: {output}" if output else ""
+    detail = f"; {message}" if message else ""
+    detail += f"; its output ends: {output}" if output else ""
     return HardwareError(f"{work.label}: the workload child under {where} ended without a "
                          f"result (exit status {returncode}){detail}",
                          hint="is it Python 3.6 or newer?")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 from ...errors import HardwareError
 from ...power.source import KIND_ENERGY, KIND_POWER, Channel, Reading, Total
@@ -105,10 +105,22 @@ def cuda_gpu(device: str, environ: Mapping[str, str]) -> Optional[CudaGpu]:
     """The CudaGpu of a workload's --device ('cuda:N', 'cuda' and 'auto' are CUDA device 0 or N)
     under `environ` (the caller's os.environ); None for the CPU."""
     word = (device or "auto").lower()
-    if word == "cpu":
-        return None
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if word == "cpu" or (visible is not None and not visible_entries(visible)):
+        return None  # on the CPU, or CUDA sees no GPU: NVML's GPU 0, as without a workload
     ordinal = int(word.split(":", 1)[1]) if word.startswith("cuda:") else 0
-    return CudaGpu(ordinal, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
+    return CudaGpu(ordinal, visible, environ.get("CUDA_DEVICE_ORDER"))
+
+
+def visible_entries(visible: str) -> List[str]:
+    """CUDA_VISIBLE_DEVICES's devices: integers or UUIDs, up to the first entry that is
+    neither (CUDA ignores the rest, so "-1" hides every GPU)."""
+    entries: List[str] = []
+    for entry in (e.strip() for e in visible.split(",")):
+        if not (entry.isdigit() or entry.upper().startswith(("GPU-", "MIG-"))):
+            break
+        entries.append(entry)
+    return entries
 
 
 def nvml_index(nv: Any, gpu: CudaGpu) -> int:
@@ -121,7 +133,7 @@ def nvml_index(nv: Any, gpu: CudaGpu) -> int:
     if gpu.visible is None:
         entry = str(gpu.ordinal)
     else:
-        entries = [e.strip() for e in gpu.visible.split(",") if e.strip()]
+        entries = visible_entries(gpu.visible)
         if gpu.ordinal >= len(entries):
             raise HardwareError(f"cuda:{gpu.ordinal} is not among CUDA_VISIBLE_DEVICES="
                                 f"{gpu.visible!r}")
