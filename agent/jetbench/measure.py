@@ -60,6 +60,7 @@ class MeasureRequest:
     resume: bool = False  # skip points whose result file already exists
     wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
     keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
+    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
 
 
 @dataclass(frozen=True)
@@ -382,13 +383,18 @@ class _State:
         try:
             if report:
                 report("build", 0.0)
-            workload = build_workload(point.model, point.precision, point.batch, req.device,
-                                      input_shape=req.input_shape)
-            marks["warmup_start"] = time.monotonic()
-            timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
-                               warmup_iterations=1 if req.warmup_s > 0 else 0,
-                               on_timed_start=timed_start, on_timed_end=timed_end,
-                               progress=report)
+            if req.command is not None:  # --cmd: the window is the command's run
+                from .workload.command import run_point
+
+                timing = run_point(req.command, timed_start, timed_end, req.duration_s, report)
+            else:
+                workload = build_workload(point.model, point.precision, point.batch,
+                                          req.device, input_shape=req.input_shape)
+                marks["warmup_start"] = time.monotonic()
+                timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
+                                   warmup_iterations=1 if req.warmup_s > 0 else 0,
+                                   on_timed_start=timed_start, on_timed_end=timed_end,
+                                   progress=report)
         except (OutOfMemory, PrecisionUnavailable) as err:
             status = "oom" if isinstance(err, OutOfMemory) else "unavailable"
             doc = self.skeleton(point, status)
@@ -438,6 +444,10 @@ class _State:
         doc["validity"] = {"valid": not (mismatches or refused),
                            "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
+        if req.command is not None:
+            from .workload.command import finish_doc
+
+            finish_doc(doc, timing, req.duration_s)
         csv_text = None
         if self.sampler is not None:
             t0 = marks["start"]

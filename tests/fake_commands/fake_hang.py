@@ -1,0 +1,16 @@
+"""A command that never ends by itself, with a child of its own (both in its process group):
+writes both pids to MARKER once running, so a test knows the window is open."""
+
+import os
+import subprocess
+import sys
+import time
+
+marker = sys.argv[1]
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+with open(marker + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}\n")
+os.replace(marker + ".tmp", marker)
+print("running until stopped", flush=True)
+while True:
+    time.sleep(1)
