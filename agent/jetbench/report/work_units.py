@@ -6,7 +6,7 @@ units say "/J" (tokens/J), as the people who use them do."""
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 DEFAULT_UNIT = "images"
 
@@ -28,3 +28,15 @@ def rate_label(unit: str) -> str:
 def efficiency_label(unit: str) -> str:
     """'img/s/W', 'tokens/J' (an unknown unit: 'UNIT/J')."""
     return _LABELS.get(unit, ("", f"{unit}/J"))[1]
+
+
+def common_unit(units: Iterable[str]) -> Optional[str]:
+    """The one unit all results count, or None when they count different things."""
+    found = set(units)
+    return found.pop() if len(found) == 1 else None if found else DEFAULT_UNIT
+
+
+def per_j(item: Dict[str, Any]) -> Any:
+    """A per-joule figure of a result's efficiency entry (`items_per_j`; `images_per_j` in
+    results written before units)."""
+    return item.get("items_per_j", item.get("images_per_j"))

@@ -1,0 +1,112 @@
+"""--throughput-from parsing, pure: trtexec's summary lines (the fake trtexec prints them in
+the format of TensorRT's sampleReporting.cpp), a regex's last match, trtexec's batch."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jetbench.errors import UsageError
+from jetbench.workload.command import command_spec
+from jetbench.workload.throughput_from import (
+    OutputParser,
+    parse_throughput_from,
+    shapes_batch,
+    stats_ms,
+)
+
+FAKES = Path(__file__).parent / "fake_commands"
+
+
+def _fake_trtexec_lines(*args):
+    out = subprocess.run([sys.executable, str(FAKES / "fake_trtexec.py"), "--run-s=0", *args],
+                         capture_output=True, text=True, check=True).stdout
+    return out.splitlines()
+
+
+def _fed(spec_text, lines):
+    parser = OutputParser(parse_throughput_from(spec_text))
+    for line in lines:
+        parser.feed(line)
+    return parser
+
+
+def test_trtexec_summary_is_read_from_its_documented_lines():
+    p = _fed("trtexec", _fake_trtexec_lines())
+    assert p.value == 411.25
+    assert p.latency_ms == {"min": 2.25, "max": 2.9, "mean": 2.4, "p50": 2.375, "p90": 2.5,
+                            "p95": 2.625, "p99": 2.8}
+    assert p.gpu_compute_ms["mean"] == 2.25 and p.gpu_compute_ms["p99"] == 2.625
+    assert (p.queries, p.inference_s, p.walltime_s) == (1234, 3.00075, 3.00075)
+    assert p.missing() is None
+
+
+def test_older_trtexec_end_to_end_line_is_not_the_latency():
+    p = _fed("trtexec", _fake_trtexec_lines("--old"))
+    assert p.latency_ms == {"min": 2.25, "max": 2.9, "mean": 2.4, "p50": 2.375, "p99": 2.8}
+
+
+def test_trtexec_numbers_in_stream_notation_and_without_the_logger_prefix():
+    p = _fed("trtexec", ["Throughput: 1.23457e+06 qps"])
+    assert p.value == 1234570.0
+    assert stats_ms("min = 1e-05 ms, median = 0.5 ms, percentile(99.9%) = 2 ms") == {
+        "min": 1e-05, "p50": 0.5, "p99.9": 2.0}
+
+
+def test_no_summary_says_what_was_missing():
+    p = _fed("trtexec", ["[I] Starting inference", "&&&& FAILED TensorRT.trtexec"])
+    assert p.value is None
+    assert "Throughput: N qps" in p.missing()
+
+
+def test_regex_last_match_wins_even_on_one_line():
+    p = _fed(r"regex:eval rate: +([0-9.]+) tokens/s",
+             ["eval rate:  12.5 tokens/s", "noise",
+              "eval rate: 3 tokens/s eval rate: 17.25 tokens/s", "eval rate: later garbage"])
+    assert p.value == 17.25
+
+
+@pytest.mark.parametrize("text", ["regex:no group", "regex:(a)(b)", "regex:([0-9]", "items:0",
+                                  "items:many", "trtexec:x", "tokens", ""])
+def test_bad_throughput_from_is_a_usage_error(text):
+    with pytest.raises(UsageError):
+        parse_throughput_from(text)
+
+
+def test_items_spec():
+    spec = parse_throughput_from("items:500")
+    assert spec.items == 500.0 and spec.text() == "items:500"
+    assert _fed("items:500", []).missing() is None
+
+
+def test_shapes_batch():
+    assert shapes_batch(["trtexec", "--shapes=input:8x3x224x224,mask:8x128"]) == (8, [])
+    assert shapes_batch(["trtexec", "--shapes", "'x':4x3x8x8"]) == (4, [])
+    batch, notes = shapes_batch(["--shapes=a:2x3,b:4x3"])
+    assert batch == 2 and "different first dimensions" in notes[0]
+    assert shapes_batch(["trtexec", "--loadEngine=m.engine"]) == (None, [])
+
+
+def test_trtexec_batch_sources():
+    shaped = command_spec("trtexec --loadEngine=m.engine --shapes=in:8x3x224x224", "trtexec")
+    assert (shaped.batch, shaped.batch_source, shaped.qps_factor) == (8, "--shapes", 8)
+    given = command_spec("trtexec --shapes=in:8x3x224x224", "trtexec", batch=16)
+    assert (given.batch, given.qps_factor) == (16, 16) and "differs" in given.notes[0]
+    implicit = command_spec("trtexec --deploy=x.prototxt --batch=4", "trtexec")
+    assert (implicit.batch, implicit.qps_factor) == (4, 1)  # its qps already counts samples
+    unknown = command_spec("trtexec --loadEngine=m.engine", "trtexec")
+    assert (unknown.batch, unknown.qps_factor) == (1, 1) and "not known" in unknown.notes[0]
+    assert command_spec("llama-bench -m x.gguf", "items:5", batch=3).qps_factor == 1
+
+
+def test_command_names_skip_launchers():
+    assert command_spec("python3 /x/bench_llm.py --n 3", "items:1").name == "bench_llm"
+    assert command_spec("taskset -c 0 /usr/src/tensorrt/bin/trtexec", "trtexec").name == "trtexec"
+
+
+@pytest.mark.parametrize("args", [("", "trtexec"), ("true", None), ("true", "items:1", "watts"),
+                                  ("'unclosed", "items:1")])
+def test_bad_command_options(args):
+    with pytest.raises(UsageError):
+        command_spec(*args)
