@@ -70,7 +70,7 @@ def test_trtexec_images_per_s_is_qps_times_the_shapes_batch(tmp_path):
 def test_llm_tokens_from_a_regex_last_match_on_stderr(tmp_path):
     base = make_board(tmp_path, "tx1")
     r = measure_cmd(tmp_path, base, fake("fake_llm_bench.py", "0.6"),
-                    "--throughput-from", r"regex:eval rate: +([0-9.]+) tokens/s",
+                    "--throughput-from", r"regex:^eval rate: +([0-9.]+) tokens/s",
                     "--unit", "tokens")
     assert r.returncode == 0, r.stderr
     assert "eval rate:            17.25 tokens/s" in r.stderr  # its stderr stays stderr

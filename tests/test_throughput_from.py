@@ -110,3 +110,23 @@ def test_command_names_skip_launchers():
 def test_bad_command_options(args):
     with pytest.raises(UsageError):
         command_spec(*args)
+
+
+def _fake_lines(name, *args):
+    out = subprocess.run([sys.executable, str(FAKES / name), "0", *args], capture_output=True,
+                         text=True, check=True)
+    return (out.stdout + out.stderr).splitlines()
+
+
+def test_readme_recipes_read_their_fakes():
+    """The README's regexes against the fakes' (published-output) layouts."""
+    assert _fed(r"regex:\| +tg[0-9]+ +\| +([0-9.]+) ±",
+                _fake_lines("fake_llama_bench.py")).value == 42.37
+    assert _fed(r"regex:^eval rate: +([0-9.]+) tokens/s",
+                _fake_lines("fake_llm_bench.py")).value == 17.25
+    assert _fed(r"regex:average: ([0-9.]+)",
+                _fake_lines("fake_fpsdisplaysink.py")).value == 30.12
+    vllm = ["Request throughput (req/s):              4.80",
+            "Output token throughput (tok/s):         613.9",
+            "Total Token throughput (tok/s):          3069.4"]
+    assert _fed(r"regex:^Output token throughput \(tok/s\): +([0-9.]+)", vllm).value == 613.9
