@@ -384,9 +384,10 @@ class _State:
             if report:
                 report("build", 0.0)
             if req.command is not None:  # --cmd: the window is the command's run
-                from .workload.command import run_point
+                from .workload.command import command_window, run_point
 
                 timing = run_point(req.command, timed_start, timed_end, req.duration_s, report)
+                windows["result"] = command_window(timing, self.sampler, windows.get("result"))
             else:
                 workload = build_workload(point.model, point.precision, point.batch,
                                           req.device, input_shape=req.input_shape)

@@ -1,16 +1,17 @@
 """`measure --cmd "COMMAND ..."`: the user's own program as the workload (trtexec, a DeepStream
 pipeline, an LLM benchmark). measure pins the clocks as for any workload; this module runs the
-command in its own process group with the power window open over exactly its run, streams its
-output through (or to `--cmd-log`), reads its throughput (throughput_from.py) and turns the
-result into the schema's unit-aware form:
+command in its own process group with the power window open over exactly its run (narrowed to
+trtexec's timed queries when it reports them), streams its output through (or to `--cmd-log`),
+reads its throughput (throughput_from.py) and turns the result into the schema's unit-aware
+form:
 
     throughput.items_per_s, throughput.unit, efficiency.items_per_j, command.{argv, exit_code,
     output_tail, run_s}; images_per_s / images_per_j as well when the unit is images.
 
-A command that fails, prints no throughput, or cannot be started raises MeasurementInvalid
-(exit 3) with its output's tail; one that runs shorter than `--duration` gives a result marked
-invalid (the window it needs was not there). Ctrl-C ends the command's process group before
-measure restores the clocks.
+A command that fails or prints no throughput raises MeasurementInvalid (exit 3) with its
+output's tail; one that cannot be started, UsageError (exit 1); a window shorter than
+`--duration` gives a result marked invalid (the window it needs was not there). Ctrl-C ends
+the command's process group before measure restores the clocks.
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ def command_request(request: Any, spec: CommandSpec) -> Any:
 @dataclass
 class CommandRun:
     exit_code: int
+    t_start_s: float  # time.monotonic() at its start and its exit
+    t_end_s: float
     run_s: float
     parser: OutputParser
     tail: List[str]
@@ -194,11 +197,12 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
 
     def pump(pipe: IO[bytes], stream: str) -> None:
         for data in iter(pipe.readline, b""):
+            t_s = time.monotonic()  # the sampler's clock
             sink.write(stream, data)
             text = data.decode("utf-8", "replace").rstrip("\r\n")
             with lock:
                 tail.append(text)
-                parser.feed(text)
+                parser.feed(text, t_s)
         pipe.close()
 
     on_start()
@@ -246,7 +250,7 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
                             "outside its group holds it): stopped reading")
     sink.close()
     with lock:
-        return CommandRun(code, t1 - t0, parser, list(tail), warnings)
+        return CommandRun(code, t0, t1, t1 - t0, parser, list(tail), warnings)
 
 
 def end_process_group(proc: subprocess.Popen) -> bool:
@@ -283,6 +287,12 @@ class CommandTiming:
     run: CommandRun
     items_per_s: float
     latencies_ms: Tuple[float, ...] = ()  # a command gives no per-iteration latencies
+    span_s: Optional[Tuple[float, float]] = None  # trtexec's timed queries (monotonic s)
+    window_basis: str = "the command's run"
+
+    @property
+    def window_s(self) -> float:
+        return self.span_s[1] - self.span_s[0] if self.span_s else self.run.run_s
 
     @property
     def images_per_s(self) -> float:
@@ -294,7 +304,7 @@ class CommandTiming:
             "items_per_s": self.items_per_s, "unit": spec.unit,
             "source": spec.throughput_from.text(), "parsed_value": parser.value,
             "latency_ms": parser.latency_ms or None, "wall_s": self.run.run_s,
-            "iterations": None, "cv": None,
+            "iterations": None, "cv": None, "window": self.window_basis,
         }
         if spec.unit == "images":
             throughput["images_per_s"] = self.items_per_s
@@ -334,7 +344,42 @@ def run_point(spec: CommandSpec, on_start: Callable[[], None], on_end: Callable[
         rate = run.parser.value * spec.qps_factor
     if not rate > 0:
         _fail(spec, run, f"no throughput: it reads {rate:g} {spec.unit}/s")
-    return CommandTiming(spec, run, rate)
+    span = _trtexec_span(run)
+    if span is None:
+        return CommandTiming(spec, run, rate)
+    return CommandTiming(spec, run, rate, span_s=span, window_basis=(
+        f"trtexec's timed queries: the {run.parser.inference_s:g} s of its 'Timing trace' line, "
+        "ending when that line arrived (warm-up and engine loading left out)"))
+
+
+def _trtexec_span(run: CommandRun) -> Optional[Tuple[float, float]]:
+    """The power window trtexec's qps was measured over: its timed queries, `inference_s`
+    long, ending when `Timing trace has N queries over S s` arrived. Right because trtexec
+    prints that line as soon as runInference returns (trtexec.cpp: printPerformanceReport
+    straight after it; printProlog first) and its logger flushes every line
+    (samples/common/logging.h, LogStreamConsumerBuffer::putOutput), so the span ends at most
+    the report's set-up before the line; None (the whole run) when either is missing or the
+    span does not lie inside the run."""
+    parser = run.parser
+    if parser.inference_s is None or parser.trace_line_t_s is None or parser.inference_s <= 0:
+        return None
+    end = min(parser.trace_line_t_s, run.t_end_s)  # read late: it was written before the exit
+    start = end - parser.inference_s
+    if start < run.t_start_s:
+        return None
+    return start, end
+
+
+def command_window(timing: CommandTiming, sampler: Any, whole_run: Any) -> Any:
+    """The power window of the result: trtexec's timed queries when known, else the command's
+    whole run (`whole_run`, closed when it exited; its traces reach past the span's end)."""
+    if timing.span_s is None or sampler is None or whole_run is None:
+        return whole_run
+    from ..power.window import compute_window
+
+    start, end = timing.span_s
+    return compute_window(sampler.traces(), start, end, min_periods=sampler.min_periods,
+                          gap_factor=sampler.gap_factor)
 
 
 def _fail(spec: CommandSpec, run: CommandRun, reason: str) -> None:
@@ -353,9 +398,10 @@ def finish_doc(doc: Dict[str, Any], timing: CommandTiming, duration_s: float) ->
     label = efficiency_label(spec.unit)
     eff = doc.get("efficiency") or {}
     validity = doc["validity"]
-    short = run.run_s < duration_s
+    short = timing.window_s < duration_s
     if short:
-        reason = (f"{label} refused: the command ran {run.run_s:.2f} s, shorter than the "
+        what = "its timed queries took" if timing.span_s else "the command ran"
+        reason = (f"{label} refused: {what} {timing.window_s:.2f} s, shorter than the "
                   f"window needs (--duration {duration_s:g}s): make it run longer (trtexec "
                   "--duration=N, more prompts or frames), or lower --duration")
         validity["reasons"].append(reason)

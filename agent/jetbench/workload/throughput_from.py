@@ -114,12 +114,14 @@ class OutputParser:
     gpu_compute_ms: Dict[str, float] = field(default_factory=dict)
     queries: Optional[int] = None  # trtexec's timed queries
     inference_s: Optional[float] = None  # trtexec's span of timed queries
+    trace_line_t_s: Optional[float] = None  # when that line arrived (the span's end)
     walltime_s: Optional[float] = None
 
     def __post_init__(self) -> None:
         self._regex = re.compile(self.spec.pattern) if self.spec.kind == "regex" else None
 
-    def feed(self, line: str) -> None:
+    def feed(self, line: str, t_s: Optional[float] = None) -> None:
+        """One line of output; `t_s`: when it arrived (time.monotonic)."""
         if self._regex is not None:
             matches = list(self._regex.finditer(line))
             if matches:
@@ -143,6 +145,7 @@ class OutputParser:
         m = _TRT_TRACE.search(line)
         if m:
             self.queries, self.inference_s = int(m.group(1)), float(m.group(2))
+            self.trace_line_t_s = t_s
             return
         m = _TRT_WALLTIME.search(line)
         if m:
