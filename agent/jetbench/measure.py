@@ -48,6 +48,7 @@ class MeasureRequest:
     meters: Tuple[str, ...] = ()  # () = auto
     device: str = "auto"
     input_shape: Optional[Tuple[int, ...]] = None
+    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
     iterations: int = 10
     duration_s: float = 3.0
     warmup_s: float = 1.0
@@ -60,7 +61,6 @@ class MeasureRequest:
     resume: bool = False  # skip points whose result file already exists
     wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
     keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
-    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,7 @@ def _with_command(ctx: typer.Context, request: Any, cmd: Optional[str],
         if given:
             raise UsageError(f"{', '.join(given)} only go with --cmd")
         return request
+
     def given(name: str) -> bool:  # typer's click may not be `click`: compare by name
         source = ctx.get_parameter_source(name)
         return source is not None and source.name != "DEFAULT"
@@ -273,15 +274,16 @@ def measure(
     regulator_efficiency: Optional[float] = _REG,
     out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
-    device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
-    plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
+    device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
     its raw power trace per configuration, print the whitepaper-style table. With --cmd, any
-    command is the workload (its run is the window, --duration the shortest run accepted)."""
+    command is the workload (the window is its run, or trtexec's timed queries; --duration the
+    shortest window accepted)."""
     from ..measure import measure as run
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
@@ -307,11 +309,11 @@ def sweep(
     out: Path = typer.Option(Path("jetbench-sweep"), "--out", help="Directory: one result "
                              "per point, written as it completes."),
     resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
+    cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
+    unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
-    cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
-    unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
