@@ -65,7 +65,8 @@ def test_trtexec_images_per_s_is_qps_times_the_shapes_batch(tmp_path):
     assert thr["inference_s"] == 0.6 and "timed queries" in thr["window"]
     assert window["duration_s"] == pytest.approx(0.6)
     phases = doc["power"]["phases_s"]
-    assert window["start_s"] - phases["timed_start"] >= 0.5
+    assert window["start_s"] - phases["timed_start"] >= 0.5  # after the engine "loaded"
+    assert window["start_s"] + 0.6 <= phases["timed_end"] - 0.15  # before its 0.2 s teardown
     assert doc["settings"]["applied"]["gpu_hz"] == 691200000
     assert doc["validity"]["valid"] is True
     assert not (base / JOURNAL).exists()
@@ -115,6 +116,8 @@ def test_items_rate_is_n_over_the_run_time_and_cmd_log_takes_the_output(tmp_path
     run_s = doc["command"]["run_s"]
     assert 0.6 <= run_s < 5
     assert doc["throughput"]["items_per_s"] == 120 / run_s
+    assert doc["throughput"]["window"] == "the command's run"
+    assert abs(doc["power"]["window"]["duration_s"] - run_s) < 0.1
     assert doc["command"]["log"] == str(log)
 
 
