@@ -238,3 +238,24 @@ def test_ctrl_c_ends_the_command_group_restores_the_clocks_exit_130(tmp_path):
     assert not (base / JOURNAL).exists()
     assert diff(before, board_snapshot(base, "tx1")) == []
     assert not list((tmp_path / "out").glob("*.json"))
+
+
+def test_a_closed_stdout_does_not_hang_the_command(tmp_path):
+    """`jetbench measure --cmd ... | head -1`: once jetbench's stdout is gone the command's
+    output is still read (a command blocked on a full pipe would never end) and parsed."""
+    base = make_board(tmp_path, "tx1")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        subprocess.run(
+            [PY, "-m", "jetbench.cli.main", "--root", str(base), "measure", "--freq", "690MHz",
+             "--cmd", fake("fake_trtexec.py", "--run-s=0.4"), "--throughput-from", "trtexec",
+             "--duration", "0.3s", "--out", str(tmp_path / "out")],
+            stdout=write_end, stderr=subprocess.PIPE, timeout=60,
+            env=dict(os.environ, PYTHONPATH=str(REPO / "agent")))
+    finally:
+        os.close(write_end)
+    doc = only_result(tmp_path)
+    assert doc["throughput"]["items_per_s"] == 411.25
+    assert any("could not be passed on" in w for w in doc["warnings"])
+    assert not (base / JOURNAL).exists()

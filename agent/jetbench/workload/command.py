@@ -162,22 +162,32 @@ class _Sink:
                                  f"({err.strerror or err})") from None
             self.log.write(f"# jetbench: {spec.line}\n".encode())
         self.to_stderr = spec.stdout_to_stderr
+        self.broken: Optional[str] = None  # why the output stopped being passed on
 
     def write(self, stream: str, data: bytes) -> None:
         with self.lock:
-            if self.log is not None:
-                self.log.write(data)
-                self.log.flush()
+            if self.broken is not None:
                 return
-            out = sys.stderr if stream == "stderr" or self.to_stderr else sys.stdout
-            raw = getattr(out, "buffer", None)
-            if raw is not None:
-                out.flush()
-                raw.write(data)
-                raw.flush()
-            else:  # a text stream without bytes (a test's capture)
-                out.write(data.decode("utf-8", "replace"))
-                out.flush()
+            try:
+                self._write(stream, data)
+            except (OSError, ValueError) as err:  # a closed pipe (`| head`), a full disk
+                # keep reading (a command blocked on a full pipe would hang the run)
+                self.broken = f"its output could not be passed on after a point ({err})"
+
+    def _write(self, stream: str, data: bytes) -> None:
+        if self.log is not None:
+            self.log.write(data)
+            self.log.flush()
+            return
+        out = sys.stderr if stream == "stderr" or self.to_stderr else sys.stdout
+        raw = getattr(out, "buffer", None)
+        if raw is not None:
+            out.flush()
+            raw.write(data)
+            raw.flush()
+        else:  # a text stream without bytes (a test's capture)
+            out.write(data.decode("utf-8", "replace"))
+            out.flush()
 
     def close(self) -> None:
         if self.log is not None:
@@ -249,6 +259,8 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
             warnings.append("the command's output was still open after it exited (a process "
                             "outside its group holds it): stopped reading")
     sink.close()
+    if sink.broken:
+        warnings.append(sink.broken)
     with lock:
         return CommandRun(code, t0, t1, t1 - t0, parser, list(tail), warnings)
 
