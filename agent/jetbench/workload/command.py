@@ -88,7 +88,7 @@ def command_spec(cmd: str, throughput_from: Optional[str], unit: Optional[str] =
     if throughput_from is None:
         raise UsageError("--cmd needs --throughput-from (trtexec, regex:PATTERN or items:N)",
                          hint="e.g. --throughput-from trtexec, or "
-                              "--throughput-from 'regex:eval rate: ([0-9.]+) tokens/s' "
+                              "--throughput-from 'regex:^eval rate: +([0-9.]+) tokens/s' "
                               "--unit tokens")
     spec = parse_throughput_from(throughput_from)
     unit = (unit or DEFAULT_UNIT).strip().lower()

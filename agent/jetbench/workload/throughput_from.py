@@ -75,7 +75,7 @@ def parse_throughput_from(text: str) -> ThroughputFrom:
         if groups != 1:
             raise UsageError(f"--throughput-from regex:{arg}: needs exactly one group, the "
                              f"number (it has {groups})",
-                             hint=r"e.g. regex:eval rate: ([0-9.]+) tokens/s")
+                             hint=r"e.g. regex:^eval rate: +([0-9.]+) tokens/s")
         return ThroughputFrom("regex", pattern=arg)
     if kind == "items" and sep:
         try:
