@@ -130,3 +130,25 @@ def test_readme_recipes_read_their_fakes():
             "Output token throughput (tok/s):         613.9",
             "Total Token throughput (tok/s):          3069.4"]
     assert _fed(r"regex:^Output token throughput \(tok/s\): +([0-9.]+)", vllm).value == 613.9
+
+
+def test_the_runner_reads_chunks_whole_lines_and_a_last_line_without_newline(tmp_path):
+    """Output read in 64 KiB chunks still reaches the parser as whole lines (one split across
+    chunks, the last one without a newline), and every byte reaches --cmd-log."""
+    import dataclasses
+
+    from jetbench.workload.command import run_command
+
+    code = ("import sys\nfor i in range(20000): sys.stdout.write('line %d of padding\\n' % i)\n"
+            "sys.stdout.write('[I] Throughput: 7.5 qps')")
+    log = tmp_path / "out.log"
+    spec = dataclasses.replace(command_spec("x", "trtexec", log_path=log),
+                               argv=(sys.executable, "-c", code))
+    events = []
+    run = run_command(spec, lambda: events.append("start"), lambda: events.append("end"))
+    assert events == ["start", "end"] and run.exit_code == 0
+    assert run.parser.value == 7.5
+    assert run.tail[-2:] == ["line 19999 of padding", "[I] Throughput: 7.5 qps"]
+    expected = sum(len(f"line {i} of padding\n") for i in range(20000)) + 23
+    header = len(f"# jetbench: {spec.line}\n")
+    assert log.stat().st_size == header + expected

@@ -42,6 +42,7 @@ from .throughput_from import (
 TAIL_LINES = 20  # of the command's output, kept in the result and shown on failure
 POLL_S = 0.1  # how often the wait for the command checks for Ctrl-C and reports progress
 TERM_GRACE_S = 5.0  # SIGTERM to the process group, then SIGKILL after this
+CHUNK_BYTES = 1 << 16  # read at most this much of the command's output at a time
 _LAUNCHER = re.compile(r"^(python[0-9.]*|env|nice|ionice|taskset|numactl|sudo|chrt|time)$")
 PRECISION = "cmd"  # a command's precision is its own business: the point id says "cmd"
 
@@ -205,14 +206,28 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
     tail: Deque[str] = deque(maxlen=TAIL_LINES)
     lock = threading.Lock()
 
-    def pump(pipe: IO[bytes], stream: str) -> None:
-        for data in iter(pipe.readline, b""):
-            t_s = time.monotonic()  # the sampler's clock
-            sink.write(stream, data)
-            text = data.decode("utf-8", "replace").rstrip("\r\n")
-            with lock:
+    def lines(chunks: List[bytes], t_s: float) -> None:
+        with lock:
+            for raw in chunks:
+                text = raw.decode("utf-8", "replace").rstrip("\r")
                 tail.append(text)
                 parser.feed(text, t_s)
+
+    def pump(pipe: Any, stream: str) -> None:
+        # whole chunks, not lines: a chatty command must never wait on jetbench's reading
+        pending = b""
+        while True:
+            data = pipe.read1(CHUNK_BYTES)
+            if not data:
+                break
+            t_s = time.monotonic()  # the sampler's clock: when this output arrived
+            sink.write(stream, data)
+            *complete, pending = (pending + data).split(b"\n")
+            if len(pending) > CHUNK_BYTES:  # no newline for a long while (\r progress bars)
+                complete, pending = complete + [pending], b""
+            lines(complete, t_s)
+        if pending:
+            lines([pending], time.monotonic())
         pipe.close()
 
     on_start()

@@ -129,7 +129,7 @@ class OutputParser:
                 if number is not None:
                     self.value = number
             return
-        if self.spec.kind != "trtexec":
+        if self.spec.kind != "trtexec" or ":" not in line and "Timing trace" not in line:
             return
         line = line.rstrip("\r\n")
         m = _TRT_THROUGHPUT.search(line)
