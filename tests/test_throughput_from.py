@@ -152,3 +152,18 @@ def test_the_runner_reads_chunks_whole_lines_and_a_last_line_without_newline(tmp
     expected = sum(len(f"line {i} of padding\n") for i in range(20000)) + 23
     header = len(f"# jetbench: {spec.line}\n")
     assert log.stat().st_size == header + expected
+
+
+def test_blocks_give_the_same_answer_as_lines():
+    spec = parse_throughput_from(r"regex:^eval rate: +([0-9.]+) tokens/s")
+    block = OutputParser(spec)
+    block.feed_block("prompt eval rate:     155.60 tokens/s\nnoise")
+    assert block.value is None  # anchored per line: the prompt's rate is not the eval rate
+    block.feed_block("eval rate:   9.5 tokens/s\nprompt eval rate: 3 tokens/s\n"
+                     "eval rate: 11.25 tokens/s\ntrailing")
+    assert block.value == 11.25
+    trt = OutputParser(parse_throughput_from("trtexec"))
+    trt.feed_block("[I] GPU latency: 2.38 ms\n[I] Host latency: 2.4 ms")
+    assert trt.value is None and trt.latency_ms == {}
+    trt.feed_block("[I] x\n[I] Throughput: 12 qps\n[I] Latency: min = 1 ms, median = 2 ms")
+    assert trt.value == 12.0 and trt.latency_ms == {"min": 1.0, "p50": 2.0}

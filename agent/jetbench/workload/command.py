@@ -207,11 +207,10 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
     lock = threading.Lock()
 
     def lines(chunks: List[bytes], t_s: float) -> None:
+        text = b"\n".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
         with lock:
-            for raw in chunks:
-                text = raw.decode("utf-8", "replace").rstrip("\r")
-                tail.append(text)
-                parser.feed(text, t_s)
+            tail.extend(line.rstrip("\r") for line in text.split("\n")[-TAIL_LINES:])
+            parser.feed_block(text, t_s)
 
     def pump(pipe: Any, stream: str) -> None:
         # whole chunks, not lines: a chatty command must never wait on jetbench's reading
@@ -225,7 +224,8 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
             *complete, pending = (pending + data).split(b"\n")
             if len(pending) > CHUNK_BYTES:  # no newline for a long while (\r progress bars)
                 complete, pending = complete + [pending], b""
-            lines(complete, t_s)
+            if complete:
+                lines(complete, t_s)
         if pending:
             lines([pending], time.monotonic())
         pipe.close()

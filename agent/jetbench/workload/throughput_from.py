@@ -41,6 +41,7 @@ _TRT_THROUGHPUT = re.compile(_PREFIX + rf"Throughput:\s*({NUMBER})\s*qps")
 _TRT_STATS = re.compile(_PREFIX + r"(Latency|GPU Compute Time):\s*(min\s*=.*)$")
 _TRT_TRACE = re.compile(_PREFIX + rf"Timing trace has (\d+) queries over ({NUMBER}) s")
 _TRT_WALLTIME = re.compile(_PREFIX + rf"Total Host Walltime:\s*({NUMBER})\s*s")
+_TRT_KEYS = ("Throughput:", "Latency:", "GPU Compute Time:", "Timing trace", "Walltime:")
 _STAT = re.compile(rf"(min|max|mean|median|percentile\(({NUMBER})%\))\s*=\s*({NUMBER})\s*ms")
 
 
@@ -119,6 +120,19 @@ class OutputParser:
 
     def __post_init__(self) -> None:
         self._regex = re.compile(self.spec.pattern) if self.spec.kind == "regex" else None
+        # a block of lines holds a line's match only if this finds one: a cheap first look
+        self._in_block = re.compile(self.spec.pattern, re.M) if self._regex else None
+
+    def feed_block(self, text: str, t_s: Optional[float] = None) -> None:
+        """Whole lines joined by newlines, as they arrived together: looked at line by line
+        only where something of interest is in the block (chatty commands stay cheap)."""
+        if self._in_block is not None:
+            wanted = self._in_block.search(text) is not None
+        else:
+            wanted = self.spec.kind == "trtexec" and any(k in text for k in _TRT_KEYS)
+        if wanted:
+            for line in text.split("\n"):
+                self.feed(line, t_s)
 
     def feed(self, line: str, t_s: Optional[float] = None) -> None:
         """One line of output; `t_s`: when it arrived (time.monotonic)."""
@@ -129,7 +143,7 @@ class OutputParser:
                 if number is not None:
                     self.value = number
             return
-        if self.spec.kind != "trtexec" or ":" not in line and "Timing trace" not in line:
+        if self.spec.kind != "trtexec":
             return
         line = line.rstrip("\r\n")
         m = _TRT_THROUGHPUT.search(line)
