@@ -210,13 +210,18 @@ def _gone(pid):
         return True
 
 
-def test_ctrl_c_ends_the_command_group_restores_the_clocks_exit_130(tmp_path):
+@pytest.mark.parametrize("sig,stubborn", [(signal.SIGINT, False), (signal.SIGTERM, False),
+                                          (signal.SIGINT, True)])
+def test_ctrl_c_ends_the_command_group_restores_the_clocks_exit_130(tmp_path, sig, stubborn):
+    """Ctrl-C or SIGTERM: the command and its child end (SIGKILL after 5 s for one that
+    ignores SIGTERM), the clocks are restored, exit 130, no result."""
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
     marker = tmp_path / "running"
+    hang = fake("fake_hang.py", str(marker), *(["--stubborn"] if stubborn else []))
     proc = subprocess.Popen(
         [PY, "-m", "jetbench.cli.main", "--root", str(base), "measure", "--freq", "690MHz",
-         "--cmd", fake("fake_hang.py", str(marker)), "--throughput-from", "items:1",
+         "--cmd", hang, "--throughput-from", "items:1",
          "--out", str(tmp_path / "out")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=dict(os.environ, PYTHONPATH=str(REPO / "agent")), preexec_fn=sigint_as_on_a_terminal)
@@ -227,9 +232,12 @@ def test_ctrl_c_ends_the_command_group_restores_the_clocks_exit_130(tmp_path):
         time.sleep(0.02)
     pids = [int(x) for x in marker.read_text().split()]
     assert (base / JOURNAL).exists()  # pinned while it runs
-    proc.send_signal(signal.SIGINT)
+    t_signal = time.monotonic()
+    proc.send_signal(sig)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
+    if stubborn:  # the grace period before SIGKILL was waited for
+        assert time.monotonic() - t_signal >= 5.0
     assert b"Traceback" not in err
     deadline = time.monotonic() + 5
     while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
