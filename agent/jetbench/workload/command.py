@@ -150,7 +150,7 @@ class CommandRun:
 
 class _Sink:
     """Where the command's output goes: a log file, or jetbench's own stdout/stderr (as bytes,
-    unchanged), flushed line by line so a long run shows its progress."""
+    unchanged), flushed as it comes so a long run shows its progress."""
 
     def __init__(self, spec: CommandSpec):
         self.lock = threading.Lock()
@@ -233,8 +233,9 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
     on_start()
     t0 = time.monotonic()
     try:
-        # its own session and process group: the terminal's Ctrl-C reaches jetbench, which
-        # ends the whole group (a shell script's children included) after restoring nothing yet
+        # its own session and process group: the terminal's Ctrl-C reaches jetbench alone,
+        # which ends the whole group (a shell script's children included), then measure
+        # restores the clocks
         proc = subprocess.Popen(list(spec.argv), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
@@ -245,18 +246,22 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
                          hint="give the program's path, or run it through `sh -c '...'`") from None
     pumps = [threading.Thread(target=pump, args=(proc.stdout, "stdout"), daemon=True),
              threading.Thread(target=pump, args=(proc.stderr, "stderr"), daemon=True)]
-    for t in pumps:
+    exited = threading.Event()  # set the moment it exits (Popen.wait(timeout) polls: 50 ms)
+    exit_s: List[float] = []
+
+    def waiter() -> None:
+        proc.wait()
+        exit_s.append(time.monotonic())
+        exited.set()
+
+    for t in [*pumps, threading.Thread(target=waiter, daemon=True)]:
         t.start()
     warnings: List[str] = []
     try:
-        while True:
-            try:
-                code = proc.wait(timeout=POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                if poll is not None:
-                    poll(time.monotonic() - t0)
-        t1 = time.monotonic()
+        while not exited.wait(POLL_S):
+            if poll is not None:
+                poll(time.monotonic() - t0)
+        code, t1 = proc.returncode, exit_s[0]
         on_end()
         if end_process_group(proc):
             warnings.append("the command left processes running in its process group: "
