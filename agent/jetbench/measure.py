@@ -50,6 +50,7 @@ class MeasureRequest:
     meters: Tuple[str, ...] = ()  # () = auto
     device: str = "auto"
     input_shape: Optional[Tuple[int, ...]] = None
+    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
     iterations: int = 10
     duration_s: float = 3.0
     warmup_s: float = 1.0
@@ -109,6 +110,8 @@ def validate(request: MeasureRequest) -> None:
         raise UsageError("durations must not be negative")
     if not request.batches or min(request.batches) < 1:
         raise UsageError("batch sizes must be at least 1")
+    if request.command is not None and request.workload_python:
+        raise UsageError("--workload-python runs a built-in network: not with --cmd")
     eff = request.regulator_efficiency
     if eff is not None and not 0 < eff <= 1:
         raise UsageError(f"--regulator-efficiency must be in (0, 1], not {eff}",
@@ -388,20 +391,26 @@ class _State:
         try:
             if report:
                 report("build", 0.0)
-            if req.workload_python:
-                work = ChildWorkload(req.workload_python, point.model, point.precision,
-                                     point.batch, req.device, input_shape=req.input_shape)
-                marks["warmup_start"] = time.monotonic()
-                timed_run: Any = functools.partial(run_in_child, work)
+            if req.command is not None:  # --cmd: the window is the command's run
+                from .workload.command import command_window, run_point
+
+                timing = run_point(req.command, timed_start, timed_end, req.duration_s, report)
+                windows["result"] = command_window(timing, self.sampler, windows.get("result"))
             else:
-                workload = build_workload(point.model, point.precision, point.batch,
-                                          req.device, input_shape=req.input_shape)
-                marks["warmup_start"] = time.monotonic()
-                timed_run = functools.partial(run_timed, workload)
-            timing = timed_run(req.iterations, req.duration_s, req.warmup_s,
-                               warmup_iterations=1 if req.warmup_s > 0 else 0,
-                               on_timed_start=timed_start, on_timed_end=timed_end,
-                               progress=report)
+                if req.workload_python:  # the network in a child under that interpreter
+                    work = ChildWorkload(req.workload_python, point.model, point.precision,
+                                         point.batch, req.device, input_shape=req.input_shape)
+                    marks["warmup_start"] = time.monotonic()
+                    timed_run: Any = functools.partial(run_in_child, work)
+                else:
+                    workload = build_workload(point.model, point.precision, point.batch,
+                                              req.device, input_shape=req.input_shape)
+                    marks["warmup_start"] = time.monotonic()
+                    timed_run = functools.partial(run_timed, workload)
+                timing = timed_run(req.iterations, req.duration_s, req.warmup_s,
+                                   warmup_iterations=1 if req.warmup_s > 0 else 0,
+                                   on_timed_start=timed_start, on_timed_end=timed_end,
+                                   progress=report)
         except (OutOfMemory, PrecisionUnavailable) as err:
             status = "oom" if isinstance(err, OutOfMemory) else "unavailable"
             doc = self.skeleton(point, status)
@@ -451,6 +460,10 @@ class _State:
         doc["validity"] = {"valid": not (mismatches or refused),
                            "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
+        if req.command is not None:
+            from .workload.command import finish_doc
+
+            finish_doc(doc, timing, req.duration_s)
         csv_text = None
         if self.sampler is not None:
             t0 = marks["start"]
