@@ -208,3 +208,14 @@ def test_a_child_that_does_not_speak_the_protocol_is_a_hardware_error(tmp_path):
     script.chmod(0o755)
     with pytest.raises(HardwareError, match="not the protocol: 'hello'"):
         run_in_child(ChildWorkload(str(script), "resnet18"), iterations=1)
+
+
+def test_out_of_memory_in_the_child_is_an_oom_row():
+    # 36 TB of input: the CPU allocator refuses it at once ("can't allocate memory")
+    proc = run_cli("time", "--model", "mobilenet_v2", "--input-shape", "3,100000,100000",
+                   "--batch", "300", "--device", "cpu", "--workload-python", sys.executable,
+                   "-n", "1", "--duration", "0s", "--warmup", "0s", "--json", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)["results"][0]
+    assert row["status"] == "oom"
+    assert "can't allocate memory" in row["message"]

@@ -12,11 +12,12 @@ from typing import Any, Optional, Sequence
 CONSTANT_INPUT = 0.5  # non-zero, as the whitepaper's constant input: every MAC really switches
 INPUT_MODES = ("constant", "random")
 
-# How an allocation failure reads: CUDA's and the CPU allocator's message, and on a Jetson (Tegra,
-# unified memory) the NVML assert the CUDA caching allocator hits when the allocation fails
-# (pytorch#185240), and the driver's NvMap allocation failure.
-OOM_MARKERS = ("out of memory", "nvml_success == r internal assert failed",
-               "nvmapmemallocinternaltagged")
+# How an allocation failure reads: CUDA's ("CUDA out of memory"), the CPU allocator's
+# ("DefaultCPUAllocator: can't allocate memory: ... Error code 12 (Cannot allocate memory)",
+# torch 1.10 to 2.13), and on a Jetson (Tegra, unified memory) the NVML assert the CUDA caching
+# allocator hits when the allocation fails (pytorch#185240), and the driver's NvMap failure.
+OOM_MARKERS = ("out of memory", "can't allocate memory", "cannot allocate memory",
+               "nvml_success == r internal assert failed", "nvmapmemallocinternaltagged")
 
 
 # How a missing kernel for a dtype reads ('"unfolded2d_copy" not implemented for 'Half'': fp16
