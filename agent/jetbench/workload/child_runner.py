@@ -101,29 +101,6 @@ def import_torch() -> Any:
     return torch
 
 
-def resolve_device(torch: Any, device: str) -> str:
-    word = (device or "auto").lower()
-    cuda = torch.cuda.is_available()
-    if word == "auto":
-        return "cuda" if cuda else "cpu"
-    if word == "cpu":
-        return "cpu"
-    if word == "cuda" or word.startswith("cuda:"):
-        if not cuda:
-            raise ChildFailure("usage", f"--device {word}: no CUDA device is visible to "
-                               f"PyTorch {torch.__version__} under {sys.executable}",
-                               "use --device cpu, or NVIDIA's CUDA build of torch")
-        if word == "cuda":
-            return word
-        index = word.split(":", 1)[1]
-        count = torch.cuda.device_count()
-        if not index.isdigit() or int(index) >= count:
-            raise ChildFailure("usage", f"--device {word}: PyTorch sees {count} CUDA device(s)",
-                               "CUDA_VISIBLE_DEVICES renumbers them from 0")
-        return f"cuda:{int(index)}"
-    raise ChildFailure("usage", f"unknown device: {device!r}", "use auto, cuda, cuda:N or cpu")
-
-
 def build_network(request: Dict[str, Any]) -> Any:
     """The registry's factory ("module:function" in jetbench.workload.models) with its kwargs."""
     module_name, func_name = request["factory"].split(":")
@@ -151,13 +128,17 @@ def run(request: Dict[str, Any], channel: Channel) -> None:
     loop = importlib.import_module(PORTABLE_MODULES[0])
     portable = importlib.import_module(PORTABLE_MODULES[1])
     torch = import_torch()
-    device = resolve_device(torch, request["device"])
+    try:
+        device = portable.resolve_device(torch, request["device"])
+    except portable.DeviceProblem as problem:
+        raise ChildFailure("usage", f"{problem.message} (torch {torch.__version__} under "
+                           f"{sys.executable})", problem.hint) from None
     cuda = portable.is_cuda(device)
     if request.get("threads"):
         torch.set_num_threads(int(request["threads"]))
     torch.backends.cudnn.enabled = request["cudnn"]
     torch.backends.cudnn.benchmark = request["cudnn_benchmark"]
-    index = cuda_index(torch, device) if cuda else None
+    index = portable.cuda_index(torch, device) if cuda else None
     on_device = torch.cuda.device(index) if cuda else _nothing()
     try:
         with on_device:
@@ -183,11 +164,6 @@ def run(request: Dict[str, Any], channel: Channel) -> None:
                            "use a smaller --batch") from err
     warm, times, wall_s, warnings = timed
     channel.send("result", warm_s=warm, timed_s=times, wall_s=wall_s, warnings=warnings)
-
-
-def cuda_index(torch: Any, device: str) -> int:
-    """The CUDA ordinal of 'cuda' (the current device) or 'cuda:N'."""
-    return int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
 
 
 def _time(torch: Any, loop: Any, net: Any, example: Any, index: Optional[int],

@@ -35,6 +35,45 @@ def is_cuda(device: str) -> bool:
     return device == "cuda" or device.startswith("cuda:")
 
 
+class DeviceProblem(ValueError):
+    """A --device this torch cannot run on (the caller turns it into its usage error)."""
+
+    def __init__(self, message: str, hint: str):
+        ValueError.__init__(self, message)
+        self.message = message
+        self.hint = hint
+
+
+def resolve_device(torch: Any, device: str) -> str:
+    """'auto' -> 'cuda' when present, else 'cpu'; 'cuda:N' is kept (and checked against the GPUs
+    PyTorch sees). 'cuda' without a GPU raises DeviceProblem."""
+    word = (device or "auto").lower()
+    if word == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if word == "cuda" or word.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise DeviceProblem(f"--device {word}: no CUDA device is visible to PyTorch",
+                                "use --device cpu, or a CUDA build of torch")
+        if word == "cuda":
+            return "cuda"
+        index = word.split(":", 1)[1]
+        count = torch.cuda.device_count()
+        if not index.isdigit() or int(index) >= count:
+            raise DeviceProblem(f"--device {word}: PyTorch sees {count} CUDA device(s) "
+                                f"(cuda:0 to cuda:{count - 1})",
+                                "CUDA_VISIBLE_DEVICES renumbers them from 0")
+        return f"cuda:{int(index)}"
+    if word == "cpu":
+        return "cpu"
+    raise DeviceProblem(f"unknown device: {device!r}", "use auto, cuda, cuda:N or cpu")
+
+
+def cuda_index(torch: Any, device: str) -> int:
+    """The CUDA ordinal of 'cuda' (the current device) or 'cuda:N'."""
+    index = torch.device(device).index
+    return torch.cuda.current_device() if index is None else index
+
+
 def make_input(torch: Any, mode: str, batch: int, shape: Sequence[int], seed: int) -> Any:
     """The float32 input batch: CONSTANT_INPUT everywhere, or Gaussian (seeded with seed + 1)."""
     size = (batch,) + tuple(int(d) for d in shape)

@@ -13,7 +13,7 @@ from ..errors import OutOfMemory, UsageError
 from . import portable
 from ._torch import import_torch
 from .macs import ModelCost, builtin_cost, macs_or_none
-from .portable import CONSTANT_INPUT, INPUT_MODES, is_cuda  # noqa: F401 - re-exported
+from .portable import CONSTANT_INPUT, INPUT_MODES, cuda_index, is_cuda  # noqa: F401
 from .portable import make_input as _make_input
 from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
 
@@ -83,32 +83,10 @@ class Workload:
 def resolve_device(device: str) -> str:
     """'auto' -> 'cuda' when present, else 'cpu'; 'cuda:N' is kept (and checked against the GPUs
     PyTorch sees). 'cuda' without a GPU is a usage error."""
-    torch = import_torch()
-    word = (device or "auto").lower()
-    if word == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if word == "cuda" or word.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise UsageError(f"--device {word}: no CUDA device is visible to PyTorch",
-                             hint="use --device cpu, or a CUDA build of torch")
-        if word == "cuda":
-            return "cuda"
-        index = word.split(":", 1)[1]
-        count = torch.cuda.device_count()
-        if not index.isdigit() or int(index) >= count:
-            raise UsageError(f"--device {word}: PyTorch sees {count} CUDA device(s) "
-                             f"(cuda:0 to cuda:{count - 1})",
-                             hint="CUDA_VISIBLE_DEVICES renumbers them from 0")
-        return f"cuda:{int(index)}"
-    if word == "cpu":
-        return "cpu"
-    raise UsageError(f"unknown device: {device!r}", hint="use auto, cuda, cuda:N or cpu")
-
-
-def cuda_index(torch: Any, device: str) -> int:
-    """The CUDA ordinal of 'cuda' (the current device) or 'cuda:N'."""
-    index = torch.device(device).index
-    return torch.cuda.current_device() if index is None else index
+    try:
+        return portable.resolve_device(import_torch(), device)
+    except portable.DeviceProblem as problem:
+        raise UsageError(problem.message, hint=problem.hint) from None
 
 
 def device_context(torch: Any, device: str) -> Any:
