@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
-from ..hw import thermal
+from ..hw import knob_io, thermal
 from ..hw.board import Board, detect
 from ..hw.clocks.common import ClockReading, Step, apply_step
 from ..hw.fs import Root
@@ -448,7 +448,8 @@ class Daemon:
         if not leave:
             self._held_moved = []
         if self.pinned and self.targets is not None:
-            steps = build_plan(self.root, board, self.targets)
+            # A blind step (an NVML lock NVML cannot read back) is planned every time: no drift.
+            steps = [s for s in build_plan(self.root, board, self.targets) if not s.blind]
             if steps:
                 moved = [f"{w.path}: {w.old} (pinned: {w.value})" for s in steps for w in s.writes]
                 if leave:
@@ -696,7 +697,7 @@ class Daemon:
         killed left its clocks: restore the whole journal, then pin our profile anew."""
         added = [e for e in journal.load(self.root) if e.path not in self._lease_known]
         left = [e.path for e in added if e.raw.strip() not in journal.UNWRITABLE
-                and self.root.read_raw(e.path, default=None) != e.raw]
+                and knob_io.read_raw(self.root, e.path, default=None) != e.raw]
         if left:
             log.warning("the borrower left %d knob(s) changed (%s...): restoring the journal",
                         len(left), left[0])
