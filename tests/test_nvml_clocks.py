@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_daemon_service import Daemon, _wait, started  # noqa: F401  (fixture)
 from test_measure_e2e import write_tiny
 
 from jetbench.errors import JetbenchError, ProfileError
@@ -219,3 +220,25 @@ def test_kill9_of_measure_then_restore_puts_nvml_back(tmp_path):
     assert _state(state)["gpus"][0]["locked_gpu"] is None
     assert _state(state)["gpus"][0]["power_limit_mw"] == 300_000
     assert not (base / "var/lib/jetbench/journal.json").exists()
+
+
+def test_daemon_holds_the_locks_without_fighting_them_and_restores(tmp_path, monkeypatch,
+                                                                    started):  # noqa: F811
+    """NVML cannot read a lock back: the daemon locks once, never counts it as drift (no
+    re-pin every interval), and resets it when stopped."""
+    base, state = _subprocess_host(tmp_path)
+    for key, value in _env(state).items():
+        monkeypatch.setenv(key, value)
+    d = Daemon(tmp_path, base, "--profile", "maxperf", interval="0.1s")
+    started.append(d)
+    d.ready()
+    checks = d.ask("status")["counters"]["checks"]
+    assert _wait(lambda: d.ask("status")["counters"]["checks"] >= checks + 5, timeout=10)
+    status = d.ask("status")
+    assert status["counters"]["repins"] == 0 and status["pinned"], status
+    assert [c[0] for c in _calls(state)] == [
+        "SetPowerManagementLimit", "SetMemoryLockedClocks", "SetGpuLockedClocks"]
+    assert d.stop() == 0, d.output()
+    gpu = _state(state)["gpus"][0]
+    assert gpu["locked_gpu"] is None and gpu["locked_mem"] is None
+    assert gpu["power_limit_mw"] == 300_000
