@@ -154,6 +154,7 @@ def _exported_names(metrics) -> set:
 def test_dashboard_and_scrape_config_query_only_exported_metrics(tmp_path, started):  # noqa: F811
     dashboard = json.loads((DATA / "grafana-dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", ())]
+    exprs += [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
     titles = {p["title"].lower() for p in dashboard["panels"]}
     for words in ("power", "energy", "clock", "throttl", "re-pin"):
         assert any(words in t for t in titles), (words, titles)

@@ -242,3 +242,24 @@ def test_daemon_holds_the_locks_without_fighting_them_and_restores(tmp_path, mon
     gpu = _state(state)["gpus"][0]
     assert gpu["locked_gpu"] is None and gpu["locked_mem"] is None
     assert gpu["power_limit_mw"] == 300_000
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"path": f"nvml:{BUS}/power_limit_mw", "raw": "300000\n"}, "does not match"),  # no kind
+    ({"path": "/sys/devices/system/cpu/cpufreq/policy0/scaling_governor", "raw": "x\n",
+      "kind": "nvml"}, "does not match"),
+    ({"path": "nvml:0000:01:00.0/../../etc/shadow", "raw": "1\n", "kind": "nvml"}, "not an NVML"),
+    ({"path": "nvml:00000000:01:00.0/gpu_locked_clocks", "raw": "default\n", "kind": "nvml"},
+     "not an NVML"),  # NVML's spelling of the bus id, not the journal's
+    ({"path": f"nvml:{BUS}/gpu_locked_clocks", "raw": "1410;reboot\n", "kind": "nvml"},
+     "not a value"),
+    ({"path": f"nvml:{BUS}/power_limit_mw", "raw": "-5\n", "kind": "nvml"}, "not a value"),
+])
+def test_a_hostile_nvml_journal_entry_restores_nothing(gpu_host, entry, words):
+    base, state = gpu_host
+    path = base / "var/lib/jetbench/journal.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"schema": journal.SCHEMA, "entries": [entry]}))
+    with pytest.raises(journal.JournalInvalid, match=words):
+        journal.restore(Root(base))
+    assert _calls(state) == []
