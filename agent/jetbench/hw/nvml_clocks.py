@@ -10,8 +10,8 @@ NVML state is not a file, so each setting is addressed by a knob key that the pl
 journal and restore treat like a path: `nvml:<PCI bus id>/<setting>`. NVML cannot read a lock
 back (there is no nvmlDeviceGetGpuLockedClocks), so the value journalled for a lock is
 `default` (what `nvmlDeviceReset*LockedClocks` gives back) and restore resets it; the power limit
-is read (`nvmlDeviceGetPowerManagementLimit`) and put back as it was. Every call goes through a
-short nvmlInit/nvmlShutdown session, and a GPU is found by its PCI bus id each time, never by an
+is read (`nvmlDeviceGetPowerManagementLimit`) and put back as it was. NVML is initialised once per
+process, and a GPU is found by its PCI bus id each time, never by an
 index that may change between boots.
 
 *Unverified on hardware*: written against nvidia-ml-py's signatures and tested with a stand-in.
@@ -19,6 +19,7 @@ index that may change between boots.
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -138,22 +139,27 @@ def _hardware_error(nv: Any, err: Exception, what: str, path: Optional[str]) -> 
     return HardwareError(f"{what}: NVML error ({err})", path=path)
 
 
+# (pid, library) that initialised NVML: nvmlInit can take a large fraction of a second without
+# persistence mode, too slow for every clock read of `monitor` or a measure window, so it is
+# called once per process and library, and never undone (NVML counts inits: the power source's
+# own init/shutdown pairs leave this one standing).
+_initialised: Optional[Tuple[int, Any]] = None
+
+
 @contextmanager
 def _session() -> Iterator[Any]:
+    global _initialised
     nv = _pynvml()
-    try:
-        nv.nvmlInit()
-    except nv.NVMLError as err:
-        raise _hardware_error(nv, err, "NVML does not start", None) from err
+    if _initialised is None or _initialised[0] != os.getpid() or _initialised[1] is not nv:
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as err:
+            raise _hardware_error(nv, err, "NVML does not start", None) from err
+        _initialised = (os.getpid(), nv)
     try:
         yield nv
     except nv.NVMLError as err:  # a query the caller did not expect to fail
         raise _hardware_error(nv, err, "NVML", None) from err
-    finally:
-        try:
-            nv.nvmlShutdown()
-        except nv.NVMLError:
-            pass  # nothing left to do with it
 
 
 def _text(value: Any) -> str:
