@@ -219,3 +219,13 @@ def test_out_of_memory_in_the_child_is_an_oom_row():
     row = json.loads(proc.stdout)["results"][0]
     assert row["status"] == "oom"
     assert "can't allocate memory" in row["message"]
+
+
+def test_options_the_child_cannot_honour_are_refused(tmp_path):
+    layers = run_cli("time", *SMALL, "--workload-python", sys.executable, "--layers")
+    assert layers.returncode == 1 and "not with --layers or --check" in layers.stderr
+    base = make_board(tmp_path, "tx1")
+    cmd = run_cli("--root", str(base), "measure", "--cmd", "true", "--throughput-from",
+                  "items:1", "--workload-python", sys.executable, "--out", str(tmp_path / "out"))
+    assert cmd.returncode == 1 and "not with --cmd" in cmd.stderr
+    assert list((tmp_path / "out").glob("*.json")) == []
