@@ -39,8 +39,9 @@ def test_time_runs_in_the_child_under_the_given_interpreter():
     proc = run_cli("time", *SMALL, "--workload-python", sys.executable, "-n", "3",
                    "--duration", "0.2s", "--warmup", "0.1s", "--json", timeout=180)
     assert proc.returncode == 0, proc.stderr
-    row = json.loads(proc.stdout)["results"][0]
-    assert row["status"] == "ok"
+    doc = json.loads(proc.stdout)
+    row = doc["results"][0]
+    assert row["status"] == "ok" and doc["device"] == "cpu"
     work, tput = row["workload"], row["throughput"]
     assert work["child"]["python"] == sys.executable
     assert work["child"]["python_version"] == "{}.{}.{}".format(*sys.version_info[:3])

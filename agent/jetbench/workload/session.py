@@ -144,6 +144,8 @@ def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
                     break  # the sweep's end: carry on with the next configuration
                 if row.status == "unavailable":
                     break  # same answer for every batch size
+    if request.workload_python:  # the device the child resolved, where one row ran
+        device = next((row.device for row in rows if row.status == "ok"), device)
     return TimeReport(tuple(rows), tuple(checks), tuple(precision_advice(rows)), device)
 
 
