@@ -32,7 +32,7 @@ def monitor(
     from ..errors import UsageError
     from ..hw.power.spec import open_sources
     from ..monitor import CsvLog, Monitor
-    from ..power.sampler import Sampler
+    from ..power.sampler_process import ProcessSampler
     from ..session import open_board
     from ..units import parse_duration_s
     from .render import monitor_table
@@ -47,7 +47,8 @@ def monitor(
         log = CsvLog(csv, board.simulated) if csv else None
         live = None
         try:
-            with Monitor(root, board, Sampler(sources, interval_s=interval_s), sources) as mon:
+            with Monitor(root, board, ProcessSampler(sources, interval_s=interval_s),
+                         sources) as mon:
                 mon.wait_first()
                 if not once and not as_json:
                     from rich.live import Live
