@@ -235,3 +235,24 @@ def test_a_gil_holding_workload_is_sampled_at_the_sensors_rate(tmp_path, monkeyp
     assert vdd_in["coverage"] >= 0.90
     assert vdd_in["samples"] / duration_s >= 0.90 * 500
     assert doc["efficiency"]["images_per_j"] is not None  # not refused for coverage
+
+
+@pytest.mark.parametrize("spec", ["ina3221?interval=1ms", "rapl?interval=5ms", "nvml", "jtop",
+                                  "scpi:loop://?accuracy=0.1%+0.05W", "wt310:loop://",
+                                  "stream:loop://?columns=ms,W", "um25c:loop://"])
+def test_every_meter_can_be_sent_to_the_sampler_process(tmp_path, spec):
+    """A source travels unopened, as its own description, and arrives the same."""
+    import pickle
+
+    base = make_board(tmp_path, "orin-nano")
+    rapl = base / "sys/class/powercap/intel-rapl:0"
+    rapl.mkdir(parents=True)
+    (rapl / "name").write_text("package-0\n")
+    (rapl / "energy_uj").write_text("1000\n")
+    for src in _ina_sources(base, spec):
+        copy = pickle.loads(pickle.dumps(src))
+        assert type(copy) is type(src) and copy.name == src.name
+        assert copy.channels() == src.channels() and copy.total() == src.total()
+        assert getattr(copy, "sample_interval_s", None) == getattr(src, "sample_interval_s",
+                                                                    None)
+        assert getattr(copy, "accuracy_spec", None) == getattr(src, "accuracy_spec", None)

@@ -17,7 +17,8 @@ def monitor(
     ctx: typer.Context,
     meter: Optional[List[str]] = typer.Option(
         None, "--meter", "-m", help="Power source (repeatable): auto, ina3221, rapl, nvml, jtop, "
-        "none, or PROTOCOL:PORT[?options] (scpi, wt310, stream, um25c). Default: auto."),
+        "none, or PROTOCOL:PORT[?options] (scpi, wt310, stream, um25c); ?interval=1ms "
+        "reads a source that often, whatever --interval says. Default: auto."),
     interval: str = typer.Option("250ms", "--interval", "-i",
                                  help="Sampling and refresh interval, e.g. 10ms, 0.5s."),
     duration: Optional[str] = typer.Option(

@@ -11,7 +11,9 @@ packed records (`power/records.py`) to the data pipe.
 It never outlives its parent: stdin stays open for its whole life and EOF on it (the parent
 stopped the sampler, or died) ends it; on Linux the kernel also kills it when the parent dies
 (PR_SET_PDEATHSIG), even if something else still holds the pipe; and a write to a data pipe
-nobody reads ends it too. Ctrl-C is the parent's business: SIGINT is ignored here.
+nobody reads ends it too. Ctrl-C is the parent's business: SIGINT is ignored here. Where it is
+allowed, its reading threads run at a higher priority (see SAMPLER_RT_PRIORITY) so that a busy
+machine does not delay their reads.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ import threading
 from typing import Any, BinaryIO, Dict, List
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Asked for where allowed (root, CAP_SYS_NICE): the sampler needs little CPU, but on time. On a
+# busy machine a normal-priority sampler waits behind other threads and misses ticks (61-93% of
+# 1 kHz on a loaded 2-core machine, 99.6-100% at SCHED_FIFO 1: benchmarks/RESULTS.md). Polled
+# sources' threads take the lowest real-time priority (they sleep between reads); the rest
+# (pushed streams, which read whatever the instrument sends) only a lower nice value.
+SAMPLER_RT_PRIORITY = 1
+SAMPLER_NICE = -10
 _LENGTH = struct.Struct("<I")
 
 
@@ -44,6 +53,20 @@ def die_with_parent(parent_pid: int) -> None:
         pass  # not Linux: EOF on stdin still ends us
     if os.getppid() != parent_pid:
         os._exit(0)  # the parent died before prctl took effect
+
+
+def raise_priority(realtime: bool) -> None:
+    """Best effort, for the calling thread (Linux schedules threads; new ones inherit)."""
+    if realtime:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SAMPLER_RT_PRIORITY))
+            return
+        except (OSError, AttributeError):
+            pass  # not allowed: a nice value, maybe
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, SAMPLER_NICE)
+    except (OSError, AttributeError):
+        pass  # not allowed either: sample at the normal priority
 
 
 def describe_error(err: BaseException) -> Dict[str, Any]:
@@ -74,6 +97,8 @@ def _open_all(sources: List[Any]) -> None:
 def _sample(src: Any, sink: Any, interval_s: float, stop: threading.Event) -> None:
     from .poll import PollState, poll
 
+    # real time only where the loop sleeps between reads (never a pushed or 0-interval source)
+    raise_priority(realtime=not src.pushed and interval_s > 0)
     try:
         poll(src, sink, interval_s, stop, PollState())
     except OSError:  # the data pipe is gone: the parent is gone or stopped reading

@@ -38,10 +38,10 @@ from .sampler import Sampler, _Slot
 from .source import PowerSource
 
 CHILD_MODULE = "jetbench.power.sampler_child"
-COLLECT_INTERVAL_S = 0.1  # how often this process wakes to collect samples (GIL cost ~0.1%)
+COLLECT_INTERVAL_S = 0.25  # how often this process wakes to collect samples (~0.1% of a core)
 START_TIMEOUT_S = 60.0  # opening a serial meter may wait out its timeout; jtop its service
 STOP_TIMEOUT_S = 5.0
-PIPE_BYTES = 1 << 20  # ~16 s of 1 kHz samples of 6 channels, if collection ever stalls
+PIPE_BYTES = 1 << 20  # ~16 s of 1 kHz samples of 6 channels, should collection stall
 _F_SETPIPE_SZ = 1031  # <linux/fcntl.h>
 
 
