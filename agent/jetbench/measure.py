@@ -48,6 +48,7 @@ class MeasureRequest:
     meters: Tuple[str, ...] = ()  # () = auto
     device: str = "auto"
     input_shape: Optional[Tuple[int, ...]] = None
+    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
     iterations: int = 10
     duration_s: float = 3.0
     warmup_s: float = 1.0
@@ -383,13 +384,19 @@ class _State:
         try:
             if report:
                 report("build", 0.0)
-            workload = build_workload(point.model, point.precision, point.batch, req.device,
-                                      input_shape=req.input_shape)
-            marks["warmup_start"] = time.monotonic()
-            timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
-                               warmup_iterations=1 if req.warmup_s > 0 else 0,
-                               on_timed_start=timed_start, on_timed_end=timed_end,
-                               progress=report)
+            if req.command is not None:  # --cmd: the window is the command's run
+                from .workload.command import command_window, run_point
+
+                timing = run_point(req.command, timed_start, timed_end, req.duration_s, report)
+                windows["result"] = command_window(timing, self.sampler, windows.get("result"))
+            else:
+                workload = build_workload(point.model, point.precision, point.batch,
+                                          req.device, input_shape=req.input_shape)
+                marks["warmup_start"] = time.monotonic()
+                timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
+                                   warmup_iterations=1 if req.warmup_s > 0 else 0,
+                                   on_timed_start=timed_start, on_timed_end=timed_end,
+                                   progress=report)
         except (OutOfMemory, PrecisionUnavailable) as err:
             status = "oom" if isinstance(err, OutOfMemory) else "unavailable"
             doc = self.skeleton(point, status)
@@ -439,6 +446,10 @@ class _State:
         doc["validity"] = {"valid": not (mismatches or refused),
                            "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
+        if req.command is not None:
+            from .workload.command import finish_doc
+
+            finish_doc(doc, timing, req.duration_s)
         csv_text = None
         if self.sampler is not None:
             t0 = marks["start"]
