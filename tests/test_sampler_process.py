@@ -180,6 +180,8 @@ def test_interval_option_on_built_in_meters(tmp_path):
     assert src.sample_interval_s == 0.004
     (plain,) = _ina_sources(base, "ina3221")
     assert getattr(plain, "sample_interval_s", None) is None
+    (jtop,) = _ina_sources(base, "jtop?interval=100ms")  # asked of the jtop service
+    assert jtop.period_s == 0.1
 
 
 def test_the_child_reads_at_the_interval_the_spec_asks(tmp_path):
@@ -211,6 +213,17 @@ class _Spin(torch.nn.Module):
 
 def spin():
     return _Spin()
+
+class _Marked(_Spin):
+    """_Spin, leaving `inference.mark` in the working directory once it runs."""
+    def forward(self, x):
+        import os
+        if not os.path.exists("inference.mark"):
+            open("inference.mark", "w").close()
+        return super().forward(x)
+
+def marked():
+    return _Marked()
 '''
 
 
@@ -256,3 +269,51 @@ def test_every_meter_can_be_sent_to_the_sampler_process(tmp_path, spec):
         assert getattr(copy, "sample_interval_s", None) == getattr(src, "sample_interval_s",
                                                                     None)
         assert getattr(copy, "accuracy_spec", None) == getattr(src, "accuracy_spec", None)
+
+
+def _children(pid: int, needle: str):
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and needle in cmd:
+            out.append(int(entry))
+    return out
+
+
+def test_measure_says_so_when_its_sampler_is_killed(tmp_path):
+    """The CLI: exit 2 with the sampler's fate, no traceback, no hang."""
+    pytest.importorskip("torch")
+    (tmp_path / "jb_spin.py").write_text(SPIN)
+    base = make_board(tmp_path, "orin-nano")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure", "--model",
+         "jb_spin:marked", "--input-shape", "3,8,8", "--duration", "3s", "--warmup", "0s",
+         "--device", "cpu", "--out", str(tmp_path / "out")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "inference.mark").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        (child,) = _children(proc.pid, "jetbench.power.sampler_child")
+        time.sleep(0.5)
+        os.kill(child, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, out
+    assert f"the power sampler process (pid {child}) was killed by SIGKILL" in out
+    assert "Traceback" not in out
+    assert not list((tmp_path / "out").glob("*.json"))  # no result from a broken window
