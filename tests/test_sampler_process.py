@@ -103,6 +103,19 @@ def test_window_values_come_from_the_child_exactly(tmp_path):
     assert _gone(child)  # stop() ended it
 
 
+def test_a_stopped_sampler_starts_again_with_a_new_child(tmp_path):
+    base = make_board(tmp_path, "orin-nano")
+    sampler = ProcessSampler(_ina_sources(base), interval_s=0.005)
+    with sampler:
+        first = sampler.proc.pid
+    assert _gone(first) and not sampler.running
+    with sampler:
+        assert sampler.proc.pid != first and not _gone(sampler.proc.pid)
+        with sampler.window() as w:
+            time.sleep(0.1)
+    assert w.result_unchecked.channel("VDD_IN").samples >= 5
+
+
 def test_open_errors_are_the_same_as_in_process(tmp_path):
     base = make_board(tmp_path, "orin-nano")
     sources = _ina_sources(base)

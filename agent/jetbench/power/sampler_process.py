@@ -82,6 +82,7 @@ class ProcessSampler(Sampler):
         ctl_r, ctl_w = os.pipe()
         _grow_pipe(data_w)
         self._stderr = tempfile.TemporaryFile(prefix="jetbench-sampler-")
+        self.proc, self._reader = None, None
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", CHILD_MODULE], stdin=subprocess.PIPE,
@@ -89,13 +90,14 @@ class ProcessSampler(Sampler):
                 env=_child_env(),
             )
         except OSError as err:
-            for fd in (data_r, data_w, ctl_r, ctl_w):
+            for fd in (data_r, ctl_r):
                 os.close(fd)
+            self._stderr.close()
+            self._stderr = None
             raise HardwareError(f"cannot start the power sampler process ({err})") from err
         finally:
-            if self.proc is not None:
-                os.close(data_w)
-                os.close(ctl_w)
+            os.close(data_w)  # the child's ends: only the child holds them now
+            os.close(ctl_w)
         self._data_fd = data_r
         self._eof = self._stopping = False
         job = {
