@@ -57,6 +57,9 @@ class ProcessSampler(Sampler):
         start_timeout_s: float = START_TIMEOUT_S,
         **kwargs: Any,
     ):
+        if kwargs.get("clock", time.monotonic) is not time.monotonic:
+            raise ValueError("the sampler process stamps samples with CLOCK_MONOTONIC "
+                             "(time.monotonic): another clock would not line up")
         super().__init__(sources, interval_s=interval_s, intervals_s=intervals_s, **kwargs)
         self.start_timeout_s = start_timeout_s
         self.proc: Optional[subprocess.Popen] = None
