@@ -87,7 +87,9 @@ def test_window_values_come_from_the_child_exactly(tmp_path):
     try:
         child = sampler.proc.pid
         assert child != os.getpid() and not _gone(child)
-        time.sleep(0.05)
+        deadline = time.monotonic() + 10
+        while not len(sampler.traces()[0].trace) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the first sample, before the window opens
         with sampler.window() as w:
             time.sleep(0.3)
         res = w.result
