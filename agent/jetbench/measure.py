@@ -147,11 +147,12 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
 
 def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
     points = []
-    table = board.gpu.available_hz if board.gpu else ()
+    table = board.gpu.available_hz if board.gpu else (
+        board.nvml_gpus[0].graphics_hz if board.nvml_gpus else ())
     for freq in request.gpu_freqs:
         hz = None
         if freq is not None:
-            if board.gpu is None:
+            if board.gpu is None and not board.nvml_gpus:
                 raise UsageError("--freq: this board has no GPU clock jetbench can set")
             spec = parse_freq(freq)
             hz = resolve_freq(spec, table) if table else (spec if isinstance(spec, int) else None)

@@ -267,7 +267,8 @@ def measure(
     ctx: typer.Context,
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
     freq: Optional[str] = typer.Option(None, "--freq", help="GPU clock, e.g. 690MHz (nearest "
-                                       "table entry; requested and applied both reported)."),
+                                       "table entry; requested and applied both reported; on "
+                                       "a discrete GPU an NVML locked clock)."),
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
