@@ -263,7 +263,7 @@ class _State:
     def start_sampler(self) -> None:
         from .hw.power.nvml import cuda_gpu
         from .hw.power.spec import open_sources
-        from .power.sampler import Sampler
+        from .power.sampler_process import ProcessSampler
         from .power.source import EmptySource
 
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
@@ -272,7 +272,8 @@ class _State:
         # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
         sources = [s for s in sources if not isinstance(s, EmptySource)]
         self.sources = sources
-        self.sampler = Sampler(sources).start() if sources else None
+        # in a process of its own: a workload holding the GIL neither starves it nor is slowed
+        self.sampler = ProcessSampler(sources).start() if sources else None
 
     def stop_sampler(self) -> None:
         if self.sampler is not None:

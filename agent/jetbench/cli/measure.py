@@ -189,7 +189,8 @@ _EMC = typer.Option(None, "--emc-freq", help="Pin the memory clock (EMC).")
 _PROFILE = typer.Option(None, "--profile", help="A profile (`jetbench profiles`) or TOML "
                         "file; --freq/--cpu-freq/--emc-freq override its clocks.")
 _METER = typer.Option(None, "--meter", help="Power source (repeatable): auto (default), "
-                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README).")
+                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README); "
+                      "?interval=1ms reads a source that often.")
 _ITER = typer.Option(10, "--iterations", "-n", help="Minimum timed iterations.")
 _DURATION = typer.Option("3s", "--duration", help="Minimum timed duration (the power window).")
 _WARMUP = typer.Option("1s", "--warmup", help="Minimum warm-up (then until latency is stable).")
