@@ -96,9 +96,42 @@ def test_the_services_interval_becomes_the_period(monkeypatch):
     src.close()
 
 
+JTOP_FILE = """
+POWER = {power!r}
+SERVICE_INTERVAL_S = {interval!r}
+
+
+class JtopException(Exception):
+    pass
+
+
+class jtop:
+    def __init__(self, interval=0.5):
+        self._asked = interval
+        self.power = POWER
+
+    @property
+    def interval(self):
+        return SERVICE_INTERVAL_S if SERVICE_INTERVAL_S is not None else self._asked
+
+    def start(self):
+        pass
+
+    def close(self):
+        pass
+"""
+
+
 def test_measure_meter_jtop_is_not_dropped(tmp_path, tiny, monkeypatch):  # noqa: F811
-    monkeypatch.setitem(sys.modules, "jtop", fake_jtop(
-        {"rail": ORIN_NX_RAILS, "tot": ORIN_NX_TOT}, service_interval_s=0.05))
+    # measure opens its sources in the sampler process, which imports `jtop` itself: the
+    # stand-in is a file on sys.path (which the sampler process is given), not a sys.modules
+    # entry of this process.
+    stand_ins = tmp_path / "stand_ins"
+    stand_ins.mkdir()
+    (stand_ins / "jtop.py").write_text(JTOP_FILE.format(
+        power={"rail": ORIN_NX_RAILS, "tot": ORIN_NX_TOT}, interval=0.05))
+    monkeypatch.delitem(sys.modules, "jtop", raising=False)
+    monkeypatch.syspath_prepend(str(stand_ins))
     base = make_board(tmp_path, "tx1")
     request = MeasureRequest(models=("jb_tinynet:tiny",), input_shape=(3, 16, 16),
                              iterations=2, duration_s=0.6, warmup_s=0.0, device="cpu",
