@@ -165,12 +165,13 @@ def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
 def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = None,
             on_result: Optional[Callable[[Dict[str, Any], Path], None]] = None,
             on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None,
-            command: str = "measure") -> MeasureReport:
+            command: str = "measure", ranks: Any = None) -> MeasureReport:
     """Measure every point of `request`; see the module docstring. Every result is written,
     valid or not: one whose observed clocks contradict the applied ones, or whose window is
     refused, carries `validity.valid = false` and its reasons (`MeasureReport.invalid`; the CLI
     exits 3 after printing everything). The board is ours for the whole run: its lock, or a
-    lease from the daemon holding it."""
+    lease from the daemon holding it. `ranks`: rank 0's distributed.protocol.Leader when the
+    point runs on several devices at once (measure --devices, torchrun)."""
     from .session import open_board
     from .tuning import journal
     from .tuning.owner import borrow_board
@@ -185,7 +186,7 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
         report.board = _board_doc(root, board)
         points = plan_points(request, board)
         had_journal = bool(journal.load(root))
-        state = _State(root, board, request, report, progress, t_start)
+        state = _State(root, board, request, report, progress, t_start, ranks)
         put_back_tried = False
         try:
             state.run(points, on_result, on_applied)
@@ -237,8 +238,9 @@ class _State:
     """One measure run's moving parts: the sampler, the current pin, the written steps."""
 
     def __init__(self, root: Root, board: Board, request: MeasureRequest, report: MeasureReport,
-                 progress: Optional[Progress], t_start: float):
+                 progress: Optional[Progress], t_start: float, ranks: Any = None):
         self.root, self.board, self.request, self.report = root, board, request, report
+        self.ranks = ranks  # multi-device: runs each point on every rank (distributed/)
         self.progress, self.t_start = progress, t_start
         self.sampler: Any = None
         self.sources: List[Any] = []
@@ -262,6 +264,8 @@ class _State:
                                total_rail=self.board.total_rail)
         # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
         sources = [s for s in sources if not isinstance(s, EmptySource)]
+        if self.ranks is not None:
+            sources = self.ranks.node_sources(sources)
         self.sources = sources
         self.sampler = Sampler(sources).start() if sources else None
 
@@ -382,13 +386,17 @@ class _State:
         try:
             if report:
                 report("build", 0.0)
-            workload = build_workload(point.model, point.precision, point.batch, req.device,
-                                      input_shape=req.input_shape)
-            marks["warmup_start"] = time.monotonic()
-            timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
-                               warmup_iterations=1 if req.warmup_s > 0 else 0,
-                               on_timed_start=timed_start, on_timed_end=timed_end,
-                               progress=report)
+            if self.ranks is not None:  # every rank builds, warms up, runs; windows together
+                marks["warmup_start"] = time.monotonic()
+                timing = self.ranks.run_point(point, req, timed_start, timed_end, report)
+            else:
+                workload = build_workload(point.model, point.precision, point.batch,
+                                          req.device, input_shape=req.input_shape)
+                marks["warmup_start"] = time.monotonic()
+                timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
+                                   warmup_iterations=1 if req.warmup_s > 0 else 0,
+                                   on_timed_start=timed_start, on_timed_end=timed_end,
+                                   progress=report)
         except (OutOfMemory, PrecisionUnavailable) as err:
             status = "oom" if isinstance(err, OutOfMemory) else "unavailable"
             doc = self.skeleton(point, status)
@@ -426,6 +434,8 @@ class _State:
             doc["efficiency"]["uncertainty"] = self.efficiency_uncertainty(res, unc, timing)
         if refused:
             _refuse_efficiency(doc["efficiency"], refused)
+        if self.ranks is not None:
+            self.ranks.annotate(doc)
         if res is None:
             warnings.append("no power source on this machine: img/s/W not measured "
                             "(give --meter)")

@@ -212,6 +212,53 @@ _WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jet
                      "the daemon holds a profile, measure borrows the board from it.")
 
 
+_DEVICES = typer.Option(None, "--devices", help="Several devices as one run: a count (2) or "
+                        "CUDA indices (0,1,2,3). One process per device, started by "
+                        "torch.distributed's launcher (as torchrun would; `torchrun "
+                        "--nproc-per-node N -m jetbench measure` works too); rank 0 owns the "
+                        "board. img/s is the sum; the result lists devices[]. On a CPU each "
+                        "rank gets its share of the cores.")
+_SCALING = typer.Option(False, "--scaling", help="With several devices: time one device alone "
+                        "first, and report scaling.efficiency = img/s / (N x one device's).")
+
+
+def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool) -> Any:
+    """None for a plain run; this process's RankEnv when it is one rank of a multi-device job
+    (under torchrun, or started by --devices). With --devices and no job yet, start the ranks
+    here (each runs this same command) and exit with rank 0's status."""
+    from ..distributed.spec import parse_devices, rank_env
+    from ..errors import UsageError
+
+    env = rank_env()
+    if env is not None:
+        return env
+    if devices is None:
+        if scaling:
+            raise UsageError("--scaling compares several devices with one",
+                             hint="add --devices N (or run under torchrun)")
+        return None
+    count = parse_devices(devices).count
+    open_root(ctx)  # a bad --root fails here, not once per rank
+    from ..distributed.launch import launch_ranks
+    from .common import invocation
+
+    raise typer.Exit(launch_ranks(invocation(), count))
+
+
+def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scaling: bool,
+                run: Any) -> Any:
+    """This rank's part; rank 0's report (None on the others). An error that follows a
+    Ctrl-C (a peer gone because it was interrupted too) is the interrupt."""
+    from ..distributed.session import run_as_rank
+    from ..errors import JetbenchError
+
+    try:
+        return run_as_rank(env, request, devices, scaling, run, lambda *_: latch.check())
+    except JetbenchError:
+        latch.check()
+        raise
+
+
 def _with_wait(request: Any, wait: Optional[str]) -> Any:
     import dataclasses
 
@@ -234,6 +281,7 @@ def measure(
                              "result JSON and trace CSV of each configuration."),
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
+    devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
@@ -244,8 +292,17 @@ def measure(
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, idle_unpinned=idle_unpinned)
     request = _with_wait(request, wait)
-    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, progress=_interruptible(bar.update, latch))
+    env = _ranks(ctx, devices, scaling)
+    with InterruptLatch() as latch, \
+            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
+        progress = _interruptible(bar.update, latch)
+        if env is None:
+            report = run(open_root(ctx), request, progress=progress)
+        else:
+            report = _run_ranked(env, latch, request, devices, scaling, lambda req, leader: run(
+                open_root(ctx), req, progress=progress, ranks=leader))
+            if report is None:
+                return  # not rank 0: rank 0 reports for the run
     _finish(report, as_json, plot, "jetbench measure")
 
 
@@ -265,6 +322,7 @@ def sweep(
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
+    devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves."""
@@ -275,9 +333,17 @@ def sweep(
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
     request = _with_wait(request, wait)
-    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, freq,
-                     progress=_interruptible(bar.update, latch))
+    env = _ranks(ctx, devices, scaling)
+    with InterruptLatch() as latch, \
+            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
+        progress = _interruptible(bar.update, latch)
+        if env is None:
+            report = run(open_root(ctx), request, freq, progress=progress)
+        else:
+            report = _run_ranked(env, latch, request, devices, scaling, lambda req, leader: run(
+                open_root(ctx), req, freq, progress=progress, ranks=leader))
+            if report is None:
+                return  # not rank 0: rank 0 reports for the run
     try:
         _finish(report, as_json, plot, "jetbench sweep", long=True)
     finally:
