@@ -1,0 +1,308 @@
+"""measure on several devices as one run (issue 15.1), on this CPU: gloo, 2 ranks x 1 thread,
+real launcher subprocesses on a simulated TX1. `--devices 2` and `torchrun -m jetbench` each
+give one gathered result; a rank that raises fails the run with its message; Ctrl-C and a
+kill of rank 0 leave no process behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from test_measure_e2e import board_snapshot
+
+from jetbench.distributed.launch import _exit_status
+from jetbench.distributed.rows import (
+    RankRow,
+    aggregate_timing,
+    device_docs,
+    devices_power_sum,
+    own_channels,
+    scaling_doc,
+)
+from jetbench.distributed.spec import (
+    DeviceSpec,
+    RankEnv,
+    cpu_share,
+    describe_devices,
+    parse_devices,
+    rank_device,
+    rank_env,
+)
+from jetbench.errors import RankFailed, UsageError
+from jetbench.workload.runner import TimingResult
+from jetbench.workload.stats import latency_stats
+
+from conftest import REPO, diff, make_board, sigint_as_on_a_terminal
+
+JOURNAL = "var/lib/jetbench/journal.json"
+
+# Each rank leaves inference.<RANK>.mark at its first inference (an event to wait on); a rank
+# named in JB_FAIL_RANK raises in its forward pass.
+MODELS = '''
+import os
+import torch
+
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(),
+                                       torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10))
+    def forward(self, x):
+        rank = os.environ.get("RANK", "-")
+        mark = "inference.%s.mark" % rank
+        if not os.path.exists(mark):
+            open(mark, "w").close()
+        if rank == os.environ.get("JB_FAIL_RANK"):
+            raise RuntimeError("rank %s boom" % rank)
+        return self.net(x)
+
+def net():
+    return _Net()
+'''
+
+FAST = ["--model", "jb_ranknet:net", "--input-shape", "3,16,16", "--iterations", "2",
+        "--warmup", "0", "--device", "cpu", "--freq", "690MHz"]
+
+
+def _env(**extra):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "agent"), **extra)
+    env.pop("JB_FAIL_RANK", None)
+    env.update(extra)
+    return env
+
+
+def _setup(tmp_path):
+    (tmp_path / "jb_ranknet.py").write_text(MODELS)
+    base = make_board(tmp_path, "tx1")
+    return base, board_snapshot(base, "tx1")
+
+
+def _jetbench(tmp_path, base, *args, **env):
+    """`python -m jetbench --root BASE measure ...` as a user types it (cwd has the model)."""
+    return [sys.executable, "-m", "jetbench", "--root", str(base), "measure", *FAST,
+            "--out", str(tmp_path / "out"), "--json", *args], \
+        dict(cwd=tmp_path, env=_env(TMPDIR=str(tmp_path), **env))
+
+
+def _run(cmd_kw, timeout=240):
+    cmd, kw = cmd_kw
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def _one_result(proc):
+    assert proc.returncode == 0, proc.stderr + proc.stdout[-3000:]
+    docs = json.loads(proc.stdout)["results"]
+    assert len(docs) == 1
+    return docs[0]
+
+
+def _check_gathered(doc, tmp_path):
+    rows = doc["devices"]
+    assert [r["rank"] for r in rows] == [0, 1]
+    assert [r["device"] for r in rows] == ["cpu", "cpu"]
+    assert [r["threads"] for r in rows] == [1, 1]  # 2 ranks share this machine's 2 cores
+    assert len({r["pid"] for r in rows}) == 2
+    per_rank = [r["throughput"]["images_per_s"] for r in rows]
+    assert min(per_rank) > 0
+    assert doc["throughput"]["images_per_s"] == pytest.approx(sum(per_rank), rel=1e-12)
+    assert doc["workload"]["device"] == "cpu x2"
+    assert doc["distributed"]["backend"] == "gloo"
+    assert doc["distributed"]["world_size"] == 2
+    assert [r["power"] for r in rows] == [None, None]  # a CPU share has no sensor of its own
+    assert doc["power"]["total"]["name"] == "VDD_IN"  # the node's sources, as a plain measure
+    assert doc["simulated"] is True
+    assert len(list((tmp_path / "out").glob("*.json"))) == 1  # one result, written by rank 0
+
+
+def _wait_for(paths, proc, timeout=180):
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"never appeared: {paths}"
+        time.sleep(0.05)
+
+
+def _gone(pids):
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+# -- end to end ---------------------------------------------------------------------------
+def test_devices_2_gives_one_gathered_result_with_scaling(tmp_path):
+    base, before = _setup(tmp_path)
+    doc = _one_result(_run(_jetbench(tmp_path, base, "--duration", "0.5", "--devices", "2",
+                                     "--scaling")))
+    _check_gathered(doc, tmp_path)
+    assert doc["distributed"]["launcher"] == "jetbench --devices"
+    scaling = doc["scaling"]
+    assert scaling["baseline_images_per_s"] > 0
+    assert scaling["efficiency"] == pytest.approx(
+        doc["throughput"]["images_per_s"] / (2 * scaling["baseline_images_per_s"]))
+    assert doc["settings"]["applied"]["gpu_hz"] == 691200000  # pinned by rank 0 (TX1 table)
+    assert not (base / JOURNAL).exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_torchrun_runs_the_same_measure(tmp_path):
+    base, before = _setup(tmp_path)
+    cmd, kw = _jetbench(tmp_path, base, "--duration", "0.5")
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0"]
+    doc = _one_result(_run((launcher + cmd[1:], kw)))
+    _check_gathered(doc, tmp_path)
+    assert doc["distributed"]["launcher"] == "torchrun"
+    assert "scaling" not in doc
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_a_rank_that_raises_fails_the_run_with_its_message(tmp_path):
+    base, before = _setup(tmp_path)
+    proc = _run(_jetbench(tmp_path, base, "--duration", "0.5", "--devices", "2",
+                          JB_FAIL_RANK="1"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("jetbench: error: rank 1 (cpu): "), proc.stderr
+    assert "(rank 1 boom)" in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    assert not list((tmp_path / "out").glob("*.json"))
+    assert not (base / JOURNAL).exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_ctrl_c_leaves_no_process_and_restores_the_clocks(tmp_path):
+    base, before = _setup(tmp_path)
+    cmd, kw = _jetbench(tmp_path, base, "--duration", "60", "--devices", "2")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_as_on_a_terminal, **kw)
+    _wait_for([base / JOURNAL, tmp_path / "inference.0.mark", tmp_path / "inference.1.mark"],
+              proc)
+    tree = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    assert len(tree) >= 2  # the two ranks (and whatever the launcher started)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    text = err.decode()
+    assert proc.returncode == 130, text
+    assert "clocks: restored" in text  # said by rank 0, which owns the board
+    assert "Traceback" not in text
+    assert _gone(tree) == []
+    assert not (base / JOURNAL).exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_kill_of_rank_0_stops_the_others_and_restore_finishes(tmp_path):
+    base, before = _setup(tmp_path)
+    cmd, kw = _jetbench(tmp_path, base, "--duration", "60", "--devices", "2")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    _wait_for([base / JOURNAL, tmp_path / "inference.0.mark", tmp_path / "inference.1.mark"],
+              proc)
+    tree = psutil.Process(proc.pid).children(recursive=True)
+    rank0 = [p for p in tree if p.environ().get("RANK") == "0"]
+    assert len(rank0) == 1
+    rank0[0].kill()
+    _out, err = proc.communicate(timeout=60)
+    text = err.decode()
+    assert proc.returncode == 2, text
+    assert "rank 0 was ended by SIGKILL" in text
+    assert _gone([p.pid for p in tree]) == []
+    restore = subprocess.run([sys.executable, "-m", "jetbench", "--root", str(base), "restore"],
+                             capture_output=True, text=True, env=_env(), timeout=60)
+    assert restore.returncode == 0, restore.stderr
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
+def test_scaling_without_devices_is_a_usage_error(tmp_path):
+    base, _ = _setup(tmp_path)
+    proc = _run(_jetbench(tmp_path, base, "--scaling"))
+    assert proc.returncode == 1
+    assert "--scaling compares several devices" in proc.stderr
+
+
+# -- the parts, by hand ---------------------------------------------------------------------
+def test_parse_devices():
+    assert parse_devices("2") == DeviceSpec(2)
+    assert parse_devices("0,2") == DeviceSpec(2, (0, 2))
+    assert parse_devices("3,").indices == (3,)
+    for bad in ("0", "-1", "two", "1,1", ",", "0,x"):
+        with pytest.raises(UsageError):
+            parse_devices(bad)
+
+
+def test_rank_env_from_the_launchers_variables():
+    env = {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+           "MASTER_ADDR": "localhost", "MASTER_PORT": "29500"}
+    assert rank_env(env) == RankEnv(1, 1, 2, 2)
+    assert rank_env({k: v for k, v in env.items() if k != "MASTER_PORT"}) is None
+    assert rank_env({}) is None
+    with pytest.raises(UsageError, match="several nodes"):
+        rank_env(dict(env, WORLD_SIZE="4"))
+
+
+def test_rank_device():
+    env = RankEnv(1, 1, 2, 2)
+    assert rank_device("auto", env, None, cuda_available=False) == "cpu"
+    assert rank_device("auto", env, None, cuda_available=True) == "cuda:1"
+    assert rank_device("cuda", env, DeviceSpec(2, (0, 3)), cuda_available=True) == "cuda:3"
+    assert rank_device("cpu", env, DeviceSpec(2), cuda_available=True) == "cpu"
+    with pytest.raises(UsageError, match="asks for 3"):
+        rank_device("auto", env, DeviceSpec(3), cuda_available=True)
+    with pytest.raises(UsageError, match="names one GPU"):
+        rank_device("cuda:1", env, None, cuda_available=True)
+    with pytest.raises(UsageError):
+        rank_device("cuda", env, None, cuda_available=False)
+
+
+def test_cpu_share():
+    assert cpu_share([0, 1], 0, 2) == [0]
+    assert cpu_share([0, 1], 1, 2) == [1]
+    assert cpu_share([4, 5, 6, 7, 8], 1, 2) == [6, 7]  # 5 cores, 2 ranks: 2 each
+    assert cpu_share([0, 1], 2, 3) == [0]  # more ranks than cores: round robin
+    assert describe_devices(["cpu", "cpu"]) == "cpu x2"
+    assert describe_devices(["cuda:0", "cuda:2"]) == "cuda:0,cuda:2"
+
+
+def _timing(ips, latencies_ms, device="cpu"):
+    return TimingResult({"model": "m", "device": device}, len(latencies_ms), 1.0, ips,
+                        latency_stats(latencies_ms), 0.0, None, 1, 0.1, tuple(latencies_ms))
+
+
+def test_aggregate_sums_throughput_and_pools_latencies():
+    rows = [RankRow(0, "cuda:0", 10, None, None, _timing(100.0, [1.0, 3.0], "cuda:0"), 0.2, 0.01),
+            RankRow(1, "cuda:1", 11, None, None, _timing(50.0, [2.0, 2.0], "cuda:1"), 0.0, 0.03)]
+    agg = aggregate_timing(rows)
+    assert agg.images_per_s == 150.0
+    assert agg.iterations == 4
+    assert agg.latency_ms.mean_ms == 2.0
+    assert agg.workload["device"] == "cuda:0,cuda:1"
+    channels = [{"name": "GPU0", "source": "nvml", "mean_w": 40.0, "energy_j": 20.0},
+                {"name": "GPU1", "source": "nvml1", "mean_w": 60.0, "energy_j": 30.0},
+                {"name": "VDD_IN", "source": "ina3221", "mean_w": 200.0}]
+    assert own_channels("cuda:1", channels) == [channels[1]]
+    assert own_channels("cpu", channels) == []
+    docs = device_docs(rows, channels, window_s=0.5)
+    assert docs[0]["efficiency"]["images_per_j"] == 2.5  # 100 img/s / 40 W
+    assert docs[1]["sync_s"]["end_barrier_share_of_window"] == pytest.approx(0.06)
+    summed = devices_power_sum(docs)
+    assert (summed["mean_w"], summed["energy_j"], summed["name"]) == (100.0, 50.0, "GPU0+GPU1")
+    assert scaling_doc(150.0, 2, 100.0, "cuda:0")["efficiency"] == 0.75
+
+
+def test_launcher_exit_status():
+    assert _exit_status({0: 2, 1: -15}) == 2  # rank 0 said why; the launcher then stopped 1
+    assert _exit_status({0: 130, 1: -2}) == 130
+    assert _exit_status({1: 3}) == 3
+    with pytest.raises(RankFailed, match="rank 0 was ended by SIGKILL"):
+        _exit_status({0: -9, 1: -15})
+    with pytest.raises(RankFailed, match="rank 1 was ended by SIGSEGV"):
+        _exit_status({1: -11})
