@@ -298,6 +298,32 @@ def test_aggregate_sums_throughput_and_pools_latencies():
     assert scaling_doc(150.0, 2, 100.0, "cuda:0")["efficiency"] == 0.75
 
 
+def test_nvml_gpus_get_one_source_each_and_their_sum_is_the_basis():
+    from types import SimpleNamespace
+
+    from jetbench.distributed.protocol import Leader
+    from jetbench.hw.power.nvml import NvmlSource
+
+    leader = Leader(SimpleNamespace(backend="nccl"), ["cuda:0", "cuda:2"], False, "torchrun")
+    rapl = SimpleNamespace(name="rapl")
+    assert [s.name for s in leader.node_sources([NvmlSource(), rapl])] == \
+        ["rapl", "nvml", "nvml2"]
+    assert leader.node_sources([rapl]) == [rapl]  # no NVML asked for: none added
+    leader.rows = [RankRow(0, "cuda:0", 10, None, None, _timing(300.0, [1.0], "cuda:0"), 0, 0),
+                   RankRow(1, "cuda:2", 11, None, None, _timing(100.0, [1.0], "cuda:2"), 0, 0)]
+    channels = [{"name": "GPU0", "source": "nvml", "mean_w": 150.0, "energy_j": 300.0},
+                {"name": "GPU2", "source": "nvml2", "mean_w": 50.0, "energy_j": 100.0}]
+    doc = {"throughput": {"images_per_s": 400.0},
+           "power": {"channels": channels, "window": {"duration_s": 2.0},
+                     "total": {"name": "GPU0", "source": "nvml", "mean_w": 150.0}},
+           "efficiency": {"images_per_j": 400.0 / 150.0}}
+    leader.annotate(doc)
+    assert doc["power"]["devices_sum"]["mean_w"] == 200.0
+    assert doc["efficiency"]["images_per_j"] == 2.0  # 400 img/s over 150 + 50 W, not GPU0's
+    assert [d["efficiency"]["images_per_j"] for d in doc["devices"]] == [2.0, 2.0]
+    assert doc["distributed"]["devices"] == ["cuda:0", "cuda:2"]
+
+
 def test_launcher_exit_status():
     assert _exit_status({0: 2, 1: -15}) == 2  # rank 0 said why; the launcher then stopped 1
     assert _exit_status({0: 130, 1: -2}) == 130

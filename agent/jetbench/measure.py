@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .errors import OutOfMemory, UsageError, set_interrupt_notes
+from .errors import OutOfMemory, RankLost, UsageError, set_interrupt_notes
 from .hw.board import Board
 from .hw.fs import Root
 from .report import io
@@ -403,7 +403,7 @@ class _State:
             doc["message"] = str(err)
             return doc, None
         except Exception as err:  # noqa: BLE001 - a sweep records any point's failure
-            if not req.keep_going:
+            if not req.keep_going or isinstance(err, RankLost):  # no ranks left to go on with
                 raise
             doc = self.skeleton(point, "failed")
             doc["message"] = f"{type(err).__name__}: {err}"

@@ -8,7 +8,7 @@ import os
 import signal
 import time
 from datetime import timedelta
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import RankLost
 from .spec import DeviceSpec, RankEnv, cpu_share, rank_device
@@ -25,6 +25,7 @@ class RankGroup:
         self.env, self.device, self._dist = env, device, dist
         self.threads: Optional[int] = None
         self.cores: Optional[List[int]] = None
+        self.last_s: Dict[str, float] = {}  # seconds the last call of each collective took
         self.backend = dist.get_backend() if dist.is_initialized() else None
 
     @classmethod
@@ -57,12 +58,15 @@ class RankGroup:
 
     # -- collectives ----------------------------------------------------------------------
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
         try:
             return fn()
         except RuntimeError as err:  # gloo/nccl: a peer closed its connection, or timed out
             raise RankLost(f"rank {self.env.rank}: {what} failed, another rank is gone "
                            f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
                            ) from err
+        finally:
+            self.last_s[what] = time.perf_counter() - t0
 
     def gather(self, value: Any) -> List[Any]:
         """Every rank's value, in rank order, on every rank."""
@@ -78,9 +82,8 @@ class RankGroup:
 
     def barrier(self) -> float:
         """Wait for every rank; the seconds this rank waited."""
-        t0 = time.perf_counter()
         self._call("barrier", self._dist.barrier)
-        return time.perf_counter() - t0
+        return self.last_s["barrier"]
 
     def close(self) -> None:
         if self._dist.is_initialized():

@@ -144,6 +144,7 @@ class Leader:
         self.group, self.devices, self.scaling = group, list(devices), scaling
         self.launcher = launcher
         self.rows: List[RankRow] = []
+        self.gather_s: Optional[float] = None  # the rows' gather, after the window closed
         self.baseline_ips: Optional[float] = None
         self.broken = False  # a collective failed: the others are gone, no Stop to send
 
@@ -170,6 +171,7 @@ class Leader:
         self.group.broadcast(order)
         try:
             self.rows = run_point(self.group, order, on_open, on_close, progress, workload)
+            self.gather_s = self.group.last_s.get("gather")
         except RankLost:
             self.broken = True
             raise
@@ -193,7 +195,8 @@ class Leader:
             eff["images_per_j"] = ips / summed["mean_w"]
             eff["basis"] = f"{summed['name']} (gpu_board, sum of the devices' NVML sources)"
         doc["distributed"] = {"world_size": len(self.devices), "backend": self.group.backend,
-                              "launcher": self.launcher, "devices": self.devices}
+                              "launcher": self.launcher, "devices": self.devices,
+                              "gather_s": self.gather_s}
         if self.baseline_ips is not None and ips:
             doc["scaling"] = scaling_doc(ips, len(self.devices), self.baseline_ips,
                                          self.devices[0])
