@@ -222,6 +222,23 @@ def test_kill_of_rank_0_stops_the_others_and_restore_finishes(tmp_path):
     assert diff(before, board_snapshot(base, "tx1")) == []
 
 
+def test_sweep_runs_every_point_on_both_ranks(tmp_path):
+    base, before = _setup(tmp_path)
+    cmd, kw = _jetbench(tmp_path, base, "--duration", "0.3", "--devices", "2", "--no-plot")
+    cmd[cmd.index("measure")] = "sweep"
+    freq = cmd.index("--freq")
+    cmd[freq + 1] = "614MHz,998MHz"
+    proc = _run((cmd, kw))
+    assert proc.returncode == 0, proc.stderr + proc.stdout[-3000:]
+    docs = json.loads(proc.stdout)["results"]
+    assert [d["settings"]["applied"]["gpu_hz"] for d in docs] == [614400000, 998400000]
+    for doc in docs:
+        assert [r["rank"] for r in doc["devices"]] == [0, 1]
+        assert doc["throughput"]["images_per_s"] == pytest.approx(
+            sum(r["throughput"]["images_per_s"] for r in doc["devices"]), rel=1e-12)
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
 def test_scaling_without_devices_is_a_usage_error(tmp_path):
     base, _ = _setup(tmp_path)
     proc = _run(_jetbench(tmp_path, base, "--scaling"))
