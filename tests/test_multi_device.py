@@ -222,6 +222,24 @@ def test_kill_of_rank_0_stops_the_others_and_restore_finishes(tmp_path):
     assert diff(before, board_snapshot(base, "tx1")) == []
 
 
+def test_kill_of_the_launcher_ends_the_ranks_and_rank_0_restores(tmp_path):
+    base, before = _setup(tmp_path)
+    # a window far longer than the wait below: only the kill can end the ranks in time
+    cmd, kw = _jetbench(tmp_path, base, "--duration", "600", "--devices", "2")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    _wait_for([base / JOURNAL, tmp_path / "inference.0.mark", tmp_path / "inference.1.mark"],
+              proc)
+    tree = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    proc.kill()  # the launcher: its ranks get SIGTERM (prctl), rank 0 restores as on Ctrl-C
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 60
+    while _gone(tree) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(tree) == []
+    assert not (base / JOURNAL).exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+
+
 def test_sweep_runs_every_point_on_both_ranks(tmp_path):
     base, before = _setup(tmp_path)
     cmd, kw = _jetbench(tmp_path, base, "--duration", "0.3", "--devices", "2", "--no-plot")
