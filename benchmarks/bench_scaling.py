@@ -75,7 +75,8 @@ def main() -> None:
                    "in_run_efficiency": two["scaling"]["efficiency"],
                    "window_s": window, "gather_ms": 1e3 * two["distributed"]["gather_s"],
                    "end_barrier_ms": [1e3 * d["sync_s"]["end_barrier"] for d in two["devices"]],
-                   "valid": [one["validity"]["valid"], two["validity"]["valid"]]}
+                   "valid": [one["validity"]["valid"], two["validity"]["valid"]],
+                   "loadavg_1min": os.getloadavg()[0]}  # the machine is shared: say how busy
             row["overhead_share"] = [(b + row["gather_ms"]) / 1e3 / window
                                      for b in row["end_barrier_ms"]]
             rows.append(row)
@@ -91,6 +92,7 @@ def main() -> None:
         "end_barrier_ms": spread([b for r in rows for b in r["end_barrier_ms"]]),
         "gather_ms": spread([r["gather_ms"] for r in rows]),
         "overhead_share": spread([s for r in rows for s in r["overhead_share"]], "{:.2%}"),
+        "loadavg_1min": spread([r["loadavg_1min"] for r in rows], "{:.1f}"),
     }
     print(json.dumps(summary, indent=2))
     if args.json:

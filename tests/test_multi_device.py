@@ -33,6 +33,7 @@ from jetbench.distributed.spec import (
     rank_env,
 )
 from jetbench.errors import RankFailed, UsageError
+from jetbench.report import tables
 from jetbench.workload.runner import TimingResult
 from jetbench.workload.stats import latency_stats
 
@@ -150,6 +151,12 @@ def test_devices_2_gives_one_gathered_result_with_scaling(tmp_path):
     assert scaling["efficiency"] == pytest.approx(
         doc["throughput"]["images_per_s"] / (2 * scaling["baseline_images_per_s"]))
     assert doc["settings"]["applied"]["gpu_hz"] == 691200000  # pinned by rank 0 (TX1 table)
+    _headers, rows = tables.table_cells([doc])
+    cells = dict(rows)
+    each = [r["throughput"]["images_per_s"] for r in doc["devices"]]
+    assert cells["Devices (img/s each)"] == [f"cpu {each[0]:.1f} + cpu {each[1]:.1f}"]
+    assert cells["Scaling efficiency"] == [
+        f"{scaling['efficiency']:.1%} of 2 x {scaling['baseline_images_per_s']:.1f} img/s"]
     assert not (base / JOURNAL).exists()
     assert diff(before, board_snapshot(base, "tx1")) == []
 

@@ -71,7 +71,6 @@ def device_docs(rows: Sequence[RankRow], channels: Sequence[Dict[str, Any]],
         own = own_channels(row.device, channels)
         mean_w = sum(c["mean_w"] for c in own) if own and all(
             c.get("mean_w") is not None for c in own) else None
-        overhead = row.end_wait_s
         out.append({
             "rank": row.rank, "device": row.device, "pid": row.pid,
             "threads": row.threads, "cpu_cores": row.cpu_cores,
@@ -79,7 +78,7 @@ def device_docs(rows: Sequence[RankRow], channels: Sequence[Dict[str, Any]],
             "throughput": {"images_per_s": t.images_per_s, "latency_ms": t.latency_ms.to_dict(),
                            "cv": t.cv, "iterations": t.iterations, "wall_s": t.wall_s},
             "sync_s": {"start_barrier": row.start_wait_s, "end_barrier": row.end_wait_s,
-                       "end_barrier_share_of_window": overhead / window_s
+                       "end_barrier_share_of_window": row.end_wait_s / window_s
                        if window_s else None},
             "power": {"channels": own, "mean_w": mean_w} if own else None,
             "efficiency": {"images_per_j": t.images_per_s / mean_w if mean_w else None},
