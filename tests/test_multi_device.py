@@ -271,6 +271,20 @@ def test_scaling_without_devices_is_a_usage_error(tmp_path):
     assert "--scaling compares several devices" in proc.stderr
 
 
+def test_devices_without_torch_says_how_to_install_it(tmp_path):
+    base, _ = _setup(tmp_path)
+    code = ("import sys\n"
+            "sys.modules['torch'] = None  # as if torch were not installed\n"
+            "from jetbench.cli.main import main\n"
+            f"sys.argv = ['jetbench', '--root', {str(base)!r}, 'measure', '--devices', '2']\n"
+            "main()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "PyTorch is not installed" in proc.stderr and "pip install torch" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 # -- the parts, by hand ---------------------------------------------------------------------
 def test_parse_devices():
     assert parse_devices("2") == DeviceSpec(2)

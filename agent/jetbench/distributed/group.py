@@ -13,9 +13,10 @@ from typing import Any, Callable, Dict, List, Optional
 from ..errors import RankLost
 from .spec import DeviceSpec, RankEnv, cpu_share, rank_device
 
-# A rank waits this long for its peers at a collective (model build and warm-up included)
-# before it gives up; a dead peer is noticed sooner (its connection closes).
-COLLECTIVE_TIMEOUT_S = 600.0
+# A rank waits this long for its peers at a collective (rank 0's pinning, a --scaling
+# baseline, model builds and warm-ups) before it gives up; a rank that dies is noticed by the
+# launcher, which stops the others at once.
+COLLECTIVE_TIMEOUT_S = 3600.0
 
 
 class RankGroup:
@@ -30,6 +31,9 @@ class RankGroup:
 
     @classmethod
     def open(cls, env: RankEnv, requested_device: str, spec: Optional[DeviceSpec]) -> RankGroup:
+        from .launch import require_distributed
+
+        require_distributed()
         import torch
         import torch.distributed as dist
 

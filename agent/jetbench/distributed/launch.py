@@ -22,6 +22,7 @@ SHUTDOWN_TIMEOUT_S = 20  # after Ctrl-C: the ranks' time to restore and exit bef
 
 def launch_ranks(argv: List[str], count: int) -> int:
     """Run `python -m jetbench ARGV` as `count` ranks on this node; rank 0's exit status."""
+    require_distributed()
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -45,6 +46,17 @@ def launch_ranks(argv: List[str], count: int) -> int:
             raise KeyboardInterrupt from None
         except ChildFailedError as err:
             return _exit_status({rank: f.exitcode for rank, f in err.failures.items()})
+
+
+def require_distributed() -> None:
+    """torch with torch.distributed, or a message saying what is missing."""
+    from ..errors import HardwareError
+    from ..workload._torch import import_torch
+
+    if not import_torch().distributed.is_available():
+        raise HardwareError("this PyTorch build has no torch.distributed: several devices "
+                            "need it", hint="install a build with distributed support "
+                            "(the PyPI and NVIDIA Jetson wheels have it)")
 
 
 def _exit_status(codes: Dict[int, int]) -> int:
