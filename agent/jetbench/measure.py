@@ -48,6 +48,7 @@ class MeasureRequest:
     meters: Tuple[str, ...] = ()  # () = auto
     device: str = "auto"
     input_shape: Optional[Tuple[int, ...]] = None
+    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
     iterations: int = 10
     duration_s: float = 3.0
     warmup_s: float = 1.0
@@ -386,7 +387,12 @@ class _State:
         try:
             if report:
                 report("build", 0.0)
-            if self.ranks is not None:  # every rank builds, warms up, runs; windows together
+            if req.command is not None:  # --cmd: the window is the command's run
+                from .workload.command import command_window, run_point
+
+                timing = run_point(req.command, timed_start, timed_end, req.duration_s, report)
+                windows["result"] = command_window(timing, self.sampler, windows.get("result"))
+            elif self.ranks is not None:  # every rank builds, warms up, runs; windows together
                 marks["warmup_start"] = time.monotonic()
                 timing = self.ranks.run_point(point, req, timed_start, timed_end, report)
             else:
@@ -448,6 +454,10 @@ class _State:
         doc["validity"] = {"valid": not (mismatches or refused),
                            "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
+        if req.command is not None:
+            from .workload.command import finish_doc
+
+            finish_doc(doc, timing, req.duration_s)
         csv_text = None
         if self.sampler is not None:
             t0 = marks["start"]

@@ -222,7 +222,7 @@ _SCALING = typer.Option(False, "--scaling", help="With several devices: time one
                         "first, and report scaling.efficiency = img/s / (N x one device's).")
 
 
-def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool) -> Any:
+def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: Any) -> Any:
     """None for a plain run; this process's RankEnv when it is one rank of a multi-device job
     (under torchrun, or started by --devices). With --devices and no job yet, start the ranks
     here (each runs this same command) and exit with rank 0's status."""
@@ -230,6 +230,9 @@ def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool) -> Any:
     from ..errors import UsageError
 
     env = rank_env()
+    if request.command is not None and (env is not None or devices is not None):
+        raise UsageError("--cmd runs one command; several devices (--devices, torchrun) run "
+                         "a network on each", hint="measure the command alone, without ranks")
     if env is not None:
         return env
     if devices is None:
@@ -259,6 +262,48 @@ def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scal
         raise
 
 
+_CMD = typer.Option(None, "--cmd", help="Measure this command instead of a network (e.g. "
+                    "\"trtexec --loadEngine=m.engine\"): clocks pinned, power sampled over its "
+                    "run, throughput read with --throughput-from. Split like a shell line; "
+                    "no shell runs it (use sh -c '...' for pipes).")
+_THROUGHPUT_FROM = typer.Option(None, "--throughput-from", help="With --cmd: trtexec "
+                                "(its Throughput line x the batch), regex:PATTERN (one group, "
+                                "items/s; the last match wins) or items:N (N / its run time).")
+_UNIT = typer.Option(None, "--unit", help="With --cmd: what it counts: images (default), "
+                     "tokens, frames, queries.")
+_CMD_LOG = typer.Option(None, "--cmd-log", help="With --cmd: append its stdout/stderr to "
+                        "this file instead of the terminal.")
+
+
+def _with_command(ctx: typer.Context, request: Any, cmd: Optional[str],
+                  throughput_from: Optional[str], unit: Optional[str],
+                  cmd_log: Optional[Path], as_json: bool) -> Any:
+    """--cmd and its options checked and folded into the request (nothing run yet)."""
+    from ..errors import UsageError
+    from ..workload.command import command_request, command_spec
+
+    if cmd is None:
+        given = [name for name, value in (("--throughput-from", throughput_from),
+                                          ("--unit", unit), ("--cmd-log", cmd_log)) if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} only go with --cmd")
+        return request
+
+    def given(name: str) -> bool:  # typer's click may not be `click`: compare by name
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name != "DEFAULT"
+
+    for name in ("model", "precision", "input_shape"):
+        if given(name):
+            raise UsageError(f"--{name.replace('_', '-')} does not go with --cmd (the "
+                             "command is the workload)")
+    if len(request.batches) > 1:
+        raise UsageError("--cmd takes one --batch (the batch its output counts)")
+    batch = request.batches[0] if given("batch") else None
+    spec = command_spec(cmd, throughput_from, unit, batch, cmd_log, stdout_to_stderr=as_json)
+    return command_request(request, spec)
+
+
 def _with_wait(request: Any, wait: Optional[str]) -> Any:
     import dataclasses
 
@@ -279,20 +324,25 @@ def measure(
     regulator_efficiency: Optional[float] = _REG,
     out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
+    cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
+    unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
-    its raw power trace per configuration, print the whitepaper-style table."""
+    its raw power trace per configuration, print the whitepaper-style table. With --cmd, any
+    command is the workload (the window is its run, or trtexec's timed queries; --duration the
+    shortest window accepted)."""
     from ..measure import measure as run
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, idle_unpinned=idle_unpinned)
+    request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
-    env = _ranks(ctx, devices, scaling)
+    env = _ranks(ctx, devices, scaling, request)
     with InterruptLatch() as latch, \
             _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
         progress = _interruptible(bar.update, latch)
@@ -319,21 +369,25 @@ def sweep(
     out: Path = typer.Option(Path("jetbench-sweep"), "--out", help="Directory: one result "
                              "per point, written as it completes."),
     resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
+    cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
+    unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
-    Prints every point, the most efficient and the fastest, and draws the curves."""
+    Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
+    the command is run once per clock."""
     from ..sweep import summarize
     from ..sweep import sweep as run
 
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
+    request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
-    env = _ranks(ctx, devices, scaling)
+    env = _ranks(ctx, devices, scaling, request)
     with InterruptLatch() as latch, \
             _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
         progress = _interruptible(bar.update, latch)
