@@ -143,8 +143,14 @@ def _gone(pids):
 def test_devices_2_gives_one_gathered_result_with_scaling(tmp_path):
     base, before = _setup(tmp_path)
     doc = _one_result(_run(_jetbench(tmp_path, base, "--duration", "0.5", "--devices", "2",
-                                     "--scaling")))
+                                     "--scaling", "--idle", "0.5")))
     _check_gathered(doc, tmp_path)
+    # every rank's timed run lies inside the window (none started during rank 0's idle)
+    window = doc["power"]["window"]["duration_s"]
+    for row in doc["devices"]:
+        began, ended = row["timed_in_window_s"]
+        assert 0 <= began < ended <= window + 1e-3, (row["rank"], began, ended, window)
+    assert doc["power"]["idle"]["duration_s"] >= 0.5
     assert doc["distributed"]["launcher"] == "jetbench --devices"
     scaling = doc["scaling"]
     assert scaling["baseline_images_per_s"] > 0

@@ -4,7 +4,8 @@ left waiting at a collective the others skipped):
     rank 0: broadcast the point        others: receive it (or Stop: the run is over)
     all:    build the workload on the rank's device, warm up
     all:    gather "ready or my error"  -> any error: every rank raises RankFailed with it
-    rank 0: open the power window
+    rank 0: (--idle: sample idle power) open the power window
+    all:    barrier                     -> nobody starts before the window is open
     all:    timed iterations, synchronised
     all:    barrier                     -> rank 0 closes the window
     all:    gather the rows (or errors) -> rank 0 aggregates them
@@ -80,17 +81,28 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
               workload: Any = None) -> List[RankRow]:
     """This rank's part of one point (see the module docstring); every rank's row, in rank
     order. Any rank's failure raises RankFailed with its message on every rank."""
-    state: Dict[str, Any] = {"started": False, "ended": False, "start": 0.0, "end": 0.0}
+    state: Dict[str, Any] = {"ready": False, "opened": False, "ended": False,
+                             "start": 0.0, "end": 0.0, "t_start": None, "t_end": None}
+
+    def opened() -> None:
+        group.barrier()
+        state["opened"], state["t_start"] = True, time.monotonic()
 
     def start() -> None:
         t0 = time.perf_counter()
         ready = group.gather(None)
-        state["started"], state["start"] = True, time.perf_counter() - t0
+        state["ready"], state["start"] = True, time.perf_counter() - t0
         _raise_first_error(ready)
-        if on_open is not None:
-            on_open()
+        try:
+            if on_open is not None:
+                on_open()
+        except Exception:
+            opened()  # the others wait there; then this rank's error goes to the last gather
+            raise
+        opened()
 
     def end() -> None:
+        state["t_end"] = time.monotonic()
         state["end"] = group.barrier()
         state["ended"] = True
         if on_close is not None:
@@ -106,8 +118,10 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
         raise  # decided together at a collective: every rank raises it
     except Exception as err:  # noqa: BLE001 - any failure of this rank is the whole run's
         error = _describe(group, err)
-        if not state["started"]:
+        if not state["ready"]:
             _raise_first_error(group.gather(error))  # raises (ours at least is an error)
+        if not state["opened"]:
+            group.barrier()
         if not state["ended"]:
             group.barrier()
     finally:
@@ -115,7 +129,7 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
         gc.collect()
     mine: Any = error if error is not None else RankRow(
         group.env.rank, group.device, os.getpid(), group.threads, group.cores, timing,
-        state["start"], state["end"])
+        state["start"], state["end"], state["t_start"], state["t_end"])
     rows = group.gather(mine)
     _raise_first_error(rows)
     return rows
@@ -145,6 +159,7 @@ class Leader:
         self.launcher = launcher
         self.rows: List[RankRow] = []
         self.gather_s: Optional[float] = None  # the rows' gather, after the window closed
+        self.window: Dict[str, float] = {}  # rank 0's monotonic times of the window's edges
         self.baseline_ips: Optional[float] = None
         self.broken = False  # a collective failed: the others are gone, no Stop to send
 
@@ -169,8 +184,22 @@ class Leader:
             workload = build(order, self.group.device)
             self.baseline_ips = timed(workload, order, progress=progress).images_per_s
         self.group.broadcast(order)
+        window: Dict[str, float] = {}
+
+        def open_window() -> None:
+            if on_open is not None:
+                on_open()
+            window["t_start"] = time.monotonic()
+
+        def close_window() -> None:
+            window["t_end"] = time.monotonic()
+            if on_close is not None:
+                on_close()
+
         try:
-            self.rows = run_point(self.group, order, on_open, on_close, progress, workload)
+            self.rows = run_point(self.group, order, open_window, close_window, progress,
+                                  workload)
+            self.window = window
             self.gather_s = self.group.last_s.get("gather")
         except RankLost:
             self.broken = True
@@ -181,7 +210,7 @@ class Leader:
         """devices[], the devices' own power summed, scaling, how the ranks ran."""
         power = doc.get("power") or {}
         window = (power.get("window") or {}).get("duration_s")
-        devices = device_docs(self.rows, power.get("channels") or [], window)
+        devices = device_docs(self.rows, power.get("channels") or [], window, self.window)
         doc["devices"] = devices
         summed = devices_power_sum(devices)
         if power:

@@ -24,6 +24,8 @@ class RankRow:
     timing: Any  # workload.runner.TimingResult
     start_wait_s: float  # in the start barrier (waiting for the slowest warm-up)
     end_wait_s: float  # in the end barrier (waiting for the slowest timed run)
+    t_start_s: Optional[float] = None  # time.monotonic() (one clock for every process on
+    t_end_s: Optional[float] = None  # Linux) at the first and after the last timed iteration
 
 
 def aggregate_timing(rows: Sequence[RankRow]) -> Any:
@@ -63,8 +65,12 @@ def own_channels(device: str, channels: Sequence[Dict[str, Any]]) -> List[Dict[s
 
 
 def device_docs(rows: Sequence[RankRow], channels: Sequence[Dict[str, Any]],
-                window_s: Optional[float]) -> List[Dict[str, Any]]:
-    """The result's `devices[]`: per rank, its workload, throughput, latency, own power."""
+                window_s: Optional[float], edges: Optional[Dict[str, float]] = None
+                ) -> List[Dict[str, Any]]:
+    """The result's `devices[]`: per rank, its workload, throughput, latency, own power, and
+    when its timed run began and ended against the window rank 0 opened (`timed_in_window_s`,
+    seconds from the window's start: every rank runs inside it)."""
+    t0 = (edges or {}).get("t_start")
     out = []
     for row in rows:
         t = row.timing
@@ -77,6 +83,8 @@ def device_docs(rows: Sequence[RankRow], channels: Sequence[Dict[str, Any]],
             "workload": dict(t.workload, iterations=t.iterations),
             "throughput": {"images_per_s": t.images_per_s, "latency_ms": t.latency_ms.to_dict(),
                            "cv": t.cv, "iterations": t.iterations, "wall_s": t.wall_s},
+            "timed_in_window_s": [row.t_start_s - t0, row.t_end_s - t0]
+            if None not in (t0, row.t_start_s, row.t_end_s) else None,
             "sync_s": {"start_barrier": row.start_wait_s, "end_barrier": row.end_wait_s,
                        "end_barrier_share_of_window": row.end_wait_s / window_s
                        if window_s else None},
