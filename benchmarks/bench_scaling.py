@@ -5,9 +5,10 @@ simulated TX1 at 690 MHz (power SIMULATED; img/s is this machine's CPU).
 Reports, per repeat and as median [min..max]:
   - img/s of 1 rank and of 2 ranks, and efficiency = 2-rank img/s / (2 x 1-rank img/s)
   - the in-run --scaling efficiency (rank 0's baseline alone, then both ranks)
-  - the per-rank cost of keeping ranks in step, against the power window: the end barrier
-    (inside the window: waiting for the slowest rank's last iteration) and rank 0's gather
-    of the rows (after the window closed), in ms and as a share of the window
+  - the per-rank cost of keeping ranks in step, against the power window: the barrier that
+    releases the ranks once rank 0 has opened the window and the end barrier (both inside the
+    window; the end one is mostly waiting for the slowest rank's last iteration), and rank 0's
+    gather of the rows (after the window closed), in ms and as a share of the window
 
     PYTHONPATH=agent .venv/bin/python benchmarks/bench_scaling.py [--model alexnet]
         [--repeats 5] [--duration 3] [--json F]
@@ -74,11 +75,14 @@ def main() -> None:
                    "efficiency": ips2 / (2 * ips1),
                    "in_run_efficiency": two["scaling"]["efficiency"],
                    "window_s": window, "gather_ms": 1e3 * two["distributed"]["gather_s"],
+                   "open_barrier_ms": [1e3 * d["sync_s"]["open_barrier"]
+                                       for d in two["devices"]],
                    "end_barrier_ms": [1e3 * d["sync_s"]["end_barrier"] for d in two["devices"]],
                    "valid": [one["validity"]["valid"], two["validity"]["valid"]],
                    "loadavg_1min": os.getloadavg()[0]}  # the machine is shared: say how busy
-            row["overhead_share"] = [(b + row["gather_ms"]) / 1e3 / window
-                                     for b in row["end_barrier_ms"]]
+            row["overhead_share"] = [(o + b + row["gather_ms"]) / 1e3 / window
+                                     for o, b in zip(row["open_barrier_ms"],
+                                                     row["end_barrier_ms"])]
             rows.append(row)
             print(json.dumps(row), flush=True)
     summary = {
@@ -89,6 +93,7 @@ def main() -> None:
         "ips_2": spread([r["ips_2"] for r in rows]),
         "efficiency": spread([r["efficiency"] for r in rows], "{:.1%}"),
         "in_run_efficiency": spread([r["in_run_efficiency"] for r in rows], "{:.1%}"),
+        "open_barrier_ms": spread([b for r in rows for b in r["open_barrier_ms"]]),
         "end_barrier_ms": spread([b for r in rows for b in r["end_barrier_ms"]]),
         "gather_ms": spread([r["gather_ms"] for r in rows]),
         "overhead_share": spread([s for r in rows for s in r["overhead_share"]], "{:.2%}"),

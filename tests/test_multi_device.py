@@ -341,7 +341,8 @@ def _timing(ips, latencies_ms, device="cpu"):
 
 def test_aggregate_sums_throughput_and_pools_latencies():
     rows = [RankRow(0, "cuda:0", 10, None, None, _timing(100.0, [1.0, 3.0], "cuda:0"), 0.2, 0.01),
-            RankRow(1, "cuda:1", 11, None, None, _timing(50.0, [2.0, 2.0], "cuda:1"), 0.0, 0.03)]
+            RankRow(1, "cuda:1", 11, None, None, _timing(50.0, [2.0, 2.0], "cuda:1"), 0.0, 0.03,
+                    open_wait_s=0.01)]
     agg = aggregate_timing(rows)
     assert agg.images_per_s == 150.0
     assert agg.iterations == 4
@@ -354,7 +355,7 @@ def test_aggregate_sums_throughput_and_pools_latencies():
     assert own_channels("cpu", channels) == []
     docs = device_docs(rows, channels, window_s=0.5)
     assert docs[0]["efficiency"]["images_per_j"] == 2.5  # 100 img/s / 40 W
-    assert docs[1]["sync_s"]["end_barrier_share_of_window"] == pytest.approx(0.06)
+    assert docs[1]["sync_s"]["in_window_share"] == pytest.approx(0.08)  # (10 + 30 ms) / 0.5 s
     summed = devices_power_sum(docs)
     assert (summed["mean_w"], summed["energy_j"], summed["name"]) == (100.0, 50.0, "GPU0+GPU1")
     assert scaling_doc(150.0, 2, 100.0, "cuda:0")["efficiency"] == 0.75

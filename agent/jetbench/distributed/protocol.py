@@ -82,10 +82,11 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
     """This rank's part of one point (see the module docstring); every rank's row, in rank
     order. Any rank's failure raises RankFailed with its message on every rank."""
     state: Dict[str, Any] = {"ready": False, "opened": False, "ended": False,
-                             "start": 0.0, "end": 0.0, "t_start": None, "t_end": None}
+                             "start": 0.0, "open": 0.0, "end": 0.0, "t_start": None,
+                             "t_end": None}
 
     def opened() -> None:
-        group.barrier()
+        state["open"] = group.barrier()
         state["opened"], state["t_start"] = True, time.monotonic()
 
     def start() -> None:
@@ -129,7 +130,7 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
         gc.collect()
     mine: Any = error if error is not None else RankRow(
         group.env.rank, group.device, os.getpid(), group.threads, group.cores, timing,
-        state["start"], state["end"], state["t_start"], state["t_end"])
+        state["start"], state["end"], state["t_start"], state["t_end"], state["open"])
     rows = group.gather(mine)
     _raise_first_error(rows)
     return rows

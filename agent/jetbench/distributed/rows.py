@@ -26,6 +26,7 @@ class RankRow:
     end_wait_s: float  # in the end barrier (waiting for the slowest timed run)
     t_start_s: Optional[float] = None  # time.monotonic() (one clock for every process on
     t_end_s: Optional[float] = None  # Linux) at the first and after the last timed iteration
+    open_wait_s: float = 0.0  # in the barrier after rank 0 opened the window (inside it)
 
 
 def aggregate_timing(rows: Sequence[RankRow]) -> Any:
@@ -85,8 +86,9 @@ def device_docs(rows: Sequence[RankRow], channels: Sequence[Dict[str, Any]],
                            "cv": t.cv, "iterations": t.iterations, "wall_s": t.wall_s},
             "timed_in_window_s": [row.t_start_s - t0, row.t_end_s - t0]
             if None not in (t0, row.t_start_s, row.t_end_s) else None,
-            "sync_s": {"start_barrier": row.start_wait_s, "end_barrier": row.end_wait_s,
-                       "end_barrier_share_of_window": row.end_wait_s / window_s
+            "sync_s": {"start_barrier": row.start_wait_s, "open_barrier": row.open_wait_s,
+                       "end_barrier": row.end_wait_s,
+                       "in_window_share": (row.open_wait_s + row.end_wait_s) / window_s
                        if window_s else None},
             "power": {"channels": own, "mean_w": mean_w} if own else None,
             "efficiency": {"images_per_j": t.images_per_s / mean_w if mean_w else None},
