@@ -212,7 +212,8 @@ _WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jet
                      "the daemon holds a profile, measure borrows the board from it.")
 
 
-_DEVICES = typer.Option(None, "--devices", metavar="N|I,J,...", help="Several devices as one run: a count (2) or "
+_DEVICES = typer.Option(None, "--devices", metavar="N|I,J,...",
+                        help="Several devices as one run: a count (2) or "
                         "CUDA indices (0,1,2,3). One process per device, started by "
                         "torch.distributed's launcher (as torchrun would; `torchrun "
                         "--nproc-per-node N -m jetbench measure` works too); rank 0 owns the "
