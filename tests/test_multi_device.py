@@ -280,7 +280,8 @@ def test_scaling_without_devices_is_a_usage_error(tmp_path):
 def test_cmd_does_not_go_with_several_devices(tmp_path):
     base = make_board(tmp_path, "tx1")
     proc = subprocess.run([sys.executable, "-m", "jetbench", "--root", str(base), "measure",
-                           "--cmd", "true", "--devices", "2", "--out", str(tmp_path / "out")],
+                           "--cmd", "true", "--throughput-from", "items:1", "--devices", "2",
+                           "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, env=_env(), timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert "--cmd runs one command" in proc.stderr
