@@ -23,13 +23,20 @@ SHUTDOWN_TIMEOUT_S = 20  # after Ctrl-C: the ranks' time to restore and exit bef
 def launch_ranks(argv: List[str], count: int) -> int:
     """Run `python -m jetbench ARGV` as `count` ranks on this node; rank 0's exit status."""
     require_distributed()
+    # The launcher's own log lines (workers closing, exit codes) repeat what rank 0 says.
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    os.environ["JETBENCH_LAUNCHER"] = "1"  # inherited by the ranks (launcher_name)
+    try:
+        return _launch(argv, count)
+    finally:
+        os.environ.pop("JETBENCH_LAUNCHER", None)
+
+
+def _launch(argv: List[str], count: int) -> int:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    # The launcher's own log lines (workers closing, exit codes) repeat what rank 0 says.
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
-    os.environ["JETBENCH_LAUNCHER"] = "1"  # inherited by the ranks (launcher_name)
     with tempfile.TemporaryDirectory(prefix="jetbench-ranks-") as logs:
         config = LaunchConfig(
             min_nodes=1, max_nodes=1, nproc_per_node=count,
