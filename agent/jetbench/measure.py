@@ -147,11 +147,12 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
 
 def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
     points = []
-    table = board.gpu.available_hz if board.gpu else ()
+    table = board.gpu.available_hz if board.gpu else (
+        board.nvml_gpus[0].graphics_hz if board.nvml_gpus else ())
     for freq in request.gpu_freqs:
         hz = None
         if freq is not None:
-            if board.gpu is None:
+            if board.gpu is None and not board.nvml_gpus:
                 raise UsageError("--freq: this board has no GPU clock jetbench can set")
             spec = parse_freq(freq)
             hz = resolve_freq(spec, table) if table else (spec if isinstance(spec, int) else None)
@@ -258,7 +259,7 @@ class _State:
     # -- set-up ---------------------------------------------------------------------------
     def start_sampler(self) -> None:
         from .hw.power.spec import open_sources
-        from .power.sampler import Sampler
+        from .power.sampler_process import ProcessSampler
         from .power.source import EmptySource
 
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
@@ -268,7 +269,8 @@ class _State:
         if self.ranks is not None:
             sources = self.ranks.node_sources(sources)
         self.sources = sources
-        self.sampler = Sampler(sources).start() if sources else None
+        # in a process of its own: a workload holding the GIL neither starves it nor is slowed
+        self.sampler = ProcessSampler(sources).start() if sources else None
 
     def stop_sampler(self) -> None:
         if self.sampler is not None:

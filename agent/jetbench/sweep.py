@@ -137,8 +137,9 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
     if request.out_dir is None:
         raise UsageError("a sweep needs --out DIR (each point is written as it completes)")
     board = detect(root)
-    if board.gpu is None:
+    if board.gpu is None and not board.nvml_gpus:
         raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
-    hz = expand_freqs(freqs, board.gpu.available_hz)
+    table = board.gpu.available_hz if board.gpu else board.nvml_gpus[0].graphics_hz
+    hz = expand_freqs(freqs, table)
     request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz), keep_going=True)
     return measure(root, request, progress=progress, command="sweep", **kwargs)

@@ -188,7 +188,8 @@ _EMC = typer.Option(None, "--emc-freq", help="Pin the memory clock (EMC).")
 _PROFILE = typer.Option(None, "--profile", help="A profile (`jetbench profiles`) or TOML "
                         "file; --freq/--cpu-freq/--emc-freq override its clocks.")
 _METER = typer.Option(None, "--meter", help="Power source (repeatable): auto (default), "
-                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README).")
+                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README); "
+                      "?interval=1ms reads a source that often.")
 _ITER = typer.Option(10, "--iterations", "-n", help="Minimum timed iterations.")
 _DURATION = typer.Option("3s", "--duration", help="Minimum timed duration (the power window).")
 _WARMUP = typer.Option("1s", "--warmup", help="Minimum warm-up (then until latency is stable).")
@@ -317,7 +318,8 @@ def measure(
     ctx: typer.Context,
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
     freq: Optional[str] = typer.Option(None, "--freq", help="GPU clock, e.g. 690MHz (nearest "
-                                       "table entry; requested and applied both reported)."),
+                                       "table entry; requested and applied both reported; on "
+                                       "a discrete GPU an NVML locked clock)."),
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
