@@ -14,6 +14,8 @@ from ..errors import UsageError
 
 SCHEMA = "jetbench.result/1"
 STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that raised
+# workload.framework: what ran it (absent in results older than ONNX support: pytorch)
+FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt")
 
 
 def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> str:
@@ -34,6 +36,13 @@ def check(doc: Any, where: str = "result") -> Dict[str, Any]:
     for key in ("simulated", "board", "settings", "workload", "status"):
         if key not in doc:
             raise UsageError(f"{where}: a {SCHEMA} document without {key!r}")
+    work = doc["workload"] if isinstance(doc["workload"], dict) else {}
+    if framework(doc) not in FRAMEWORKS:
+        raise UsageError(f"{where}: workload.framework {work.get('framework')!r} is none of "
+                         f"{', '.join(FRAMEWORKS)}")
+    if framework(doc) == "onnxruntime" and doc["status"] == "ok" \
+            and not isinstance(work.get("provider"), str):
+        raise UsageError(f"{where}: an ONNX Runtime result without workload.provider")
     return doc
 
 
@@ -45,6 +54,17 @@ def _get(doc: Dict[str, Any], *keys: str) -> Any:
             return None
         node = node.get(key)
     return node
+
+
+def framework(doc: Dict[str, Any]) -> Any:
+    """'pytorch', 'onnxruntime' or 'tensorrt' (results written before the field: pytorch)."""
+    work = doc.get("workload")
+    return work.get("framework", "pytorch") if isinstance(work, dict) else None
+
+
+def provider(doc: Dict[str, Any]) -> Optional[str]:
+    """ONNX Runtime's execution provider ('CUDAExecutionProvider'); None for other frameworks."""
+    return _get(doc, "workload", "provider")
 
 
 def images_per_s(doc: Dict[str, Any]) -> Optional[float]:
@@ -84,6 +104,9 @@ def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
     """'alexnet FP32 b1 @ 691 MHz' for table columns and plot legends."""
     w = doc.get("workload") or {}
     text = f"{w.get('model', '?')} {str(w.get('precision', '?')).upper()} b{w.get('batch', '?')}"
+    if framework(doc) not in ("pytorch", None):
+        ep = provider(doc)
+        text += f" ({framework(doc)}{' ' + ep.replace('ExecutionProvider', '') if ep else ''})"
     hz = gpu_hz(doc)
     if with_clock and hz:
         text += f" @ {hz / 1e6:.0f} MHz"

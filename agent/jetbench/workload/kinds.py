@@ -12,7 +12,7 @@ one sample's. The first dimension is the batch and always comes from `--batch`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import UsageError
 
@@ -41,13 +41,6 @@ def check_model_file(name: str) -> None:
                          "TensorRT .engine/.plan file")
     if not path.is_file():
         raise UsageError(f"{name}: not a file")
-
-
-def check_frameworks(names: Iterable[str]) -> None:
-    """Every ONNX model / engine named exists (PyTorch names are checked by the registry)."""
-    for name in names:
-        if model_kind(name) != PYTORCH:
-            check_model_file(name)
 
 
 def parse_shape_option(text: str) -> InputShape:

@@ -69,7 +69,7 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
                "inputs": {name: list(shape) for name, shape in shapes.items()},
                "timing": "host clock around run_with_iobinding (returns when the provider is "
                          "done)"}
-    notes: List[str] = ["no MAC count for an ONNX model"]
+    notes: List[str] = []
     if precision == "fp16" and own == "fp32":
         notes.append("fp16 through TensorRT's trt_fp16_enable: TensorRT picks fp16 or fp32 "
                      "kernels layer by layer")
