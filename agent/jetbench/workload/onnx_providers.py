@@ -19,9 +19,8 @@ PREFERENCE = (TENSORRT_EP, CUDA_EP, CPU_EP)
 _GPU = (TENSORRT_EP, CUDA_EP)
 _SUFFIX = "ExecutionProvider"
 
-FP16_HINT = ("ONNX Runtime converts to fp16 only inside its TensorRT provider "
-             "(trt_fp16_enable): use --provider tensorrt, or measure a model exported in fp16 "
-             "with --precision fp16; jetbench never falls back to another precision")
+FP16_HINT = ("use --provider tensorrt, or measure a model exported in fp16 with --precision "
+             "fp16; jetbench never falls back to another precision")
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,8 @@ def check_precision(precision: str, own: str, provider: str) -> None:
     if precision == "fp16" and own == "fp32":
         raise PrecisionUnavailable(
             f"fp16 is not available on ONNX Runtime's {short_name(provider)} provider for an "
-            "fp32 model", hint=FP16_HINT)
+            "fp32 model (only its TensorRT provider converts, with trt_fp16_enable)",
+            hint=FP16_HINT)
     raise PrecisionUnavailable(
         f"{precision} is not available for this ONNX model (it is {own}; jetbench runs a model "
         "as it is, or an fp32 one in fp16 through the TensorRT provider)",
