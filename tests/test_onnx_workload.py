@@ -270,3 +270,13 @@ def test_schema_rejects_an_onnx_result_without_its_provider() -> None:
     doc["workload"]["framework"] = "tensorflow"
     with pytest.raises(UsageError, match="workload.framework"):
         check_result(doc)
+
+
+def test_provider_with_a_pytorch_network_is_a_usage_error() -> None:
+    pytest.importorskip("torch")
+    from jetbench.workload.workload import RunOptions, build_workload
+
+    with pytest.raises(UsageError, match="--provider applies to ONNX models"):
+        build_workload("alexnet", options=RunOptions(provider="cpu"))
+    with pytest.raises(UsageError, match="input names in --input-shape"):
+        build_workload("alexnet", input_shape=(("x", (1, 3, 227, 227)),))

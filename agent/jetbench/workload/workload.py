@@ -264,6 +264,8 @@ def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) 
         raise UsageError(f"unknown mode: {options.mode!r}", hint="use inference or train")
     if options.mode == "train" and precision == "int8":
         raise PrecisionUnavailable("int8 is inference-only", hint="use --mode inference")
+    if options.provider:
+        raise UsageError("--provider applies to ONNX models (.onnx)", hint="drop --provider")
     if options.cuda_graph and options.mode == "train":
         raise UsageError("--cuda-graph captures inference only", hint="drop --cuda-graph")
 
