@@ -14,8 +14,9 @@ from ..errors import UsageError
 
 SCHEMA = "jetbench.result/1"
 STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that raised
-# workload.framework: what ran it (absent in results older than ONNX support: pytorch)
-FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt")
+# workload.framework: what ran it (absent in results older than ONNX support: pytorch;
+# "command": an external command, `measure --cmd`)
+FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt", "command")
 
 
 def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> str:
@@ -104,7 +105,7 @@ def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
     """'alexnet FP32 b1 @ 691 MHz' for table columns and plot legends."""
     w = doc.get("workload") or {}
     text = f"{w.get('model', '?')} {str(w.get('precision', '?')).upper()} b{w.get('batch', '?')}"
-    if framework(doc) not in ("pytorch", None):
+    if framework(doc) in ("onnxruntime", "tensorrt"):
         ep = provider(doc)
         text += f" ({framework(doc)}{' ' + ep.replace('ExecutionProvider', '') if ep else ''})"
     hz = gpu_hz(doc)
