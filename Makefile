@@ -4,35 +4,26 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-# The CPU wheel used when no torch is present. A torch that is already importable (NVIDIA's
-# Jetson wheel, seen through --system-site-packages) is never replaced.
-TORCH_PIN ?= torch==2.13.0
-# The oldest Python that pin has wheels for (its Requires-Python: >=3.10). An older Python works
-# only with a torch already installed (JetPack 5's NVIDIA wheel on Python 3.8, for instance).
-TORCH_PIN_MIN_PYTHON ?= 3.10
+# Which torch: tools/torch_setup.py holds the table (Python version -> the newest torch with
+# wheels for it), keeps a torch that is already importable (NVIDIA's Jetson wheel, seen through
+# --system-site-packages), and refuses a CUDA build (gigabytes) unless ALLOW_CUDA_TORCH=1.
+# TORCH_PIN=torch==X overrides the table; TORCH_PIN=none sets up without torch.
+export TORCH_PIN ALLOW_CUDA_TORCH
 
 .PHONY: setup check-python demo test lint bench clean
 
 # Before anything is created or downloaded: can this Python get a torch at all?
 check-python:
-	@$(PYTHON) -c 'import sys; print("setup: using Python %d.%d at %s" % (sys.version_info[:2] + (sys.executable,)))'
-	@if $(PYTHON) -c "import torch" >/dev/null 2>&1; then :; \
-	elif ! $(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < tuple(map(int, "$(TORCH_PIN_MIN_PYTHON)".split("."))))'; then \
-		echo "setup: error: the CPU torch this set-up installs ($(TORCH_PIN)) needs Python $(TORCH_PIN_MIN_PYTHON) or newer, and $(PYTHON) has no torch of its own." >&2; \
-		echo "  fix: make setup PYTHON=python3.11 (any Python >= $(TORCH_PIN_MIN_PYTHON)), or install NVIDIA's torch wheel for your JetPack first (make setup keeps it)" >&2; \
-		exit 1; \
-	fi
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < (3, 8))' 2>/dev/null || { \
+		echo "setup: error: jetbench needs Python 3.8 or newer; $(PYTHON) is $$($(PYTHON) -V 2>&1)" >&2; \
+		echo "  fix: make setup PYTHON=python3.11" >&2; exit 1; }
+	@$(PYTHON) tools/torch_setup.py check
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml tools/torch_setup.py
 	@$(MAKE) --no-print-directory check-python PYTHON="$(PYTHON)"
 	@echo "setup: creating $(VENV) (sees the system's packages, so a Jetson torch is used as it is)"
 	$(PYTHON) -m venv --system-site-packages $(VENV)
-	@if $(PY) -c "import torch" >/dev/null 2>&1; then \
-		echo "setup: torch already present: $$($(PY) -c 'import torch; print(torch.__version__)') (kept)"; \
-	else \
-		echo "setup: installing $(TORCH_PIN) into $(VENV) (a large download: a minute or more)..."; \
-		$(PY) -m pip install -q "$(TORCH_PIN)" || exit 1; \
-	fi
+	@$(PY) tools/torch_setup.py install
 	@echo "setup: installing jetbench (editable) and its test tools into $(VENV)..."
 	$(PY) -m pip install -q -e ".[dev]"
 	@touch $@

@@ -61,6 +61,11 @@ class UnsafePath(UsageError):
     """A write outside the allowlist or outside the root. Refused before touching anything."""
 
 
+class SamplerDied(HardwareError):
+    """The power sampler's process ended while it was needed (killed, crashed): the samples
+    stop there, so no window past that moment can be measured."""
+
+
 class MeasurementInvalid(JetbenchError):
     """A measurement that cannot honestly be reported (window too short, poor coverage...)."""
 

@@ -3,7 +3,7 @@ JSON-ready document (also served by the daemon's status)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
 from .hw.clocks.common import ClockReading
@@ -64,6 +64,26 @@ def cpu_clusters(board: Board, readings: Sequence[ClockReading]) -> List[Dict[st
         del group["_key"]
         group["name"] = cpu_label(group["cpus"])
     return groups
+
+
+def nvml_gpus_doc(board: Board) -> List[Dict[str, Any]]:
+    """The discrete GPUs NVML controls: tables, and the power limit now and its bounds."""
+    from .errors import HardwareError
+    from .hw import nvml_clocks
+
+    out = []
+    for g in board.nvml_gpus:
+        try:
+            limit: Optional[int] = int(nvml_clocks.read_setting(
+                nvml_clocks.key(g.bus_id, nvml_clocks.POWER_LIMIT)))
+        except HardwareError:
+            limit = None
+        out.append({"bus_id": g.bus_id, "name": g.name, "control": "nvml",
+                    "graphics_max_hz": max(g.graphics_hz, default=None),
+                    "memory_max_hz": max(g.memory_hz, default=None),
+                    "power_limit_mw": limit, "power_limits_mw": g.power_limits_mw,
+                    "default_power_limit_mw": g.default_power_mw})
+    return out
 
 
 def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str, Any]:
@@ -135,6 +155,7 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
         "total": (board.total_rail or ("sum of " + ", ".join(r.name for r in board.rails)))
         if board.rails else None,
         "sources": describe_sources(sources),
+        "nvml_gpus": nvml_gpus_doc(board),
         "restore_pending": bool(journal.load(root)),
         "notes": list(board.notes),
     }

@@ -50,6 +50,7 @@ class MeasureRequest:
     device: str = "auto"
     input_shape: Optional[InputShape] = None  # named inputs for ONNX models / engines
     provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
+    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
     iterations: int = 10
     duration_s: float = 3.0
     warmup_s: float = 1.0
@@ -148,11 +149,12 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
 
 def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
     points = []
-    table = board.gpu.available_hz if board.gpu else ()
+    table = board.gpu.available_hz if board.gpu else (
+        board.nvml_gpus[0].graphics_hz if board.nvml_gpus else ())
     for freq in request.gpu_freqs:
         hz = None
         if freq is not None:
-            if board.gpu is None:
+            if board.gpu is None and not board.nvml_gpus:
                 raise UsageError("--freq: this board has no GPU clock jetbench can set")
             spec = parse_freq(freq)
             hz = resolve_freq(spec, table) if table else (spec if isinstance(spec, int) else None)
@@ -257,7 +259,7 @@ class _State:
     # -- set-up ---------------------------------------------------------------------------
     def start_sampler(self) -> None:
         from .hw.power.spec import open_sources
-        from .power.sampler import Sampler
+        from .power.sampler_process import ProcessSampler
         from .power.source import EmptySource
 
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
@@ -265,7 +267,8 @@ class _State:
         # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
         sources = [s for s in sources if not isinstance(s, EmptySource)]
         self.sources = sources
-        self.sampler = Sampler(sources).start() if sources else None
+        # in a process of its own: a workload holding the GIL neither starves it nor is slowed
+        self.sampler = ProcessSampler(sources).start() if sources else None
 
     def stop_sampler(self) -> None:
         if self.sampler is not None:
@@ -384,14 +387,20 @@ class _State:
         try:
             if report:
                 report("build", 0.0)
-            workload = build_workload(point.model, point.precision, point.batch, req.device,
-                                      input_shape=req.input_shape,
-                                      options=RunOptions(provider=req.provider))
-            marks["warmup_start"] = time.monotonic()
-            timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
-                               warmup_iterations=1 if req.warmup_s > 0 else 0,
-                               on_timed_start=timed_start, on_timed_end=timed_end,
-                               progress=report)
+            if req.command is not None:  # --cmd: the window is the command's run
+                from .workload.command import command_window, run_point
+
+                timing = run_point(req.command, timed_start, timed_end, req.duration_s, report)
+                windows["result"] = command_window(timing, self.sampler, windows.get("result"))
+            else:
+                workload = build_workload(point.model, point.precision, point.batch,
+                                          req.device, input_shape=req.input_shape,
+                                          options=RunOptions(provider=req.provider))
+                marks["warmup_start"] = time.monotonic()
+                timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
+                                   warmup_iterations=1 if req.warmup_s > 0 else 0,
+                                   on_timed_start=timed_start, on_timed_end=timed_end,
+                                   progress=report)
         except (OutOfMemory, PrecisionUnavailable) as err:
             status = "oom" if isinstance(err, OutOfMemory) else "unavailable"
             doc = self.skeleton(point, status)
@@ -441,6 +450,10 @@ class _State:
         doc["validity"] = {"valid": not (mismatches or refused),
                            "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
+        if req.command is not None:
+            from .workload.command import finish_doc
+
+            finish_doc(doc, timing, req.duration_s)
         csv_text = None
         if self.sampler is not None:
             t0 = marks["start"]
@@ -540,7 +553,9 @@ class _State:
             },
             "workload": {"model": point.model, "precision": point.precision,
                          "batch": point.batch, "device": self.request.device,
-                         "iterations": None, "framework": model_kind(point.model),
+                         "iterations": None,
+                         "framework": "command" if self.request.command is not None
+                         else model_kind(point.model),
                          **({"provider": self.request.provider}
                             if self.request.provider else {})},
             "throughput": None,

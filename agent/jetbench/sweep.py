@@ -20,6 +20,7 @@ from .errors import UsageError
 from .hw.fs import Root
 from .measure import MeasureReport, MeasureRequest, Progress, measure
 from .report import schema
+from .report.work_units import efficiency_label, rate_label
 from .units import MAX, MIN, format_hz, parse_freq, resolve_freq
 
 
@@ -73,15 +74,16 @@ class SweepSummary:
 
     def lines(self) -> List[str]:
         out = []
-        for word, doc, unit in (("most efficient", self.most_efficient, "img/s/W"),
-                                ("fastest", self.fastest, "img/s")):
+        for word, doc, efficient in (("most efficient", self.most_efficient, True),
+                                     ("fastest", self.fastest, False)):
             if doc is None:
                 continue
-            ips, ipj = schema.images_per_s(doc), schema.images_per_j(doc)
+            rate, eff = rate_label(schema.unit(doc)), efficiency_label(schema.unit(doc))
+            ips, ipj = schema.items_per_s(doc), schema.items_per_j(doc)
             ipj_text = _pm(ipj, schema.images_per_j_pct(doc))
-            figure = ipj_text if unit == "img/s/W" else f"{ips:.2f}"
-            out.append(f"{word}: {schema.label(doc)}: {figure} {unit} "
-                       f"({ips:.1f} img/s, {_w(doc)}, {ipj_text} img/s/W)")
+            figure = f"{ipj_text} {eff}" if efficient else f"{ips:.2f} {rate}"
+            out.append(f"{word}: {schema.label(doc)}: {figure} "
+                       f"({ips:.1f} {rate}, {_w(doc)}, {ipj_text} {eff})")
         if self.oom:
             out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
         if self.failed:
@@ -113,10 +115,10 @@ SIMULATED_THROUGHPUT_NOTE = (
 
 def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
     ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
-    eff = [d for d in ok if schema.images_per_j(d) is not None]
+    eff = [d for d in ok if schema.items_per_j(d) is not None]
     return SweepSummary(
-        most_efficient=max(eff, key=schema.images_per_j) if eff else None,
-        fastest=max(ok, key=lambda d: schema.images_per_s(d) or 0.0) if ok else None,
+        most_efficient=max(eff, key=schema.items_per_j) if eff else None,
+        fastest=max(ok, key=lambda d: schema.items_per_s(d) or 0.0) if ok else None,
         oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
         points=len(results),
         simulated=simulated or schema.simulated_any(list(results)),
@@ -135,8 +137,9 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
     if request.out_dir is None:
         raise UsageError("a sweep needs --out DIR (each point is written as it completes)")
     board = detect(root)
-    if board.gpu is None:
+    if board.gpu is None and not board.nvml_gpus:
         raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
-    hz = expand_freqs(freqs, board.gpu.available_hz)
+    table = board.gpu.available_hz if board.gpu else board.nvml_gpus[0].graphics_hz
+    hz = expand_freqs(freqs, table)
     request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz), keep_going=True)
     return measure(root, request, progress=progress, command="sweep", **kwargs)

@@ -190,7 +190,8 @@ _EMC = typer.Option(None, "--emc-freq", help="Pin the memory clock (EMC).")
 _PROFILE = typer.Option(None, "--profile", help="A profile (`jetbench profiles`) or TOML "
                         "file; --freq/--cpu-freq/--emc-freq override its clocks.")
 _METER = typer.Option(None, "--meter", help="Power source (repeatable): auto (default), "
-                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README).")
+                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README); "
+                      "?interval=1ms reads a source that often.")
 _ITER = typer.Option(10, "--iterations", "-n", help="Minimum timed iterations.")
 _DURATION = typer.Option("3s", "--duration", help="Minimum timed duration (the power window).")
 _WARMUP = typer.Option("1s", "--warmup", help="Minimum warm-up (then until latency is stable).")
@@ -217,6 +218,48 @@ _WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jet
                      "the daemon holds a profile, measure borrows the board from it.")
 
 
+_CMD = typer.Option(None, "--cmd", help="Measure this command instead of a network (e.g. "
+                    "\"trtexec --loadEngine=m.engine\"): clocks pinned, power sampled over its "
+                    "run, throughput read with --throughput-from. Split like a shell line; "
+                    "no shell runs it (use sh -c '...' for pipes).")
+_THROUGHPUT_FROM = typer.Option(None, "--throughput-from", help="With --cmd: trtexec "
+                                "(its Throughput line x the batch), regex:PATTERN (one group, "
+                                "items/s; the last match wins) or items:N (N / its run time).")
+_UNIT = typer.Option(None, "--unit", help="With --cmd: what it counts: images (default), "
+                     "tokens, frames, queries.")
+_CMD_LOG = typer.Option(None, "--cmd-log", help="With --cmd: append its stdout/stderr to "
+                        "this file instead of the terminal.")
+
+
+def _with_command(ctx: typer.Context, request: Any, cmd: Optional[str],
+                  throughput_from: Optional[str], unit: Optional[str],
+                  cmd_log: Optional[Path], as_json: bool) -> Any:
+    """--cmd and its options checked and folded into the request (nothing run yet)."""
+    from ..errors import UsageError
+    from ..workload.command import command_request, command_spec
+
+    if cmd is None:
+        given = [name for name, value in (("--throughput-from", throughput_from),
+                                          ("--unit", unit), ("--cmd-log", cmd_log)) if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} only go with --cmd")
+        return request
+
+    def given(name: str) -> bool:  # typer's click may not be `click`: compare by name
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name != "DEFAULT"
+
+    for name in ("model", "precision", "input_shape", "provider"):
+        if given(name):
+            raise UsageError(f"--{name.replace('_', '-')} does not go with --cmd (the "
+                             "command is the workload)")
+    if len(request.batches) > 1:
+        raise UsageError("--cmd takes one --batch (the batch its output counts)")
+    batch = request.batches[0] if given("batch") else None
+    spec = command_spec(cmd, throughput_from, unit, batch, cmd_log, stdout_to_stderr=as_json)
+    return command_request(request, spec)
+
+
 def _with_wait(request: Any, wait: Optional[str]) -> Any:
     import dataclasses
 
@@ -229,7 +272,8 @@ def measure(
     ctx: typer.Context,
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
     freq: Optional[str] = typer.Option(None, "--freq", help="GPU clock, e.g. 690MHz (nearest "
-                                       "table entry; requested and applied both reported)."),
+                                       "table entry; requested and applied both reported; on "
+                                       "a discrete GPU an NVML locked clock)."),
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
@@ -237,19 +281,24 @@ def measure(
     regulator_efficiency: Optional[float] = _REG,
     out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
+    cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
+    unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     provider: Optional[str] = _PROVIDER,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
-    its raw power trace per configuration, print the whitepaper-style table."""
+    its raw power trace per configuration, print the whitepaper-style table. With --cmd, any
+    command is the workload (the window is its run, or trtexec's timed queries; --duration the
+    shortest window accepted)."""
     from ..measure import measure as run
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, idle_unpinned=idle_unpinned,
                        provider=provider)
+    request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
     with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, progress=_interruptible(bar.update, latch))
@@ -269,13 +318,16 @@ def sweep(
     out: Path = typer.Option(Path("jetbench-sweep"), "--out", help="Directory: one result "
                              "per point, written as it completes."),
     resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
+    cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
+    unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     provider: Optional[str] = _PROVIDER,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
-    Prints every point, the most efficient and the fastest, and draws the curves."""
+    Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
+    the command is run once per clock."""
     from ..sweep import summarize
     from ..sweep import sweep as run
 
@@ -283,6 +335,7 @@ def sweep(
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned,
                        provider=provider)
+    request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
     with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
         report = run(open_root(ctx), request, freq,

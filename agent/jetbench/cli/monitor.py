@@ -17,7 +17,8 @@ def monitor(
     ctx: typer.Context,
     meter: Optional[List[str]] = typer.Option(
         None, "--meter", "-m", help="Power source (repeatable): auto, ina3221, rapl, nvml, jtop, "
-        "none, or PROTOCOL:PORT[?options] (scpi, wt310, stream, um25c). Default: auto."),
+        "none, or PROTOCOL:PORT[?options] (scpi, wt310, stream, um25c); ?interval=1ms "
+        "reads a source that often, whatever --interval says. Default: auto."),
     interval: str = typer.Option("250ms", "--interval", "-i",
                                  help="Sampling and refresh interval, e.g. 10ms, 0.5s."),
     duration: Optional[str] = typer.Option(
@@ -32,7 +33,7 @@ def monitor(
     from ..errors import UsageError
     from ..hw.power.spec import open_sources
     from ..monitor import CsvLog, Monitor
-    from ..power.sampler import Sampler
+    from ..power.sampler_process import ProcessSampler
     from ..session import open_board
     from ..units import parse_duration_s
     from .render import monitor_table
@@ -47,7 +48,8 @@ def monitor(
         log = CsvLog(csv, board.simulated) if csv else None
         live = None
         try:
-            with Monitor(root, board, Sampler(sources, interval_s=interval_s), sources) as mon:
+            with Monitor(root, board, ProcessSampler(sources, interval_s=interval_s),
+                         sources) as mon:
                 mon.wait_first()
                 if not once and not as_json:
                     from rich.live import Live

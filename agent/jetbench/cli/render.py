@@ -34,6 +34,12 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
         head.add_row("gpu railgate", f"{doc['gpu']['railgate']} ({doc['gpu']['railgate_file']})")
     if doc["gpu"] and doc["gpu"].get("load_pct") is not None:
         head.add_row("gpu load", f"{doc['gpu']['load_pct']:.1f} %")
+    for g in doc.get("nvml_gpus", ()):
+        limit = "-" if g["power_limit_mw"] is None else f"{g['power_limit_mw'] / 1000:g} W"
+        bounds = g["power_limits_mw"]
+        if bounds:
+            limit += f" (settable {bounds[0] / 1000:g} .. {bounds[1] / 1000:g} W)"
+        head.add_row(f"gpu {g['bus_id']}", f"{g['name']} via NVML; power limit {limit}")
     for note in doc["notes"]:
         head.add_row("note", note)
     if doc["restore_pending"]:

@@ -139,7 +139,8 @@ def maxperf(
     wait: Optional[str] = wait_option(),
 ) -> None:
     """Everything at max: CPU cores online at max, cpuidle off, GPU min=max=max, railgate off,
-    EMC locked at its (capped) max. The state is journalled first: `jetbench restore` undoes.
+    EMC locked at its (capped) max; discrete NVIDIA GPUs locked at their max supported clocks
+    with the highest power limit (NVML). The state is journalled first: `jetbench restore` undoes.
     While the jetbench daemon holds the board, the daemon does it."""
     from ..tuning.profile import load_profile
 

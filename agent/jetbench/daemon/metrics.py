@@ -5,7 +5,9 @@ the loop), so a scrape never touches the hardware and never waits for it:
 
     jetbench_clock_frequency_hz{domain,clock}   current clock frequency
     jetbench_clock_min_hz / jetbench_clock_max_hz{domain,clock}   the knobs as read back
-    jetbench_rail_power_watts{rail,point}        INA3221 rails (or RAPL/NVML where no rails)
+    jetbench_rail_power_watts{rail,point,source} INA3221 rails (or RAPL/NVML where no rails)
+    jetbench_energy_joules_total{rail,point,source}   energy since the daemon started (counter:
+                                                 a window's energy is the difference of 2 scrapes)
     jetbench_temperature_celsius{zone}
     jetbench_drift_repins_total                  re-pins after something else moved a clock
     jetbench_drift_held_total                    drifts left alone while throttling
@@ -96,6 +98,7 @@ class _Collector:
             if r.get("power_w") is not None:
                 rails.add_metric([r["name"], r["point"], r["source"]], r["power_w"])
         yield rails
+        yield _energy_metric(snap)
         temps = GaugeMetricFamily("jetbench_temperature_celsius", "Thermal zone temperature",
                                   labels=["zone"])
         for zone, value in sorted(snap.get("temperatures_c", {}).items()):
@@ -121,6 +124,19 @@ class _Collector:
             info.add_metric([snap["profile"], snap.get("board", {}).get("family", "")], 1.0)
         yield info
         yield from _power_mode_metrics(snap)
+
+
+def _energy_metric(snap: Dict[str, Any]) -> Any:
+    """Each channel's energy since the daemon started: grows across re-pins, leases and
+    reloads, starts again at 0 only when the daemon does (as a Prometheus counter may)."""
+    from prometheus_client.core import CounterMetricFamily
+
+    energy = CounterMetricFamily("jetbench_energy_joules", "Energy of a rail or meter channel "
+                                 "since the daemon started (J)", labels=["rail", "point", "source"])
+    for r in snap.get("rails", ()):
+        if r.get("energy_j") is not None:
+            energy.add_metric([r["name"], r["point"], r["source"]], r["energy_j"])
+    return energy
 
 
 def _power_mode_metrics(snap: Dict[str, Any]) -> Iterator[Any]:

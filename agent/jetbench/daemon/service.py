@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
-from ..hw import thermal
+from ..hw import knob_io, thermal
 from ..hw.board import Board, detect
 from ..hw.clocks.common import ClockReading, Step, apply_step
 from ..hw.fs import Root
 from ..hw.thermal import read_temperatures_c
+from ..power.energy_totals import EnergyTotals
 from ..session import served_kernel
 from ..tuning import journal
 from ..tuning.apply import apply_profile, build_plan, read_clocks
@@ -143,6 +144,8 @@ class Daemon:
         self._layout = thermal.ThermalLayout((), ())
         self._sources: List[Any] = []
         self._energy_last: Dict[str, Tuple[float, float]] = {}
+        # Per (rail, point, source): grows across re-pins, leases and reloads; 0 at start only.
+        self._energy = EnergyTotals()
         self._sim = None
         self._control = None
         self._metrics = None
@@ -445,7 +448,8 @@ class Daemon:
         if not leave:
             self._held_moved = []
         if self.pinned and self.targets is not None:
-            steps = build_plan(self.root, board, self.targets)
+            # A blind step (an NVML lock NVML cannot read back) is planned every time: no drift.
+            steps = [s for s in build_plan(self.root, board, self.targets) if not s.blind]
             if steps:
                 moved = [f"{w.path}: {w.old} (pinned: {w.value})" for s in steps for w in s.writes]
                 if leave:
@@ -489,13 +493,16 @@ class Daemon:
                 reading = source.read()
             except JetbenchError as err:
                 self._error(f"power reading failed: {err}")
+                for channel in source.channels():  # a gap: nothing integrated across it
+                    self._integrate(channel, None, time.monotonic())
                 continue
             values: Dict[str, Optional[float]] = {}
             for channel, value in zip(source.channels(), reading.power_w):
                 watts = self._watts(channel, value, reading.t_s)
                 values[channel.name] = watts
                 rails.append({"name": channel.name, "point": channel.point,
-                              "source": channel.source, "power_w": watts})
+                              "source": channel.source, "power_w": watts,
+                              "energy_j": self._integrate(channel, value, reading.t_s)})
             spec = source.total()
             if total is None and spec is not None:
                 parts = [values.get(n) for n in spec.channels]
@@ -507,6 +514,15 @@ class Daemon:
         return {"clocks": clocks, "temperatures_c": read_temperatures_c(self.root, board),
                 "rails": rails, "total": total, "power_mode": mode_doc(self.root),
                 "gpu_load_pct": gpu_load_pct(self.root, board), "read_at": _iso(time.time())}
+
+    def _integrate(self, channel: Any, value: Optional[float], t_s: float) -> float:
+        """The channel's energy since the daemon started (J), this reading included."""
+        key = (channel.name, channel.point, channel.source)
+        if channel.kind == "power":
+            self._energy.add_power(key, t_s, value)
+        else:
+            self._energy.add_counter(key, t_s, value)
+        return self._energy.joules(key)
 
     def _watts(self, channel: Any, value: Optional[float], t_s: float) -> Optional[float]:
         """Watts for a power channel; for an energy counter (joules), the mean power since the
@@ -681,7 +697,7 @@ class Daemon:
         killed left its clocks: restore the whole journal, then pin our profile anew."""
         added = [e for e in journal.load(self.root) if e.path not in self._lease_known]
         left = [e.path for e in added if e.raw.strip() not in journal.UNWRITABLE
-                and self.root.read_raw(e.path, default=None) != e.raw]
+                and knob_io.read_raw(self.root, e.path, default=None) != e.raw]
         if left:
             log.warning("the borrower left %d knob(s) changed (%s...): restoring the journal",
                         len(left), left[0])

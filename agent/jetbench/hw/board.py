@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .fs import Root
+from .nvml_clocks import NvmlGpu
+from .nvml_clocks import detect as detect_nvml_gpus
 from .nvpmodel import PowerMode, read_power_mode
 from .power.sensors import FAMILIES as SENSOR_FAMILIES
 from .power.sensors import MODULE_INPUT_NAMES, SensorFamily, point_for
@@ -176,6 +178,8 @@ class Board:
     total_rail: Optional[str]  # None with rails present = the sum of connected channels
     notes: Tuple[str, ...] = field(default=())
     power_mode: Optional[PowerMode] = None  # nvpmodel's current mode, read at detection
+    # Discrete NVIDIA GPUs of a generic host, controlled through NVML (hw/nvml_clocks.py).
+    nvml_gpus: Tuple[NvmlGpu, ...] = ()
 
     @property
     def is_jetson(self) -> bool:
@@ -183,7 +187,8 @@ class Board:
 
     @property
     def can_pin(self) -> bool:
-        return bool(self.cpu.policies) or self.gpu is not None or self.emc is not None
+        return (bool(self.cpu.policies) or self.gpu is not None or self.emc is not None
+                or bool(self.nvml_gpus))
 
 
 # -- identification ------------------------------------------------------------------------------
@@ -259,6 +264,10 @@ def detect(root: Root) -> Board:
         display = model or ("Generic Linux host" if cpu.policies else "Linux host (no cpufreq)")
         if not cpu.policies:
             notes.append("no cpufreq: nothing to pin here (a container or VM?)")
+    nvml_gpus: Tuple[NvmlGpu, ...] = ()
+    if not soc:
+        # A discrete GPU is found by the driver's own list under the root; NVML controls it.
+        nvml_gpus = detect_nvml_gpus(sorted(root.listdir(NVIDIA_GPUS_DIR)), notes)
     return Board(
         model=display,
         family=key,
@@ -274,6 +283,7 @@ def detect(root: Root) -> Board:
         total_rail=total,
         notes=tuple(notes),
         power_mode=read_power_mode(root),
+        nvml_gpus=nvml_gpus,
     )
 
 

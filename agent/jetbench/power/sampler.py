@@ -1,5 +1,10 @@
-"""The background sampler: one thread per source, each read at its own rate, samples kept in
-compact traces, and a window API over them.
+"""The sampler's window API, and its in-process form: one thread per source, each read at its
+own rate, samples kept in compact traces.
+
+Two samplers share this API. `Sampler` (here) reads in threads of the calling process: for
+in-memory sources, tests, and callers that do nothing else. `ProcessSampler`
+(`power/sampler_process.py`) reads in a process of its own, so a workload holding the GIL can
+neither starve nor be slowed by it: measure and monitor use that one.
 
     sampler = Sampler([ina, meter])       # constructing opens nothing
     sampler.start()                       # opens the sources, starts one thread each
@@ -12,44 +17,53 @@ compact traces, and a window API over them.
 
 Rates: a polled source is read every `interval_s` (default its `period_s`: the INA3221
 update interval, the instrument's natural rate); a pushed source (a CSV stream) is read as fast
-as it sends. Faults raised by a source (`SourceFault`) are counted and stored as gaps; a
+as it sends; a source's own `?interval=` overrides both (`power/poll.py`, shared by both
+samplers). Faults raised by a source (`SourceFault`) are counted and stored as gaps; a
 disconnect closes and reopens the source with backoff. No exception ends a sampling thread.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from .source import Channel, PowerSource, SourceFault
+from .poll import PollState, close_quietly, poll, sampling_interval_s
+from .source import Channel, PowerSource, Total
 from .trace import Trace
 from .window import GAP_FACTOR, MIN_PERIODS, SourceTrace, WindowResult, compute_window
 
-log = logging.getLogger(__name__)
-
-_REOPEN_FIRST_S = 0.05
-_REOPEN_MAX_S = 1.0
-
 
 class _Slot:
-    """One source with its trace, its thread and its counters."""
+    """One source as the window maths sees it (its description after open), its trace, and,
+    in process, the source object and its thread."""
 
-    def __init__(self, source: PowerSource, interval_s: float):
-        self.source = source
-        self.channels = tuple(source.channels())
+    def __init__(self, name: str, channels: Sequence[Channel], total: Optional[Total],
+                 period_s: float, interval_s: float, pushed: bool,
+                 source: Optional[PowerSource] = None):
+        self.name = name
+        self.channels = tuple(channels)
+        self.total = total
+        self.period_s = period_s
         self.interval_s = interval_s
+        self.pushed = pushed
+        self.source = source
         self.trace = Trace(len(self.channels))
+        self.state = PollState()
         self.thread: Optional[threading.Thread] = None
-        self.reads = 0
-        self.last_error: Optional[BaseException] = None
+
+    @classmethod
+    def of(cls, source: PowerSource, interval_s: float) -> _Slot:
+        return cls(source.name, source.channels(), source.total(), source.period_s,
+                   interval_s, source.pushed, source)
 
     def as_source_trace(self) -> SourceTrace:
-        return SourceTrace(
-            self.source.name, self.channels, self.source.total(), self.source.period_s,
-            0.0 if self.source.pushed else self.interval_s, self.trace,
-        )
+        return SourceTrace(self.name, self.channels, self.total, self.period_s,
+                           0.0 if self.pushed else self.interval_s, self.trace)
+
+    def step_s(self) -> float:
+        """The longest time between two samples when all is well."""
+        return max(self.period_s, 0.0 if self.pushed else self.interval_s)
 
 
 class Window:
@@ -81,7 +95,9 @@ class Window:
 
 
 class Sampler:
-    """Samples power sources in background threads. See the module docstring."""
+    """Samples power sources in background threads of this process. See the module docstring;
+    `ProcessSampler` (power/sampler_process.py) has the same API and samples in a process of
+    its own."""
 
     def __init__(
         self,
@@ -94,7 +110,8 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
     ):
         """interval_s: read every polled source this often (default: each one's period_s);
-        intervals_s: per source name, overriding interval_s."""
+        intervals_s: per source name, overriding interval_s; a source's own `?interval=`
+        (its `sample_interval_s`) overrides both."""
         names = [s.name for s in sources]
         if len(set(names)) != len(names):
             raise ValueError(f"source names must be unique: {names}")
@@ -121,16 +138,19 @@ class Sampler:
                 opened.append(src)
         except BaseException:
             for src in opened:
-                _close_quietly(src)
+                close_quietly(src)
             raise
         self._stop.clear()
-        for src in self._sources:
-            interval = self._intervals_s.get(src.name, self._interval_s)
-            slot = _Slot(src, interval if interval is not None else src.period_s)
+        self._slots = [
+            _Slot.of(src, sampling_interval_s(src, self._intervals_s, self._interval_s))
+            for src in self._sources
+        ]
+        for slot in self._slots:
             slot.thread = threading.Thread(
-                target=self._run, args=(slot,), name=f"jetbench-power-{src.name}", daemon=True
+                target=poll, args=(slot.source, slot.trace, slot.interval_s, self._stop,
+                                   slot.state, self._clock),
+                name=f"jetbench-power-{slot.name}", daemon=True,
             )
-            self._slots.append(slot)
         self._started = True
         for slot in self._slots:
             assert slot.thread is not None
@@ -144,7 +164,8 @@ class Sampler:
         for slot in self._slots:
             if slot.thread is not None:
                 slot.thread.join(timeout=5.0)
-            _close_quietly(slot.source)
+            if slot.source is not None:
+                close_quietly(slot.source)
         self._started = False
 
     def __enter__(self) -> Sampler:
@@ -161,6 +182,7 @@ class Sampler:
     def begin(self) -> Window:
         if not self._started:
             raise RuntimeError("start the sampler before opening a window")
+        self._check_alive("when a window was opened")
         return Window(self, self._clock())
 
     def window(self) -> Window:
@@ -175,6 +197,7 @@ class Sampler:
         t1 = self._clock()
         window.t_end_s = t1
         self._wait_past(t1)
+        self._check_alive(f"during the window (closed after {t1 - window.t_start_s:.3f} s)")
         result = compute_window(
             [s.as_source_trace() for s in self._slots], window.t_start_s, t1,
             min_periods=self.min_periods, gap_factor=self.gap_factor,
@@ -186,12 +209,25 @@ class Sampler:
         for slot in self._slots:
             if not slot.channels:
                 continue
-            step = max(slot.source.period_s, 0.0 if slot.source.pushed else slot.interval_s)
+            step = slot.step_s()
             deadline = time.monotonic() + 3 * step + 0.25
-            while slot.trace.count_after(t1) == 0 and time.monotonic() < deadline:
-                if slot.thread is None or not slot.thread.is_alive():
+            while True:
+                self._collect()
+                if slot.trace.count_after(t1) or time.monotonic() >= deadline \
+                        or not self._sampling(slot):
                     break
                 time.sleep(min(step / 4, 0.005) or 0.0005)
+
+    # -- what a backend provides -------------------------------------------------------------
+    def _collect(self) -> None:
+        """Bring every sample taken so far into the traces (in process: nothing to do)."""
+
+    def _check_alive(self, when: str) -> None:
+        """Raise SamplerDied when the sampling has ended on its own (in process: never)."""
+
+    def _sampling(self, slot: _Slot) -> bool:
+        """Whether samples for `slot` may still come."""
+        return slot.thread is not None and slot.thread.is_alive()
 
     # -- inspection --------------------------------------------------------------------------
     def channels(self) -> List[Channel]:
@@ -201,74 +237,19 @@ class Sampler:
 
     def traces(self) -> List[SourceTrace]:
         """Every source's trace (for the raw CSV dump and for monitor)."""
+        if self._started:
+            self._check_alive("while sampling")
         return [s.as_source_trace() for s in self._slots]
 
     def stats(self) -> Dict[str, Dict[str, object]]:
         """Per source: reads, stored samples, bytes, faults, last error."""
         return {
-            s.source.name: {
-                "reads": s.reads,
+            s.name: {
+                "reads": s.state.reads,
                 "samples": len(s.trace),
                 "bytes": s.trace.nbytes,
                 "faults": s.trace.faults(),
-                "last_error": str(s.last_error) if s.last_error else None,
+                "last_error": str(s.state.last_error) if s.state.last_error else None,
             }
             for s in self._slots
         }
-
-    # -- the sampling thread -----------------------------------------------------------------
-    def _run(self, slot: _Slot) -> None:
-        src, trace, clock, stop = slot.source, slot.trace, self._clock, self._stop
-        interval = slot.interval_s
-        pushed = src.pushed
-        next_t = clock()
-        while not stop.is_set():
-            try:
-                reading = src.read()
-            except SourceFault as fault:
-                trace.mark_fault(clock(), fault.kind)
-                slot.last_error = fault
-                if fault.reopen:
-                    self._reopen(slot)
-                    next_t = clock()
-                    continue
-            except Exception as err:  # a reader bug must not end sampling: count it
-                log.debug("power source %s failed", src.name, exc_info=True)
-                trace.mark_fault(clock(), "read_error")
-                slot.last_error = err
-                if pushed:
-                    stop.wait(max(src.period_s, 0.01))
-            else:
-                trace.append(reading.t_s, reading.power_w)
-                slot.reads += 1
-            if pushed:
-                continue
-            next_t += interval
-            delay = next_t - clock()
-            if delay > 0.02:
-                stop.wait(delay)
-            elif delay > 0:
-                time.sleep(delay)
-            elif delay < -interval:
-                next_t = clock()  # fell behind (a slow read): resume the cadence, no burst
-
-    def _reopen(self, slot: _Slot) -> None:
-        delay = _REOPEN_FIRST_S
-        while not self._stop.is_set():
-            _close_quietly(slot.source)
-            if self._stop.wait(delay):
-                return
-            try:
-                slot.source.open()
-                return
-            except Exception as err:
-                slot.trace.mark_fault(self._clock(), "disconnect")
-                slot.last_error = err
-                delay = min(delay * 2, _REOPEN_MAX_S)
-
-
-def _close_quietly(source: PowerSource) -> None:
-    try:
-        source.close()
-    except Exception:  # closing a vanished device must not hide the real error
-        log.debug("closing %s failed", source.name, exc_info=True)

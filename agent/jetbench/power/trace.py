@@ -48,6 +48,19 @@ class Trace:
             self._t.append(t_s)
             self._v.extend(values)
 
+    def extend(self, t_s: np.ndarray, values: np.ndarray) -> None:
+        """Add a block of samples at once: t_s[n] and values[n, >= n_channels] (the first
+        n_channels columns are kept; NaN = not available). No Python object per sample."""
+        if not len(t_s):
+            return
+        t = np.maximum.accumulate(np.asarray(t_s, dtype=np.float64))
+        v = np.ascontiguousarray(values[:, : self.n_channels], dtype=np.float64)
+        with self._lock:
+            if self._t and t[0] < self._t[-1]:
+                t = np.maximum(t, self._t[-1])  # keep time sorted, as append() does
+            self._t.frombytes(t.tobytes())
+            self._v.frombytes(v.tobytes())
+
     def mark_fault(self, t_s: float, kind: str) -> None:
         """Record a fault: a NaN row (the neighbouring intervals become a gap) and an event."""
         with self._lock:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..errors import UsageError
 from . import schema
+from .work_units import efficiency_label, rate_label
 
 
 @dataclass(frozen=True)
@@ -39,18 +41,33 @@ class Change:
                 "change": self.ratio, "verdict": self.verdict}
 
 
+# (name: 'rate'/'efficiency' take the unit's labels; figure; higher is better)
 _METRICS: List[Tuple[str, Callable[[Dict[str, Any]], Any], bool]] = [
-    ("img/s", schema.images_per_s, True),
+    ("rate", schema.items_per_s, True),
     ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False),
     ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False),
     ("power (W)", schema.total_w, False),
-    ("img/s/W", schema.images_per_j, True),
+    ("efficiency", schema.items_per_j, True),
     ("GPU clock (MHz)", lambda d: None if not schema.gpu_hz(d) else schema.gpu_hz(d) / 1e6, True),
 ]
 
 
+def check_units(a: Dict[str, Any], b: Dict[str, Any]) -> str:
+    """The unit both results count; UsageError when they count different things (an img/s
+    against a tokens/s is no regression check)."""
+    ua, ub = schema.unit(a), schema.unit(b)
+    if ua != ub:
+        raise UsageError(f"cannot compare results in different units: A counts {ua} "
+                         f"({efficiency_label(ua)}), B counts {ub} ({efficiency_label(ub)})",
+                         hint="compare results of the same kind of work")
+    return ua
+
+
 def compare(a: Dict[str, Any], b: Dict[str, Any]) -> List[Change]:
-    return [Change(name, _float(get(a)), _float(get(b)), better) for name, get, better in _METRICS]
+    unit = check_units(a, b)
+    names = {"rate": rate_label(unit), "efficiency": efficiency_label(unit)}
+    return [Change(names.get(name, name), _float(get(a)), _float(get(b)), better)
+            for name, get, better in _METRICS]
 
 
 def _float(x: Any) -> Optional[float]:
@@ -77,11 +94,12 @@ def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
     for name, doc in (("A", a), ("B", b)):
         if not schema.is_valid(doc):
             out.append(f"{name} is INVALID: " + "; ".join(schema.invalid_reasons(doc)))
-    ea, eb = schema.images_per_j(a), schema.images_per_j(b)
+    ea, eb = schema.items_per_j(a), schema.items_per_j(b)
     pa, pb = schema.images_per_j_pct(a), schema.images_per_j_pct(b)
     if ea and eb and pa is not None and pb is not None \
             and 0.01 <= abs(eb / ea - 1) <= (pa + pb) / 100:  # a verdict the figures cannot carry
-        out.append(f"the img/s/W change ({eb / ea - 1:+.1%}) is within the two results' "
+        out.append(f"the {efficiency_label(schema.unit(a))} change ({eb / ea - 1:+.1%}) is "
+                   "within the two results' "
                    f"uncertainties (+-{pa:.1f}% and +-{pb:.1f}%)")
     return out
 

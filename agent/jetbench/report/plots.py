@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import schema
 from .io import read_trace_csv, trace_path
+from .work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 
 DPI = 100
 SIZE_IN = (9.0, 5.0)
@@ -118,11 +119,11 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
     for name, group in _groups(docs, _series_key_freq(docs)).items():
         pts = []
         for d in group:
-            hz, ipj = schema.gpu_hz(d), schema.images_per_j(d)
+            hz, ipj = schema.gpu_hz(d), schema.items_per_j(d)  # in the result's own unit
             if not hz:
                 continue
             pct = schema.images_per_j_pct(d)
-            pts.append({"mhz": hz / 1e6, "images_per_s": schema.images_per_s(d),
+            pts.append({"mhz": hz / 1e6, "images_per_s": schema.items_per_s(d),
                         "images_per_j": ipj,
                         "images_per_j_err": None if ipj is None or pct is None
                         else ipj * pct / 100.0,
@@ -172,8 +173,9 @@ def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
                         marker="x", markersize=10, color="red",
                         label=None if invalid_labelled else "INVALID (clock not as applied)")
                 invalid_labelled = invalid_labelled or ax is top
-    top.set_ylabel("img/s")
-    bottom.set_ylabel("img/s/W (error bars: uncertainty)")
+    unit = common_unit(schema.unit(d) for d in docs) or "items"
+    top.set_ylabel(rate_label(unit))
+    bottom.set_ylabel(f"{efficiency_label(unit)} (error bars: uncertainty)")
     bottom.set_xlabel("GPU clock (MHz, applied)")
     sim = schema.simulated_any(list(docs))
     top.set_title(f"Throughput and efficiency vs GPU clock{_suffix(sim)}")
@@ -189,12 +191,12 @@ def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=SIZE_IN)
     for name, group in _groups(docs, _series_key_batch).items():
-        pts = sorted(((d.get("workload") or {}).get("batch"), schema.images_per_s(d))
+        pts = sorted(((d.get("workload") or {}).get("batch"), schema.items_per_s(d))
                      for d in group)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
-    ax.set_ylabel("img/s")
+    ax.set_ylabel(rate_label(common_unit(schema.unit(d) for d in docs) or "items"))
     sim = schema.simulated_any(list(docs))
     ax.set_title(f"Throughput vs batch size{_suffix(sim)}")
     ax.grid(True, alpha=0.3)
@@ -214,10 +216,16 @@ def report_plots(docs: Sequence[Dict[str, Any]], out_dir: Path,
     (2+ batches), and a trace per run whose CSV is beside its JSON."""
     out_dir = Path(out_dir)
     written: List[Path] = []
-    if _distinct(docs, _series_key_freq(docs), schema.gpu_hz):
-        written.append(plot_vs_freq(docs, out_dir / "efficiency_vs_gpu_clock.png"))
-    if _distinct(docs, _series_key_batch, lambda d: (d.get("workload") or {}).get("batch")):
-        written.append(plot_vs_batch(docs, out_dir / "throughput_vs_batch.png"))
+    by_unit: Dict[str, List[Dict[str, Any]]] = {}
+    for d in docs:  # one axis counts one thing: a plot per unit (images keep the old names)
+        by_unit.setdefault(schema.unit(d), []).append(d)
+    for unit, group in by_unit.items():
+        tag = "" if unit == DEFAULT_UNIT else f"-{unit}"
+        if _distinct(group, _series_key_freq(group), schema.gpu_hz):
+            written.append(plot_vs_freq(group, out_dir / f"efficiency_vs_gpu_clock{tag}.png"))
+        if _distinct(group, _series_key_batch,
+                     lambda d: (d.get("workload") or {}).get("batch")):
+            written.append(plot_vs_batch(group, out_dir / f"throughput_vs_batch{tag}.png"))
     if traces:
         for d in docs:
             csv = trace_path(d)

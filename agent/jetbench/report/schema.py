@@ -72,6 +72,27 @@ def images_per_s(doc: Dict[str, Any]) -> Optional[float]:
     return _get(doc, "throughput", "images_per_s")
 
 
+def unit(doc: Dict[str, Any]) -> str:
+    """What the result counts (`throughput.unit`; results before units: images)."""
+    from .work_units import DEFAULT_UNIT
+
+    return _get(doc, "throughput", "unit") or _get(doc, "workload", "unit") or DEFAULT_UNIT
+
+
+def items_per_s(doc: Dict[str, Any]) -> Optional[float]:
+    """The throughput in the result's own unit (`unit(doc)`) per second."""
+    value = _get(doc, "throughput", "items_per_s")
+    return value if value is not None else images_per_s(doc)
+
+
+def items_per_j(doc: Dict[str, Any]) -> Optional[float]:
+    """Units of work per joule (img/s/W for images, tokens/J for tokens...)."""
+    eff = doc.get("efficiency")
+    if isinstance(eff, dict) and "items_per_j" in eff:
+        return eff["items_per_j"]
+    return images_per_j(doc)
+
+
 def latency_ms(doc: Dict[str, Any], stat: str = "p50") -> Optional[float]:
     return _get(doc, "throughput", "latency_ms", stat)
 
@@ -92,7 +113,8 @@ def images_per_j(doc: Dict[str, Any]) -> Optional[float]:
 
 
 def images_per_j_pct(doc: Dict[str, Any]) -> Optional[float]:
-    """img/s/W's uncertainty in percent (None: unknown or not recorded)."""
+    """img/s/W's (or any unit's per-J figure's) uncertainty in percent (None: unknown or not
+    recorded)."""
     return _get(doc, "efficiency", "uncertainty", "images_per_j_pct")
 
 

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 from . import schema
+from .work_units import common_unit, efficiency_label, per_j, rate_label
 
 Rows = List[Tuple[str, List[str]]]
 UNCERTAINTY_BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure
@@ -100,8 +101,13 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
                                 for d in docs])
     add("Power mode (nvpmodel)", [((d.get("board") or {}).get("power_mode") or {}).get("text")
                                   or "-" for d in docs])
-    add("Performance (img/s)", [_num(schema.images_per_s(d)) if schema.is_ok(d)
-                                else str(d.get("status")) for d in docs])
+    unit = common_unit(schema.unit(d) for d in docs)
+    rate = rate_label(unit) if unit else "per s: see Unit"
+    eff = efficiency_label(unit) if unit else "per J: see Unit"
+    if unit is None:  # mixed units: each column says what it counts
+        add("Unit", [schema.unit(d) for d in docs])
+    add(f"Performance ({rate})", [_num(schema.items_per_s(d)) if schema.is_ok(d)
+                                  else str(d.get("status")) for d in docs])
     add("Latency p50 / p99 (ms)", [
         f"{_num(schema.latency_ms(d, 'p50'), 2)} / {_num(schema.latency_ms(d, 'p99'), 2)}"
         if schema.is_ok(d) else "-" for d in docs])
@@ -110,8 +116,8 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
         add(f"Power (W): {name}, {point.replace('_', ' ')}",
             [_pm(_find(d, "total", name, source, "mean_w"),
                  _find(d, "total", name, source, "mean_w_uncertainty_pct"), 2) for d in docs])
-        add(f"Performance/W (img/s/W): {name}",
-            [_pm(_find(d, "total", name, source, "images_per_j"),
+        add(f"Performance/W ({eff}): {name}",
+            [_pm(_find(d, "total", name, source, "items_per_j"),
                  _ipj_pct(d, _find(d, "total", name, source, "mean_w_uncertainty_pct")), 1)
              for d in docs])
     total_names = {(n, s) for n, _, s in totals}
@@ -122,11 +128,11 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
             [_pm(_find(d, "channel", name, source, "mean_w"),
                  _find(d, "channel", name, source, "mean_w_uncertainty_pct"), 2)
              for d in docs])
-    add("Energy above idle: W / img/s/W", [_above_idle(d) for d in docs])
+    add(f"Energy above idle: W / {eff}", [_above_idle(d) for d in docs])
     add("Idle W, as pinned (active idle)", [_idle(d, "idle") for d in docs])
     add("Idle W, board governors (unpinned)", [_idle(d, "idle_unpinned") for d in docs])
     add("Pre-regulation W, ESTIMATE", [_pre(d, "mean_w", 2) for d in docs])
-    add("img/s/W pre-regulation, ESTIMATE", [_pre(d, "images_per_j", 1) for d in docs])
+    add(f"{eff} pre-regulation, ESTIMATE", [_pre(d, "items_per_j", 1) for d in docs])
     add("Throttled", [_throttled(d) for d in docs])
     add("Valid", [("yes" if schema.is_valid(d) else
                    f"NO: {len(schema.invalid_reasons(d))} reason(s)") for d in docs])
@@ -156,7 +162,7 @@ def _labels(docs: Sequence[Dict[str, Any]], key: str) -> List[Tuple[str, str, st
 def _find(doc: Dict[str, Any], kind: str, name: str, source: str, field: str) -> Any:
     for p in (doc.get("efficiency") or {}).get("by_point") or []:
         if p["kind"] == kind and p["name"] == name and p["source"] == source:
-            return p.get(field)
+            return per_j(p) if field == "items_per_j" else p.get(field)
     return None
 
 
@@ -166,7 +172,7 @@ def _above_idle(doc: Dict[str, Any]) -> str:
         return "-"
     pct = a.get("mean_w_uncertainty_pct")
     return (f"{_pm(a.get('mean_w'), pct, 2)} / "
-            f"{_pm(a.get('images_per_j'), _ipj_pct(doc, pct), 1)}")
+            f"{_pm(per_j(a), _ipj_pct(doc, pct), 1)}")
 
 
 def _idle(doc: Dict[str, Any], key: str) -> str:
@@ -181,9 +187,10 @@ def _pre(doc: Dict[str, Any], field: str, digits: int) -> str:
     if not p:
         return "-"
     pct = _get_total_pct(doc)  # the measured part's; the assumed efficiency is not included
-    if field == "images_per_j":
+    if field == "items_per_j":
         pct = _ipj_pct(doc, pct)
-    return f"{_pm(p.get(field), pct, digits)} ({p['regulator_efficiency']:.0%})"
+    value = per_j(p) if field == "items_per_j" else p.get(field)
+    return f"{_pm(value, pct, digits)} ({p['regulator_efficiency']:.0%})"
 
 
 def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> Any:
@@ -215,10 +222,15 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
     from rich.table import Table
 
     table = Table(title=title(docs, what), title_justify="left")
-    for name in ("GPU clock", "model", "precision", "batch", "img/s", "W", "img/s/W",
-                 "status"):
-        table.add_column(name, justify="right" if name not in ("model", "precision", "status")
-                         else "left")
+    unit = common_unit(schema.unit(d) for d in docs)
+    names = ["GPU clock", "model", "precision", "batch",
+             rate_label(unit) if unit else "per s", "W",
+             efficiency_label(unit) if unit else "per J", "status"]
+    if unit is None:  # mixed units: each row says what it counts
+        names.insert(4, "unit")
+    for name in names:
+        table.add_column(name, justify="right" if name not in ("model", "precision", "status",
+                                                               "unit") else "left")
     for d in docs:
         w = d.get("workload") or {}
         hz = schema.gpu_hz(d)
@@ -228,10 +240,13 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
         if not schema.is_valid(d):
             status += " INVALID"
         power_pct = _get_total_pct(d)
-        table.add_row(format_hz(hz) if hz else "-", str(w.get("model")),
-                      str(w.get("precision")), str(w.get("batch")),
-                      _num(schema.images_per_s(d)), _pm(schema.total_w(d), power_pct, 2),
-                      _pm(schema.images_per_j(d), _ipj_pct(d, power_pct), 2), status)
+        cells = [format_hz(hz) if hz else "-", str(w.get("model")), str(w.get("precision")),
+                 str(w.get("batch")), _num(schema.items_per_s(d)),
+                 _pm(schema.total_w(d), power_pct, 2),
+                 _pm(schema.items_per_j(d), _ipj_pct(d, power_pct), 2), status]
+        if unit is None:
+            cells.insert(4, schema.unit(d))
+        table.add_row(*cells)
     return table
 
 
@@ -262,13 +277,14 @@ def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
     for d in docs:
         unc = (d.get("efficiency") or {}).get("uncertainty") or {}
         pct = unc.get("images_per_j_pct")
-        if schema.images_per_j(d) is None or (pct is not None and pct <= UNCERTAINTY_BOUND_PCT):
+        if schema.items_per_j(d) is None or (pct is not None and pct <= UNCERTAINTY_BOUND_PCT):
             continue
+        eff = efficiency_label(schema.unit(d))
         if pct is None:
-            text = (f"{schema.label(d)}: img/s/W uncertainty is unknown, so it cannot be shown "
+            text = (f"{schema.label(d)}: {eff} uncertainty is unknown, so it cannot be shown "
                     f"within {UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
         else:
-            text = (f"{schema.label(d)}: img/s/W uncertainty {pct:.1f}% exceeds "
+            text = (f"{schema.label(d)}: {eff} uncertainty {pct:.1f}% exceeds "
                     f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
         lower = unc.get("lower_it") or []
         out.append(text + (": lower it with " + "; or ".join(lower) if lower else ""))

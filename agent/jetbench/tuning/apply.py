@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
+from ..hw import nvml_clocks
 from ..hw.board import Board
-from ..hw.clocks import cpu, emc, fan, gpu
+from ..hw.clocks import cpu, emc, fan, gpu, nvml_gpu
 from ..hw.clocks.common import ClockReading, Step, apply_step, write_if_changed
 from ..hw.fs import Root
 from . import journal
@@ -26,6 +27,7 @@ class ApplyResult:
 def build_plan(root: Root, board: Board, targets: Targets) -> List[Step]:
     steps = cpu.plan(root, board, targets.cpu)
     steps += gpu.plan(root, board, targets.gpu)
+    steps += nvml_gpu.plan(board, targets.nvml)
     steps += emc.plan(root, board, targets.emc)
     steps += fan.plan(root, board, targets.fan)
     expert = [w for path, value in targets.writes for w in write_if_changed(root, path, value)]
@@ -44,7 +46,8 @@ def pin_notes(board: Board, targets: Targets, applied: Sequence[ClockReading]) -
 
 
 def read_clocks(root: Root, board: Board) -> Tuple[ClockReading, ...]:
-    return tuple(cpu.read(root, board) + gpu.read(root, board) + emc.read(root, board))
+    return tuple(cpu.read(root, board) + gpu.read(root, board) + emc.read(root, board)
+                 + nvml_clocks.read_clocks(board.nvml_gpus))
 
 
 def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = False) -> ApplyResult:

@@ -11,6 +11,11 @@ through the checked state-directory descriptor (statedir.py), never through a sy
 via a temporary created exclusively under a random name, and validated whole on load (`parse`:
 schema, types, every path a knob `Root.check_writable` accepts, every value one a knob holds,
 bounded size). Anything else is JournalInvalid: one message, exit 2, `restore --discard`.
+
+An entry is a file (`path` under the root, `raw` its exact content) or, with `"kind": "nvml"`,
+an NVML setting of a discrete GPU (`path` = `nvml:<PCI bus id>/<setting>`, hw/nvml_clocks.py):
+its power limit in mW, or `default` for a clock lock (NVML cannot read a lock back: restore
+resets it). Both are read and written through hw/knob_io.py.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, WriteRejected
-from ..hw.fs import MAX_KNOB_BYTES, Root, check_knob_value
+from ..hw import knob_io
+from ..hw.fs import MAX_KNOB_BYTES, Root
 from .statedir import STATE_DIR, remove_stale_temporaries, state_dir_fd
 
 JOURNAL_NAME = "journal.json"
@@ -38,7 +44,9 @@ MAX_JOURNAL_BYTES = 1 << 20
 MAX_ENTRIES = 4096
 MAX_STEP_CHARS = 256
 _TOP_KEYS = {"schema", "board", "updated", "note", "entries"}
-_ENTRY_KEYS = {"path", "raw", "step"}
+_ENTRY_KEYS = {"path", "raw", "step", "kind"}
+KIND_FILE = "file"
+KIND_NVML = "nvml"
 _FILE_MODE = 0o644  # clock values are no secret; readable by every member of the group
 
 
@@ -47,6 +55,13 @@ class Entry:
     path: str
     raw: str  # the file's exact original content
     step: str
+    kind: str = KIND_FILE  # KIND_NVML: an NVML setting, not a file
+
+    def doc(self) -> Dict[str, str]:
+        doc = {"path": self.path, "raw": self.raw, "step": self.step}
+        if self.kind != KIND_FILE:
+            doc["kind"] = self.kind
+        return doc
 
 
 class JournalInvalid(HardwareError):
@@ -80,17 +95,19 @@ def _check_entry(root: Root, item: Any, where: str, fail: Any) -> Entry:
             item):
         raise fail(f"{where} is not an object with path, raw and step")
     path, raw, step = item["path"], item["raw"], item.get("step", "")
-    if not all(isinstance(v, str) for v in (path, raw, step)):
-        raise fail(f"{where}: path, raw and step must be strings")
-    if not path.startswith("/") or len(path) > MAX_KNOB_BYTES or any(
+    kind = item.get("kind", KIND_FILE)
+    if not all(isinstance(v, str) for v in (path, raw, step, kind)):
+        raise fail(f"{where}: path, raw, step and kind must be strings")
+    if kind != (KIND_NVML if knob_io.is_nvml(path) else KIND_FILE):
+        raise fail(f"{where}: kind {kind[:20]!r} does not match path {path[:80]!r}")
+    if not path.startswith(("/", "nvml:")) or len(path) > MAX_KNOB_BYTES or any(
             ord(c) < 0x20 or ord(c) == 0x7F for c in path + step) or len(step) > MAX_STEP_CHARS:
         raise fail(f"{where}: path {path[:80]!r} or step {step[:40]!r} is malformed")
     try:
-        root.check_writable(path)
-        check_knob_value(raw, path)
+        knob_io.check_restorable(root, path, raw)
     except JetbenchError as err:
         raise fail(f"{where}: {err}") from None
-    return Entry(path, raw, step)
+    return Entry(path, raw, step, kind)
 
 
 def parse(root: Root, data: bytes, shown: str) -> List[Entry]:
@@ -207,7 +224,9 @@ def record(root: Root, items: Iterable[Tuple[str, str]], board_family: str = "")
         for path, step in items:
             if path in known:
                 continue
-            item = {"path": path, "raw": root.read_raw(path), "step": step}
+            item = {"path": path, "raw": knob_io.read_raw(root, path), "step": step}
+            if knob_io.is_nvml(path):
+                item["kind"] = KIND_NVML
             # A value restore could not write back is refused now, before any change.
             entries.append(_check_entry(root, item, path, lambda what, p=path: HardwareError(
                 f"cannot journal the original value: {what}", path=p)))
@@ -220,7 +239,7 @@ def record(root: Root, items: Iterable[Tuple[str, str]], board_family: str = "")
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "note": "original values of everything jetbench changed; `jetbench restore` "
                         "writes them back and removes this file",
-                "entries": [e.__dict__ for e in entries],
+                "entries": [e.doc() for e in entries],
             }
             try:
                 remove_stale_temporaries(dir_fd, JOURNAL_NAME)
@@ -305,10 +324,12 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
         failed = []
         for entry in pending:
             try:
-                if root.read_raw(entry.path, default=None) == entry.raw:
+                # A setting that cannot be read back (an NVML lock) is always written.
+                if knob_io.readable(entry.path) and knob_io.read_raw(
+                        root, entry.path, default=None) == entry.raw:
                     unchanged += 1
                     continue
-                root.write_raw(entry.path, entry.raw)
+                knob_io.write_raw(root, entry.path, entry.raw)
                 written.append(entry.path)
             except JetbenchError as err:
                 errors[entry.path] = err

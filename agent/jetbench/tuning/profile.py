@@ -8,6 +8,7 @@ skip_missing = false        # true: sections for clocks this board lacks are ski
 [cpu]     governor = "userspace" (or a list: the first one available)
           freq = "max" | min_freq = ... / max_freq = ...   online = true   idle = false
 [gpu]     freq = "690MHz" | min_freq / max_freq   railgate = false
+          memory_freq = "max"   power_limit = "max" | "default" | "250W"   (discrete GPUs, NVML)
 [emc]     freq = "max"
 [fan]     pwm = 255
 [[write]] path = "/sys/..."  value = "..."     (expert knobs: a knob file of hw/fs.py's table)
@@ -40,7 +41,7 @@ _TOP_KEYS = {"description", "skip_missing", "match", "cpu", "gpu", "emc", "fan",
 _SECTION_KEYS = {
     "match": {"soc", "family"},
     "cpu": {"governor", "freq", "min_freq", "max_freq", "online", "idle"},
-    "gpu": {"freq", "min_freq", "max_freq", "railgate"},
+    "gpu": {"freq", "min_freq", "max_freq", "railgate", "memory_freq", "power_limit"},
     "emc": {"freq"},
     "fan": {"pwm"},
 }
@@ -72,6 +73,8 @@ class Profile:
     cpu_idle: Optional[bool] = None
     gpu_freq: Optional[FreqRange] = None
     gpu_railgate: Optional[bool] = None
+    gpu_memory_freq: Optional[FreqSpec] = None  # a discrete GPU's memory clock (NVML lock)
+    gpu_power_limit: Optional[Union[str, int]] = None  # "max" | "min" | "default" | mW (NVML)
     emc_freq: Optional[FreqSpec] = None
     fan_pwm: Optional[int] = None
     writes: Tuple[Tuple[str, str], ...] = field(default=())
@@ -179,6 +182,10 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
     fields["gpu_freq"] = check.freq_range("gpu", gpu)
     if "railgate" in gpu:
         fields["gpu_railgate"] = check.boolean("[gpu] railgate", gpu["railgate"])
+    if "memory_freq" in gpu:
+        fields["gpu_memory_freq"] = check.freq("[gpu] memory_freq", gpu["memory_freq"])
+    if "power_limit" in gpu:
+        fields["gpu_power_limit"] = parse_power_limit(check, gpu["power_limit"])
     if "freq" in doc.get("emc", {}):
         fields["emc_freq"] = check.freq("[emc] freq", doc["emc"]["freq"])
     if "pwm" in doc.get("fan", {}):
@@ -209,6 +216,25 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
         pairs.append((path, str(value)))
     fields["writes"] = tuple(pairs)
     return Profile(**fields)
+
+
+POWER_LIMIT_WORDS = ("max", "min", "default")
+
+
+def parse_power_limit(check: _Checker, value: Any) -> Union[str, int]:
+    """'max' | 'min' | 'default' | '250W' | 250 (watts) -> the word, or milliwatts."""
+    where = "[gpu] power_limit"
+    if isinstance(value, str) and value.strip().lower() in POWER_LIMIT_WORDS:
+        return value.strip().lower()
+    text = value.strip().upper().rstrip("W").strip() if isinstance(value, str) else value
+    try:
+        watts = float(text) if not isinstance(text, bool) else -1.0
+    except (TypeError, ValueError):
+        watts = -1.0
+    if not 0 < watts < 100_000:
+        raise check.fail(where, f"expected max, min, default or watts like \"250W\", "
+                                f"got {value!r}")
+    return int(round(watts * 1000))
 
 
 def _depth(doc: Any) -> int:
@@ -288,6 +314,10 @@ def describe(profile: Profile) -> Sequence[Tuple[str, str]]:
         ("cpu idle states", profile.cpu_idle),
         ("gpu freq", rng(profile.gpu_freq)),
         ("gpu railgate", profile.gpu_railgate),
+        ("gpu memory freq", hz(profile.gpu_memory_freq)
+         if profile.gpu_memory_freq is not None else None),
+        ("gpu power limit", f"{profile.gpu_power_limit / 1000:g} W"
+         if isinstance(profile.gpu_power_limit, int) else profile.gpu_power_limit),
         ("emc freq", hz(profile.emc_freq) if profile.emc_freq is not None else None),
         ("fan pwm", profile.fan_pwm),
     ):

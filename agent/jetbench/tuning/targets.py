@@ -8,8 +8,9 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError, ProfileError
 from ..hw.board import Board
-from ..hw.clocks.common import CpuTarget, EmcTarget, FanTarget, GpuTarget
+from ..hw.clocks.common import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
 from ..hw.fs import Root
+from ..hw.nvml_clocks import NvmlGpu
 from ..units import MAX, MIN, FreqSpec, format_hz, resolve_freq
 from .profile import FreqRange, Profile
 
@@ -31,6 +32,7 @@ class Targets:
     emc: EmcTarget = EmcTarget()
     fan: FanTarget = FanTarget()
     writes: Tuple[Tuple[str, str], ...] = ()
+    nvml: Tuple[NvmlGpuTarget, ...] = ()  # discrete GPUs (generic hosts)
     requested: Tuple[Requested, ...] = ()
     notes: Tuple[str, ...] = field(default=())
 
@@ -68,7 +70,8 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
                                                f"for {', '.join(profile.match_family)}")
     requested: List[Requested] = []
     notes: List[str] = []
-    present = {"cpu": bool(board.cpu.policies), "gpu": board.gpu is not None,
+    present = {"cpu": bool(board.cpu.policies),
+               "gpu": board.gpu is not None or bool(board.nvml_gpus),
                "emc": board.emc is not None, "fan": board.fan is not None}
     for section in profile.sections:
         if not present[section]:
@@ -81,9 +84,16 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
     if present["cpu"] and "cpu" in profile.sections:
         cpu = _cpu_target(profile, board, requested)
     gpu = GpuTarget()
-    if present["gpu"] and "gpu" in profile.sections:
+    nvml: Tuple[NvmlGpuTarget, ...] = ()
+    if present["gpu"] and "gpu" in profile.sections and board.nvml_gpus:
+        nvml = tuple(_nvml_target(profile, g, requested if k == 0 else [], notes)
+                     for k, g in enumerate(board.nvml_gpus))
+    elif (profile.gpu_memory_freq is not None or profile.gpu_power_limit is not None) \
+            and not profile.skip_missing:
+        raise _fail(profile, "[gpu] memory_freq / power_limit",
+                    "only discrete NVIDIA GPUs (NVML) have these, and this board has none")
+    if present["gpu"] and "gpu" in profile.sections and board.gpu is not None:
         g = board.gpu
-        assert g is not None
         lo, hi = _range(profile, "[gpu]", profile.gpu_freq, g.available_hz, g.min_hz, g.max_hz,
                         requested, "gpu")
         gpu = GpuTarget(min_hz=lo, max_hz=hi, railgate=profile.gpu_railgate)
@@ -103,8 +113,55 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
             root.read(path)
         except JetbenchError as err:
             raise _fail(profile, f"[[write]] #{k + 1} path", str(err)) from err
-    return Targets(cpu=cpu, gpu=gpu, emc=emc, fan=fan, writes=profile.writes,
+    return Targets(cpu=cpu, gpu=gpu, emc=emc, fan=fan, writes=profile.writes, nvml=nvml,
                    requested=tuple(requested), notes=tuple(notes))
+
+
+def _nvml_target(profile: Profile, gpu: NvmlGpu, requested: List[Requested],
+                 notes: List[str]) -> NvmlGpuTarget:
+    """One discrete GPU's locks and power limit, resolved against its own tables."""
+    where = f"[gpu] ({gpu.bus_id})"
+    table = gpu.graphics_hz
+    graphics: Optional[Tuple[int, int]] = None
+    if profile.gpu_freq is not None and not gpu.can_lock_graphics:
+        if not profile.skip_missing:
+            raise _fail(profile, where, f"{gpu.name}: NVML cannot lock its graphics clock "
+                                        "(no supported clocks listed, or older than Volta)")
+        notes.append(f"{gpu.label}: graphics clock not lockable: skipped")
+    elif profile.gpu_freq is not None:
+        lo, hi = _range(profile, where, profile.gpu_freq, table, min(table), max(table),
+                        requested, "gpu")
+        graphics = (lo if lo is not None else min(table), hi if hi is not None else max(table))
+    memory: Optional[Tuple[int, int]] = None
+    if profile.gpu_memory_freq is not None and not gpu.can_lock_memory:
+        notes.append(f"{gpu.label}: memory clock not lockable (Ampere or newer): skipped")
+    elif profile.gpu_memory_freq is not None:
+        mem = gpu.memory_hz
+        hz = resolve_spec(profile, f"{where} memory_freq", profile.gpu_memory_freq, mem,
+                          min(mem), max(mem))
+        requested.append(Requested("gpu-mem", "freq", _spec_text(profile.gpu_memory_freq), hz))
+        memory = (hz, hz)
+    return NvmlGpuTarget(gpu.bus_id, graphics, memory,
+                         _power_limit_mw(profile, gpu, where, notes))
+
+
+def _power_limit_mw(profile: Profile, gpu: NvmlGpu, where: str,
+                    notes: List[str]) -> Optional[int]:
+    spec = profile.gpu_power_limit
+    if spec is None:
+        return None
+    if gpu.power_limits_mw is None:
+        notes.append(f"{gpu.label}: the power limit is not settable: [gpu] power_limit skipped")
+        return None
+    lo, hi = gpu.power_limits_mw
+    if spec == "default":
+        return gpu.default_power_mw
+    if isinstance(spec, str):
+        return hi if spec == "max" else lo
+    if not lo <= spec <= hi:
+        raise _fail(profile, f"{where} power_limit", f"{spec / 1000:g} W is outside this GPU's "
+                                                     f"{lo / 1000:g} .. {hi / 1000:g} W")
+    return spec
 
 
 def _range(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from ...errors import HardwareError, WriteRejected
+from .. import knob_io
 from ..fs import Root
 
 
@@ -29,6 +30,9 @@ class Step:
     writes: Tuple[Write, ...]
     # What a write the kernel reads back differently most likely means on this domain.
     readback_hint: str = "another agent (nvpmodel, a thermal cap) may be holding this clock"
+    # Its knobs cannot be read back (NVML clock locks): planned on every pin, so never taken
+    # for drift by the daemon.
+    blind: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,16 @@ class EmcTarget:
 
 
 @dataclass(frozen=True)
+class NvmlGpuTarget:
+    """One discrete GPU's NVML settings; None leaves a setting alone. Clocks in Hz."""
+
+    bus_id: str
+    graphics_hz: Optional[Tuple[int, int]] = None  # locked (min, max)
+    memory_hz: Optional[Tuple[int, int]] = None
+    power_limit_mw: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class FanTarget:
     pwm: Optional[int] = None
 
@@ -103,9 +117,9 @@ def apply_step(root: Root, step: Step) -> None:
     done: List[Write] = []
     for write in step.writes:
         try:
-            root.write(write.path, write.value)
+            knob_io.write(root, write.path, write.value)
             if write.verify:
-                got = root.read(write.path)
+                got = knob_io.read(root, write.path)
                 if got != write.value:
                     raise WriteRejected(
                         f"wrote {write.value!r} but the kernel reads back {got!r}",
@@ -128,8 +142,9 @@ def undo_writes(root: Root, writes: Sequence[Write], strict: bool = False) -> No
     journal still holds the originals for `jetbench restore`)."""
     for write in reversed(writes):
         try:
-            if root.read(write.path, default=None) != write.old:
-                root.write(write.path, write.old)
+            if not knob_io.readable(write.path) or knob_io.read(
+                    root, write.path, default=None) != write.old:
+                knob_io.write(root, write.path, write.old)
         except HardwareError:
             if strict:
                 raise

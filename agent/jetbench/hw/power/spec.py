@@ -1,6 +1,8 @@
 """`--meter` specs: parsing and opening.
 
-    auto | ina3221 | rapl | nvml | jtop | none
+    auto | ina3221 | rapl | nvml | jtop | none   [?interval=1ms: how often the sampler reads
+                              it, instead of the sensor's own period; for jtop, the interval
+                              asked of the service]
     PROTOCOL:PORT[?options]   PROTOCOL in scpi, wt310, stream, um25c, um24c, um34c;
                               PORT is anything serial_for_url opens (/dev/ttyUSB0,
                               socket://127.0.0.1:5025, loop://);
@@ -33,6 +35,8 @@ OPTIONS = {
     "um25c": ("baud", "timeout", "interval"),
 }
 ACCURACY_OPTION = ("accuracy",)  # every serial meter: READING%+RANGE_W
+KEYWORD_OPTIONS = ("interval",)  # the built-in sources (not `none`)
+MIN_INTERVAL_S = 1e-4
 _HINT = (
     "use auto, ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT[?options] with PROTOCOL one of "
     + ", ".join(SERIAL_PROTOCOLS)
@@ -53,8 +57,13 @@ class MeterSpec:
 
 def parse_meter_spec(text: str) -> MeterSpec:
     raw = text.strip()
-    if raw.lower() in KEYWORDS:
-        return MeterSpec(raw.lower())
+    word, _, query = raw.partition("?")
+    if word.lower() in KEYWORDS:
+        kind = word.lower()
+        options = _options(query, () if kind == "none" else KEYWORD_OPTIONS, kind)
+        if "interval" in options:
+            _interval_option(options["interval"], kind)
+        return MeterSpec(kind, None, options)
     proto, sep, rest = raw.partition(":")
     proto = proto.lower()
     if not sep or proto not in SERIAL_PROTOCOLS:
@@ -63,21 +72,49 @@ def parse_meter_spec(text: str) -> MeterSpec:
     if not port:
         raise UsageError(f"meter {text!r} has no port", hint=_HINT)
     allowed = OPTIONS["um25c" if proto.startswith("um") else proto] + ACCURACY_OPTION
+    options = _options(query, allowed, proto)
+    if "accuracy" in options:
+        from .accuracy import parse_accuracy
+
+        parse_accuracy(options["accuracy"])  # a malformed figure is a usage error, now
+    return MeterSpec(proto, port, options)
+
+
+def _options(query: str, allowed: Sequence[str], kind: str) -> Dict[str, str]:
+    """'a=1&b=2' -> {'a': '1', 'b': '2'}; an option the meter does not take is a usage error."""
     options: Dict[str, str] = {}
     for item in filter(None, query.split("&")):
         key, eq, value = item.partition("=")
         key = key.strip().lower()
         if not eq or key not in allowed:
             raise UsageError(
-                f"unknown option {item!r} for {proto} meters",
-                hint="options: " + ", ".join(allowed),
+                f"unknown option {item!r} for {kind} meters",
+                hint="options: " + ", ".join(allowed) if allowed else f"{kind} takes no options",
             )
         options[key] = value.strip()
-    if "accuracy" in options:
-        from .accuracy import parse_accuracy
+    return options
 
-        parse_accuracy(options["accuracy"])  # a malformed figure is a usage error, now
-    return MeterSpec(proto, port, options)
+
+def _interval_option(text: str, kind: str) -> float:
+    """`?interval=` of a built-in source: a duration from 0.1 ms (faster is no sampling)."""
+    try:
+        interval_s = parse_duration_s(text)
+    except ValueError as err:
+        raise UsageError(f"bad interval {text!r} for {kind}: {err}",
+                         hint="e.g. ?interval=1ms") from err
+    if not interval_s >= MIN_INTERVAL_S:
+        raise UsageError(f"interval {text!r} for {kind} is below {MIN_INTERVAL_S * 1e3:g} ms",
+                         hint="e.g. ?interval=1ms")
+    return interval_s
+
+
+def _with_interval(sources: List[PowerSource], spec: MeterSpec) -> List[PowerSource]:
+    """Give each source of a keyword spec its `?interval=` (read by the samplers)."""
+    if "interval" in spec.options:
+        interval_s = _interval_option(spec.options["interval"], spec.kind)
+        for source in sources:
+            source.sample_interval_s = interval_s  # type: ignore[attr-defined]
+    return sources
 
 
 def _serial_kwargs(spec: MeterSpec) -> Dict[str, object]:
@@ -132,7 +169,7 @@ def open_sources(
     for text in specs or ["auto"]:
         spec = parse_meter_spec(text)
         if spec.kind == "auto":
-            out.extend(auto_sources(root, rails, total_rail))
+            out.extend(_with_interval(list(auto_sources(root, rails, total_rail)), spec))
         elif spec.kind == "none":
             continue
         elif spec.kind == "ina3221":
@@ -144,19 +181,23 @@ def open_sources(
                     "no INA3221 rails on this machine", hint="see `jetbench info`"
                 )
             # The board's rail sensors: the INA3221s, and Thor's INA238 beside them.
-            out.extend(rail_sources(root, board_rails, total_rail))  # type: ignore[arg-type]
+            out.extend(_with_interval(
+                list(rail_sources(root, board_rails, total_rail)), spec))  # type: ignore[arg-type]
         elif spec.kind == "rapl":
             from .rapl import RaplSource
 
-            out.append(RaplSource(root))
+            out.extend(_with_interval([RaplSource(root)], spec))
         elif spec.kind == "nvml":
             from .nvml import NvmlSource
 
-            out.append(NvmlSource())
+            out.extend(_with_interval([NvmlSource()], spec))
         elif spec.kind == "jtop":
             from .jtop import JtopSource
 
-            out.append(JtopSource())
+            if "interval" in spec.options:  # the service's cadence: asked of it at open
+                out.append(JtopSource(_interval_option(spec.options["interval"], "jtop")))
+            else:
+                out.append(JtopSource())
         else:
             out.append(serial_source(spec))
     names = [s.name for s in out]

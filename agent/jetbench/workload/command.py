@@ -1,0 +1,462 @@
+"""`measure --cmd "COMMAND ..."`: the user's own program as the workload (trtexec, a DeepStream
+pipeline, an LLM benchmark). measure pins the clocks as for any workload; this module runs the
+command in its own process group with the power window open over exactly its run (narrowed to
+trtexec's timed queries when it reports them), streams its output through (or to `--cmd-log`),
+reads its throughput (throughput_from.py) and turns the result into the schema's unit-aware
+form:
+
+    throughput.items_per_s, throughput.unit, efficiency.items_per_j, command.{argv, exit_code,
+    output_tail, run_s}; images_per_s / images_per_j as well when the unit is images.
+
+A command that fails or prints no throughput raises MeasurementInvalid (exit 3) with its
+output's tail; one that cannot be started, UsageError (exit 1); a window shorter than
+`--duration` gives a result marked invalid (the window it needs was not there). Ctrl-C ends
+the command's process group before measure restores the clocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from ..errors import MeasurementInvalid, UsageError
+from ..report.work_units import DEFAULT_UNIT, UNITS, efficiency_label
+from .throughput_from import (
+    OutputParser,
+    ThroughputFrom,
+    implicit_batch,
+    parse_throughput_from,
+    shapes_batch,
+)
+
+TAIL_LINES = 20  # of the command's output, kept in the result and shown on failure
+POLL_S = 0.1  # how often the wait for the command checks for Ctrl-C and reports progress
+TERM_GRACE_S = 5.0  # SIGTERM to the process group, then SIGKILL after this
+CHUNK_BYTES = 1 << 16  # read at most this much of the command's output at a time
+_LAUNCHER = re.compile(r"^(python[0-9.]*|env|nice|ionice|taskset|numactl|sudo|chrt|time)$")
+PRECISION = "cmd"  # a command's precision is its own business: the point id says "cmd"
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    argv: Tuple[str, ...]
+    throughput_from: ThroughputFrom
+    unit: str = DEFAULT_UNIT
+    batch: int = 1  # the items in one of trtexec's queries (recorded for the others)
+    batch_source: str = "default"  # "--batch", "--shapes", "trtexec --batch" or "default"
+    qps_factor: int = 1  # items/s = trtexec's qps x this
+    notes: Tuple[str, ...] = ()
+    log_path: Optional[Path] = None  # --cmd-log: the command's output goes there
+    stdout_to_stderr: bool = False  # --json: jetbench's stdout carries the JSON alone
+
+    @property
+    def line(self) -> str:
+        return shlex.join(self.argv)
+
+    @property
+    def name(self) -> str:
+        """What the result calls the workload: the program, past launchers
+        (`python3 bench.py` -> 'bench', `taskset -c 0 trtexec` -> 'trtexec')."""
+        for arg in self.argv:
+            base = os.path.basename(arg)
+            if arg.startswith("-") or base.isdigit() or _LAUNCHER.match(base):
+                continue
+            return base[:-3] if base.endswith(".py") else base
+        return os.path.basename(self.argv[0]) or "command"
+
+
+def command_spec(cmd: str, throughput_from: Optional[str], unit: Optional[str] = None,
+                 batch: Optional[int] = None, log_path: Optional[Path] = None,
+                 stdout_to_stderr: bool = False) -> CommandSpec:
+    """The CLI's options checked (UsageError, nothing run): a command line split as a shell
+    would (no shell runs it: `sh -c '...'` for pipes), a throughput source, a known unit."""
+    try:
+        argv = tuple(shlex.split(cmd))
+    except ValueError as err:
+        raise UsageError(f"--cmd: cannot split {cmd!r} ({err})") from None
+    if not argv:
+        raise UsageError("--cmd needs a command")
+    if throughput_from is None:
+        raise UsageError("--cmd needs --throughput-from (trtexec, regex:PATTERN or items:N)",
+                         hint="e.g. --throughput-from trtexec, or "
+                              "--throughput-from 'regex:^eval rate: +([0-9.]+) tokens/s' "
+                              "--unit tokens")
+    spec = parse_throughput_from(throughput_from)
+    unit = (unit or DEFAULT_UNIT).strip().lower()
+    if unit not in UNITS:
+        raise UsageError(f"--unit {unit!r}: expected one of {', '.join(UNITS)}")
+    if batch is not None and batch < 1:
+        raise UsageError("--batch must be at least 1")
+    size, source, factor, notes = _batch(argv, spec, batch)
+    return CommandSpec(argv, spec, unit, size, source, factor, tuple(notes), log_path,
+                       stdout_to_stderr)
+
+
+def _batch(argv: Tuple[str, ...], spec: ThroughputFrom, given: Optional[int]
+           ) -> Tuple[int, str, int, List[str]]:
+    """(batch, where it came from, qps multiplier, notes). trtexec's qps counts queries of
+    one engine batch each (explicit batch) but samples when trtexec itself has --batch=N
+    (implicit batch): see throughput_from.py."""
+    if spec.kind != "trtexec":
+        return (given or 1), ("--batch" if given else "default"), 1, []
+    own = implicit_batch(argv)
+    if own is not None:
+        notes = [] if given in (None, own) else [
+            f"--batch {given} ignored: the command gives trtexec --batch={own}, whose qps "
+            "already counts samples"]
+        return own, "trtexec --batch", 1, notes
+    shaped, notes = shapes_batch(argv)
+    if given is not None:
+        if shaped is not None and shaped != given:
+            notes.append(f"--batch {given} differs from the command's --shapes batch "
+                         f"{shaped}: {given} is used (items/s = qps x {given})")
+        return given, "--batch", given, notes
+    if shaped is not None:
+        return shaped, "--shapes", shaped, notes
+    return 1, "default", 1, ["trtexec's batch is not known (no --shapes, no --batch): 1 "
+                             "assumed, items/s = qps; give jetbench --batch N if the "
+                             "engine's batch is N"]
+
+
+def command_request(request: Any, spec: CommandSpec) -> Any:
+    """A MeasureRequest that measures `spec` instead of a network: one point per clock."""
+    import dataclasses
+
+    return dataclasses.replace(request, models=(spec.name,), precisions=(PRECISION,),
+                               batches=(spec.batch,), command=spec)
+
+
+# -- running it -----------------------------------------------------------------------------
+@dataclass
+class CommandRun:
+    exit_code: int
+    t_start_s: float  # time.monotonic() at its start and its exit
+    t_end_s: float
+    run_s: float
+    parser: OutputParser
+    tail: List[str]
+    warnings: List[str] = field(default_factory=list)
+
+
+class _Sink:
+    """Where the command's output goes: a log file, or jetbench's own stdout/stderr (as bytes,
+    unchanged), flushed as it comes so a long run shows its progress."""
+
+    def __init__(self, spec: CommandSpec):
+        self.lock = threading.Lock()
+        self.log: Optional[IO[bytes]] = None
+        if spec.log_path is not None:
+            try:
+                self.log = open(spec.log_path, "ab")
+            except OSError as err:
+                raise UsageError(f"--cmd-log: cannot write {spec.log_path} "
+                                 f"({err.strerror or err})") from None
+            self.log.write(f"# jetbench: {spec.line}\n".encode())
+        self.to_stderr = spec.stdout_to_stderr
+        self.broken: Optional[str] = None  # why the output stopped being passed on
+
+    def write(self, stream: str, data: bytes) -> None:
+        with self.lock:
+            if self.broken is not None:
+                return
+            try:
+                self._write(stream, data)
+            except (OSError, ValueError) as err:  # a closed pipe (`| head`), a full disk
+                # keep reading (a command blocked on a full pipe would hang the run)
+                self.broken = f"its output could not be passed on after a point ({err})"
+
+    def _write(self, stream: str, data: bytes) -> None:
+        if self.log is not None:
+            self.log.write(data)
+            self.log.flush()
+            return
+        out = sys.stderr if stream == "stderr" or self.to_stderr else sys.stdout
+        raw = getattr(out, "buffer", None)
+        if raw is not None:
+            out.flush()
+            raw.write(data)
+            raw.flush()
+        else:  # a text stream without bytes (a test's capture)
+            out.write(data.decode("utf-8", "replace"))
+            out.flush()
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+
+
+def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callable[[], None],
+                poll: Optional[Callable[[float], None]] = None) -> CommandRun:
+    """Run the command: `on_start()` just before it starts (the power window opens),
+    `on_end()` as soon as it has exited (the window closes). `poll(elapsed_s)` runs every
+    0.1 s while it runs (measure's progress, where a swallowed Ctrl-C is raised again).
+    On any exception (Ctrl-C) the command's process group is ended before it propagates."""
+    sink = _Sink(spec)
+    parser = OutputParser(spec.throughput_from)
+    tail: Deque[str] = deque(maxlen=TAIL_LINES)
+    lock = threading.Lock()
+
+    def lines(chunks: List[bytes], t_s: float) -> None:
+        text = b"\n".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+        with lock:
+            tail.extend(line.rstrip("\r") for line in text.split("\n")[-TAIL_LINES:])
+            parser.feed_block(text, t_s)
+
+    def pump(pipe: Any, stream: str) -> None:
+        # whole chunks, not lines: a chatty command must never wait on jetbench's reading
+        pending = b""
+        while True:
+            data = pipe.read1(CHUNK_BYTES)
+            if not data:
+                break
+            t_s = time.monotonic()  # the sampler's clock: when this output arrived
+            sink.write(stream, data)
+            *complete, pending = (pending + data).split(b"\n")
+            if len(pending) > CHUNK_BYTES:  # no newline for a long while (\r progress bars)
+                complete, pending = complete + [pending], b""
+            if complete:
+                lines(complete, t_s)
+        if pending:
+            lines([pending], time.monotonic())
+        pipe.close()
+
+    on_start()
+    t0 = time.monotonic()
+    try:
+        # its own session and process group: the terminal's Ctrl-C reaches jetbench alone,
+        # which ends the whole group (a shell script's children included), then measure
+        # restores the clocks
+        proc = subprocess.Popen(list(spec.argv), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as err:
+        on_end()
+        sink.close()
+        raise UsageError(f"--cmd: cannot start {spec.argv[0]!r}: {err.strerror or err}",
+                         hint="give the program's path, or run it through `sh -c '...'`") from None
+    pumps = [threading.Thread(target=pump, args=(proc.stdout, "stdout"), daemon=True),
+             threading.Thread(target=pump, args=(proc.stderr, "stderr"), daemon=True)]
+    exited = threading.Event()  # set the moment it exits (Popen.wait(timeout) polls: 50 ms)
+    exit_s: List[float] = []
+
+    def waiter() -> None:
+        proc.wait()
+        exit_s.append(time.monotonic())
+        exited.set()
+
+    for t in [*pumps, threading.Thread(target=waiter, daemon=True)]:
+        t.start()
+    warnings: List[str] = []
+    try:
+        while not exited.wait(POLL_S):
+            if poll is not None:
+                poll(time.monotonic() - t0)
+        code, t1 = proc.returncode, exit_s[0]
+        on_end()
+        if end_process_group(proc):
+            warnings.append("the command left processes running in its process group: "
+                            "ended them (SIGTERM) when it exited")
+    except BaseException:
+        end_process_group(proc)
+        proc.wait()
+        for t in pumps:
+            t.join(timeout=TERM_GRACE_S)
+        sink.close()
+        raise
+    for t in pumps:
+        t.join(timeout=TERM_GRACE_S)
+        if t.is_alive():  # a process that left the group (setsid) holds the output open
+            warnings.append("the command's output was still open after it exited (a process "
+                            "outside its group holds it): stopped reading")
+    sink.close()
+    if sink.broken:
+        warnings.append(sink.broken)
+    with lock:
+        return CommandRun(code, t0, t1, t1 - t0, parser, list(tail), warnings)
+
+
+def end_process_group(proc: subprocess.Popen) -> bool:
+    """SIGTERM to every process left in the command's group, SIGKILL after a grace period;
+    True when there was any."""
+    pgid = proc.pid  # start_new_session: the leader's pid is the group's id
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return False  # none left (or the id is no longer ours)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader: a zombie still counts as a member of the group
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    return True
+
+
+# -- the result -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CommandTiming:
+    """What measure's timing loop gives for a network, for a command: `images_per_s` is the
+    rate measure divides by the watts (items/s, whatever the unit; finish_doc names it)."""
+
+    spec: CommandSpec
+    run: CommandRun
+    items_per_s: float
+    latencies_ms: Tuple[float, ...] = ()  # a command gives no per-iteration latencies
+    span_s: Optional[Tuple[float, float]] = None  # trtexec's timed queries (monotonic s)
+    window_basis: str = "the command's run"
+
+    @property
+    def window_s(self) -> float:
+        return self.span_s[1] - self.span_s[0] if self.span_s else self.run.run_s
+
+    @property
+    def images_per_s(self) -> float:
+        return self.items_per_s
+
+    def to_dict(self) -> Dict[str, Any]:
+        spec, parser = self.spec, self.run.parser
+        throughput: Dict[str, Any] = {
+            "items_per_s": self.items_per_s, "unit": spec.unit,
+            "source": spec.throughput_from.text(), "parsed_value": parser.value,
+            "latency_ms": parser.latency_ms or None, "wall_s": self.run.run_s,
+            "iterations": None, "cv": None, "window": self.window_basis,
+        }
+        if spec.unit == "images":
+            throughput["images_per_s"] = self.items_per_s
+        if spec.throughput_from.kind == "trtexec":
+            throughput.update(qps=parser.value, gpu_compute_ms=parser.gpu_compute_ms or None,
+                              queries=parser.queries, inference_s=parser.inference_s,
+                              host_walltime_s=parser.walltime_s)
+        workload = {"model": spec.name, "framework": "command", "precision": PRECISION,
+                    "batch": spec.batch, "batch_source": spec.batch_source,
+                    "device": "command", "iterations": None, "unit": spec.unit}
+        return {"workload": workload, "throughput": throughput,
+                "warnings": list(spec.notes) + self.run.warnings}
+
+
+def run_point(spec: CommandSpec, on_start: Callable[[], None], on_end: Callable[[], None],
+              duration_s: float, progress: Optional[Callable[[str, float], None]] = None
+              ) -> CommandTiming:
+    """Run the command once with the window around it; MeasurementInvalid (with the output's
+    tail) when it fails or prints no throughput."""
+    def poll(elapsed_s: float) -> None:
+        if progress is not None:
+            progress("timed", min(elapsed_s / duration_s, 1.0) if duration_s else 1.0)
+
+    run = run_command(spec, on_start, on_end, poll)
+    if run.exit_code != 0:
+        reason = (f"exited with status {run.exit_code}" if run.exit_code > 0
+                  else f"was killed by signal {-run.exit_code}")
+        _fail(spec, run, f"the command {reason}")
+    missing = run.parser.missing()
+    if missing is not None:
+        _fail(spec, run, f"no throughput: {missing}")
+    if spec.throughput_from.kind == "items":
+        assert spec.throughput_from.items is not None
+        rate = spec.throughput_from.items / run.run_s if run.run_s > 0 else 0.0
+    else:
+        assert run.parser.value is not None
+        rate = run.parser.value * spec.qps_factor
+    if not rate > 0:
+        _fail(spec, run, f"no throughput: it reads {rate:g} {spec.unit}/s")
+    span = _trtexec_span(run)
+    if span is None:
+        return CommandTiming(spec, run, rate)
+    return CommandTiming(spec, run, rate, span_s=span, window_basis=(
+        f"trtexec's timed queries: the {run.parser.inference_s:g} s of its 'Timing trace' line, "
+        "ending when that line arrived (warm-up and engine loading left out)"))
+
+
+def _trtexec_span(run: CommandRun) -> Optional[Tuple[float, float]]:
+    """The power window trtexec's qps was measured over: its timed queries, `inference_s`
+    long, ending when `Timing trace has N queries over S s` arrived. Right because trtexec
+    prints that line as soon as runInference returns (trtexec.cpp: printPerformanceReport
+    straight after it; printProlog first) and its logger flushes every line
+    (samples/common/logging.h, LogStreamConsumerBuffer::putOutput), so the span ends at most
+    the report's set-up before the line; None (the whole run) when either is missing or the
+    span does not lie inside the run."""
+    parser = run.parser
+    if parser.inference_s is None or parser.trace_line_t_s is None or parser.inference_s <= 0:
+        return None
+    end = min(parser.trace_line_t_s, run.t_end_s)  # read late: it was written before the exit
+    start = end - parser.inference_s
+    if start < run.t_start_s:
+        return None
+    return start, end
+
+
+def command_window(timing: CommandTiming, sampler: Any, whole_run: Any) -> Any:
+    """The power window of the result: trtexec's timed queries when known, else the command's
+    whole run (`whole_run`, closed when it exited; its traces reach past the span's end)."""
+    if timing.span_s is None or sampler is None or whole_run is None:
+        return whole_run
+    from ..power.window import compute_window
+
+    start, end = timing.span_s
+    return compute_window(sampler.traces(), start, end, min_periods=sampler.min_periods,
+                          gap_factor=sampler.gap_factor)
+
+
+def _fail(spec: CommandSpec, run: CommandRun, reason: str) -> None:
+    shown = "\n".join(f"  | {line}" for line in run.tail) or "  (no output)"
+    raise MeasurementInvalid(f"--cmd {spec.line}: {reason} after {run.run_s:.2f} s; the last "
+                             f"lines of its output:\n{shown}",
+                             hint="the whole output went to "
+                                  + (str(spec.log_path) if spec.log_path else "the terminal"))
+
+
+def finish_doc(doc: Dict[str, Any], timing: CommandTiming, duration_s: float) -> None:
+    """Name the unit in measure's result: `efficiency.items_per_j` beside (images) or instead
+    of `images_per_j` at every level, the command's section, and the window's verdict: a run
+    shorter than --duration is marked invalid (the window it needs was not there)."""
+    spec, run = timing.spec, timing.run
+    label = efficiency_label(spec.unit)
+    eff = doc.get("efficiency") or {}
+    validity = doc["validity"]
+    short = timing.window_s < duration_s
+    if short:
+        what = "its timed queries took" if timing.span_s else "the command ran"
+        reason = (f"{label} refused: {what} {timing.window_s:.2f} s, shorter than the "
+                  f"window needs (--duration {duration_s:g}s): make it run longer (trtexec "
+                  "--duration=N, more prompts or frames), or lower --duration")
+        validity["reasons"].append(reason)
+        validity["valid"] = False
+        eff["refused"] = list(eff.get("refused", [])) + [reason]
+    for item in [eff, *eff.get("by_point", []), eff.get("above_idle"),
+                 eff.get("pre_regulation_estimate")]:
+        if item and "images_per_j" in item:
+            item["items_per_j"] = None if short else item["images_per_j"]
+            if spec.unit != "images":
+                del item["images_per_j"]
+            elif short:
+                item["images_per_j"] = None
+    unc = eff.get("uncertainty")
+    if unc:  # measure's wording is about iterations; a command has none jetbench can see
+        unc["basis"] = unc.get("basis", "").replace(
+            "standard error of the mean of the iteration latencies",
+            "unknown (a command reports no per-iteration times to jetbench)")
+        unc["lower_it"] = [line for line in unc.get("lower_it", []) if "--iterations" not in line]
+    if spec.unit != "images":
+        eff["refused"] = [r.replace("img/s/W", label) for r in eff.get("refused", [])]
+        validity["reasons"] = [r.replace("img/s/W", label) for r in validity["reasons"]]
+    doc["command"] = {"argv": list(spec.argv), "line": spec.line, "exit_code": run.exit_code,
+                      "run_s": run.run_s, "throughput_from": spec.throughput_from.text(),
+                      "output_tail": run.tail,
+                      "log": str(spec.log_path) if spec.log_path else None}
