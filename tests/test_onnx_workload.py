@@ -280,3 +280,26 @@ def test_provider_with_a_pytorch_network_is_a_usage_error() -> None:
         build_workload("alexnet", options=RunOptions(provider="cpu"))
     with pytest.raises(UsageError, match="input names in --input-shape"):
         build_workload("alexnet", input_shape=(("x", (1, 3, 227, 227)),))
+
+
+def test_a_model_that_fails_on_its_input_is_a_usage_error_before_any_window(
+        tmp_path: Path) -> None:
+    """A Reshape to a fixed 1x768 works for batch 1 only: at batch 2 ONNX Runtime fails while
+    running, which jetbench meets in the build's first inference, as a clean usage error."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 768])
+    shape = numpy_helper.from_array(np.array([1, 768], dtype=np.int64), "shape")
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "fixed",
+                              [x], [y], [shape])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "fixed-reshape.onnx"
+    onnx.save(model, str(path))
+    assert _time_json("--model", str(path))["results"][0]["status"] == "ok"
+    proc = run_cli("time", "--model", str(path), "--batch", "2", *FAST, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the model failed on its input" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -63,6 +63,8 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
     arrays = {i.name: _make_input(i.type, shapes[i.name], input_mode, options.seed, i.name)
               for i in inputs}
     step = _bound_step(ort, session, arrays, choice)
+    with ort_errors(model):
+        step()  # providers initialise lazily (TensorRT builds its engine now): never in a window
     first = arrays[inputs[0].name] if inputs else _NoInput()
     details = {"provider": choice.name, "providers": list(session.get_providers()),
                "framework_version": getattr(ort, "__version__", None), "model_precision": own,
@@ -81,7 +83,7 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
 
 def _session(ort: Any, model: str, choice: ProviderChoice, options: RunOptions) -> Any:
     settings = ort.SessionOptions()
-    settings.log_severity_level = 3  # errors only: a fallback is detected and said below
+    settings.log_severity_level = 4  # fatal only: jetbench says what failed (and a fallback)
     if options.threads:
         settings.intra_op_num_threads = options.threads
     with ort_errors(model, loading=True):
@@ -127,7 +129,10 @@ def _bound_step(ort: Any, session: Any, arrays: Dict[str, Any], choice: Provider
     run = session.run_with_iobinding
 
     def step() -> Any:
-        run(binding)
+        try:
+            run(binding)
+        except RuntimeError as err:  # ORT's binding raises a bare RuntimeError for a failed run
+            raise RunFailed(str(err)) from err
         return held
 
     return step
@@ -142,7 +147,9 @@ def ort_errors(what: str, loading: bool = False) -> Iterator[None]:
         yield
         return
     except Exception as err:  # noqa: BLE001 - filtered to ORT's own just below
-        if not type(err).__module__.startswith("onnxruntime"):
+        ours = isinstance(err, RunFailed) or type(err).__module__.startswith("onnxruntime") \
+            or (loading and isinstance(err, (RuntimeError, ValueError)))
+        if not ours:
             raise
         text = " ".join(str(err).split())
     if any(marker in text.lower() for marker in _OOM_MARKERS):
@@ -151,6 +158,10 @@ def ort_errors(what: str, loading: bool = False) -> Iterator[None]:
         raise UsageError(f"{what}: ONNX Runtime cannot load it as an ONNX model ({text[:300]})")
     raise UsageError(f"{what}: the model failed on its input ({text[:300]})",
                      hint="check --input-shape and --batch for this model")
+
+
+class RunFailed(Exception):
+    """One inference failed inside ONNX Runtime (its message is ORT's)."""
 
 
 class _NoInput:
