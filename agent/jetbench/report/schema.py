@@ -38,7 +38,7 @@ def check(doc: Any, where: str = "result") -> Dict[str, Any]:
         if key not in doc:
             raise UsageError(f"{where}: a {SCHEMA} document without {key!r}")
     work = doc["workload"] if isinstance(doc["workload"], dict) else {}
-    if framework(doc) not in FRAMEWORKS:
+    if isinstance(doc["workload"], dict) and framework(doc) not in FRAMEWORKS:
         raise UsageError(f"{where}: workload.framework {work.get('framework')!r} is none of "
                          f"{', '.join(FRAMEWORKS)}")
     if framework(doc) == "onnxruntime" and doc["status"] == "ok" \
