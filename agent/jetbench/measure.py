@@ -28,6 +28,7 @@ from .report import io
 from .report.schema import SCHEMA, point_id
 from .units import format_hz, parse_freq, resolve_freq
 from .validity import ClockSampler, applied_summary, judge
+from .workload.kinds import InputShape, model_kind
 
 MIN_COVERAGE = 0.9  # below this share of the window covered, img/s/W is refused
 IDLE_UNPINNED_DEFAULT_S = 2.0  # --idle-unpinned without --idle
@@ -47,7 +48,8 @@ class MeasureRequest:
     profile: Optional[str] = None  # a name or TOML file; --freq/--cpu-freq/--emc-freq override it
     meters: Tuple[str, ...] = ()  # () = auto
     device: str = "auto"
-    input_shape: Optional[Tuple[int, ...]] = None
+    input_shape: Optional[InputShape] = None  # named inputs for ONNX models / engines
+    provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
     command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
     iterations: int = 10
     duration_s: float = 3.0
@@ -356,7 +358,7 @@ class _State:
         from .tuning.apply import read_clocks
         from .workload.precision import PrecisionUnavailable
         from .workload.runner import run_timed
-        from .workload.workload import build_workload
+        from .workload.workload import RunOptions, build_workload
 
         req = self.request
         report = None if self.progress is None else (
@@ -399,7 +401,8 @@ class _State:
                 timing = self.ranks.run_point(point, req, timed_start, timed_end, report)
             else:
                 workload = build_workload(point.model, point.precision, point.batch,
-                                          req.device, input_shape=req.input_shape)
+                                          req.device, input_shape=req.input_shape,
+                                          options=RunOptions(provider=req.provider))
                 marks["warmup_start"] = time.monotonic()
                 timing = run_timed(workload, req.iterations, req.duration_s, req.warmup_s,
                                    warmup_iterations=1 if req.warmup_s > 0 else 0,
@@ -559,7 +562,11 @@ class _State:
             },
             "workload": {"model": point.model, "precision": point.precision,
                          "batch": point.batch, "device": self.request.device,
-                         "iterations": None},
+                         "iterations": None,
+                         "framework": "command" if self.request.command is not None
+                         else model_kind(point.model),
+                         **({"provider": self.request.provider}
+                            if self.request.provider else {})},
             "throughput": None,
             "power": None,
             "efficiency": {"images_per_j": None},

@@ -26,10 +26,10 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
              meter: Optional[List[str]], iterations: int, duration: str, warmup: str,
              idle: str, keep_clocks: bool, regulator_efficiency: Optional[float],
              out: Path, device: str, input_shape: Optional[str], resume: bool = False,
-             idle_unpinned: bool = False) -> Any:
+             idle_unpinned: bool = False, provider: Optional[str] = None) -> Any:
     from ..measure import MeasureRequest
     from ..units import parse_duration_s
-    from ..workload.custom import parse_input_shape
+    from ..workload.kinds import parse_shape_option
     from ..workload.precision import parse_precisions
     from ..workload.registry import check_model_names
     from ..workload.session import parse_batches
@@ -44,7 +44,8 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
         models=tuple(_split(model)), precisions=tuple(parse_precisions(precision)),
         batches=batches, gpu_freqs=tuple(_split(freq)) if freq else (None,),
         cpu_freq=cpu_freq, emc_freq=emc_freq, profile=profile, meters=tuple(meter or ()),
-        device=device, input_shape=parse_input_shape(input_shape) if input_shape else None,
+        device=device, input_shape=parse_shape_option(input_shape) if input_shape else None,
+        provider=provider,
         iterations=iterations, duration_s=parse_duration_s(duration),
         warmup_s=parse_duration_s(warmup), idle_s=parse_duration_s(idle),
         idle_unpinned=idle_unpinned,
@@ -179,7 +180,8 @@ def _exit_if_invalid(report: Any) -> None:
 
 
 _MODEL = typer.Option("alexnet", "--model", "-m", help="Networks, comma-separated "
-                      "(`jetbench models`), a TorchScript file or module:callable.")
+                      "(`jetbench models`), a TorchScript file, module:callable, an ONNX model "
+                      "(.onnx) or a TensorRT engine (.engine, .plan).")
 _PRECISION = typer.Option("fp32", "--precision", "-p", help="fp32, fp16, bf16, int8; "
                           "comma-separated.")
 _BATCH = typer.Option("1", "--batch", "-b", help="Batch sizes, comma-separated.")
@@ -204,7 +206,10 @@ _REG = typer.Option(None, "--regulator-efficiency", help="Also give an ESTIMATED
                     "pre-regulation figure: total / this (the whitepaper assumed 0.8).")
 _DEVICE = typer.Option("auto", "--device", help="auto (cuda if present), cuda, cpu.")
 _SHAPE = typer.Option(None, "--input-shape", help="One sample's shape for a user model, "
-                      "e.g. 3,224,224.")
+                      "e.g. 3,224,224; for an ONNX model or engine's open dimensions also "
+                      "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the batch is --batch).")
+_PROVIDER = typer.Option(None, "--provider", help="ONNX Runtime execution provider for an "
+                         ".onnx model: tensorrt, cuda, cpu (default: the best present).")
 _PLOT = typer.Option(False, "--plot", help="Draw each run's power trace (PNG beside it).")
 _JSON = typer.Option(False, "--json", help="Print the result documents as JSON.")
 _WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jetbench command "
@@ -295,7 +300,7 @@ def _with_command(ctx: typer.Context, request: Any, cmd: Optional[str],
         source = ctx.get_parameter_source(name)
         return source is not None and source.name != "DEFAULT"
 
-    for name in ("model", "precision", "input_shape"):
+    for name in ("model", "precision", "input_shape", "provider"):
         if given(name):
             raise UsageError(f"--{name.replace('_', '-')} does not go with --cmd (the "
                              "command is the workload)")
@@ -330,6 +335,7 @@ def measure(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    provider: Optional[str] = _PROVIDER,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
 ) -> None:
@@ -342,7 +348,8 @@ def measure(
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, idle_unpinned=idle_unpinned)
+                       out, device, input_shape, idle_unpinned=idle_unpinned,
+                       provider=provider)
     request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
     env = _ranks(ctx, devices, scaling, request)
@@ -375,6 +382,7 @@ def sweep(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    provider: Optional[str] = _PROVIDER,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
@@ -387,7 +395,8 @@ def sweep(
 
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
+                       out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned,
+                       provider=provider)
     request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
     env = _ranks(ctx, devices, scaling, request)

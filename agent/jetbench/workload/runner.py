@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
-from ._torch import import_torch
 from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s, is_stable
 from .stats import latency_stats as _latency_stats
-from .workload import Workload, backend_settings, device_context, is_cuda, oom_guard
+from .workload import Workload, is_cuda
 
 Callback = Callable[[], None]
 # progress(phase, fraction): phase "warmup" or "timed", fraction 0..1 of the minimum to meet
@@ -89,11 +88,10 @@ def run_timed(
     if duration_s < 0 or warmup_s < 0:
         raise UsageError("durations must not be negative")
     cap = max_warmup_s if max_warmup_s is not None else 3 * warmup_s + 2.0
-    loop = _cuda_loop if is_cuda(workload.device) else _host_loop
+    loop = _cuda_loop if is_cuda(workload.device) and not workload.host_timed else _host_loop
     warnings: List[str] = list(workload.notes)
     label = f"{workload.model} {workload.precision} batch {workload.batch}"
-    with backend_settings(workload.options), oom_guard(label), \
-            device_context(import_torch(), workload.device), workload.context():
+    with workload.running(label):
         warm: List[float] = []
         if warmup_iterations > 0 or warmup_s > 0:
             warm, _ = loop(workload, _warmup_done(warmup_iterations, warmup_s, cap), "warmup",
