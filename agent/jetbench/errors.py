@@ -77,6 +77,15 @@ class OutOfMemory(HardwareError):
     caller set). Batch sweeps record it as a row and carry on."""
 
 
+class RankFailed(JetbenchError):
+    """One rank of a multi-device run failed (an error, an out-of-memory): the whole run fails
+    with that rank's message."""
+
+
+class RankLost(RankFailed):
+    """Another rank of a multi-device run is gone (killed, crashed): its connection closed."""
+
+
 # What an interrupted command wants said under "interrupted" (the clocks' fate, where the
 # finished results are); the CLI prints these when it turns Ctrl-C into exit 130.
 _INTERRUPT_NOTES: List[str] = []

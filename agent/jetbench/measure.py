@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .errors import OutOfMemory, UsageError, set_interrupt_notes
+from .errors import OutOfMemory, RankLost, UsageError, set_interrupt_notes
 from .hw.board import Board
 from .hw.fs import Root
 from .report import io
 from .report.schema import SCHEMA, point_id
 from .units import format_hz, parse_freq, resolve_freq
 from .validity import ClockSampler, applied_summary, judge
+from .workload.kinds import InputShape, model_kind
 
 MIN_COVERAGE = 0.9  # below this share of the window covered, img/s/W is refused
 IDLE_UNPINNED_DEFAULT_S = 2.0  # --idle-unpinned without --idle
@@ -49,7 +50,8 @@ class MeasureRequest:
     profile: Optional[str] = None  # a name or TOML file; --freq/--cpu-freq/--emc-freq override it
     meters: Tuple[str, ...] = ()  # () = auto
     device: str = "auto"
-    input_shape: Optional[Tuple[int, ...]] = None
+    input_shape: Optional[InputShape] = None  # named inputs for ONNX models / engines
+    provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
     command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
     iterations: int = 10
     duration_s: float = 3.0
@@ -110,8 +112,9 @@ def validate(request: MeasureRequest) -> None:
         raise UsageError("durations must not be negative")
     if not request.batches or min(request.batches) < 1:
         raise UsageError("batch sizes must be at least 1")
-    if request.command is not None and request.workload_python:
-        raise UsageError("--workload-python runs a built-in network: not with --cmd")
+    if request.workload_python and (request.command is not None or request.provider):
+        raise UsageError("--workload-python runs a built-in network with PyTorch: not with "
+                         "--cmd or --provider")
     eff = request.regulator_efficiency
     if eff is not None and not 0 < eff <= 1:
         raise UsageError(f"--regulator-efficiency must be in (0, 1], not {eff}",
@@ -172,12 +175,13 @@ def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
 def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = None,
             on_result: Optional[Callable[[Dict[str, Any], Path], None]] = None,
             on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None,
-            command: str = "measure") -> MeasureReport:
+            command: str = "measure", ranks: Any = None) -> MeasureReport:
     """Measure every point of `request`; see the module docstring. Every result is written,
     valid or not: one whose observed clocks contradict the applied ones, or whose window is
     refused, carries `validity.valid = false` and its reasons (`MeasureReport.invalid`; the CLI
     exits 3 after printing everything). The board is ours for the whole run: its lock, or a
-    lease from the daemon holding it."""
+    lease from the daemon holding it. `ranks`: rank 0's distributed.protocol.Leader when the
+    point runs on several devices at once (measure --devices, torchrun)."""
     from .session import open_board
     from .tuning import journal
     from .tuning.owner import borrow_board
@@ -192,7 +196,7 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
         report.board = _board_doc(root, board)
         points = plan_points(request, board)
         had_journal = bool(journal.load(root))
-        state = _State(root, board, request, report, progress, t_start)
+        state = _State(root, board, request, report, progress, t_start, ranks)
         put_back_tried = False
         try:
             state.run(points, on_result, on_applied)
@@ -244,8 +248,9 @@ class _State:
     """One measure run's moving parts: the sampler, the current pin, the written steps."""
 
     def __init__(self, root: Root, board: Board, request: MeasureRequest, report: MeasureReport,
-                 progress: Optional[Progress], t_start: float):
+                 progress: Optional[Progress], t_start: float, ranks: Any = None):
         self.root, self.board, self.request, self.report = root, board, request, report
+        self.ranks = ranks  # multi-device: runs each point on every rank (distributed/)
         self.progress, self.t_start = progress, t_start
         self.sampler: Any = None
         self.sources: List[Any] = []
@@ -271,6 +276,8 @@ class _State:
                                gpu=cuda_gpu(self.request.device, os.environ))
         # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
         sources = [s for s in sources if not isinstance(s, EmptySource)]
+        if self.ranks is not None:
+            sources = self.ranks.node_sources(sources)
         self.sources = sources
         # in a process of its own: a workload holding the GIL neither starves it nor is slowed
         self.sampler = ProcessSampler(sources).start() if sources else None
@@ -360,7 +367,7 @@ class _State:
         from .workload.child import ChildWorkload, run_in_child
         from .workload.precision import PrecisionUnavailable
         from .workload.runner import run_timed
-        from .workload.workload import build_workload
+        from .workload.workload import RunOptions, build_workload
 
         req = self.request
         report = None if self.progress is None else (
@@ -398,6 +405,9 @@ class _State:
 
                 timing = run_point(req.command, timed_start, timed_end, req.duration_s, report)
                 windows["result"] = command_window(timing, self.sampler, windows.get("result"))
+            elif self.ranks is not None:  # every rank builds, warms up, runs; windows together
+                marks["warmup_start"] = time.monotonic()
+                timing = self.ranks.run_point(point, req, timed_start, timed_end, report)
             else:
                 if req.workload_python:  # the network in a child under that interpreter
                     work = ChildWorkload(req.workload_python, point.model, point.precision,
@@ -406,7 +416,8 @@ class _State:
                     timed_run: Any = functools.partial(run_in_child, work)
                 else:
                     workload = build_workload(point.model, point.precision, point.batch,
-                                              req.device, input_shape=req.input_shape)
+                                              req.device, input_shape=req.input_shape,
+                                              options=RunOptions(provider=req.provider))
                     marks["warmup_start"] = time.monotonic()
                     timed_run = functools.partial(run_timed, workload)
                 timing = timed_run(req.iterations, req.duration_s, req.warmup_s,
@@ -419,7 +430,7 @@ class _State:
             doc["message"] = str(err)
             return doc, None
         except Exception as err:  # noqa: BLE001 - a sweep records any point's failure
-            if not req.keep_going:
+            if not req.keep_going or isinstance(err, RankLost):  # no ranks left to go on with
                 raise
             doc = self.skeleton(point, "failed")
             doc["message"] = f"{type(err).__name__}: {err}"
@@ -450,6 +461,8 @@ class _State:
             doc["efficiency"]["uncertainty"] = self.efficiency_uncertainty(res, unc, timing)
         if refused:
             _refuse_efficiency(doc["efficiency"], refused)
+        if self.ranks is not None:
+            self.ranks.annotate(doc)
         if res is None:
             warnings.append("no power source on this machine: img/s/W not measured "
                             "(give --meter)")
@@ -565,7 +578,11 @@ class _State:
             },
             "workload": {"model": point.model, "precision": point.precision,
                          "batch": point.batch, "device": self.request.device,
-                         "iterations": None},
+                         "iterations": None,
+                         "framework": "command" if self.request.command is not None
+                         else model_kind(point.model),
+                         **({"provider": self.request.provider}
+                            if self.request.provider else {})},
             "throughput": None,
             "power": None,
             "efficiency": {"images_per_j": None},

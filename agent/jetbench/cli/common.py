@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 import typer
 
@@ -14,6 +14,18 @@ import typer
 @dataclass(frozen=True)
 class GlobalOptions:
     root: Path
+
+
+# The command line as given (after `jetbench`): `measure --devices N` runs it again per rank.
+_INVOCATION: List[str] = []
+
+
+def set_invocation(argv: List[str]) -> None:
+    _INVOCATION[:] = list(argv)
+
+
+def invocation() -> List[str]:
+    return list(_INVOCATION)
 
 
 def global_options(ctx: typer.Context) -> GlobalOptions:

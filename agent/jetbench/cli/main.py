@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from ..errors import EXIT_HARDWARE, EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
-from .common import GlobalOptions
+from .common import GlobalOptions, set_invocation
 
 
 def _click_errors() -> tuple:
@@ -59,9 +59,11 @@ class _JetbenchGroup(TyperGroup):
         if args:
             argv = sys.argv[1:] if args[0] is None else args[0]
             args = (optional_wait_value(list(argv)), *args[1:])
+            set_invocation(args[0])
         else:
             argv = kwargs.get("args")
             kwargs["args"] = optional_wait_value(list(sys.argv[1:] if argv is None else argv))
+            set_invocation(kwargs["args"])
         code = 0
         try:
             result = super().main(*args, **kwargs)

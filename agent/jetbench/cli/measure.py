@@ -27,10 +27,10 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
              meter: Optional[List[str]], iterations: int, duration: str, warmup: str,
              idle: str, keep_clocks: bool, regulator_efficiency: Optional[float],
              out: Path, device: str, input_shape: Optional[str], resume: bool = False,
-             idle_unpinned: bool = False) -> Any:
+             idle_unpinned: bool = False, provider: Optional[str] = None) -> Any:
     from ..measure import MeasureRequest
     from ..units import parse_duration_s
-    from ..workload.custom import parse_input_shape
+    from ..workload.kinds import parse_shape_option
     from ..workload.precision import parse_precisions
     from ..workload.registry import check_model_names
     from ..workload.session import parse_batches
@@ -45,7 +45,8 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
         models=tuple(_split(model)), precisions=tuple(parse_precisions(precision)),
         batches=batches, gpu_freqs=tuple(_split(freq)) if freq else (None,),
         cpu_freq=cpu_freq, emc_freq=emc_freq, profile=profile, meters=tuple(meter or ()),
-        device=device, input_shape=parse_input_shape(input_shape) if input_shape else None,
+        device=device, input_shape=parse_shape_option(input_shape) if input_shape else None,
+        provider=provider,
         iterations=iterations, duration_s=parse_duration_s(duration),
         warmup_s=parse_duration_s(warmup), idle_s=parse_duration_s(idle),
         idle_unpinned=idle_unpinned,
@@ -180,7 +181,8 @@ def _exit_if_invalid(report: Any) -> None:
 
 
 _MODEL = typer.Option("alexnet", "--model", "-m", help="Networks, comma-separated "
-                      "(`jetbench models`), a TorchScript file or module:callable.")
+                      "(`jetbench models`), a TorchScript file, module:callable, an ONNX model "
+                      "(.onnx) or a TensorRT engine (.engine, .plan).")
 _PRECISION = typer.Option("fp32", "--precision", "-p", help="fp32, fp16, bf16, int8; "
                           "comma-separated.")
 _BATCH = typer.Option("1", "--batch", "-b", help="Batch sizes, comma-separated.")
@@ -205,13 +207,67 @@ _REG = typer.Option(None, "--regulator-efficiency", help="Also give an ESTIMATED
                     "pre-regulation figure: total / this (the whitepaper assumed 0.8).")
 _DEVICE = typer.Option("auto", "--device", help="auto (cuda if present), cuda, cpu.")
 _SHAPE = typer.Option(None, "--input-shape", help="One sample's shape for a user model, "
-                      "e.g. 3,224,224.")
+                      "e.g. 3,224,224; for an ONNX model or engine's open dimensions also "
+                      "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the batch is --batch).")
+_PROVIDER = typer.Option(None, "--provider", help="ONNX Runtime execution provider for an "
+                         ".onnx model: tensorrt, cuda, cpu (default: the best present).")
 _PLOT = typer.Option(False, "--plot", help="Draw each run's power trace (PNG beside it).")
 _JSON = typer.Option(False, "--json", help="Print the result documents as JSON.")
 _WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jetbench command "
                      "holds the board (or the daemon has lent it to another measurement): wait "
                      "for it (for ever, or at most SECONDS) instead of failing at once. While "
                      "the daemon holds a profile, measure borrows the board from it.")
+
+
+_DEVICES = typer.Option(None, "--devices", metavar="N|I,J,...",
+                        help="Several devices as one run: a count (2) or "
+                        "CUDA indices (0,1,2,3). One process per device, started by "
+                        "torch.distributed's launcher (as torchrun would; `torchrun "
+                        "--nproc-per-node N -m jetbench measure` works too); rank 0 owns the "
+                        "board. img/s is the sum; the result lists devices[]. On a CPU each "
+                        "rank gets its share of the cores.")
+_SCALING = typer.Option(False, "--scaling", help="With several devices: time one device alone "
+                        "first, and report scaling.efficiency = img/s / (N x one device's).")
+
+
+def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: Any) -> Any:
+    """None for a plain run; this process's RankEnv when it is one rank of a multi-device job
+    (under torchrun, or started by --devices). With --devices and no job yet, start the ranks
+    here (each runs this same command) and exit with rank 0's status."""
+    from ..distributed.spec import parse_devices, rank_env
+    from ..errors import UsageError
+
+    env = rank_env()
+    if request.command is not None and (env is not None or devices is not None):
+        raise UsageError("--cmd runs one command; several devices (--devices, torchrun) run "
+                         "a network on each", hint="measure the command alone, without ranks")
+    if env is not None:
+        return env
+    if devices is None:
+        if scaling:
+            raise UsageError("--scaling compares several devices with one",
+                             hint="add --devices N (or run under torchrun)")
+        return None
+    count = parse_devices(devices).count
+    open_root(ctx)  # a bad --root fails here, not once per rank
+    from ..distributed.launch import launch_ranks
+    from .common import invocation
+
+    raise typer.Exit(launch_ranks(invocation(), count))
+
+
+def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scaling: bool,
+                run: Any) -> Any:
+    """This rank's part; rank 0's report (None on the others). An error that follows a
+    Ctrl-C (a peer gone because it was interrupted too) is the interrupt."""
+    from ..distributed.session import run_as_rank
+    from ..errors import JetbenchError
+
+    try:
+        return run_as_rank(env, request, devices, scaling, run, lambda *_: latch.check())
+    except JetbenchError:
+        latch.check()
+        raise
 
 
 _CMD = typer.Option(None, "--cmd", help="Measure this command instead of a network (e.g. "
@@ -225,6 +281,15 @@ _UNIT = typer.Option(None, "--unit", help="With --cmd: what it counts: images (d
                      "tokens, frames, queries.")
 _CMD_LOG = typer.Option(None, "--cmd-log", help="With --cmd: append its stdout/stderr to "
                         "this file instead of the terminal.")
+
+
+def _with_child(request: Any, workload_python: Optional[str], devices: Optional[str]) -> Any:
+    """--workload-python folded into the request: one child, on one device."""
+    if workload_python and devices:
+        from ..errors import UsageError
+
+        raise UsageError("--workload-python runs one child on one device: not with --devices")
+    return dataclasses.replace(request, workload_python=workload_python)
 
 
 def _with_command(ctx: typer.Context, request: Any, cmd: Optional[str],
@@ -245,7 +310,7 @@ def _with_command(ctx: typer.Context, request: Any, cmd: Optional[str],
         source = ctx.get_parameter_source(name)
         return source is not None and source.name != "DEFAULT"
 
-    for name in ("model", "precision", "input_shape"):
+    for name in ("model", "precision", "input_shape", "provider"):
         if given(name):
             raise UsageError(f"--{name.replace('_', '-')} does not go with --cmd (the "
                              "command is the workload)")
@@ -280,7 +345,9 @@ def measure(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    provider: Optional[str] = _PROVIDER,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
+    devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
     workload_python: Optional[str] = WORKLOAD_PYTHON,
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
@@ -292,12 +359,22 @@ def measure(
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, idle_unpinned=idle_unpinned)
+                       out, device, input_shape, idle_unpinned=idle_unpinned,
+                       provider=provider)
     request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
-    request = dataclasses.replace(request, workload_python=workload_python)
-    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, progress=_interruptible(bar.update, latch))
+    request = _with_child(request, workload_python, devices)
+    env = _ranks(ctx, devices, scaling, request)
+    with InterruptLatch() as latch, \
+            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
+        progress = _interruptible(bar.update, latch)
+        if env is None:
+            report = run(open_root(ctx), request, progress=progress)
+        else:
+            report = _run_ranked(env, latch, request, devices, scaling, lambda req, leader: run(
+                open_root(ctx), req, progress=progress, ranks=leader))
+            if report is None:
+                return  # not rank 0: rank 0 reports for the run
     _finish(report, as_json, plot, "jetbench measure")
 
 
@@ -317,8 +394,10 @@ def sweep(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    provider: Optional[str] = _PROVIDER,
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
+    devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
     workload_python: Optional[str] = WORKLOAD_PYTHON,
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
@@ -329,13 +408,22 @@ def sweep(
 
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned)
+                       out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned,
+                       provider=provider)
     request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
-    request = dataclasses.replace(request, workload_python=workload_python)
-    with InterruptLatch() as latch, _Bar(enabled=not as_json) as bar:
-        report = run(open_root(ctx), request, freq,
-                     progress=_interruptible(bar.update, latch))
+    request = _with_child(request, workload_python, devices)
+    env = _ranks(ctx, devices, scaling, request)
+    with InterruptLatch() as latch, \
+            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
+        progress = _interruptible(bar.update, latch)
+        if env is None:
+            report = run(open_root(ctx), request, freq, progress=progress)
+        else:
+            report = _run_ranked(env, latch, request, devices, scaling, lambda req, leader: run(
+                open_root(ctx), req, freq, progress=progress, ranks=leader))
+            if report is None:
+                return  # not rank 0: rank 0 reports for the run
     try:
         _finish(report, as_json, plot, "jetbench sweep", long=True)
     finally:

@@ -19,7 +19,8 @@ _PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
 def time_cmd(
     model: str = typer.Option("alexnet", "--model", "-m",
                               help="Networks, comma-separated (`jetbench models`), a TorchScript "
-                              "file, or module:callable (with --input-shape)."),
+                              "file, module:callable (with --input-shape), an ONNX model "
+                              "(.onnx) or a TensorRT engine (.engine, .plan)."),
     precision: str = typer.Option("fp32", "--precision", "-p",
                                   help="fp32, fp16, bf16, int8; comma-separated."),
     batch: str = typer.Option("1", "--batch", "-b",
@@ -35,7 +36,13 @@ def time_cmd(
     input_mode: str = typer.Option("constant", "--input",
                                    help="constant (non-zero, the whitepaper's) or random."),
     input_shape: Optional[str] = typer.Option(None, "--input-shape",
-                                              help="One sample's shape, e.g. 3,224,224."),
+                                              help="One sample's shape, e.g. 3,224,224; for "
+                                              "an ONNX model or engine's open dimensions also "
+                                              "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the "
+                                              "batch is --batch)."),
+    provider: Optional[str] = typer.Option(None, "--provider",
+                                           help="ONNX Runtime execution provider: tensorrt, "
+                                           "cuda, cpu (default: the best present)."),
     mode: str = typer.Option("inference", "--mode", help="inference or train (fwd+bwd)."),
     no_cudnn: bool = typer.Option(False, "--no-cudnn", help="Disable cuDNN."),
     cudnn_benchmark: bool = typer.Option(False, "--cudnn-benchmark",
@@ -59,7 +66,7 @@ def time_cmd(
     """Time networks like `caffe time`, done right: warm-up until stable, then timed iterations
     until both --iterations and --duration are met; img/s, latency percentiles, CV, GFLOP/s."""
     from ..units import parse_duration_s
-    from ..workload.custom import parse_input_shape
+    from ..workload.kinds import parse_shape_option
     from ..workload.precision import parse_precisions
     from ..workload.registry import check_model_names
     from ..workload.session import TimeRequest, parse_batches, parse_bytes, time_models
@@ -70,6 +77,7 @@ def time_cmd(
         mode=mode, cudnn=not no_cudnn, cudnn_benchmark=cudnn_benchmark,
         channels_last=channels_last, cuda_graph=cuda_graph, compile=compile_, threads=threads,
         memory_limit_bytes=parse_bytes(memory_limit) if memory_limit else None, seed=seed,
+        provider=provider,
     )
     request = TimeRequest(
         models=tuple(m.strip() for m in model.split(",") if m.strip()),
@@ -77,7 +85,7 @@ def time_cmd(
         batches=parse_batches(batch), device=device, iterations=iterations,
         duration_s=parse_duration_s(duration), warmup_s=parse_duration_s(warmup),
         input_mode=input_mode, options=options,
-        input_shape=parse_input_shape(input_shape) if input_shape else None,
+        input_shape=parse_shape_option(input_shape) if input_shape else None,
         layers=layers, check=check, workload_python=workload_python,
     )
     if out is not None:

@@ -14,6 +14,9 @@ from ..errors import UsageError
 
 SCHEMA = "jetbench.result/1"
 STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that raised
+# workload.framework: what ran it (absent in results older than ONNX support: pytorch;
+# "command": an external command, `measure --cmd`)
+FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt", "command")
 
 
 def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> str:
@@ -34,6 +37,13 @@ def check(doc: Any, where: str = "result") -> Dict[str, Any]:
     for key in ("simulated", "board", "settings", "workload", "status"):
         if key not in doc:
             raise UsageError(f"{where}: a {SCHEMA} document without {key!r}")
+    work = doc["workload"] if isinstance(doc["workload"], dict) else {}
+    if isinstance(doc["workload"], dict) and framework(doc) not in FRAMEWORKS:
+        raise UsageError(f"{where}: workload.framework {work.get('framework')!r} is none of "
+                         f"{', '.join(FRAMEWORKS)}")
+    if framework(doc) == "onnxruntime" and doc["status"] == "ok" \
+            and not isinstance(work.get("provider"), str):
+        raise UsageError(f"{where}: an ONNX Runtime result without workload.provider")
     return doc
 
 
@@ -45,6 +55,17 @@ def _get(doc: Dict[str, Any], *keys: str) -> Any:
             return None
         node = node.get(key)
     return node
+
+
+def framework(doc: Dict[str, Any]) -> Any:
+    """'pytorch', 'onnxruntime' or 'tensorrt' (results written before the field: pytorch)."""
+    work = doc.get("workload")
+    return work.get("framework", "pytorch") if isinstance(work, dict) else None
+
+
+def provider(doc: Dict[str, Any]) -> Optional[str]:
+    """ONNX Runtime's execution provider ('CUDAExecutionProvider'); None for other frameworks."""
+    return _get(doc, "workload", "provider")
 
 
 def images_per_s(doc: Dict[str, Any]) -> Optional[float]:
@@ -106,6 +127,9 @@ def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
     """'alexnet FP32 b1 @ 691 MHz' for table columns and plot legends."""
     w = doc.get("workload") or {}
     text = f"{w.get('model', '?')} {str(w.get('precision', '?')).upper()} b{w.get('batch', '?')}"
+    if framework(doc) in ("onnxruntime", "tensorrt"):
+        ep = provider(doc)
+        text += f" ({framework(doc)}{' ' + ep.replace('ExecutionProvider', '') if ep else ''})"
     hz = gpu_hz(doc)
     if with_clock and hz:
         text += f" @ {hz / 1e6:.0f} MHz"

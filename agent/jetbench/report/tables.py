@@ -88,6 +88,20 @@ def title(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str
     return text
 
 
+def _devices(doc: Dict[str, Any]) -> str:
+    rows = doc.get("devices") or []
+    return " + ".join(f"{r['device']} {_num((r.get('throughput') or {}).get('images_per_s'))}"
+                      for r in rows) or "-"
+
+
+def _scaling(doc: Dict[str, Any]) -> str:
+    scaling = doc.get("scaling") or {}
+    if scaling.get("efficiency") is None:
+        return "-"
+    return (f"{scaling['efficiency']:.1%} of {scaling.get('devices')} x "
+            f"{_num(scaling.get('baseline_images_per_s'))} img/s")
+
+
 def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
     """(column headers, [(row label, one cell per result)])."""
     headers = [_header(d, extra) for d, extra in zip(docs, distinguishing(docs))]
@@ -108,6 +122,8 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
         add("Unit", [schema.unit(d) for d in docs])
     add(f"Performance ({rate})", [_num(schema.items_per_s(d)) if schema.is_ok(d)
                                   else str(d.get("status")) for d in docs])
+    add("Devices (img/s each)", [_devices(d) for d in docs])  # measure --devices
+    add("Scaling efficiency", [_scaling(d) for d in docs])
     add("Latency p50 / p99 (ms)", [
         f"{_num(schema.latency_ms(d, 'p50'), 2)} / {_num(schema.latency_ms(d, 'p99'), 2)}"
         if schema.is_ok(d) else "-" for d in docs])

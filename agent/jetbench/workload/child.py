@@ -60,6 +60,9 @@ def check_child_workload(work: ChildWorkload) -> None:
             get_spec(work.model)  # a misspelt name: "unknown model", with its suggestion
         raise UsageError(f"{what} runs the built-in networks only, not {work.model!r}",
                          hint="`jetbench models` lists them")
+    if work.input_shape is not None and not isinstance(work.input_shape, tuple):
+        raise UsageError(f"{what}: a built-in network takes one --input-shape (C,H,W), not "
+                         "named inputs")
     opts = work.options
     refused = [name for name, on in (("--mode train", opts.mode != "inference"),
                                      ("--cuda-graph", opts.cuda_graph),

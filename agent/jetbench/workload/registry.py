@@ -88,11 +88,15 @@ def get_spec(name: str) -> ModelSpec:
 
 def check_model_names(names: Any) -> None:
     """Every name is a built-in network or looks like the user's own (file, module:callable):
-    a misspelt name is refused at once, with a suggestion, before torch is imported."""
+    a misspelt name is refused at once, with a suggestion, before torch is imported; an ONNX
+    model or TensorRT engine that is not there, too."""
     from .custom import looks_custom
+    from .kinds import PYTORCH, check_model_file, model_kind
 
     for name in names:
-        if not is_builtin(name) and not looks_custom(name):
+        if model_kind(name) != PYTORCH:
+            check_model_file(name)
+        elif not is_builtin(name) and not looks_custom(name):
             get_spec(name)
 
 

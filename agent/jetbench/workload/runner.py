@@ -15,7 +15,7 @@ from ._torch import import_torch
 from .loop import Progress, cuda_loop, host_loop, warm_then_time, warmup_cap_s
 from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s
 from .stats import latency_stats as _latency_stats
-from .workload import Workload, backend_settings, device_context, is_cuda, oom_guard
+from .workload import Workload, is_cuda
 
 Callback = Callable[[], None]
 
@@ -79,13 +79,13 @@ def run_timed(
     timed interval). `progress(phase, fraction)` is called at most every 0.1 s.
     Raises OutOfMemory if the device runs out of memory."""
     check_timing(iterations, duration_s, warmup_s)
-    torch = import_torch()
+    # CUDA events for a CUDA workload PyTorch times; the host clock otherwise (ONNX, engines)
+    torch = import_torch() if is_cuda(workload.device) and not workload.host_timed else None
     label = f"{workload.model} {workload.precision} batch {workload.batch}"
-    with backend_settings(workload.options), oom_guard(label), \
-            device_context(torch, workload.device), workload.context():
+    with workload.running(label):
 
         def loop(done: Any, phase: str, report: Optional[Progress]) -> Tuple[List[float], float]:
-            if is_cuda(workload.device):
+            if torch is not None:
                 return cuda_loop(torch, workload.step, workload.sync, done, phase, report)
             return host_loop(workload.step, workload.sync, done, phase, report)
 

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..errors import OutOfMemory, UsageError
 from .check import Agreement, check_precisions
 from .child import ChildWorkload, run_in_child
+from .kinds import ONNX, PYTORCH, InputShape, model_kind
 from .layers import LayerTimes, time_layers
 from .precision import PrecisionUnavailable
 from .runner import TimingResult, run_timed
@@ -39,7 +40,7 @@ class TimeRequest:
     warmup_s: float = 1.0
     input_mode: str = "constant"
     options: RunOptions = field(default_factory=RunOptions)
-    input_shape: Optional[Tuple[int, ...]] = None
+    input_shape: Optional[InputShape] = None  # named inputs for ONNX models / engines
     layers: bool = False
     layer_iterations: int = 10
     check: bool = False
@@ -125,10 +126,16 @@ def parse_batches(text: str) -> Union[Tuple[int, ...], str]:
 def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
                 progress: Optional[SessionProgress] = None) -> TimeReport:
     """Runs every configuration of `request` in order (model, then precision, then batch)."""
+    kinds = {model_kind(m) for m in request.models}
+    if kinds != {PYTORCH} and (request.layers or request.check):
+        raise UsageError("--layers and --check apply to PyTorch networks only",
+                         hint="time ONNX models and TensorRT engines without them")
     if request.workload_python and (request.layers or request.check):
         raise UsageError("--workload-python times whole networks: not with --layers or --check")
-    # In a child, the child's torch resolves the device (this process may have no torch).
-    device = request.device if request.workload_python else resolve_device(request.device)
+    # The child's torch resolves the device (this process may have no torch), and ONNX Runtime
+    # picks its own from its providers.
+    no_torch_here = request.workload_python or kinds == {ONNX}
+    device = request.device if no_torch_here else resolve_device(request.device)
     rows: List[TimeRow] = []
     checks: List[Agreement] = []
     for model in request.models:
@@ -176,7 +183,7 @@ def _one(request: TimeRequest, model: str, precision: str, batch: int, device: s
         result = run_timed(workload, request.iterations, request.duration_s, request.warmup_s,
                            progress=report)
         layers = time_layers(workload, request.layer_iterations) if request.layers else None
-        return TimeRow(model, precision, batch, device, "ok", result, layers)
+        return TimeRow(model, precision, batch, workload.device, "ok", result, layers)
     except OutOfMemory as err:
         return TimeRow(model, precision, batch, device, "oom", message=str(err))
     except PrecisionUnavailable as err:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Sequence, Tuple
 
 from ..errors import OutOfMemory, UsageError
 from . import portable
 from ._torch import import_torch
+from .kinds import InputShape
 from .macs import ModelCost, builtin_cost, macs_or_none
 from .portable import CONSTANT_INPUT, INPUT_MODES, cuda_index, is_cuda  # noqa: F401
 from .portable import make_input as _make_input
@@ -35,13 +36,19 @@ class RunOptions:
     threads: Optional[int] = None
     memory_limit_bytes: Optional[int] = None
     seed: int = 0
+    provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
 
 
 @dataclass
 class Workload:
     """A ready-to-time workload. `step()` runs one iteration (forward, or forward+backward)
     without synchronising; `sync()` waits for the device; `context()` is entered once around
-    a loop of steps (inference_mode for inference)."""
+    a loop of steps (inference_mode for inference).
+
+    Another framework (ONNX Runtime, TensorRT) fills `framework`, `details` (more of the
+    result's `workload` object), `frame` (its context around a whole timed run, in place of
+    PyTorch's settings, device and OOM mapping) and `host_timed` (time with the host clock
+    even on a GPU: a call that returns only when the device is done)."""
 
     model: str
     precision: str
@@ -57,6 +64,10 @@ class Workload:
     sync: Callable[[], None]
     context: Callable[[], Any]
     notes: Tuple[str, ...] = field(default=())
+    framework: str = "pytorch"
+    details: Dict[str, Any] = field(default_factory=dict)
+    frame: Optional[Callable[[str], ContextManager[Any]]] = None
+    host_timed: bool = False
 
     @property
     def mode(self) -> str:
@@ -77,7 +88,22 @@ class Workload:
                 "device": self.device, "mode": self.mode, "input": self.input_mode,
                 "input_shape": list(self.input.shape[1:]),
                 "gmacs_per_image": None if self.cost is None else self.cost.gmacs_per_image,
-                "params": None if self.cost is None else self.cost.params}
+                "params": None if self.cost is None else self.cost.params,
+                "framework": self.framework, **self.details}
+
+    def running(self, label: str) -> ContextManager[Any]:
+        """What a timed run of this workload happens inside: the framework's settings, the
+        device made current, its errors turned into jetbench's, and `context()`."""
+        if self.frame is not None:
+            return self.frame(label)
+        return _torch_frame(self, label)
+
+
+@contextlib.contextmanager
+def _torch_frame(workload: Workload, label: str) -> Iterator[None]:
+    with backend_settings(workload.options), oom_guard(label), \
+            device_context(import_torch(), workload.device), workload.context():
+        yield
 
 
 def resolve_device(device: str) -> str:
@@ -153,7 +179,7 @@ def build_workload(
     device: str = "auto",
     input_mode: str = "constant",
     options: Optional[RunOptions] = None,
-    input_shape: Optional[Sequence[int]] = None,
+    input_shape: Optional[InputShape] = None,
     module: Any = None,
 ) -> Workload:
     """A network (`model`: a built-in name from `jetbench models`, a TorchScript file, or
@@ -163,9 +189,19 @@ def build_workload(
     user model. `module` passes an already-built float32 nn.Module instead of building one.
 
     Raises UsageError (bad arguments), PrecisionUnavailable (e.g. int8 on CUDA without
-    TensorRT), OutOfMemory (did not fit, or over `options.memory_limit_bytes`)."""
-    torch = import_torch()
+    TensorRT), OutOfMemory (did not fit, or over `options.memory_limit_bytes`).
+
+    An ONNX model (`*.onnx`) or a TensorRT engine (`*.engine`, `*.plan`) is built by its own
+    framework (workload/kinds.py); `input_shape` may then name inputs."""
+    from .kinds import PYTORCH, model_kind, torch_shape
+
     options = options or RunOptions()
+    if model_kind(model) != PYTORCH and module is None:
+        from .external import build_external
+
+        return build_external(model, precision, batch, device, input_mode, options, input_shape)
+    input_shape = torch_shape(input_shape)
+    torch = import_torch()
     _validate(precision, batch, input_mode, options)
     dev = resolve_device(device)
     net, shape, cost = _load(model, module, input_shape, options.seed)
@@ -205,6 +241,8 @@ def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) 
         raise UsageError(f"unknown mode: {options.mode!r}", hint="use inference or train")
     if options.mode == "train" and precision == "int8":
         raise PrecisionUnavailable("int8 is inference-only", hint="use --mode inference")
+    if options.provider:
+        raise UsageError("--provider applies to ONNX models (.onnx)", hint="drop --provider")
     if options.cuda_graph and options.mode == "train":
         raise UsageError("--cuda-graph captures inference only", hint="drop --cuda-graph")
 

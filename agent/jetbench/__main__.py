@@ -1,0 +1,5 @@
+"""`python -m jetbench ...`: the CLI, also as `torchrun --nproc-per-node N -m jetbench measure`."""
+
+from .cli.main import main
+
+main()

@@ -1,0 +1,108 @@
+"""The ranks' process group: torch.distributed does the rendezvous, the barriers and the
+gathering; this wrapper picks the backend, gives each rank its device (and on a CPU its share
+of the cores), and turns a collective that fails because a peer is gone into RankLost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import timedelta
+from typing import Any, Callable, Dict, List, Optional
+
+from ..errors import RankLost
+from .spec import DeviceSpec, RankEnv, cpu_share, rank_device
+
+# A rank waits this long for its peers at a collective (rank 0's pinning, a --scaling
+# baseline, model builds and warm-ups) before it gives up; a rank that dies is noticed by the
+# launcher, which stops the others at once.
+COLLECTIVE_TIMEOUT_S = 3600.0
+
+
+class RankGroup:
+    """This process's rank: `gather`, `broadcast` and `barrier` over all ranks."""
+
+    def __init__(self, env: RankEnv, device: str, dist: Any):
+        self.env, self.device, self._dist = env, device, dist
+        self.threads: Optional[int] = None
+        self.cores: Optional[List[int]] = None
+        self.last_s: Dict[str, float] = {}  # seconds the last call of each collective took
+        self.backend = dist.get_backend() if dist.is_initialized() else None
+
+    @classmethod
+    def open(cls, env: RankEnv, requested_device: str, spec: Optional[DeviceSpec]) -> RankGroup:
+        from .launch import require_distributed
+
+        require_distributed()
+        import torch
+        import torch.distributed as dist
+
+        die_with_parent()
+        device = rank_device(requested_device, env, spec, torch.cuda.is_available())
+        group = cls(env, device, dist)
+        if device.startswith("cuda"):
+            torch.cuda.set_device(torch.device(device))  # nccl gathers on the current device
+        else:
+            group.take_cpu_share(torch)
+        backend = "nccl" if device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend, timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))
+        group.backend = backend
+        return group
+
+    def take_cpu_share(self, torch: Any) -> None:
+        """Each CPU rank on its own cores, with as many threads (the workloads would otherwise
+        fight over every core)."""
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+            list(range(os.cpu_count() or 1))
+        share = cpu_share(cores, self.env.local_rank, self.env.local_world_size)
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, share)
+        torch.set_num_threads(len(share))
+        self.cores, self.threads = share, len(share)
+
+    # -- collectives ----------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        except RuntimeError as err:  # gloo/nccl: a peer closed its connection, or timed out
+            raise RankLost(f"rank {self.env.rank}: {what} failed, another rank is gone "
+                           f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+                           ) from err
+        finally:
+            self.last_s[what] = time.perf_counter() - t0
+
+    def gather(self, value: Any) -> List[Any]:
+        """Every rank's value, in rank order, on every rank."""
+        out: List[Any] = [None] * self.env.world_size
+        self._call("gather", lambda: self._dist.all_gather_object(out, value))
+        return out
+
+    def broadcast(self, value: Any = None) -> Any:
+        """Rank 0's value, on every rank."""
+        box = [value]
+        self._call("broadcast", lambda: self._dist.broadcast_object_list(box, src=0))
+        return box[0]
+
+    def barrier(self) -> float:
+        """Wait for every rank; the seconds this rank waited."""
+        self._call("barrier", self._dist.barrier)
+        return self.last_s["barrier"]
+
+    def close(self) -> None:
+        if self._dist.is_initialized():
+            self._dist.destroy_process_group()
+
+
+def die_with_parent() -> None:
+    """A rank whose launcher is killed (kill -9 of `jetbench measure --devices`, or of
+    torchrun) gets SIGTERM instead of living on as an orphan (Linux prctl; elsewhere the
+    launcher's own shutdown is all there is). Rank 0 then restores the clocks as on Ctrl-C."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass

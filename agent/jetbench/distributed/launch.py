@@ -1,0 +1,81 @@
+"""`measure --devices N`: the same command once per device, started by torch.distributed's
+elastic launcher (what torchrun runs), each process told its rank by the environment.
+
+The launcher forwards Ctrl-C (and SIGTERM) to every rank and waits for them; a rank that dies
+makes it stop the others. Rank 0 prints the run's table, errors and notes; the launcher adds
+only what it alone knows (a rank killed by a signal) and exits with rank 0's status.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import tempfile
+from typing import Dict, List
+
+from ..errors import EXIT_HARDWARE, RankFailed, set_interrupt_notes
+
+SHUTDOWN_TIMEOUT_S = 20  # after Ctrl-C: the ranks' time to restore and exit before SIGKILL
+
+
+def launch_ranks(argv: List[str], count: int) -> int:
+    """Run `python -m jetbench ARGV` as `count` ranks on this node; rank 0's exit status."""
+    require_distributed()
+    # The launcher's own log lines (workers closing, exit codes) repeat what rank 0 says.
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    os.environ["JETBENCH_LAUNCHER"] = "1"  # inherited by the ranks (launcher_name)
+    try:
+        return _launch(argv, count)
+    finally:
+        os.environ.pop("JETBENCH_LAUNCHER", None)
+
+
+def _launch(argv: List[str], count: int) -> int:
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    with tempfile.TemporaryDirectory(prefix="jetbench-ranks-") as logs:
+        config = LaunchConfig(
+            min_nodes=1, max_nodes=1, nproc_per_node=count,
+            rdzv_backend="c10d", rdzv_endpoint="localhost:0",  # a free port: runs never collide
+            run_id=f"jetbench-{os.getpid()}", max_restarts=0, monitor_interval=0.1,
+            start_method="spawn", logs_specs=DefaultLogsSpecs(log_dir=logs),
+            shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+        try:
+            elastic_launch(config, sys.executable)("-m", "jetbench", *argv)
+            return 0
+        except SignalException as err:
+            set_interrupt_notes([f"the {count} ranks were stopped ({err.sigval.name} "
+                                 "forwarded); rank 0 reported the clocks above"])
+            raise KeyboardInterrupt from None
+        except ChildFailedError as err:
+            return _exit_status({rank: f.exitcode for rank, f in err.failures.items()})
+
+
+def require_distributed() -> None:
+    """torch with torch.distributed, or a message saying what is missing."""
+    from ..errors import HardwareError
+    from ..workload._torch import import_torch
+
+    if not import_torch().distributed.is_available():
+        raise HardwareError("this PyTorch build has no torch.distributed: several devices "
+                            "need it", hint="install a build with distributed support "
+                            "(the PyPI and NVIDIA Jetson wheels have it)")
+
+
+def _exit_status(codes: Dict[int, int]) -> int:
+    """The run's status from the failed ranks' exit codes (negative: ended by that signal).
+    Rank 0 speaks for the run when it could exit by itself (the launcher then stopped the
+    others with SIGTERM, which says nothing); a rank killed by a signal could not say so."""
+    first = codes.get(0)
+    if first is None or first < 0:
+        rank, code = (0, first) if first is not None else min(codes.items())
+        if code < 0:
+            raise RankFailed(f"rank {rank} was ended by {signal.Signals(-code).name}",
+                             hint="if the clocks are still pinned, `jetbench restore` puts "
+                                  "them back")
+        return code or EXIT_HARDWARE
+    return first or EXIT_HARDWARE

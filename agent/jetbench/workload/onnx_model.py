@@ -1,0 +1,174 @@
+"""An ONNX model run by ONNX Runtime, as a `Workload` the runner times like any other.
+
+The inputs are made once, in the session's device memory (I/O binding), and the outputs stay
+there: one step is one `run_with_iobinding`, which returns when the provider is done (ORT
+synchronises its providers after a run), so the host clock times it on any device. onnxruntime
+is imported here only: `import jetbench` never needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from ..errors import HardwareError, OutOfMemory, UsageError
+from .kinds import InputShape, resolve_shapes
+from .onnx_providers import (
+    CUDA_EP,
+    TENSORRT_EP,
+    ProviderChoice,
+    check_precision,
+    choose,
+    model_precision,
+    short_name,
+)
+from .workload import CONSTANT_INPUT, RunOptions, Workload
+
+INSTALL_HINT = ("pip install 'jetbench[onnx]' (ONNX Runtime's CPU build); on a Jetson, "
+                "NVIDIA's onnxruntime-gpu wheel for your JetPack, which jetbench uses as found")
+_NUMPY_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16",
+                "tensor(double)": "float64", "tensor(int64)": "int64", "tensor(int32)": "int32",
+                "tensor(int16)": "int16", "tensor(int8)": "int8", "tensor(uint8)": "uint8",
+                "tensor(bool)": "bool"}
+_OOM_MARKERS = ("failed to allocate memory", "out of memory", "bad_alloc",
+                "cudaerrormemoryallocation")
+
+
+def import_onnxruntime() -> Any:
+    """onnxruntime (or onnxruntime-gpu: the same module), with Ctrl-C held while it loads."""
+    from ..interrupts import held_sigint
+
+    try:
+        with held_sigint():
+            import onnxruntime
+    except ImportError as err:
+        raise HardwareError("ONNX Runtime is not installed; ONNX models need it",
+                            hint=INSTALL_HINT) from err
+    return onnxruntime
+
+
+def build_onnx_workload(model: str, precision: str, batch: int, device: str, input_mode: str,
+                        options: RunOptions, input_shape: Optional[InputShape]) -> Workload:
+    """The model on the chosen provider (see onnx_providers.py), its inputs (constant 0.5 or
+    seeded Gaussian floats; zeros for integer inputs) shaped by the model, `input_shape` and
+    `batch`. Raises UsageError (not an ONNX model, shapes), PrecisionUnavailable, HardwareError
+    (the provider did not load)."""
+    ort = import_onnxruntime()
+    choice = choose(ort.get_available_providers(), options.provider, device, precision)
+    session = _session(ort, model, choice, options)
+    inputs = session.get_inputs()
+    own = model_precision([i.type for i in inputs])
+    check_precision(precision, own, choice.name)
+    shapes = resolve_shapes({i.name: list(i.shape) for i in inputs}, input_shape, batch, model)
+    arrays = {i.name: _make_input(i.type, shapes[i.name], input_mode, options.seed, i.name)
+              for i in inputs}
+    step = _bound_step(ort, session, arrays, choice)
+    with ort_errors(model):
+        step()  # providers initialise lazily (TensorRT builds its engine now): never in a window
+    first = arrays[inputs[0].name] if inputs else _NoInput()
+    details = {"provider": choice.name, "providers": list(session.get_providers()),
+               "framework_version": getattr(ort, "__version__", None), "model_precision": own,
+               "inputs": {name: list(shape) for name, shape in shapes.items()},
+               "timing": "host clock around run_with_iobinding (returns when the provider is "
+                         "done)"}
+    notes: List[str] = []
+    if precision == "fp16" and own == "fp32":
+        notes.append("fp16 through TensorRT's trt_fp16_enable: TensorRT picks fp16 or fp32 "
+                     "kernels layer by layer")
+    return Workload(model, precision, batch, choice.device, input_mode, options, session, first,
+                    None, sum(a.nbytes for a in arrays.values()), step, _no_sync,
+                    contextlib.nullcontext, tuple(notes), framework="onnxruntime",
+                    details=details, frame=ort_errors, host_timed=True)
+
+
+def _session(ort: Any, model: str, choice: ProviderChoice, options: RunOptions) -> Any:
+    settings = ort.SessionOptions()
+    settings.log_severity_level = 4  # fatal only: jetbench says what failed (and a fallback)
+    if options.threads:
+        settings.intra_op_num_threads = options.threads
+    with ort_errors(model, loading=True):
+        session = ort.InferenceSession(model, sess_options=settings,
+                                       providers=choice.session_providers())
+    loaded = list(session.get_providers())
+    if choice.name not in loaded:
+        # ORT falls back to the next provider (with a log line) when one fails to load.
+        raise HardwareError(f"ONNX Runtime could not start its {short_name(choice.name)} "
+                            f"provider (the session has {', '.join(loaded)})",
+                            hint="check the provider's libraries (CUDA, cuDNN, TensorRT) "
+                                 "match this onnxruntime-gpu build")
+    return session
+
+
+def _make_input(ort_type: str, shape: Tuple[int, ...], mode: str, seed: int, name: str) -> Any:
+    import numpy as np
+
+    dtype = _NUMPY_TYPES.get(ort_type)
+    if dtype is None:
+        raise UsageError(f"input {name!r} is {ort_type}, which jetbench cannot feed",
+                         hint="an input of floats, integers or booleans")
+    if "float" not in dtype:
+        return np.zeros(shape, dtype=dtype)  # a valid index or mask whatever the model does
+    if mode == "constant":
+        return np.full(shape, CONSTANT_INPUT, dtype=dtype)
+    return np.random.default_rng(seed + 1).standard_normal(shape).astype(dtype)
+
+
+def _bound_step(ort: Any, session: Any, arrays: Dict[str, Any], choice: ProviderChoice) -> Any:
+    """One inference with the inputs already in the provider's memory and the outputs left
+    there (as a PyTorch workload's tensors stay on the GPU)."""
+    on_gpu = choice.name in (TENSORRT_EP, CUDA_EP)
+    kind, index = ("cuda", choice.options["device_id"]) if on_gpu else ("cpu", 0)
+    binding = session.io_binding()
+    held = []  # the OrtValues must outlive the binding
+    for name, array in arrays.items():
+        value = ort.OrtValue.ortvalue_from_numpy(array, kind, index)
+        held.append(value)
+        binding.bind_ortvalue_input(name, value)
+    for output in session.get_outputs():
+        binding.bind_output(output.name, kind, index)
+    run = session.run_with_iobinding
+
+    def step() -> Any:
+        try:
+            run(binding)
+        except RuntimeError as err:  # ORT's binding raises a bare RuntimeError for a failed run
+            raise RunFailed(str(err)) from err
+        return held
+
+    return step
+
+
+@contextlib.contextmanager
+def ort_errors(what: str, loading: bool = False) -> Iterator[None]:
+    """ONNX Runtime's exceptions (plain Exception subclasses from its C++ core) as jetbench's:
+    an allocation failure is OutOfMemory; a file it cannot load, or a model that fails on its
+    inputs, a UsageError."""
+    try:
+        yield
+        return
+    except Exception as err:  # noqa: BLE001 - filtered to ORT's own just below
+        ours = isinstance(err, RunFailed) or type(err).__module__.startswith("onnxruntime") \
+            or (loading and isinstance(err, (RuntimeError, ValueError)))
+        if not ours:
+            raise
+        text = " ".join(str(err).split())
+    if any(marker in text.lower() for marker in _OOM_MARKERS):
+        raise OutOfMemory(f"{what}: out of memory ({text[:300]})", hint="use a smaller --batch")
+    if loading:
+        raise UsageError(f"{what}: ONNX Runtime cannot load it as an ONNX model ({text[:300]})")
+    raise UsageError(f"{what}: the model failed on its input ({text[:300]})",
+                     hint="check --input-shape and --batch for this model")
+
+
+class RunFailed(Exception):
+    """One inference failed inside ONNX Runtime (its message is ORT's)."""
+
+
+class _NoInput:
+    """A model without inputs (a constant graph): its describe() shape is empty."""
+
+    shape: Tuple[int, ...] = (0,)
+
+
+def _no_sync() -> None:
+    return None

@@ -1,0 +1,197 @@
+"""A serialized TensorRT engine (`.engine`, `.plan`, as trtexec --saveEngine writes) as a
+`Workload`: TensorRT's Python package runs it (named-tensor API, TensorRT 8.5+: JetPack 5.1
+and newer), PyTorch holds the device buffers and the CUDA stream, and the runner times each
+enqueue with CUDA events on that stream.
+
+Why PyTorch for the buffers rather than cuda-python: it is already jetbench's workload
+dependency on a Jetson (NVIDIA's wheel), its tensors free themselves, and its CUDA events are
+what the runner's GPU loop already uses; cuda-python would add a package and manual frees.
+
+UNVERIFIED on a GPU: tested against a stand-in `tensorrt` module only
+(tests/test_tensorrt_engine.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
+
+from ..errors import HardwareError, OutOfMemory, UsageError
+from .kinds import InputShape, resolve_shapes
+from .workload import CONSTANT_INPUT, RunOptions, Workload
+
+INSTALL_HINT = ("TensorRT engines need TensorRT's Python package and a CUDA build of PyTorch: "
+                "on a Jetson both come with JetPack (`sudo apt install python3-libnvinfer` and "
+                "NVIDIA's torch wheel; a venv made with --system-site-packages sees them); on a "
+                "PC `pip install tensorrt` at the version that built the engine")
+# TensorRT's DataType names -> torch dtype names
+_DTYPES = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8",
+           "INT32": "int32", "INT64": "int64", "UINT8": "uint8", "BOOL": "bool"}
+
+
+class Buffers(Protocol):
+    """Device memory and a stream (PyTorch's here; a stand-in in tests)."""
+
+    def alloc(self, shape: Tuple[int, ...], dtype: str, fill: Optional[float]) -> Any:
+        """A device tensor of `dtype` (torch name); `fill` None = zeros, nan = Gaussian."""
+
+    def address(self, tensor: Any) -> int: ...
+
+    def stream_handle(self) -> int: ...
+
+
+@dataclass
+class EngineRun:
+    """A deserialized engine with its execution context, shapes set and every I/O tensor bound;
+    `enqueue()` queues one inference on the stream."""
+
+    engine: Any
+    context: Any
+    inputs: Dict[str, Tuple[int, ...]]
+    outputs: Dict[str, Tuple[int, ...]]
+    dtypes: Dict[str, str]
+    tensors: Dict[str, Any]
+    stream: int
+
+    def enqueue(self) -> None:
+        if not self.context.execute_async_v3(self.stream):
+            raise RuntimeError("TensorRT execute_async_v3 failed (see TensorRT's log above)")
+
+
+def import_tensorrt() -> Any:
+    from ..interrupts import held_sigint
+
+    try:
+        with held_sigint():
+            import tensorrt
+    except Exception as err:  # noqa: BLE001 - a missing libnvinfer is OSError, not ImportError
+        raise HardwareError(f"TensorRT's Python package does not load here "
+                            f"({type(err).__name__}: {err})", hint=INSTALL_HINT) from err
+    return tensorrt
+
+
+def load_engine(trt: Any, path: str, batch: int, input_shape: Optional[InputShape],
+                input_mode: str, buffers: Buffers) -> EngineRun:
+    """Deserialize `path`, set the inputs' shapes (batch from `batch`, open dimensions from
+    `input_shape`), allocate and bind every I/O tensor. UsageError for a file that is not an
+    engine for this TensorRT, or shapes that do not fit."""
+    runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
+    with open(path, "rb") as f:
+        engine = runtime.deserialize_cuda_engine(f.read())
+    if engine is None:
+        raise UsageError(f"{path}: TensorRT could not deserialize it (an engine is specific to "
+                         f"the TensorRT version and GPU that built it; this is TensorRT "
+                         f"{getattr(trt, '__version__', '?')})",
+                         hint="rebuild it here: trtexec --onnx=model.onnx --saveEngine=...")
+    if not hasattr(engine, "num_io_tensors"):
+        raise HardwareError(f"TensorRT {getattr(trt, '__version__', '?')} lacks the named-tensor "
+                            "API (8.5+) jetbench uses", hint="JetPack 5.1 or newer")
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    is_input = {n: engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT for n in names}
+    declared = {n: list(engine.get_tensor_shape(n)) for n in names if is_input[n]}
+    shapes = resolve_shapes(declared, input_shape, batch, path)
+    context = engine.create_execution_context()
+    for name, shape in shapes.items():
+        if not context.set_input_shape(name, shape):
+            raise UsageError(f"{path}: input {name!r} shape {'x'.join(map(str, shape))} is "
+                             "outside the engine's optimization profile",
+                             hint="use a --batch/--input-shape the engine was built for")
+    dtypes = {n: _dtype(engine.get_tensor_dtype(n), n) for n in names}
+    outputs = {n: tuple(context.get_tensor_shape(n)) for n in names if not is_input[n]}
+    fill = CONSTANT_INPUT if input_mode == "constant" else float("nan")
+    tensors = {}
+    for name in names:
+        shape = shapes[name] if is_input[name] else outputs[name]
+        floating = dtypes[name].startswith(("float", "bfloat"))
+        tensors[name] = buffers.alloc(shape, dtypes[name],
+                                      fill if is_input[name] and floating else None)
+        context.set_tensor_address(name, buffers.address(tensors[name]))
+    return EngineRun(engine, context, shapes, outputs, dtypes, tensors, buffers.stream_handle())
+
+
+def _dtype(trt_dtype: Any, name: str) -> str:
+    key = getattr(trt_dtype, "name", str(trt_dtype)).rsplit(".", 1)[-1]
+    if key not in _DTYPES:
+        raise UsageError(f"tensor {name!r} is {key}, which jetbench cannot feed")
+    return _DTYPES[key]
+
+
+class TorchBuffers:
+    """Device tensors and one stream from PyTorch on `device` ('cuda' or 'cuda:N')."""
+
+    def __init__(self, torch: Any, device: str, seed: int = 0):
+        self.torch, self.device = torch, device
+        self.stream = torch.cuda.Stream(device=device)
+        self.generator = torch.Generator(device=device).manual_seed(seed + 1)
+
+    def alloc(self, shape: Tuple[int, ...], dtype: str, fill: Optional[float]) -> Any:
+        kind = getattr(self.torch, dtype)
+        if fill is None:
+            return self.torch.zeros(shape, dtype=kind, device=self.device)
+        if fill != fill:  # nan: Gaussian
+            return self.torch.randn(shape, generator=self.generator, device=self.device).to(kind)
+        return self.torch.full(shape, fill, dtype=kind, device=self.device)
+
+    def address(self, tensor: Any) -> int:
+        return int(tensor.data_ptr())
+
+    def stream_handle(self) -> int:
+        return int(self.stream.cuda_stream)
+
+
+def build_engine_workload(model: str, precision: str, batch: int, device: str, input_mode: str,
+                          input_shape: Optional[InputShape]) -> Workload:
+    """The engine on a CUDA device, timed with CUDA events on its stream. `precision` labels
+    what the engine was built with: an engine runs as built, jetbench cannot convert it."""
+    from ._torch import import_torch
+    from .workload import device_context, is_cuda, resolve_device
+
+    trt = import_tensorrt()
+    torch = import_torch()
+    dev = resolve_device(device)
+    if not is_cuda(dev):
+        raise UsageError(f"a TensorRT engine runs on a CUDA GPU, not on {dev}",
+                         hint="use --device cuda (or auto on a machine with a GPU)")
+    with device_context(torch, dev), engine_errors(model):
+        buffers = TorchBuffers(torch, dev)
+        run = load_engine(trt, model, batch, input_shape, input_mode, buffers)
+        with torch.cuda.stream(buffers.stream):
+            run.enqueue()  # the first inference initialises lazily: never in a window
+        buffers.stream.synchronize()
+    stream = buffers.stream
+
+    @contextlib.contextmanager
+    def frame(label: str) -> Iterator[None]:
+        with device_context(torch, dev), torch.cuda.stream(stream), engine_errors(label):
+            yield
+
+    first = next(iter(run.tensors.values()))
+    details = {"tensorrt_version": getattr(trt, "__version__", None), "buffers": "pytorch",
+               "inputs": {n: list(s) for n, s in run.inputs.items()},
+               "outputs": {n: list(s) for n, s in run.outputs.items()},
+               "dtypes": run.dtypes, "timing": "CUDA events on the engine's stream"}
+    notes: List[str] = [f"a TensorRT engine runs in the precisions it was built with: "
+                        f"'{precision}' is the label given (--precision), not a conversion"]
+    footprint = sum(int(t.numel()) * int(t.element_size()) for t in run.tensors.values())
+    return Workload(model, precision, batch, dev, input_mode, RunOptions(), run.engine, first,
+                    None, footprint, run.enqueue, stream.synchronize, contextlib.nullcontext,
+                    tuple(notes), framework="tensorrt", details=details, frame=frame)
+
+
+_OOM_MARKERS = ("out of memory", "outofmemory", "cudaerrormemoryallocation",
+                "failed to allocate")
+
+
+@contextlib.contextmanager
+def engine_errors(what: str) -> Iterator[None]:
+    """A CUDA/TensorRT allocation failure as OutOfMemory; other runtime failures as a
+    HardwareError naming the engine (jetbench's own errors pass through)."""
+    try:
+        yield
+        return
+    except (RuntimeError, MemoryError) as err:
+        text = " ".join(str(err).split())
+    if any(m in text.lower() for m in _OOM_MARKERS):
+        raise OutOfMemory(f"{what}: out of memory ({text[:300]})", hint="use a smaller --batch")
+    raise HardwareError(f"{what}: TensorRT failed ({text[:300]})")
