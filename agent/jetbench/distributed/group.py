@@ -89,9 +89,19 @@ class RankGroup:
         self._call("barrier", self._dist.barrier)
         return self.last_s["barrier"]
 
-    def close(self) -> None:
-        if self._dist.is_initialized():
-            self._dist.destroy_process_group()
+    def close(self, together: bool = False) -> None:
+        """Leave the group. `together`: the run ended well on every rank, so meet in one last
+        barrier first; gloo torn down on one rank while its peer is still mid-teardown can end
+        that peer in std::terminate ("terminate called without an active exception"), which the
+        launcher then reports as a failed run although the result was written."""
+        if not self._dist.is_initialized():
+            return
+        if together:
+            try:
+                self._dist.barrier()
+            except Exception:  # noqa: BLE001 - a peer already gone: nothing left to meet
+                pass
+        self._dist.destroy_process_group()
 
 
 def die_with_parent() -> None:

@@ -237,4 +237,4 @@ class Leader:
             try:
                 self.group.broadcast(Stop())
             except RankLost:
-                pass
+                self.broken = True

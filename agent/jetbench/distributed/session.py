@@ -26,11 +26,13 @@ def run_as_rank(env: RankEnv, request: Any, devices: Optional[str], scaling: boo
 
     spec = parse_devices(devices) if devices else None
     group = RankGroup.open(env, request.device, spec)
+    together = False  # every rank got to the end: leave the group in step
     try:
         all_devices = group.gather(group.device)
         request = dataclasses.replace(request, device=group.device)
         if not env.leader:
             follow(group, progress)
+            together = True
             return None
         leader = Leader(group, all_devices, scaling, launcher_name())
         try:
@@ -43,6 +45,7 @@ def run_as_rank(env: RankEnv, request: Any, devices: Optional[str], scaling: boo
             raise
         finally:
             leader.finish()
+            together = not leader.broken  # Stop was sent: the others wait in close() too
         return report
     finally:
-        group.close()
+        group.close(together)
