@@ -27,6 +27,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, PermissionDenied, UnsafePath, WriteRejected
 from .clocks.common import ClockReading
+from .nvml_lib import load_pynvml, nvml_text
 
 KEY_PREFIX = "nvml:"
 GPU_LOCK = "gpu_locked_clocks"  # "MIN_MHZ,MAX_MHZ" or DEFAULT
@@ -117,15 +118,6 @@ def lock_value(lo_hz: int, hi_hz: int) -> str:
 
 
 # -- NVML sessions ---------------------------------------------------------------------------
-def _pynvml() -> Any:
-    try:
-        import pynvml
-    except ImportError as err:
-        raise HardwareError("NVML is not installed: the GPUs' clocks cannot be set",
-                            hint="pip install 'jetbench[nvml]' (nvidia-ml-py)") from err
-    return pynvml
-
-
 def _hardware_error(nv: Any, err: Exception, what: str, path: Optional[str]) -> HardwareError:
     code = getattr(err, "value", None)
     if code == NVML_ERROR_NO_PERMISSION:
@@ -149,7 +141,7 @@ _initialised: Optional[Tuple[int, Any]] = None
 @contextmanager
 def _session() -> Iterator[Any]:
     global _initialised
-    nv = _pynvml()
+    nv = load_pynvml("the GPUs' clocks cannot be set")
     if _initialised is None or _initialised[0] != os.getpid() or _initialised[1] is not nv:
         try:
             nv.nvmlInit()
@@ -162,16 +154,12 @@ def _session() -> Iterator[Any]:
         raise _hardware_error(nv, err, "NVML", None) from err
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _handles(nv: Any) -> List[Tuple[str, Any]]:
     """(normalised bus id, handle) of every GPU NVML sees."""
     out = []
     for index in range(nv.nvmlDeviceGetCount()):
         handle = nv.nvmlDeviceGetHandleByIndex(index)
-        bus = normalise_bus_id(_text(nv.nvmlDeviceGetPciInfo(handle).busId))
+        bus = normalise_bus_id(nvml_text(nv.nvmlDeviceGetPciInfo(handle).busId))
         if bus is not None:
             out.append((bus, handle))
     return out
@@ -210,7 +198,7 @@ def detect(bus_ids: Sequence[str], notes: List[str]) -> Tuple[NvmlGpu, ...]:
 
 
 def _describe(nv: Any, bus: str, handle: Any, notes: List[str]) -> NvmlGpu:
-    name = _text(nv.nvmlDeviceGetName(handle))
+    name = nvml_text(nv.nvmlDeviceGetName(handle))
     memory_mhz = sorted(set(_optional(nv, nv.nvmlDeviceGetSupportedMemoryClocks, handle) or ()))
     graphics_mhz: List[int] = []
     if memory_mhz:

@@ -14,24 +14,15 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from ...errors import HardwareError
 from ...power.source import KIND_ENERGY, KIND_POWER, Channel, Reading, Total
+from ..nvml_lib import load_pynvml, nvml_text
 
 SOURCE_NAME = "nvml"
-
-
-def _pynvml() -> Any:
-    try:
-        import pynvml
-    except ImportError as err:
-        raise HardwareError(
-            "NVML is not installed", hint="pip install 'jetbench[nvml]' (nvidia-ml-py)"
-        ) from err
-    return pynvml
 
 
 def nvml_available() -> bool:
     """True when NVML loads and sees at least one GPU (cheap enough for `auto`)."""
     try:
-        nv = _pynvml()
+        nv = load_pynvml()
         nv.nvmlInit()
     except Exception:
         return False
@@ -76,7 +67,7 @@ def _answers(nv: Any, call: Any, handle: Any) -> bool:
 def _nvml_probe(index: int, probe: Any) -> Any:
     """Run `probe(nvml, handle)` between init and shutdown; None when NVML cannot start."""
     try:
-        nv = _pynvml()
+        nv = load_pynvml()
         nv.nvmlInit()
     except Exception:
         return None
@@ -140,7 +131,7 @@ def nvml_index(nv: Any, gpu: CudaGpu) -> int:
         entry = entries[gpu.ordinal]
     handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
     if entry.upper().startswith("GPU-"):
-        uuids = [_text(nv.nvmlDeviceGetUUID(h)) for h in handles]
+        uuids = [nvml_text(nv.nvmlDeviceGetUUID(h)) for h in handles]
         found = [i for i, uuid in enumerate(uuids) if uuid.upper().startswith(entry.upper())]
         if len(found) != 1:
             raise HardwareError(f"CUDA_VISIBLE_DEVICES entry {entry!r} matches "
@@ -149,17 +140,15 @@ def nvml_index(nv: Any, gpu: CudaGpu) -> int:
     if not entry.isdigit() or int(entry) >= count:
         raise HardwareError(f"CUDA device {entry!r} is not one of NVML's {count} GPU(s)")
     pci_order = (gpu.order or "").upper() == "PCI_BUS_ID"
-    if not pci_order and count > 1 and len({_text(nv.nvmlDeviceGetName(h)) for h in handles}) > 1:
+    same_model = pci_order or count == 1 or len(
+        {nvml_text(nv.nvmlDeviceGetName(h)) for h in handles}) == 1
+    if not same_model:
         raise HardwareError(
             f"cannot tell which NVML GPU is cuda:{gpu.ordinal}: CUDA enumerates these "
             f"{count} different GPUs fastest first, NVML by PCI bus id",
             hint="set CUDA_DEVICE_ORDER=PCI_BUS_ID, or CUDA_VISIBLE_DEVICES to the GPU's UUID "
                  "(nvidia-smi -L)")
     return int(entry)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class NvmlSource:
@@ -185,7 +174,7 @@ class NvmlSource:
         return Total(n, "channel", (n,), "gpu_board")
 
     def open(self) -> None:
-        nv = _pynvml()
+        nv = load_pynvml()
         try:
             nv.nvmlInit()
         except nv.NVMLError as err:
