@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 # TORCH_PIN=torch==X overrides the table; TORCH_PIN=none sets up without torch.
 export TORCH_PIN ALLOW_CUDA_TORCH
 
-.PHONY: setup check-python demo test lint bench clean
+.PHONY: setup system-deps check-python demo test lint bench clean
 
 # Before anything is created or downloaded: can this Python get a torch at all?
 check-python:
@@ -37,7 +37,12 @@ demo: setup
 	@echo "demo: measuring on a simulated TX1 (about a minute)..."
 	$(VENV)/bin/jetbench demo $(if $(OUT),--out "$(OUT)")
 
-test: setup
+# The system programs some tests need (fuse3, systemd-analyze): installed as root with apt-get,
+# else the exact command is printed and those tests skip (the run's last lines count them).
+system-deps:
+	@sh tools/system_deps.sh
+
+test: setup system-deps
 	$(PY) -m pytest
 
 lint: setup

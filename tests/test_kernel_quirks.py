@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import fuse_board, sigint_as_on_a_terminal
+from conftest import _unmount, fuse_board, fuse_unavailable, sigint_as_on_a_terminal
 
 pytestmark = pytest.mark.kernel
 
@@ -106,6 +106,9 @@ def test_sim_mount_stops_and_unmounts_on_sigint(tmp_path):
     import os
     import signal
 
+    reason = fuse_unavailable()
+    if reason:
+        pytest.skip(reason)
     mnt = tmp_path / "m"
     mnt.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "jetbench.cli.main", "sim", "mount",
@@ -126,4 +129,4 @@ def test_sim_mount_stops_and_unmounts_on_sigint(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True)
+        _unmount(mnt)
