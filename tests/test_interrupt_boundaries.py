@@ -147,3 +147,57 @@ def test_the_interrupt_table_is_in_the_readme():
                      "while the result is written", "daemon"):
         assert boundary in section, boundary
 
+
+
+# -- the daemon taking its board back (systemctl stop during a lease) ----------------------------
+@pytest.fixture
+def daemons():
+    """Daemons a test started are killed whatever happens to the test."""
+    from test_daemon_service import Daemon
+
+    started = []
+
+    def start(tmp_path: Path, base: Path) -> "Daemon":
+        d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
+        started.append(d)
+        d.ready()
+        return d
+
+    yield start
+    for d in started:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        d.close()
+
+
+@pytest.mark.parametrize("phase,leaves", [("pinned", "none"), ("window-open", "none"),
+                                          (MARKED, "marked"), (WHOLE, "whole")])
+def test_the_daemon_taking_its_board_back_at_each_boundary(tmp_path, daemons, phase, leaves):
+    """`systemctl stop jetbench` while measure borrows the board, at each boundary: measure is
+    interrupted (130) and puts its clocks back, then the daemon restores the board and exits."""
+    from test_daemon_service import _state
+
+    base = make_board(tmp_path, "nano")
+    before = _state(base)
+    d = daemons(tmp_path, base)
+    out = tmp_path / "out"
+    r = interrupted_run(tmp_path, base, f"{phase}:revoke:{d.proc.pid}", "measure", "--freq",
+                        "400MHz", *CMD, "--out", str(out))
+    assert r.returncode == 130, r.stderr
+    assert "daemon is stopping" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    # its own writes undone, the daemon's pin under them left for the daemon to restore
+    assert "\ninterrupted\n  clocks: put back to the earlier jetbench state" in r.stderr, r.stderr
+    assert d.proc.wait(timeout=60) == 0, d.log_path.read_text()  # it stops of its own accord
+    d.close()
+    log = d.log_path.read_text()
+    assert "taking the board back" in log and "Traceback" not in log, log
+    assert "still holds its lease" not in log, log  # measure had put its clocks back first
+    if leaves == "none":
+        assert entries(out) == []
+    else:
+        doc = whole_result(out)
+        assert doc["settings"]["applied"]["gpu_hz"] == 384_000_000  # what measure pinned
+        assert doc.get("interrupted") == ("lease revoked" if leaves == "marked" else None)
+    assert not (base / JOURNAL).exists()
+    assert diff(before, _state(base)) == []
