@@ -361,25 +361,27 @@ def _start_measure_under(d: Daemon, tmp_path: Path, base: Path, duration: str):
 
 def test_stopping_the_daemon_during_a_lease_interrupts_the_borrower_first(tmp_path, started):
     """SIGTERM (systemctl stop) while measure borrows the board: the daemon takes the board
-    back (measure is interrupted and puts its clocks back), then restores the originals."""
+    back (measure is interrupted and puts its clocks back), then restores the originals. The
+    SIGTERM is sent from inside measure's window (tests/interrupt_at.py), not at a guess; the
+    other boundaries are in test_interrupt_boundaries.py."""
     base = make_board(tmp_path, "nano")
     before = _state(base)
     write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
-    proc = _start_measure_under(d, tmp_path, base, "60s")
-    try:
-        assert d.stop(timeout=60) == 0
-        _out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130, err
-        assert "daemon is stopping" in err and "Traceback" not in err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    env = dict(os.environ, INTERRUPT_AT=f"window-open:revoke:{d.proc.pid}",
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO / "agent")]))
+    proc = subprocess.run([sys.executable, str(REPO / "tests/interrupt_at.py"),
+                           *_measure_args(base, tmp_path / "r", "60s")],
+                          capture_output=True, text=True, cwd=REPO, env=env,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert "daemon is stopping" in proc.stderr and "Traceback" not in proc.stderr
+    assert d.proc.wait(timeout=60) == 0  # it stops of its own accord once measure is done
     assert diff(before, _state(base)) == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
+    assert not list((tmp_path / "r").glob("*.json"))
 
 
 def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(tmp_path,

@@ -87,16 +87,23 @@ def test_ctrl_c_while_torch_loads_still_exits_130(tmp_path):
 
 
 def test_sigterm_ends_a_measurement_like_ctrl_c(tmp_path):
+    """SIGTERM inside the window of the network running in this process: raised exactly there
+    (tests/interrupt_at.py, measure's hook point), not at a guessed moment that could be the
+    window's end; every other boundary is in test_interrupt_boundaries.py."""
     write_tiny(tmp_path)
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
-    proc = _start(tmp_path, base)
-    _wait_for_window(proc, base, tmp_path)
-    proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=60)
+    env = dict(_env(), INTERRUPT_AT="window-open:SIGTERM")
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests/interrupt_at.py"), "--root", str(base), "measure",
+         *FAST, "--freq", "690MHz", "--duration", "60", "--out", str(tmp_path / "out")],
+        cwd=tmp_path, capture_output=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    err = proc.stderr
     assert proc.returncode == 130, err
+    assert b"interrupt_at: SIGTERM" in err and b"Traceback" not in err
     assert not (base / "var/lib/jetbench/journal.json").exists()
     assert diff(before, board_snapshot(base, "tx1")) == []
+    assert not list((tmp_path / "out").glob("*.json"))
 
 
 def test_kill9_then_restore_is_exact(tmp_path):

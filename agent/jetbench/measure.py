@@ -26,6 +26,7 @@ from . import __version__
 from .errors import OutOfMemory, RankLost, UsageError, set_interrupt_notes
 from .hw.board import Board
 from .hw.fs import Root
+from .interrupts import Hold, checkpoint, pending
 from .report import io
 from .report.schema import SCHEMA, point_id
 from .units import format_hz, parse_freq, resolve_freq
@@ -37,6 +38,18 @@ IDLE_UNPINNED_DEFAULT_S = 2.0  # --idle-unpinned without --idle
 
 # progress(done_points, total_points, label, phase, fraction of this point)
 Progress = Callable[[int, int, str, str, float], None]
+
+# Test-only: called with the name of each phase boundary a point reaches ("pinned",
+# "window-opening", "window-open", "window-closed", "figures"); tests/interrupt_at.py sends a
+# signal from here to land an interrupt exactly there. Always None in production.
+PHASE_HOOK: Optional[Callable[[str], None]] = None
+
+
+def _phase(name: str) -> None:
+    """A boundary of a point: an interrupt received (and swallowed) before it is raised here."""
+    if PHASE_HOOK is not None:
+        PHASE_HOOK(name)
+    checkpoint()
 
 
 @dataclass(frozen=True)
@@ -200,19 +213,31 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
         put_back_tried = False
         try:
             state.run(points, on_result, on_applied)
-        except KeyboardInterrupt:
+            checkpoint()  # an interrupt that was swallowed on its way still wins (exit 130)
+        except BaseException as err:
+            # An error after an interrupt (a --cmd the same SIGTERM ended) is that interrupt.
+            if not isinstance(err, KeyboardInterrupt) \
+                    and not (isinstance(err, Exception) and pending()):
+                raise
             # What the user needs after Ctrl-C: the clocks' fate and the finished results
             # (the CLI prints these notes under "interrupted").
-            state.stop_sampler()
             set_interrupt_notes(["clocks: maybe still pinned: `jetbench restore` puts them back"])
             put_back_tried = True
-            report.restored = _put_back(root, request, had_journal, state.steps)
-            set_interrupt_notes([f"clocks: {report.restored}", _finished_note(report)])
-            raise
-        finally:
-            state.stop_sampler()
-            if not put_back_tried:
+            with Hold(deliver=False):  # a second Ctrl-C cannot cut the put-back short
+                state.stop_sampler()
                 report.restored = _put_back(root, request, had_journal, state.steps)
+                set_interrupt_notes([f"clocks: {report.restored}", _finished_note(report)])
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            raise KeyboardInterrupt from err
+        finally:
+            if not put_back_tried:
+                with Hold():  # an interrupt now waits for the put-back, then is raised (130)
+                    state.stop_sampler()
+                    report.restored = _put_back(root, request, had_journal, state.steps)
+                    if pending():
+                        set_interrupt_notes([f"clocks: {report.restored}",
+                                             _finished_note(report)])
     report.advice = precision_advice(report.results)
     return report
 
@@ -339,14 +364,28 @@ class _State:
                 self.start_sampler()
                 self.measure_idle_unpinned()
             self.pin(point.gpu_freq, on_applied)
-            doc, csv_text = self.one(point, k, total)
-            if json_path is not None:
-                # A free name claimed atomically: never over an earlier measurement, nor over
-                # one another run into the same --out is writing now.
-                json_path = self.write(json_path, doc, csv_text)
-                out = json_path.parent
-                self.report.paths.append(json_path)
-            self.report.results.append(doc)
+            _phase("pinned")
+            # Once the workload has returned its timings the point is finished: an interrupt
+            # from then on is held until its result is written whole (README, "Interrupts").
+            hold = Hold()
+            try:
+                doc, csv_text = self.one(point, k, total, hold)
+                checkpoint()
+                hold.start()
+                cause = pending()
+                if cause:
+                    doc["interrupted"] = cause  # after its window: the figures are complete
+                if json_path is not None:
+                    # A free name claimed atomically: never over an earlier measurement, nor
+                    # over one another run into the same --out is writing now.
+                    json_path = self.write(json_path, doc, csv_text)
+                    out = json_path.parent
+                    self.report.paths.append(json_path)
+                self.report.results.append(doc)
+            except BaseException:
+                hold.end(deliver=False)
+                raise
+            hold.end()
             if on_result is not None:
                 on_result(doc, json_path)
 
@@ -362,7 +401,8 @@ class _State:
             self.report.out_dir = fallback
             return io.claim_result(fallback / json_path.name, doc, csv_text)
 
-    def one(self, point: Point, k: int, total: int) -> Tuple[Dict[str, Any], Optional[str]]:
+    def one(self, point: Point, k: int, total: int,
+            hold: Optional[Hold] = None) -> Tuple[Dict[str, Any], Optional[str]]:
         from .tuning.apply import read_clocks
         from .workload.child import ChildWorkload, run_in_child
         from .workload.precision import PrecisionUnavailable
@@ -379,6 +419,7 @@ class _State:
         workload = None
 
         def timed_start() -> None:
+            _phase("window-opening")
             if req.idle_s > 0 and self.sampler is not None:
                 marks["idle_start"] = time.monotonic()
                 with self.sampler.window() as idle:
@@ -390,12 +431,14 @@ class _State:
             marks["timed_start"] = time.monotonic()
             if self.sampler is not None:
                 windows["run"] = self.sampler.begin()
+            _phase("window-open")
 
         def timed_end() -> None:
             if self.sampler is not None:
                 windows["result"] = self.sampler.end(windows["run"], check=False)
             marks["timed_end"] = time.monotonic()
             watch.stop()
+            _phase("window-closed")
 
         try:
             if report:
@@ -439,6 +482,10 @@ class _State:
             watch.stop()
             del workload
             gc.collect()
+        if hold is not None:
+            checkpoint()  # one that landed in the window (and was swallowed): no result
+            hold.start()
+            _phase("figures")
         marks["end"] = time.monotonic()
         doc = self.skeleton(point, "ok")
         warnings: List[str] = list(doc["warnings"])

@@ -115,7 +115,7 @@ class Lease:
                                          daemon=True)
 
     def _watch(self) -> None:
-        import _thread
+        from ..interrupts import interrupt_main
 
         buf = self._pending
         while not self._closing:
@@ -131,7 +131,7 @@ class Lease:
             if b"revoked" in buf and not self._closing:
                 self.revoked = "the jetbench daemon is stopping and takes the board back"
                 sys.stderr.write(f"\njetbench: {self.revoked}: interrupting\n")
-                _thread.interrupt_main()
+                interrupt_main("lease revoked")  # SIGINT may be ignored: not via it
                 return
 
     def __enter__(self) -> Lease:

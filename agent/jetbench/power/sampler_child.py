@@ -148,7 +148,12 @@ def run(job: Dict[str, Any], lifeline: BinaryIO) -> int:
 
 
 def main() -> int:
+    # Ctrl-C (the terminal's whole group) and a SIGTERM sent to the whole group (systemd
+    # stopping a unit) are the parent's to act on: it ends this process (stdin closed, or a
+    # kill) once the window it measures is settled; dying here first would turn an interrupt
+    # into "the sampler died".
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stdin = sys.stdin.buffer
     job = pickle.load(stdin)
     if job.get("die_with_parent"):

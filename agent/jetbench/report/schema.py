@@ -17,6 +17,9 @@ STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that 
 # workload.framework: what ran it (absent in results older than ONNX support: pytorch;
 # "command": an external command, `measure --cmd`)
 FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt", "command")
+# interrupted (optional): on a result finished after an interrupt had arrived (its window was
+# over): what interrupted the run, "SIGINT", "SIGTERM" or "lease revoked" (README, Interrupts).
+INTERRUPT_CAUSES = ("SIGINT", "SIGTERM", "lease revoked")
 
 
 def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> str:

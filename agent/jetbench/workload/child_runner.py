@@ -215,6 +215,7 @@ def main(argv: Any) -> int:
     fd, parent_pid = int(argv[1]), int(argv[2])
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM sent to the group
     channel = Channel(fd)
     try:
         run(json.loads(sys.stdin.readline()), channel)

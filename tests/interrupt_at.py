@@ -1,0 +1,68 @@
+"""Test helper: jetbench's CLI with an interrupt landing exactly at one boundary of a
+measurement, through measure's test-only hook point (`measure.PHASE_HOOK`).
+
+    INTERRUPT_AT=PHASE[#N]:CAUSE python tests/interrupt_at.py --root BOARD measure ...
+
+PHASE: a phase name measure passes its hook ("pinned", "window-opening", "window-open",
+"window-closed", "figures"), or "json-write" (inside the result's write: its CSV written, its
+JSON not yet); #N: the N-th time it is reached (a sweep's second point), 1 by default.
+CAUSE: SIGINT or SIGTERM, raised at this process (its handler has run when the hook
+returns), or revoke:PID: SIGTERM to the daemon with that pid, which takes back the board it
+lent; the hook returns once this process has received that (an event, not a sleep).
+
+The variable is read here only: jetbench itself has no such switch."""
+
+import os
+import signal
+import sys
+import time
+
+
+def _fire(cause: str) -> None:
+    sys.stderr.write(f"interrupt_at: {cause}\n")
+    sys.stderr.flush()
+    if cause.startswith("revoke:"):
+        from jetbench.interrupts import pending
+
+        os.kill(int(cause.split(":", 1)[1]), signal.SIGTERM)
+        deadline = time.monotonic() + 60  # a failure bound, not a wait for something to happen
+        while pending() is None:  # the lease's watcher has interrupted this process
+            if time.monotonic() > deadline:
+                raise SystemExit("interrupt_at: the daemon never took the board back")
+            time.sleep(0.01)  # a KeyboardInterrupt lands here when nothing holds it
+    else:
+        signal.raise_signal(getattr(signal, cause))  # the handler runs before this returns
+
+
+def main() -> None:
+    where, cause = os.environ.pop("INTERRUPT_AT").split(":", 1)
+    phase, _, nth = where.partition("#")
+    wanted = int(nth or 1)
+    seen = [0]
+
+    def at(name: str) -> None:
+        if name == phase:
+            seen[0] += 1
+            if seen[0] == wanted:
+                _fire(cause)
+
+    import jetbench.measure as measure
+    import jetbench.report.io as io
+
+    assert hasattr(measure, "PHASE_HOOK"), f"{measure.__file__} has no hook point"
+    measure.PHASE_HOOK = at
+    real_write_json = io.write_json
+
+    def write_json(*args, **kwargs):  # claim_result: the placeholders and the CSV are written
+        at("json-write")
+        return real_write_json(*args, **kwargs)
+
+    io.write_json = write_json
+    from jetbench.cli.main import main as cli
+
+    sys.argv = ["jetbench", *sys.argv[1:]]
+    cli()
+
+
+if __name__ == "__main__":
+    main()
