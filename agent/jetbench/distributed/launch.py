@@ -3,7 +3,9 @@ elastic launcher (what torchrun runs), each process told its rank by the environ
 
 The launcher forwards Ctrl-C (and SIGTERM) to every rank and waits for them; a rank that dies
 makes it stop the others. Rank 0 prints the run's table, errors and notes; the launcher adds
-only what it alone knows (a rank killed by a signal) and exits with rank 0's status.
+only what it alone knows (a rank killed by a signal) and exits with rank 0's status. Each rank
+reports its status as it leaves (teardown.leave): when every rank did, the run is rank 0's
+status, whatever the launcher saw of the processes' last moments.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import tempfile
 from typing import Dict, List
 
 from ..errors import EXIT_HARDWARE, RankFailed, set_interrupt_notes
+from .teardown import DONE_DIR_ENV, reported
 
 SHUTDOWN_TIMEOUT_S = 20  # after Ctrl-C: the ranks' time to restore and exit before SIGKILL
 
@@ -38,6 +41,9 @@ def _launch(argv: List[str], count: int) -> int:
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     with tempfile.TemporaryDirectory(prefix="jetbench-ranks-") as logs:
+        done = os.path.join(logs, "done")  # each rank's status as it left (teardown.py)
+        os.mkdir(done)
+        os.environ[DONE_DIR_ENV] = done  # inherited by the ranks
         config = LaunchConfig(
             min_nodes=1, max_nodes=1, nproc_per_node=count,
             rdzv_backend="c10d", rdzv_endpoint="localhost:0",  # a free port: runs never collide
@@ -52,7 +58,12 @@ def _launch(argv: List[str], count: int) -> int:
                                  "forwarded); rank 0 reported the clocks above"])
             raise KeyboardInterrupt from None
         except ChildFailedError as err:
+            codes = reported(done, count)
+            if codes is not None:  # every rank got to its end: a late signal changes nothing
+                return codes[0]
             return _exit_status({rank: f.exitcode for rank, f in err.failures.items()})
+        finally:
+            os.environ.pop(DONE_DIR_ENV, None)
 
 
 def require_distributed() -> None:
