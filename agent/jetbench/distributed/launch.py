@@ -58,10 +58,8 @@ def _launch(argv: List[str], count: int) -> int:
                                  "forwarded); rank 0 reported the clocks above"])
             raise KeyboardInterrupt from None
         except ChildFailedError as err:
-            codes = reported(done, count)
-            if codes is not None:  # every rank got to its end: a late signal changes nothing
-                return codes[0]
-            return _exit_status({rank: f.exitcode for rank, f in err.failures.items()})
+            return _run_status(done, count,
+                               {rank: f.exitcode for rank, f in err.failures.items()})
         finally:
             os.environ.pop(DONE_DIR_ENV, None)
 
@@ -75,6 +73,15 @@ def require_distributed() -> None:
         raise HardwareError("this PyTorch build has no torch.distributed: several devices "
                             "need it", hint="install a build with distributed support "
                             "(the PyPI and NVIDIA Jetson wheels have it)")
+
+
+def _run_status(done: str, count: int, codes: Dict[int, int]) -> int:
+    """The status of a run the launcher saw fail (`codes`: the failed ranks' exit codes).
+    When every rank reported that it got to its end (teardown.leave), rank 0's reported status:
+    a signal in a rank's last moments, or the launcher's SIGTERM to the others after it, does
+    not turn a finished run into a failure. Otherwise, as the exit codes say."""
+    reports = reported(done, count)
+    return reports[0] if reports is not None else _exit_status(codes)
 
 
 def _exit_status(codes: Dict[int, int]) -> int:
