@@ -14,7 +14,7 @@ import psutil
 import pytest
 from test_measure_e2e import board_snapshot
 
-from jetbench.distributed.launch import _exit_status
+from jetbench.distributed.launch import _exit_status, _run_status
 from jetbench.distributed.rows import (
     RankRow,
     aggregate_timing,
@@ -407,3 +407,46 @@ def test_launcher_exit_status():
         _exit_status({0: -9, 1: -15})
     with pytest.raises(RankFailed, match="rank 1 was ended by SIGSEGV"):
         _exit_status({1: -11})
+
+
+def test_a_run_every_rank_finished_is_not_failed_by_a_late_signal(tmp_path):
+    # rank 1 reported 0 and then died of SIGABRT; the launcher SIGTERMed rank 0, which had
+    # reported 0 too: the run is rank 0's status
+    (tmp_path / "0").write_text("0\n")
+    (tmp_path / "1").write_text("0\n")
+    assert _run_status(str(tmp_path), 2, {0: -15, 1: -6}) == 0
+    (tmp_path / "0").write_text("3\n")
+    assert _run_status(str(tmp_path), 2, {0: 3, 1: -15}) == 3
+    # rank 0 never got to its end: the signal is the news
+    (tmp_path / "0").unlink()
+    with pytest.raises(RankFailed, match="rank 0 was ended by SIGTERM"):
+        _run_status(str(tmp_path), 2, {0: -15, 1: -6})
+    (tmp_path / "0").write_text("")  # cut short while it was written: not a report
+    with pytest.raises(RankFailed, match="rank 0 was ended by SIGTERM"):
+        _run_status(str(tmp_path), 2, {0: -15, 1: -6})
+
+
+LEAVE = """
+import atexit, os, sys, threading
+from jetbench.distributed import teardown
+atexit.register(lambda: open(sys.argv[2], "w").close())  # would run if Python finalized
+teardown.leave(5)  # not a rank yet: returns
+teardown.joined()
+sys.stdout.write("written before leaving")  # buffered (a pipe): leave must flush it
+teardown.leave(int(sys.argv[1]))
+open(sys.argv[2], "w").close()
+"""
+
+
+def test_a_rank_leaves_with_its_status_reported_and_without_finalizing(tmp_path):
+    done = tmp_path / "done"
+    done.mkdir()
+    finalized = tmp_path / "finalized"
+    proc = subprocess.run([sys.executable, "-c", LEAVE, "3", str(finalized)],
+                          capture_output=True, text=True, timeout=60,
+                          env=_env(RANK="1", JETBENCH_RANKS_DONE=str(done)))
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "written before leaving"
+    assert not finalized.exists()
+    assert (done / "1").read_text() == "3\n"
+    assert sorted(p.name for p in done.iterdir()) == ["1"]

@@ -86,6 +86,9 @@ class _JetbenchGroup(TyperGroup):
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("\ninterrupted\n" + _interrupt_notes())
             code = EXIT_INTERRUPTED
+        from ..distributed.teardown import leave
+
+        leave(code)  # a rank of a multi-device run ends here, without finalizing (teardown.py)
         sys.exit(code)
 
 

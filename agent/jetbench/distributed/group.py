@@ -12,11 +12,15 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import RankLost
 from .spec import DeviceSpec, RankEnv, cpu_share, rank_device
+from .teardown import joined
 
 # A rank waits this long for its peers at a collective (rank 0's pinning, a --scaling
 # baseline, model builds and warm-ups) before it gives up; a rank that dies is noticed by the
 # launcher, which stops the others at once.
 COLLECTIVE_TIMEOUT_S = 3600.0
+# The last barrier, when every rank got to the end: a peer that does not come within this is
+# gone, and this rank leaves without it.
+CLOSE_TIMEOUT_S = 60.0
 
 
 class RankGroup:
@@ -45,6 +49,7 @@ class RankGroup:
         else:
             group.take_cpu_share(torch)
         backend = "nccl" if device.startswith("cuda") else "gloo"
+        joined()  # from here on the process ends with teardown.leave
         dist.init_process_group(backend, timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))
         group.backend = backend
         return group
@@ -91,14 +96,16 @@ class RankGroup:
 
     def close(self, together: bool = False) -> None:
         """Leave the group. `together`: the run ended well on every rank, so meet in one last
-        barrier first; gloo torn down on one rank while its peer is still mid-teardown can end
-        that peer in std::terminate ("terminate called without an active exception"), which the
-        launcher then reports as a failed run although the result was written."""
+        barrier first (at most CLOSE_TIMEOUT_S), so that no rank tears down while a peer is
+        still in a collective; then destroy_process_group on every rank (nccl's documentation
+        asks it of each rank before exit). The process then ends with teardown.leave, which
+        says why it must not finalize."""
         if not self._dist.is_initialized():
             return
         if together:
             try:
-                self._dist.barrier()
+                work = self._dist.barrier(async_op=True)
+                work.wait(timedelta(seconds=CLOSE_TIMEOUT_S))
             except Exception:  # noqa: BLE001 - a peer already gone: nothing left to meet
                 pass
         self._dist.destroy_process_group()

@@ -3,7 +3,9 @@ elastic launcher (what torchrun runs), each process told its rank by the environ
 
 The launcher forwards Ctrl-C (and SIGTERM) to every rank and waits for them; a rank that dies
 makes it stop the others. Rank 0 prints the run's table, errors and notes; the launcher adds
-only what it alone knows (a rank killed by a signal) and exits with rank 0's status.
+only what it alone knows (a rank killed by a signal) and exits with rank 0's status. Each rank
+reports its status as it leaves (teardown.leave): when every rank did, the run is rank 0's
+status, whatever the launcher saw of the processes' last moments.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import tempfile
 from typing import Dict, List
 
 from ..errors import EXIT_HARDWARE, RankFailed, set_interrupt_notes
+from .teardown import DONE_DIR_ENV, reported
 
 SHUTDOWN_TIMEOUT_S = 20  # after Ctrl-C: the ranks' time to restore and exit before SIGKILL
 
@@ -38,6 +41,9 @@ def _launch(argv: List[str], count: int) -> int:
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     with tempfile.TemporaryDirectory(prefix="jetbench-ranks-") as logs:
+        done = os.path.join(logs, "done")  # each rank's status as it left (teardown.py)
+        os.mkdir(done)
+        os.environ[DONE_DIR_ENV] = done  # inherited by the ranks
         config = LaunchConfig(
             min_nodes=1, max_nodes=1, nproc_per_node=count,
             rdzv_backend="c10d", rdzv_endpoint="localhost:0",  # a free port: runs never collide
@@ -52,7 +58,10 @@ def _launch(argv: List[str], count: int) -> int:
                                  "forwarded); rank 0 reported the clocks above"])
             raise KeyboardInterrupt from None
         except ChildFailedError as err:
-            return _exit_status({rank: f.exitcode for rank, f in err.failures.items()})
+            return _run_status(done, count,
+                               {rank: f.exitcode for rank, f in err.failures.items()})
+        finally:
+            os.environ.pop(DONE_DIR_ENV, None)
 
 
 def require_distributed() -> None:
@@ -64,6 +73,15 @@ def require_distributed() -> None:
         raise HardwareError("this PyTorch build has no torch.distributed: several devices "
                             "need it", hint="install a build with distributed support "
                             "(the PyPI and NVIDIA Jetson wheels have it)")
+
+
+def _run_status(done: str, count: int, codes: Dict[int, int]) -> int:
+    """The status of a run the launcher saw fail (`codes`: the failed ranks' exit codes).
+    When every rank reported that it got to its end (teardown.leave), rank 0's reported status:
+    a signal in a rank's last moments, or the launcher's SIGTERM to the others after it, does
+    not turn a finished run into a failure. Otherwise, as the exit codes say."""
+    reports = reported(done, count)
+    return reports[0] if reports is not None else _exit_status(codes)
 
 
 def _exit_status(codes: Dict[int, int]) -> int:
