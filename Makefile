@@ -42,8 +42,12 @@ demo: setup
 system-deps:
 	@sh tools/system_deps.sh
 
+# Two pytest-xdist workers: the suite is mostly waiting on subprocesses, and 2 halves its time
+# on a 2-core machine (TESTING.md). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
+
 test: setup system-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 lint: setup
 	$(PY) -m ruff check agent tests benchmarks
