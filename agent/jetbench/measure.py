@@ -191,12 +191,13 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     if request.out_dir is not None:
         io.check_out_dir(request.out_dir)  # before any work: a bad --out costs no run
     report = MeasureReport(out_dir=request.out_dir)
-    with borrow_board(root, command, request.wait_s), open_board(root) as board:
+    with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated
         report.board = _board_doc(root, board)
         points = plan_points(request, board)
         had_journal = bool(journal.load(root))
         state = _State(root, board, request, report, progress, t_start, ranks)
+        state.guard = guard  # every batch of writes: refused once a lease is revoked
         put_back_tried = False
         try:
             state.run(points, on_result, on_applied)
@@ -206,13 +207,15 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
             state.stop_sampler()
             set_interrupt_notes(["clocks: maybe still pinned: `jetbench restore` puts them back"])
             put_back_tried = True
-            report.restored = _put_back(root, request, had_journal, state.steps)
+            with guard.writing():
+                report.restored = _put_back(root, request, had_journal, state.steps)
             set_interrupt_notes([f"clocks: {report.restored}", _finished_note(report)])
             raise
         finally:
             state.stop_sampler()
             if not put_back_tried:
-                report.restored = _put_back(root, request, had_journal, state.steps)
+                with guard.writing():
+                    report.restored = _put_back(root, request, had_journal, state.steps)
     report.advice = precision_advice(report.results)
     return report
 
@@ -251,6 +254,7 @@ class _State:
                  progress: Optional[Progress], t_start: float, ranks: Any = None):
         self.root, self.board, self.request, self.report = root, board, request, report
         self.ranks = ranks  # multi-device: runs each point on every rank (distributed/)
+        self.guard: Any = None  # tuning/lease.Guard: around each batch of writes
         self.progress, self.t_start = progress, t_start
         self.sampler: Any = None
         self.sources: List[Any] = []
@@ -294,7 +298,8 @@ class _State:
             return
         profile = build_profile(self.request, gpu_freq, self.root.base)
         if profile is not None:
-            result = apply_profile(self.root, self.board, profile)
+            with self.guard.writing():
+                result = apply_profile(self.root, self.board, profile)
             self.steps += list(result.steps)
             self.requested = list(result.targets.requested)
             self.notes = result.targets.notes

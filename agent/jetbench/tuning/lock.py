@@ -4,8 +4,15 @@ Every command that writes clocks or the journal holds it (DESIGN.md, "One owner 
 The kernel releases a `flock` when its holder dies, so a kill -9 never leaves the board stuck.
 The holder writes who it is (pid, command, since, and a daemon its control socket) into the file
 so that a refused writer can say who holds the board and what to do, and the CLI can find the
-daemon to hand its request to. The holder removes the file when it is done (a kill -9 leaves an
-unlocked file, which the next holder reuses). Read-only commands never take it; they may `peek`.
+daemon to hand its request to. Read-only commands never take it; they may `peek`.
+
+The file is never removed (issue 21): a `flock` belongs to the open file, and the daemon passes
+its descriptor to a borrower, so more than one process may hold it. Removing the path while one
+of them still held it would let the next writer create a new, unlocked file and write under it.
+The file stays (as `install-service`'s tmpfiles line creates it anyway); a holder that is done
+empties it (no stale "who"), and whether the board is held is the `flock`, never the file's
+existence. A waiter still checks, after locking, that the path names the file it locked (one
+removed by hand, or by an older jetbench, is taken anew).
 """
 
 from __future__ import annotations
@@ -116,6 +123,11 @@ class BoardLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                          LOCK_FILE_MODE)
         except OSError as err:
+            if err.errno == errno.ELOOP or os.path.islink(self.path):
+                raise HardwareError("the board lock is a symbolic link: refusing to follow it",
+                                    path=self.path,
+                                    hint=f"remove the link (sudo rm {self.path}); jetbench "
+                                         "recreates the file") from err
             raise HardwareError(f"cannot open the board lock ({err.strerror})", path=self.path,
                                 hint="run with sudo, or as a member of the jetbench group"
                                 ) from err
@@ -175,17 +187,23 @@ class BoardLock:
             return False
         return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
-    def release(self) -> None:
-        """Remove the file, then drop the lock: nothing is left in the state directory (a
-        waiter that had opened the removed file sees that and takes a new one)."""
+    def release(self, handed_to: Optional[Holder] = None) -> None:
+        """Drop our descriptor. The file stays (see the module's docstring). Its record is
+        emptied, or, with `handed_to`, names the process that still holds the lock through a
+        descriptor we passed it (a borrower the daemon could not take the board back from), so
+        that a refused writer is told who holds the board."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         try:
-            os.unlink(self.path)
+            os.ftruncate(fd, 0)
+            if handed_to is not None:
+                doc: dict = {"pid": handed_to.pid, "command": handed_to.command,
+                             "since": handed_to.since}
+                os.pwrite(fd, (json.dumps(doc) + "\n").encode(), 0)
         except OSError:
             pass
-        os.close(fd)  # closing the description drops the flock
+        os.close(fd)  # the last descriptor of the description closed drops the flock
 
     def __enter__(self) -> BoardLock:
         return self.acquire()
