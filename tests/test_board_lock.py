@@ -34,8 +34,7 @@ def test_a_second_writer_is_refused_with_the_holder_and_the_fix(root):
         assert "--wait" in err.value.hint
         assert peek(root).command == "maxperf --fan"
     assert peek(root) is None
-    # Kept (another process may hold it through a passed descriptor), emptied: no stale "who".
-    assert root.path(LOCK_PATH).read_text() == ""
+    assert not root.path(LOCK_PATH).exists()  # removed on release: the tree is as before
 
 
 def test_a_daemon_holder_names_its_socket_and_the_service(root):
@@ -60,13 +59,11 @@ def test_wait_gives_up_after_its_timeout_or_gets_the_board_when_freed(root):
 
 
 def test_a_lock_on_a_removed_file_is_not_taken_for_the_board(root):
-    """A waiter that opened the file just before someone removed it (by hand, or an older
-    jetbench on release) would lock a file nobody else sees: BoardLock checks the file is
-    still the one at the path."""
+    """A waiter that opened the file just before its holder removed it would lock a file
+    nobody else sees: BoardLock checks the file is still the one at the path."""
     first = BoardLock(root, "maxperf").acquire()
     stale_fd = os.open(first.path, os.O_RDWR)
-    os.unlink(first.path)
-    first.release()
+    first.release()  # unlinks, then unlocks
     fcntl.flock(stale_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: nobody sees this inode
     fcntl.flock(stale_fd, fcntl.LOCK_UN)
     second = BoardLock(root, "apply x").acquire()  # a new file at the path
@@ -107,3 +104,24 @@ def test_the_lock_file_stays_open_to_the_group_whatever_the_creators_umask(root)
         assert os.stat(lock.path).st_mode & 0o777 == 0o664
     finally:
         lock.release()
+
+
+def test_a_lock_passed_on_is_never_removed_and_its_holder_keeps_the_board(root):
+    """Issue 21: the daemon passes its locked descriptor to a borrower, then exits. Had it
+    removed the file, the next writer would create a new one, lock it and write under the
+    borrower. The file stays, names the borrower, and the board is refused until it closes."""
+    from jetbench.tuning.lock import Holder
+
+    daemon = BoardLock(root, "daemon").acquire()
+    borrowed = os.dup(daemon.fileno())  # what SCM_RIGHTS gives the borrower: the same open file
+    try:
+        daemon.release(handed_to=Holder(4242, "measure (lent the board)", "then"))
+        assert root.path(LOCK_PATH).exists()
+        with pytest.raises(BoardBusy) as err:
+            BoardLock(root, "maxperf").acquire()
+        assert err.value.holder.pid == 4242 and "measure" in str(err.value)
+    finally:
+        os.close(borrowed)  # the borrower ends: the kernel drops the lock
+    with BoardLock(root, "maxperf"):
+        assert peek(root).command == "maxperf"
+    assert not root.path(LOCK_PATH).exists()  # a sole holder removes it

@@ -6,13 +6,15 @@ The holder writes who it is (pid, command, since, and a daemon its control socke
 so that a refused writer can say who holds the board and what to do, and the CLI can find the
 daemon to hand its request to. Read-only commands never take it; they may `peek`.
 
-The file is never removed (issue 21): a `flock` belongs to the open file, and the daemon passes
-its descriptor to a borrower, so more than one process may hold it. Removing the path while one
-of them still held it would let the next writer create a new, unlocked file and write under it.
-The file stays (as `install-service`'s tmpfiles line creates it anyway); a holder that is done
-empties it (no stale "who"), and whether the board is held is the `flock`, never the file's
-existence. A waiter still checks, after locking, that the path names the file it locked (one
-removed by hand, or by an older jetbench, is taken anew).
+A `flock` belongs to the open file, and the daemon passes its descriptor to a borrower, so more
+than one process may hold it. The file is therefore removed only by a holder that never passed
+its descriptor on (the sole holder: `maxperf`, `apply`, `restore`, `measure` on its own): it
+unlinks, then closes, and a waiter that had opened the removed file notices after locking it
+(the path no longer names the file it locked) and takes the new one. A lock whose descriptor
+was passed on (`fileno()`: the daemon's, once it lent the board) is never removed (issue 21):
+removing it while a stopped borrower still held it let the next writer create a new, unlocked
+file and write under the borrower. A kill -9 leaves an unlocked file, which the next holder
+reuses.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ class BoardLock:
         self.wait_s = wait_s
         self.socket = socket  # a daemon names its control socket, so others can find it
         self._fd: Optional[int] = None
+        self._passed_on = False  # fileno() handed out: another process may hold it too
 
     @property
     def path(self) -> str:
@@ -112,7 +115,10 @@ class BoardLock:
 
     def fileno(self) -> Optional[int]:
         """The locked descriptor: the daemon passes it to a borrower (SCM_RIGHTS), so that the
-        lock stays held while the borrower works even if the daemon dies meanwhile."""
+        lock stays held while the borrower works even if the daemon dies meanwhile. From then
+        on the file is never removed (see the module's docstring)."""
+        if self._fd is not None:
+            self._passed_on = True
         return self._fd
 
     def _open(self) -> int:
@@ -188,22 +194,26 @@ class BoardLock:
         return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
     def release(self, handed_to: Optional[Holder] = None) -> None:
-        """Drop our descriptor. The file stays (see the module's docstring). Its record is
-        emptied, or, with `handed_to`, names the process that still holds the lock through a
-        descriptor we passed it (a borrower the daemon could not take the board back from), so
-        that a refused writer is told who holds the board."""
+        """Drop the lock. A sole holder removes the file, then closes: nothing is left in the
+        state directory. A holder that passed its descriptor on keeps the file and empties its
+        record, or, with `handed_to`, names the process that still holds the lock through
+        that descriptor (a borrower the daemon could not take the board back from), so that a
+        refused writer is told who holds the board."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         try:
-            os.ftruncate(fd, 0)
-            if handed_to is not None:
-                doc: dict = {"pid": handed_to.pid, "command": handed_to.command,
-                             "since": handed_to.since}
-                os.pwrite(fd, (json.dumps(doc) + "\n").encode(), 0)
+            if not self._passed_on:
+                os.unlink(self.path)
+            else:
+                os.ftruncate(fd, 0)
+                if handed_to is not None:
+                    doc = {"pid": handed_to.pid, "command": handed_to.command,
+                           "since": handed_to.since}
+                    os.pwrite(fd, (json.dumps(doc) + "\n").encode(), 0)
         except OSError:
             pass
-        os.close(fd)  # the last descriptor of the description closed drops the flock
+        os.close(fd)  # the last descriptor of the open file closed drops the flock
 
     def __enter__(self) -> BoardLock:
         return self.acquire()
