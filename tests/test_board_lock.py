@@ -104,3 +104,24 @@ def test_the_lock_file_stays_open_to_the_group_whatever_the_creators_umask(root)
         assert os.stat(lock.path).st_mode & 0o777 == 0o664
     finally:
         lock.release()
+
+
+def test_a_lock_passed_on_is_never_removed_and_its_holder_keeps_the_board(root):
+    """Issue 21: the daemon passes its locked descriptor to a borrower, then exits. Had it
+    removed the file, the next writer would create a new one, lock it and write under the
+    borrower. The file stays, names the borrower, and the board is refused until it closes."""
+    from jetbench.tuning.lock import Holder
+
+    daemon = BoardLock(root, "daemon").acquire()
+    borrowed = os.dup(daemon.fileno())  # what SCM_RIGHTS gives the borrower: the same open file
+    try:
+        daemon.release(handed_to=Holder(4242, "measure (lent the board)", "then"))
+        assert root.path(LOCK_PATH).exists()
+        with pytest.raises(BoardBusy) as err:
+            BoardLock(root, "maxperf").acquire()
+        assert err.value.holder.pid == 4242 and "measure" in str(err.value)
+    finally:
+        os.close(borrowed)  # the borrower ends: the kernel drops the lock
+    with BoardLock(root, "maxperf"):
+        assert peek(root).command == "maxperf"
+    assert not root.path(LOCK_PATH).exists()  # a sole holder removes it

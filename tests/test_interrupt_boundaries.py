@@ -60,7 +60,7 @@ def whole_result(out: Path) -> dict:
     names = entries(out)
     assert len(names) == 2 and names[0].endswith(".csv") and names[1].endswith(".json"), names
     doc = load_result(out / names[1])  # a whole, valid jetbench.result/1 document
-    assert doc["status"] == "ok" and doc["validity"]["valid"] is True
+    assert doc["status"] == "ok" and doc["validity"]["valid"] is True, doc["validity"]
     assert doc["throughput"]["images_per_s"] > 0 and doc["power"]["total"]["mean_w"] > 0
     assert doc["power"]["trace_csv"] == names[0]
     assert (out / names[0]).read_text().count("\n") > 2  # the trace, not a placeholder

@@ -193,6 +193,66 @@ def test_world_writable_parent_is_refused(tmp_path):
     assert cli(base, "restore").exit_code == 0
 
 
+def _other_group() -> int:
+    """A group that is not `jetbench` (the state directory's only trusted group)."""
+    import grp
+
+    return next(g.gr_gid for g in grp.getgrall() if g.gr_name not in ("jetbench",))
+
+
+@pytest.mark.parametrize("parent", ["var", "var/lib"])
+def test_a_parent_writable_by_another_group_or_owned_by_another_user_is_refused(tmp_path,
+                                                                               parent):
+    """Issue 21: README promises parents "not writable by other users": a parent at 0775 of
+    some other group, or owned by another uid, is refused (exit 2, naming it and the fix)."""
+    base = make_board(tmp_path, "tx1")
+    tree = snapshot(base)
+    os.chown(base / parent, -1, _other_group())
+    os.chmod(base / parent, 0o775)
+    result = cli(base, "maxperf")
+    assert result.exit_code == 2, result.output
+    assert "a parent of the state directory is writable by group" in result.output
+    assert f"chmod g-w {base / parent}" in result.output
+    os.chmod(base / parent, 0o755)
+    if os.geteuid() == 0:  # only root can give a directory away
+        os.chown(base / parent, 65534, -1)
+        result = cli(base, "maxperf")
+        assert result.exit_code == 2, result.output
+        assert "a parent of the state directory is owned by uid 65534" in result.output
+        os.chown(base / parent, 0, -1)
+    os.chown(base / parent, -1, os.getegid())
+    assert diff(tree, snapshot(base)) == []  # nothing was written
+
+
+def test_a_symlinked_board_lock_is_named_with_its_fix(tmp_path, outside):
+    base = make_board(tmp_path, "tx1")
+    (base / STATE).mkdir(exist_ok=True)
+    os.symlink(outside / "precious", base / STATE / "board.lock")
+    result = cli(base, "maxperf")
+    assert result.exit_code == 2, result.output
+    assert "the board lock is a symbolic link" in result.output
+    assert f"sudo rm {base / STATE / 'board.lock'}" in result.output
+    assert "jetbench group" not in result.output  # not a permission problem
+    assert (outside / "precious").read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("where", ["outside the root", "inside the root"])
+def test_a_knob_replaced_by_a_symlink_exits_2_wherever_it_points(tmp_path, outside, where):
+    base = make_board(tmp_path, "tx1")
+    knob = base / GPU_MIN
+    # A value the knob could hold (the simulated kernel reads it too): the original, 76.8 MHz.
+    target = outside / "min_freq" if where == "outside the root" else base / "etc/min_freq"
+    target.write_text("76800000\n")
+    knob.unlink()
+    os.symlink(target, knob)
+    before = target.read_text()
+    result = cli(base, "maxperf")
+    assert result.exit_code == 2, result.output
+    assert "symbolic link" in result.output or "->" in result.output, result.output
+    assert target.read_text() == before
+    assert not (base / STATE / "journal.json").exists()
+
+
 # -- item 7: the journal validated whole --------------------------------------------------------
 def _entry(**over):
     e = {"path": GPU_MIN_BOARD, "raw": "76800000\n", "step": "gpu"}

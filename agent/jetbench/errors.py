@@ -61,6 +61,14 @@ class UnsafePath(UsageError):
     """A write outside the allowlist or outside the root. Refused before touching anything."""
 
 
+class LinkedAway(UnsafePath):
+    """A board file that is a symbolic link to somewhere jetbench may not write (outside the
+    root, or a file that is no knob): the board's tree is wrong, not the user's input, so it
+    exits as a hardware/permission error (2), wherever the link points."""
+
+    exit_code = EXIT_HARDWARE
+
+
 class SamplerDied(HardwareError):
     """The power sampler's process ended while it was needed (killed, crashed): the samples
     stop there, so no window past that moment can be measured."""

@@ -204,12 +204,13 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     if request.out_dir is not None:
         io.check_out_dir(request.out_dir)  # before any work: a bad --out costs no run
     report = MeasureReport(out_dir=request.out_dir)
-    with borrow_board(root, command, request.wait_s), open_board(root) as board:
+    with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated
         report.board = _board_doc(root, board)
         points = plan_points(request, board)
         had_journal = bool(journal.load(root))
         state = _State(root, board, request, report, progress, t_start, ranks)
+        state.guard = guard  # every batch of writes: refused once a lease is revoked
         put_back_tried = False
         try:
             state.run(points, on_result, on_applied)
@@ -225,7 +226,8 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
             put_back_tried = True
             with Hold(deliver=False):  # a second Ctrl-C cannot cut the put-back short
                 state.stop_sampler()
-                report.restored = _put_back(root, request, had_journal, state.steps)
+                with guard.writing():  # nothing written once the daemon took the board back
+                    report.restored = _put_back(root, request, had_journal, state.steps)
                 set_interrupt_notes([f"clocks: {report.restored}", _finished_note(report)])
             if isinstance(err, KeyboardInterrupt):
                 raise
@@ -234,7 +236,8 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
             if not put_back_tried:
                 with Hold():  # an interrupt now waits for the put-back, then is raised (130)
                     state.stop_sampler()
-                    report.restored = _put_back(root, request, had_journal, state.steps)
+                    with guard.writing():
+                        report.restored = _put_back(root, request, had_journal, state.steps)
                     if pending():
                         set_interrupt_notes([f"clocks: {report.restored}",
                                              _finished_note(report)])
@@ -276,6 +279,7 @@ class _State:
                  progress: Optional[Progress], t_start: float, ranks: Any = None):
         self.root, self.board, self.request, self.report = root, board, request, report
         self.ranks = ranks  # multi-device: runs each point on every rank (distributed/)
+        self.guard: Any = None  # tuning/lease.Guard: around each batch of writes
         self.progress, self.t_start = progress, t_start
         self.sampler: Any = None
         self.sources: List[Any] = []
@@ -319,7 +323,8 @@ class _State:
             return
         profile = build_profile(self.request, gpu_freq, self.root.base)
         if profile is not None:
-            result = apply_profile(self.root, self.board, profile)
+            with self.guard.writing():
+                result = apply_profile(self.root, self.board, profile)
             self.steps += list(result.steps)
             self.requested = list(result.targets.requested)
             self.notes = result.targets.notes

@@ -26,6 +26,9 @@ def daemon(
                                  "back (and re-pinned if something moved them)."),
     client_timeout: str = typer.Option("5s", "--client-timeout", hidden=True,
                                        help="Disconnect control clients idle this long."),
+    lease_stop_wait: str = typer.Option("20s", "--lease-stop-wait", hidden=True,
+                                        help="On SIGTERM, how long a borrower gets to put "
+                                             "the board back (tests shorten it)."),
     sim_kernel: bool = typer.Option(True, "--sim-kernel/--no-sim-kernel", hidden=True,
                                     help="On a simulated board, run its simulated kernel "
                                          "in-process (off: `jetbench sim run` does it)."),
@@ -38,6 +41,7 @@ def daemon(
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
+                          lease_stop_wait_s=parse_duration_s(lease_stop_wait),
                           sim_kernel=sim_kernel)
     code = run_daemon(open_root(ctx), config)
     if code:

@@ -109,6 +109,8 @@ class Lease:
         # board stays locked until this borrower has put its clocks back.
         self.lock_fds = lock_fds
         self._pending = pending
+        token = reply.get("token")  # checked before each batch of writes (tuning/lease.py)
+        self.token: Optional[str] = token if isinstance(token, str) and token else None
         self.revoked: Optional[str] = None
         self._closing = False
         self._watcher = threading.Thread(target=self._watch, name="jetbench-lease",

@@ -16,7 +16,8 @@ control socket) and is the broker: `apply`, `restore` and `maxperf` from the CLI
 requests, and `measure`/`sweep` borrow the board with a lease (`{"cmd": "lease"}`): no re-pin,
 no simulated kernel of its own, no write at all until the lease's connection closes; then what
 the borrower left changed (a killed one) is restored from the journal and the daemon's profile
-is pinned again.
+is pinned again. Before the daemon writes after a lease, it revokes the lease's token
+(`tuning/lease.py`): a borrower that was stopped meanwhile writes nothing when it resumes.
 Inside the process, one lock guards the board: the loop and the socket's thread never write at
 once.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import select
 import signal
 import sys
@@ -43,8 +45,9 @@ from ..hw.thermal import read_temperatures_c
 from ..power.energy_totals import EnergyTotals
 from ..session import served_kernel
 from ..tuning import journal
+from ..tuning import lease as lease_file
 from ..tuning.apply import apply_profile, build_plan, read_clocks
-from ..tuning.lock import BoardLock
+from ..tuning.lock import BoardLock, Holder
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
@@ -63,6 +66,7 @@ SETTLE_GRACE_S = 2.0  # after a pin, clocks below it are not judged for this lon
 SETTLE_TIMEOUT_S = 1.0  # before the first check, wait at most this long for two equal reads
 LEASE_STOP_WAIT_S = 20.0  # on SIGTERM, how long a borrower gets to put the board back (< the
 #                           unit's TimeoutStopSec=30s)
+LEASE_REVOKE_WAIT_S = 2.0  # then how long a borrower inside a batch of writes gets to finish it
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ class Lease:
     uid: int
     who: str
     since: str
+    token: str = ""  # tuning/lease.py: the borrower writes only while the file holds it
 
     def doc(self) -> Dict[str, Any]:
         return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
@@ -87,6 +92,7 @@ class DaemonConfig:
     interval_s: float = DEFAULT_INTERVAL_S
     client_timeout_s: float = 5.0
     sim_kernel: bool = True  # run the simulated kernel in-process on a simulated board
+    lease_stop_wait_s: float = LEASE_STOP_WAIT_S  # tests shorten it (--lease-stop-wait)
 
 
 class _NothingToRestore(Exception):
@@ -203,6 +209,8 @@ class Daemon:
                          socket=str(Path(self.config.socket_path).absolute()))
         lock.acquire()
         self._board_lock = lock
+        # A token a killed daemon left: nobody holds the board lock, so no borrower uses it.
+        lease_file.revoke(self.root, wait_s=0.0)
         self._control = ControlServer(self.config.socket_path, self.handle,
                                       client_timeout_s=self.config.client_timeout_s,
                                       on_disconnect=self._connection_closed)
@@ -287,7 +295,17 @@ class Daemon:
             log.info("%s: restoring the board and stopping",
                      signal.Signals(self._stop_signal).name)
         self.notifier.send(STOPPING="1", STATUS="restoring the board")
-        self._wait_for_lease_end(LEASE_STOP_WAIT_S)
+        self._wait_for_lease_end(self.config.lease_stop_wait_s)
+        stuck = self.lease  # a borrower that did not hand the board back (stopped, say)
+        if stuck is not None and not lease_file.revoke(self.root, LEASE_REVOKE_WAIT_S):
+            # Stopped inside a batch of writes: it will finish that batch when it resumes.
+            # Writing now would race it; the journal keeps the originals for `restore`.
+            log.error("%s (pid %d) is stopped in the middle of writing the board: not "
+                      "restoring; the journal is kept, and the board stays locked to it. Once "
+                      "it has ended (kill -CONT %d, or kill %d): jetbench restore",
+                      stuck.who, stuck.pid, stuck.pid, stuck.pid)
+            self.board = None  # nothing below writes
+            code = HardwareError.exit_code
         for server in (self._control, self._metrics):
             if server is not None:
                 try:
@@ -298,7 +316,8 @@ class Daemon:
             try:
                 if self.board is None:
                     # Refused before touching the board (another daemon holds the socket, say):
-                    # the journal, if any, is not this process's to restore.
+                    # the journal, if any, is not this process's to restore. Or a borrower
+                    # stopped mid-write holds it: not ours to write under.
                     raise _NothingToRestore
                 result = journal.restore(self.root)
                 if result.had_journal:
@@ -318,7 +337,13 @@ class Daemon:
         if self._sim is not None:
             self._sim.stop()
         if self._board_lock is not None:
-            self._board_lock.release()  # last: the board is back, another owner may come
+            # Last: the board is back, another owner may come; unless the borrower still holds
+            # the lock through the descriptor we passed it: the file then names it.
+            holder = None
+            if stuck is not None:
+                holder = Holder(stuck.pid, f"{stuck.who} (lent the board by a daemon that has "
+                                "stopped)", stuck.since)
+            self._board_lock.release(handed_to=holder)
         self.notifier.close()
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reload makes no sense any more
         return code
@@ -657,15 +682,18 @@ class Daemon:
         if peer is None:
             raise UsageError("a lease belongs to a connection")
         self._lease_known = frozenset(e.path for e in journal.load(self.root))
-        self.lease = Lease(peer.conn, peer.pid, peer.uid, request.who or "client",
-                           _iso(time.time()))
+        token = secrets.token_hex(16)
+        who = request.who or "client"
+        lease_file.grant(self.root, token, peer.pid, who)
+        self.lease = Lease(peer.conn, peer.pid, peer.uid, who, _iso(time.time()), token)
         if self._sim is not None:
             self._sim.stop()
         log.info("board lent to %s (pid %d, uid %d): not re-pinning until it hands it back",
                  self.lease.who, peer.pid, peer.uid)
         self.notifier.send(STATUS=self.summary())
         lock_fd = self._board_lock.fileno() if self._board_lock is not None else None
-        return {"ok": True, "lease": self.lease.doc(), "profile": self.profile.name
+        return {"ok": True, "lease": self.lease.doc(), "token": token,
+                "profile": self.profile.name
                 if self.profile else None, "pinned": self.pinned, HOLD: True,
                 FDS: [lock_fd] if lock_fd is not None else []}
 
@@ -675,6 +703,14 @@ class Daemon:
         with self._lock:
             lease = self.lease
             if lease is None or lease.conn != peer.conn:
+                return
+            if not lease_file.revoke(self.root, LEASE_REVOKE_WAIT_S):
+                # Its connection closed, yet something still holds the lease file mid-write
+                # (a process it left behind): writing now would race it.
+                self.lease = None
+                self._error(f"{lease.who} (pid {lease.pid}) closed its lease in the middle of "
+                            "writing: not taking the board back; `jetbench restore` when it "
+                            "has ended")
                 return
             if self._sim is not None:
                 self._sim.start()

@@ -17,7 +17,14 @@ import os
 from pathlib import Path
 from typing import Iterator, List, Optional, Union
 
-from ..errors import HardwareError, MissingFile, PermissionDenied, UnsafePath, WriteRejected
+from ..errors import (
+    HardwareError,
+    LinkedAway,
+    MissingFile,
+    PermissionDenied,
+    UnsafePath,
+    WriteRejected,
+)
 
 # Board-relative prefixes (no leading slash) under which jetbench may write.
 WRITE_ALLOWLIST = (
@@ -151,12 +158,16 @@ class Root:
         return "/" + rel
 
     def resolve(self, board_path: str) -> str:
-        """The board path after following every symlink; refuses anything leaving the root."""
-        real = os.path.realpath(self.path(board_path))
+        """The board path after following every symlink; refuses anything leaving the root
+        (LinkedAway, exit 2, when a symbolic link on the board is what leads out)."""
+        lexical = self.path(board_path)
+        real = os.path.realpath(lexical)
         base = str(self.base)
         if not (real == base or base == "/" or real.startswith(base + os.sep)):
-            raise UnsafePath(
-                "refusing a path that resolves outside the root",
+            linked = real != os.path.normpath(os.path.abspath(lexical))
+            raise (LinkedAway if linked else UnsafePath)(
+                "refusing a path that resolves outside the root"
+                + (" (a symbolic link on the board)" if linked else ""),
                 path=board_path,
                 hint=f"it resolves to {real}, outside {base}",
             )
@@ -166,16 +177,19 @@ class Root:
         """The resolved board path if jetbench may write it, else UnsafePath."""
         resolved = self.resolve(board_path)
         rel = resolved.lstrip("/")
-        shown = board_path if resolved == board_path else f"{board_path} -> {resolved}"
+        linked = resolved != "/" + _board_rel(board_path)
+        shown = f"{board_path} -> {resolved}" if linked else board_path
+        # Refused because of where a link leads: the same exit (2) as a link leaving the root.
+        refuse = LinkedAway if linked else UnsafePath
         allowed = any(rel == p or rel.startswith(p + "/") for p in WRITE_ALLOWLIST)
         if not allowed:
-            raise UnsafePath(
+            raise refuse(
                 "refusing to write outside the clock/power-control allowlist",
                 path=shown,
                 hint="allowed: " + ", ".join("/" + p for p in WRITE_ALLOWLIST),
             )
         if not is_knob(rel):
-            raise UnsafePath(
+            raise refuse(
                 "refusing to write a file that is not a known clock/power knob",
                 path=shown,
                 hint="knobs are cpufreq scaling_*, cpu online, cpuidle disable, devfreq "

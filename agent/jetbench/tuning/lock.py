@@ -4,8 +4,17 @@ Every command that writes clocks or the journal holds it (DESIGN.md, "One owner 
 The kernel releases a `flock` when its holder dies, so a kill -9 never leaves the board stuck.
 The holder writes who it is (pid, command, since, and a daemon its control socket) into the file
 so that a refused writer can say who holds the board and what to do, and the CLI can find the
-daemon to hand its request to. The holder removes the file when it is done (a kill -9 leaves an
-unlocked file, which the next holder reuses). Read-only commands never take it; they may `peek`.
+daemon to hand its request to. Read-only commands never take it; they may `peek`.
+
+A `flock` belongs to the open file, and the daemon passes its descriptor to a borrower, so more
+than one process may hold it. The file is therefore removed only by a holder that never passed
+its descriptor on (the sole holder: `maxperf`, `apply`, `restore`, `measure` on its own): it
+unlinks, then closes, and a waiter that had opened the removed file notices after locking it
+(the path no longer names the file it locked) and takes the new one. A lock whose descriptor
+was passed on (`fileno()`: the daemon's, once it lent the board) is never removed (issue 21):
+removing it while a stopped borrower still held it let the next writer create a new, unlocked
+file and write under the borrower. A kill -9 leaves an unlocked file, which the next holder
+reuses.
 """
 
 from __future__ import annotations
@@ -94,6 +103,7 @@ class BoardLock:
         self.wait_s = wait_s
         self.socket = socket  # a daemon names its control socket, so others can find it
         self._fd: Optional[int] = None
+        self._passed_on = False  # fileno() handed out: another process may hold it too
 
     @property
     def path(self) -> str:
@@ -105,7 +115,10 @@ class BoardLock:
 
     def fileno(self) -> Optional[int]:
         """The locked descriptor: the daemon passes it to a borrower (SCM_RIGHTS), so that the
-        lock stays held while the borrower works even if the daemon dies meanwhile."""
+        lock stays held while the borrower works even if the daemon dies meanwhile. From then
+        on the file is never removed (see the module's docstring)."""
+        if self._fd is not None:
+            self._passed_on = True
         return self._fd
 
     def _open(self) -> int:
@@ -116,6 +129,11 @@ class BoardLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                          LOCK_FILE_MODE)
         except OSError as err:
+            if err.errno == errno.ELOOP or os.path.islink(self.path):
+                raise HardwareError("the board lock is a symbolic link: refusing to follow it",
+                                    path=self.path,
+                                    hint=f"remove the link (sudo rm {self.path}); jetbench "
+                                         "recreates the file") from err
             raise HardwareError(f"cannot open the board lock ({err.strerror})", path=self.path,
                                 hint="run with sudo, or as a member of the jetbench group"
                                 ) from err
@@ -175,17 +193,27 @@ class BoardLock:
             return False
         return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
-    def release(self) -> None:
-        """Remove the file, then drop the lock: nothing is left in the state directory (a
-        waiter that had opened the removed file sees that and takes a new one)."""
+    def release(self, handed_to: Optional[Holder] = None) -> None:
+        """Drop the lock. A sole holder removes the file, then closes: nothing is left in the
+        state directory. A holder that passed its descriptor on keeps the file and empties its
+        record, or, with `handed_to`, names the process that still holds the lock through
+        that descriptor (a borrower the daemon could not take the board back from), so that a
+        refused writer is told who holds the board."""
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         try:
-            os.unlink(self.path)
+            if not self._passed_on:
+                os.unlink(self.path)
+            else:
+                os.ftruncate(fd, 0)
+                if handed_to is not None:
+                    doc = {"pid": handed_to.pid, "command": handed_to.command,
+                           "since": handed_to.since}
+                    os.pwrite(fd, (json.dumps(doc) + "\n").encode(), 0)
         except OSError:
             pass
-        os.close(fd)  # closing the description drops the flock
+        os.close(fd)  # the last descriptor of the open file closed drops the flock
 
     def __enter__(self) -> BoardLock:
         return self.acquire()

@@ -5,8 +5,10 @@ holds it (the broker), over its control socket. DESIGN.md, "One owner of the boa
         if broker is None: ...write it here (the lock is ours)...
         else: broker.request("apply", profile="nano-614mhz")
 
-    with borrow_board(root, "measure", wait_s):   # the lock, or a lease from the daemon
-        ...pin, measure, put back...
+    with borrow_board(root, "measure", wait_s) as guard:  # the lock, or the daemon's lease
+        with guard.writing(): ...pin...
+        ...measure...
+        with guard.writing(): ...put back...   # LeaseRevoked once the daemon took it back
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Dict, Iterator, Optional
 
 from ..errors import HardwareError, JetbenchError, PermissionDenied, UsageError
 from ..hw.fs import Root
+from .lease import Guard
 from .lock import _POLL_S, BoardBusy, BoardLock, Holder
 
 SERVICE = "jetbench.service"
@@ -103,10 +106,12 @@ def own_board(root: Root, command: str,
 
 
 @contextmanager
-def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Iterator[None]:
+def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Iterator[Guard]:
     """The board for a measurement: the board lock, or a lease from the daemon that holds it
     (it stops re-pinning until the lease's connection closes, then pins its profile again).
-    A lease already lent to someone else counts as busy (`wait_s` applies)."""
+    A lease already lent to someone else counts as busy (`wait_s` applies). Yields the guard
+    every batch of writes goes through (tuning/lease.py): under a lease, it refuses to write
+    once the daemon has taken the board back."""
     from ..daemon.client import LeaseRefused, open_lease
 
     end = _deadline(wait_s)
@@ -114,7 +119,7 @@ def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Ite
         with own_board(root, command, wait_s=max(0.0, end - time.monotonic())
                        if end != float("inf") else None) as broker:
             if broker is None:
-                yield
+                yield Guard(root, None)
                 return
             try:
                 lease = open_lease(broker.socket_path, command)
@@ -128,6 +133,6 @@ def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Ite
                 raise broker.unreachable(f"does not answer ({err.message})") from None
             else:
                 with lease:
-                    yield
+                    yield Guard(root, lease.token)
                 return
         time.sleep(_POLL_S)

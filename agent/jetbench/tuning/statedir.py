@@ -1,12 +1,15 @@
 """The state directory (`/var/lib/jetbench`): as much a hardware path as a sysfs file.
 
-It holds the journal and the board lock, so it is checked before use: every component under the
-root a real directory (never a symlink: a symlinked `var/lib` would carry root's writes
-elsewhere), not writable by other users, the directory itself owned by root (or by the user
-running jetbench) and writable by its group only when that group is `jetbench` (what
-`install-service` sets up: root:jetbench, mode 2775, so group members run apply/measure without
-sudo). It is walked with `O_NOFOLLOW` directory descriptors, so a link swapped in after the check
-is refused too, and callers work relative to the descriptor (`state_dir_fd`).
+It holds the journal and the board lock, so it is checked before use. Every component under the
+root (`var`, `var/lib`, `var/lib/jetbench`; the root itself is the operator's choice) must be:
+a real directory (never a symlink: a symlinked `var/lib` would carry root's writes elsewhere);
+owned by root or by the user running jetbench; not writable by every user; writable by its
+group only when that group is `jetbench` (what `install-service` sets up: root:jetbench, mode
+2775, so group members run apply/measure without sudo). A parent (not the state directory
+itself) with the sticky bit, like /tmp, may be writable by others: they cannot rename or remove
+what they do not own there. It is walked with `O_NOFOLLOW` directory descriptors, so a link
+swapped in after the check is refused too, and callers work relative to the descriptor
+(`state_dir_fd`).
 """
 
 from __future__ import annotations
@@ -55,25 +58,23 @@ def _check_stat(st: os.stat_result, path: Path, *, final: bool) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise HardwareError("the state directory's path holds something other than a "
                             "directory", path=str(path), hint=_fix_hint(path))
-    if not final:
-        # A parent others can write could have the state directory renamed under us
-        # (world-writable with the sticky bit, like /tmp, keeps others' entries safe).
-        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-            raise HardwareError("a parent of the state directory is writable by every user",
-                                path=str(path), hint=f"sudo chmod o-w {path}")
-        return
+    # Someone else who can write a parent could rename the state directory under us; the
+    # sticky bit (like /tmp) keeps others' hands off what they do not own, in a parent only.
+    what = "the state directory" if final else "a parent of the state directory"
+    sticky = not final and st.st_mode & stat.S_ISVTX
     if st.st_uid not in (0, os.geteuid()):
-        raise HardwareError(f"the state directory is owned by uid {st.st_uid}, not root",
-                            path=str(path), hint=f"sudo chown root {path}")
-    if st.st_mode & stat.S_IWOTH:
-        raise HardwareError("the state directory is writable by every user", path=str(path),
+        raise HardwareError(f"{what} is owned by uid {st.st_uid}, not root", path=str(path),
+                            hint=f"sudo chown root {path}")
+    if st.st_mode & stat.S_IWOTH and not sticky:
+        raise HardwareError(f"{what} is writable by every user", path=str(path),
                             hint=f"sudo chmod o-w {path}")
-    if st.st_mode & stat.S_IWGRP and _group_name(st.st_gid) != GROUP:
-        raise HardwareError(f"the state directory is writable by group "
+    if st.st_mode & stat.S_IWGRP and not sticky and _group_name(st.st_gid) != GROUP:
+        raise HardwareError(f"{what} is writable by group "
                             f"{_group_name(st.st_gid) or st.st_gid}, not {GROUP}",
                             path=str(path),
-                            hint=f"sudo chmod g-w {path}, or sudo chgrp {GROUP} {path} to "
-                                 f"share the board with the {GROUP} group")
+                            hint=f"sudo chmod g-w {path}" + (
+                                f", or sudo chgrp {GROUP} {path} to share the board with the "
+                                f"{GROUP} group" if final else ""))
 
 
 def check_state_dir(root: Root, path: Path) -> None:
