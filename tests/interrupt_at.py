@@ -4,8 +4,8 @@ measurement, through measure's test-only hook point (`measure.PHASE_HOOK`).
     INTERRUPT_AT=PHASE[#N]:CAUSE python tests/interrupt_at.py --root BOARD measure ...
 
 PHASE: a phase name measure passes its hook ("pinned", "window-opening", "window-open",
-"window-closed", "figures"), or "json-write" (inside the result's write: its CSV written, its
-JSON not yet); #N: the N-th time it is reached (a sweep's second point), 1 by default.
+"window-closed", "figures"), "json-write" (inside the result's write: its CSV written, its
+JSON not yet) or "table" (the CLI printing the finished run's table); #N: the N-th time it is reached (a sweep's second point), 1 by default.
 CAUSE: SIGINT or SIGTERM, raised at this process (its handler has run when the hook
 returns), or revoke:PID: SIGTERM to the daemon with that pid, which takes back the board it
 lent; the hook returns once this process has received that (an event, not a sleep).
@@ -58,6 +58,15 @@ def main() -> None:
         return real_write_json(*args, **kwargs)
 
     io.write_json = write_json
+    import jetbench.report.tables as tables
+
+    real_rich_table = tables.rich_table
+
+    def rich_table(*args, **kwargs):  # the CLI prints the finished run's table
+        at("table")
+        return real_rich_table(*args, **kwargs)
+
+    tables.rich_table = rich_table
     from jetbench.cli.main import main as cli
 
     sys.argv = ["jetbench", *sys.argv[1:]]

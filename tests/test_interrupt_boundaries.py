@@ -107,6 +107,22 @@ def test_an_interrupt_while_the_result_is_written_leaves_it_whole(tmp_path, caus
     assert "interrupted" not in whole_result(out)  # finished before the interrupt came
 
 
+@pytest.mark.parametrize("cause", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_while_the_table_prints_is_still_130(tmp_path, cause):
+    """Everything done and written, the CLI printing the table: 130 (not killed by SIGTERM's
+    default action), the result whole and unmarked."""
+    base = make_board(tmp_path, "tx1")
+    before = board_snapshot(base, "tx1")
+    out = tmp_path / "out"
+    r = interrupted_run(tmp_path, base, f"table:{cause}", "measure", "--freq", "690MHz",
+                        *CMD, "--out", str(out))
+    assert r.returncode == 130, (r.returncode, r.stderr)
+    assert "interrupt_at:" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (base / JOURNAL).exists()
+    assert diff(before, board_snapshot(base, "tx1")) == []
+    assert "interrupted" not in whole_result(out)
+
+
 def test_a_sweep_interrupted_at_its_second_point_keeps_the_first(tmp_path):
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")

@@ -375,7 +375,8 @@ def measure(
                 open_root(ctx), req, progress=progress, ranks=leader))
             if report is None:
                 return  # not rank 0: rank 0 reports for the run
-    _finish(report, as_json, plot, "jetbench measure")
+    with InterruptLatch():  # Ctrl-C or SIGTERM while the table prints: still 130, not -15
+        _finish(report, as_json, plot, "jetbench measure")
 
 
 def sweep(
@@ -424,12 +425,13 @@ def sweep(
                 open_root(ctx), req, freq, progress=progress, ranks=leader))
             if report is None:
                 return  # not rank 0: rank 0 reports for the run
-    try:
-        _finish(report, as_json, plot, "jetbench sweep", long=True)
-    finally:
-        if not as_json:
-            for line in summarize(report.results, report.simulated).lines():
-                console().print(line, soft_wrap=True, highlight=False)
+    with InterruptLatch():  # Ctrl-C or SIGTERM while the tables print: still 130, not -15
+        try:
+            _finish(report, as_json, plot, "jetbench sweep", long=True)
+        finally:
+            if not as_json:
+                for line in summarize(report.results, report.simulated).lines():
+                    console().print(line, soft_wrap=True, highlight=False)
 
 
 def report(
