@@ -5,7 +5,8 @@ measurement, through measure's test-only hook point (`measure.PHASE_HOOK`).
 
 PHASE: a phase name measure passes its hook ("pinned", "window-opening", "window-open",
 "window-closed", "figures"), "json-write" (inside the result's write: its CSV written, its
-JSON not yet) or "table" (the CLI printing the finished run's table); #N: the N-th time it is reached (a sweep's second point), 1 by default.
+JSON not yet) or "table" (the CLI printing the finished run's table); #N: the N-th time it is
+reached (a sweep's second point), 1 by default.
 CAUSE: SIGINT or SIGTERM, raised at this process (its handler has run when the hook
 returns), or revoke:PID: SIGTERM to the daemon with that pid, which takes back the board it
 lent; the hook returns once this process has received that (an event, not a sleep).
