@@ -199,6 +199,7 @@ def restore(
                             f"({reply.get('unchanged', 0)} already at their original value). "
                             "It keeps running and pins nothing until `jetbench apply NAME`.",
                             soft_wrap=True, highlight=False)
+            _print_moved([str(m) for m in reply.get("moved", ())])
             return
         if discard:
             _discard(root)
@@ -211,6 +212,18 @@ def restore(
         return
     out.print(f"Restored {len(result.written)} value(s) "
               f"({result.unchanged} already at their original value); journal removed.")
+    _print_moved([m.note() for m in result.moved])
+
+
+def _print_moved(notes: List[str]) -> None:
+    """Knobs another tool (jetson_clocks, nvpmodel, jtop) moved after jetbench wrote them:
+    restore put the originals back over that tool's values, so say so."""
+    if notes:
+        console().print(f"Note: {len(notes)} knob(s) moved by another tool since jetbench "
+                        "wrote them:", soft_wrap=True, highlight=False)
+        for note in notes:
+            console().print(f"  moved by another tool since: {note}", soft_wrap=True,
+                            highlight=False, markup=False)
 
 
 def _discard(root) -> None:

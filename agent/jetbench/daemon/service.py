@@ -99,6 +99,11 @@ class _NothingToRestore(Exception):
     pass
 
 
+def _log_moved(result: journal.RestoreResult) -> None:
+    for moved in result.moved:
+        log.warning("moved by another tool since jetbench wrote it: %s", moved.note())
+
+
 class _PrePinValues:
     """The root as `journal.record` sees it, answering with the value a file held before the
     daemon pinned: a knob the pin did not write already held its pinned value then."""
@@ -231,6 +236,7 @@ class Daemon:
                 log.warning("finishing an interrupted job: restoring %d journalled value(s)",
                             len(pending))
                 result = journal.restore(self.root)
+                _log_moved(result)
                 log.info("restored %d value(s), %d already in place", len(result.written),
                          result.unchanged)
             if self.config.profile:
@@ -320,6 +326,7 @@ class Daemon:
                     # stopped mid-write holds it: not ours to write under.
                     raise _NothingToRestore
                 result = journal.restore(self.root)
+                _log_moved(result)
                 if result.had_journal:
                     log.info("restored %d value(s) (%d already in place); journal removed",
                              len(result.written), result.unchanged)
@@ -406,7 +413,7 @@ class Daemon:
         prepin = {w.path: w.value + "\n" for s in steps for w in s.writes if w.path not in known}
         assert self.board is not None
         journal.record(_PrePinValues(self.root, prepin),  # type: ignore[arg-type]
-                       ((w.path, s.label) for s in steps for w in s.writes),
+                       ((w.path, s.label, w.value) for s in steps for w in s.writes),
                        board_family=self.board.family)
         for step in steps:
             apply_step(self.root, step)
@@ -645,7 +652,8 @@ class Daemon:
                          "`apply`", len(result.written))
                 self.check()
                 return {"ok": True, "restored": len(result.written),
-                        "unchanged": result.unchanged, "pinned": False}
+                        "unchanged": result.unchanged, "pinned": False,
+                        "moved": [m.note() for m in result.moved]}
             if request.cmd == "pin":
                 if self.profile is None:
                     raise UsageError("no profile to pin: start the daemon with --profile, or "

@@ -1,11 +1,13 @@
-"""Reading and writing a knob by its journal key: a file under the root, or an NVML setting
-(`nvml:<bus id>/<setting>`, hw/nvml_clocks.py). The planner's steps, the journal and restore go
-through here, so an NVML setting has the same journal, rollback and restore as a sysfs file."""
+"""Reading and writing a knob by its journal key: a file under the root, an NVML setting
+(`nvml:<bus id>/<setting>`, hw/nvml_clocks.py), or a service (`service:<unit>`,
+hw/services.py). The planner's steps, the journal and restore go through here, so an NVML
+setting or a service has the same journal, rollback and restore as a sysfs file."""
 
 from __future__ import annotations
 
 from typing import Optional
 
+from . import services
 from .fs import Root, check_knob_value
 
 
@@ -27,6 +29,8 @@ def readable(path: str) -> bool:
 
 def read(root: Root, path: str, default: object = ...) -> Optional[str]:
     """The value, stripped (as `Root.read`)."""
+    if services.is_key(path):
+        return services.read_setting(root, path)
     if is_nvml(path):
         from .nvml_clocks import read_setting
 
@@ -38,6 +42,8 @@ def read(root: Root, path: str, default: object = ...) -> Optional[str]:
 
 def read_raw(root: Root, path: str, default: object = ...) -> Optional[str]:
     """The exact content, as the journal keeps it."""
+    if services.is_key(path):
+        return services.read_setting(root, path) + "\n"
     if is_nvml(path):
         from .nvml_clocks import read_setting
 
@@ -48,6 +54,9 @@ def read_raw(root: Root, path: str, default: object = ...) -> Optional[str]:
 
 
 def write(root: Root, path: str, value: str) -> None:
+    if services.is_key(path):
+        services.write_setting(root, path, value)
+        return
     if is_nvml(path):
         from .nvml_clocks import write_setting
 
@@ -57,6 +66,9 @@ def write(root: Root, path: str, value: str) -> None:
 
 
 def write_raw(root: Root, path: str, raw: str) -> None:
+    if services.is_key(path):
+        services.write_setting(root, path, raw)
+        return
     if is_nvml(path):
         from .nvml_clocks import write_setting
 
@@ -68,6 +80,9 @@ def write_raw(root: Root, path: str, raw: str) -> None:
 def check_restorable(root: Root, path: str, raw: str) -> None:
     """A journal entry restore may write: a knob path jetbench may write and a value it can
     hold (UnsafePath / hardware errors otherwise)."""
+    if services.is_key(path):
+        services.check_value(path, raw)
+        return
     if is_nvml(path):
         from .nvml_clocks import check_value
 

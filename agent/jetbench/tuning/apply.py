@@ -58,7 +58,7 @@ def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = Fa
     if not dry_run and steps:
         journal.record(
             root,
-            ((w.path, s.label) for s in steps for w in s.writes),
+            ((w.path, s.label, w.value) for s in steps for w in s.writes),
             board_family=board.family,
         )
         for step in steps:

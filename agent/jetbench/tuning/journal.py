@@ -15,7 +15,14 @@ bounded size). Anything else is JournalInvalid: one message, exit 2, `restore --
 An entry is a file (`path` under the root, `raw` its exact content) or, with `"kind": "nvml"`,
 an NVML setting of a discrete GPU (`path` = `nvml:<PCI bus id>/<setting>`, hw/nvml_clocks.py):
 its power limit in mW, or `default` for a clock lock (NVML cannot read a lock back: restore
-resets it). Both are read and written through hw/knob_io.py.
+resets it), or, with `"kind": "service"`, a systemd service jetbench stopped (`service:<unit>`,
+hw/services.py: `nvfancontrol` under `--fan`), `active` to start it again on restore. All are
+read and written through hw/knob_io.py.
+
+An entry may also carry `wrote`, the value jetbench last wrote there. Restore compares it with
+what it finds: a knob that moved since (jetson_clocks, nvpmodel, jtop) is named in the restore
+output before it goes back to its original value, so another tool's change is never undone
+silently.
 """
 
 from __future__ import annotations
@@ -25,12 +32,12 @@ import os
 import secrets
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, WriteRejected
-from ..hw import knob_io
+from ..hw import knob_io, services
 from ..hw.fs import MAX_KNOB_BYTES, Root
 from .statedir import STATE_DIR, remove_stale_temporaries, state_dir_fd
 
@@ -44,9 +51,10 @@ MAX_JOURNAL_BYTES = 1 << 20
 MAX_ENTRIES = 4096
 MAX_STEP_CHARS = 256
 _TOP_KEYS = {"schema", "board", "updated", "note", "entries"}
-_ENTRY_KEYS = {"path", "raw", "step", "kind"}
+_ENTRY_KEYS = {"path", "raw", "step", "kind", "wrote"}
 KIND_FILE = "file"
 KIND_NVML = "nvml"
+KIND_SERVICE = "service"
 _FILE_MODE = 0o644  # clock values are no secret; readable by every member of the group
 
 
@@ -55,13 +63,22 @@ class Entry:
     path: str
     raw: str  # the file's exact original content
     step: str
-    kind: str = KIND_FILE  # KIND_NVML: an NVML setting, not a file
+    kind: str = KIND_FILE  # KIND_NVML: an NVML setting; KIND_SERVICE: a systemd service
+    wrote: Optional[str] = None  # the value jetbench last wrote (stripped); None: not known
 
     def doc(self) -> Dict[str, str]:
         doc = {"path": self.path, "raw": self.raw, "step": self.step}
         if self.kind != KIND_FILE:
             doc["kind"] = self.kind
+        if self.wrote is not None:
+            doc["wrote"] = self.wrote
         return doc
+
+
+def kind_of(path: str) -> str:
+    if knob_io.is_nvml(path):
+        return KIND_NVML
+    return KIND_SERVICE if services.is_key(path) else KIND_FILE
 
 
 class JournalInvalid(HardwareError):
@@ -96,18 +113,22 @@ def _check_entry(root: Root, item: Any, where: str, fail: Any) -> Entry:
         raise fail(f"{where} is not an object with path, raw and step")
     path, raw, step = item["path"], item["raw"], item.get("step", "")
     kind = item.get("kind", KIND_FILE)
+    wrote = item.get("wrote")
     if not all(isinstance(v, str) for v in (path, raw, step, kind)):
         raise fail(f"{where}: path, raw, step and kind must be strings")
-    if kind != (KIND_NVML if knob_io.is_nvml(path) else KIND_FILE):
+    if wrote is not None and (not isinstance(wrote, str) or len(wrote) > MAX_KNOB_BYTES):
+        raise fail(f"{where}: wrote must be a string of at most {MAX_KNOB_BYTES} characters")
+    if kind != kind_of(path):
         raise fail(f"{where}: kind {kind[:20]!r} does not match path {path[:80]!r}")
-    if not path.startswith(("/", "nvml:")) or len(path) > MAX_KNOB_BYTES or any(
+    if not path.startswith(("/", "nvml:", services.KEY_PREFIX)) or len(
+            path) > MAX_KNOB_BYTES or any(
             ord(c) < 0x20 or ord(c) == 0x7F for c in path + step) or len(step) > MAX_STEP_CHARS:
         raise fail(f"{where}: path {path[:80]!r} or step {step[:40]!r} is malformed")
     try:
         knob_io.check_restorable(root, path, raw)
     except JetbenchError as err:
         raise fail(f"{where}: {err}") from None
-    return Entry(path, raw, step, kind)
+    return Entry(path, raw, step, kind, wrote)
 
 
 def parse(root: Root, data: bytes, shown: str) -> List[Entry]:
@@ -211,26 +232,34 @@ def _replace(dir_fd: int, text: str) -> None:
     os.fsync(dir_fd)
 
 
-def record(root: Root, items: Iterable[Tuple[str, str]], board_family: str = "") -> List[Entry]:
-    """Add (path, step) items to the journal, reading each file's current content; paths
-    already journalled keep their first value. Returns the whole journal."""
+def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "") -> List[Entry]:
+    """Add (path, step) or (path, step, value about to be written) items to the journal,
+    reading each file's current content; paths already journalled keep their first value (and
+    take the new value to be written). Returns the whole journal."""
     shown = str(journal_file(root))
     with state_dir_fd(root, create=True) as dir_fd:
         assert dir_fd is not None
         data = _read_journal(root, dir_fd)
         entries = [] if data is None else parse(root, data, shown)
-        known = {e.path for e in entries}
+        known = {e.path: k for k, e in enumerate(entries)}
         added = False
-        for path, step in items:
+        for path, step, *value in items:
+            wrote = str(value[0]).strip() if value else None
             if path in known:
+                k = known[path]
+                if wrote is not None and entries[k].wrote != wrote:
+                    entries[k] = replace(entries[k], wrote=wrote)
+                    added = True
                 continue
             item = {"path": path, "raw": knob_io.read_raw(root, path), "step": step}
-            if knob_io.is_nvml(path):
-                item["kind"] = KIND_NVML
+            if wrote is not None:
+                item["wrote"] = wrote
+            if kind_of(path) != KIND_FILE:
+                item["kind"] = kind_of(path)
             # A value restore could not write back is refused now, before any change.
             entries.append(_check_entry(root, item, path, lambda what, p=path: HardwareError(
                 f"cannot journal the original value: {what}", path=p)))
-            known.add(path)
+            known[path] = len(entries) - 1
             added = True
         if added:
             doc = {
@@ -296,10 +325,41 @@ def _remove_stale_temporaries(root: Root) -> None:
 
 
 @dataclass(frozen=True)
+class Moved:
+    """A journalled knob something else changed after jetbench wrote it."""
+
+    path: str
+    wrote: str  # what jetbench wrote
+    now: str  # what restore found
+    original: str  # what restore put back (stripped)
+
+    def note(self) -> str:
+        return (f"{self.path}: jetbench wrote {self.wrote}, now {self.now}; restored to "
+                f"original {self.original}")
+
+
+@dataclass(frozen=True)
 class RestoreResult:
     written: Tuple[str, ...]
     unchanged: int
     had_journal: bool
+    moved: Tuple[Moved, ...] = ()  # knobs another tool moved since jetbench wrote them
+
+
+def moved_since(root: Root, entries: Iterable[Entry]) -> List[Moved]:
+    """Journalled knobs holding neither what jetbench wrote nor their original: another tool
+    (jetson_clocks, nvpmodel, jtop, a person) moved them, and restore is about to undo that."""
+    moved = []
+    for entry in entries:
+        if entry.wrote is None or not knob_io.readable(entry.path):
+            continue
+        try:
+            now = knob_io.read(root, entry.path, default=None)
+        except JetbenchError:
+            continue  # restore itself reports a knob it cannot read
+        if now is not None and now not in (entry.wrote, entry.raw.strip()):
+            moved.append(Moved(entry.path, entry.wrote, now, entry.raw.strip()))
+    return moved
 
 
 def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
@@ -317,6 +377,7 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
             _remove_journal(root)  # a valid journal with nothing in it: nothing to keep
         return RestoreResult((), 0, had)
     pending = [e for e in reversed(entries) if e.raw.strip() not in UNWRITABLE]
+    moved = moved_since(root, pending)
     written: List[str] = []
     unchanged = len(entries) - len(pending)
     errors: Dict[str, JetbenchError] = {}
@@ -346,4 +407,4 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
             hint=first.hint or "fix the cause and run `jetbench restore` again",
         )
     _remove_journal(root)
-    return RestoreResult(tuple(written), unchanged, True)
+    return RestoreResult(tuple(written), unchanged, True, tuple(moved))
