@@ -145,3 +145,38 @@ def test_a_journal_may_name_only_services_jetbench_manages(tmp_path):
         services.check_value("service:sshd", "inactive\n")
     with pytest.raises(UnsafePath):
         services.check_value("service:nvfancontrol", "masked\n")
+
+
+def test_the_daemon_stops_it_for_maxperf_fan_re_stops_it_and_starts_it_on_stop(
+        tmp_path, systemd, started):
+    from test_daemon_service import Daemon, _wait
+
+    base = make_board(tmp_path, "orin-nano")
+    (systemd / "nvfancontrol").write_text("active\n")
+    d = Daemon(tmp_path, base)
+    started.append(d)
+    d.ready()
+    assert calls(systemd, "stop") == []
+    assert d.ask("maxperf", fan=True)["ok"]
+    assert calls(systemd, "stop") == ["stop nvfancontrol.service"]
+    assert pwm(base) == "255"
+    # Someone starts it again (nvfancontrol would then move pwm1): the daemon's drift check
+    # stops it again, as it re-pins any knob of its profile.
+    (systemd / "nvfancontrol").write_text("active\n")
+    assert _wait(lambda: len(calls(systemd, "stop")) == 2, timeout=20), d.output()
+    assert d.stop() == 0, d.output()
+    assert calls(systemd, "start")[-1] == "start nvfancontrol.service"
+    assert (systemd / "nvfancontrol").read_text().strip() == "active"
+
+
+@pytest.fixture
+def started():
+    from test_daemon_service import Daemon  # noqa: F401  (its module holds the helpers)
+
+    daemons: list = []
+    yield daemons
+    for d in daemons:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        d.close()
