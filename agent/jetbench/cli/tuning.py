@@ -199,7 +199,8 @@ def restore(
                             f"({reply.get('unchanged', 0)} already at their original value). "
                             "It keeps running and pins nothing until `jetbench apply NAME`.",
                             soft_wrap=True, highlight=False)
-            _print_moved([str(m) for m in reply.get("moved", ())])
+            _print_moved([str(m) for m in reply.get("moved", ())],
+                         [str(c) for c in reply.get("changed", ())])
             return
         if discard:
             _discard(root)
@@ -212,18 +213,24 @@ def restore(
         return
     out.print(f"Restored {len(result.written)} value(s) "
               f"({result.unchanged} already at their original value); journal removed.")
-    _print_moved([m.note() for m in result.moved])
+    _print_moved([m.note() for m in result.moved], [c.note() for c in result.changed])
 
 
-def _print_moved(notes: List[str]) -> None:
-    """Knobs another tool (jetson_clocks, nvpmodel, jtop) moved after jetbench wrote them:
-    restore put the originals back over that tool's values, so say so."""
-    if notes:
-        console().print(f"Note: {len(notes)} knob(s) moved by another tool since jetbench "
-                        "wrote them:", soft_wrap=True, highlight=False)
-        for note in notes:
-            console().print(f"  moved by another tool since: {note}", soft_wrap=True,
-                            highlight=False, markup=False)
+def _print_moved(moved: List[str], changed: List[str]) -> None:
+    """Knobs another tool (jetson_clocks, nvpmodel, jtop) moved while jetbench held the board:
+    restore put the originals back over that tool's values (moved), or left knobs jetbench
+    never wrote as that tool set them (changed); either way, say so."""
+    out = console()
+    for note in moved:
+        out.print(f"Note: moved by another tool since: {note}", soft_wrap=True,
+                  highlight=False, markup=False)
+    for note in changed:
+        out.print(f"Note: changed by another tool since jetbench began: {note}",
+                  soft_wrap=True, highlight=False, markup=False)
+    if changed:
+        out.print("Those were never jetbench's to restore: put them back with the tool that "
+                  "changed them (`jetson_clocks --restore`, nvpmodel).", soft_wrap=True,
+                  highlight=False)
 
 
 def _discard(root) -> None:

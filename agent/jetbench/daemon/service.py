@@ -102,6 +102,9 @@ class _NothingToRestore(Exception):
 def _log_moved(result: journal.RestoreResult) -> None:
     for moved in result.moved:
         log.warning("moved by another tool since jetbench wrote it: %s", moved.note())
+    for changed in result.changed:
+        log.warning("changed by another tool while jetbench held the board: %s",
+                    changed.note())
 
 
 class _PrePinValues:
@@ -653,7 +656,8 @@ class Daemon:
                 self.check()
                 return {"ok": True, "restored": len(result.written),
                         "unchanged": result.unchanged, "pinned": False,
-                        "moved": [m.note() for m in result.moved]}
+                        "moved": [m.note() for m in result.moved],
+                        "changed": [c.note() for c in result.changed]}
             if request.cmd == "pin":
                 if self.profile is None:
                     raise UsageError("no profile to pin: start the daemon with --profile, or "

@@ -60,6 +60,7 @@ def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = Fa
             root,
             ((w.path, s.label, w.value) for s in steps for w in s.writes),
             board_family=board.family,
+            watch=journal.watched_knobs(root, board),
         )
         for step in steps:
             apply_step(root, step)

@@ -22,7 +22,10 @@ read and written through hw/knob_io.py.
 An entry may also carry `wrote`, the value jetbench last wrote there. Restore compares it with
 what it finds: a knob that moved since (jetson_clocks, nvpmodel, jtop) is named in the restore
 output before it goes back to its original value, so another tool's change is never undone
-silently.
+silently. `seen` lists board knobs jetbench knows but did not change (every cpuidle state's
+`disable`, cores' `online`, governors, the fan, railgating) with their values when the journal
+was begun: restore leaves them alone and names those another tool changed since
+(`jetson_clocks` disabling WFI or running the fan at 255 while jetbench held the board).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, WriteRejected
 from ..hw import knob_io, services
+from ..hw.board import Board
 from ..hw.fs import MAX_KNOB_BYTES, Root
 from .statedir import STATE_DIR, remove_stale_temporaries, state_dir_fd
 
@@ -50,7 +54,7 @@ UNWRITABLE = ("<unsupported>",)
 MAX_JOURNAL_BYTES = 1 << 20
 MAX_ENTRIES = 4096
 MAX_STEP_CHARS = 256
-_TOP_KEYS = {"schema", "board", "updated", "note", "entries"}
+_TOP_KEYS = {"schema", "board", "updated", "note", "entries", "seen"}
 _ENTRY_KEYS = {"path", "raw", "step", "kind", "wrote"}
 KIND_FILE = "file"
 KIND_NVML = "nvml"
@@ -133,6 +137,11 @@ def _check_entry(root: Root, item: Any, where: str, fail: Any) -> Entry:
 
 def parse(root: Root, data: bytes, shown: str) -> List[Entry]:
     """The entries of a journal's bytes, validated whole; JournalInvalid for anything else."""
+    return _parse(root, data, shown)[0]
+
+
+def _parse(root: Root, data: bytes, shown: str) -> Tuple[List[Entry], List[Entry]]:
+    """(entries, seen) of a journal's bytes, validated whole."""
 
     def fail(what: str) -> JournalInvalid:
         return JournalInvalid(shown, what)
@@ -163,7 +172,13 @@ def parse(root: Root, data: bytes, shown: str) -> List[Entry]:
     entries = [_check_entry(root, item, f"entry {k + 1}", fail) for k, item in enumerate(items)]
     if len({e.path for e in entries}) != len(entries):
         raise fail("a path appears twice")
-    return entries
+    seen_items = doc.get("seen", [])
+    if not isinstance(seen_items, list) or len(seen_items) > MAX_ENTRIES:
+        raise fail(f"'seen' must be a list of at most {MAX_ENTRIES} entries")
+    seen = [_check_entry(root, item, f"seen {k + 1}", fail) for k, item in enumerate(seen_items)]
+    if len({e.path for e in seen}) != len(seen) or any(e.kind != KIND_FILE for e in seen):
+        raise fail("'seen' lists a path twice, or a knob that is no file")
+    return entries, seen
 
 
 def _read_journal(root: Root, dir_fd: int) -> Optional[bytes]:
@@ -200,11 +215,29 @@ def _read_journal(root: Root, dir_fd: int) -> Optional[bytes]:
 
 def load(root: Root) -> List[Entry]:
     """The journalled entries ([] when there is no journal), validated whole. Creates nothing."""
+    return _load(root)[0]
+
+
+def _load(root: Root) -> Tuple[List[Entry], List[Entry]]:
     with state_dir_fd(root, create=False) as dir_fd:
         if dir_fd is None:
-            return []
+            return [], []
         data = _read_journal(root, dir_fd)
-    return [] if data is None else parse(root, data, str(journal_file(root)))
+    return ([], []) if data is None else _parse(root, data, str(journal_file(root)))
+
+
+def watched_knobs(root: Root, board: Board) -> List[str]:
+    """Board knobs jetbench knows, whether or not a profile writes them: what another tool
+    (jetson_clocks, jtop) moves while jetbench holds the board."""
+    paths = list(board.cpu.online_files)
+    paths += root.glob("/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/disable")
+    paths += [f"{p.path}/scaling_{name}" for p in board.cpu.policies
+              for name in ("governor", "min_freq", "max_freq")]
+    if board.fan is not None:
+        paths += [board.fan.pwm] + ([board.fan.manual] if board.fan.manual else [])
+    if board.gpu is not None and board.gpu.railgate:
+        paths.append(board.gpu.railgate)
+    return sorted(dict.fromkeys(paths))
 
 
 def _replace(dir_fd: int, text: str) -> None:
@@ -232,17 +265,31 @@ def _replace(dir_fd: int, text: str) -> None:
     os.fsync(dir_fd)
 
 
-def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "") -> List[Entry]:
+def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
+           watch: Iterable[str] = ()) -> List[Entry]:
     """Add (path, step) or (path, step, value about to be written) items to the journal,
     reading each file's current content; paths already journalled keep their first value (and
-    take the new value to be written). Returns the whole journal."""
+    take the new value to be written). `watch`: knobs to note the value of (`seen`) when they
+    are not noted yet. Returns the whole journal."""
     shown = str(journal_file(root))
     with state_dir_fd(root, create=True) as dir_fd:
         assert dir_fd is not None
         data = _read_journal(root, dir_fd)
-        entries = [] if data is None else parse(root, data, shown)
+        entries, seen = ([], []) if data is None else _parse(root, data, shown)
         known = {e.path: k for k, e in enumerate(entries)}
         added = False
+        seen_paths = {e.path for e in seen}
+        for path in watch:
+            raw = root.read_raw(path, default=None)
+            if path in seen_paths or raw is None:
+                continue
+            try:
+                seen.append(_check_entry(root, {"path": path, "raw": raw}, path,
+                                         lambda what: ValueError(what)))
+            except ValueError:
+                continue  # a value no knob holds: nothing to compare it with later
+            seen_paths.add(path)
+            added = True
         for path, step, *value in items:
             wrote = str(value[0]).strip() if value else None
             if path in known:
@@ -269,6 +316,7 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "")
                 "note": "original values of everything jetbench changed; `jetbench restore` "
                         "writes them back and removes this file",
                 "entries": [e.doc() for e in entries],
+                "seen": [{"path": e.path, "raw": e.raw} for e in seen],
             }
             try:
                 remove_stale_temporaries(dir_fd, JOURNAL_NAME)
@@ -339,11 +387,37 @@ class Moved:
 
 
 @dataclass(frozen=True)
+class Changed:
+    """A knob jetbench never changed that another tool did while jetbench held the board."""
+
+    path: str
+    was: str
+    now: str
+
+    def note(self) -> str:
+        return f"{self.path}: was {self.was}, now {self.now} (not jetbench's change: left as is)"
+
+
+@dataclass(frozen=True)
 class RestoreResult:
     written: Tuple[str, ...]
     unchanged: int
     had_journal: bool
     moved: Tuple[Moved, ...] = ()  # knobs another tool moved since jetbench wrote them
+    changed: Tuple[Changed, ...] = ()  # knobs jetbench never wrote that another tool changed
+
+
+def changed_since(root: Root, seen: Iterable[Entry], entries: Iterable[Entry]) -> List[Changed]:
+    """Watched knobs jetbench did not journal that hold another value than when it began."""
+    written = {e.path for e in entries}
+    changed = []
+    for knob in seen:
+        if knob.path in written:
+            continue
+        now = root.read(knob.path, default=None)
+        if now is not None and now != knob.raw.strip():
+            changed.append(Changed(knob.path, knob.raw.strip(), now))
+    return changed
 
 
 def moved_since(root: Root, entries: Iterable[Entry]) -> List[Moved]:
@@ -370,7 +444,7 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
     come later), for as many passes as there are entries.
     """
     _remove_stale_temporaries(root)
-    entries = load(root)
+    entries, seen = _load(root)
     if not entries:
         had = os.path.lexists(journal_file(root))
         if had:
@@ -378,6 +452,7 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
         return RestoreResult((), 0, had)
     pending = [e for e in reversed(entries) if e.raw.strip() not in UNWRITABLE]
     moved = moved_since(root, pending)
+    changed = changed_since(root, seen, entries)
     written: List[str] = []
     unchanged = len(entries) - len(pending)
     errors: Dict[str, JetbenchError] = {}
@@ -407,4 +482,4 @@ def restore(root: Root, passes: Optional[int] = None) -> RestoreResult:
             hint=first.hint or "fix the cause and run `jetbench restore` again",
         )
     _remove_journal(root)
-    return RestoreResult(tuple(written), unchanged, True, tuple(moved))
+    return RestoreResult(tuple(written), unchanged, True, tuple(moved), tuple(changed))
