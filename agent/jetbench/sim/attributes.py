@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import quirks as q
-from .boards import SimBoard
+from .boards import EMC_DEVFREQ_DEVICE, SimBoard
 from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
 
 EXTRA_DEVFREQ_HZ = (115200000, 332800000, 601600000)  # the table sim/create.py gives them
@@ -294,6 +294,14 @@ def _bool_text(data: str) -> str:
     return str(parse_bool(data))
 
 
+def _runtime_pm(data: str) -> str:
+    """A device's power/control: `auto` or `on`, anything else EINVAL (drivers/base/power)."""
+    text = data.strip()
+    if text not in ("auto", "on"):
+        raise Refused(errno.EINVAL)
+    return text
+
+
 class SimulatedKernel:
     """Every attribute of one simulated board, keyed by board path ('/sys/...').
 
@@ -411,6 +419,8 @@ class SimulatedKernel:
         else:
             nodes = [(board.gpu_device, board.gpu_devfreq_name, board.gpu_freqs_hz)]
             nodes += [(dev, name, EXTRA_DEVFREQ_HZ) for dev, name, _n in board.extra_devfreq]
+            if board.emc_kind == "devfreq":  # tegra264's EMC: the bwmgr devfreq node
+                nodes.append((EMC_DEVFREQ_DEVICE, "bwmgr", board.emc_freqs_hz))
             for device, name, table in nodes:
                 d = f"{device}/devfreq/{name}"
                 node = Devfreq(tuple(table), tuple(self._initial(
@@ -431,8 +441,14 @@ class SimulatedKernel:
                     f"{d}/cur_freq": Attribute(cur),
                     f"{d}/target_freq": Attribute(cur),
                 })
-        self.attrs[f"{board.gpu_device}/railgate_enable"] = Value(
-            self._initial(f"{board.gpu_device}/railgate_enable").strip(), _bool_text).attribute()
+        if board.gpu_pci_bdf:  # a PCI GPU (Thor): runtime PM's power/control, no railgate_enable
+            self.attrs[f"{board.gpu_device}/power/control"] = Value(
+                self._initial(f"{board.gpu_device}/power/control").strip(),
+                _runtime_pm).attribute()
+        else:
+            self.attrs[f"{board.gpu_device}/railgate_enable"] = Value(
+                self._initial(f"{board.gpu_device}/railgate_enable").strip(),
+                _bool_text).attribute()
 
     def qos_cap_hz(self) -> int:
         table = self.board.gpu_freqs_hz
@@ -470,6 +486,9 @@ class SimulatedKernel:
             })
             return
         self.bpmp = None  # type: ignore[assignment]
+        self.emc_override = None
+        if board.emc_kind == "devfreq":  # a devfreq node, set up with the GPU's (_gpu)
+            return
         if board.emc_kind == "debugfs-clk":
             over, cur, rate, state = ("/sys/kernel/debug/clk/override.emc",
                                       "/sys/kernel/debug/clk/emc/clk_rate", "clk_update_rate",
@@ -484,11 +503,14 @@ class SimulatedKernel:
             f"{over}/{state}": Attribute(lambda: str(o.on), o.store_state),
             cur: Attribute(lambda: str(o.running_hz())),
         })
+        if board.emc_kind == "debugfs-clk":  # the override clock runs at the EMC's rate
+            self.attrs[f"{over}/clk_rate"] = Attribute(lambda: str(o.running_hz()))
 
     def emc_hz(self) -> float:
         if self.bpmp is not None:
             return float(self.bpmp.rate_hz)
-        assert self.emc_override is not None
+        if self.emc_override is None:  # devfreq (bwmgr)
+            return float(self.devfreqs["bwmgr"].running_hz())
         return float(self.emc_override.running_hz())
 
     # -- fan and the plain knobs ---------------------------------------------------------------
@@ -557,6 +579,8 @@ class SimulatedKernel:
         for ina in self.board.inas:
             if ina.driver == "ina3221x":
                 self._iio(ina.device_dir, ina.index, ina.labels)
+            elif ina.driver == "ina238":
+                self._ina238(ina.device_dir, ina.index, ina.labels[0])
             else:
                 self._hwmon(ina.device_dir, ina.index, ina.labels)
 
@@ -572,6 +596,21 @@ class SimulatedKernel:
                     lambda mw=mw, mv=mv: str(int(round(mw() * 1000.0 / mv)))),
                 f"{d}/in_voltage{ch}_input": Attribute(lambda mv=mv: str(mv)),
             })
+
+    def _ina238(self, device_dir: str, index: int, label: str) -> None:
+        """Mainline hwmon ina238 (Thor's carrier): no labels, no update_interval; power1 in
+        microwatts, curr1 mA, in1 bus mV, in0 shunt mV (across 2 mOhm, as sim/create.py)."""
+        d = f"{device_dir}/hwmon/hwmon{index}"
+        mv = rail_mv(label)
+
+        def mw() -> float:
+            return self._rails_now(d, IIO_UPDATE_S).get(label, 0.0) * 1000.0
+        self.attrs.update({
+            f"{d}/power1_input": Attribute(lambda: str(int(round(mw() * 1000)))),
+            f"{d}/curr1_input": Attribute(lambda: str(int(round(mw() * 1000 / mv)))),
+            f"{d}/in1_input": Attribute(lambda: str(mv)),
+            f"{d}/in0_input": Attribute(lambda: str(int(round(mw() / mv * 2)))),
+        })
 
     def _hwmon(self, device_dir: str, index: int, labels: Sequence[str]) -> None:
         d = f"{device_dir}/hwmon/hwmon{index}"

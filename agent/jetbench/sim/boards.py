@@ -66,6 +66,10 @@ class SimBoard:
     # /proc/driver/nvidia/gpus); None = a platform device with railgate_enable and load.
     gpu_pci_bdf: Optional[str] = None
     enable_3d_scaling: bool = False  # the GPU device's file (Orin up to JetPack 6)
+    # The GPU's device-tree `compatible` ("" = not simulated): R35+ jetson_clocks finds the GPU
+    # through /sys/devices/platform/gpu.0/of_node/compatible and the devfreq node whose
+    # device's of_node/compatible matches it.
+    gpu_compatible: str = ""
 
 
 _T210_CPU = (102000, 204000, 306000, 408000, 510000, 612000, 714000, 816000, 918000, 1020000,
@@ -215,7 +219,7 @@ _add(SimBoard(
     emc_kind="bpmp",
     emc_freqs_hz=(40800000, 204000000, 665600000, 1062400000, 1331200000, 1600000000,
                   1866000000),
-    emc_iso_cap_hz=None,
+    emc_iso_cap_hz=0,  # nvpmodel's EMC cap file; 0 = no cap (R32 jetson_clocks reads it)
     fan_kind="pwm-fan",
     inas=(
         SimIna("ina3221x", "0-0040", "/sys/devices/3160000.i2c/i2c-0/0-0040",
@@ -226,6 +230,7 @@ _add(SimBoard(
     power_modes=((0, "MAXN"), (1, "MAXQ"), (2, "MAXP_CORE_ALL"), (3, "MAXP_CORE_ARM"),
                  (4, "MAXP_CORE_DENVER")),
     power_mode=0,
+    gpu_compatible="nvidia,gp10b",
 ))
 _add(SimBoard(
     key="xavier-agx",
@@ -258,6 +263,7 @@ _add(SimBoard(
     extra_devfreq=(("/sys/devices/15340000.vic", "15340000.vic", "vic"),),
     power_modes=((0, "MAXN"), (1, "MODE_10W"), (2, "MODE_15W"), (3, "MODE_30W_ALL")),
     power_mode=0,
+    gpu_compatible="nvidia,gv11b",
 ))
 _add(SimBoard(
     key="xavier-nx",
@@ -287,6 +293,7 @@ _add(SimBoard(
     power_modes=((0, "MODE_15W_2CORE"), (1, "MODE_15W_4CORE"), (2, "MODE_15W_6CORE"),
                  (3, "MODE_10W_2CORE"), (4, "MODE_10W_4CORE")),
     power_mode=2,
+    gpu_compatible="nvidia,gv11b",
 ))
 _add(SimBoard(
     key="orin-agx",
@@ -321,6 +328,7 @@ _add(SimBoard(
     power_modes=((0, "MAXN"), (1, "MODE_15W"), (2, "MODE_30W"), (3, "MODE_50W")),
     power_mode=0,
     enable_3d_scaling=True,
+    gpu_compatible="nvidia,ga10b",  # Orin's GPU, whatever its node is named (gpu, ga10b)
 ))
 _add(SimBoard(
     key="orin-nano",
@@ -349,6 +357,7 @@ _add(SimBoard(
                  ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"), 1),),
     power_modes=((0, "15W"), (1, "7W")),
     power_mode=0,
+    gpu_compatible="nvidia,ga10b",
 ))
 
 # JetPack 5 on the same module: the GPU node is named after the GPU (ga10b) and sits directly

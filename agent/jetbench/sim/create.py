@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Dict, Iterable, Union
 
@@ -19,6 +20,13 @@ from .boards import EMC_DEVFREQ_DEVICE, SimBoard, SimIna, get
 from .kernel import SimKernel, idle_rails_mw, rail_mv
 
 DYNAMIC_GOVERNOR_NOTE = "simulated: dynamic governors idle at the table minimum"
+GPU_PLATFORM_ALIAS = "/sys/devices/platform/gpu.0"  # R35+: a link to the GPU's device
+
+
+def l4t_major(board: SimBoard) -> int:
+    """The L4T release's major number from its release line (0: none)."""
+    match = re.match(r"#\s*R(\d+)", board.l4t_line or "")
+    return int(match.group(1)) if match else 0
 
 
 class _Tree:
@@ -175,11 +183,18 @@ def _gpu(tree: _Tree, board: SimBoard) -> None:
         of_node = (f"/sys/firmware/devicetree/base/{board.gpu_of_node}"
                    f"@{device.rsplit('.', 1)[0][-8:]}")
         tree.file(f"{of_node}/name", board.gpu_of_node + "\0")
+        if board.gpu_compatible:
+            tree.file(f"{of_node}/compatible", board.gpu_compatible + "\0")
         tree.link(f"{device}/of_node", of_node)
+    if board.gpu_compatible and l4t_major(board) >= 35 and device != GPU_PLATFORM_ALIAS:
+        tree.link(GPU_PLATFORM_ALIAS, device)  # where R35+ jetson_clocks looks for the GPU
     if board.gpu_kind == "debugfs":
         clock = "/sys/kernel/debug/clock"
         tree.value(f"{clock}/override.gbus/rate", 0)
         tree.value(f"{clock}/override.gbus/state", 0)
+        # The override clock's limits, read by R24 jetson_clocks (it pins override.gbus/max).
+        tree.value(f"{clock}/override.gbus/max", freqs[-1])
+        tree.value(f"{clock}/override.gbus/min", freqs[0])
         tree.value(f"{clock}/gbus/max", freqs[-1])
         tree.value(f"{clock}/gbus/min", freqs[0])
         tree.value(f"{clock}/gbus/rate", freqs[0])
@@ -218,6 +233,8 @@ def _emc(tree: _Tree, board: SimBoard) -> None:
     if board.emc_kind == "debugfs-clock":
         tree.value("/sys/kernel/debug/clock/override.emc/rate", 0)
         tree.value("/sys/kernel/debug/clock/override.emc/state", 0)
+        tree.value("/sys/kernel/debug/clock/override.emc/max", freqs[-1])
+        tree.value("/sys/kernel/debug/clock/override.emc/min", freqs[0])
         tree.value("/sys/kernel/debug/clock/emc/max", freqs[-1])
         tree.value("/sys/kernel/debug/clock/emc/rate", freqs[-1])
         tree.value("/sys/kernel/debug/clock/emc/possible_rates",
@@ -226,7 +243,10 @@ def _emc(tree: _Tree, board: SimBoard) -> None:
         tree.value("/sys/kernel/debug/clk/override.emc/clk_update_rate", 0)
         tree.value("/sys/kernel/debug/clk/override.emc/clk_state", 0)
         tree.value("/sys/kernel/debug/clk/emc/clk_rate", freqs[-1])
+        # The override clock's running rate (the simulated kernel keeps it with emc/clk_rate).
+        tree.value("/sys/kernel/debug/clk/override.emc/clk_rate", freqs[-1])
         tree.value("/sys/kernel/debug/tegra_bwmgr/emc_max_rate", freqs[-1])
+        tree.value("/sys/kernel/debug/tegra_bwmgr/emc_min_rate", freqs[0])
     elif board.emc_kind == "devfreq":
         _devfreq(tree, EMC_DEVFREQ_DEVICE, "bwmgr", freqs, ("performance", "userspace",
                  "simple_ondemand"), "simple_ondemand")

@@ -353,10 +353,17 @@ class SimKernel:
             over = self.p("/sys/kernel/debug/clk/override.emc")
             cur_file = self.p("/sys/kernel/debug/clk/emc/clk_rate")
             rate_file, state_file = over / "clk_update_rate", over / "clk_state"
-        else:
-            over = self.p("/sys/kernel/debug/clock/override.emc")
-            cur_file = self.p("/sys/kernel/debug/clock/emc/rate")
-            rate_file, state_file = over / "rate", over / "state"
+            cur = self._sync_emc_clk(over, cur_file, rate_file, state_file, table)
+            if (over / "clk_rate").exists():  # the override clock runs at the EMC's rate
+                _poke(over / "clk_rate", int(cur))
+            return cur
+        over = self.p("/sys/kernel/debug/clock/override.emc")
+        cur_file = self.p("/sys/kernel/debug/clock/emc/rate")
+        return self._sync_emc_clk(over, cur_file, over / "rate", over / "state", table)
+
+    def _sync_emc_clk(self, over: Path, cur_file: Path, rate_file: Path, state_file: Path,
+                      table) -> float:
+        """A tegra210 debugfs EMC override: the running rate from its rate and state."""
         if _mid_write(over, rate_file.name, state_file.name):
             return float(_read_int(cur_file))
         rate = _read_int(rate_file)
