@@ -17,7 +17,7 @@ def read(root: Root, board: Board) -> List[ClockReading]:
     gpu = board.gpu
     if gpu is None:
         return []
-    cur = root.read_int(gpu.cur_freq, default=None)
+    cur = known_hz(root.read_int(gpu.cur_freq, default=None))
     if gpu.kind == "devfreq":
         unit = gpu.hz_per_unit
         main = _devfreq_reading(root, "gpu", gpu.name, gpu.control, unit, gpu.available_hz)
@@ -25,7 +25,9 @@ def read(root: Root, board: Board) -> List[ClockReading]:
                 for name, node in gpu.side_clocks]
         return [main] + side
     locked = root.read(f"{gpu.control}/state", default="0") == "1"
-    rate = root.read_int(f"{gpu.control}/rate", default=None)
+    # R24 jetson_clocks on a tree without override.gbus/max writes an empty rate (EINVAL),
+    # then turns the override on at rate 0: the pin's rate is unknown, not 0 Hz.
+    rate = known_hz(root.read_int(f"{gpu.control}/rate", default=None))
     return [
         ClockReading(
             domain="gpu",
@@ -47,8 +49,14 @@ FIRMWARE_CAP_HINT = (
     "firmware), or another agent (nvpmodel, a thermal cap) holds the clock")
 
 
+def known_hz(value: Optional[int]) -> Optional[int]:
+    """A clock rate as read, or None where it is not one: no clock runs at 0 Hz (or below), so
+    a 0 or unreadable rate is unknown, never shown as a frequency."""
+    return value if value is not None and value > 0 else None
+
+
 def _scaled(value: Optional[int], unit: int) -> Optional[int]:
-    return None if value is None else value * unit
+    return known_hz(None if value is None else value * unit)
 
 
 def _devfreq_reading(root: Root, domain: str, name: str, node: str, unit: int,
