@@ -225,7 +225,7 @@ def _print_moved(moved: List[str], changed: List[str]) -> None:
         out.print(f"Note: moved by another tool since: {note}", soft_wrap=True,
                   highlight=False, markup=False)
     for note in changed:
-        out.print(f"Note: changed by another tool since jetbench began: {note}",
+        out.print(f"Note: changed since jetbench began, by another tool (or the kernel): {note}",
                   soft_wrap=True, highlight=False, markup=False)
     if changed:
         out.print("Those were never jetbench's to restore: put them back with the tool that "
