@@ -86,3 +86,33 @@ def test_a_journal_with_a_hostile_seen_path_is_refused(tmp_path):
     result = cli(base, "restore")
     assert result.exit_code == 2, result.output
     assert "not one jetbench can trust" in " ".join(result.output.split())
+
+
+def test_a_rate_the_kernel_rounds_is_not_taken_for_another_tools_change(tmp_path):
+    """round-emc: the EMC rate is accepted and kept rounded (a write jetbench does not verify):
+    restore does not call the rounding another tool's change."""
+    from jetbench.sim.create import create_board
+
+    base = tmp_path / "b"
+    create_board("orin-nano", base, quirks=("round-emc",))
+    rate = "/sys/kernel/debug/bpmp/debug/clk/emc/rate"
+    put(base, rate, 665600000)  # an original the rounding does not touch
+    assert cli(base, "maxperf").exit_code == 0
+    entries = json.loads((base / "var/lib/jetbench/journal.json").read_text())["entries"]
+    assert "wrote" not in {e["path"]: e for e in entries}[rate]  # rounded: never compared
+    put(base, rate, 2131200000)  # what the kernel keeps of 2133000000 (after its next pass)
+    result = cli(base, "restore")
+    assert result.exit_code == 0, result.output
+    assert "another tool" not in result.output
+
+
+def test_a_journal_with_a_malformed_wrote_is_refused(tmp_path):
+    base = make_board(tmp_path, "nano")
+    assert cli(base, "maxperf").exit_code == 0
+    path = base / "var/lib/jetbench/journal.json"
+    doc = json.loads(path.read_text())
+    doc["entries"][0]["wrote"] = 5
+    path.write_text(json.dumps(doc))
+    result = cli(base, "restore")
+    assert result.exit_code == 2, result.output
+    assert "not one jetbench can trust" in " ".join(result.output.split())

@@ -416,7 +416,8 @@ class Daemon:
         prepin = {w.path: w.value + "\n" for s in steps for w in s.writes if w.path not in known}
         assert self.board is not None
         journal.record(_PrePinValues(self.root, prepin),  # type: ignore[arg-type]
-                       ((w.path, s.label, w.value) for s in steps for w in s.writes),
+                       ((w.path, s.label, w.value) if w.verify else (w.path, s.label)
+                        for s in steps for w in s.writes),
                        board_family=self.board.family)
         for step in steps:
             apply_step(self.root, step)

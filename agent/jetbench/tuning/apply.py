@@ -58,7 +58,10 @@ def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = Fa
     if not dry_run and steps:
         journal.record(
             root,
-            ((w.path, s.label, w.value) for s in steps for w in s.writes),
+            # What is written, for restore's "moved by another tool" note; not for a rate the
+            # kernel rounds (verify=False): its rounding is no other tool's change.
+            ((w.path, s.label, w.value) if w.verify else (w.path, s.label)
+             for s in steps for w in s.writes),
             board_family=board.family,
             watch=journal.watched_knobs(root, board),
         )
