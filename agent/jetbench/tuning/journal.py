@@ -280,14 +280,15 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
         added = False
         seen_paths = {e.path for e in seen}
         for path in watch:
-            raw = root.read_raw(path, default=None)
-            if path in seen_paths or raw is None:
+            if path in seen_paths:
                 continue
             try:
+                root.check_writable(path)  # a knob inside the root, before reading it
+                raw = root.read_raw(path)
                 seen.append(_check_entry(root, {"path": path, "raw": raw}, path,
                                          lambda what: ValueError(what)))
-            except ValueError:
-                continue  # a value no knob holds: nothing to compare it with later
+            except (JetbenchError, ValueError):
+                continue  # gone, unreadable, or a value no knob holds: nothing to compare
             seen_paths.add(path)
             added = True
         for path, step, *value in items:
@@ -414,7 +415,10 @@ def changed_since(root: Root, seen: Iterable[Entry], entries: Iterable[Entry]) -
     for knob in seen:
         if knob.path in written:
             continue
-        now = root.read(knob.path, default=None)
+        try:
+            now = root.read(knob.path, default=None)
+        except JetbenchError:
+            continue  # unreadable now: nothing to say about it
         if now is not None and now != knob.raw.strip():
             changed.append(Changed(knob.path, knob.raw.strip(), now))
     return changed
