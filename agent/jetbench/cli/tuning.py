@@ -134,7 +134,8 @@ def maxperf(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print each planned write "
                                  "(path, old value, new value); write nothing."),
-    fan: bool = typer.Option(False, "--fan", help="Also run the fan at full speed."),
+    fan: bool = typer.Option(False, "--fan", help="Also run the fan at full speed (a running "
+                             "nvfancontrol service is stopped first; restore starts it)."),
     as_json: bool = typer.Option(False, "--json", help="Print the writes as JSON."),
     wait: Optional[str] = wait_option(),
 ) -> None:
