@@ -96,3 +96,24 @@ def test_fuse_nano_override_emc_clk_rate_follows_the_pin(tmp_path):
         board.write("/sys/kernel/debug/clk/override.emc/clk_state", 1)
         assert board.read("/sys/kernel/debug/clk/override.emc/clk_rate") == "665600000"
         assert board.read("/sys/kernel/debug/clk/emc/clk_rate") == "665600000"
+
+
+@pytest.mark.kernel
+def test_fuse_thor_mounts_pins_and_restores(tmp_path):
+    """Thor over FUSE: runtime PM power/control (no railgate_enable), the bwmgr EMC node and the
+    carrier's INA238 are served by the simulated kernel."""
+    with fuse_board(tmp_path, "thor") as board:
+        control = f"{BOARDS['thor'].gpu_device}/power/control"
+        assert board.read(control) == "auto"
+        with pytest.raises(OSError):
+            board.write(control, "sometimes")  # runtime PM takes `auto` or `on` only
+        info = board.jetbench("info", "--json")
+        assert info.returncode == 0, info.stderr
+        done = board.jetbench("maxperf")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert board.read(control) == "on"
+        top = str(BOARDS["thor"].emc_freqs_hz[-1])
+        assert board.read("/sys/class/devfreq/bwmgr/min_freq") == top
+        done = board.jetbench("restore")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert board.read(control) == "auto"
