@@ -823,5 +823,9 @@ def _put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: Lis
     # Clocks were already changed by an earlier maxperf/apply: undo only this run's writes.
     from .hw.clocks.common import undo_writes
 
-    undo_writes(root, [w for step in steps for w in step.writes], strict=True)
+    writes = [(w, step.label) for step in steps for w in step.writes]
+    undo_writes(root, [w for w, _ in writes], strict=True)
+    # The journal's `wrote` goes back with the values (oldest last, as undo left them), or
+    # restore would call the earlier jetbench state "moved by another tool".
+    journal.record(root, [(w.path, label, w.old) for w, label in reversed(writes) if w.verify])
     return "put back to the earlier jetbench state (its journal is kept)"

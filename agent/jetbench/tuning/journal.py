@@ -276,6 +276,8 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
         assert dir_fd is not None
         data = _read_journal(root, dir_fd)
         entries, seen = ([], []) if data is None else _parse(root, data, shown)
+        if data is not None and not board_family:  # a caller that does not know the board
+            board_family = str(json.loads(data.decode("utf-8")).get("board", ""))
         known = {e.path: k for k, e in enumerate(entries)}
         added = False
         seen_paths = {e.path for e in seen}
