@@ -105,3 +105,8 @@ def set_interrupt_notes(lines: List[str]) -> None:
 
 def interrupt_notes() -> List[str]:
     return list(_INTERRUPT_NOTES)
+
+
+class PowerModeCap(UsageError):
+    """A request above the caps of the active power mode (nvpmodel), without
+    --beyond-power-mode: refused before anything is written."""

@@ -76,6 +76,7 @@ class MeasureRequest:
     min_coverage: float = MIN_COVERAGE
     out_dir: Optional[Path] = None
     resume: bool = False  # skip points whose result file already exists
+    beyond_power_mode: bool = False  # --beyond-power-mode: max is the hardware's, not the mode's
     wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
     keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
     workload_python: Optional[str] = None  # run the workload in a child under this interpreter
@@ -163,6 +164,7 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
         changes["emc_freq"] = parse_freq(request.emc_freq)
         sections.append("emc")
     changes["sections"] = tuple(dict.fromkeys(sections))
+    changes["beyond_power_mode"] = request.beyond_power_mode
     return dataclasses.replace(profile, **changes)
 
 
@@ -290,6 +292,7 @@ class _State:
         self.clocks: Tuple[Any, ...] = ()
         self.profile_name: Optional[str] = None
         self.notes: Tuple[str, ...] = ()
+        self.caps_lifted: Tuple[str, ...] = ()  # --beyond-power-mode: the caps this pin passed
         self._sampler_started = False
         self.idle_unpinned: Any = None  # WindowResult of the idle before the first pin
 
@@ -328,6 +331,7 @@ class _State:
             self.steps += list(result.steps)
             self.requested = list(result.targets.requested)
             self.notes = result.targets.notes
+            self.caps_lifted = result.targets.caps_lifted
             self.profile_name = profile.name
         self.clocks = _settled_clocks(self.root, self.board, read_clocks)
         self.applied_clocks = _applied_clocks(self.root, self.board)
@@ -618,7 +622,7 @@ class _State:
             "id": point.id,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "jetbench": __version__,
-            "board": self.report.board,
+            "board": _with_caps_lifted(self.report.board, self.caps_lifted),
             "settings": {
                 "profile": self.profile_name,
                 "requested": requested,
@@ -672,6 +676,15 @@ def _board_doc(root: Root, board: Board) -> Dict[str, Any]:
 
     return {"model": board.model, "family": board.family, "soc": board.soc, "l4t": board.l4t,
             "power_mode": mode_doc(root), "simulated": board.simulated, "root": str(root.base)}
+
+
+def _with_caps_lifted(board: Dict[str, Any], lifted: Tuple[str, ...]) -> Dict[str, Any]:
+    """The board document, its power mode marked when this point ran past the mode's caps
+    (--beyond-power-mode): two results in "the same" mode are not comparable otherwise."""
+    if not lifted or not board.get("power_mode"):
+        return board
+    return {**board, "power_mode": {**board["power_mode"], "caps_lifted": True,
+                                    "lifted": list(lifted)}}
 
 
 def _temperatures(root: Root, board: Board) -> Dict[str, float]:

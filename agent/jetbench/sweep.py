@@ -50,6 +50,31 @@ def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
     return sorted(out)
 
 
+def _within_mode(root: Root, board: Any, request: MeasureRequest, text: str,
+                 table: Sequence[int]) -> Sequence[int]:
+    """The GPU table a sweep may visit: under a power mode's GPU cap (no --beyond-power-mode),
+    `all` and ranges stop at the cap, and a listed clock above it is refused before the first
+    point (not after an hour of points)."""
+    from .errors import PowerModeCap
+    from .tuning.targets import RANGE_TOLERANCE, mode_caps_now
+
+    caps = None if request.beyond_power_mode or board.gpu is None else \
+        mode_caps_now(root, board)
+    if caps is None or caps.gpu_max_hz is None:
+        return table
+    cap = caps.gpu_max_hz
+    word = text.strip().lower()
+    if word != "all" and ".." not in word:
+        above = [part for part in word.split(",") if part.strip()
+                 and parse_freq(part) not in (MAX, MIN)
+                 and int(parse_freq(part)) > cap * (1 + RANGE_TOLERANCE)]
+        if above:
+            raise PowerModeCap(f"--freq {', '.join(above)}: above the power mode's cap: mode "
+                               f"{caps.mode.text} holds the GPU at {format_hz(cap)} or below",
+                               hint=f"nothing was run; {caps.way_out()}")
+    return [f for f in table if f <= cap]
+
+
 def _bound(text: str, table: Sequence[int]) -> int:
     spec = parse_freq(text)
     if spec == MAX:
@@ -140,6 +165,6 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
     if board.gpu is None and not board.nvml_gpus:
         raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
     table = board.gpu.available_hz if board.gpu else board.nvml_gpus[0].graphics_hz
-    hz = expand_freqs(freqs, table)
+    hz = expand_freqs(freqs, _within_mode(root, board, request, freqs, table))
     request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz), keep_going=True)
     return measure(root, request, progress=progress, command="sweep", **kwargs)

@@ -74,3 +74,13 @@ WORKLOAD_PYTHON = typer.Option(
     help="Run the built-in network in a child process under this interpreter (JetPack 4: "
     "/usr/bin/python3, Python 3.6 with NVIDIA's torch 1.10 wheel); jetbench keeps the clocks "
     "and the power window. fp32/fp16/bf16, inference.")
+
+
+BEYOND_POWER_MODE_HELP = (
+    "Go past the active power mode's caps (nvpmodel): max becomes the hardware's, offline "
+    "cores come online. Without it, max is the mode's max, as jetson_clocks does, and a "
+    "request above the mode is refused. Warned, and recorded in every result.")
+
+
+def beyond_power_mode_option() -> Any:
+    return typer.Option(False, "--beyond-power-mode", help=BEYOND_POWER_MODE_HELP)

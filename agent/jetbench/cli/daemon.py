@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from .common import open_root, print_json
+from .common import beyond_power_mode_option, open_root, print_json
 
 _SOCKET_HELP = "The control socket."
 _DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
@@ -32,6 +32,7 @@ def daemon(
     sim_kernel: bool = typer.Option(True, "--sim-kernel/--no-sim-kernel", hidden=True,
                                     help="On a simulated board, run its simulated kernel "
                                          "in-process (off: `jetbench sim run` does it)."),
+    beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
     """The systemd service's entry point, in the foreground: pin the profile, re-pin on drift,
     serve status and metrics; restore the board on SIGTERM/SIGINT, reload on SIGHUP."""
@@ -42,7 +43,7 @@ def daemon(
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
                           lease_stop_wait_s=parse_duration_s(lease_stop_wait),
-                          sim_kernel=sim_kernel)
+                          sim_kernel=sim_kernel, beyond_power_mode=beyond_power_mode)
     code = run_daemon(open_root(ctx), config)
     if code:
         raise typer.Exit(code)

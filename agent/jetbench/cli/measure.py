@@ -12,7 +12,13 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from ..interrupts import InterruptLatch
-from .common import WORKLOAD_PYTHON, console, open_root, print_json
+from .common import (
+    WORKLOAD_PYTHON,
+    beyond_power_mode_option,
+    console,
+    open_root,
+    print_json,
+)
 from .render import print_table
 
 _PROGRESS_AFTER_S = 1.0
@@ -27,7 +33,8 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
              meter: Optional[List[str]], iterations: int, duration: str, warmup: str,
              idle: str, keep_clocks: bool, regulator_efficiency: Optional[float],
              out: Path, device: str, input_shape: Optional[str], resume: bool = False,
-             idle_unpinned: bool = False, provider: Optional[str] = None) -> Any:
+             idle_unpinned: bool = False, provider: Optional[str] = None,
+             beyond_power_mode: bool = False) -> Any:
     from ..measure import MeasureRequest
     from ..units import parse_duration_s
     from ..workload.kinds import parse_shape_option
@@ -51,7 +58,7 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
         warmup_s=parse_duration_s(warmup), idle_s=parse_duration_s(idle),
         idle_unpinned=idle_unpinned,
         keep_clocks=keep_clocks, regulator_efficiency=regulator_efficiency, out_dir=out,
-        resume=resume,
+        resume=resume, beyond_power_mode=beyond_power_mode,
     )
 
 
@@ -349,6 +356,7 @@ def measure(
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
     workload_python: Optional[str] = WORKLOAD_PYTHON,
+    beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write one JSON result and
@@ -360,7 +368,7 @@ def measure(
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, idle_unpinned=idle_unpinned,
-                       provider=provider)
+                       provider=provider, beyond_power_mode=beyond_power_mode)
     request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
     request = _with_child(request, workload_python, devices)
@@ -400,6 +408,7 @@ def sweep(
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
     workload_python: Optional[str] = WORKLOAD_PYTHON,
+    beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
@@ -410,7 +419,7 @@ def sweep(
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
                        out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned,
-                       provider=provider)
+                       provider=provider, beyond_power_mode=beyond_power_mode)
     request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
     request = _with_wait(request, wait)
     request = _with_child(request, workload_python, devices)

@@ -24,12 +24,17 @@ def create(
                                     help="A real-kernel behaviour to show (repeatable): "
                                     "static-cur, amu-cpu, qos-cap, late-gpu, round-emc "
                                     "(see HARDWARE.md, What real kernels do)."),
+    power_mode: Optional[int] = typer.Option(
+        None, "--power-mode", metavar="ID", help="Start in this nvpmodel mode, its caps written "
+        "as nvpmodel leaves them (nano 1 = 5W, tx2 1 = MAXQ); default: the board's usual mode."),
 ) -> None:
     """Write a simulated board's tree. Use it with `jetbench --root DIR ...`."""
     from ..sim.create import create_board
 
-    spec = create_board(board, directory, quirks=quirk)
+    spec = create_board(board, directory, quirks=quirk, power_mode=power_mode)
     shown = f" with quirk(s) {', '.join(quirk)}" if quirk else ""
+    if power_mode is not None:
+        shown += f" in power mode {power_mode}"
     console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}\n"
                     f"Try: jetbench --root {directory} info")
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, List, Optional
 
 import typer
 
-from .common import console, open_root, print_json
+from .common import beyond_power_mode_option, console, open_root, print_json
 
 profiles_app = typer.Typer(help="List and show the profiles `apply` accepts.",
                            no_args_is_help=False, invoke_without_command=True)
@@ -84,6 +85,11 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
         return
     with own_board(root, title, wait_seconds(wait)) as broker:
         if broker is not None:
+            if profile.beyond_power_mode:
+                raise UsageError("the jetbench daemon holds the board and pins within the power "
+                                 "mode as it was started",
+                                 hint="start the daemon with --beyond-power-mode (in its unit "
+                                      "file), or stop it first (sudo systemctl stop jetbench)")
             if daemon_request is None:
                 raise UsageError(f"the jetbench daemon holds the board and applies named "
                                  f"profiles only, not the file {profile.source}",
@@ -138,16 +144,20 @@ def maxperf(
                              "nvfancontrol service is stopped first; restore starts it)."),
     as_json: bool = typer.Option(False, "--json", help="Print the writes as JSON."),
     wait: Optional[str] = wait_option(),
+    beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
-    """Everything at max: CPU cores online at max, cpuidle off, GPU min=max=max, railgate off,
-    EMC locked at its (capped) max; discrete NVIDIA GPUs locked at their max supported clocks
-    with the highest power limit (NVML). The state is journalled first: `jetbench restore` undoes.
-    While the jetbench daemon holds the board, the daemon does it."""
+    """Everything at max, as NVIDIA's jetson_clocks: CPU cores online at max, cpuidle off, GPU
+    min=max=max, railgate off, EMC locked at its (capped) max; discrete NVIDIA GPUs locked at
+    their max supported clocks with the highest power limit (NVML). On a board with power modes
+    (nvpmodel), max is the active mode's max and the cores it took offline stay offline, unless
+    --beyond-power-mode. The state is journalled first: `jetbench restore` undoes. While the
+    jetbench daemon holds the board, the daemon does it."""
     from ..tuning.profile import load_profile
 
     profile = load_profile("maxperf", open_root(ctx).base)
     if fan:
         profile = profile.with_fan(255)
+    profile = dataclasses.replace(profile, beyond_power_mode=beyond_power_mode)
     _apply(ctx, profile, dry_run, "maxperf", as_json, wait,
            {"cmd": "maxperf", "fan": fan})
 
@@ -159,13 +169,16 @@ def apply(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned writes only."),
     as_json: bool = typer.Option(False, "--json", help="Print the writes as JSON."),
     wait: Optional[str] = wait_option(),
+    beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
-    """Pin a named or file profile. It is validated whole before anything is written. While
+    """Pin a named or file profile. It is validated whole before anything is written ("max"
+    and every clock within the active power mode's caps, unless --beyond-power-mode). While
     the jetbench daemon holds the board, the daemon pins it (named profiles only)."""
     from ..daemon.protocol import PROFILE_NAME
     from ..tuning.profile import load_profile
 
-    loaded = load_profile(profile, open_root(ctx).base)
+    loaded = dataclasses.replace(load_profile(profile, open_root(ctx).base),
+                                 beyond_power_mode=beyond_power_mode)
     by_name = PROFILE_NAME.match(profile) and not profile.endswith(".toml")
     _apply(ctx, loaded, dry_run, f"apply {profile}", as_json, wait,
            {"cmd": "apply", "profile": profile} if by_name else None)

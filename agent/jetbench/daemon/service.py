@@ -24,6 +24,7 @@ once.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
@@ -87,6 +88,7 @@ class Lease:
 @dataclass(frozen=True)
 class DaemonConfig:
     profile: Optional[str] = None  # a name or a file, as the operator gave it; None: monitor only
+    beyond_power_mode: bool = False  # pin past the power mode's caps (--beyond-power-mode)
     socket_path: Path = DEFAULT_SOCKET
     metrics: Optional[str] = None  # "127.0.0.1:9101"
     interval_s: float = DEFAULT_INTERVAL_S
@@ -382,6 +384,7 @@ class Daemon:
         """Pin a (new) profile: validated whole against the board first; if one is pinned
         already, the board goes back to its journalled state before the new one is written."""
         assert self.board is not None
+        profile = dataclasses.replace(profile, beyond_power_mode=self.config.beyond_power_mode)
         resolve(profile, self.board, self.root)  # raises ProfileError: nothing changed
         if journal.load(self.root):
             journal.restore(self.root)

@@ -113,8 +113,8 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
 
     add("GPU clock (applied)", [format_hz(schema.gpu_hz(d)) if schema.gpu_hz(d) else "-"
                                 for d in docs])
-    add("Power mode (nvpmodel)", [((d.get("board") or {}).get("power_mode") or {}).get("text")
-                                  or "-" for d in docs])
+    add("Power mode (nvpmodel)", [_mode_text((d.get("board") or {}).get("power_mode"))
+                                  for d in docs])
     unit = common_unit(schema.unit(d) for d in docs)
     rate = rate_label(unit) if unit else "per s: see Unit"
     eff = efficiency_label(unit) if unit else "per J: see Unit"
@@ -305,3 +305,10 @@ def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
         lower = unc.get("lower_it") or []
         out.append(text + (": lower it with " + "; or ".join(lower) if lower else ""))
     return out
+
+
+def _mode_text(mode: Any) -> str:
+    """'1 5W', or '1 5W, caps lifted' for a point run with --beyond-power-mode."""
+    if not mode:
+        return "-"
+    return str(mode.get("text") or "-") + (", caps lifted" if mode.get("caps_lifted") else "")

@@ -29,6 +29,16 @@ class SimIna:
 
 
 @dataclass(frozen=True)
+class SimModeCaps:
+    """What an nvpmodel mode sets (its conf's CPU_ONLINE / MAX_FREQ lines, as the kernel then
+    reads back): `sim create --power-mode ID` writes these over the MAXN tree."""
+
+    cpu_max_khz: Optional[int]  # every online cluster's scaling_max_freq
+    gpu_max_hz: Optional[int]  # devfreq max_freq (the table entry at or below the conf's value)
+    offline_cpus: Tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class SimBoard:
     key: str
     model: str
@@ -66,6 +76,8 @@ class SimBoard:
     # /proc/driver/nvidia/gpus); None = a platform device with railgate_enable and load.
     gpu_pci_bdf: Optional[str] = None
     enable_3d_scaling: bool = False  # the GPU device's file (Orin up to JetPack 6)
+    # The capped modes `sim create --power-mode` can start in (mode id -> caps).
+    mode_caps: Tuple[Tuple[int, SimModeCaps], ...] = ()
     # The GPU's device-tree `compatible` ("" = not simulated): R35+ jetson_clocks finds the GPU
     # through /sys/devices/platform/gpu.0/of_node/compatible and the devfreq node whose
     # device's of_node/compatible matches it.
@@ -196,6 +208,9 @@ _add(SimBoard(
                  ("POM_5V_IN", "POM_5V_GPU", "POM_5V_CPU"), 0),),
     power_modes=((0, "MAXN"), (1, "5W")),
     power_mode=0,
+    # NVIDIA's Nano conf, mode 1: cores 2-3 off, CPU max 918000 kHz, GPU max 640 MHz (the
+    # devfreq table's 614.4 MHz).
+    mode_caps=((1, SimModeCaps(918000, 614400000, (2, 3))),),
 ))
 _add(SimBoard(
     key="tx2",
@@ -230,6 +245,8 @@ _add(SimBoard(
     power_modes=((0, "MAXN"), (1, "MAXQ"), (2, "MAXP_CORE_ALL"), (3, "MAXP_CORE_ARM"),
                  (4, "MAXP_CORE_DENVER")),
     power_mode=0,
+    # MAXQ: the Denver cores (cpu1-2) off, A57 at most 1.2 GHz, GPU 850 MHz (828.75 in the table).
+    mode_caps=((1, SimModeCaps(1200000, 828750000, (1, 2))),),
     gpu_compatible="nvidia,gp10b",
 ))
 _add(SimBoard(

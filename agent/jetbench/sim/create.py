@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Dict, Iterable, Union
+from typing import Dict, Iterable, List, Optional, Union
 
 from ..errors import UsageError
 from ..hw.board import SIM_MARKER
 from . import quirks as Q
-from .boards import EMC_DEVFREQ_DEVICE, SimBoard, SimIna, get
+from .boards import EMC_DEVFREQ_DEVICE, SimBoard, SimIna, SimModeCaps, get
 from .kernel import SimKernel, idle_rails_mw, rail_mv
 
 DYNAMIC_GOVERNOR_NOTE = "simulated: dynamic governors idle at the table minimum"
@@ -58,10 +59,14 @@ class _Tree:
 
 
 def create_board(key: str, directory: Union[str, os.PathLike],
-                 quirks: Iterable[str] = ()) -> SimBoard:
+                 quirks: Iterable[str] = (), power_mode: Optional[int] = None) -> SimBoard:
     """Write the tree of simulated board `key` into `directory` (new or empty). `quirks`:
-    names from `sim/quirks.py`, recorded in the marker for the simulated kernel."""
+    names from `sim/quirks.py`, recorded in the marker for the simulated kernel. `power_mode`:
+    start in that nvpmodel mode (its caps written as nvpmodel leaves them)."""
     board = get(key)
+    caps = _mode_caps(board, power_mode)
+    if power_mode is not None:
+        board = replace(board, power_mode=power_mode)
     try:
         wanted = Q.check(quirks)
     except ValueError as err:
@@ -80,6 +85,8 @@ def create_board(key: str, directory: Union[str, os.PathLike],
     _fan(tree, board)
     _thermal(tree, board)
     _inas(tree, board)
+    if caps is not None:
+        _apply_mode_caps(tree, board, caps)
     tree.dir("/var/lib/jetbench")  # the state journal's directory, as after `jetbench` runs
     # The kernel's derived files (current frequencies) from the initial settings.
     SimKernel(base).sync()
@@ -89,6 +96,49 @@ def create_board(key: str, directory: Union[str, os.PathLike],
         os.replace(tree._host(f"{board.gpu_device}/devfreq"), staging / "devfreq")
         tree._host(f"/sys/class/devfreq/{board.gpu_devfreq_name}").unlink()
     return board
+
+
+def _mode_caps(board: SimBoard, mode: Optional[int]) -> Optional[SimModeCaps]:
+    """The caps of `mode` on `board`; None for its default mode; UsageError for another."""
+    if mode is None or mode == board.power_mode:
+        return None
+    caps = dict(board.mode_caps)
+    if mode not in caps:
+        known = ", ".join(str(m) for m in sorted({board.power_mode, *caps}) if m is not None)
+        raise UsageError(f"simulated {board.key} has no power mode {mode}",
+                         hint=f"its simulated modes: {known or 'none (no nvpmodel)'}")
+    return caps[mode]
+
+
+def _apply_mode_caps(tree: _Tree, board: SimBoard, caps: SimModeCaps) -> None:
+    """What nvpmodel leaves after switching to a capped mode: cores off, CPU and GPU max lowered
+    (min is left, as nvpmodel writes only the max)."""
+    base = "/sys/devices/system/cpu"
+    for cpu in caps.offline_cpus:
+        tree.value(f"{base}/cpu{cpu}/online", 0)
+    online = [c for cl in board.clusters for c in cl.cpus if c not in caps.offline_cpus]
+    tree.value(f"{base}/online", _cpu_ranges(sorted(online)))
+    for cluster in board.clusters:
+        if caps.cpu_max_khz is None or set(cluster.cpus) <= set(caps.offline_cpus):
+            continue
+        owner = min(cluster.cpus)
+        policy = (f"{base}/cpufreq/policy{owner}" if board.policy_dirs
+                  else f"{base}/cpu{owner}/cpufreq")
+        tree.value(f"{policy}/scaling_max_freq", min(caps.cpu_max_khz, cluster.freqs_khz[-1]))
+    if caps.gpu_max_hz is not None and board.gpu_kind == "devfreq":
+        node = f"{board.gpu_device}/devfreq/{board.gpu_devfreq_name}"
+        tree.value(f"{node}/max_freq", caps.gpu_max_hz)
+
+
+def _cpu_ranges(cpus: List[int]) -> str:
+    """[0, 3, 4, 5] -> '0,3-5' (the kernel's cpu list format)."""
+    parts: List[str] = []
+    for cpu in cpus:
+        if parts and cpu == int(parts[-1].split("-")[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{cpu}"
+        else:
+            parts.append(str(cpu))
+    return ",".join(parts)
 
 
 def _identity(tree: _Tree, board: SimBoard, quirks: Iterable[str] = ()) -> None:

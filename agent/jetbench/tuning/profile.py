@@ -79,6 +79,8 @@ class Profile:
     fan_pwm: Optional[int] = None
     writes: Tuple[Tuple[str, str], ...] = field(default=())
     sections: Tuple[str, ...] = ()  # the sections present, for "this board has no GPU"
+    # Set by --beyond-power-mode (never by a file): "max" is the hardware's, not the mode's.
+    beyond_power_mode: bool = False
 
     def with_fan(self, pwm: int) -> Profile:
         fields = dict(self.__dict__)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from ..errors import JetbenchError, ProfileError
+from ..errors import JetbenchError, PowerModeCap, ProfileError
 from ..hw.board import Board
 from ..hw.clocks.common import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
 from ..hw.fs import Root
+from ..hw.mode_caps import ModeCaps, cpu_online_file, read_mode_caps
 from ..hw.nvml_clocks import NvmlGpu
 from ..units import MAX, MIN, FreqSpec, format_hz, resolve_freq
 from .profile import FreqRange, Profile
@@ -35,6 +36,8 @@ class Targets:
     nvml: Tuple[NvmlGpuTarget, ...] = ()  # discrete GPUs (generic hosts)
     requested: Tuple[Requested, ...] = ()
     notes: Tuple[str, ...] = field(default=())
+    # --beyond-power-mode: the mode's caps this pin goes past ("gpu 614.4 MHz -> 921.6 MHz")
+    caps_lifted: Tuple[str, ...] = ()
 
 
 def _fail(profile: Profile, where: str, message: str) -> ProfileError:
@@ -42,19 +45,39 @@ def _fail(profile: Profile, where: str, message: str) -> ProfileError:
                         hint="nothing was written; `jetbench info` shows this board's ranges")
 
 
+@dataclass(frozen=True)
+class Cap:
+    """The power mode's limit on one clock, for resolve_spec."""
+
+    hz: int
+    caps: ModeCaps
+    clock: str  # "the GPU", "CPU policy0"
+
+
 def resolve_spec(
-    profile: Profile, where: str, spec: FreqSpec, table: Sequence[int], lo: int, hi: int
+    profile: Profile, where: str, spec: FreqSpec, table: Sequence[int], lo: int, hi: int,
+    cap: Optional[Cap] = None,
 ) -> int:
-    """A frequency request -> Hz: nearest table entry, or the value itself where no table."""
+    """A frequency request -> Hz: nearest table entry, or the value itself where no table.
+    Under a power mode's `cap`, "max" is the cap (what jetson_clocks pins) and a request above
+    it is refused (PowerModeCap)."""
+    if spec == MAX and cap is not None:
+        return cap.hz
     if spec in (MAX, MIN):
         if table:
             return resolve_freq(spec, table)
         return hi if spec == MAX else lo
     assert isinstance(spec, int)
+    if cap is not None and spec > cap.hz * (1 + RANGE_TOLERANCE):
+        raise PowerModeCap(
+            f"profile {profile.name}: {where}: {format_hz(spec)} is above the power mode's cap: "
+            f"mode {cap.caps.mode.text} holds {cap.clock} at {format_hz(cap.hz)} or below",
+            hint=f"nothing was written; {cap.caps.way_out()}")
     if spec > hi * (1 + RANGE_TOLERANCE) or (lo and spec < lo * (1 - RANGE_TOLERANCE)):
         raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
                                     f"{format_hz(lo)} .. {format_hz(hi)}")
-    return resolve_freq(spec, table) if table else min(max(spec, lo), hi)
+    hz = resolve_freq(spec, table) if table else min(max(spec, lo), hi)
+    return min(hz, cap.hz) if cap is not None else hz
 
 
 def _spec_text(spec: Optional[FreqSpec]) -> str:
@@ -80,9 +103,11 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
                                                      "jetbench can set")
             notes.append(f"no {section} control on this board: [{section}] skipped")
 
+    caps = mode_caps_now(root, board)
+    limit = None if profile.beyond_power_mode else caps
     cpu = CpuTarget()
     if present["cpu"] and "cpu" in profile.sections:
-        cpu = _cpu_target(profile, board, requested)
+        cpu = _cpu_target(profile, board, requested, limit)
     gpu = GpuTarget()
     nvml: Tuple[NvmlGpuTarget, ...] = ()
     if present["gpu"] and "gpu" in profile.sections and board.nvml_gpus:
@@ -94,8 +119,10 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
                     "only discrete NVIDIA GPUs (NVML) have these, and this board has none")
     if present["gpu"] and "gpu" in profile.sections and board.gpu is not None:
         g = board.gpu
+        cap = Cap(limit.gpu_max_hz, limit, "the GPU") \
+            if limit is not None and limit.gpu_max_hz is not None else None
         lo, hi = _range(profile, "[gpu]", profile.gpu_freq, g.available_hz, g.min_hz, g.max_hz,
-                        requested, "gpu")
+                        requested, "gpu", cap)
         gpu = GpuTarget(min_hz=lo, max_hz=hi, railgate=profile.gpu_railgate)
     emc = EmcTarget()
     if present["emc"] and profile.emc_freq is not None:
@@ -113,8 +140,40 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
             root.read(path)
         except JetbenchError as err:
             raise _fail(profile, f"[[write]] #{k + 1} path", str(err)) from err
+    lifted = _lifted(caps, board, cpu, gpu) if profile.beyond_power_mode else ()
+    if lifted:
+        assert caps is not None
+        notes.append(f"--beyond-power-mode: past power mode {caps.mode.text}'s caps: "
+                     + "; ".join(lifted))
     return Targets(cpu=cpu, gpu=gpu, emc=emc, fan=fan, writes=profile.writes, nvml=nvml,
-                   requested=tuple(requested), notes=tuple(notes))
+                   requested=tuple(requested), notes=tuple(notes), caps_lifted=lifted)
+
+
+def mode_caps_now(root: Root, board: Board) -> Optional[ModeCaps]:
+    """The active mode's caps as the mode set them: the journal's originals win over values
+    jetbench itself wrote since."""
+    from . import journal
+
+    originals = {e.path: e.raw for e in journal.load(root)}
+    return read_mode_caps(root, board, originals)
+
+
+def _lifted(caps: Optional[ModeCaps], board: Board, cpu: CpuTarget,
+            gpu: GpuTarget) -> Tuple[str, ...]:
+    """What a pin goes past, for the warning and the result's power_mode.caps_lifted."""
+    if caps is None:
+        return ()
+    out = []
+    for path, _lo, hi in cpu.policy_hz:
+        cap = caps.cpu_max_hz.get(path)
+        if cap is not None and hi is not None and hi > cap:
+            out.append(f"cpu {path.rsplit('/', 1)[-1]} {format_hz(cap)} -> {format_hz(hi)}")
+    if caps.gpu_max_hz is not None and gpu.max_hz is not None and gpu.max_hz > caps.gpu_max_hz:
+        out.append(f"gpu {format_hz(caps.gpu_max_hz)} -> {format_hz(gpu.max_hz)}")
+    if cpu.online and caps.offline:
+        cores = [f.split("/")[-2] for f in caps.offline]
+        out.append(f"{', '.join(cores)} brought online")
+    return tuple(out)
 
 
 def _nvml_target(profile: Profile, gpu: NvmlGpu, requested: List[Requested],
@@ -166,13 +225,13 @@ def _power_limit_mw(profile: Profile, gpu: NvmlGpu, where: str,
 
 def _range(
     profile: Profile, where: str, freq: Optional[FreqRange], table: Sequence[int], lo: int,
-    hi: int, requested: List[Requested], domain: str,
+    hi: int, requested: List[Requested], domain: str, cap: Optional[Cap] = None,
 ) -> Tuple[Optional[int], Optional[int]]:
     if freq is None:
         return None, None
-    new_lo = resolve_spec(profile, f"{where} min_freq", freq.min, table, lo, hi) \
+    new_lo = resolve_spec(profile, f"{where} min_freq", freq.min, table, lo, hi, cap) \
         if freq.min is not None else None
-    new_hi = resolve_spec(profile, f"{where} max_freq", freq.max, table, lo, hi) \
+    new_hi = resolve_spec(profile, f"{where} max_freq", freq.max, table, lo, hi, cap) \
         if freq.max is not None else None
     if freq.pinned:
         requested.append(Requested(domain, "freq", _spec_text(freq.min), new_lo))
@@ -186,7 +245,8 @@ def _range(
     return new_lo, new_hi
 
 
-def _cpu_target(profile: Profile, board: Board, requested: List[Requested]) -> CpuTarget:
+def _cpu_target(profile: Profile, board: Board, requested: List[Requested],
+                limit: Optional[ModeCaps]) -> CpuTarget:
     governor = None
     if profile.cpu_governors:
         common = set(board.cpu.policies[0].governors)
@@ -198,16 +258,23 @@ def _cpu_target(profile: Profile, board: Board, requested: List[Requested]) -> C
                         f"{' or '.join(profile.cpu_governors)} not available here "
                         f"(available: {', '.join(sorted(common))})")
     per_policy = []
+    offline = limit.offline if limit is not None else ()
     if profile.cpu_freq is not None:
-        # Clusters may have different tables: resolve each one against its own.
-        for policy in board.cpu.policies:
+        # Clusters may have different tables: resolve each one against its own. A cluster
+        # whose cores the power mode took offline is left as it is (as jetson_clocks does).
+        policies = [p for p in board.cpu.policies
+                    if not all(cpu_online_file(c) in offline for c in p.cpus)]
+        for policy in policies:
+            cap_hz = limit.cpu_max_hz.get(policy.path) if limit is not None else None
+            cap = Cap(cap_hz, limit, f"CPU {policy.name}") \
+                if limit is not None and cap_hz is not None else None
             lo, hi = _range(profile, f"[cpu] ({policy.name})", profile.cpu_freq,
                             policy.available_hz, policy.min_hz, policy.max_hz,
-                            requested if policy is board.cpu.policies[0] else [], "cpu")
+                            requested if policy is policies[0] else [], "cpu", cap)
             per_policy.append((policy.path, lo, hi))
     if governor:
         requested.append(Requested("cpu", "governor", governor, None))
     pinned = bool(profile.cpu_freq and profile.cpu_freq.pinned)
     return CpuTarget(governor=governor, policy_hz=tuple(per_policy),
                      setspeed=governor == "userspace" and pinned,
-                     online=profile.cpu_online, idle=profile.cpu_idle)
+                     online=profile.cpu_online, idle=profile.cpu_idle, keep_offline=offline)

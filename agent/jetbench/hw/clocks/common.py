@@ -57,6 +57,7 @@ class CpuTarget:
     setspeed: bool = False  # pinned under userspace: scaling_setspeed := max
     online: Optional[bool] = None
     idle: Optional[bool] = None  # False = disable deep idle states
+    keep_offline: Tuple[str, ...] = ()  # cpuN/online files the power mode set to 0: left alone
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import List
 
 from ..board import Board, CpuPolicy
 from ..fs import Root
+from ..mode_caps import cpu_online_file
 from .common import ClockReading, CpuTarget, Step, Write, ordered_min_max, write_if_changed
 
 
@@ -52,10 +53,13 @@ def plan(root: Root, board: Board, target: CpuTarget) -> List[Step]:
             writes += write_if_changed(root, f"{base}/force", 1)
             writes += write_if_changed(root, cpu.cluster_active, "G")
             steps.append(Step("cpu", "fast cluster (G)", tuple(writes)))
-        writes = [w for f in cpu.online_files for w in write_if_changed(root, f, 1)]
+        writes = [w for f in cpu.online_files if f not in target.keep_offline
+                  for w in write_if_changed(root, f, 1)]
         if writes:
             steps.append(Step("cpu", "cores online", tuple(writes)))
     for policy in board.cpu.policies:
+        if all(cpu_online_file(c) in target.keep_offline for c in policy.cpus):
+            continue  # a cluster the power mode switched off: left as the mode set it
         writes = _policy_writes(root, policy, target)
         if writes:
             steps.append(Step("cpu", f"cpu {policy.name} ({_cpus_label(policy.cpus)})",

@@ -1,0 +1,174 @@
+"""A power mode is the user's budget: under a capped nvpmodel mode, `max` is the mode's max (what
+NVIDIA's jetson_clocks pins), cores the mode took offline stay offline, a request above the
+caps is refused with the mode's name and the way out, and --beyond-power-mode goes past it with
+a warning recorded in the result.
+
+Expected values are NVIDIA's nvpmodel confs as HARDWARE.md and the simulated boards give them:
+Nano mode 1 (5W): CPU max 918000 kHz, GPU 614.4 MHz (640 MHz in the conf, the table entry below
+it), cores 2-3 offline; TX2 mode 1 (MAXQ): A57 max 1200000 kHz, GPU 828.75 MHz, Denver (cpu1-2)
+offline."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from jetbench.cli.main import app
+from jetbench.sim.create import create_board
+
+from conftest import diff, snapshot
+
+runner = CliRunner()
+CPU = "sys/devices/system/cpu"
+NANO_GPU = "sys/devices/57000000.gpu/devfreq/57000000.gpu"
+TX2_GPU = "sys/devices/17000000.gp10b/devfreq/17000000.gp10b"
+DERIVED = ("scaling_cur_freq", "cpuinfo_cur_freq", "cur_freq", "target_freq", "clk_rate",
+           "emc/rate", "cur_pwm")
+
+
+def cli(base, *args):
+    return runner.invoke(app, ["--root", str(base), *args])
+
+
+def read(base, path):
+    return (base / path).read_text().strip()
+
+
+def board(tmp_path, key, mode):
+    base = tmp_path / key
+    create_board(key, base, power_mode=mode)
+    return base
+
+
+def settled(snap):
+    """Without what the simulated kernel rewrites by itself (current rates, rail readings)."""
+    return {k: v for k, v in snap.items() if not k.endswith(DERIVED)
+            and not ("input" in k and "/i2c-" in k)}
+
+
+def test_maxperf_on_a_capped_nano_pins_what_jetson_clocks_pins(tmp_path):
+    base = board(tmp_path, "nano", 1)
+    before = snapshot(base)
+    r = cli(base, "maxperf")
+    assert r.exit_code == 0, r.output
+    policy = f"{CPU}/cpufreq/policy0"
+    # jetson_clocks: min := the mode's max; max untouched
+    assert (read(base, f"{policy}/scaling_min_freq"), read(base, f"{policy}/scaling_max_freq")) \
+        == ("918000", "918000")
+    assert (read(base, f"{NANO_GPU}/min_freq"), read(base, f"{NANO_GPU}/max_freq")) \
+        == ("614400000", "614400000")
+    assert read(base, f"{CPU}/cpu2/online") == "0" and read(base, f"{CPU}/cpu3/online") == "0"
+    assert cli(base, "restore").exit_code == 0
+    assert diff(settled(before), settled(snapshot(base))) == []
+
+
+def test_maxperf_keeps_a_switched_off_cluster_as_the_mode_left_it(tmp_path):
+    base = board(tmp_path, "tx2", 1)
+    denver = f"{CPU}/cpufreq/policy1"
+    untouched = {p: read(base, f"{denver}/{p}") for p in
+                 ("scaling_governor", "scaling_min_freq", "scaling_max_freq")}
+    r = cli(base, "maxperf", "--json")
+    assert r.exit_code == 0, r.output
+    written = {w["path"] for w in json.loads(r.output)["writes"]}
+    assert not any("/policy1/" in p or p.endswith(("cpu1/online", "cpu2/online"))
+                   for p in written), sorted(written)
+    assert {p: read(base, f"{denver}/{p}") for p in untouched} == untouched
+    assert read(base, f"{CPU}/cpufreq/policy0/scaling_min_freq") == "1200000"
+    assert read(base, f"{TX2_GPU}/min_freq") == "828750000"
+
+
+@pytest.mark.parametrize("args", [["measure", "--freq", "921.6MHz"],
+                                  ["measure", "--freq", "998MHz", "--cpu-freq", "max"],
+                                  ["measure", "--cpu-freq", "1479MHz"]])
+def test_a_request_above_the_mode_is_refused_naming_it(tmp_path, args):
+    base = board(tmp_path, "nano", 1)
+    before = snapshot(base)
+    r = cli(base, *args, "--model", "alexnet", "--iterations", "1", "--duration", "0.1s",
+            "--warmup", "0s", "--out", str(tmp_path / "out"))
+    assert r.exit_code == 1, r.output
+    assert "mode 1 5W" in r.output and "sudo nvpmodel -m 0" in r.output, r.output
+    assert "--beyond-power-mode" in r.output
+    assert diff(settled(before), settled(snapshot(base))) == []
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+
+
+def test_a_sweep_over_all_stops_at_the_cap_and_a_listed_clock_above_is_refused(tmp_path):
+    from jetbench.errors import PowerModeCap
+    from jetbench.hw.board import detect
+    from jetbench.hw.fs import Root
+    from jetbench.measure import MeasureRequest
+    from jetbench.sweep import _within_mode
+
+    base = board(tmp_path, "nano", 1)
+    b = detect(Root(base))
+    table = b.gpu.available_hz
+    kept = _within_mode(Root(base), b, MeasureRequest(), "all", table)
+    assert max(kept) == 614_400_000 and len(kept) == 8  # 76.8 MHz x 1..8
+    with pytest.raises(PowerModeCap, match="mode 1 5W"):
+        _within_mode(Root(base), b, MeasureRequest(), "614MHz,921MHz", table)
+    beyond = MeasureRequest(beyond_power_mode=True)
+    assert _within_mode(Root(base), b, beyond, "all", table) == table
+
+
+def test_beyond_power_mode_goes_past_it_and_says_so(tmp_path):
+    base = board(tmp_path, "nano", 1)
+    r = cli(base, "maxperf", "--beyond-power-mode")
+    assert r.exit_code == 0, r.output
+    assert read(base, f"{NANO_GPU}/min_freq") == "921600000"
+    assert read(base, f"{CPU}/cpufreq/policy0/scaling_min_freq") == "1479000"
+    assert read(base, f"{CPU}/cpu2/online") == "1"
+    assert "past power mode 1 5W's caps" in r.output and "cpu2, cpu3 brought online" in r.output
+
+
+def test_a_result_past_the_mode_records_it(tmp_path):
+    base = board(tmp_path, "nano", 1)
+    out = tmp_path / "out"
+    r = cli(base, "measure", "--freq", "921.6MHz", "--beyond-power-mode", "--model", "alexnet",
+            "--iterations", "2", "--duration", "0.2s", "--warmup", "0s", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    [doc] = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    mode = doc["board"]["power_mode"]
+    assert (mode["id"], mode["caps_lifted"]) == (1, True)
+    assert mode["lifted"] == ["gpu 614.4 MHz -> 921.6 MHz"]
+    assert any("--beyond-power-mode" in w for w in doc["warnings"])
+
+
+def test_the_mode_caps_come_from_the_journal_after_jetbench_went_past_them(tmp_path):
+    """maxperf --beyond-power-mode, then maxperf: max is the mode's again (the journal holds
+    the values nvpmodel left), not the hardware max jetbench wrote."""
+    base = board(tmp_path, "nano", 1)
+    assert cli(base, "maxperf", "--beyond-power-mode").exit_code == 0
+    assert cli(base, "maxperf").exit_code == 0
+    assert read(base, f"{NANO_GPU}/min_freq") == "614400000"
+    assert read(base, f"{CPU}/cpufreq/policy0/scaling_min_freq") == "918000"
+
+
+@pytest.mark.parametrize("beyond", [False, True])
+def test_the_daemon_pins_within_the_mode_unless_started_beyond_it(tmp_path, beyond):
+    from test_daemon_service import Daemon, _state
+
+    base = board(tmp_path, "nano", 1)
+    before = _state(base)
+    d = Daemon(tmp_path, base, "--profile", "maxperf",
+               *(["--beyond-power-mode"] if beyond else []))
+    try:
+        d.ready()
+        assert read(base, f"{NANO_GPU}/min_freq") == ("921600000" if beyond else "614400000")
+        assert read(base, f"{CPU}/cpu2/online") == ("1" if beyond else "0")
+        # a maxperf asked of the daemon with --beyond-power-mode: refused, not silently capped
+        r = cli(base, "maxperf", "--beyond-power-mode")
+        assert r.exit_code == 1 and "start the daemon with --beyond-power-mode" in r.output
+        assert d.stop() == 0, d.output()
+    finally:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        d.close()
+    assert diff(before, _state(base)) == []
+
+
+def test_a_board_without_nvpmodel_keeps_the_hardware_max(tmp_path):
+    base = tmp_path / "tx1"
+    create_board("tx1-r24", base)
+    assert cli(base, "maxperf").exit_code == 0, "TX1 on R24 has no power modes"
+    assert not (base / "var/lib/nvpmodel/status").exists()
