@@ -94,7 +94,9 @@ def test_going_up_writes_max_before_min_and_restore_min_before_max(tmp_path, dom
         b.write(mn, lo)
         b.clear_log()
         section = "[gpu]" if domain == "gpu" else "[cpu]\ngovernor = \"performance\""
-        done = b.jetbench("apply", profile(tmp_path, f"{section}\nfreq = \"{pin}\"\n"))
+        # a max lowered by hand reads as a cap (as jetson_clocks takes it): go past it
+        done = b.jetbench("apply", profile(tmp_path, f"{section}\nfreq = \"{pin}\"\n"),
+                          "--beyond-power-mode")
         assert done.returncode == 0, done.stderr
         assert refusals(b.writes()) == []
         assert order(b.writes(), mn, mx) == [mx, mn]
@@ -115,7 +117,9 @@ def test_going_down_writes_min_before_max_and_restore_max_before_min(tmp_path, d
         b.write(mn, lo)
         b.clear_log()
         section = "[gpu]" if domain == "gpu" else "[cpu]\ngovernor = \"performance\""
-        done = b.jetbench("apply", profile(tmp_path, f"{section}\nfreq = \"{pin}\"\n"))
+        # a max lowered by hand reads as a cap (as jetson_clocks takes it): go past it
+        done = b.jetbench("apply", profile(tmp_path, f"{section}\nfreq = \"{pin}\"\n"),
+                          "--beyond-power-mode")
         assert done.returncode == 0, done.stderr
         assert refusals(b.writes()) == []
         assert order(b.writes(), mn, mx) == [mn, mx]
