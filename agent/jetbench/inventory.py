@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
 from .hw.clocks.common import ClockReading
+from .hw.clocks.cpu import read_cores
 from .hw.clocks.fan import read_pwm
 from .hw.clocks.gpu import gpu_load_pct
 from .hw.fs import Root
@@ -42,9 +43,11 @@ def cpu_label(cpus: Sequence[int]) -> str:
     return "cpu" + ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
 
 
-def cpu_clusters(board: Board, readings: Sequence[ClockReading]) -> List[Dict[str, Any]]:
-    """One row per cluster (a policy shared by several cores), with its cores. Per-core policies
-    (a policy per CPU, as on Thor) in the same state are one row, so 14 cores fit a screen."""
+def cpu_clusters(board: Board, readings: Sequence[ClockReading],
+                 offline: Sequence[int] = ()) -> List[Dict[str, Any]]:
+    """One row per cluster (a policy shared by several cores), with its online cores (and the
+    offline ones apart). Per-core policies (a policy per CPU, as on Thor) in the same state are
+    one row, so 14 cores fit a screen."""
     cpu = [r for r in readings if r.domain == "cpu"]
     groups: List[Dict[str, Any]] = []
     for policy, r in zip(board.cpu.policies, cpu):
@@ -53,16 +56,19 @@ def cpu_clusters(board: Board, readings: Sequence[ClockReading]) -> List[Dict[st
         if groups and key[0] and groups[-1]["_key"] == key:
             group = groups[-1]
         else:
-            group = {"_key": key, "policies": [], "cpus": [], "governor": r.governor,
+            group = {"_key": key, "policies": [], "cpus": [], "offline": [],
+                     "governor": r.governor,
                      "min_hz": r.min_hz, "max_hz": r.max_hz, "cur_hz": [],
                      "available_hz": list(r.available_hz)}
             groups.append(group)
         group["policies"].append(policy.name)
-        group["cpus"].extend(policy.cpus)
+        group["cpus"].extend(c for c in policy.cpus if c not in offline)
+        group["offline"].extend(c for c in policy.cpus if c in offline)
         group["cur_hz"].append(r.cur_hz)
     for group in groups:
         del group["_key"]
-        group["name"] = cpu_label(group["cpus"])
+        group["name"] = cpu_label(group["cpus"]) if group["cpus"] else \
+            f"{cpu_label(group['offline'])} offline"
     return groups
 
 
@@ -89,6 +95,7 @@ def nvml_gpus_doc(board: Board) -> List[Dict[str, Any]]:
 def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str, Any]:
     clocks: List[Dict[str, Any]] = []
     readings = read_clocks(root, board)
+    cores = read_cores(root, board)
     for r in readings:
         clocks.append({
             "domain": r.domain,
@@ -127,11 +134,17 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
             "root": str(root.base),
         },
         "clocks": clocks,
-        "cpu_clusters": cpu_clusters(board, readings),
+        "cpu_clusters": cpu_clusters(board, readings,
+                                     [c.cpu for c in cores if not c.online]),
         "cpu": {
             "online_files": len(board.cpu.online_files),
             "idle_states": len(board.cpu.idle_files),
             "cpuquiet": board.cpu.cpuquiet_enable is not None,
+            # as `jetson_clocks --show`: which cores are online, which idle states are off
+            "online": [c.cpu for c in cores if c.online],
+            "offline": [c.cpu for c in cores if not c.online],
+            "idle_disabled": {f"cpu{c.cpu}": list(c.idle_disabled) for c in cores
+                              if c.idle_disabled},
         },
         "gpu": None if board.gpu is None else {
             "kind": board.gpu.kind, "control": board.gpu.control,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 
@@ -40,6 +40,18 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
         if bounds:
             limit += f" (settable {bounds[0] / 1000:g} .. {bounds[1] / 1000:g} W)"
         head.add_row(f"gpu {g['bus_id']}", f"{g['name']} via NVML; power limit {limit}")
+    cpu = doc.get("cpu") or {}
+    from ..inventory import cpu_label
+
+    if cpu.get("offline"):
+        head.add_row("cpus online", f"{cpu_label(cpu['online'])} ({cpu_label(cpu['offline'])} "
+                                    "offline)")
+    if cpu.get("idle_disabled"):
+        by_states: Dict[Tuple[str, ...], List[int]] = {}
+        for name, states in cpu["idle_disabled"].items():
+            by_states.setdefault(tuple(states), []).append(int(name[3:]))
+        head.add_row("idle disabled", "; ".join(
+            f"{cpu_label(cpus)}: {', '.join(states)}" for states, cpus in by_states.items()))
     for note in doc["notes"]:
         head.add_row("note", note)
     if doc["restore_pending"]:

@@ -337,6 +337,9 @@ def _policy(root: Root, name: str, path: str, cpus: Tuple[int, ...]) -> CpuPolic
     available = root.read_ints(f"{path}/scaling_available_frequencies", default=[])
     lo = root.read_int(f"{path}/cpuinfo_min_freq", default=min(available, default=0))
     hi = root.read_int(f"{path}/cpuinfo_max_freq", default=max(available, default=0))
+    # A table entry above cpuinfo_max_freq (some kernels list one) cannot be set: clamped off,
+    # so "max" is cpuinfo_max_freq, as jetson_clocks takes it.
+    available = [v for v in available if v <= hi] or available
     governors = tuple(root.read(f"{path}/scaling_available_governors", default="").split())
     return CpuPolicy(
         name=name,

@@ -3,7 +3,8 @@ and cpuquiet/cluster switching on TX1 with L4T R24. cpufreq files are in kHz."""
 
 from __future__ import annotations
 
-from typing import List
+from dataclasses import dataclass
+from typing import List, Tuple
 
 from ..board import Board, CpuPolicy
 from ..fs import Root
@@ -38,6 +39,31 @@ def read(root: Root, board: Board) -> List[ClockReading]:
     return readings
 
 
+@dataclass(frozen=True)
+class CoreState:
+    """One core as `jetson_clocks --show` lists it: online, and its disabled idle states."""
+
+    cpu: int
+    online: bool
+    idle_disabled: Tuple[str, ...]  # names of the cpuidle states whose `disable` is 1
+
+
+def read_cores(root: Root, board: Board) -> List[CoreState]:
+    base = "/sys/devices/system/cpu"
+    cpus = sorted({c for p in board.cpu.policies for c in p.cpus} | {
+        int(f.split("/")[-2][3:]) for f in board.cpu.online_files})
+    out = []
+    for cpu in cpus:
+        # cpu0 often has no `online` file: it cannot be taken offline
+        online = root.read(f"{base}/cpu{cpu}/online", default="1") != "0"
+        disabled = tuple(
+            root.read(f"{path.rsplit('/', 1)[0]}/name", default=path.split("/")[-2])
+            for path in board.cpu.idle_files
+            if path.startswith(f"{base}/cpu{cpu}/") and root.read(path, default="0") == "1")
+        out.append(CoreState(cpu, online, disabled))
+    return out
+
+
 def plan(root: Root, board: Board, target: CpuTarget) -> List[Step]:
     steps: List[Step] = []
     cpu = board.cpu
@@ -50,7 +76,7 @@ def plan(root: Root, board: Board, target: CpuTarget) -> List[Step]:
         if cpu.cluster_active and root.read(cpu.cluster_active) != "G":
             base = cpu.cluster_active.rsplit("/", 1)[0]
             writes = write_if_changed(root, f"{base}/immediate", 1)
-            writes += write_if_changed(root, f"{base}/force", 1)
+            writes += write_if_changed(root, f"{base}/force", 0)  # as NVIDIA's R24 script
             writes += write_if_changed(root, cpu.cluster_active, "G")
             steps.append(Step("cpu", "fast cluster (G)", tuple(writes)))
         writes = [w for f in cpu.online_files if f not in target.keep_offline

@@ -43,6 +43,11 @@ def read(root: Root, board: Board) -> List[ClockReading]:
 
 
 SIDE_DOMAIN = "gpu-side"  # a second GPU-side clock: shown, never pinned
+# JetPack 6.2's Super modes (and their BPMP firmware) exist on Orin Nano and Orin NX only.
+SUPER_FAMILIES = ("orin-nano", "orin-nano-super")
+OTHER_CAP_HINT = (
+    "a GPU that reads back below its table's top ({top}) is held there by another agent "
+    "(nvpmodel's mode, a thermal cap, the firmware)")
 FIRMWARE_CAP_HINT = (
     "a GPU that reads back below its table's top ({top}) is capped by the BPMP firmware: an old "
     "BPMP firmware under JetPack 6.2's Super device tree keeps the old limit (flash the updated "
@@ -88,11 +93,12 @@ def below_table_top(board: Board, readings: List[ClockReading]) -> List[str]:
             continue
         for what, value in (("max_freq", r.max_hz), ("the running clock", r.cur_hz)):
             if value is not None and value < top:
-                out.append(
-                    f"GPU {what} reads {format_hz(value)} after pinning, below the table's top "
-                    f"{format_hz(top)}: the BPMP firmware caps it (old BPMP firmware: the "
-                    "JetPack 6.2 Super modes need the updated firmware flashed, not only the "
-                    "new device tree)")
+                cause = ("the BPMP firmware caps it (old BPMP firmware: the JetPack 6.2 Super "
+                         "modes need the updated firmware flashed, not only the new device tree)"
+                         if board.family in SUPER_FAMILIES else
+                         "another agent holds it (nvpmodel's mode, a thermal cap, the firmware)")
+                out.append(f"GPU {what} reads {format_hz(value)} after pinning, below the "
+                           f"table's top {format_hz(top)}: {cause}")
     return out
 
 
@@ -133,8 +139,8 @@ def plan(root: Root, board: Board, target: GpuTarget) -> List[Step]:
     if writes:
         step = Step("gpu", f"gpu {gpu.name}", tuple(writes))
         if gpu.available_hz and target.max_hz == max(gpu.available_hz):
-            step = replace(step, readback_hint=FIRMWARE_CAP_HINT.format(
-                top=format_hz(max(gpu.available_hz))))
+            hint = FIRMWARE_CAP_HINT if board.family in SUPER_FAMILIES else OTHER_CAP_HINT
+            step = replace(step, readback_hint=hint.format(top=format_hz(max(gpu.available_hz))))
         steps.append(step)
     return steps
 
