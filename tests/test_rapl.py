@@ -73,3 +73,61 @@ def test_permission_error_says_how_to_fix(tmp_path, monkeypatch):
         src.open()
     assert "CVE-2020-8694" in err.value.hint and "chmod" in err.value.hint
     assert "energy_uj" in str(err.value)
+
+
+# -- --meter auto on a PC: RAPL is the CPU package, NVML the CUDA GPU (issue 24, item 1) -----------
+class _HostRoot(Root):
+    """A PC's tree under tmp_path that `auto` treats as the running machine (NVML is asked)."""
+
+    @property
+    def is_host(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def nvml_present(monkeypatch):
+    import jetbench.hw.power.nvml as nvml
+
+    monkeypatch.setattr(nvml, "nvml_available", lambda: True)
+    monkeypatch.setattr(nvml, "nvml_power_supported", lambda: True)
+
+
+def _deny_energy(monkeypatch):
+    real_open = os.open
+
+    def denied(path, flags, *args):  # Linux >= 5.10 to a non-root user
+        if str(path).endswith("energy_uj"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", denied)
+
+
+def test_auto_takes_nvml_for_a_cuda_workload_on_a_pc_with_rapl(tmp_path, nvml_present):
+    from jetbench.hw.power.nvml import CudaGpu, NvmlSource
+    from jetbench.hw.power.spec import auto_sources
+
+    _zone(tmp_path, "intel-rapl:0", "package-0", 1)
+    notes = []
+    [source] = auto_sources(_HostRoot(tmp_path), gpu=CudaGpu(0, None, None), notes=notes)
+    assert isinstance(source, NvmlSource)
+    assert any("not RAPL (the CPU package)" in n for n in notes), notes
+    # a CPU workload (no CUDA device) keeps RAPL: its power is the package's
+    [cpu] = auto_sources(_HostRoot(tmp_path), gpu=None)
+    assert isinstance(cpu, RaplSource)
+
+
+def test_auto_skips_an_unreadable_rapl_for_the_next_source(tmp_path, monkeypatch, nvml_present):
+    from jetbench.hw.power.nvml import NvmlSource
+    from jetbench.hw.power.spec import auto_sources
+    from jetbench.power.source import EmptySource
+
+    _zone(tmp_path, "intel-rapl:0", "package-0", 1)
+    _deny_energy(monkeypatch)
+    notes = []
+    [source] = auto_sources(_HostRoot(tmp_path), gpu=None, notes=notes)
+    assert isinstance(source, NvmlSource)
+    assert notes and "RAPL skipped" in notes[0] and "root only" in notes[0]
+    # nothing else here: "not measured", not a failed run
+    [none] = auto_sources(Root(tmp_path), gpu=None)
+    assert isinstance(none, EmptySource)

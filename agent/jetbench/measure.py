@@ -293,6 +293,7 @@ class _State:
         self.profile_name: Optional[str] = None
         self.notes: Tuple[str, ...] = ()
         self.caps_lifted: Tuple[str, ...] = ()  # --beyond-power-mode: the caps this pin passed
+        self.meter_notes: Tuple[str, ...] = ()  # why --meter auto chose its source
         self._sampler_started = False
         self.idle_unpinned: Any = None  # WindowResult of the idle before the first pin
 
@@ -303,9 +304,11 @@ class _State:
         from .power.sampler_process import ProcessSampler
         from .power.source import EmptySource
 
+        chosen: List[str] = []
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
                                total_rail=self.board.total_rail,
-                               gpu=cuda_gpu(self.request.device, os.environ))
+                               gpu=cuda_gpu(self.request.device, os.environ), notes=chosen)
+        self.meter_notes = tuple(chosen)
         # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
         sources = [s for s in sources if not isinstance(s, EmptySource)]
         if self.ranks is not None:
@@ -530,7 +533,7 @@ class _State:
         doc["thermal"] = self.thermal(temps_before, mismatches, warnings)
         doc["validity"] = {"valid": not (mismatches or refused),
                            "reasons": [m.reason for m in mismatches] + refused}
-        doc["warnings"] = warnings + [f"note: {n}" for n in self.notes]
+        doc["warnings"] = warnings + [f"note: {n}" for n in self.notes + self.meter_notes]
         if req.command is not None:
             from .workload.command import finish_doc
 

@@ -29,6 +29,20 @@ PERMISSION_HINT = (
 )
 
 
+def unreadable_reason(root: Root) -> Optional[str]:
+    """Why RAPL's energy counters cannot be read here (None: they can): root-only since 2020."""
+    for path in rapl_zones(root):
+        try:
+            fd = os.open(root.path(root.resolve(f"{path}/energy_uj")), os.O_RDONLY)
+        except PermissionError:
+            return ("RAPL's energy_uj is readable by root only (Linux 5.10+, CVE-2020-8694): "
+                    "run with sudo or see `jetbench info` for the udev rule")
+        except OSError as err:
+            return f"RAPL's energy_uj cannot be read ({err.strerror})"
+        os.close(fd)
+    return None
+
+
 def rapl_zones(root: Root) -> List[str]:
     """Board paths of the top-level zones (never the nested ones)."""
     return [

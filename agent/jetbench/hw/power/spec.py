@@ -163,15 +163,18 @@ def open_sources(
     rails: Sequence[object] = (),
     total_rail: Optional[str] = None,
     gpu: Optional[object] = None,
+    notes: Optional[List[str]] = None,
 ) -> List[PowerSource]:
     """Sources for `--meter` specs (none given = auto). Constructed, not opened: the sampler
     opens them. `rails`/`total_rail` come from board detection (jetbench.hw.board); `gpu`
-    (nvml.CudaGpu) is the workload's CUDA device, which NVML measures (None: NVML's GPU 0)."""
+    (nvml.CudaGpu) is the workload's CUDA device, which NVML measures (None: NVML's GPU 0,
+    or a CPU workload). `notes` receives why `auto` chose what it chose, for the result."""
     out: List[PowerSource] = []
     for text in specs or ["auto"]:
         spec = parse_meter_spec(text)
         if spec.kind == "auto":
-            out.extend(_with_interval(list(auto_sources(root, rails, total_rail, gpu)), spec))
+            out.extend(_with_interval(
+                list(auto_sources(root, rails, total_rail, gpu, notes)), spec))
         elif spec.kind == "none":
             continue
         elif spec.kind == "ina3221":
@@ -211,13 +214,18 @@ def open_sources(
 
 def auto_sources(
     root: Root, rails: Sequence[object] = (), total_rail: Optional[str] = None,
-    gpu: Optional[object] = None,
+    gpu: Optional[object] = None, notes: Optional[List[str]] = None,
 ) -> List[PowerSource]:
-    """What `--meter auto` measures: the board's INA3221 rails if it has any, else RAPL zones,
-    else an NVIDIA GPU through NVML, else nothing (an EmptySource: "not measured", never 0 W)."""
+    """What `--meter auto` measures: the board's INA3221 rails if it has any; else, for a CUDA
+    workload (`gpu` given) with NVML present, the GPU through NVML (its board power: RAPL
+    would be the CPU package's); else RAPL zones if their counters are readable (root-only
+    since 2020: unreadable ones are skipped, with the reason in `notes`); else an NVIDIA GPU
+    through NVML; else nothing (an EmptySource: "not measured", never 0 W)."""
     from .ina3221 import rail_sources, scan_rails
     from .nvml import nvml_available, nvml_power_supported
-    from .rapl import RaplSource, rapl_zones
+    from .rapl import RaplSource, rapl_zones, unreadable_reason
+
+    said = notes if notes is not None else []
 
     board_rails = list(rails) or scan_rails(root)
     if board_rails:
@@ -229,9 +237,21 @@ def auto_sources(
 
             out.append(NvmlSource(gpu=gpu))  # type: ignore[arg-type]
         return out
-    if rapl_zones(root):
-        return [RaplSource(root)]
-    if root.is_host and nvml_available():
+    nvml = root.is_host and nvml_available()
+    zones = rapl_zones(root)
+    if gpu is not None and nvml:
+        from .nvml import NvmlSource
+
+        if zones:
+            said.append("meter auto: NVML (the CUDA GPU's board power), not RAPL (the CPU "
+                        "package): add --meter rapl to record the CPU too")
+        return [NvmlSource(gpu=gpu)]  # type: ignore[arg-type]
+    if zones:
+        reason = unreadable_reason(root)
+        if reason is None:
+            return [RaplSource(root)]
+        said.append(f"meter auto: RAPL skipped: {reason}")
+    if nvml:
         from .nvml import NvmlSource
 
         return [NvmlSource(gpu=gpu)]  # type: ignore[arg-type]
