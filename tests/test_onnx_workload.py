@@ -96,7 +96,8 @@ def test_fp16_only_through_tensorrt_and_never_silently_fp32() -> None:
     trt = choose([CPU_EP, CUDA_EP, TENSORRT_EP], None, "cuda:1", "fp16")
     assert trt.name == TENSORRT_EP
     assert trt.options == {"device_id": 1, "trt_fp16_enable": True}
-    assert trt.fallbacks == (CUDA_EP, CPU_EP) and trt.device == "cuda:1"
+    # the CUDA fallback on the same GPU (without device_id ORT runs it on GPU 0)
+    assert trt.fallbacks == ((CUDA_EP, {"device_id": 1}), (CPU_EP, {})) and trt.device == "cuda:1"
     check_precision("fp16", "fp32", TENSORRT_EP)  # converted by TensorRT: allowed
     for provider in (CUDA_EP, CPU_EP):
         with pytest.raises(PrecisionUnavailable, match="trt_fp16_enable"):

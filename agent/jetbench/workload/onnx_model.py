@@ -9,6 +9,7 @@ is imported here only: `import jetbench` never needs it.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
@@ -20,6 +21,7 @@ from .onnx_providers import (
     check_precision,
     choose,
     model_precision,
+    ort_version,
     short_name,
 )
 from .workload import CONSTANT_INPUT, RunOptions, Workload
@@ -54,8 +56,7 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
     `batch`. Raises UsageError (not an ONNX model, shapes), PrecisionUnavailable, HardwareError
     (the provider did not load)."""
     ort = import_onnxruntime()
-    choice = choose(ort.get_available_providers(), options.provider, device, precision)
-    session = _session(ort, model, choice, options)
+    session, choice, loaded_notes = open_session(ort, model, options, device, precision)
     inputs = session.get_inputs()
     own = model_precision([i.type for i in inputs])
     check_precision(precision, own, choice.name)
@@ -71,7 +72,7 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
                "inputs": {name: list(shape) for name, shape in shapes.items()},
                "timing": "host clock around run_with_iobinding (returns when the provider is "
                          "done)"}
-    notes: List[str] = []
+    notes: List[str] = list(loaded_notes) + list(choice.notes)
     if precision == "fp16" and own == "fp32":
         notes.append("fp16 through TensorRT's trt_fp16_enable: TensorRT picks fp16 or fp32 "
                      "kernels layer by layer")
@@ -81,22 +82,89 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
                     details=details, frame=ort_errors, host_timed=True)
 
 
-def _session(ort: Any, model: str, choice: ProviderChoice, options: RunOptions) -> Any:
+def open_session(ort: Any, model: str, options: RunOptions, device: str,
+                 precision: str) -> Tuple[Any, ProviderChoice, List[str]]:
+    """A session on the best provider that really loads. `get_available_providers()` lists
+    every provider built in, loadable or not (onnxruntime-gpu without TensorRT's libraries
+    lists TensorRT); ORT then drops one that fails to load and runs on the next. Without
+    --provider, jetbench goes on to the next provider that loads and says why in the notes;
+    with --provider, a provider that does not load is an error with ORT's own reason."""
+    available = list(ort.get_available_providers())
+    version = ort_version(getattr(ort, "__version__", None))
+    cache, notes = _trt_cache(available)
+    while True:
+        choice = choose(available, options.provider, device, precision, version, cache)
+        session, log = _session(ort, model, choice, options)
+        loaded = list(session.get_providers())
+        if choice.name in loaded:
+            return session, choice, notes
+        reason = _reason(log, choice.name)
+        if options.provider:
+            raise HardwareError(f"ONNX Runtime could not start its {short_name(choice.name)} "
+                                f"provider (the session has {', '.join(loaded)}): {reason}",
+                                hint="check the provider's libraries (CUDA, cuDNN, TensorRT) "
+                                     "match this onnxruntime-gpu build, or drop --provider")
+        available.remove(choice.name)
+        notes.append(f"ONNX Runtime's {short_name(choice.name)} provider did not load "
+                     f"({reason}): the next one that loads is used")
+
+
+def _trt_cache(available: List[str]) -> Tuple[Optional[str], List[str]]:
+    """Where ORT's TensorRT provider keeps its engines, if it is here at all."""
+    if TENSORRT_EP not in available:
+        return None, []
+    from .cache_dir import cache_dir
+
+    try:
+        return str(cache_dir("ort-tensorrt")), []
+    except OSError as err:
+        return None, [f"no TensorRT engine cache ({err.strerror}): ONNX Runtime builds the "
+                      "engine at every run"]
+
+
+def _session(ort: Any, model: str, choice: ProviderChoice,
+             options: RunOptions) -> Tuple[Any, str]:
+    """The session and what ORT logged while creating it (a provider that did not load says
+    why there; ORT does not raise)."""
     settings = ort.SessionOptions()
-    settings.log_severity_level = 4  # fatal only: jetbench says what failed (and a fallback)
+    settings.log_severity_level = 2  # warnings: a provider's load failure is one (captured)
     if options.threads:
         settings.intra_op_num_threads = options.threads
-    with ort_errors(model, loading=True):
+    log: List[str] = []
+    with ort_errors(model, loading=True), _captured_stderr(log):
         session = ort.InferenceSession(model, sess_options=settings,
                                        providers=choice.session_providers())
-    loaded = list(session.get_providers())
-    if choice.name not in loaded:
-        # ORT falls back to the next provider (with a log line) when one fails to load.
-        raise HardwareError(f"ONNX Runtime could not start its {short_name(choice.name)} "
-                            f"provider (the session has {', '.join(loaded)})",
-                            hint="check the provider's libraries (CUDA, cuDNN, TensorRT) "
-                                 "match this onnxruntime-gpu build")
-    return session
+    return session, "".join(log)
+
+
+def _reason(log: str, provider: str) -> str:
+    """ORT's own words on `provider`, else its last error line, else 'no reason logged'."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    short = provider[: -len("ExecutionProvider")]
+    about = [line for line in lines if provider in line or short in line]
+    picked = (about or [line for line in lines if "error" in line.lower()] or [""])[-1]
+    return picked[-300:] or "ONNX Runtime logged no reason"
+
+
+@contextlib.contextmanager
+def _captured_stderr(into: List[str]) -> Iterator[None]:
+    """File descriptor 2 (ORT's C++ logger writes there) into a temporary file, its text
+    appended to `into` afterwards."""
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            into.append(log.read())
 
 
 def _make_input(ort_type: str, shape: Tuple[int, ...], mode: str, seed: int, name: str) -> Any:

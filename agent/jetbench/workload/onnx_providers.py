@@ -23,18 +23,70 @@ FP16_HINT = ("use --provider tensorrt, or measure a model exported in fp16 with 
              "fp16; jetbench never falls back to another precision")
 
 
+# ONNX Runtime versions that added the options below (its release notes; unverified on a GPU).
+TRT_TIMING_CACHE_SINCE = (1, 12)  # trt_timing_cache_enable
+TRT_TIMING_CACHE_PATH_SINCE = (1, 16)  # trt_timing_cache_path (before: the engine cache's)
+CUDA_USE_TF32_SINCE = (1, 18)  # CUDA EP use_tf32
+
+
 @dataclass(frozen=True)
 class ProviderChoice:
-    """The provider that runs the model, its options, the providers after it that take what
-    it cannot run (ORT's own fallback), and the device it computes on."""
+    """The provider that runs the model, its options, the providers after it (with their
+    options) that take what it cannot run (ORT's own fallback), the device it computes on, and
+    what the result must say about it (TF32 that cannot be turned off, caches)."""
 
     name: str
     options: Dict[str, Any]
-    fallbacks: Tuple[str, ...]
+    fallbacks: Tuple[Tuple[str, Dict[str, Any]], ...]
     device: str
+    notes: Tuple[str, ...] = ()
 
     def session_providers(self) -> List[Any]:
         return [(self.name, self.options), *self.fallbacks]
+
+
+def ort_version(text: Optional[str]) -> Tuple[int, int]:
+    """'1.18.1' -> (1, 18); unknown -> (0, 0) (no optional option is passed)."""
+    parts = (text or "").split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
+def provider_options(name: str, index: int, precision: str, version: Tuple[int, int],
+                     cache: Optional[str]) -> Tuple[Dict[str, Any], List[str]]:
+    """One provider's options and the notes they imply. GPU providers get `device_id` (the
+    CUDA fallback too: without it ORT runs on GPU 0 whatever `cuda:N` says). TensorRT keeps
+    its engines and timing cache under `cache` (built once, in warm-up; without it ORT builds
+    an engine at every run and clock point). fp32 on CUDA is IEEE fp32 (use_tf32 off)."""
+    notes: List[str] = []
+    if name not in _GPU:
+        return {}, notes
+    options: Dict[str, Any] = {"device_id": index}
+    if name == TENSORRT_EP:
+        if precision == "fp16":
+            options["trt_fp16_enable"] = True
+        if cache is not None:
+            options["trt_engine_cache_enable"] = True
+            options["trt_engine_cache_path"] = cache
+            if version >= TRT_TIMING_CACHE_SINCE:
+                options["trt_timing_cache_enable"] = True
+            if version >= TRT_TIMING_CACHE_PATH_SINCE:
+                options["trt_timing_cache_path"] = cache
+        if precision == "fp32":
+            notes.append("fp32 on ONNX Runtime's TensorRT provider: TensorRT may run fp32 "
+                         "layers in TF32 on Ampere and newer (ORT has no option to forbid it); "
+                         "for IEEE fp32 use --provider cuda")
+    elif precision == "fp32":
+        if version >= CUDA_USE_TF32_SINCE:
+            options["use_tf32"] = 0
+        else:
+            notes.append("fp32 on ONNX Runtime's CUDA provider before 1.18 (no use_tf32 "
+                         "option): cuDNN may use TF32 on Ampere and newer")
+    elif precision == "tf32" and version >= CUDA_USE_TF32_SINCE:
+        options["use_tf32"] = 1
+    return options, notes
 
 
 def short_name(provider: str) -> str:
@@ -69,21 +121,22 @@ def pick_provider(available: Sequence[str], requested: Optional[str], device: st
 
 
 def choose(available: Sequence[str], requested: Optional[str], device: str,
-           precision: str) -> ProviderChoice:
-    """The provider and its options; fp16 asks TensorRT for fp16 kernels (trt_fp16_enable).
-    Whether the precision holds for the model is `check_precision`'s to say."""
+           precision: str, version: Tuple[int, int] = (0, 0),
+           cache: Optional[str] = None) -> ProviderChoice:
+    """The provider and its options (provider_options); fp16 asks TensorRT for fp16 kernels
+    (trt_fp16_enable). Whether the precision holds for the model is `check_precision`'s."""
     name = pick_provider(available, requested, device)
     index = _device_index(device)
-    options: Dict[str, Any] = {"device_id": index} if name in _GPU else {}
-    if precision == "fp16" and name == TENSORRT_EP:
-        options["trt_fp16_enable"] = True
-    fallbacks = tuple(p for p in PREFERENCE[PREFERENCE.index(name) + 1:] if p in available) \
-        if name in PREFERENCE else ()
+    options, notes = provider_options(name, index, precision, version, cache)
+    later = [p for p in PREFERENCE[PREFERENCE.index(name) + 1:] if p in available] \
+        if name in PREFERENCE else []
+    fallbacks = tuple((p, provider_options(p, index, precision, version, cache)[0])
+                      for p in later)
     if name in _GPU:
         device_word = f"cuda:{index}" if device.startswith("cuda:") else "cuda"
     else:
         device_word = "cpu" if name == CPU_EP else short_name(name)
-    return ProviderChoice(name, options, fallbacks, device_word)
+    return ProviderChoice(name, options, fallbacks, device_word, tuple(notes))
 
 
 def model_precision(input_types: Sequence[str]) -> str:
@@ -102,6 +155,8 @@ def check_precision(precision: str, own: str, provider: str) -> None:
     else is PrecisionUnavailable with the reason."""
     if precision == own or (precision == "fp16" and own == "fp32" and provider == TENSORRT_EP):
         return
+    if precision == "tf32" and own == "fp32" and provider in _GPU:
+        return  # an fp32 model with TF32 math allowed (CUDA's use_tf32; TensorRT's default)
     if precision == "fp16" and own == "fp32":
         raise PrecisionUnavailable(
             f"fp16 is not available on ONNX Runtime's {short_name(provider)} provider for an "

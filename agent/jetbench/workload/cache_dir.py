@@ -1,0 +1,28 @@
+"""jetbench's cache directory: what is built once and reused across runs (ONNX Runtime's
+TensorRT engines and timing caches), never inside a timed window.
+
+`$JETBENCH_CACHE_DIR`, else `$XDG_CACHE_HOME/jetbench`, else `~/.cache/jetbench`; created
+private (0700): an engine is code the GPU runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping, Optional
+
+
+def cache_root(environ: Optional[Mapping[str, str]] = None) -> Path:
+    env = os.environ if environ is None else environ
+    if env.get("JETBENCH_CACHE_DIR"):
+        return Path(env["JETBENCH_CACHE_DIR"])
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else \
+        Path(env.get("HOME") or Path.home()) / ".cache"
+    return base / "jetbench"
+
+
+def cache_dir(name: str, environ: Optional[Mapping[str, str]] = None) -> Path:
+    """`cache_root()/name`, created 0700 (with the root) if missing."""
+    path = cache_root(environ) / name
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,108 @@
+"""ONNX Runtime providers as onnxruntime-gpu behaves (issue 24, items 5, 6, 10 and 3's ORT part).
+
+The stand-in behaves as ORT documents: `get_available_providers()` lists every provider built
+in, whether its libraries load or not; a provider that fails to load is dropped from the
+session (`get_providers()`) with a log line on stderr, and the session runs on the next one;
+InferenceSession does not raise for it."""
+
+import os
+
+import pytest
+
+from jetbench.errors import HardwareError
+from jetbench.workload.onnx_model import open_session
+from jetbench.workload.onnx_providers import CPU_EP, CUDA_EP, TENSORRT_EP, choose
+from jetbench.workload.workload import RunOptions
+
+MISSING = ("[W:onnxruntime:Default, provider_bridge_ort.cc:1862 TryGetProviderInfo_TensorRT] "
+           "Failed to load library libonnxruntime_providers_tensorrt.so with error: "
+           "libnvinfer.so.10: cannot open shared object file: No such file or directory\n")
+
+
+class FakeOrt:
+    """onnxruntime-gpu built with TensorRT, on a machine without TensorRT's libraries."""
+
+    __version__ = "1.18.1"
+
+    def __init__(self, broken=(TENSORRT_EP,)):
+        self.broken = broken
+        self.sessions = []
+
+    def get_available_providers(self):
+        return [TENSORRT_EP, CUDA_EP, CPU_EP]
+
+    class SessionOptions:
+        log_severity_level = 2
+        intra_op_num_threads = 0
+
+    def InferenceSession(self, model, sess_options=None, providers=()):  # noqa: N802
+        ort = self
+
+        class Session:
+            def __init__(self):
+                self.asked = list(providers)
+                names = [p[0] if isinstance(p, tuple) else p for p in providers]
+                for name in names:
+                    if name in ort.broken and sess_options.log_severity_level <= 2:
+                        os.write(2, MISSING.encode())  # ORT's C++ logger, on fd 2
+                self.loaded = [n for n in names if n not in ort.broken]
+
+            def get_providers(self):
+                return self.loaded
+
+        session = Session()
+        self.sessions.append(session)
+        return session
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("JETBENCH_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_without_provider_the_next_one_that_loads_is_used_and_said(capfd):
+    ort = FakeOrt()
+    session, choice, notes = open_session(ort, "m.onnx", RunOptions(), "auto", "fp32")
+    assert choice.name == CUDA_EP and session.get_providers()[0] == CUDA_EP
+    assert len(notes) == 1 and "tensorrt provider did not load" in notes[0]
+    assert "libnvinfer.so.10" in notes[0]  # ORT's own reason, not hidden
+    assert "libnvinfer" not in capfd.readouterr().err  # said once, in the result's notes
+
+
+def test_an_explicit_provider_that_does_not_load_is_an_error_with_the_reason():
+    with pytest.raises(HardwareError) as err:
+        open_session(FakeOrt(), "m.onnx", RunOptions(provider="tensorrt"), "auto", "fp32")
+    assert "could not start its tensorrt provider" in str(err.value)
+    assert "libnvinfer.so.10" in str(err.value)
+
+
+def test_the_cuda_fallback_runs_on_the_requested_gpu():
+    ort = FakeOrt(broken=())
+    _session, choice, _notes = open_session(ort, "m.onnx", RunOptions(), "cuda:1", "fp16")
+    assert choice.name == TENSORRT_EP and choice.options["device_id"] == 1
+    asked = dict(ort.sessions[0].asked[1:2])
+    assert asked[CUDA_EP]["device_id"] == 1
+
+
+def test_tensorrt_keeps_its_engines_and_timing_cache(tmp_path):
+    _session, choice, _notes = open_session(FakeOrt(broken=()), "m.onnx", RunOptions(),
+                                            "auto", "fp16")
+    cache = str(tmp_path / "cache" / "ort-tensorrt")
+    assert choice.options["trt_engine_cache_enable"] is True
+    assert choice.options["trt_engine_cache_path"] == cache
+    assert choice.options["trt_timing_cache_enable"] is True
+    assert choice.options["trt_timing_cache_path"] == cache
+    assert oct(os.stat(cache).st_mode & 0o777) == oct(0o700)
+    # an ORT from before trt_timing_cache_path: the option is not passed (ORT would refuse it)
+    old = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 14), cache)
+    assert "trt_timing_cache_path" not in old.options and old.options["trt_timing_cache_enable"]
+
+
+def test_fp32_on_cuda_is_ieee_fp32_and_where_it_cannot_be_the_result_says_so():
+    new = choose([CUDA_EP, CPU_EP], None, "cuda", "fp32", (1, 18))
+    assert new.options["use_tf32"] == 0 and not new.notes
+    old = choose([CUDA_EP, CPU_EP], None, "cuda", "fp32", (1, 17))
+    assert "use_tf32" not in old.options and "TF32" in old.notes[0]
+    trt = choose([TENSORRT_EP, CUDA_EP, CPU_EP], None, "cuda", "fp32", (1, 18))
+    assert any("TF32" in n and "--provider cuda" in n for n in trt.notes)
+    assert dict(trt.fallbacks)[CUDA_EP]["use_tf32"] == 0
