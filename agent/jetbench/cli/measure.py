@@ -190,8 +190,8 @@ def _exit_if_invalid(report: Any) -> None:
 _MODEL = typer.Option("alexnet", "--model", "-m", help="Networks, comma-separated "
                       "(`jetbench models`), a TorchScript file, module:callable, an ONNX model "
                       "(.onnx) or a TensorRT engine (.engine, .plan).")
-_PRECISION = typer.Option("fp32", "--precision", "-p", help="fp32, fp16, bf16, int8; "
-                          "comma-separated.")
+_PRECISION = typer.Option("fp32", "--precision", "-p", help="fp32 (IEEE), tf32 (Ampere+), "
+                          "fp16, bf16, int8; comma-separated.")
 _BATCH = typer.Option("1", "--batch", "-b", help="Batch sizes, comma-separated.")
 _CPU = typer.Option(None, "--cpu-freq", help="Pin the CPU clusters (nearest table entry).")
 _EMC = typer.Option(None, "--emc-freq", help="Pin the memory clock (EMC).")

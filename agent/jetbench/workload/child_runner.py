@@ -112,6 +112,11 @@ def to_precision(torch: Any, portable: Any, net: Any, example: Any, precision: s
                  device: str) -> Any:
     if precision == "fp32":
         return net, example
+    if precision == "tf32":
+        reason = portable.tf32_unavailable_reason(torch, device)
+        if reason is not None:
+            raise ChildFailure("unavailable", reason, "tf32 on Ampere or newer (Orin, Thor)")
+        return net, example
     if precision in ("fp16", "bf16"):
         if precision == "bf16" and portable.is_cuda(device):
             reason = portable.bf16_unavailable_reason(torch, device)
@@ -120,7 +125,7 @@ def to_precision(torch: Any, portable: Any, net: Any, example: Any, precision: s
         dtype = torch.float16 if precision == "fp16" else torch.bfloat16
         return net.to(dtype), example.to(dtype)
     raise ChildFailure("unavailable", f"{precision} is not offered through --workload-python "
-                       "(fp32, fp16 and bf16 are)", "measure int8 without --workload-python")
+                       "(fp32, tf32, fp16 and bf16 are)", "measure int8 without --workload-python")
 
 
 def run(request: Dict[str, Any], channel: Channel) -> None:
@@ -138,6 +143,7 @@ def run(request: Dict[str, Any], channel: Channel) -> None:
         torch.set_num_threads(int(request["threads"]))
     torch.backends.cudnn.enabled = request["cudnn"]
     torch.backends.cudnn.benchmark = request["cudnn_benchmark"]
+    portable.set_fp32_math(torch, request["precision"] == "tf32")  # fp32 is IEEE fp32
     index = portable.cuda_index(torch, device) if cuda else None
     on_device = torch.cuda.device(index) if cuda else _nothing()
     try:

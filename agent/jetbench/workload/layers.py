@@ -78,8 +78,8 @@ def time_layers(workload: Workload, iterations: int = 10) -> LayerTimes:
     # its weight gradient is computed (costs one extra input-gradient for that layer).
     example = workload.input.detach().requires_grad_(train) if train else workload.input
     try:
-        with backend_settings(workload.options), oom_guard("per-layer timing"), \
-                workload.context():
+        with backend_settings(workload.options, workload.precision), \
+                oom_guard("per-layer timing"), workload.context():
             for _ in range(iterations):
                 sync()
                 t0 = clock()

@@ -113,3 +113,39 @@ def bf16_unavailable_reason(torch: Any, device: str) -> Optional[str]:
     if not supported:
         return "bf16 is not supported by this GPU with this CUDA/PyTorch build"
     return None
+
+
+def set_fp32_math(torch: Any, tf32: bool) -> Optional[str]:
+    """fp32 as IEEE fp32 (tf32 False) or with TF32 tensor-core math allowed (True), for
+    convolutions and matmuls, through the API this torch has: `fp32_precision` ("ieee"/"tf32")
+    on torch 2.9+, where cuDNN convolutions default to tf32; `allow_tf32` on 1.7-2.8, where
+    cudnn.allow_tf32 defaults to True. Returns what was set (None: no TF32 in this torch)."""
+    backends = torch.backends
+    conv = getattr(getattr(backends, "cudnn", None), "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        mode = "tf32" if tf32 else "ieee"
+        for knob in (conv, getattr(backends.cudnn, "rnn", None),
+                     getattr(getattr(backends, "cuda", None), "matmul", None)):
+            if knob is not None and hasattr(knob, "fp32_precision"):
+                knob.fp32_precision = mode
+        return "fp32_precision=" + mode
+    if hasattr(getattr(backends, "cudnn", None), "allow_tf32"):
+        backends.cudnn.allow_tf32 = tf32
+        backends.cuda.matmul.allow_tf32 = tf32
+        return "allow_tf32=" + str(tf32)
+    return None
+
+
+def tf32_unavailable_reason(torch: Any, device: str) -> Optional[str]:
+    """None where TF32 runs (a CUDA GPU of compute capability 8.0+: Ampere, Orin, Thor, with a
+    torch that has the switch); else why not."""
+    if not is_cuda(device):
+        return "tf32 is a CUDA tensor-core mode (Ampere and newer); this runs on the CPU"
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    if (major, minor) < (8, 0):
+        return ("tf32 needs compute capability 8.0 or newer (Ampere, Orin); this GPU is "
+                f"{major}.{minor}: its fp32 is IEEE fp32 already")
+    if not hasattr(getattr(torch.backends, "cudnn", None), "allow_tf32") and not hasattr(
+            getattr(torch.backends.cudnn, "conv", None), "fp32_precision"):
+        return "this PyTorch has no TF32 switch (torch 1.7 or newer has)"
+    return None

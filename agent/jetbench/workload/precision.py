@@ -8,9 +8,14 @@ import warnings
 from typing import Any, List, Optional, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
-from .portable import bf16_unavailable_reason, is_cuda  # noqa: F401 - shared with the child
+from .portable import (  # noqa: F401 - shared with the child
+    bf16_unavailable_reason,
+    is_cuda,
+    tf32_unavailable_reason,
+)
 
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+# fp32 is IEEE fp32 (TF32 off); tf32 is fp32 tensors with TF32 tensor-core math (Ampere+).
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 
 
 class PrecisionUnavailable(HardwareError):
@@ -27,7 +32,8 @@ def parse_precisions(text: str) -> List[str]:
         if not key:
             continue
         if key not in PRECISIONS:
-            raise UsageError(f"unknown precision: {word!r}", hint="use fp32, fp16, bf16, int8")
+            raise UsageError(f"unknown precision: {word!r}",
+                             hint="use fp32, tf32, fp16, bf16, int8")
         if key not in out:
             out.append(key)
     if not out:
@@ -48,6 +54,12 @@ def apply_precision(model: Any, precision: str, device: str, example: Any) -> Tu
 
     if precision == "fp32":
         return model, example
+    if precision == "tf32":
+        reason = tf32_unavailable_reason(torch, device)
+        if reason is not None:
+            raise PrecisionUnavailable(reason, hint="use fp32 (IEEE) here; tf32 on Ampere or "
+                                                    "newer (Orin, Thor)")
+        return model, example  # fp32 tensors; TF32 math is backend_settings' to switch on
     if precision in ("fp16", "bf16"):
         dtype = input_dtype(precision)
         if precision == "bf16" and is_cuda(device):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import OutOfMemory, UsageError
 from . import portable
@@ -101,7 +101,7 @@ class Workload:
 
 @contextlib.contextmanager
 def _torch_frame(workload: Workload, label: str) -> Iterator[None]:
-    with backend_settings(workload.options), oom_guard(label), \
+    with backend_settings(workload.options, workload.precision), oom_guard(label), \
             device_context(import_torch(), workload.device), workload.context():
         yield
 
@@ -124,19 +124,45 @@ def device_context(torch: Any, device: str) -> Any:
 
 
 @contextlib.contextmanager
-def backend_settings(options: RunOptions) -> Iterator[None]:
-    """Applies threads and cuDNN flags for the duration, then puts the previous ones back."""
+def backend_settings(options: RunOptions, precision: str = "fp32") -> Iterator[None]:
+    """Applies threads, cuDNN flags and fp32 math (IEEE for fp32, TF32 for tf32: PyTorch's own
+    default lets cuDNN use TF32 for "fp32") for the duration, then puts the previous ones back."""
+    from .portable import set_fp32_math
+
     torch = import_torch()
-    saved = (torch.get_num_threads(), torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark)
+    saved = (torch.get_num_threads(), torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark,
+             _fp32_math_state(torch))
     try:
         if options.threads:
             torch.set_num_threads(options.threads)
         torch.backends.cudnn.enabled = options.cudnn
         torch.backends.cudnn.benchmark = options.cudnn_benchmark
+        set_fp32_math(torch, precision == "tf32")
         yield
     finally:
         torch.set_num_threads(saved[0])
         torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark = saved[1], saved[2]
+        _put_fp32_math(torch, saved[3])
+
+
+def _fp32_math_knobs(torch: Any) -> List[Tuple[Any, str]]:
+    backends = torch.backends
+    conv = getattr(backends.cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        knobs = [conv, getattr(backends.cudnn, "rnn", None), backends.cuda.matmul]
+        return [(k, "fp32_precision") for k in knobs if k is not None]
+    if hasattr(backends.cudnn, "allow_tf32"):
+        return [(backends.cudnn, "allow_tf32"), (backends.cuda.matmul, "allow_tf32")]
+    return []
+
+
+def _fp32_math_state(torch: Any) -> List[Tuple[Any, str, Any]]:
+    return [(obj, name, getattr(obj, name)) for obj, name in _fp32_math_knobs(torch)]
+
+
+def _put_fp32_math(torch: Any, state: List[Tuple[Any, str, Any]]) -> None:
+    for obj, name, value in state:
+        setattr(obj, name, value)
 
 
 @contextlib.contextmanager
@@ -207,7 +233,7 @@ def build_workload(
     net, shape, cost = _load(model, module, input_shape, options.seed)
     footprint = estimate_footprint_bytes(cost, net, precision, batch, shape, options.mode)
     label = f"{model} {precision} batch {batch}"
-    with backend_settings(options), oom_guard(label), device_context(torch, dev):
+    with backend_settings(options, precision), oom_guard(label), device_context(torch, dev):
         _check_memory_limit(footprint, options.memory_limit_bytes, dev, label)
         net = net.train() if options.mode == "train" else net.eval()
         example = _make_input(torch, input_mode, batch, shape, options.seed).to(dev)
@@ -232,7 +258,8 @@ def build_workload(
 
 def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) -> None:
     if precision not in PRECISIONS:
-        raise UsageError(f"unknown precision: {precision!r}", hint="use fp32, fp16, bf16, int8")
+        raise UsageError(f"unknown precision: {precision!r}",
+                         hint="use fp32, tf32, fp16, bf16, int8")
     if batch < 1:
         raise UsageError(f"batch must be at least 1, not {batch}")
     if input_mode not in INPUT_MODES:
