@@ -22,7 +22,8 @@ def time_cmd(
                               "file, module:callable (with --input-shape), an ONNX model "
                               "(.onnx) or a TensorRT engine (.engine, .plan)."),
     precision: str = typer.Option("fp32", "--precision", "-p",
-                                  help="fp32 (IEEE), tf32 (Ampere+), fp16, bf16, int8; comma-separated."),
+                                  help="fp32 (IEEE), tf32 (Ampere+), fp16, bf16, int8; "
+                                       "comma-separated."),
     batch: str = typer.Option("1", "--batch", "-b",
                               help="Batch sizes, comma-separated, or `sweep` (1, 2, 4, ... "
                               "until out of memory)."),
