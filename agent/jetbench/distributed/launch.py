@@ -10,12 +10,13 @@ status, whatever the launcher saw of the processes' last moments.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import signal
 import sys
 import tempfile
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from ..errors import EXIT_HARDWARE, RankFailed, set_interrupt_notes
 from .teardown import DONE_DIR_ENV, reported
@@ -35,25 +36,47 @@ def launch_ranks(argv: List[str], count: int) -> int:
         os.environ.pop("JETBENCH_LAUNCHER", None)
 
 
+def launch_config(config_class: Any, logs_specs_class: Any, log_dir: str, count: int) -> Any:
+    """The launcher's LaunchConfig from what the installed torch has: `logs_specs`
+    (DefaultLogsSpecs, torch 2.3+) or `log_dir` (before), `shutdown_timeout` only where it
+    exists (newest torch; before, the launcher's own grace applies). JetPack's torch wheels
+    (1.x to 2.x) have the older shapes."""
+    fields = set(inspect.signature(config_class).parameters)
+    kwargs: Dict[str, Any] = dict(
+        min_nodes=1, max_nodes=1, nproc_per_node=count,
+        rdzv_backend="c10d", rdzv_endpoint="localhost:0",  # a free port: runs never collide
+        run_id=f"jetbench-{os.getpid()}", max_restarts=0, monitor_interval=0.1,
+        start_method="spawn")
+    if "logs_specs" in fields and logs_specs_class is not None:
+        kwargs["logs_specs"] = logs_specs_class(log_dir=log_dir)
+    elif "log_dir" in fields:
+        kwargs["log_dir"] = log_dir
+    if "shutdown_timeout" in fields:
+        kwargs["shutdown_timeout"] = SHUTDOWN_TIMEOUT_S
+    return config_class(**kwargs)
+
+
 def _launch(argv: List[str], count: int) -> int:
-    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException
+    import torch.distributed.elastic.multiprocessing as elastic_mp
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    signal_exception = getattr(elastic_mp, "SignalException", None)
+    if signal_exception is None:  # older torch: only in the api module
+        from torch.distributed.elastic.multiprocessing.api import (
+            SignalException as signal_exception,
+        )
 
     with tempfile.TemporaryDirectory(prefix="jetbench-ranks-") as logs:
         done = os.path.join(logs, "done")  # each rank's status as it left (teardown.py)
         os.mkdir(done)
         os.environ[DONE_DIR_ENV] = done  # inherited by the ranks
-        config = LaunchConfig(
-            min_nodes=1, max_nodes=1, nproc_per_node=count,
-            rdzv_backend="c10d", rdzv_endpoint="localhost:0",  # a free port: runs never collide
-            run_id=f"jetbench-{os.getpid()}", max_restarts=0, monitor_interval=0.1,
-            start_method="spawn", logs_specs=DefaultLogsSpecs(log_dir=logs),
-            shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+        config = launch_config(LaunchConfig, getattr(elastic_mp, "DefaultLogsSpecs", None),
+                               logs, count)
         try:
             elastic_launch(config, sys.executable)("-m", "jetbench", *argv)
             return 0
-        except SignalException as err:
+        except signal_exception as err:
             set_interrupt_notes([f"the {count} ranks were stopped ({err.sigval.name} "
                                  "forwarded); rank 0 reported the clocks above"])
             raise KeyboardInterrupt from None

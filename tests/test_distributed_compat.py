@@ -1,0 +1,75 @@
+"""`--devices` on the torch a Jetson has (issue 24, item 4): the launcher's LaunchConfig is
+built from the fields the installed torch's has. Stand-ins with the dataclass shapes of
+torch.distributed.launcher.api.LaunchConfig as released: torch 1.10-2.2 (`log_dir`, no
+`logs_specs`, no `shutdown_timeout`), 2.3+ (`logs_specs`), and the newest (`shutdown_timeout`)."""
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from jetbench.distributed.launch import SHUTDOWN_TIMEOUT_S, launch_config
+
+
+@dataclass
+class Config_1_10:  # torch 1.10 .. 2.2
+    min_nodes: int
+    max_nodes: int
+    nproc_per_node: int
+    run_id: str = ""
+    role: str = "default_role"
+    rdzv_endpoint: str = ""
+    rdzv_backend: str = "etcd"
+    rdzv_configs: dict = field(default_factory=dict)
+    rdzv_timeout: int = -1
+    max_restarts: int = 3
+    monitor_interval: float = 30
+    start_method: str = "spawn"
+    log_dir: Optional[str] = None
+    redirects: Any = None
+    tee: Any = None
+    metrics_cfg: dict = field(default_factory=dict)
+    local_addr: Optional[str] = None
+
+
+@dataclass
+class Config_2_3(Config_1_10):  # torch 2.3: logs_specs replaces log_dir/redirects/tee
+    logs_specs: Any = None
+
+    def __post_init__(self):
+        assert self.log_dir is None, "2.3 has no log_dir"
+
+
+@dataclass
+class Config_new(Config_2_3):
+    shutdown_timeout: int = 30
+
+
+class LogsSpecs:
+    def __init__(self, log_dir=None):
+        self.log_dir = log_dir
+
+
+def test_old_torch_gets_log_dir_and_no_newer_fields():
+    config = launch_config(Config_1_10, None, "/tmp/logs", 2)
+    assert config.log_dir == "/tmp/logs" and config.nproc_per_node == 2
+    assert config.rdzv_endpoint == "localhost:0" and config.max_restarts == 0
+
+
+def test_torch_2_3_gets_logs_specs():
+    config = launch_config(Config_2_3, LogsSpecs, "/tmp/logs", 2)
+    assert config.logs_specs.log_dir == "/tmp/logs" and config.log_dir is None
+    assert not hasattr(config, "shutdown_timeout")
+
+
+def test_the_newest_gets_its_shutdown_timeout():
+    config = launch_config(Config_new, LogsSpecs, "/tmp/logs", 4)
+    assert config.shutdown_timeout == SHUTDOWN_TIMEOUT_S and config.nproc_per_node == 4
+
+
+def test_the_installed_torch_takes_it(tmp_path):
+    import pytest
+
+    api = pytest.importorskip("torch.distributed.launcher.api")
+    import torch.distributed.elastic.multiprocessing as mp
+
+    config = launch_config(api.LaunchConfig, getattr(mp, "DefaultLogsSpecs", None), str(tmp_path), 2)
+    assert config.nproc_per_node == 2
