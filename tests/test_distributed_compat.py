@@ -71,5 +71,6 @@ def test_the_installed_torch_takes_it(tmp_path):
     api = pytest.importorskip("torch.distributed.launcher.api")
     import torch.distributed.elastic.multiprocessing as mp
 
-    config = launch_config(api.LaunchConfig, getattr(mp, "DefaultLogsSpecs", None), str(tmp_path), 2)
+    specs = getattr(mp, "DefaultLogsSpecs", None)
+    config = launch_config(api.LaunchConfig, specs, str(tmp_path), 2)
     assert config.nproc_per_node == 2
