@@ -115,3 +115,22 @@ def test_meter_specs_hand_the_workloads_gpu_to_nvml(tmp_path):
     (tmp_path / "sys").mkdir()
     sources = open_sources(["nvml"], Root(tmp_path), gpu=gpu)
     assert [s.gpu for s in sources] == [gpu]
+
+
+def test_each_rank_measures_its_own_gpu_under_cuda_visible_devices(monkeypatch):
+    """--devices 2 with CUDA_VISIBLE_DEVICES=2,0: cuda:0 is NVML's GPU 2, cuda:1 NVML's GPU 0
+    (issue 24, item 8: the CUDA ordinal was taken as NVML's index)."""
+    from jetbench.distributed.protocol import Leader
+
+    nv = fake_pynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    leader = Leader(None, ["cuda:0", "cuda:1"], scaling=False, launcher="test")
+    sources = leader.node_sources([NvmlSource()])
+    for src in sources:
+        src.open()
+    assert [s.index for s in sources] == [2, 0]
+    assert [s.read().power_w for s in sources] == [(pytest.approx(3.0),), (pytest.approx(1.0),)]
+    for src in sources:
+        src.close()

@@ -165,14 +165,16 @@ class Leader:
         self.broken = False  # a collective failed: the others are gone, no Stop to send
 
     def node_sources(self, sources: List[Any]) -> List[Any]:
-        """NVML measures GPU 0 by default: on a multi-GPU run, one NVML source per GPU used."""
-        from ..hw.power.nvml import NvmlSource
+        """NVML measures GPU 0 by default: on a multi-GPU run, one NVML source per GPU used,
+        each CUDA ordinal mapped to NVML's index as CUDA numbers GPUs (CUDA_VISIBLE_DEVICES,
+        CUDA_DEVICE_ORDER: NVML numbers them by PCI bus, whatever those say)."""
+        from ..hw.power.nvml import NvmlSource, cuda_gpu
 
         gpus = sorted({int(d.split(":", 1)[1]) for d in self.devices if d.startswith("cuda:")})
         if not gpus or not any(isinstance(s, NvmlSource) for s in sources):
             return sources
         return [s for s in sources if not isinstance(s, NvmlSource)] + \
-            [NvmlSource(i) for i in gpus]
+            [NvmlSource(i, gpu=cuda_gpu(f"cuda:{i}", os.environ)) for i in gpus]
 
     def run_point(self, point: Any, request: Any, on_open: Callback, on_close: Callback,
                   progress: Any = None) -> Any:
