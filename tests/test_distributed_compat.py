@@ -74,3 +74,49 @@ def test_the_installed_torch_takes_it(tmp_path):
     specs = getattr(mp, "DefaultLogsSpecs", None)
     config = launch_config(api.LaunchConfig, specs, str(tmp_path), 2)
     assert config.nproc_per_node == 2
+
+
+# -- control collectives on gloo beside NCCL (issue 24, item 9) ----------------------------------
+class RecordingDist:
+    """torch.distributed as the group calls it: which group each collective went to."""
+
+    def __init__(self, backend):
+        self.backend, self.calls, self.groups = backend, [], []
+
+    def is_initialized(self):
+        return True
+
+    def get_backend(self):
+        return self.backend
+
+    def new_group(self, backend=None, timeout=None):
+        self.groups.append(backend)
+        return f"{backend}-group"
+
+    def all_gather_object(self, out, value, group=None):
+        self.calls.append(("gather", group))
+        out[:] = [value] * len(out)
+
+    def broadcast_object_list(self, box, src=0, group=None):
+        self.calls.append(("broadcast", group))
+
+    def barrier(self, group=None, async_op=False):
+        self.calls.append(("barrier", group))
+
+
+def test_barriers_and_object_collectives_go_on_gloo_when_the_run_is_nccl():
+    from jetbench.distributed.group import RankGroup, control_group
+    from jetbench.distributed.spec import RankEnv
+
+    dist = RecordingDist("nccl")
+    group = RankGroup(RankEnv(0, 0, 2, 2), "cuda:0", dist)
+    group.control = control_group(dist, "nccl")
+    assert dist.groups == ["gloo"]
+    assert group.gather(1) == [1, 1]
+    group.broadcast(2)
+    group.barrier()
+    assert dist.calls == [("gather", "gloo-group"), ("broadcast", "gloo-group"),
+                          ("barrier", "gloo-group")]
+    # a gloo run keeps the default group: no second group to make
+    cpu = RecordingDist("gloo")
+    assert control_group(cpu, "gloo") is None and cpu.groups == []

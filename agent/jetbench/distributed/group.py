@@ -32,6 +32,7 @@ class RankGroup:
         self.cores: Optional[List[int]] = None
         self.last_s: Dict[str, float] = {}  # seconds the last call of each collective took
         self.backend = dist.get_backend() if dist.is_initialized() else None
+        self.control: Any = None  # the group of the control collectives (None: the default)
 
     @classmethod
     def open(cls, env: RankEnv, requested_device: str, spec: Optional[DeviceSpec]) -> RankGroup:
@@ -52,6 +53,7 @@ class RankGroup:
         joined()  # from here on the process ends with teardown.leave
         dist.init_process_group(backend, timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))
         group.backend = backend
+        group.control = control_group(dist, backend)
         return group
 
     def take_cpu_share(self, torch: Any) -> None:
@@ -80,19 +82,23 @@ class RankGroup:
     def gather(self, value: Any) -> List[Any]:
         """Every rank's value, in rank order, on every rank."""
         out: List[Any] = [None] * self.env.world_size
-        self._call("gather", lambda: self._dist.all_gather_object(out, value))
+        self._call("gather", lambda: self._dist.all_gather_object(out, value, **self._on()))
         return out
 
     def broadcast(self, value: Any = None) -> Any:
         """Rank 0's value, on every rank."""
         box = [value]
-        self._call("broadcast", lambda: self._dist.broadcast_object_list(box, src=0))
+        self._call("broadcast",
+                   lambda: self._dist.broadcast_object_list(box, src=0, **self._on()))
         return box[0]
 
     def barrier(self) -> float:
         """Wait for every rank; the seconds this rank waited."""
-        self._call("barrier", self._dist.barrier)
+        self._call("barrier", lambda: self._dist.barrier(**self._on()))
         return self.last_s["barrier"]
+
+    def _on(self) -> Dict[str, Any]:
+        return {} if self.control is None else {"group": self.control}
 
     def close(self, together: bool = False) -> None:
         """Leave the group. `together`: the run ended well on every rank, so meet in one last
@@ -104,11 +110,21 @@ class RankGroup:
             return
         if together:
             try:
-                work = self._dist.barrier(async_op=True)
+                work = self._dist.barrier(async_op=True, **self._on())
                 work.wait(timedelta(seconds=CLOSE_TIMEOUT_S))
             except Exception:  # noqa: BLE001 - a peer already gone: nothing left to meet
                 pass
         self._dist.destroy_process_group()
+
+
+def control_group(dist: Any, backend: str) -> Any:
+    """Where barriers and object collectives go. Over NCCL they would spin on every GPU while
+    ranks wait (NCCL's kernels busy-poll), so GPUs 1..N are neither idle nor cold during
+    `--idle` and the scaling baseline: a gloo group over the same ranks carries them on the
+    CPU instead. None (the default group) when the run is gloo already."""
+    if backend != "nccl":
+        return None
+    return dist.new_group(backend="gloo", timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))
 
 
 def die_with_parent() -> None:
