@@ -120,3 +120,31 @@ def test_barriers_and_object_collectives_go_on_gloo_when_the_run_is_nccl():
     # a gloo run keeps the default group: no second group to make
     cpu = RecordingDist("gloo")
     assert control_group(cpu, "gloo") is None and cpu.groups == []
+
+
+# -- usage errors before any rank starts (issue 24, item 10) -------------------------------------
+def test_too_few_gpus_is_a_usage_error_before_the_launch():
+    import pytest
+
+    from jetbench.distributed.spec import DeviceSpec, check_gpu_count
+    from jetbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="needs 2 CUDA GPUs, and 1 CUDA GPU is visible"):
+        check_gpu_count(DeviceSpec(2), "2", "cuda", 1)
+    with pytest.raises(UsageError, match="needs 4 CUDA GPUs"):  # index 3 needs four
+        check_gpu_count(DeviceSpec(2, (0, 3)), "0,3", "auto", 2)
+    check_gpu_count(DeviceSpec(2), "2", "auto", 0)  # CPU ranks: no GPU needed
+    check_gpu_count(DeviceSpec(4), "4", "cpu", 1)
+    check_gpu_count(DeviceSpec(2), "2", "cuda", 2)
+
+
+def test_provider_with_devices_is_a_usage_error_not_dropped(tmp_path):
+    from typer.testing import CliRunner
+
+    from jetbench.cli.main import app
+    from jetbench.sim.create import create_board
+
+    create_board("tx1", tmp_path / "b")
+    r = CliRunner().invoke(app, ["--root", str(tmp_path / "b"), "measure", "--devices", "2",
+                                 "--provider", "cuda", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 1 and "--provider is ONNX Runtime's" in r.output, r.output

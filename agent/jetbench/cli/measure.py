@@ -241,13 +241,17 @@ def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: A
     """None for a plain run; this process's RankEnv when it is one rank of a multi-device job
     (under torchrun, or started by --devices). With --devices and no job yet, start the ranks
     here (each runs this same command) and exit with rank 0's status."""
-    from ..distributed.spec import parse_devices, rank_env
+    from ..distributed.spec import check_gpu_count, parse_devices, rank_env
     from ..errors import UsageError
 
     env = rank_env()
     if request.command is not None and (env is not None or devices is not None):
         raise UsageError("--cmd runs one command; several devices (--devices, torchrun) run "
                          "a network on each", hint="measure the command alone, without ranks")
+    if request.provider is not None and (env is not None or devices is not None):
+        raise UsageError("--provider is ONNX Runtime's, for a model run on one device; several "
+                         "devices (--devices, torchrun) run a built-in network on each",
+                         hint="drop --provider, or measure the ONNX model without ranks")
     if env is not None:
         return env
     if devices is None:
@@ -255,12 +259,25 @@ def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: A
             raise UsageError("--scaling compares several devices with one",
                              hint="add --devices N (or run under torchrun)")
         return None
-    count = parse_devices(devices).count
+    spec = parse_devices(devices)
+    check_gpu_count(spec, devices, request.device, _cuda_count(request.device))
+    count = spec.count
     open_root(ctx)  # a bad --root fails here, not once per rank
     from ..distributed.launch import launch_ranks
     from .common import invocation
 
     raise typer.Exit(launch_ranks(invocation(), count))
+
+
+def _cuda_count(device: str) -> int:
+    """CUDA GPUs visible to this process (0 without torch or CUDA); not asked for --device cpu."""
+    if (device or "auto").lower() == "cpu":
+        return 0
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scaling: bool,

@@ -46,6 +46,22 @@ def parse_devices(text: str) -> DeviceSpec:
     return DeviceSpec(len(indices), indices)
 
 
+def check_gpu_count(spec: DeviceSpec, text: str, device: str, cuda_count: int) -> None:
+    """Before any rank starts: CUDA ranks need that many GPUs visible here (else each rank dies
+    on "invalid device ordinal"). CPU ranks (--device cpu, or auto without CUDA) need none."""
+    word = (device or "auto").lower()
+    if word == "cpu" or (word == "auto" and cuda_count == 0):
+        return
+    needed = max(spec.indices) + 1 if spec.indices else spec.count
+    if needed > cuda_count:
+        shown = "no CUDA GPU" if cuda_count == 0 else \
+            f"{cuda_count} CUDA GPU{'s' if cuda_count != 1 else ''}"
+        raise UsageError(f"--devices {text}: needs {needed} CUDA GPUs, and {shown} "
+                         "is visible here (CUDA_VISIBLE_DEVICES counts)",
+                         hint=f"--devices {max(cuda_count, 1)} or fewer, or --device cpu for "
+                              "ranks on the CPU")
+
+
 @dataclass(frozen=True)
 class RankEnv:
     rank: int
