@@ -263,3 +263,27 @@ def test_a_hostile_nvml_journal_entry_restores_nothing(gpu_host, entry, words):
     with pytest.raises(journal.JournalInvalid, match=words):
         journal.restore(Root(base))
     assert _calls(state) == []
+
+
+def test_locks_without_persistence_mode_are_warned(tmp_path, monkeypatch):
+    """Without persistence mode the driver may unload between processes, and NVML's locks and
+    power limit vanish with it (issue 24, item 11): the pin says so."""
+    nv = _load_stand_in()
+    state = tmp_path / "nvml.json"
+    nv.write_state(state, [nv.a100(persistence=0)])
+    monkeypatch.setenv("JETBENCH_TEST_NVML_STATE", str(state))
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    base = _host_with_gpu(tmp_path / "host")
+    root = Root(base)
+    board = detect(root)
+    assert board.nvml_gpus[0].persistence is False
+    result = apply_profile(root, board, load_profile("maxperf", base))
+    assert any("persistence mode is off" in n and "nvidia-smi -pm 1" in n
+               for n in result.targets.notes), result.targets.notes
+
+
+def test_locks_with_persistence_mode_say_nothing_of_it(gpu_host):
+    base, _state_file = gpu_host
+    root = Root(base)
+    result = apply_profile(root, detect(root), load_profile("maxperf", base))
+    assert not any("persistence" in n for n in result.targets.notes)

@@ -118,6 +118,11 @@ def nvmlDeviceGetArchitecture(handle):
     return _gpu(handle)["architecture"]
 
 
+def nvmlDeviceGetPersistenceMode(handle):
+    """NVML_FEATURE_ENABLED (1) or NVML_FEATURE_DISABLED (0); Linux only, as in nvml.h."""
+    return _gpu(handle).get("persistence", 1)
+
+
 def nvmlDeviceGetSupportedMemoryClocks(handle):
     return list(_gpu(handle)["memory_mhz"])
 

@@ -59,6 +59,9 @@ class NvmlGpu:
     power_limits_mw: Optional[Tuple[int, int]]  # (min, max) the driver accepts; None: fixed
     default_power_mw: Optional[int]
     architecture: Optional[int] = None  # nvmlDeviceArchitecture_t; None: NVML did not say
+    # Persistence mode (nvidia-smi -pm): off, the driver may unload when no process holds the
+    # GPU, and locked clocks and the power limit go with it. None: NVML did not say.
+    persistence: Optional[bool] = None
 
     @property
     def can_lock_graphics(self) -> bool:
@@ -214,7 +217,13 @@ def _describe(nv: Any, bus: str, handle: Any, notes: List[str]) -> NvmlGpu:
         power_limits_mw=(int(limits[0]), int(limits[1])) if limits else None,
         default_power_mw=_optional(nv, nv.nvmlDeviceGetPowerManagementDefaultLimit, handle),
         architecture=_optional(nv, getattr(nv, "nvmlDeviceGetArchitecture", None), handle),
+        persistence=_persistence(nv, handle),
     )
+
+
+def _persistence(nv: Any, handle: Any) -> Optional[bool]:
+    mode = _optional(nv, getattr(nv, "nvmlDeviceGetPersistenceMode", None), handle)
+    return None if mode is None else bool(mode)
 
 
 def _optional(nv: Any, call: Any, *args: Any) -> Any:

@@ -200,8 +200,12 @@ def _nvml_target(profile: Profile, gpu: NvmlGpu, requested: List[Requested],
                           min(mem), max(mem))
         requested.append(Requested("gpu-mem", "freq", _spec_text(profile.gpu_memory_freq), hz))
         memory = (hz, hz)
-    return NvmlGpuTarget(gpu.bus_id, graphics, memory,
-                         _power_limit_mw(profile, gpu, where, notes))
+    power = _power_limit_mw(profile, gpu, where, notes)
+    if gpu.persistence is False and (graphics or memory or power is not None):
+        notes.append(f"{gpu.label}: persistence mode is off: when no process holds the GPU the "
+                     "driver may unload it, and the locked clocks and power limit go with it "
+                     "(`sudo nvidia-smi -pm 1`, or the nvidia-persistenced service)")
+    return NvmlGpuTarget(gpu.bus_id, graphics, memory, power)
 
 
 def _power_limit_mw(profile: Profile, gpu: NvmlGpu, where: str,
