@@ -140,3 +140,18 @@ def test_measure_meter_jtop_is_not_dropped(tmp_path, tiny, monkeypatch):  # noqa
     assert [c["name"] for c in doc["power"]["channels"]] != []
     assert doc["power"]["total"]["name"] == "VDD_IN"
     assert doc["power"]["total"]["mean_w"] == pytest.approx(9.0)
+
+
+def test_a_usb_c_supply_listed_beside_the_rails_is_never_summed(monkeypatch):
+    """A board without VDD_IN whose jetson-stats lists the USB-C input (a power-supply class
+    entry) beside the rails: the sum is the rails' (issue 24, item 11)."""
+    agx = {"VDD_GPU_SOC": {"power": 4000}, "VDD_CPU_CV": {"power": 2000},
+           "VIN_SYS_5V0": {"power": 3000}, "USBC 5V": {"power": 15000}}
+    monkeypatch.setitem(sys.modules, "jtop", fake_jtop({"rail": agx}))
+    src = JtopSource()
+    src.open()
+    total = src.total()
+    assert total.kind == "sum" and "USBC 5V" not in total.channels
+    assert sorted(total.channels) == ["VDD_CPU_CV", "VDD_GPU_SOC", "VIN_SYS_5V0"]
+    assert {c.name: c.point for c in src.channels()}["USBC 5V"] == "board_input"
+    src.close()

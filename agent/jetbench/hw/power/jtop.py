@@ -21,6 +21,14 @@ from ...power.source import Channel, Reading, Total
 from .ina3221 import TOTAL_RAIL_NAMES
 
 SOURCE_NAME = "jtop"
+# Supplies some jetson-stats versions list beside the rails (USB-C / USB PD inputs, read from
+# the power-supply class): an input, not a rail of the module, so never part of a sum.
+_SUPPLY_WORDS = ("USB", "UCSI", "TYPEC", "TYPE-C", "TYPE_C")
+
+
+def is_supply(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in _SUPPLY_WORDS)
 
 
 class JtopSource:
@@ -34,8 +42,8 @@ class JtopSource:
 
     def channels(self) -> Tuple[Channel, ...]:
         return tuple(
-            Channel(r, self.name, "module_input" if r.upper() in TOTAL_RAIL_NAMES else "rail",
-                    unit="mW")
+            Channel(r, self.name, "module_input" if r.upper() in TOTAL_RAIL_NAMES
+                    else "board_input" if is_supply(r) else "rail", unit="mW")
             for r in self._rails
         )
 
@@ -45,8 +53,10 @@ class JtopSource:
         inp = next((r for r in self._rails if r.upper() in TOTAL_RAIL_NAMES), None)
         if inp:
             return Total(inp, "channel", (inp,), "module_input")
-        return Total("sum of " + "+".join(self._rails), "sum", tuple(self._rails),
-                     "module_input")
+        summed = tuple(r for r in self._rails if not is_supply(r))
+        if not summed:
+            return None
+        return Total("sum of " + "+".join(summed), "sum", summed, "module_input")
 
     def open(self) -> None:
         try:
