@@ -186,7 +186,7 @@ def test_batch_outside_the_profile_is_a_usage_error(engine_file: Path) -> None:
 
 def test_not_an_engine_for_this_tensorrt(engine_file: Path) -> None:
     trt = fake_tensorrt([], engine_ok=False)
-    with pytest.raises(UsageError, match="could not deserialize.*TensorRT 10.3.0"):
+    with pytest.raises(UsageError, match="TensorRT 10.3.0 could not deserialize"):
         load_engine(trt, str(engine_file), 1, None, "constant", FakeBuffers())
     old = fake_tensorrt([], old_api=True)
     with pytest.raises(HardwareError, match=r"named-tensor API \(8.5\+\)"):
@@ -231,3 +231,166 @@ def test_missing_engine_file_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli("time", "--model", str(tmp_path / "nope.plan"))
     assert proc.returncode == 1 and "no such file" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# -- engines people have (issue 24, items 2, 7, 11) ----------------------------------------------
+def _trt_with(log, engine_class=None, host_code=True, plugins=True):
+    """The stand-in with TensorRT 10's extras: init_libnvinfer_plugins, a Runtime with
+    engine_host_code_allowed, and an engine class of the test's."""
+    trt = fake_tensorrt(log)
+    base_runtime = trt.Runtime
+    if plugins:
+        trt.init_libnvinfer_plugins = lambda logger, namespace: log.append(
+            ("init_libnvinfer_plugins", namespace)) or True
+
+    class Runtime(base_runtime):
+        def __init__(self, logger):
+            super().__init__(logger)
+            if host_code:
+                self.engine_host_code_allowed = False
+
+        def deserialize_cuda_engine(self, data):
+            log.append(("host_code", getattr(self, "engine_host_code_allowed", None)))
+            engine = super().deserialize_cuda_engine(data)
+            if engine_class is not None and engine is not None:
+                engine.__class__ = engine_class
+            return engine
+
+    trt.Runtime = Runtime
+    return trt
+
+
+def test_an_ultralytics_engine_loads_past_its_metadata(tmp_path: Path) -> None:
+    import json
+
+    meta = json.dumps({"description": "Ultralytics YOLO11n", "imgsz": [640, 640],
+                       "batch": 1}).encode()
+    path = tmp_path / "yolo11n.engine"
+    path.write_bytes(len(meta).to_bytes(4, "little") + meta + ENGINE_BYTES)
+    log: List[Tuple] = []
+    run = load_engine(_trt_with(log), str(path), 1, None, "constant", FakeBuffers())
+    assert ("deserialize_cuda_engine", ENGINE_BYTES) in log  # the engine, not the header
+    assert any("Ultralytics" in n and "YOLO11n" in n for n in run.notes)
+
+
+def test_plugins_are_registered_and_host_code_allowed_before_deserializing(
+        engine_file: Path) -> None:
+    log: List[Tuple] = []
+    load_engine(_trt_with(log), str(engine_file), 1, None, "constant", FakeBuffers())
+    names = [entry[0] for entry in log]
+    assert names.index("init_libnvinfer_plugins") < names.index("deserialize_cuda_engine")
+    assert ("host_code", True) in log
+
+
+def test_a_failed_deserialization_names_the_likely_causes(engine_file: Path) -> None:
+    trt = _trt_with([])
+    trt.Runtime.deserialize_cuda_engine = lambda self, data: None
+    with pytest.raises(UsageError) as err:
+        load_engine(trt, str(engine_file), 1, None, "constant", FakeBuffers())
+    text = str(err.value)
+    assert "another TensorRT version" in text and "plugin" in text
+    assert "standard plugins registered" in text and "host code allowed" in text
+
+
+class VectorisedEngine(FakeEngine):
+    """`images` in an int8-style CHW32 layout: vectorised along dimension 1, 32 per element."""
+
+    def get_tensor_vectorized_dim(self, name: str) -> int:
+        return 1 if name == "images" else -1
+
+    def get_tensor_components_per_element(self, name: str) -> int:
+        return 32 if name == "images" else 1
+
+
+def test_a_vectorised_format_gets_a_padded_buffer(engine_file: Path) -> None:
+    buffers = FakeBuffers()
+    run = load_engine(_trt_with([], VectorisedEngine), str(engine_file), 2, None, "constant",
+                      buffers)
+    assert buffers.allocs[0][0] == (2, 32, 8, 8)  # 3 channels padded to one group of 32
+    assert buffers.allocs[1][0] == (2, 10)
+    assert run.inputs["images"] == (2, 3, 8, 8)  # the shape set is the logical one
+    assert any("vectorised" in n for n in run.notes)
+
+
+class DataDependentEngine(FakeEngine):
+    def create_execution_context(self) -> FakeContext:
+        context = super().create_execution_context()
+        context.get_tensor_shape = lambda name: (-1, 10)  # e.g. NMS: known only after a run
+        return context
+
+
+class ShapeTensorEngine(FakeEngine):
+    def is_shape_inference_io(self, name: str) -> bool:
+        return name == "images"
+
+
+class TwoProfileEngine(FakeEngine):
+    num_optimization_profiles = 2
+
+    def create_execution_context(self) -> FakeContext:
+        context = super().create_execution_context()
+        context.set_optimization_profile_async = lambda index, stream: self.log.append(
+            ("set_optimization_profile_async", index, stream)) or True
+        return context
+
+
+def test_engines_jetbench_cannot_feed_are_refused_clearly(engine_file: Path) -> None:
+    with pytest.raises(UsageError, match="data-dependent shape"):
+        load_engine(_trt_with([], DataDependentEngine), str(engine_file), 1, None, "constant",
+                    FakeBuffers())
+    with pytest.raises(UsageError, match="shape tensors"):
+        load_engine(_trt_with([], ShapeTensorEngine), str(engine_file), 1, None, "constant",
+                    FakeBuffers())
+
+
+def test_an_engine_with_several_profiles_runs_profile_0_and_says_so(engine_file: Path) -> None:
+    log: List[Tuple] = []
+    run = load_engine(_trt_with(log, TwoProfileEngine), str(engine_file), 1, None, "constant",
+                      FakeBuffers())
+    names = [entry[0] for entry in log]
+    assert ("set_optimization_profile_async", 0, 0xABC) in log
+    assert names.index("set_optimization_profile_async") < names.index("set_input_shape")
+    assert any("profile 0" in n for n in run.notes)
+
+
+def test_inputs_are_filled_on_the_engines_own_stream() -> None:
+    """Filled on the legacy default stream, a non-blocking engine stream could read them before
+    they are written (issue 24, item 11): every fill happens inside torch.cuda.stream(engine's)."""
+    import contextlib
+
+    from jetbench.workload.tensorrt_engine import TorchBuffers
+
+    events: List[Tuple] = []
+    current: List[Any] = [None]
+
+    class Stream:
+        def __init__(self, device=None):
+            self.cuda_stream = 0x51
+
+    @contextlib.contextmanager
+    def stream(s):
+        current.append(s)
+        try:
+            yield
+        finally:
+            current.pop()
+
+    def op(name):
+        return lambda *a, **k: events.append((name, current[-1]))
+
+    class Generator:
+        def __init__(self, device=None):
+            pass
+
+        def manual_seed(self, seed):
+            return self
+
+    torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Stream=Stream, stream=stream), Generator=Generator,
+        float32="f32", zeros=op("zeros"), full=op("full"),
+        randn=lambda *a, **k: types.SimpleNamespace(to=op("randn")))
+    buffers = TorchBuffers(torch, "cuda")
+    for fill in (None, 0.5, float("nan")):
+        buffers.alloc((1, 3), "float32", fill)
+    assert [e[0] for e in events] == ["zeros", "full", "randn"]
+    assert all(s is buffers.stream for _name, s in events)

@@ -44,7 +44,8 @@ class Buffers(Protocol):
 @dataclass
 class EngineRun:
     """A deserialized engine with its execution context, shapes set and every I/O tensor bound;
-    `enqueue()` queues one inference on the stream."""
+    `enqueue()` queues one inference on the stream. `notes`: what the result must say (an
+    Ultralytics header, the optimization profile used, padded vectorised formats)."""
 
     engine: Any
     context: Any
@@ -53,6 +54,7 @@ class EngineRun:
     dtypes: Dict[str, str]
     tensors: Dict[str, Any]
     stream: int
+    notes: Tuple[str, ...] = ()
 
     def enqueue(self) -> None:
         if not self.context.execute_async_v3(self.stream):
@@ -76,22 +78,51 @@ def load_engine(trt: Any, path: str, batch: int, input_shape: Optional[InputShap
     """Deserialize `path`, set the inputs' shapes (batch from `batch`, open dimensions from
     `input_shape`), allocate and bind every I/O tensor. UsageError for a file that is not an
     engine for this TensorRT, or shapes that do not fit."""
-    runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
+    logger = trt.Logger(trt.Logger.WARNING)
+    notes: List[str] = []
+    # The standard plugins (EfficientNMS_TRT, ...), registered as trtexec always does.
+    plugins = hasattr(trt, "init_libnvinfer_plugins")
+    if plugins:
+        trt.init_libnvinfer_plugins(logger, "")
+    runtime = trt.Runtime(logger)
+    if hasattr(runtime, "engine_host_code_allowed"):
+        # A version-compatible engine carries its lean runtime as host code (TensorRT 8.6+).
+        runtime.engine_host_code_allowed = True
     with open(path, "rb") as f:
-        engine = runtime.deserialize_cuda_engine(f.read())
+        data, metadata = split_ultralytics(f.read())
+    if metadata is not None:
+        notes.append("an Ultralytics engine: its metadata header was skipped ("
+                     + ", ".join(f"{k} {metadata[k]}" for k in ("description", "imgsz", "batch")
+                                 if k in metadata) + ")")
+    engine = runtime.deserialize_cuda_engine(data)
     if engine is None:
-        raise UsageError(f"{path}: TensorRT could not deserialize it (an engine is specific to "
-                         f"the TensorRT version and GPU that built it; this is TensorRT "
-                         f"{getattr(trt, '__version__', '?')})",
-                         hint="rebuild it here: trtexec --onnx=model.onnx --saveEngine=...")
+        version = getattr(trt, "__version__", "?")
+        raise UsageError(
+            f"{path}: TensorRT {version} could not deserialize it. Likely: it was built by "
+            "another TensorRT version or for another GPU (engines are specific to both), it "
+            "needs a plugin library that is not loaded, or it is not an engine file (TensorRT's "
+            "log above says which). Tried: " + ", ".join(
+                (["standard plugins registered"] if plugins else [])
+                + ["host code allowed (version-compatible engines)"
+                   if hasattr(runtime, "engine_host_code_allowed") else
+                   "no host code (this TensorRT predates version-compatible engines)"]
+                + (["an Ultralytics header skipped"] if metadata is not None else [])),
+            hint="rebuild it here: trtexec --onnx=model.onnx --saveEngine=...; a custom plugin: "
+                 "load its library first (trtexec --staticPlugins)")
     if not hasattr(engine, "num_io_tensors"):
         raise HardwareError(f"TensorRT {getattr(trt, '__version__', '?')} lacks the named-tensor "
                             "API (8.5+) jetbench uses", hint="JetPack 5.1 or newer")
     names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
     is_input = {n: engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT for n in names}
+    _refuse_shape_tensors(engine, names, is_input, path)
     declared = {n: list(engine.get_tensor_shape(n)) for n in names if is_input[n]}
     shapes = resolve_shapes(declared, input_shape, batch, path)
     context = engine.create_execution_context()
+    stream = buffers.stream_handle()
+    profiles = int(getattr(engine, "num_optimization_profiles", 1) or 1)
+    if profiles > 1:
+        context.set_optimization_profile_async(0, stream)
+        notes.append(f"the engine has {profiles} optimization profiles: profile 0 is used")
     for name, shape in shapes.items():
         if not context.set_input_shape(name, shape):
             raise UsageError(f"{path}: input {name!r} shape {'x'.join(map(str, shape))} is "
@@ -99,16 +130,74 @@ def load_engine(trt: Any, path: str, batch: int, input_shape: Optional[InputShap
                              hint="use a --batch/--input-shape the engine was built for")
     dtypes = {n: _dtype(engine.get_tensor_dtype(n), n) for n in names}
     outputs = {n: tuple(context.get_tensor_shape(n)) for n in names if not is_input[n]}
+    for name, shape in outputs.items():
+        if any(d < 0 for d in shape):
+            raise UsageError(f"{path}: output {name!r} has a data-dependent shape "
+                             f"({'x'.join(map(str, shape))} once the inputs are set): it needs "
+                             "an output allocator, which jetbench does not provide",
+                             hint="time it with trtexec (measure --cmd 'trtexec "
+                                  "--loadEngine=...' --throughput-from trtexec)")
     fill = CONSTANT_INPUT if input_mode == "constant" else float("nan")
     tensors = {}
     for name in names:
         shape = shapes[name] if is_input[name] else outputs[name]
+        padded = vectorized_shape(engine, name, shape)
+        if padded != tuple(shape):
+            notes.append(f"{name}: a vectorised format, its buffer padded to "
+                         f"{'x'.join(map(str, padded))} (from {'x'.join(map(str, shape))})")
         floating = dtypes[name].startswith(("float", "bfloat"))
-        tensors[name] = buffers.alloc(shape, dtypes[name],
+        tensors[name] = buffers.alloc(padded, dtypes[name],
                                       fill if is_input[name] and floating else None)
         context.set_tensor_address(name, buffers.address(tensors[name]))
-    return EngineRun(engine, context, shapes, outputs, dtypes, tensors, buffers.stream_handle())
+    return EngineRun(engine, context, shapes, outputs, dtypes, tensors, stream, tuple(notes))
 
+
+def split_ultralytics(data: bytes) -> Tuple[bytes, Optional[Dict[str, Any]]]:
+    """(engine bytes, metadata): Ultralytics writes a 4-byte little-endian length, that many
+    bytes of JSON metadata, then the serialized engine; a plain engine is returned whole."""
+    import json
+
+    if len(data) < 8:
+        return data, None
+    size = int.from_bytes(data[:4], "little")
+    if not 2 <= size <= min(len(data) - 4, 1 << 20) or data[4:5] != b"{":
+        return data, None
+    try:
+        meta = json.loads(data[4:4 + size].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return data, None
+    return (data[4 + size:], meta) if isinstance(meta, dict) else (data, None)
+
+
+def vectorized_shape(engine: Any, name: str, shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    """A vectorised format (int8 CHW32, fp16 CHW16, DLA HWC4) packs its vectorised dimension in
+    groups of `components` elements: the buffer rounds that dimension up, as TensorRT's samples
+    size theirs (get_tensor_vectorized_dim, get_tensor_components_per_element)."""
+    dim_of = getattr(engine, "get_tensor_vectorized_dim", None)
+    per_of = getattr(engine, "get_tensor_components_per_element", None)
+    if dim_of is None or per_of is None:
+        return tuple(shape)
+    dim, per = int(dim_of(name)), int(per_of(name))
+    if dim < 0 or per <= 1 or dim >= len(shape):
+        return tuple(shape)
+    out = list(shape)
+    out[dim] = -(-out[dim] // per) * per
+    return tuple(out)
+
+
+def _refuse_shape_tensors(engine: Any, names: List[str], is_input: Dict[str, bool],
+                          path: str) -> None:
+    """A shape tensor (its values set shapes) lives in host memory and is set with
+    set_tensor_address on host data; jetbench binds device buffers only."""
+    check = getattr(engine, "is_shape_inference_io", None)
+    if check is None:
+        return
+    shaped = [n for n in names if is_input[n] and check(n)]
+    if shaped:
+        raise UsageError(f"{path}: input(s) {', '.join(shaped)} are shape tensors (their values "
+                         "set the shapes), which jetbench cannot feed",
+                         hint="time it with trtexec --loadEngine=... --shapes=..., through "
+                              "measure --cmd ... --throughput-from trtexec")
 
 def _dtype(trt_dtype: Any, name: str) -> str:
     key = getattr(trt_dtype, "name", str(trt_dtype)).rsplit(".", 1)[-1]
@@ -126,12 +215,16 @@ class TorchBuffers:
         self.generator = torch.Generator(device=device).manual_seed(seed + 1)
 
     def alloc(self, shape: Tuple[int, ...], dtype: str, fill: Optional[float]) -> Any:
+        """Allocated and filled on the engine's own stream: filled on the legacy default
+        stream, the engine (on a stream of its own) could read them before they are written."""
         kind = getattr(self.torch, dtype)
-        if fill is None:
-            return self.torch.zeros(shape, dtype=kind, device=self.device)
-        if fill != fill:  # nan: Gaussian
-            return self.torch.randn(shape, generator=self.generator, device=self.device).to(kind)
-        return self.torch.full(shape, fill, dtype=kind, device=self.device)
+        with self.torch.cuda.stream(self.stream):
+            if fill is None:
+                return self.torch.zeros(shape, dtype=kind, device=self.device)
+            if fill != fill:  # nan: Gaussian
+                return self.torch.randn(shape, generator=self.generator,
+                                        device=self.device).to(kind)
+            return self.torch.full(shape, fill, dtype=kind, device=self.device)
 
     def address(self, tensor: Any) -> int:
         return int(tensor.data_ptr())
@@ -172,7 +265,9 @@ def build_engine_workload(model: str, precision: str, batch: int, device: str, i
                "outputs": {n: list(s) for n, s in run.outputs.items()},
                "dtypes": run.dtypes, "timing": "CUDA events on the engine's stream"}
     notes: List[str] = [f"a TensorRT engine runs in the precisions it was built with: "
-                        f"'{precision}' is the label given (--precision), not a conversion"]
+                        f"'{precision}' is the label given (--precision), not a conversion; an "
+                        "engine built without --noTF32 may run fp32 layers in TF32 (Ampere+)",
+                        *run.notes]
     footprint = sum(int(t.numel()) * int(t.element_size()) for t in run.tensors.values())
     return Workload(model, precision, batch, dev, input_mode, RunOptions(), run.engine, first,
                     None, footprint, run.enqueue, stream.synchronize, contextlib.nullcontext,
