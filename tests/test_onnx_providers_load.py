@@ -106,3 +106,33 @@ def test_fp32_on_cuda_is_ieee_fp32_and_where_it_cannot_be_the_result_says_so():
     trt = choose([TENSORRT_EP, CUDA_EP, CPU_EP], None, "cuda", "fp32", (1, 18))
     assert any("TF32" in n and "--provider cuda" in n for n in trt.notes)
     assert dict(trt.fallbacks)[CUDA_EP]["use_tf32"] == 0
+
+
+def test_fp16_weights_behind_fp32_inputs_are_labelled_fp16(tmp_path):
+    """A model converted to fp16 with keep_io_types (onnxconverter-common's default for many
+    exports): fp32 inputs and outputs, fp16 weights. Labelled by its inputs it would be an
+    "fp32" result that ran fp16 kernels (issue 24, item 11)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from jetbench.workload.onnx_model import _weights
+    from jetbench.workload.onnx_providers import check_precision, model_precision
+    from jetbench.workload.precision import PrecisionUnavailable
+
+    weight = np.ones((4, 3, 3, 3), dtype=np.float16)
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["x16"], to=TensorProto.FLOAT16),
+         helper.make_node("Conv", ["x16", "w"], ["c"]),
+         helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)],
+        "kept_io", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])],
+        [numpy_helper.from_array(weight, "w")])
+    path = tmp_path / "kept_io.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    weights, notes = _weights(str(path))
+    assert weights == "fp16" and notes == []
+    assert model_precision(["tensor(float)"], weights) == "fp16"
+    assert model_precision(["tensor(float)"], None) == "fp32"
+    with pytest.raises(PrecisionUnavailable, match="it is fp16"):
+        check_precision("fp32", model_precision(["tensor(float)"], weights), CPU_EP)

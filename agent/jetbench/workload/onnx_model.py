@@ -23,6 +23,7 @@ from .onnx_providers import (
     model_precision,
     ort_version,
     short_name,
+    weights_precision,
 )
 from .workload import CONSTANT_INPUT, RunOptions, Workload
 
@@ -58,7 +59,8 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
     ort = import_onnxruntime()
     session, choice, loaded_notes = open_session(ort, model, options, device, precision)
     inputs = session.get_inputs()
-    own = model_precision([i.type for i in inputs])
+    weights, weight_notes = _weights(model)
+    own = model_precision([i.type for i in inputs], weights)
     check_precision(precision, own, choice.name)
     shapes = resolve_shapes({i.name: list(i.shape) for i in inputs}, input_shape, batch, model)
     arrays = {i.name: _make_input(i.type, shapes[i.name], input_mode, options.seed, i.name)
@@ -72,7 +74,11 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
                "inputs": {name: list(shape) for name, shape in shapes.items()},
                "timing": "host clock around run_with_iobinding (returns when the provider is "
                          "done)"}
-    notes: List[str] = list(loaded_notes) + list(choice.notes)
+    notes: List[str] = list(loaded_notes) + list(choice.notes) + weight_notes
+    if weights is not None and weights != model_precision([i.type for i in inputs]):
+        notes.append(f"{weights} weights behind {model_precision([i.type for i in inputs])} "
+                     "inputs (a model converted with keep_io_types): labelled by its weights; "
+                     "the casts at its edges are timed too")
     if precision == "fp16" and own == "fp32":
         notes.append("fp16 through TensorRT's trt_fp16_enable: TensorRT picks fp16 or fp32 "
                      "kernels layer by layer")
@@ -80,6 +86,22 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
                     None, sum(a.nbytes for a in arrays.values()), step, _no_sync,
                     contextlib.nullcontext, tuple(notes), framework="onnxruntime",
                     details=details, frame=ort_errors, host_timed=True)
+
+
+def _weights(model: str) -> Tuple[Optional[str], List[str]]:
+    """The precision the model's weights are stored in, from its initializers (the onnx
+    package, where installed; external data is not loaded). None where unknown."""
+    try:
+        import onnx
+    except ImportError:
+        return None, ["the weights' precision was not checked (the onnx package is not "
+                      "installed): a model with fp16 weights and fp32 inputs is labelled by "
+                      "its inputs"]
+    try:
+        proto = onnx.load(model, load_external_data=False)
+    except Exception:  # noqa: BLE001 - ORT loaded it; the label falls back to the inputs
+        return None, []
+    return weights_precision([t.data_type for t in proto.graph.initializer]), []
 
 
 def open_session(ort: Any, model: str, options: RunOptions, device: str,

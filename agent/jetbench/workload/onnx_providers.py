@@ -139,15 +139,33 @@ def choose(available: Sequence[str], requested: Optional[str], device: str,
     return ProviderChoice(name, options, fallbacks, device_word, tuple(notes))
 
 
-def model_precision(input_types: Sequence[str]) -> str:
-    """A model's own precision from its inputs' ORT types ('tensor(float16)' -> fp16): fp32
-    unless its floating-point inputs are fp16 or bf16."""
+def model_precision(input_types: Sequence[str], weights: Optional[str] = None) -> str:
+    """A model's own precision: its weights' (`weights`, from its initializers, where known:
+    a model converted to fp16 with keep_io_types has fp16 weights behind fp32 inputs), else
+    its inputs' ORT types ('tensor(float16)' -> fp16): fp32 unless its floating-point inputs
+    are fp16 or bf16."""
+    if weights is not None:
+        return weights
     floats = [t for t in input_types if "float" in t or "double" in t]
     if floats and all(t == "tensor(float16)" for t in floats):
         return "fp16"
     if floats and all(t == "tensor(bfloat16)" for t in floats):
         return "bf16"
     return "fp32"
+
+
+# onnx.TensorProto data types of floating-point initializers
+_WEIGHT_TYPES = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64"}
+
+
+def weights_precision(data_types: Sequence[int]) -> Optional[str]:
+    """The precision most of a model's floating-point weights are stored in (by count of
+    initializers), or None when it has none."""
+    floats = [_WEIGHT_TYPES[t] for t in data_types if t in _WEIGHT_TYPES]
+    if not floats:
+        return None
+    top = max(set(floats), key=floats.count)
+    return "fp32" if top == "fp64" else top
 
 
 def check_precision(precision: str, own: str, provider: str) -> None:
