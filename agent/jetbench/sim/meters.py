@@ -52,6 +52,11 @@ class _PtyPort:
         os.replace(tmp, self.link)
 
     def drop(self) -> None:
+        # The link goes first, as /dev/ttyUSB0 does when the cable is pulled: left pointing at
+        # the freed /dev/pts/N, a reopen during the outage could open the pty the kernel hands
+        # out next under that number (another process's: seen as another meter's readings).
+        if os.path.lexists(self.link):
+            os.unlink(self.link)
         for fd in (self.master, self.slave):
             if fd >= 0:
                 os.close(fd)
