@@ -207,3 +207,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
                       for r in skipped})
     terminalreporter.write_line(
         f"{len(skipped)} kernel tests (FUSE-served boards) were skipped: {'; '.join(reasons)}")
+
+
+@pytest.fixture
+def started():
+    """Daemons (test_daemon_service.Daemon) a test started, killed whatever happens to it."""
+    daemons: List = []
+    yield daemons
+    for d in daemons:
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+        d.close()

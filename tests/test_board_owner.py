@@ -15,24 +15,10 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-import pytest
 from test_daemon_service import Daemon, _state, _wait
 from test_measure_e2e import write_tiny
 
 from conftest import REPO, diff, make_board, run_cli, snapshot
-
-
-@pytest.fixture
-def started():
-    """Daemons a test started are killed whatever happens to the test."""
-    daemons: List[Daemon] = []
-    yield daemons
-    for d in daemons:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        d.close()
-
 
 NANO_GPU = "sys/devices/57000000.gpu/devfreq/57000000.gpu"
 # HARDWARE.md, Nano GPU table: 614.4 MHz is the nano-614mhz profile's entry, and 400 MHz

@@ -20,17 +20,6 @@ from jetbench.daemon.client import request
 from conftest import make_board
 
 
-@pytest.fixture
-def started():
-    daemons: List[Daemon] = []
-    yield daemons
-    for d in daemons:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        d.close()
-
-
 def _exchange(path: Path, payload: bytes) -> List[dict]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)

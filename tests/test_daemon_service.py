@@ -20,8 +20,6 @@ import uuid
 from pathlib import Path
 from typing import Dict, List, Optional
 
-import pytest
-
 from jetbench.daemon.client import request
 
 from conftest import REPO, diff, make_board, snapshot
@@ -126,18 +124,6 @@ class Daemon:
     def output(self) -> str:
         self.log.flush()
         return self.log_path.read_text(errors="replace")
-
-
-@pytest.fixture
-def started():
-    """Daemons a test started are stopped whatever happens to the test."""
-    daemons: List[Daemon] = []
-    yield daemons
-    for d in daemons:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        d.close()
 
 
 def _pristine(tmp_path: Path, key: str) -> Path:

@@ -169,14 +169,3 @@ def test_the_daemon_stops_it_for_maxperf_fan_re_stops_it_and_starts_it_on_stop(
     assert (systemd / "nvfancontrol").read_text().strip() == "active"
 
 
-@pytest.fixture
-def started():
-    from test_daemon_service import Daemon  # noqa: F401  (its module holds the helpers)
-
-    daemons: list = []
-    yield daemons
-    for d in daemons:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        d.close()

@@ -144,26 +144,21 @@ def test_the_mode_caps_come_from_the_journal_after_jetbench_went_past_them(tmp_p
 
 
 @pytest.mark.parametrize("beyond", [False, True])
-def test_the_daemon_pins_within_the_mode_unless_started_beyond_it(tmp_path, beyond):
+def test_the_daemon_pins_within_the_mode_unless_started_beyond_it(tmp_path, beyond, started):
     from test_daemon_service import Daemon, _state
 
     base = board(tmp_path, "nano", 1)
     before = _state(base)
     d = Daemon(tmp_path, base, "--profile", "maxperf",
                *(["--beyond-power-mode"] if beyond else []))
-    try:
-        d.ready()
-        assert read(base, f"{NANO_GPU}/min_freq") == ("921600000" if beyond else "614400000")
-        assert read(base, f"{CPU}/cpu2/online") == ("1" if beyond else "0")
-        # a maxperf asked of the daemon with --beyond-power-mode: refused, not silently capped
-        r = cli(base, "maxperf", "--beyond-power-mode")
-        assert r.exit_code == 1 and "start the daemon with --beyond-power-mode" in r.output
-        assert d.stop() == 0, d.output()
-    finally:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        d.close()
+    started.append(d)
+    d.ready()
+    assert read(base, f"{NANO_GPU}/min_freq") == ("921600000" if beyond else "614400000")
+    assert read(base, f"{CPU}/cpu2/online") == ("1" if beyond else "0")
+    # a maxperf asked of the daemon with --beyond-power-mode: refused, not silently capped
+    r = cli(base, "maxperf", "--beyond-power-mode")
+    assert r.exit_code == 1 and "start the daemon with --beyond-power-mode" in r.output
+    assert d.stop() == 0, d.output()
     assert diff(before, _state(base)) == []
 
 
