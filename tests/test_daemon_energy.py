@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-from test_daemon_service import Daemon, _wait, started  # noqa: F401  (fixture)
+from test_daemon_service import Daemon, _wait
 
 from jetbench.daemon.client import open_lease
 from jetbench.power.energy_totals import EnergyTotals

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from test_daemon_service import Daemon, _wait, started  # noqa: F401  (fixture)
+from test_daemon_service import Daemon, _wait
 
 from jetbench.sim.create import create_board
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_daemon_service import Daemon, _wait, started  # noqa: F401  (fixture)
+from test_daemon_service import Daemon, _wait
 from test_measure_e2e import write_tiny
 
 from jetbench.errors import JetbenchError, ProfileError
