@@ -75,3 +75,12 @@ def test_tf32_on_the_cpu_is_unavailable_never_silently_fp32():
     net = torch.nn.Linear(2, 2)
     with pytest.raises(PrecisionUnavailable, match="CPU"):
         apply_precision(net, "tf32", "cpu", torch.zeros(1, 2))
+
+
+def test_time_tf32_on_the_cpu_is_an_unavailable_row_not_a_crash():
+    from conftest import run_cli
+
+    r = run_cli("time", "--model", "alexnet", "--precision", "tf32", "--iterations", "1",
+                "--duration", "0s", "--warmup", "0s", "--json", timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert '"status": "unavailable"' in r.stdout and "CUDA tensor-core" in r.stdout

@@ -302,7 +302,7 @@ def estimate_footprint_bytes(cost: Optional[ModelCost], net: Any, precision: str
     """Weights + input + activations: all of them in training (kept for backward, plus
     gradients), the largest layer's input+output in inference. An estimate, for the
     memory limit; the allocator has the last word on a real device."""
-    elem = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}[precision]
+    elem = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "int8": 1}[precision]
     params = cost.params if cost else sum(p.numel() for p in net.parameters())
     sample = 1
     for dim in shape:
