@@ -93,6 +93,7 @@ def test_tensorrt_keeps_its_engines_and_timing_cache(tmp_path):
     assert choice.options["trt_timing_cache_enable"] is True
     assert choice.options["trt_timing_cache_path"] == cache
     assert oct(os.stat(cache).st_mode & 0o777) == oct(0o700)
+    assert oct(os.stat(tmp_path / "cache").st_mode & 0o777) == oct(0o700)  # the root too
     # an ORT from before trt_timing_cache_path: the option is not passed (ORT would refuse it)
     old = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 14), cache)
     assert "trt_timing_cache_path" not in old.options and old.options["trt_timing_cache_enable"]

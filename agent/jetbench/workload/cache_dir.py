@@ -22,7 +22,12 @@ def cache_root(environ: Optional[Mapping[str, str]] = None) -> Path:
 
 
 def cache_dir(name: str, environ: Optional[Mapping[str, str]] = None) -> Path:
-    """`cache_root()/name`, created 0700 (with the root) if missing."""
-    path = cache_root(environ) / name
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """`cache_root()/name`, each of the two created 0700 where missing (mkdir's `mode` covers
+    only the last component: the root is made on its own; `~/.cache` keeps the usual mode).
+    Existing directories are left as their owner set them."""
+    root = cache_root(environ)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, exist_ok=True)
+    path = root / name
+    path.mkdir(mode=0o700, exist_ok=True)
     return path
