@@ -154,6 +154,8 @@ def mode_caps_now(root: Root, board: Board) -> Optional[ModeCaps]:
     jetbench itself wrote since."""
     from . import journal
 
+    if board.power_mode is None:  # no nvpmodel (read at detection): no caps, no journal read
+        return None
     originals = {e.path: e.raw for e in journal.load(root)}
     return read_mode_caps(root, board, originals)
 
