@@ -167,3 +167,12 @@ def test_a_board_without_nvpmodel_keeps_the_hardware_max(tmp_path):
     create_board("tx1-r24", base)
     assert cli(base, "maxperf").exit_code == 0, "TX1 on R24 has no power modes"
     assert not (base / "var/lib/nvpmodel/status").exists()
+
+
+def test_compare_tells_a_run_past_the_mode_from_one_within_it():
+    from jetbench.report.compare import _power_mode
+
+    within = {"board": {"power_mode": {"id": 1, "name": "5W", "text": "1 5W"}}}
+    past = {"board": {"power_mode": {"id": 1, "name": "5W", "text": "1 5W",
+                                     "caps_lifted": True}}}
+    assert _power_mode(within) == "1 5W" and _power_mode(past) == "1 5W, caps lifted"

@@ -105,5 +105,10 @@ def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
 
 
 def _power_mode(doc: Dict[str, Any]) -> Optional[str]:
+    """'1 5W', with ', caps lifted' for a run past the mode (--beyond-power-mode): within the
+    mode and past it are not the same ceilings."""
     mode = (doc.get("board") or {}).get("power_mode")
-    return mode.get("text") or str(mode.get("id")) if isinstance(mode, dict) else None
+    if not isinstance(mode, dict):
+        return None
+    text = mode.get("text") or str(mode.get("id"))
+    return text + (", caps lifted" if mode.get("caps_lifted") else "")
