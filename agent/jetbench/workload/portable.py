@@ -7,7 +7,7 @@ checks it with vermin.
 """
 
 import inspect
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 CONSTANT_INPUT = 0.5  # non-zero, as the whitepaper's constant input: every MAC really switches
 INPUT_MODES = ("constant", "random")
@@ -115,25 +115,35 @@ def bf16_unavailable_reason(torch: Any, device: str) -> Optional[str]:
     return None
 
 
+def fp32_math_knobs(torch: Any) -> List[Tuple[Any, str]]:
+    """(object, attribute) pairs that decide whether fp32 convolutions and matmuls may use TF32,
+    in the API this torch has: `fp32_precision` ("ieee"/"tf32") on torch 2.9+, where cuDNN
+    convolutions default to tf32; `allow_tf32` on 1.7-2.8, where cudnn.allow_tf32 defaults to
+    True. Empty: no TF32 in this torch."""
+    backends = torch.backends
+    cudnn = getattr(backends, "cudnn", None)
+    conv = getattr(cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        knobs = (conv, getattr(cudnn, "rnn", None),
+                 getattr(getattr(backends, "cuda", None), "matmul", None))
+        return [(k, "fp32_precision") for k in knobs
+                if k is not None and hasattr(k, "fp32_precision")]
+    if hasattr(cudnn, "allow_tf32"):
+        return [(cudnn, "allow_tf32"), (backends.cuda.matmul, "allow_tf32")]
+    return []
+
+
 def set_fp32_math(torch: Any, tf32: bool) -> Optional[str]:
     """fp32 as IEEE fp32 (tf32 False) or with TF32 tensor-core math allowed (True), for
-    convolutions and matmuls, through the API this torch has: `fp32_precision` ("ieee"/"tf32")
-    on torch 2.9+, where cuDNN convolutions default to tf32; `allow_tf32` on 1.7-2.8, where
-    cudnn.allow_tf32 defaults to True. Returns what was set (None: no TF32 in this torch)."""
-    backends = torch.backends
-    conv = getattr(getattr(backends, "cudnn", None), "conv", None)
-    if conv is not None and hasattr(conv, "fp32_precision"):
-        mode = "tf32" if tf32 else "ieee"
-        for knob in (conv, getattr(backends.cudnn, "rnn", None),
-                     getattr(getattr(backends, "cuda", None), "matmul", None)):
-            if knob is not None and hasattr(knob, "fp32_precision"):
-                knob.fp32_precision = mode
-        return "fp32_precision=" + mode
-    if hasattr(getattr(backends, "cudnn", None), "allow_tf32"):
-        backends.cudnn.allow_tf32 = tf32
-        backends.cuda.matmul.allow_tf32 = tf32
-        return "allow_tf32=" + str(tf32)
-    return None
+    convolutions and matmuls. Returns what was set (None: no TF32 in this torch)."""
+    knobs = fp32_math_knobs(torch)
+    if not knobs:
+        return None
+    name = knobs[0][1]
+    value = ("tf32" if tf32 else "ieee") if name == "fp32_precision" else tf32
+    for obj, attr in knobs:
+        setattr(obj, attr, value)
+    return f"{name}={value}"
 
 
 def tf32_unavailable_reason(torch: Any, device: str) -> Optional[str]:

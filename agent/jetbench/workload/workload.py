@@ -145,19 +145,10 @@ def backend_settings(options: RunOptions, precision: str = "fp32") -> Iterator[N
         _put_fp32_math(torch, saved[3])
 
 
-def _fp32_math_knobs(torch: Any) -> List[Tuple[Any, str]]:
-    backends = torch.backends
-    conv = getattr(backends.cudnn, "conv", None)
-    if conv is not None and hasattr(conv, "fp32_precision"):
-        knobs = [conv, getattr(backends.cudnn, "rnn", None), backends.cuda.matmul]
-        return [(k, "fp32_precision") for k in knobs if k is not None]
-    if hasattr(backends.cudnn, "allow_tf32"):
-        return [(backends.cudnn, "allow_tf32"), (backends.cuda.matmul, "allow_tf32")]
-    return []
-
-
 def _fp32_math_state(torch: Any) -> List[Tuple[Any, str, Any]]:
-    return [(obj, name, getattr(obj, name)) for obj, name in _fp32_math_knobs(torch)]
+    from .portable import fp32_math_knobs
+
+    return [(obj, name, getattr(obj, name)) for obj, name in fp32_math_knobs(torch)]
 
 
 def _put_fp32_math(torch: Any, state: List[Tuple[Any, str, Any]]) -> None:
