@@ -167,11 +167,9 @@ def test_the_interrupt_table_is_in_the_readme():
 
 # -- the daemon taking its board back (systemctl stop during a lease) ----------------------------
 @pytest.fixture
-def daemons():
-    """Daemons a test started are killed whatever happens to the test."""
+def daemons(started):
+    """Start a daemon holding nano-614mhz; conftest's `started` kills it whatever happens."""
     from test_daemon_service import Daemon
-
-    started = []
 
     def start(tmp_path: Path, base: Path) -> "Daemon":
         d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
@@ -179,12 +177,7 @@ def daemons():
         d.ready()
         return d
 
-    yield start
-    for d in started:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait()
-        d.close()
+    return start
 
 
 @pytest.mark.parametrize("phase,leaves", [("pinned", "none"), ("window-open", "none"),
