@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from jetbench.cli.main import app
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
+from jetbench.hw.meters.ina3221 import rail_sources, scan_rails
 from jetbench.hw.nvpmodel import parse_mode_names, parse_status, read_power_mode
-from jetbench.hw.power.ina3221 import rail_sources, scan_rails
 from jetbench.sim.kernel import SimKernel
 
 from conftest import diff, make_board, snapshot
@@ -346,8 +346,8 @@ def _fake_pynvml(power_mw=None):
 
 
 def test_nvml_on_thor_adds_the_gpu_beside_the_rails(tmp_path, monkeypatch):
-    from jetbench.hw.power.nvml import gpu_utilisation_pct
-    from jetbench.hw.power.spec import auto_sources
+    from jetbench.hw.meters.nvml import gpu_utilisation_pct
+    from jetbench.hw.meters.registry import auto_sources
 
     _thor_like_tree(tmp_path)
     rails = scan_rails(Root(tmp_path))
@@ -360,8 +360,8 @@ def test_nvml_on_thor_adds_the_gpu_beside_the_rails(tmp_path, monkeypatch):
 
 def test_nvml_on_orin_stays_not_supported_never_zero(tmp_path, monkeypatch):
     from jetbench.errors import HardwareError
-    from jetbench.hw.power.nvml import NvmlSource
-    from jetbench.hw.power.spec import auto_sources
+    from jetbench.hw.meters.nvml import NvmlSource
+    from jetbench.hw.meters.registry import auto_sources
 
     _thor_like_tree(tmp_path)
     rails = scan_rails(Root(tmp_path))

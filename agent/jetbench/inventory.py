@@ -13,7 +13,7 @@ from .hw.clocks.gpu import gpu_load_pct
 from .hw.fs import Root
 from .hw.nvpmodel import mode_doc
 from .hw.thermal import read_temperatures_c
-from .tuning import journal
+from .ownership import journal
 from .tuning.apply import read_clocks
 
 

@@ -54,8 +54,8 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Print the daemon's status document."),
 ) -> None:
     """Ask the running daemon: what it holds, clocks, temperatures, power, re-pins."""
-    from ..daemon.client import request
     from ..errors import HardwareError
+    from ..ownership.client import request
     from .render import kv
 
     reply = request(socket, "status")

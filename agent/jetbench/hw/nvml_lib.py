@@ -1,5 +1,5 @@
 """NVML's Python binding (nvidia-ml-py's `pynvml`), loaded in one place for both its users:
-the power source (hw/power/nvml.py) and the clock locks (hw/nvml_clocks.py)."""
+the power source (hw/meters/nvml.py) and the clock locks (hw/nvml_clocks.py)."""
 
 from __future__ import annotations
 

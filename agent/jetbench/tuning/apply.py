@@ -10,7 +10,7 @@ from ..hw.board import Board
 from ..hw.clocks import cpu, emc, fan, gpu, nvml_gpu
 from ..hw.clocks.common import ClockReading, Step, apply_step, write_if_changed
 from ..hw.fs import Root
-from . import journal
+from ..ownership import journal
 from .profile import Profile
 from .targets import Targets, resolve
 

@@ -152,7 +152,7 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
 def mode_caps_now(root: Root, board: Board) -> Optional[ModeCaps]:
     """The active mode's caps as the mode set them: the journal's originals win over values
     jetbench itself wrote since."""
-    from . import journal
+    from ..ownership import journal
 
     if board.power_mode is None:  # no nvpmodel (read at detection): no caps, no journal read
         return None

@@ -156,7 +156,7 @@ def gpu_load_pct(root: Root, board: Board) -> Optional[float]:
         if load is not None:
             return load / 10.0
     if root.is_host:
-        from ..power.nvml import gpu_utilisation_pct
+        from ..meters.nvml import gpu_utilisation_pct
 
         return gpu_utilisation_pct()
     return None
