@@ -86,7 +86,7 @@ class _HostRoot(Root):
 
 @pytest.fixture
 def nvml_present(monkeypatch):
-    import jetbench.hw.meters.nvml as nvml
+    import jetbench.hw.nvml as nvml
 
     monkeypatch.setattr(nvml, "nvml_available", lambda: True)
     monkeypatch.setattr(nvml, "nvml_power_supported", lambda: True)
@@ -104,8 +104,9 @@ def _deny_energy(monkeypatch):
 
 
 def test_auto_takes_nvml_for_a_cuda_workload_on_a_pc_with_rapl(tmp_path, nvml_present):
-    from jetbench.hw.meters.nvml import CudaGpu, NvmlSource
+    from jetbench.hw.meters.nvml import NvmlSource
     from jetbench.hw.meters.registry import auto_sources
+    from jetbench.hw.nvml import CudaGpu
 
     _zone(tmp_path, "intel-rapl:0", "package-0", 1)
     notes = []

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
-from .hw.clocks.common import ClockReading
 from .hw.clocks.gpu import gpu_load_pct
+from .hw.clocks.types import ClockReading
 from .hw.fs import Root
 from .hw.meters.base import KIND_ENERGY, Channel, PowerSource, Total
 from .hw.nvpmodel import mode_doc

@@ -40,14 +40,15 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import knob_io, thermal
 from ..hw.board import Board, detect
-from ..hw.clocks.common import ClockReading, Step, apply_step
+from ..hw.clocks.steps import apply_step
+from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
 from ..hw.thermal import read_temperatures_c
 from ..open_board import served_kernel
 from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock, Holder
-from ..ownership.wire import BUSY, Request
+from ..ownership.wire import BUSY, DEFAULT_SOCKET, REVOKED, Request
 from ..run.validity import ACTIVITY_COUNTER_SOCS
 from ..sampling.energy_totals import EnergyTotals
 from ..tuning.apply import apply_profile, build_plan, read_clocks
@@ -59,7 +60,6 @@ from .notify import Notifier, watchdog_period_s
 
 log = logging.getLogger("jetbench.daemon")
 
-DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
 DEFAULT_INTERVAL_S = 5.0
 SIM_KERNEL_INTERVAL_S = 0.02  # the simulated kernel beside the daemon (simulated boards only)
 UNHEALTHY_AFTER = 3  # consecutive failed checks: stop feeding the watchdog, let systemd restart
@@ -369,7 +369,7 @@ class Daemon:
         log.info("taking the board back from %s (pid %d): waiting up to %.0f s for it to put "
                  "its clocks back", lease.who, lease.pid, timeout_s)
         if self._control is not None:
-            self._control.send_event(lease.conn, {"ok": True, "event": "revoked",
+            self._control.send_event(lease.conn, {"ok": True, "event": REVOKED,
                                                   "message": "the daemon is stopping"})
         self.notifier.send(STATUS=f"stopping: waiting for {lease.who} (pid {lease.pid})")
         end = time.monotonic() + timeout_s
@@ -689,7 +689,7 @@ class Daemon:
                 self.check()
                 return {"ok": True, "profile": profile.name, "pinned": True,
                         "summary": self.summary()}
-        raise UsageError(f"unknown command {request.cmd!r}")  # protocol.py lets none through
+        raise UsageError(f"unknown command {request.cmd!r}")  # wire.py lets none through
 
     # -- leases ------------------------------------------------------------------------------
     def _lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:

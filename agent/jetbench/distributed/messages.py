@@ -168,7 +168,8 @@ class Leader:
         """NVML measures GPU 0 by default: on a multi-GPU run, one NVML source per GPU used,
         each CUDA ordinal mapped to NVML's index as CUDA numbers GPUs (CUDA_VISIBLE_DEVICES,
         CUDA_DEVICE_ORDER: NVML numbers them by PCI bus, whatever those say)."""
-        from ..hw.meters.nvml import NvmlSource, cuda_gpu
+        from ..hw.meters.nvml import NvmlSource
+        from ..hw.nvml import cuda_gpu
 
         gpus = sorted({int(d.split(":", 1)[1]) for d in self.devices if d.startswith("cuda:")})
         if not gpus or not any(isinstance(s, NvmlSource) for s in sources):

@@ -16,8 +16,8 @@ from typing import Dict, List, Optional, Tuple
 from .fs import Root
 from .meters.sensors import FAMILIES as SENSOR_FAMILIES
 from .meters.sensors import MODULE_INPUT_NAMES, SensorFamily, point_for
-from .nvml_clocks import NvmlGpu
-from .nvml_clocks import detect as detect_nvml_gpus
+from .nvml import NvmlGpu
+from .nvml import detect as detect_nvml_gpus
 from .nvpmodel import PowerMode, read_power_mode
 
 SIM_MARKER = "/etc/jetbench/simulated.json"
@@ -178,7 +178,7 @@ class Board:
     total_rail: Optional[str]  # None with rails present = the sum of connected channels
     notes: Tuple[str, ...] = field(default=())
     power_mode: Optional[PowerMode] = None  # nvpmodel's current mode, read at detection
-    # Discrete NVIDIA GPUs of a generic host, controlled through NVML (hw/nvml_clocks.py).
+    # Discrete NVIDIA GPUs of a generic host, controlled through NVML (hw/nvml.py).
     nvml_gpus: Tuple[NvmlGpu, ...] = ()
 
     @property

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..errors import HardwareError, PermissionDenied
+from ..errors import HardwareError, JetbenchError, PermissionDenied, UsageError
+from .wire import BUSY, REVOKED
 
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
@@ -130,7 +131,7 @@ class Lease:
             if not chunk:
                 return  # the daemon is gone (its lock went with it): nothing to hand back
             buf += chunk
-            if b"revoked" in buf and not self._closing:
+            if REVOKED.encode() in buf and not self._closing:
                 self.revoked = "the jetbench daemon is stopping and takes the board back"
                 sys.stderr.write(f"\njetbench: {self.revoked}: interrupting\n")
                 interrupt_main("lease revoked")  # SIGINT may be ignored: not via it
@@ -176,10 +177,8 @@ def open_lease(path: Path, who: str, timeout_s: float = 60.0) -> Lease:
         for fd in fds:
             os.close(fd)
         sock.close()
-        if reply.get("error") == "busy":  # lent to someone else already
+        if reply.get("error") == BUSY:  # lent to someone else already
             raise LeaseRefused(str(reply.get("message")), path=str(path))
-        from .owner import error_from_reply
-
         raise error_from_reply(reply)
     return Lease(sock, path, reply, fds, rest)
 
@@ -206,3 +205,13 @@ def _lease_exchange(sock: socket.socket, path: Path, who: str, fds: List[int],
                 raise HardwareError("the daemon's reply is too long", path=str(path))
     line, _, rest = data.partition(b"\n")
     return line, rest
+
+
+def error_from_reply(reply: Dict[str, Any]) -> JetbenchError:
+    message = f"the jetbench daemon refused: {reply.get('message', reply.get('error'))}"
+    hint = reply.get("hint") if isinstance(reply.get("hint"), str) else None
+    if reply.get("error") == BUSY:
+        hint = (hint + "; " if hint else "") + "or pass --wait [SECONDS] to queue"
+    if reply.get("exit_code") == UsageError.exit_code:
+        return UsageError(message, hint=hint)
+    return HardwareError(message, hint=hint)

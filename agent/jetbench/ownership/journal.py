@@ -13,7 +13,7 @@ schema, types, every path a knob `Root.check_writable` accepts, every value one 
 bounded size). Anything else is JournalInvalid: one message, exit 2, `restore --discard`.
 
 An entry is a file (`path` under the root, `raw` its exact content) or, with `"kind": "nvml"`,
-an NVML setting of a discrete GPU (`path` = `nvml:<PCI bus id>/<setting>`, hw/nvml_clocks.py):
+an NVML setting of a discrete GPU (`path` = `nvml:<PCI bus id>/<setting>`, hw/nvml.py):
 its power limit in mW, or `default` for a clock lock (NVML cannot read a lock back: restore
 resets it), or, with `"kind": "service"`, a systemd service jetbench stopped (`service:<unit>`,
 hw/services.py: `nvfancontrol` under `--fan`), `active` to start it again on restore. All are
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, WriteRejected
-from ..hw import knob_io, services
+from ..hw import knob_io, nvml, services
 from ..hw.board import Board
 from ..hw.fs import MAX_KNOB_BYTES, Root
 from .statedir import STATE_DIR, remove_stale_temporaries, state_dir_fd
@@ -80,7 +80,7 @@ class Entry:
 
 
 def kind_of(path: str) -> str:
-    if knob_io.is_nvml(path):
+    if nvml.is_key(path):
         return KIND_NVML
     return KIND_SERVICE if services.is_key(path) else KIND_FILE
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
 
-from ..errors import HardwareError, JetbenchError, PermissionDenied, UsageError
+from ..errors import JetbenchError, PermissionDenied
 from ..hw.fs import Root
+from .client import LeaseRefused, error_from_reply, open_lease, request
 from .lease import Guard
 from .lock import _POLL_S, BoardBusy, BoardLock, Holder
-
-SERVICE = "jetbench.service"
+from .wire import BUSY, SERVICE
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,6 @@ class Broker:
 
     def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
         """One request; a refusal becomes the error the daemon raised (same exit code)."""
-        from .client import request
-
         while True:
             try:
                 # Generous: the daemon writes the board before it answers.
@@ -62,19 +60,9 @@ class Broker:
                 raise self.unreachable(f"does not answer ({err.message})") from None
             if reply.get("ok"):
                 return reply
-            if reply.get("error") != "busy" or time.monotonic() >= self.deadline:
+            if reply.get("error") != BUSY or time.monotonic() >= self.deadline:
                 raise error_from_reply(reply)
             time.sleep(_POLL_S * 4)
-
-
-def error_from_reply(reply: Dict[str, Any]) -> JetbenchError:
-    message = f"the jetbench daemon refused: {reply.get('message', reply.get('error'))}"
-    hint = reply.get("hint") if isinstance(reply.get("hint"), str) else None
-    if reply.get("error") == "busy":
-        hint = (hint + "; " if hint else "") + "or pass --wait [SECONDS] to queue"
-    if reply.get("exit_code") == UsageError.exit_code:
-        return UsageError(message, hint=hint)
-    return HardwareError(message, hint=hint)
 
 
 def _deadline(wait_s: Optional[float]) -> float:
@@ -112,8 +100,6 @@ def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Ite
     A lease already lent to someone else counts as busy (`wait_s` applies). Yields the guard
     every batch of writes goes through (ownership/lease.py): under a lease, it refuses to write
     once the daemon has taken the board back."""
-    from .client import LeaseRefused, open_lease
-
     end = _deadline(wait_s)
     while True:
         with own_board(root, command, wait_s=max(0.0, end - time.monotonic())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 MAX_LINE_BYTES = 4096  # a request is a few dozen bytes; anything longer is not one
@@ -29,6 +30,12 @@ TOO_LONG = "line_too_long"
 UNKNOWN_COMMAND = "unknown_command"
 FAILED = "failed"
 BUSY = "busy"
+# The event a lease holder is sent when the daemon takes the board back.
+REVOKED = "revoked"
+
+# Where the daemon listens by default, and the unit that runs it.
+DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
+SERVICE = "jetbench.service"
 
 
 class ProtocolError(Exception):

@@ -300,8 +300,8 @@ class _State:
     # -- set-up ---------------------------------------------------------------------------
     def start_sampler(self) -> None:
         from ..hw.meters.base import EmptySource
-        from ..hw.meters.nvml import cuda_gpu
         from ..hw.meters.registry import open_sources
+        from ..hw.nvml import cuda_gpu
         from ..sampling.sampler_process import ProcessSampler
 
         chosen: List[str] = []
@@ -837,7 +837,7 @@ def _put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: Lis
     if request.keep_clocks:
         return "kept (--keep-clocks): `jetbench restore` puts them back"
     # Clocks were already changed by an earlier maxperf/apply: undo only this run's writes.
-    from ..hw.clocks.common import undo_writes
+    from ..hw.clocks.steps import undo_writes
 
     writes = [(w, step.label) for step in steps for w in step.writes]
     undo_writes(root, [w for w, _ in writes], strict=True)

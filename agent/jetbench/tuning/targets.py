@@ -8,10 +8,10 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError, PowerModeCap, ProfileError
 from ..hw.board import Board
-from ..hw.clocks.common import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
+from ..hw.clocks.types import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
 from ..hw.fs import Root
 from ..hw.mode_caps import ModeCaps, cpu_online_file, read_mode_caps
-from ..hw.nvml_clocks import NvmlGpu
+from ..hw.nvml import NvmlGpu
 from ..units import MAX, MIN, FreqSpec, format_hz, resolve_freq
 from .profile import FreqRange, Profile
 

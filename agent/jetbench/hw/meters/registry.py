@@ -221,8 +221,8 @@ def auto_sources(
     would be the CPU package's); else RAPL zones if their counters are readable (root-only
     since 2020: unreadable ones are skipped, with the reason in `notes`); else an NVIDIA GPU
     through NVML; else nothing (an EmptySource: "not measured", never 0 W)."""
+    from ..nvml import nvml_available, nvml_power_supported
     from .ina3221 import rail_sources, scan_rails
-    from .nvml import nvml_available, nvml_power_supported
     from .rapl import RaplSource, rapl_zones, unreadable_reason
 
     said = notes if notes is not None else []

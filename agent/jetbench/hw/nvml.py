@@ -14,6 +14,10 @@ is read (`nvmlDeviceGetPowerManagementLimit`) and put back as it was. NVML is in
 process, and a GPU is found by its PCI bus id each time, never by an
 index that may change between boots.
 
+Also the rest of what jetbench asks NVML: whether it sees a GPU, power/energy support and
+utilisation (the `nvml` meter, hw/meters/nvml.py, reads through these), and which NVML index is a
+CUDA device. Every pynvml call of the package is in this file.
+
 *Unverified on hardware*: written against nvidia-ml-py's signatures and tested with a stand-in.
 """
 
@@ -23,11 +27,10 @@ import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, PermissionDenied, UnsafePath, WriteRejected
-from .clocks.common import ClockReading
-from .nvml_lib import load_pynvml, nvml_text
+from .clocks.types import ClockReading
 
 KEY_PREFIX = "nvml:"
 GPU_LOCK = "gpu_locked_clocks"  # "MIN_MHZ,MAX_MHZ" or DEFAULT
@@ -302,3 +305,171 @@ def _read_into(nv: Any, gpus: Sequence[NvmlGpu], out: List[ClockReading]) -> Non
                 domain=domain, name=f"{gpu.bus_id} {gpu.name}", governor="nvml",
                 min_hz=min(table) if table else None, max_hz=max(table) if table else None,
                 cur_hz=int(cur) * MHZ if cur is not None else None, available_hz=table))
+
+
+def load_pynvml(consequence: str = "") -> Any:
+    """The pynvml module, or HardwareError "NVML is not installed[: consequence]"."""
+    try:
+        import pynvml
+    except ImportError as err:
+        what = "NVML is not installed" + (f": {consequence}" if consequence else "")
+        raise HardwareError(what, hint="pip install 'jetbench[nvml]' (nvidia-ml-py)") from err
+    return pynvml
+
+
+def nvml_text(value: Any) -> str:
+    """An NVML string: bytes in older nvidia-ml-py releases, str in newer ones."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def nvml_available() -> bool:
+    """True when NVML loads and sees at least one GPU (cheap enough for `auto`)."""
+    try:
+        nv = load_pynvml()
+        nv.nvmlInit()
+    except Exception:
+        return False
+    try:
+        return nv.nvmlDeviceGetCount() > 0
+    except Exception:
+        return False
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def nvml_power_supported(index: int = 0) -> bool:
+    """True when NVML reports power or energy for GPU `index`: discrete GPUs and Thor. On Orin
+    and older Jetsons NVML initialises and answers NotSupported: False (never 0 W)."""
+    return _nvml_probe(index, lambda nv, h: (
+        _answers(nv, nv.nvmlDeviceGetTotalEnergyConsumption, h)
+        or _answers(nv, nv.nvmlDeviceGetPowerUsage, h))) is True
+
+
+def gpu_utilisation_pct(index: int = 0) -> Optional[float]:
+    """The GPU's utilisation (%) from NVML, or None where NVML is absent or does not say."""
+    def util(nv: Any, h: Any) -> Optional[float]:
+        try:
+            return float(nv.nvmlDeviceGetUtilizationRates(h).gpu)
+        except nv.NVMLError:
+            return None
+    value = _nvml_probe(index, util)
+    return value if isinstance(value, float) else None
+
+
+def _answers(nv: Any, call: Any, handle: Any) -> bool:
+    try:
+        call(handle)
+        return True
+    except nv.NVMLError:
+        return False
+
+
+def _nvml_probe(index: int, probe: Any) -> Any:
+    """Run `probe(nvml, handle)` between init and shutdown; None when NVML cannot start."""
+    try:
+        nv = load_pynvml()
+        nv.nvmlInit()
+    except Exception:
+        return None
+    try:
+        return probe(nv, nv.nvmlDeviceGetHandleByIndex(index))
+    except Exception:
+        return None
+    finally:
+        try:
+            nv.nvmlShutdown()
+        except Exception:
+            pass
+
+
+@dataclass(frozen=True)
+class CudaGpu:
+    """The workload's GPU as CUDA numbers it: `cuda:ordinal` among `visible`
+    (CUDA_VISIBLE_DEVICES, None when unset), enumerated in `order` (CUDA_DEVICE_ORDER)."""
+
+    ordinal: int = 0
+    visible: Optional[str] = None
+    order: Optional[str] = None
+
+
+def cuda_gpu(device: str, environ: Mapping[str, str]) -> Optional[CudaGpu]:
+    """The CudaGpu of a workload's --device ('cuda:N', 'cuda' and 'auto' are CUDA device 0 or N)
+    under `environ` (the caller's os.environ); None for the CPU."""
+    word = (device or "auto").lower()
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if word == "cpu" or (visible is not None and not visible_entries(visible)):
+        return None  # on the CPU, or CUDA sees no GPU: NVML's GPU 0, as without a workload
+    ordinal = int(word.split(":", 1)[1]) if word.startswith("cuda:") else 0
+    return CudaGpu(ordinal, visible, environ.get("CUDA_DEVICE_ORDER"))
+
+
+def visible_entries(visible: str) -> List[str]:
+    """CUDA_VISIBLE_DEVICES's devices: integers or UUIDs, up to the first entry that is
+    neither (CUDA ignores the rest, so "-1" hides every GPU)."""
+    entries: List[str] = []
+    for entry in (e.strip() for e in visible.split(",")):
+        if not (entry.isdigit() or entry.upper().startswith(("GPU-", "MIG-"))):
+            break
+        entries.append(entry)
+    return entries
+
+
+def nvml_index(nv: Any, gpu: CudaGpu) -> int:
+    """NVML's index of CUDA's device `gpu.ordinal`. NVML numbers GPUs by PCI bus id whatever
+    CUDA_VISIBLE_DEVICES says; CUDA numbers the visible ones from 0, fastest first unless
+    CUDA_DEVICE_ORDER=PCI_BUS_ID. A UUID entry (GPU-..., a prefix is enough) is matched by UUID;
+    an integer entry is the PCI-order index when the order is PCI_BUS_ID or every GPU is the
+    same model (fastest-first then has no fastest); otherwise it cannot be told."""
+    count = nv.nvmlDeviceGetCount()
+    if gpu.visible is None:
+        entry = str(gpu.ordinal)
+    else:
+        entries = visible_entries(gpu.visible)
+        if gpu.ordinal >= len(entries):
+            raise HardwareError(f"cuda:{gpu.ordinal} is not among CUDA_VISIBLE_DEVICES="
+                                f"{gpu.visible!r}")
+        entry = entries[gpu.ordinal]
+    handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+    if entry.upper().startswith("GPU-"):
+        uuids = [nvml_text(nv.nvmlDeviceGetUUID(h)) for h in handles]
+        found = [i for i, uuid in enumerate(uuids) if uuid.upper().startswith(entry.upper())]
+        if len(found) != 1:
+            raise HardwareError(f"CUDA_VISIBLE_DEVICES entry {entry!r} matches "
+                                f"{len(found)} of NVML's GPUs ({', '.join(uuids)})")
+        return found[0]
+    if not entry.isdigit() or int(entry) >= count:
+        raise HardwareError(f"CUDA device {entry!r} is not one of NVML's {count} GPU(s)")
+    pci_order = (gpu.order or "").upper() == "PCI_BUS_ID"
+    same_model = pci_order or count == 1 or len(
+        {nvml_text(nv.nvmlDeviceGetName(h)) for h in handles}) == 1
+    if not same_model:
+        raise HardwareError(
+            f"cannot tell which NVML GPU is cuda:{gpu.ordinal}: CUDA enumerates these "
+            f"{count} different GPUs fastest first, NVML by PCI bus id",
+            hint="set CUDA_DEVICE_ORDER=PCI_BUS_ID, or CUDA_VISIBLE_DEVICES to the GPU's UUID "
+                 "(nvidia-smi -L)")
+    return int(entry)
+
+
+def shutdown(nv: Any) -> None:
+    try:
+        nv.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - nothing more to release
+        pass
+
+
+# The knob backend (hw/knob_io.py): NVML settings are not under the root.
+def read_knob(root: Any, path: str) -> str:
+    return read_setting(path)
+
+
+def write_knob(root: Any, path: str, value: str) -> None:
+    write_setting(path, value)
+
+
+def readable(path: str) -> bool:
+    """Only the power limit reads back: NVML has no getter for a clock lock."""
+    return parse_key(path)[1] == POWER_LIMIT
