@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
+from jetbench.workload.build import build_workload
 from jetbench.workload.runner import run_timed
-from jetbench.workload.workload import RunOptions, build_workload
+from jetbench.workload.workload import RunOptions
 
 
 def export(name: str, directory: Path) -> Path:

@@ -19,8 +19,9 @@ from typing import Any, Dict, List
 
 import torch
 
+from jetbench.workload.build import build_workload
 from jetbench.workload.runner import run_timed
-from jetbench.workload.workload import RunOptions, build_workload
+from jetbench.workload.workload import RunOptions
 
 
 def bare_loop(model: Any, x: Any, iterations: int) -> float:

@@ -199,7 +199,7 @@ def test_engine_needs_a_cuda_device(engine_file: Path, monkeypatch) -> None:
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
-    from jetbench.workload.workload import build_workload
+    from jetbench.workload.build import build_workload
 
     monkeypatch.setitem(sys.modules, "tensorrt", fake_tensorrt([]))
     with pytest.raises(UsageError, match="runs on a CUDA GPU, not on cpu"):

@@ -8,10 +8,11 @@ import sys
 import pytest
 
 from jetbench.errors import UsageError
+from jetbench.workload.build import build_workload
 from jetbench.workload.check import check_precisions, compare_outputs
 from jetbench.workload.precision import PrecisionUnavailable, parse_precisions, tensorrt_int8
 from jetbench.workload.runner import run_timed
-from jetbench.workload.workload import RunOptions, build_workload
+from jetbench.workload.workload import RunOptions
 
 torch = pytest.importorskip("torch")
 

@@ -50,7 +50,7 @@ class Stop:
 
 
 def build(order: PointOrder, device: str) -> Any:
-    from ..workload.workload import build_workload
+    from ..workload.build import build_workload
 
     return build_workload(order.model, order.precision, order.batch, device,
                           input_shape=order.input_shape)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
+from ..work_units import efficiency_label, rate_label
 from . import schema
-from .work_units import efficiency_label, rate_label
 
 
 @dataclass(frozen=True)

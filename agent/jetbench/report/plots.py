@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 from . import schema
 from .io import read_trace_csv, trace_path
-from .work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 
 DPI = 100
 SIZE_IN = (9.0, 5.0)

@@ -77,7 +77,7 @@ def images_per_s(doc: Dict[str, Any]) -> Optional[float]:
 
 def unit(doc: Dict[str, Any]) -> str:
     """What the result counts (`throughput.unit`; results before units: images)."""
-    from .work_units import DEFAULT_UNIT
+    from ..work_units import DEFAULT_UNIT
 
     return _get(doc, "throughput", "unit") or _get(doc, "workload", "unit") or DEFAULT_UNIT
 

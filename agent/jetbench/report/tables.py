@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
+from ..work_units import common_unit, efficiency_label, per_j, rate_label
 from . import schema
-from .work_units import common_unit, efficiency_label, per_j, rate_label
 
 Rows = List[Tuple[str, List[str]]]
 UNCERTAINTY_BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure

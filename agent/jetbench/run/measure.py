@@ -416,10 +416,11 @@ class _State:
     def one(self, point: Point, k: int, total: int,
             hold: Optional[Hold] = None) -> Tuple[Dict[str, Any], Optional[str]]:
         from ..tuning.apply import read_clocks
+        from ..workload.build import build_workload
         from ..workload.child import ChildWorkload, run_in_child
         from ..workload.precision import PrecisionUnavailable
         from ..workload.runner import run_timed
-        from ..workload.workload import RunOptions, build_workload
+        from ..workload.workload import RunOptions
 
         req = self.request
         report = None if self.progress is None else (

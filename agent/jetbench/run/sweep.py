@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..errors import UsageError
 from ..hw.fs import Root
 from ..report import schema
-from ..report.work_units import efficiency_label, rate_label
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
+from ..work_units import efficiency_label, rate_label
 from .measure import MeasureReport, MeasureRequest, Progress, measure
 
 

@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import OutOfMemory, UsageError
+from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
 from ..workload.child import ChildWorkload, run_in_child
 from ..workload.layers import LayerTimes, time_layers
 from ..workload.model_arg import ONNX, PYTORCH, InputShape, model_kind
 from ..workload.precision import PrecisionUnavailable
 from ..workload.runner import TimingResult, run_timed
-from ..workload.workload import RunOptions, build_workload, resolve_device
+from ..workload.workload import RunOptions, resolve_device
 
 SCHEMA = "jetbench.time/1"
 SWEEP = "sweep"

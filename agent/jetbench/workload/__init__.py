@@ -3,7 +3,8 @@
 Nothing here imports torch at import time; torch loads inside the functions that need it.
 The API the measure orchestrator uses:
 
-    from jetbench.workload.workload import build_workload, RunOptions
+    from jetbench.workload.build import build_workload
+    from jetbench.workload.workload import RunOptions
     from jetbench.workload.runner import run_timed, TimingResult
 
 `jetbench time` as one call: `jetbench.run.timing.time_models(TimeRequest(...))`.

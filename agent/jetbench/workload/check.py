@@ -7,8 +7,9 @@ import copy
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
+from .build import build_workload
 from .precision import PrecisionUnavailable
-from .workload import RunOptions, build_workload
+from .workload import RunOptions
 
 
 @dataclass(frozen=True)

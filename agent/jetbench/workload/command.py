@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..errors import MeasurementInvalid, UsageError
-from ..report.work_units import DEFAULT_UNIT, UNITS, efficiency_label
+from ..work_units import DEFAULT_UNIT, UNITS, efficiency_label
 from .throughput_from import (
     OutputParser,
     ThroughputFrom,

@@ -1,6 +1,7 @@
-"""Building a workload: a network on a device in a precision, its input, and one step.
+"""A PyTorch workload: a network on a device in a precision, its input, and one step; and the
+`Workload` every kind (ONNX Runtime, TensorRT too) is built into.
 
-`build_workload()` is the library entry point; `runner.run_timed()` times what it returns.
+`build.build_workload()` is the library entry point; `runner.run_timed()` times what it returns.
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ def is_out_of_memory(err: BaseException) -> bool:
     return portable.is_out_of_memory(import_torch(), err)
 
 
-def build_workload(
+def build_torch_workload(
     model: str,
     precision: str = "fp32",
     batch: int = 1,
@@ -210,13 +211,9 @@ def build_workload(
 
     An ONNX model (`*.onnx`) or a TensorRT engine (`*.engine`, `*.plan`) is built by its own
     framework (workload/model_arg.py); `input_shape` may then name inputs."""
-    from .model_arg import PYTORCH, model_kind, torch_shape
+    from .model_arg import torch_shape
 
     options = options or RunOptions()
-    if model_kind(model) != PYTORCH and module is None:
-        from .external import build_external
-
-        return build_external(model, precision, batch, device, input_mode, options, input_shape)
     input_shape = torch_shape(input_shape)
     torch = import_torch()
     _validate(precision, batch, input_mode, options)

@@ -1,0 +1,60 @@
+"""Building any workload from a `--model`: a PyTorch network (workload.py), an ONNX model
+(ONNX Runtime, onnx_model.py) or a TensorRT engine (tensorrt_engine.py).
+
+Each comes back as a `Workload` whose `frame` and `host_timed` tell the runner how to time it,
+so `run_timed` (warm-up, timed loop, the power window's hooks) is the same for every kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..errors import UsageError
+from .model_arg import ONNX, PYTORCH, TENSORRT, InputShape, check_model_file, model_kind
+from .onnx_model import build_onnx_workload
+from .tensorrt_engine import build_engine_workload
+from .workload import INPUT_MODES, RunOptions, Workload, build_torch_workload
+
+# RunOptions that only mean something to PyTorch, with what they are called on the command line
+_TORCH_ONLY = (("mode", "inference", "--mode train"), ("cudnn", True, "--no-cudnn"),
+               ("cudnn_benchmark", False, "--cudnn-benchmark"),
+               ("channels_last", False, "--channels-last"), ("cuda_graph", False, "--cuda-graph"),
+               ("compile", False, "--compile"), ("memory_limit_bytes", None, "--memory-limit"))
+
+
+def build_workload(model: str, precision: str = "fp32", batch: int = 1, device: str = "auto",
+                   input_mode: str = "constant", options: Optional[RunOptions] = None,
+                   input_shape: Optional[InputShape] = None, module: Any = None) -> Workload:
+    """`model` ready to time: see workload.build_torch_workload for a PyTorch network (`module`
+    passes an already-built nn.Module); an ONNX model (`*.onnx`) or a TensorRT engine
+    (`*.engine`, `*.plan`) is built by its own framework, and `input_shape` may then name
+    inputs (workload/model_arg.py)."""
+    options = options or RunOptions()
+    kind = model_kind(model)
+    if kind == PYTORCH or module is not None:
+        return build_torch_workload(model, precision, batch, device, input_mode, options,
+                                    input_shape, module)
+    return _build_other(model, kind, precision, batch, device, input_mode, options, input_shape)
+
+
+def _build_other(model: str, kind: str, precision: str, batch: int, device: str,
+                 input_mode: str, options: RunOptions, input_shape: Optional[InputShape]
+                 ) -> Workload:
+    check_model_file(model)
+    if batch < 1:
+        raise UsageError(f"batch must be at least 1, not {batch}")
+    if input_mode not in INPUT_MODES:
+        raise UsageError(f"unknown input: {input_mode!r}", hint="use constant or random")
+    for attr, default, flag in _TORCH_ONLY:
+        if getattr(options, attr) != default:
+            raise UsageError(f"{flag} applies to PyTorch networks, not to {model}",
+                             hint=f"drop {flag}")
+    if kind == ONNX:
+        return build_onnx_workload(model, precision, batch, device, input_mode, options,
+                                   input_shape)
+    if kind == TENSORRT:
+        if options.provider:
+            raise UsageError("--provider applies to ONNX models (a TensorRT engine runs on "
+                             "TensorRT)", hint="drop --provider")
+        return build_engine_workload(model, precision, batch, device, input_mode, input_shape)
+    raise UsageError(f"{model}: not an ONNX model or a TensorRT engine")
