@@ -39,9 +39,9 @@ class ModelSpec:
 _IMAGENET = (3, 224, 224)
 
 _SPECS: List[ModelSpec] = [
-    ModelSpec("alexnet", "AlexNet, BVLC deploy (LRN, grouped conv)", (3, 227, 227),
+    ModelSpec("alexnet", "AlexNet, BVLC deploy (LRN, 2 groups)", (3, 227, 227),
               "alexnet:alexnet", params=60_965_224, macs_per_image=724_406_816),
-    ModelSpec("caffenet", "CaffeNet, BVLC reference (pool before LRN)", (3, 227, 227),
+    ModelSpec("caffenet", "CaffeNet, BVLC (pool before LRN)", (3, 227, 227),
               "alexnet:caffenet", params=60_965_224, macs_per_image=724_406_816),
     ModelSpec("overfeat", "OverFeat fast (Sermanet et al. 2013)", (3, 231, 231),
               "overfeat:overfeat", params=145_920_872, macs_per_image=2_801_403_904),
