@@ -27,7 +27,7 @@ from typing import Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 
-from jetbench.daemon.client import request  # noqa: E402
+from jetbench.ownership.client import request  # noqa: E402
 from jetbench.sim.create import create_board  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")

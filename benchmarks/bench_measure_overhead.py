@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from jetbench.hw.fs import Root
-from jetbench.measure import MeasureRequest, measure
+from jetbench.run.measure import MeasureRequest, measure
 from jetbench.sim.create import create_board
 
 

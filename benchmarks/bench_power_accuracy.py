@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 
-from jetbench.power.energy import average_of_readings, integrate  # noqa: E402
+from jetbench.sampling.energy import average_of_readings, integrate  # noqa: E402
 
 
 def _phase(t):

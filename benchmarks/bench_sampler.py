@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 
 from jetbench.hw.board import detect  # noqa: E402
 from jetbench.hw.fs import Root  # noqa: E402
-from jetbench.hw.power.ina3221 import Ina3221Source  # noqa: E402
-from jetbench.power.sampler import Sampler  # noqa: E402
-from jetbench.power.sampler_process import COLLECT_INTERVAL_S, ProcessSampler  # noqa: E402
+from jetbench.hw.meters.ina3221 import Ina3221Source  # noqa: E402
+from jetbench.sampling.sampler import Sampler  # noqa: E402
+from jetbench.sampling.sampler_process import COLLECT_INTERVAL_S, ProcessSampler  # noqa: E402
 from jetbench.sim.create import create_board  # noqa: E402
 
 
@@ -90,7 +90,7 @@ def jtop_reader(src: Ina3221Source):
 
 def naive_reader(src: Ina3221Source):
     """open()/read()/close() per file, the simplest correct reader."""
-    from jetbench.hw.power.ina3221 import rail_files
+    from jetbench.hw.meters.ina3221 import rail_files
 
     paths = [[str(src.root.path(f)) for f in rail_files(r)] for r in src.rails]
 
@@ -311,8 +311,8 @@ def bench_end_to_end(base: str, rounds: int = 3) -> None:
     except ImportError:
         print("\n## End to end: skipped (no torch)")
         return
-    import jetbench.power.sampler_process as sampler_process
-    from jetbench.measure import MeasureRequest, measure
+    import jetbench.sampling.sampler_process as sampler_process
+    from jetbench.run.measure import MeasureRequest, measure
 
     print(f"\n## End to end: measure, 3 ms pure-Python forward, INA3221 every 2 ms, {rounds} "
           "interleaved rounds of 1.5 s windows")

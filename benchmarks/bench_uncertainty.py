@@ -1,4 +1,4 @@
-"""Cost of the uncertainty a result now carries (power/uncertainty.py): per result, the INA3221
+"""Cost of the uncertainty a result now carries (sampling/uncertainty.py): per result, the INA3221
 accuracy look-up (shunt and bus files) plus the half-rate re-integration of every channel, on an
 orin-nano tree's 3 rails sampled at 1 kHz, for a 3 s and a 60 s window; interleaved repeats,
 median and spread.
@@ -18,11 +18,11 @@ import numpy as np
 
 from jetbench.hw.board import detect_rails
 from jetbench.hw.fs import Root
-from jetbench.hw.power.accuracy import channel_accuracies
-from jetbench.hw.power.ina3221 import Ina3221Source
-from jetbench.power.trace import Trace
-from jetbench.power.uncertainty import window_uncertainty
-from jetbench.power.window import SourceTrace, compute_window
+from jetbench.hw.meters.accuracy import channel_accuracies
+from jetbench.hw.meters.ina3221 import Ina3221Source
+from jetbench.sampling.trace import Trace
+from jetbench.sampling.uncertainty import window_uncertainty
+from jetbench.sampling.window import SourceTrace, compute_window
 from jetbench.sim.create import create_board
 
 

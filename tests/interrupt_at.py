@@ -47,8 +47,8 @@ def main() -> None:
             if seen[0] == wanted:
                 _fire(cause)
 
-    import jetbench.measure as measure
     import jetbench.report.io as io
+    import jetbench.run.measure as measure
 
     assert hasattr(measure, "PHASE_HOOK"), f"{measure.__file__} has no hook point"
     measure.PHASE_HOOK = at

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from jetbench.hw.fs import Root
-from jetbench.tuning.lock import LOCK_PATH, BoardBusy, BoardLock, peek
+from jetbench.ownership.lock import LOCK_PATH, BoardBusy, BoardLock, peek
 
 from conftest import make_board
 
@@ -110,7 +110,7 @@ def test_a_lock_passed_on_is_never_removed_and_its_holder_keeps_the_board(root):
     """Issue 21: the daemon passes its locked descriptor to a borrower, then exits. Had it
     removed the file, the next writer would create a new one, lock it and write under the
     borrower. The file stays, names the borrower, and the board is refused until it closes."""
-    from jetbench.tuning.lock import Holder
+    from jetbench.ownership.lock import Holder
 
     daemon = BoardLock(root, "daemon").acquire()
     borrowed = os.dup(daemon.fileno())  # what SCM_RIGHTS gives the borrower: the same open file

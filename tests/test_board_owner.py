@@ -405,7 +405,7 @@ def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(
 _FAKE_DAEMON = r"""
 import sys, time
 from jetbench.hw.fs import Root
-from jetbench.tuning.lock import BoardLock
+from jetbench.ownership.lock import BoardLock
 BoardLock(Root(sys.argv[1]), "daemon", socket=sys.argv[2]).acquire()
 print("locked", flush=True)
 time.sleep(120)

@@ -99,7 +99,7 @@ def test_sim_run_says_what_it_does_and_how_to_stop(tmp_path):
 def test_status_says_simulated(monkeypatch):
     from typer.testing import CliRunner
 
-    import jetbench.daemon.client as client
+    import jetbench.ownership.client as client
     from jetbench.cli.main import app
 
     reply = {"ok": True, "summary": "holding tx1-690mhz", "simulated": True,

@@ -14,8 +14,8 @@ from typing import Dict, Tuple
 import pytest
 from test_daemon_service import Daemon, _wait
 
-from jetbench.daemon.client import open_lease
-from jetbench.power.energy_totals import EnergyTotals
+from jetbench.ownership.client import open_lease
+from jetbench.sampling.energy_totals import EnergyTotals
 
 from conftest import REPO, make_board
 

@@ -15,7 +15,7 @@ from typing import Dict, List
 import pytest
 from test_daemon_service import Daemon
 
-from jetbench.daemon.client import request
+from jetbench.ownership.client import request
 
 from conftest import make_board
 

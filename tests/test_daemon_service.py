@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from jetbench.daemon.client import request
+from jetbench.ownership.client import request
 
 from conftest import REPO, diff, make_board, snapshot
 

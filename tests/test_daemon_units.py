@@ -14,10 +14,10 @@ import pytest
 from jetbench.daemon.control import ControlServer
 from jetbench.daemon.metrics import is_loopback, parse_address
 from jetbench.daemon.notify import Notifier, socket_address, watchdog_period_s
-from jetbench.daemon.protocol import MAX_LINE_BYTES, ProtocolError, Request, parse_request
 from jetbench.errors import UsageError
 from jetbench.hw import thermal
-from jetbench.hw.clocks.common import ClockReading
+from jetbench.hw.clocks.types import ClockReading
+from jetbench.ownership.wire import MAX_LINE_BYTES, ProtocolError, Request, parse_request
 
 
 @pytest.mark.parametrize("line, expected", [

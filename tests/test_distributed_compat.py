@@ -105,8 +105,8 @@ class RecordingDist:
 
 
 def test_barriers_and_object_collectives_go_on_gloo_when_the_run_is_nccl():
+    from jetbench.distributed.devices import RankEnv
     from jetbench.distributed.group import RankGroup, control_group
-    from jetbench.distributed.spec import RankEnv
 
     dist = RecordingDist("nccl")
     group = RankGroup(RankEnv(0, 0, 2, 2), "cuda:0", dist)
@@ -126,7 +126,7 @@ def test_barriers_and_object_collectives_go_on_gloo_when_the_run_is_nccl():
 def test_too_few_gpus_is_a_usage_error_before_the_launch():
     import pytest
 
-    from jetbench.distributed.spec import DeviceSpec, check_gpu_count
+    from jetbench.distributed.devices import DeviceSpec, check_gpu_count
     from jetbench.errors import UsageError
 
     with pytest.raises(UsageError, match="needs 2 CUDA GPUs, and 1 CUDA GPU is visible"):

@@ -98,11 +98,11 @@ def test_inactive_service_is_not_started_at_restore(tmp_path, systemd):
 _KILLED_AFTER_STOP = """
 import os, signal, sys
 from jetbench.hw import services
-original = services.write_setting
+original = services.write_knob
 def write_then_die(root, path, value):
     original(root, path, value)
     os.kill(os.getpid(), signal.SIGKILL)  # between the stop and anything else
-services.write_setting = write_then_die
+services.write_knob = write_then_die
 from jetbench.cli.main import app
 sys.argv = ["jetbench"] + sys.argv[1:]
 app()

@@ -10,7 +10,7 @@ import pytest
 
 from jetbench.errors import MissingFile
 from jetbench.hw.fs import Root
-from jetbench.hw.power.ina3221 import Ina3221Source, Rail, module_total, scan_rails
+from jetbench.hw.meters.ina3221 import Ina3221Source, Rail, module_total, scan_rails
 
 IIO_DEV = "/sys/devices/platform/6-0040/iio:device0"
 HWMON_DEV = "/sys/devices/platform/1-0040/hwmon/hwmon3"
@@ -139,7 +139,7 @@ def test_unreadable_value_is_none_not_zero(tmp_path):
 
 
 def test_sampler_over_a_hwmon_tree(tmp_path):
-    from jetbench.power.sampler import Sampler
+    from jetbench.sampling.sampler import Sampler
 
     hwmon_tree(tmp_path, ORIN, interval_ms=2)
     src = Ina3221Source(Root(tmp_path), scan_rails(Root(tmp_path)))

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from jetbench.cli.main import app
 from jetbench.daemon import install
 from jetbench.errors import HardwareError
-from jetbench.tuning import statedir
+from jetbench.ownership import statedir
 
 from conftest import make_board
 

@@ -139,7 +139,7 @@ def test_a_second_interrupt_does_not_cut_the_put_back_short(tmp_path):
     """Ctrl-C, then SIGTERM while the clocks are being put back: held until they are."""
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
-    code = ("import signal, jetbench.measure as m\n"
+    code = ("import signal, jetbench.run.measure as m\n"
             "real = m._put_back\n"
             "def put_back(*a):\n"
             "    signal.raise_signal(signal.SIGTERM)\n"

@@ -7,7 +7,7 @@ import pytest
 
 from jetbench.errors import HardwareError, WriteRejected
 from jetbench.hw.fs import Root
-from jetbench.tuning import journal
+from jetbench.ownership import journal
 
 GOV = "/sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
 SPEED = "/sys/devices/system/cpu/cpufreq/policy0/scaling_setspeed"

@@ -10,8 +10,8 @@ import pytest
 from test_measure_e2e import tiny  # noqa: F401 - fixture
 
 from jetbench.hw.fs import Root
-from jetbench.hw.power.jtop import JtopSource
-from jetbench.measure import MeasureRequest, measure
+from jetbench.hw.meters.jtop import JtopSource
+from jetbench.run.measure import MeasureRequest, measure
 
 from conftest import make_board
 

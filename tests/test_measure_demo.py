@@ -3,9 +3,9 @@ profile, table titled SIMULATED, a trace plot per configuration; the board tree 
 
 from test_measure_e2e import tiny  # noqa: F401 - the fixture
 
-from jetbench.demo import demo_request, run_demo
 from jetbench.report import tables
 from jetbench.report.plots import png_size
+from jetbench.run.demo import demo_request, run_demo
 
 
 def test_demo_measures_fp32_and_fp16_on_a_simulated_tx1(tmp_path, tiny):  # noqa: F811

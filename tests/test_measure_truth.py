@@ -13,7 +13,7 @@ import pytest
 from test_measure_e2e import quick, write_tiny
 
 from jetbench.hw.fs import Root
-from jetbench.measure import measure
+from jetbench.run.measure import measure
 from jetbench.sim.create import create_board
 
 from conftest import REPO, run_cli

@@ -9,8 +9,8 @@ import pytest
 
 from jetbench.errors import HardwareError
 from jetbench.hw.fs import Root
-from jetbench.hw.power.spec import open_sources
-from jetbench.power.source import SourceFault
+from jetbench.hw.meters.base import SourceFault
+from jetbench.hw.meters.registry import open_sources
 from jetbench.sim.meters import ScpiSim, StreamSim, sim_for
 
 PROTOCOLS = ["scpi", "wt310", "stream", "um25c"]

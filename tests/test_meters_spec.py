@@ -6,12 +6,12 @@ import pytest
 
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
-from jetbench.hw.power.ina3221 import Ina3221Source, Rail
-from jetbench.hw.power.rapl import RaplSource
-from jetbench.hw.power.scpi import ScpiMeter
-from jetbench.hw.power.spec import auto_sources, open_sources, parse_meter_spec
-from jetbench.hw.power.stream import StreamMeter, parse_columns
-from jetbench.power.source import EmptySource
+from jetbench.hw.meters.base import EmptySource
+from jetbench.hw.meters.ina3221 import Ina3221Source, Rail
+from jetbench.hw.meters.rapl import RaplSource
+from jetbench.hw.meters.registry import auto_sources, open_sources, parse_meter_spec
+from jetbench.hw.meters.scpi import ScpiMeter
+from jetbench.hw.meters.stream import StreamMeter, parse_columns
 
 
 def test_keywords_and_serial_specs():

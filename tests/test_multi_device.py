@@ -14,6 +14,15 @@ import psutil
 import pytest
 from test_measure_e2e import board_snapshot
 
+from jetbench.distributed.devices import (
+    DeviceSpec,
+    RankEnv,
+    cpu_share,
+    describe_devices,
+    parse_devices,
+    rank_device,
+    rank_env,
+)
 from jetbench.distributed.launch import _exit_status, _run_status
 from jetbench.distributed.rows import (
     RankRow,
@@ -22,15 +31,6 @@ from jetbench.distributed.rows import (
     devices_power_sum,
     own_channels,
     scaling_doc,
-)
-from jetbench.distributed.spec import (
-    DeviceSpec,
-    RankEnv,
-    cpu_share,
-    describe_devices,
-    parse_devices,
-    rank_device,
-    rank_env,
 )
 from jetbench.errors import RankFailed, UsageError
 from jetbench.report import tables
@@ -376,8 +376,8 @@ def test_aggregate_sums_throughput_and_pools_latencies():
 def test_nvml_gpus_get_one_source_each_and_their_sum_is_the_basis():
     from types import SimpleNamespace
 
-    from jetbench.distributed.protocol import Leader
-    from jetbench.hw.power.nvml import NvmlSource
+    from jetbench.distributed.messages import Leader
+    from jetbench.hw.meters.nvml import NvmlSource
 
     leader = Leader(SimpleNamespace(backend="nccl"), ["cuda:0", "cuda:2"], False, "torchrun")
     rapl = SimpleNamespace(name="rapl")

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from jetbench.cli.main import app
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
+from jetbench.hw.meters.ina3221 import rail_sources, scan_rails
 from jetbench.hw.nvpmodel import parse_mode_names, parse_status, read_power_mode
-from jetbench.hw.power.ina3221 import rail_sources, scan_rails
 from jetbench.sim.kernel import SimKernel
 
 from conftest import diff, make_board, snapshot
@@ -118,8 +118,8 @@ def test_devfreq_values_in_khz_are_recognised_and_written_in_khz(tmp_path):
     assert doc["gpu"]["file_unit"] == "kHz"
     gpu = [c for c in doc["clocks"] if c["domain"] == "gpu"][0]
     assert (gpu["min_hz"], gpu["max_hz"]) == (306_000_000, 1_575_000_000)
-    from jetbench.hw.clocks.common import GpuTarget
     from jetbench.hw.clocks.gpu import plan
+    from jetbench.hw.clocks.types import GpuTarget
 
     steps = plan(Root(base), board, GpuTarget(min_hz=612_000_000, max_hz=612_000_000))
     writes = {w.path.rsplit("/", 1)[-1]: w.value for s in steps for w in s.writes}
@@ -346,8 +346,8 @@ def _fake_pynvml(power_mw=None):
 
 
 def test_nvml_on_thor_adds_the_gpu_beside_the_rails(tmp_path, monkeypatch):
-    from jetbench.hw.power.nvml import gpu_utilisation_pct
-    from jetbench.hw.power.spec import auto_sources
+    from jetbench.hw.meters.registry import auto_sources
+    from jetbench.hw.nvml import gpu_utilisation_pct
 
     _thor_like_tree(tmp_path)
     rails = scan_rails(Root(tmp_path))
@@ -360,8 +360,8 @@ def test_nvml_on_thor_adds_the_gpu_beside_the_rails(tmp_path, monkeypatch):
 
 def test_nvml_on_orin_stays_not_supported_never_zero(tmp_path, monkeypatch):
     from jetbench.errors import HardwareError
-    from jetbench.hw.power.nvml import NvmlSource
-    from jetbench.hw.power.spec import auto_sources
+    from jetbench.hw.meters.nvml import NvmlSource
+    from jetbench.hw.meters.registry import auto_sources
 
     _thor_like_tree(tmp_path)
     rails = scan_rails(Root(tmp_path))
@@ -473,8 +473,9 @@ def test_daemon_on_thor_status_has_the_power_mode(tmp_path):
 def test_a_gpu_max_the_firmware_refuses_names_the_bpmp_firmware(tmp_path, monkeypatch):
     """Old BPMP firmware: max_freq reads back 624.75 MHz after 1020 MHz is written."""
     from jetbench.errors import WriteRejected
-    from jetbench.hw.clocks.common import GpuTarget, apply_step
     from jetbench.hw.clocks.gpu import plan
+    from jetbench.hw.clocks.steps import apply_step
+    from jetbench.hw.clocks.types import GpuTarget
 
     base = make_board(tmp_path, "orin-nano-super")
     node = base / "sys/devices/platform/bus@0/17000000.gpu/devfreq/17000000.gpu"

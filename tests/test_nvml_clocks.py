@@ -24,7 +24,7 @@ from test_measure_e2e import write_tiny
 from jetbench.errors import JetbenchError, ProfileError
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
-from jetbench.tuning import journal
+from jetbench.ownership import journal
 from jetbench.tuning.apply import apply_profile
 from jetbench.tuning.profile import load_profile, parse_profile
 

@@ -8,7 +8,8 @@ import types
 import pytest
 
 from jetbench.errors import HardwareError
-from jetbench.hw.power.nvml import CudaGpu, NvmlSource, cuda_gpu, nvml_index
+from jetbench.hw.meters.nvml import NvmlSource
+from jetbench.hw.nvml import CudaGpu, cuda_gpu, nvml_index
 
 
 class _NVMLError(Exception):
@@ -109,7 +110,7 @@ def test_nvml_is_shut_down_when_the_gpu_is_not_found(monkeypatch, source):
 
 def test_meter_specs_hand_the_workloads_gpu_to_nvml(tmp_path):
     from jetbench.hw.fs import Root
-    from jetbench.hw.power.spec import open_sources
+    from jetbench.hw.meters.registry import open_sources
 
     gpu = CudaGpu(1, "GPU-bbbb,GPU-aaaa")
     (tmp_path / "sys").mkdir()
@@ -120,7 +121,7 @@ def test_meter_specs_hand_the_workloads_gpu_to_nvml(tmp_path):
 def test_each_rank_measures_its_own_gpu_under_cuda_visible_devices(monkeypatch):
     """--devices 2 with CUDA_VISIBLE_DEVICES=2,0: cuda:0 is NVML's GPU 2, cuda:1 NVML's GPU 0
     (issue 24, item 8: the CUDA ordinal was taken as NVML's index)."""
-    from jetbench.distributed.protocol import Leader
+    from jetbench.distributed.messages import Leader
 
     nv = fake_pynvml()
     monkeypatch.setitem(sys.modules, "pynvml", nv)

@@ -15,9 +15,9 @@ import pytest
 
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
-from jetbench.measure import MeasureRequest, measure
 from jetbench.report.schema import check as check_result
-from jetbench.workload.kinds import parse_shape_option, resolve_shapes
+from jetbench.run.measure import MeasureRequest, measure
+from jetbench.workload.model_arg import parse_shape_option, resolve_shapes
 from jetbench.workload.onnx_providers import (
     CPU_EP,
     CUDA_EP,
@@ -169,7 +169,7 @@ def test_onnx_path_never_imports_torch(dynamic: Path) -> None:
     code = (
         "import sys\n"
         "sys.modules['torch'] = None  # as if torch were not installed\n"
-        "from jetbench.workload.session import TimeRequest, time_models\n"
+        "from jetbench.run.timing import TimeRequest, time_models\n"
         f"report = time_models(TimeRequest(models=({str(dynamic)!r},), iterations=2, "
         "duration_s=0.0, warmup_s=0.0))\n"
         "print('STATUS', [r.status for r in report.rows])\n"

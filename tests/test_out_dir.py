@@ -8,7 +8,7 @@ import pytest
 from test_measure_e2e import quick, write_tiny
 
 from jetbench.hw.fs import Root
-from jetbench.measure import measure
+from jetbench.run.measure import measure
 
 from conftest import make_board, run_cli
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from jetbench.power.energy import average_of_readings, integrate
+from jetbench.sampling.energy import average_of_readings, integrate
 
 
 def test_constant_power_whole_window():

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from jetbench.hw.fs import Root
-from jetbench.hw.power.spec import open_sources
-from jetbench.power.sampler import Sampler
+from jetbench.hw.meters.registry import open_sources
+from jetbench.sampling.sampler import Sampler
 from jetbench.sim.meters import StreamSim, sim_for
 
 

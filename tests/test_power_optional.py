@@ -8,8 +8,8 @@ import types
 import pytest
 
 from jetbench.errors import HardwareError
-from jetbench.hw.power.jtop import JtopSource
-from jetbench.hw.power.nvml import NvmlSource
+from jetbench.hw.meters.jtop import JtopSource
+from jetbench.hw.meters.nvml import NvmlSource
 
 
 class _NVMLError(Exception):

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from jetbench.errors import MeasurementInvalid
-from jetbench.power.sampler import Sampler
-from jetbench.power.source import Channel, EmptySource, Reading, SourceFault, Total
-from jetbench.power.trace import Trace, write_csv
-from jetbench.power.window import SourceTrace, compute_window
+from jetbench.hw.meters.base import Channel, EmptySource, Reading, SourceFault, Total
+from jetbench.sampling.sampler import Sampler
+from jetbench.sampling.trace import Trace, write_csv
+from jetbench.sampling.window import SourceTrace, compute_window
 
 
 class FuncSource:

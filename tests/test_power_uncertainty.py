@@ -10,18 +10,18 @@ import pytest
 from jetbench.errors import UsageError
 from jetbench.hw.board import detect_rails
 from jetbench.hw.fs import Root
-from jetbench.hw.power.accuracy import channel_accuracies, meter_accuracy, parse_accuracy
-from jetbench.hw.power.ina3221 import Ina3221Source
-from jetbench.hw.power.spec import parse_meter_spec, serial_source
-from jetbench.power.trace import Trace
-from jetbench.power.uncertainty import (
+from jetbench.hw.meters.accuracy import channel_accuracies, meter_accuracy, parse_accuracy
+from jetbench.hw.meters.ina3221 import Ina3221Source
+from jetbench.hw.meters.registry import parse_meter_spec, serial_source
+from jetbench.sampling.trace import Trace
+from jetbench.sampling.uncertainty import (
     channel_uncertainty,
     efficiency_uncertainty,
     integration_error_frac,
     throughput_sem_pct,
     window_uncertainty,
 )
-from jetbench.power.window import SourceTrace, compute_window
+from jetbench.sampling.window import SourceTrace, compute_window
 from jetbench.sim.create import create_board
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from jetbench.errors import PermissionDenied
 from jetbench.hw.fs import Root
-from jetbench.hw.power.rapl import RaplSource, rapl_zones, unwrap
+from jetbench.hw.meters.rapl import RaplSource, rapl_zones, unwrap
 
 PC = "sys/class/powercap"
 
@@ -86,7 +86,7 @@ class _HostRoot(Root):
 
 @pytest.fixture
 def nvml_present(monkeypatch):
-    import jetbench.hw.power.nvml as nvml
+    import jetbench.hw.nvml as nvml
 
     monkeypatch.setattr(nvml, "nvml_available", lambda: True)
     monkeypatch.setattr(nvml, "nvml_power_supported", lambda: True)
@@ -104,8 +104,9 @@ def _deny_energy(monkeypatch):
 
 
 def test_auto_takes_nvml_for_a_cuda_workload_on_a_pc_with_rapl(tmp_path, nvml_present):
-    from jetbench.hw.power.nvml import CudaGpu, NvmlSource
-    from jetbench.hw.power.spec import auto_sources
+    from jetbench.hw.meters.nvml import NvmlSource
+    from jetbench.hw.meters.registry import auto_sources
+    from jetbench.hw.nvml import CudaGpu
 
     _zone(tmp_path, "intel-rapl:0", "package-0", 1)
     notes = []
@@ -118,9 +119,9 @@ def test_auto_takes_nvml_for_a_cuda_workload_on_a_pc_with_rapl(tmp_path, nvml_pr
 
 
 def test_auto_skips_an_unreadable_rapl_for_the_next_source(tmp_path, monkeypatch, nvml_present):
-    from jetbench.hw.power.nvml import NvmlSource
-    from jetbench.hw.power.spec import auto_sources
-    from jetbench.power.source import EmptySource
+    from jetbench.hw.meters.base import EmptySource
+    from jetbench.hw.meters.nvml import NvmlSource
+    from jetbench.hw.meters.registry import auto_sources
 
     _zone(tmp_path, "intel-rapl:0", "package-0", 1)
     _deny_energy(monkeypatch)

@@ -9,7 +9,7 @@ import pytest
 
 from jetbench.errors import UsageError
 from jetbench.report import compare, plots, tables
-from jetbench.sweep import summarize
+from jetbench.run.sweep import summarize
 
 from conftest import run_cli
 

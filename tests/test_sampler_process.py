@@ -17,11 +17,11 @@ import pytest
 from jetbench.errors import HardwareError, SamplerDied, UsageError
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
-from jetbench.hw.power.spec import open_sources, parse_meter_spec
-from jetbench.measure import MeasureRequest, measure
-from jetbench.power.records import RecordReader, RecordWriter, split_faults
-from jetbench.power.sampler import Sampler
-from jetbench.power.sampler_process import ProcessSampler
+from jetbench.hw.meters.registry import open_sources, parse_meter_spec
+from jetbench.run.measure import MeasureRequest, measure
+from jetbench.sampling.records import RecordReader, RecordWriter, split_faults
+from jetbench.sampling.sampler import Sampler
+from jetbench.sampling.sampler_process import ProcessSampler
 
 from conftest import make_board
 
@@ -152,8 +152,8 @@ PARENT = textwrap.dedent("""
     import sys, time
     from jetbench.hw.board import detect
     from jetbench.hw.fs import Root
-    from jetbench.hw.power.spec import open_sources
-    from jetbench.power.sampler_process import ProcessSampler
+    from jetbench.hw.meters.registry import open_sources
+    from jetbench.sampling.sampler_process import ProcessSampler
 
     root = Root(sys.argv[1])
     board = detect(root)
@@ -320,7 +320,7 @@ def test_measure_says_so_when_its_sampler_is_killed(tmp_path):
         while not (tmp_path / "inference.mark").exists():
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        (child,) = _children(proc.pid, "jetbench.power.sampler_child")
+        (child,) = _children(proc.pid, "jetbench.sampling.sampler_child")
         time.sleep(0.5)
         os.kill(child, signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from jetbench.cli.main import app
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
-from jetbench.hw.power.ina3221 import Ina3221Source
+from jetbench.hw.meters.ina3221 import Ina3221Source
 from jetbench.sim.kernel import SimKernel
 
 from conftest import SIM_BOARDS, make_board

@@ -141,7 +141,7 @@ def test_kill9_mid_replace_leaves_a_temporary_that_restore_cleans(tmp_path):
     base = make_board(tmp_path, "tx1")
     code = (
         "import os, signal, sys\n"
-        "import jetbench.tuning.journal as j\n"
+        "import jetbench.ownership.journal as j\n"
         "real = os.replace\n"
         "def stop_then_replace(*a, **k):\n"
         "    os.kill(os.getpid(), signal.SIGSTOP)\n"
@@ -168,7 +168,7 @@ def test_kill9_mid_replace_leaves_a_temporary_that_restore_cleans(tmp_path):
 
 
 def test_group_writable_state_dir_only_for_the_jetbench_group(tmp_path, monkeypatch):
-    from jetbench.tuning import statedir
+    from jetbench.ownership import statedir
 
     base = make_board(tmp_path, "tx1")
     os.chmod(base / STATE, 0o2775)
@@ -345,7 +345,7 @@ def test_measure_and_daemon_refuse_a_bad_journal(tmp_path):
 
 def test_a_journal_jetbench_writes_loads_on_every_board_with_the_fan(tmp_path):
     """Every knob a planner writes is in the knob table, so its journal validates."""
-    from jetbench.tuning import journal
+    from jetbench.ownership import journal
 
     from conftest import SIM_BOARDS
 

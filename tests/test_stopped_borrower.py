@@ -28,8 +28,8 @@ from conftest import REPO, diff, fuse_board, make_board, run_cli, snapshot
 #   inside-put-back  in the middle of the put-back: the lease file locked, the token checked
 _STOPPING_MEASURE = r"""
 import contextlib, os, signal, sys
-import jetbench.measure as measure
-import jetbench.tuning.lease as lease
+import jetbench.run.measure as measure
+import jetbench.ownership.lease as lease
 
 phase = os.environ["JB_STOP_AT"]
 real_writing = lease.Guard.writing

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from jetbench.hw.fs import Root
-from jetbench.hw.power.spec import open_sources
-from jetbench.power.source import SourceFault
+from jetbench.hw.meters.base import SourceFault
+from jetbench.hw.meters.registry import open_sources
 from jetbench.sim.meters import StreamSim
 
 from conftest import run_cli

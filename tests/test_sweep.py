@@ -6,9 +6,9 @@ from test_measure_e2e import quick, tiny  # noqa: F401 - the fixture
 
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
-from jetbench.measure import MeasureRequest
 from jetbench.report.io import load_results
-from jetbench.sweep import expand_freqs, summarize, sweep
+from jetbench.run.measure import MeasureRequest
+from jetbench.run.sweep import expand_freqs, summarize, sweep
 
 from conftest import make_board
 

@@ -8,8 +8,8 @@ from test_measure_e2e import quick
 
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
-from jetbench.measure import measure
-from jetbench.sweep import summarize, sweep
+from jetbench.run.measure import measure
+from jetbench.run.sweep import summarize, sweep
 
 from conftest import make_board
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from jetbench.workload.portable import set_fp32_math, tf32_unavailable_reason
+from jetbench.workload.device_facts import set_fp32_math, tf32_unavailable_reason
 from jetbench.workload.precision import PrecisionUnavailable, apply_precision, parse_precisions
 
 

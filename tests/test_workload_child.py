@@ -14,7 +14,7 @@ import pytest
 
 from jetbench.errors import HardwareError, OutOfMemory, UsageError
 from jetbench.hw.fs import Root
-from jetbench.measure import MeasureRequest, measure
+from jetbench.run.measure import MeasureRequest, measure
 from jetbench.workload import child
 from jetbench.workload.child import ChildWorkload, run_in_child
 from jetbench.workload.precision import PrecisionUnavailable

@@ -8,23 +8,12 @@ from typing import Iterator, List
 import pytest
 
 from jetbench.errors import OutOfMemory, UsageError
+from jetbench.run.timing import TimeRequest, TimeRow, parse_batches, precision_advice, time_models
 from jetbench.workload import loop
 from jetbench.workload.macs import ModelCost
 from jetbench.workload.runner import run_timed
-from jetbench.workload.session import (
-    TimeRequest,
-    TimeRow,
-    parse_batches,
-    precision_advice,
-    time_models,
-)
 from jetbench.workload.stats import coefficient_of_variation, is_stable, latency_stats, percentile
-from jetbench.workload.workload import (
-    RunOptions,
-    Workload,
-    build_workload,
-    oom_guard,
-)
+from jetbench.workload.workload import RunOptions, Workload, build_workload, oom_guard
 
 torch = pytest.importorskip("torch")
 

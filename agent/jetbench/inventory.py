@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
-from .hw.clocks.common import ClockReading
 from .hw.clocks.cpu import read_cores
 from .hw.clocks.fan import read_pwm
 from .hw.clocks.gpu import gpu_load_pct
+from .hw.clocks.types import ClockReading
 from .hw.fs import Root
 from .hw.nvpmodel import mode_doc
 from .hw.thermal import read_temperatures_c
-from .tuning import journal
+from .ownership import journal
 from .tuning.apply import read_clocks
 
 
@@ -75,13 +75,13 @@ def cpu_clusters(board: Board, readings: Sequence[ClockReading],
 def nvml_gpus_doc(board: Board) -> List[Dict[str, Any]]:
     """The discrete GPUs NVML controls: tables, and the power limit now and its bounds."""
     from .errors import HardwareError
-    from .hw import nvml_clocks
+    from .hw import nvml
 
     out = []
     for g in board.nvml_gpus:
         try:
-            limit: Optional[int] = int(nvml_clocks.read_setting(
-                nvml_clocks.key(g.bus_id, nvml_clocks.POWER_LIMIT)))
+            limit: Optional[int] = int(nvml.read_setting(
+                nvml.key(g.bus_id, nvml.POWER_LIMIT)))
         except HardwareError:
             limit = None
         out.append({"bus_id": g.bus_id, "name": g.name, "control": "nvml",

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
-from .hw.clocks.common import ClockReading
 from .hw.clocks.gpu import gpu_load_pct
+from .hw.clocks.types import ClockReading
 from .hw.fs import Root
+from .hw.meters.base import KIND_ENERGY, Channel, PowerSource, Total
 from .hw.nvpmodel import mode_doc
 from .hw.thermal import read_temperatures_c
-from .power.source import KIND_ENERGY, Channel, PowerSource, Total
 from .tuning.apply import read_clocks
 
 
@@ -86,7 +86,7 @@ class Monitor:
     def _accuracies(self) -> Dict[str, Any]:
         """The sensors' published limits, read once (shunt resistors, bus voltages)."""
         if not self.accuracies:
-            from .hw.power.accuracy import channel_accuracies
+            from .hw.meters.accuracy import channel_accuracies
 
             self.accuracies = channel_accuracies(self.root, self.sources, self.board.family)
         return self.accuracies

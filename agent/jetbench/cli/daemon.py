@@ -8,10 +8,10 @@ from typing import Optional
 
 import typer
 
+from ..ownership.wire import DEFAULT_SOCKET
 from .common import beyond_power_mode_option, open_root, print_json
 
 _SOCKET_HELP = "The control socket."
-_DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
 
 
 def daemon(
@@ -19,7 +19,7 @@ def daemon(
     profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Profile to hold: a "
                                           "name (see `jetbench profiles`) or a TOML file. "
                                           "None: monitor only."),
-    socket: Path = typer.Option(_DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Serve Prometheus metrics "
                                           "on HOST:PORT, e.g. 127.0.0.1:9101."),
     interval: str = typer.Option("5s", "--interval", help="How often the clocks are read "
@@ -50,12 +50,12 @@ def daemon(
 
 
 def status(
-    socket: Path = typer.Option(_DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the daemon's status document."),
 ) -> None:
     """Ask the running daemon: what it holds, clocks, temperatures, power, re-pins."""
-    from ..daemon.client import request
     from ..errors import HardwareError
+    from ..ownership.client import request
     from .render import kv
 
     reply = request(socket, "status")

@@ -16,9 +16,9 @@ def info(
         None, "--meter", "-m", help="Also list these power sources (repeatable; see `monitor`)."),
 ) -> None:
     """Board, L4T release, clock domains, power rails and sources, temperatures, current state."""
-    from ..hw.power.spec import open_sources
+    from ..hw.meters.registry import open_sources
     from ..inventory import describe
-    from ..session import open_board
+    from ..open_board import open_board
     from .render import info_tables
 
     root = open_root(ctx)

@@ -12,13 +12,7 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from ..interrupts import InterruptLatch
-from .common import (
-    WORKLOAD_PYTHON,
-    beyond_power_mode_option,
-    console,
-    open_root,
-    print_json,
-)
+from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .render import print_table
 
 _PROGRESS_AFTER_S = 1.0
@@ -35,12 +29,12 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
              out: Path, device: str, input_shape: Optional[str], resume: bool = False,
              idle_unpinned: bool = False, provider: Optional[str] = None,
              beyond_power_mode: bool = False) -> Any:
-    from ..measure import MeasureRequest
+    from ..run.measure import MeasureRequest
+    from ..run.timing import parse_batches
     from ..units import parse_duration_s
-    from ..workload.kinds import parse_shape_option
+    from ..workload.model_arg import parse_shape_option
     from ..workload.precision import parse_precisions
     from ..workload.registry import check_model_names
-    from ..workload.session import parse_batches
 
     check_model_names(_split(model))  # a misspelt name: at once, before torch loads
     batches = parse_batches(batch)
@@ -241,7 +235,7 @@ def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: A
     """None for a plain run; this process's RankEnv when it is one rank of a multi-device job
     (under torchrun, or started by --devices). With --devices and no job yet, start the ranks
     here (each runs this same command) and exit with rank 0's status."""
-    from ..distributed.spec import check_gpu_count, parse_devices, rank_env
+    from ..distributed.devices import check_gpu_count, parse_devices, rank_env
     from ..errors import UsageError
 
     env = rank_env()
@@ -284,7 +278,7 @@ def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scal
                 run: Any) -> Any:
     """This rank's part; rank 0's report (None on the others). An error that follows a
     Ctrl-C (a peer gone because it was interrupted too) is the interrupt."""
-    from ..distributed.session import run_as_rank
+    from ..distributed.rank_run import run_as_rank
     from ..errors import JetbenchError
 
     try:
@@ -380,7 +374,7 @@ def measure(
     its raw power trace per configuration, print the whitepaper-style table. With --cmd, any
     command is the workload (the window is its run, or trtexec's timed queries; --duration the
     shortest window accepted)."""
-    from ..measure import measure as run
+    from ..run.measure import measure as run
 
     request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
@@ -430,8 +424,8 @@ def sweep(
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
     the command is run once per clock."""
-    from ..sweep import summarize
-    from ..sweep import sweep as run
+    from ..run.sweep import summarize
+    from ..run.sweep import sweep as run
 
     request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
                        iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
@@ -544,8 +538,8 @@ def demo(
     """The README's first command: a simulated TX1 at the whitepaper's 690 MHz, AlexNet FP32
     and FP16 at batch 1 with its rails; prints the table (SIMULATED) and plots the traces.
     No hardware, no root; short runs (about a minute on a 2-core machine)."""
-    from ..demo import run_demo
     from ..report import tables
+    from ..run.demo import run_demo
 
     t0 = time.monotonic()
     con = console()

@@ -31,10 +31,10 @@ def monitor(
 ) -> None:
     """Live rails (W), module total, clocks and temperatures: tegrastats, made readable."""
     from ..errors import UsageError
-    from ..hw.power.spec import open_sources
+    from ..hw.meters.registry import open_sources
     from ..monitor import CsvLog, Monitor
-    from ..power.sampler_process import ProcessSampler
-    from ..session import open_board
+    from ..open_board import open_board
+    from ..sampling.sampler_process import ProcessSampler
     from ..units import parse_duration_s
     from .render import monitor_table
 

@@ -73,9 +73,9 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
            wait: Optional[str] = None, daemon_request: Optional[Dict[str, Any]] = None
            ) -> None:
     from ..errors import UsageError
-    from ..session import open_board
+    from ..open_board import open_board
+    from ..ownership.owner import own_board
     from ..tuning.apply import apply_profile
-    from ..tuning.owner import own_board
 
     root = open_root(ctx)
     if dry_run:  # reads only: never takes the board
@@ -174,7 +174,7 @@ def apply(
     """Pin a named or file profile. It is validated whole before anything is written ("max"
     and every clock within the active power mode's caps, unless --beyond-power-mode). While
     the jetbench daemon holds the board, the daemon pins it (named profiles only)."""
-    from ..daemon.protocol import PROFILE_NAME
+    from ..ownership.wire import PROFILE_NAME
     from ..tuning.profile import load_profile
 
     loaded = dataclasses.replace(load_profile(profile, open_root(ctx).base),
@@ -195,9 +195,9 @@ def restore(
     """Put back every value maxperf/apply/measure changed (from the state journal). While the
     jetbench daemon holds the board, the daemon restores it and stops holding its profile
     (until `jetbench apply NAME`, or a restart of the service)."""
-    from ..session import open_board
-    from ..tuning.journal import restore as restore_journal
-    from ..tuning.owner import own_board
+    from ..open_board import open_board
+    from ..ownership.journal import restore as restore_journal
+    from ..ownership.owner import own_board
 
     root = open_root(ctx)
     with own_board(root, "restore", wait_seconds(wait)) as broker:
@@ -248,7 +248,7 @@ def _print_moved(moved: List[str], changed: List[str]) -> None:
 
 
 def _discard(root) -> None:
-    from ..tuning.journal import discard
+    from ..ownership.journal import discard
 
     moved = discard(root)
     if moved is None:

@@ -66,11 +66,11 @@ def time_cmd(
 ) -> None:
     """Time networks like `caffe time`, done right: warm-up until stable, then timed iterations
     until both --iterations and --duration are met; img/s, latency percentiles, CV, GFLOP/s."""
+    from ..run.timing import TimeRequest, parse_batches, parse_bytes, time_models
     from ..units import parse_duration_s
-    from ..workload.kinds import parse_shape_option
+    from ..workload.model_arg import parse_shape_option
     from ..workload.precision import parse_precisions
     from ..workload.registry import check_model_names
-    from ..workload.session import TimeRequest, parse_batches, parse_bytes, time_models
     from ..workload.workload import RunOptions
 
     check_model_names(m.strip() for m in model.split(",") if m.strip())  # before torch loads

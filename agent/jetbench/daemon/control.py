@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import HardwareError, JetbenchError, UsageError
-from .protocol import (
+from ..ownership.wire import (
     BAD_REQUEST,
     BUSY,
     FAILED,

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from ..errors import HardwareError, PermissionDenied, UsageError
-from ..tuning.lock import LOCK_FILE_MODE, LOCK_PATH
-from ..tuning.statedir import STATE_DIR as _STATE_DIR
+from ..ownership.lock import LOCK_FILE_MODE, LOCK_PATH
+from ..ownership.statedir import STATE_DIR as _STATE_DIR
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 UNIT_NAME = "jetbench.service"
@@ -35,7 +35,7 @@ RULES_DEST = "etc/udev/rules.d"
 DEFAULTS_DEST = "etc/default/jetbench"
 TMPFILES_DEST = "etc/tmpfiles.d/jetbench.conf"
 # The state directory: root:jetbench, setgid so the journal and lock stay in the group, group
-# writable so members of the group run apply/measure without sudo (tuning/statedir.py checks it).
+# writable so members of the group run apply/measure without sudo (ownership/statedir.py checks it).
 STATE_DIR = _STATE_DIR.lstrip("/")
 STATE_DIR_MODE = 0o2775
 # ProtectHome=yes hides these: a jetbench installed in a home directory needs them readable.

@@ -11,13 +11,13 @@ as "below its pin, cause unknown", and only once the clocks had time to settle a
 half of $WATCHDOG_USEC while the loop is healthy. SIGTERM/SIGINT: restore the journal (the
 state before the daemon pinned), exit 0. SIGHUP: re-read the profile and pin it.
 
-The daemon owns the board for its whole life (the board lock, `tuning/lock.py`, naming its
+The daemon owns the board for its whole life (the board lock, `ownership/lock.py`, naming its
 control socket) and is the broker: `apply`, `restore` and `maxperf` from the CLI arrive as
 requests, and `measure`/`sweep` borrow the board with a lease (`{"cmd": "lease"}`): no re-pin,
 no simulated kernel of its own, no write at all until the lease's connection closes; then what
 the borrower left changed (a killed one) is restored from the journal and the daemon's profile
 is pinned again. Before the daemon writes after a lease, it revokes the lease's token
-(`tuning/lease.py`): a borrower that was stopped meanwhile writes nothing when it resumes.
+(`ownership/lease.py`): a borrower that was stopped meanwhile writes nothing when it resumes.
 Inside the process, one lock guards the board: the loop and the socket's thread never write at
 once.
 """
@@ -40,26 +40,26 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import knob_io, thermal
 from ..hw.board import Board, detect
-from ..hw.clocks.common import ClockReading, Step, apply_step
+from ..hw.clocks.steps import apply_step
+from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
 from ..hw.thermal import read_temperatures_c
-from ..power.energy_totals import EnergyTotals
-from ..session import served_kernel
-from ..tuning import journal
-from ..tuning import lease as lease_file
+from ..open_board import served_kernel
+from ..ownership import journal
+from ..ownership import lease as lease_file
+from ..ownership.lock import BoardLock, Holder
+from ..ownership.wire import BUSY, DEFAULT_SOCKET, REVOKED, Request
+from ..run.validity import ACTIVITY_COUNTER_SOCS
+from ..sampling.energy_totals import EnergyTotals
 from ..tuning.apply import apply_profile, build_plan, read_clocks
-from ..tuning.lock import BoardLock, Holder
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
-from ..validity import ACTIVITY_COUNTER_SOCS
 from .control import FDS, HOLD, Peer
 from .notify import Notifier, watchdog_period_s
-from .protocol import BUSY, Request
 
 log = logging.getLogger("jetbench.daemon")
 
-DEFAULT_SOCKET = Path("/run/jetbench/jetbench.sock")
 DEFAULT_INTERVAL_S = 5.0
 SIM_KERNEL_INTERVAL_S = 0.02  # the simulated kernel beside the daemon (simulated boards only)
 UNHEALTHY_AFTER = 3  # consecutive failed checks: stop feeding the watchdog, let systemd restart
@@ -79,7 +79,7 @@ class Lease:
     uid: int
     who: str
     since: str
-    token: str = ""  # tuning/lease.py: the borrower writes only while the file holds it
+    token: str = ""  # ownership/lease.py: the borrower writes only while the file holds it
 
     def doc(self) -> Dict[str, Any]:
         return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
@@ -263,7 +263,7 @@ class Daemon:
         self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
 
     def _open_sources(self, board: Board) -> None:
-        from ..hw.power.spec import auto_sources
+        from ..hw.meters.registry import auto_sources
 
         try:
             sources = auto_sources(self.root, board.rails, board.total_rail)
@@ -369,7 +369,7 @@ class Daemon:
         log.info("taking the board back from %s (pid %d): waiting up to %.0f s for it to put "
                  "its clocks back", lease.who, lease.pid, timeout_s)
         if self._control is not None:
-            self._control.send_event(lease.conn, {"ok": True, "event": "revoked",
+            self._control.send_event(lease.conn, {"ok": True, "event": REVOKED,
                                                   "message": "the daemon is stopping"})
         self.notifier.send(STATUS=f"stopping: waiting for {lease.who} (pid {lease.pid})")
         end = time.monotonic() + timeout_s
@@ -689,7 +689,7 @@ class Daemon:
                 self.check()
                 return {"ok": True, "profile": profile.name, "pinned": True,
                         "summary": self.summary()}
-        raise UsageError(f"unknown command {request.cmd!r}")  # protocol.py lets none through
+        raise UsageError(f"unknown command {request.cmd!r}")  # wire.py lets none through
 
     # -- leases ------------------------------------------------------------------------------
     def _lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:

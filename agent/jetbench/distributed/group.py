@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import RankLost
-from .spec import DeviceSpec, RankEnv, cpu_share, rank_device
+from .devices import DeviceSpec, RankEnv, cpu_share, rank_device
 from .teardown import joined
 
 # A rank waits this long for its peers at a collective (rank 0's pinning, a --scaling

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..workload.stats import coefficient_of_variation, latency_stats
-from .spec import describe_devices
+from .devices import describe_devices
 
-NVML_SOURCE = "nvml"  # hw/power/nvml.py names GPU i's source nvml (i = 0) or nvml<i>
+NVML_SOURCE = "nvml"  # hw/meters/nvml.py names GPU i's source nvml (i = 0) or nvml<i>
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .fs import Root
-from .nvml_clocks import NvmlGpu
-from .nvml_clocks import detect as detect_nvml_gpus
+from .meters.sensors import FAMILIES as SENSOR_FAMILIES
+from .meters.sensors import MODULE_INPUT_NAMES, SensorFamily, point_for
+from .nvml import NvmlGpu
+from .nvml import detect as detect_nvml_gpus
 from .nvpmodel import PowerMode, read_power_mode
-from .power.sensors import FAMILIES as SENSOR_FAMILIES
-from .power.sensors import MODULE_INPUT_NAMES, SensorFamily, point_for
 
 SIM_MARKER = "/etc/jetbench/simulated.json"
 
@@ -151,7 +151,7 @@ class ThermalZone:
 @dataclass(frozen=True)
 class Rail:
     """One power-sensor channel (INA3221, INA238). Reading it is the power sources' job; this
-    only says where it is. Its files and units are its sensor family's (hw/power/sensors.py)."""
+    only says where it is. Its files and units are its sensor family's (hw/meters/sensors.py)."""
 
     name: str
     device: str  # iio:deviceK dir (iio) or hwmon/hwmonK dir (hwmon)
@@ -178,7 +178,7 @@ class Board:
     total_rail: Optional[str]  # None with rails present = the sum of connected channels
     notes: Tuple[str, ...] = field(default=())
     power_mode: Optional[PowerMode] = None  # nvpmodel's current mode, read at detection
-    # Discrete NVIDIA GPUs of a generic host, controlled through NVML (hw/nvml_clocks.py).
+    # Discrete NVIDIA GPUs of a generic host, controlled through NVML (hw/nvml.py).
     nvml_gpus: Tuple[NvmlGpu, ...] = ()
 
     @property

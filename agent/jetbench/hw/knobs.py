@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from . import nvml_clocks
+from . import nvml
 from .board import Board
 from .clocks import cpu, emc, gpu
 from .fs import Root
@@ -37,7 +37,7 @@ def read_applied(root: Root, board: Board) -> List[Dict[str, Any]]:
         override = root.read_int(info.rate, default=None) if r.locked else None
         out.append(_doc(r, override, override, override))
     # NVML cannot read a lock back: the supported range and the running clock only (observed).
-    for r in nvml_clocks.read_clocks(board.nvml_gpus):
+    for r in nvml.read_clocks(board.nvml_gpus):
         out.append(_doc(r, None, None, None))
     return out
 

@@ -118,3 +118,12 @@ def write_setting(root: Root, path: str, value: str) -> None:
             + (f": {said[-1][:200]}" if said else "") + ")",
             path=path, hint="run with sudo: stopping and starting services needs root")
 
+
+
+# The knob backend (hw/knob_io.py): a service's state read and set like a file.
+read_knob = read_setting
+write_knob = write_setting
+
+
+def readable(path: str) -> bool:
+    return True  # a service's state reads back

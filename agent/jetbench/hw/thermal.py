@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 from .board import Board
-from .clocks.common import ClockReading
+from .clocks.types import ClockReading
 from .fs import Root
 
 THROTTLING_TRIPS = ("passive", "hot", "critical")

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
-from ..hw import nvml_clocks
+from ..hw import nvml
 from ..hw.board import Board
 from ..hw.clocks import cpu, emc, fan, gpu, nvml_gpu
-from ..hw.clocks.common import ClockReading, Step, apply_step, write_if_changed
+from ..hw.clocks.steps import apply_step, write_if_changed
+from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
-from . import journal
+from ..ownership import journal
 from .profile import Profile
 from .targets import Targets, resolve
 
@@ -47,7 +48,7 @@ def pin_notes(board: Board, targets: Targets, applied: Sequence[ClockReading]) -
 
 def read_clocks(root: Root, board: Board) -> Tuple[ClockReading, ...]:
     return tuple(cpu.read(root, board) + gpu.read(root, board) + emc.read(root, board)
-                 + nvml_clocks.read_clocks(board.nvml_gpus))
+                 + nvml.read_clocks(board.nvml_gpus))
 
 
 def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = False) -> ApplyResult:

@@ -8,10 +8,10 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError, PowerModeCap, ProfileError
 from ..hw.board import Board
-from ..hw.clocks.common import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
+from ..hw.clocks.types import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
 from ..hw.fs import Root
 from ..hw.mode_caps import ModeCaps, cpu_online_file, read_mode_caps
-from ..hw.nvml_clocks import NvmlGpu
+from ..hw.nvml import NvmlGpu
 from ..units import MAX, MIN, FreqSpec, format_hz, resolve_freq
 from .profile import FreqRange, Profile
 
@@ -152,7 +152,7 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
 def mode_caps_now(root: Root, board: Board) -> Optional[ModeCaps]:
     """The active mode's caps as the mode set them: the journal's originals win over values
     jetbench itself wrote since."""
-    from . import journal
+    from ..ownership import journal
 
     if board.power_mode is None:  # no nvpmodel (read at detection): no caps, no journal read
         return None

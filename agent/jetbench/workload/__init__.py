@@ -6,5 +6,5 @@ The API the measure orchestrator uses:
     from jetbench.workload.workload import build_workload, RunOptions
     from jetbench.workload.runner import run_timed, TimingResult
 
-`jetbench time` as one call: `jetbench.workload.session.time_models(TimeRequest(...))`.
+`jetbench time` as one call: `jetbench.run.timing.time_models(TimeRequest(...))`.
 """

@@ -3,7 +3,7 @@
 clocks and the power window (`--workload-python`, parent side in child.py).
 
 Run as a script: `PYTHON child_runner.py PROTOCOL_FD PARENT_PID`. It loads only this package's
-3.6-clean modules (jetbench/__init__.py, workload/__init__.py, loop.py, portable.py and the
+3.6-clean modules (jetbench/__init__.py, workload/__init__.py, loop.py, device_facts.py and the
 network definitions in models/), by file location, so nothing else of the parent's environment
 is put on this interpreter's path. Keep this file to Python 3.6 syntax (no dataclasses, no
 walrus, no `from __future__ import annotations`): tests/test_workload_child.py runs vermin.
@@ -31,7 +31,7 @@ from typing import Any, Dict, Optional
 
 PACKAGE = "jetbench"
 # What the child imports from the package: the vermin test checks exactly these (and models/).
-PORTABLE_MODULES = ("jetbench.workload.loop", "jetbench.workload.portable")
+PORTABLE_MODULES = ("jetbench.workload.loop", "jetbench.workload.device_facts")
 
 
 class ChildFailure(Exception):

@@ -407,7 +407,7 @@ def command_window(timing: CommandTiming, sampler: Any, whole_run: Any) -> Any:
     whole run (`whole_run`, closed when it exited; its traces reach past the span's end)."""
     if timing.span_s is None or sampler is None or whole_run is None:
         return whole_run
-    from ..power.window import compute_window
+    from ..sampling.window import compute_window
 
     start, end = timing.span_s
     return compute_window(sampler.traces(), start, end, min_periods=sampler.min_periods,

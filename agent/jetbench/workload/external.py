@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import UsageError
-from .kinds import ONNX, TENSORRT, InputShape, check_model_file, model_kind
+from .model_arg import ONNX, TENSORRT, InputShape, check_model_file, model_kind
 from .workload import INPUT_MODES, RunOptions, Workload
 
 # RunOptions that only mean something to PyTorch, with what they are called on the command line

@@ -13,7 +13,7 @@ import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
-from .kinds import InputShape, resolve_shapes
+from .model_arg import InputShape, resolve_shapes
 from .onnx_providers import (
     CUDA_EP,
     TENSORRT_EP,

@@ -8,11 +8,7 @@ import warnings
 from typing import Any, List, Optional, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
-from .portable import (  # noqa: F401 - shared with the child
-    bf16_unavailable_reason,
-    is_cuda,
-    tf32_unavailable_reason,
-)
+from .device_facts import bf16_unavailable_reason, is_cuda, tf32_unavailable_reason
 
 # fp32 is IEEE fp32 (TF32 off); tf32 is fp32 tensors with TF32 tensor-core math (Ampere+).
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")

@@ -96,7 +96,7 @@ def check_model_names(names: Any) -> None:
     a misspelt name is refused at once, with a suggestion, before torch is imported; an ONNX
     model or TensorRT engine that is not there, too."""
     from .custom import looks_custom
-    from .kinds import PYTORCH, check_model_file, model_kind
+    from .model_arg import PYTORCH, check_model_file, model_kind
 
     for name in names:
         if model_kind(name) != PYTORCH:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
-from .kinds import InputShape, resolve_shapes
+from .model_arg import InputShape, resolve_shapes
 from .workload import CONSTANT_INPUT, RunOptions, Workload
 
 INSTALL_HINT = ("TensorRT engines need TensorRT's Python package and a CUDA build of PyTorch: "

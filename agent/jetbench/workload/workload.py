@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import OutOfMemory, UsageError
-from . import portable
+from . import device_facts as portable
 from ._torch import import_torch
-from .kinds import InputShape
+from .device_facts import CONSTANT_INPUT, INPUT_MODES, cuda_index, is_cuda  # noqa: F401
+from .device_facts import make_input as _make_input
 from .macs import ModelCost, builtin_cost, macs_or_none
-from .portable import CONSTANT_INPUT, INPUT_MODES, cuda_index, is_cuda  # noqa: F401
-from .portable import make_input as _make_input
+from .model_arg import InputShape
 from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
 
 MODES = ("inference", "train")
@@ -127,7 +127,7 @@ def device_context(torch: Any, device: str) -> Any:
 def backend_settings(options: RunOptions, precision: str = "fp32") -> Iterator[None]:
     """Applies threads, cuDNN flags and fp32 math (IEEE for fp32, TF32 for tf32: PyTorch's own
     default lets cuDNN use TF32 for "fp32") for the duration, then puts the previous ones back."""
-    from .portable import set_fp32_math
+    from .device_facts import set_fp32_math
 
     torch = import_torch()
     saved = (torch.get_num_threads(), torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark,
@@ -146,7 +146,7 @@ def backend_settings(options: RunOptions, precision: str = "fp32") -> Iterator[N
 
 
 def _fp32_math_state(torch: Any) -> List[Tuple[Any, str, Any]]:
-    from .portable import fp32_math_knobs
+    from .device_facts import fp32_math_knobs
 
     return [(obj, name, getattr(obj, name)) for obj, name in fp32_math_knobs(torch)]
 
@@ -209,8 +209,8 @@ def build_workload(
     TensorRT), OutOfMemory (did not fit, or over `options.memory_limit_bytes`).
 
     An ONNX model (`*.onnx`) or a TensorRT engine (`*.engine`, `*.plan`) is built by its own
-    framework (workload/kinds.py); `input_shape` may then name inputs."""
-    from .kinds import PYTORCH, model_kind, torch_shape
+    framework (workload/model_arg.py); `input_shape` may then name inputs."""
+    from .model_arg import PYTORCH, model_kind, torch_shape
 
     options = options or RunOptions()
     if model_kind(model) != PYTORCH and module is None:

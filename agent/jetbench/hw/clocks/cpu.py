@@ -9,7 +9,8 @@ from typing import List, Tuple
 from ..board import Board, CpuPolicy
 from ..fs import Root
 from ..mode_caps import cpu_online_file
-from .common import ClockReading, CpuTarget, Step, Write, ordered_min_max, write_if_changed
+from .steps import ordered_min_max, write_if_changed
+from .types import ClockReading, CpuTarget, Step, Write
 
 
 def _cpus_label(cpus) -> str:

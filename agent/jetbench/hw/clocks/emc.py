@@ -10,7 +10,8 @@ from typing import List
 
 from ..board import Board
 from ..fs import Root
-from .common import ClockReading, EmcTarget, Step, Write, ordered_min_max, write_if_changed
+from .steps import ordered_min_max, write_if_changed
+from .types import ClockReading, EmcTarget, Step, Write
 
 
 def read(root: Root, board: Board) -> List[ClockReading]:

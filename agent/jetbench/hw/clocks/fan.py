@@ -12,7 +12,8 @@ from typing import List, Optional
 from .. import services
 from ..board import Board
 from ..fs import Root
-from .common import FanTarget, Step, Write, write_if_changed
+from .steps import write_if_changed
+from .types import FanTarget, Step, Write
 
 
 def read_pwm(root: Root, board: Board) -> Optional[int]:

@@ -10,7 +10,8 @@ from typing import List, Optional
 from ...units import format_hz
 from ..board import Board
 from ..fs import Root
-from .common import ClockReading, GpuTarget, Step, Write, ordered_min_max, write_if_changed
+from .steps import ordered_min_max, write_if_changed
+from .types import ClockReading, GpuTarget, Step, Write
 
 
 def read(root: Root, board: Board) -> List[ClockReading]:
@@ -156,7 +157,7 @@ def gpu_load_pct(root: Root, board: Board) -> Optional[float]:
         if load is not None:
             return load / 10.0
     if root.is_host:
-        from ..power.nvml import gpu_utilisation_pct
+        from ..nvml import gpu_utilisation_pct
 
         return gpu_utilisation_pct()
     return None

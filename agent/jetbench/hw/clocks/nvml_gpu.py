@@ -1,4 +1,4 @@
-"""Discrete GPUs through NVML (hw/nvml_clocks.py): per GPU, the power limit (a step of its own,
+"""Discrete GPUs through NVML (hw/nvml.py): per GPU, the power limit (a step of its own,
 read back like a file) then the locked memory and graphics clocks (one blind step: NVML cannot
 read a lock back, so it is written on every pin and reset on restore)."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from .. import nvml_clocks as nv
+from .. import nvml as nv
 from ..board import Board
-from .common import NvmlGpuTarget, Step, Write
+from .types import NvmlGpuTarget, Step, Write
 
 LOCK_HINT = ("NVML accepted the lock but the GPU may still run lower: power or thermal capping, "
              "or an application-clocks setting (`nvidia-smi -q -d PERFORMANCE` says which)")

@@ -1,0 +1,51 @@
+"""A measure/sweep run as one rank of a multi-device job: rank 0 runs the usual measure with
+a Leader (it alone owns the board), the other ranks follow it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, Optional
+
+from ..errors import RankLost
+from .devices import RankEnv, parse_devices
+
+
+def launcher_name() -> str:
+    """Who started the ranks: `jetbench measure --devices` marks its children; else torchrun."""
+    return "jetbench --devices" if os.environ.get("JETBENCH_LAUNCHER") else "torchrun"
+
+
+def run_as_rank(env: RankEnv, request: Any, devices: Optional[str], scaling: bool,
+                run: Callable[[Any, Any], Any], progress: Any = None) -> Optional[Any]:
+    """Join the job's process group and take this rank's part. `run(request, leader)` is the
+    measure (or sweep) call, made on rank 0 only; its report is returned there, None on the
+    other ranks (which print nothing: rank 0 speaks for the run)."""
+    from .group import RankGroup
+    from .messages import Leader, follow
+
+    spec = parse_devices(devices) if devices else None
+    group = RankGroup.open(env, request.device, spec)
+    together = False  # every rank got to the end: leave the group in step
+    try:
+        all_devices = group.gather(group.device)
+        request = dataclasses.replace(request, device=group.device)
+        if not env.leader:
+            follow(group, progress)
+            together = True
+            return None
+        leader = Leader(group, all_devices, scaling, launcher_name())
+        try:
+            report = run(request, leader)
+        except KeyboardInterrupt:
+            leader.broken = True  # the others may be mid-collective: they are stopped by signal
+            raise
+        except RankLost:
+            leader.broken = True
+            raise
+        finally:
+            leader.finish()
+            together = not leader.broken  # Stop was sent: the others wait in close() too
+        return report
+    finally:
+        group.close(together)

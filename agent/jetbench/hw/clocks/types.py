@@ -1,0 +1,80 @@
+"""The clock domains' shared types: a planned write, a step (one domain's writes), a reading of
+a domain as it is now, and each domain's target. Pure data, importing nothing of jetbench, so
+every hw module (the NVML vendor file among them) can name them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Write:
+    path: str
+    value: str
+    old: str  # the value read before planning (stripped), for display and rollback
+    verify: bool = True  # False where the kernel legitimately rounds (debugfs clock rates)
+
+
+@dataclass(frozen=True)
+class Step:
+    domain: str  # "cpu", "gpu", "emc", "fan", "write"
+    label: str  # "cpu policy0 (cpu0-3)"
+    writes: Tuple[Write, ...]
+    # What a write the kernel reads back differently most likely means on this domain.
+    readback_hint: str = "another agent (nvpmodel, a thermal cap) may be holding this clock"
+    # Its knobs cannot be read back (NVML clock locks): planned on every pin, so never taken
+    # for drift by the daemon.
+    blind: bool = False
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    """One clock domain's state as read now. Frequencies in Hz; None = not available."""
+
+    domain: str
+    name: str
+    governor: Optional[str]
+    min_hz: Optional[int]
+    max_hz: Optional[int]
+    cur_hz: Optional[int]
+    available_hz: Tuple[int, ...] = field(default=())
+    locked: Optional[bool] = None  # EMC/GPU override on
+
+
+@dataclass(frozen=True)
+class CpuTarget:
+    governor: Optional[str] = None
+    # (policy path, min Hz, max Hz): clusters may have different tables.
+    policy_hz: Tuple[Tuple[str, Optional[int], Optional[int]], ...] = ()
+    setspeed: bool = False  # pinned under userspace: scaling_setspeed := max
+    online: Optional[bool] = None
+    idle: Optional[bool] = None  # False = disable deep idle states
+    keep_offline: Tuple[str, ...] = ()  # cpuN/online files the power mode set to 0: left alone
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    min_hz: Optional[int] = None
+    max_hz: Optional[int] = None
+    railgate: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class EmcTarget:
+    freq_hz: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class NvmlGpuTarget:
+    """One discrete GPU's NVML settings; None leaves a setting alone. Clocks in Hz."""
+
+    bus_id: str
+    graphics_hz: Optional[Tuple[int, int]] = None  # locked (min, max)
+    memory_hz: Optional[Tuple[int, int]] = None
+    power_limit_mw: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class FanTarget:
+    pwm: Optional[int] = None

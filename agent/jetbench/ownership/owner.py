@@ -1,0 +1,124 @@
+"""Who carries out a change to the board: this process under the board lock, or the daemon that
+holds it (the broker), over its control socket. DESIGN.md, "One owner of the board".
+
+    with own_board(root, "apply nano-614mhz", wait_s) as broker:
+        if broker is None: ...write it here (the lock is ours)...
+        else: broker.request("apply", profile="nano-614mhz")
+
+    with borrow_board(root, "measure", wait_s) as guard:  # the lock, or the daemon's lease
+        with guard.writing(): ...pin...
+        ...measure...
+        with guard.writing(): ...put back...   # LeaseRevoked once the daemon took it back
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional
+
+from ..errors import JetbenchError, PermissionDenied
+from ..hw.fs import Root
+from .client import LeaseRefused, error_from_reply, open_lease, request
+from .lease import Guard
+from .lock import _POLL_S, BoardBusy, BoardLock, Holder
+from .wire import BUSY, SERVICE
+
+
+@dataclass(frozen=True)
+class Broker:
+    """The daemon holding the board, reached through the control socket it named."""
+
+    holder: Holder
+    lock_path: str
+    command: str  # what the user ran, for the messages
+    deadline: float = 0.0  # monotonic: until when a "busy" daemon (board lent) is asked again
+
+    @property
+    def socket_path(self) -> Path:
+        assert self.holder.socket is not None
+        return Path(self.holder.socket)
+
+    def unreachable(self, why: str) -> BoardBusy:
+        return BoardBusy(self.holder, self.lock_path, hint=(
+            f"the jetbench daemon ({SERVICE}) holds the board, and `jetbench {self.command}` "
+            f"goes through its control socket {self.socket_path}, which {why}: run it with "
+            "sudo, or join the jetbench group (sudo usermod -aG jetbench $USER, then log in "
+            "again); or stop the daemon first: sudo systemctl stop jetbench"))
+
+    def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
+        """One request; a refusal becomes the error the daemon raised (same exit code)."""
+        while True:
+            try:
+                # Generous: the daemon writes the board before it answers.
+                reply = request(self.socket_path, cmd, timeout_s=60.0, **fields)
+            except PermissionDenied:
+                raise self.unreachable("is not open to you") from None
+            except JetbenchError as err:
+                raise self.unreachable(f"does not answer ({err.message})") from None
+            if reply.get("ok"):
+                return reply
+            if reply.get("error") != BUSY or time.monotonic() >= self.deadline:
+                raise error_from_reply(reply)
+            time.sleep(_POLL_S * 4)
+
+
+def _deadline(wait_s: Optional[float]) -> float:
+    return float("inf") if wait_s is None else time.monotonic() + wait_s
+
+
+@contextmanager
+def own_board(root: Root, command: str,
+              wait_s: Optional[float] = 0.0) -> Iterator[Optional[Broker]]:
+    """Yields None while this process holds the board lock; a Broker when a daemon holds the
+    board (it carries the change out). Another holder: BoardBusy at once, or after `wait_s`
+    (None: wait for ever)."""
+    lock = BoardLock(root, command)
+    end = _deadline(wait_s)
+    while True:
+        holder = lock.try_acquire()
+        if holder is None:
+            try:
+                yield None
+            finally:
+                lock.release()
+            return
+        if holder.is_daemon and holder.socket and holder.alive:
+            yield Broker(holder, lock.path, command, end)
+            return
+        if time.monotonic() >= end:
+            raise BoardBusy(holder, lock.path)
+        time.sleep(_POLL_S)
+
+
+@contextmanager
+def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Iterator[Guard]:
+    """The board for a measurement: the board lock, or a lease from the daemon that holds it
+    (it stops re-pinning until the lease's connection closes, then pins its profile again).
+    A lease already lent to someone else counts as busy (`wait_s` applies). Yields the guard
+    every batch of writes goes through (ownership/lease.py): under a lease, it refuses to write
+    once the daemon has taken the board back."""
+    end = _deadline(wait_s)
+    while True:
+        with own_board(root, command, wait_s=max(0.0, end - time.monotonic())
+                       if end != float("inf") else None) as broker:
+            if broker is None:
+                yield Guard(root, None)
+                return
+            try:
+                lease = open_lease(broker.socket_path, command)
+            except PermissionDenied:
+                raise broker.unreachable("is not open to you") from None
+            except LeaseRefused as refused:
+                if time.monotonic() >= end:
+                    raise BoardBusy(broker.holder, broker.lock_path,
+                                    hint=f"{refused}; pass --wait [SECONDS] to queue") from None
+            except JetbenchError as err:
+                raise broker.unreachable(f"does not answer ({err.message})") from None
+            else:
+                with lease:
+                    yield Guard(root, lease.token)
+                return
+        time.sleep(_POLL_S)

@@ -1,0 +1,170 @@
+"""`jetbench sweep`: `measure` over many GPU clocks (x batch x precision), each point written as
+it completes, so an interrupted sweep resumes where it stopped (`resume=True` skips points whose
+result file exists: the JSON is written last and atomically, so its presence means "done").
+Out-of-memory points are recorded (status "oom") and skipped; any other failure of one point
+(a network error, a Tegra allocation assert, a meter read error) is recorded as status "failed"
+with its message, and the sweep goes on.
+
+    --freq 307MHz..998MHz   every table entry in the range
+    --freq all              every table entry
+    --freq 614MHz,691MHz    a list (each resolved to the nearest entry)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..errors import UsageError
+from ..hw.fs import Root
+from ..report import schema
+from ..report.work_units import efficiency_label, rate_label
+from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
+from .measure import MeasureReport, MeasureRequest, Progress, measure
+
+
+def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
+    """'307MHz..998MHz' / 'all' / '614MHz,max' -> table entries in Hz, ascending, unique."""
+    word = text.strip().lower()
+    if not table:
+        raise UsageError("this board lists no GPU frequency table to sweep",
+                         hint="give explicit frequencies, e.g. --freq 614MHz,691MHz")
+    ordered = sorted(set(table))
+    if word == "all":
+        return ordered
+    if ".." in word:
+        lo_text, _, hi_text = word.partition("..")
+        lo, hi = (_bound(lo_text, ordered), _bound(hi_text, ordered))
+        if lo > hi:
+            raise UsageError(f"empty frequency range: {text!r} (low end above the high end)")
+        picked = [f for f in ordered if lo <= f <= hi]
+        if not picked:
+            raise UsageError(f"no table entry in {text!r}",
+                             hint=f"this GPU's table: {format_hz(ordered[0])} .. "
+                                  f"{format_hz(ordered[-1])}")
+        return picked
+    out = {resolve_freq(parse_freq(part), ordered) for part in word.split(",") if part.strip()}
+    if not out:
+        raise UsageError(f"no frequency in {text!r}", hint="use e.g. 307MHz..998MHz or all")
+    return sorted(out)
+
+
+def _within_mode(root: Root, board: Any, request: MeasureRequest, text: str,
+                 table: Sequence[int]) -> Sequence[int]:
+    """The GPU table a sweep may visit: under a power mode's GPU cap (no --beyond-power-mode),
+    `all` and ranges stop at the cap, and a listed clock above it is refused before the first
+    point (not after an hour of points)."""
+    from ..errors import PowerModeCap
+    from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now
+
+    caps = None if request.beyond_power_mode or board.gpu is None else \
+        mode_caps_now(root, board)
+    if caps is None or caps.gpu_max_hz is None:
+        return table
+    cap = caps.gpu_max_hz
+    word = text.strip().lower()
+    if word != "all" and ".." not in word:
+        above = [part for part in word.split(",") if part.strip()
+                 and parse_freq(part) not in (MAX, MIN)
+                 and int(parse_freq(part)) > cap * (1 + RANGE_TOLERANCE)]
+        if above:
+            raise PowerModeCap(f"--freq {', '.join(above)}: above the power mode's cap: mode "
+                               f"{caps.mode.text} holds the GPU at {format_hz(cap)} or below",
+                               hint=f"nothing was run; {caps.way_out()}")
+    return [f for f in table if f <= cap]
+
+
+def _bound(text: str, table: Sequence[int]) -> int:
+    spec = parse_freq(text)
+    if spec == MAX:
+        return table[-1]
+    if spec == MIN:
+        return table[0]
+    assert isinstance(spec, int)
+    # "307MHz" means the 307.2 MHz entry: widen by the table's rounding (2%)
+    near = resolve_freq(spec, table)
+    return near if abs(near - spec) <= 0.02 * spec else spec
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    most_efficient: Optional[Dict[str, Any]]
+    fastest: Optional[Dict[str, Any]]
+    oom: List[str]
+    points: int
+    simulated: bool = False
+    invalid: int = 0
+    failed: List[str] = dataclasses.field(default_factory=list)
+
+    def lines(self) -> List[str]:
+        out = []
+        for word, doc, efficient in (("most efficient", self.most_efficient, True),
+                                     ("fastest", self.fastest, False)):
+            if doc is None:
+                continue
+            rate, eff = rate_label(schema.unit(doc)), efficiency_label(schema.unit(doc))
+            ips, ipj = schema.items_per_s(doc), schema.items_per_j(doc)
+            ipj_text = _pm(ipj, schema.images_per_j_pct(doc))
+            figure = f"{ipj_text} {eff}" if efficient else f"{ips:.2f} {rate}"
+            out.append(f"{word}: {schema.label(doc)}: {figure} "
+                       f"({ips:.1f} {rate}, {_w(doc)}, {ipj_text} {eff})")
+        if self.oom:
+            out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
+        if self.failed:
+            out.append("failed (recorded, the sweep went on): " + "; ".join(self.failed))
+        if self.invalid:
+            out.append(f"{self.invalid} invalid point(s) left out of the above (marked in the "
+                       "table and the plots; reasons printed in red)")
+        if self.simulated:
+            out.append(SIMULATED_THROUGHPUT_NOTE)
+        return out
+
+
+def _pm(x: Optional[float], pct: Optional[float]) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.2f} +- " + ("unknown" if pct is None else f"{abs(x) * pct / 100:.2f}")
+
+
+def _w(doc: Dict[str, Any]) -> str:
+    w = schema.total_w(doc)
+    pct = ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+    return "- W" if w is None else f"{_pm(w, pct)} W"
+
+
+SIMULATED_THROUGHPUT_NOTE = (
+    "simulated board: img/s comes from this machine's CPU and does not follow the simulated GPU "
+    "clock (only the simulated power does), so the fastest clock above is not a finding")
+
+
+def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
+    ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
+    eff = [d for d in ok if schema.items_per_j(d) is not None]
+    return SweepSummary(
+        most_efficient=max(eff, key=schema.items_per_j) if eff else None,
+        fastest=max(ok, key=lambda d: schema.items_per_s(d) or 0.0) if ok else None,
+        oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
+        points=len(results),
+        simulated=simulated or schema.simulated_any(list(results)),
+        invalid=sum(1 for d in results if not schema.is_valid(d)),
+        failed=[f"{d.get('id', schema.label(d))}: {d.get('message', '')}" for d in results
+                if d.get("status") == "failed"],
+    )
+
+
+def sweep(root: Root, request: MeasureRequest, freqs: str,
+          progress: Optional[Progress] = None, **kwargs: Any) -> MeasureReport:
+    """Every GPU clock of `freqs` (see module docstring) crossed with the request's models,
+    precisions and batches. `request.out_dir` is required (points are written as they end)."""
+    from ..hw.board import detect
+
+    if request.out_dir is None:
+        raise UsageError("a sweep needs --out DIR (each point is written as it completes)")
+    board = detect(root)
+    if board.gpu is None and not board.nvml_gpus:
+        raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
+    table = board.gpu.available_hz if board.gpu else board.nvml_gpus[0].graphics_hz
+    hz = expand_freqs(freqs, _within_mode(root, board, request, freqs, table))
+    request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz), keep_going=True)
+    return measure(root, request, progress=progress, command="sweep", **kwargs)

@@ -1,0 +1,231 @@
+"""`jetbench time` as a library call: every model x precision x batch, one row each, with
+out-of-memory and unavailable precisions recorded as rows, and advice when a precision is
+slower than FP32 on this device."""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..errors import OutOfMemory, UsageError
+from ..workload.check import Agreement, check_precisions
+from ..workload.child import ChildWorkload, run_in_child
+from ..workload.layers import LayerTimes, time_layers
+from ..workload.model_arg import ONNX, PYTORCH, InputShape, model_kind
+from ..workload.precision import PrecisionUnavailable
+from ..workload.runner import TimingResult, run_timed
+from ..workload.workload import RunOptions, build_workload, resolve_device
+
+SCHEMA = "jetbench.time/1"
+SWEEP = "sweep"
+SWEEP_MAX_BATCH = 1024  # a sweep doubles the batch up to this, or until out of memory
+_ADVICE_MARGIN = 0.10  # slower than fp32 by more than run-to-run noise
+
+# on_row(row) after each configuration; progress(label, phase, fraction) during one
+RowCallback = Callable[["TimeRow"], None]
+SessionProgress = Callable[[str, str, float], None]
+
+
+@dataclass(frozen=True)
+class TimeRequest:
+    """What to time. `batches` is a list of sizes or "sweep" (1, 2, 4, ... until OOM)."""
+
+    models: Tuple[str, ...]
+    precisions: Tuple[str, ...] = ("fp32",)
+    batches: Union[Tuple[int, ...], str] = (1,)
+    device: str = "auto"
+    iterations: int = 10
+    duration_s: float = 3.0
+    warmup_s: float = 1.0
+    input_mode: str = "constant"
+    options: RunOptions = field(default_factory=RunOptions)
+    input_shape: Optional[InputShape] = None  # named inputs for ONNX models / engines
+    layers: bool = False
+    layer_iterations: int = 10
+    check: bool = False
+    sweep_max_batch: int = SWEEP_MAX_BATCH
+    workload_python: Optional[str] = None  # time in a child under this interpreter (child.py)
+
+
+@dataclass(frozen=True)
+class TimeRow:
+    """One configuration. status: ok, oom, unavailable."""
+
+    model: str
+    precision: str
+    batch: int
+    device: str
+    status: str
+    result: Optional[TimingResult] = None
+    layers: Optional[LayerTimes] = None
+    message: Optional[str] = None
+
+    @property
+    def images_per_s(self) -> Optional[float]:
+        return self.result.images_per_s if self.result else None
+
+    def to_dict(self) -> Dict[str, Any]:
+        if self.result is not None:
+            doc = self.result.to_dict()
+        else:
+            doc = {"workload": {"model": self.model, "precision": self.precision,
+                                "batch": self.batch, "device": self.device},
+                   "throughput": None, "warnings": []}
+        doc = {"status": self.status, **doc}
+        if self.message:
+            doc["message"] = self.message
+        if self.layers is not None:
+            doc["layers"] = self.layers.to_dict()
+        return doc
+
+
+@dataclass(frozen=True)
+class TimeReport:
+    rows: Tuple[TimeRow, ...]
+    checks: Tuple[Agreement, ...]
+    warnings: Tuple[str, ...]
+    device: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The `jetbench time --json` document."""
+        return {"schema": SCHEMA, "device": self.device,
+                "results": [row.to_dict() for row in self.rows],
+                "check": [a.to_dict() for a in self.checks],
+                "warnings": list(self.warnings)}
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6,
+               "mib": 2**20, "g": 1e9, "gb": 1e9, "gib": 2**30}
+
+
+def parse_bytes(text: str) -> int:
+    """'512MiB', '2GB', '1.5GiB', '1000000' -> bytes."""
+    import re
+
+    match = re.match(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([a-z]*)\s*$", text.lower())
+    if not match or match.group(2) not in _BYTE_UNITS:
+        raise UsageError(f"not a size: {text!r}", hint="use e.g. 512MiB or 2GB")
+    return int(float(match.group(1)) * _BYTE_UNITS[match.group(2)])
+
+
+def parse_batches(text: str) -> Union[Tuple[int, ...], str]:
+    """'1,32' -> (1, 32); 'sweep' -> 'sweep'."""
+    if text.strip().lower() == SWEEP:
+        return SWEEP
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError as err:
+        raise UsageError(f"not a batch list: {text!r}", hint="use e.g. 1,32 or sweep") from err
+    if not sizes or min(sizes) < 1:
+        raise UsageError(f"not a batch list: {text!r} (batch sizes start at 1)",
+                         hint="use e.g. 1,32 or sweep")
+    return sizes
+
+
+def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
+                progress: Optional[SessionProgress] = None) -> TimeReport:
+    """Runs every configuration of `request` in order (model, then precision, then batch)."""
+    kinds = {model_kind(m) for m in request.models}
+    if kinds != {PYTORCH} and (request.layers or request.check):
+        raise UsageError("--layers and --check apply to PyTorch networks only",
+                         hint="time ONNX models and TensorRT engines without them")
+    if request.workload_python and (request.layers or request.check):
+        raise UsageError("--workload-python times whole networks: not with --layers or --check")
+    # The child's torch resolves the device (this process may have no torch), and ONNX Runtime
+    # picks its own from its providers.
+    no_torch_here = request.workload_python or kinds == {ONNX}
+    device = request.device if no_torch_here else resolve_device(request.device)
+    rows: List[TimeRow] = []
+    checks: List[Agreement] = []
+    for model in request.models:
+        if request.check:
+            checks += _check(request, model, device)
+        for precision in request.precisions:
+            for batch in _batches(request.batches, request.sweep_max_batch):
+                row = _one(request, model, precision, batch, device, progress)
+                rows.append(row)
+                if on_row is not None:
+                    on_row(row)
+                if row.status != "ok" and request.batches == SWEEP:
+                    break  # the sweep's end: carry on with the next configuration
+                if row.status == "unavailable":
+                    break  # same answer for every batch size
+    if request.workload_python:  # the device the child resolved, where one row ran
+        device = next((row.device for row in rows if row.status == "ok"), device)
+    return TimeReport(tuple(rows), tuple(checks), tuple(precision_advice(rows)), device)
+
+
+def _batches(batches: Union[Tuple[int, ...], str], largest: int) -> Sequence[int]:
+    if batches == SWEEP:
+        sizes, b = [], 1
+        while b <= largest:
+            sizes.append(b)
+            b *= 2
+        return sizes
+    return list(batches)
+
+
+def _one(request: TimeRequest, model: str, precision: str, batch: int, device: str,
+         progress: Optional[SessionProgress]) -> TimeRow:
+    label = f"{model} {precision} b{batch}"
+    report = None if progress is None else (lambda phase, f: progress(label, phase, f))
+    workload = None
+    try:
+        if request.workload_python:
+            work = ChildWorkload(request.workload_python, model, precision, batch, device,
+                                 request.input_mode, request.options, request.input_shape)
+            result = run_in_child(work, request.iterations, request.duration_s,
+                                  request.warmup_s, progress=report)
+            return TimeRow(model, precision, batch, result.workload["device"], "ok", result)
+        workload = build_workload(model, precision, batch, device, request.input_mode,
+                                  request.options, request.input_shape)
+        result = run_timed(workload, request.iterations, request.duration_s, request.warmup_s,
+                           progress=report)
+        layers = time_layers(workload, request.layer_iterations) if request.layers else None
+        return TimeRow(model, precision, batch, workload.device, "ok", result, layers)
+    except OutOfMemory as err:
+        return TimeRow(model, precision, batch, device, "oom", message=str(err))
+    except PrecisionUnavailable as err:
+        message = f"{err} ({err.hint})" if err.hint else str(err)
+        return TimeRow(model, precision, batch, device, "unavailable", message=message)
+    finally:
+        del workload
+        gc.collect()
+
+
+def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:
+    batch = 1 if request.batches == SWEEP else min(request.batches)
+    try:
+        return check_precisions(model, request.precisions, batch, device, request.input_mode,
+                                request.options, request.input_shape, skip_unavailable=True)
+    except OutOfMemory:
+        return []  # the timing rows say so
+
+
+def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
+    """For each model/batch/device: every precision slower than FP32, how much slower, and
+    the fastest choice measured (the seed's "FP16 is 15x slower on the CPU")."""
+    groups: Dict[Tuple[str, int, str], Dict[str, float]] = {}
+    for row in rows:
+        if row.status == "ok" and row.images_per_s:
+            groups.setdefault((row.model, row.batch, row.device), {})[row.precision] = \
+                row.images_per_s
+    advice: List[str] = []
+    for (model, batch, device), speeds in groups.items():
+        fp32 = speeds.get("fp32")
+        if fp32 is None:
+            continue
+        best = max(speeds, key=lambda p: speeds[p])
+        for precision, ips in speeds.items():
+            if precision == "fp32" or ips >= fp32 * (1 - _ADVICE_MARGIN):
+                continue
+            tip = f"use {best} ({speeds[best]:.1f} img/s)"
+            if best == "fp32" and "bf16" not in speeds and device == "cpu":
+                tip += "; bf16 was not measured: try it"
+            advice.append(
+                f"{precision} is {fp32 / ips:.1f}x slower than fp32 for {model} batch {batch} "
+                f"on {device} ({ips:.1f} vs {fp32:.1f} img/s): this device has no fast "
+                f"{precision} kernels; {tip}"
+            )
+    return advice

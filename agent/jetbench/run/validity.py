@@ -1,0 +1,208 @@
+"""What a result claims about its clocks, and whether the claim holds (DESIGN.md, "What a result
+claims").
+
+Each clock has four values: `requested` (what the user typed), `resolved` (the table entry),
+`applied` (the knobs the kernel kept, read back: `hw/knobs.py`) and `observed` (the running
+clock sampled through the window: min, mean, max). A result is invalid when an observed clock is
+not the applied one, in either direction, beyond the domain's tolerance:
+
+- devfreq clocks and override-pinned clocks (GPU, EMC): exact. The clock must run at the applied
+  table entry (or inside the applied min..max when the governor is free to move it).
+- CPU clocks whose current frequency is *measured* from activity counters (Xavier, Orin, Thor):
+  the reading is a few percent off the set clock and drops when cores idle, so these are judged
+  on the mean over the window (under load) with ACTIVITY_COUNTER_TOLERANCE. An unpinned one is
+  only judged upwards (an idle core reads low: that says nothing about the clock).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..units import format_hz
+
+# SoCs whose cpufreq current frequency comes from activity monitors (HARDWARE.md, CPU).
+ACTIVITY_COUNTER_SOCS = ("tegra194", "tegra234", "tegra264")
+# How far the mean of such a reading may be from the set clock, as a fraction (5%: the counters
+# read "a few percent" off under load; more than that is a different clock).
+ACTIVITY_COUNTER_TOLERANCE = 0.05
+SAMPLE_EVERY_S = 0.1  # clock polling through the window (a transient cap shows up here)
+
+
+@dataclass
+class ObservedClock:
+    """A running clock through the window, accumulated from `cur` readings."""
+
+    domain: str
+    name: str
+    min_hz: Optional[int] = None
+    max_hz: Optional[int] = None
+    sum_hz: float = 0.0
+    samples: int = 0
+
+    def add(self, hz: int) -> None:
+        self.min_hz = hz if self.min_hz is None else min(self.min_hz, hz)
+        self.max_hz = hz if self.max_hz is None else max(self.max_hz, hz)
+        self.sum_hz += hz
+        self.samples += 1
+
+    @property
+    def mean_hz(self) -> Optional[float]:
+        return self.sum_hz / self.samples if self.samples else None
+
+    def to_dict(self) -> Dict[str, Any]:
+        mean = self.mean_hz
+        return {"domain": self.domain, "name": self.name, "min_hz": self.min_hz,
+                "mean_hz": None if mean is None else round(mean), "max_hz": self.max_hz,
+                "samples": self.samples}
+
+
+class ClockSampler:
+    """Reads the current-frequency files every SAMPLE_EVERY_S while the window is open (one
+    read at start and one at stop, so even a short window has two samples per clock)."""
+
+    def __init__(self, read: Any, every_s: float = SAMPLE_EVERY_S):
+        self._read = read  # () -> sequence of ClockReading
+        self._every_s = every_s
+        self._clocks: Dict[Tuple[str, str], ObservedClock] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def sample(self) -> None:
+        try:
+            readings = self._read()
+        except Exception:  # a flaky sysfs read must not end the measurement
+            return
+        with self._lock:
+            for r in readings:
+                if r.cur_hz is None:
+                    continue
+                key = (r.domain, r.name)
+                clock = self._clocks.setdefault(key, ObservedClock(r.domain, r.name))
+                clock.add(int(r.cur_hz))
+
+    def start(self) -> None:
+        self.sample()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="jetbench-clock-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        self.sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            self.sample()
+
+    def observed(self) -> List[Dict[str, Any]]:
+        with self._lock:
+            return [c.to_dict() for c in self._clocks.values()]
+
+
+def pinned_hz(applied: Dict[str, Any]) -> Optional[int]:
+    """The one clock the knobs hold (min = max, or an override rate), else None (a range)."""
+    if applied.get("override_hz") is not None:
+        return int(applied["override_hz"])
+    lo, hi = applied.get("min_hz"), applied.get("max_hz")
+    return int(lo) if lo is not None and lo == hi else None
+
+
+def applied_summary(applied_clocks: Sequence[Dict[str, Any]]) -> Dict[str, Optional[int]]:
+    """`settings.applied` as scripts read it: per domain (its first clock: cpu policy0, the
+    GPU, EMC) `<domain>_hz` = the pinned knob value (None when the governor has a range) and
+    `<domain>_min_hz`/`<domain>_max_hz` = the knob range."""
+    out: Dict[str, Optional[int]] = {}
+    for c in applied_clocks:
+        d = c["domain"]
+        if f"{d}_hz" in out:
+            continue
+        out[f"{d}_hz"] = pinned_hz(c)
+        out[f"{d}_min_hz"] = c.get("min_hz")
+        out[f"{d}_max_hz"] = c.get("max_hz")
+    return out
+
+
+def _expected(applied: Dict[str, Any]) -> Tuple[Optional[int], Optional[int]]:
+    """The range the running clock must stay in. An override rate runs at its nearest table
+    entry (the clock framework rounds it; an exact entry stays itself)."""
+    pin = applied.get("override_hz")
+    if pin is not None:
+        table = applied.get("table_hz") or []
+        hz = min(table, key=lambda f: (abs(f - pin), f)) if table else pin
+        return hz, hz
+    return applied.get("min_hz"), applied.get("max_hz")
+
+
+def activity_counter_cpu(soc: Optional[str]) -> bool:
+    return soc in ACTIVITY_COUNTER_SOCS
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    domain: str
+    name: str
+    direction: str  # "below" | "above" the applied clock
+    reason: str  # names the domain, the clock and both frequencies
+
+
+def judge(applied_clocks: Sequence[Dict[str, Any]], observed: Sequence[Dict[str, Any]],
+          soc: Optional[str]) -> List[Mismatch]:
+    """Where the observed clocks contradict the applied ones (empty: they agree)."""
+    by_key = {(c["domain"], c["name"]): c for c in applied_clocks}
+    reasons: List[Mismatch] = []
+    for obs in observed:
+        applied = by_key.get((obs["domain"], obs["name"]))
+        if applied is None or not obs.get("samples"):
+            continue
+        lo, hi = _expected(applied)
+        who = f"{obs['domain']} {obs['name']}"
+        if obs["domain"] == "cpu" and activity_counter_cpu(soc):
+            reason = _judge_mean(who, obs, lo, hi)
+        else:
+            reason = _judge_exact(who, obs, lo, hi)
+        if reason:
+            reasons.append(Mismatch(obs["domain"], obs["name"], reason[0], reason[1]))
+    return reasons
+
+
+def _range_text(lo: Optional[int], hi: Optional[int]) -> str:
+    if lo is not None and lo == hi:
+        return f"{format_hz(lo)} was applied"
+    return f"{format_hz(lo)} .. {format_hz(hi)} was applied"
+
+
+def _spread(obs: Dict[str, Any]) -> str:
+    return (f"(min {format_hz(obs['min_hz'])}, mean {format_hz(obs['mean_hz'])}, "
+            f"max {format_hz(obs['max_hz'])} over {obs['samples']} samples)")
+
+
+def _judge_exact(who: str, obs: Dict[str, Any], lo: Optional[int],
+                 hi: Optional[int]) -> Optional[Tuple[str, str]]:
+    low, high = obs["min_hz"], obs["max_hz"]
+    if lo is not None and low < lo:
+        return "below", f"{who} ran at {format_hz(low)}, {_range_text(lo, hi)} {_spread(obs)}"
+    if hi is not None and high > hi:
+        return "above", f"{who} ran at {format_hz(high)}, {_range_text(lo, hi)} {_spread(obs)}"
+    return None
+
+
+def _judge_mean(who: str, obs: Dict[str, Any], lo: Optional[int],
+                hi: Optional[int]) -> Optional[Tuple[str, str]]:
+    mean = obs["mean_hz"]
+    tol = ACTIVITY_COUNTER_TOLERANCE
+    pinned = lo is not None and lo == hi
+    note = (f"{_spread(obs)}; measured from activity counters, judged on the mean within "
+            f"{tol:.0%}")
+    if pinned and mean < lo * (1 - tol):  # type: ignore[operator]
+        return "below", f"{who} ran at {format_hz(mean)} (mean), {_range_text(lo, hi)} {note}"
+    if hi is not None and mean > hi * (1 + tol):
+        return "above", f"{who} ran at {format_hz(mean)} (mean), {_range_text(lo, hi)} {note}"
+    return None

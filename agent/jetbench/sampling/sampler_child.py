@@ -1,0 +1,168 @@
+"""The sampler process: `python -m jetbench.sampling.sampler_child`, started by `ProcessSampler`
+(sampling/sampler_process.py), never by hand.
+
+It reads its job (a pickle) from stdin: the parent's pid and sys.path, the power sources
+(constructed, never opened: a source is its own description, re-opened here), the intervals,
+and two pipe descriptors it inherited. It opens the sources, answers on the control pipe with
+what they turned out to be (channels, total, period; or the error that stopped one opening),
+then reads each source in a thread of its own, at its own rate (`sampling/poll.py`), writing
+packed records (`sampling/records.py`) to the data pipe.
+
+It never outlives its parent: stdin stays open for its whole life and EOF on it (the parent
+stopped the sampler, or died) ends it; on Linux the kernel also kills it when the parent dies
+(PR_SET_PDEATHSIG), even if something else still holds the pipe; and a write to a data pipe
+nobody reads ends it too. Ctrl-C is the parent's business: SIGINT is ignored here. Where it is
+allowed, its reading threads run at a higher priority (see SAMPLER_RT_PRIORITY) so that a busy
+machine does not delay their reads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import struct
+import sys
+import threading
+from typing import Any, BinaryIO, Dict, List
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Asked for where allowed (root, CAP_SYS_NICE): the sampler needs little CPU, but on time. On a
+# busy machine a normal-priority sampler waits behind other threads and misses ticks (61-93% of
+# 1 kHz on a loaded 2-core machine, 99.6-100% at SCHED_FIFO 1: benchmarks/RESULTS.md). Polled
+# sources' threads take the lowest real-time priority (they sleep between reads); the rest
+# (pushed streams, which read whatever the instrument sends) only a lower nice value.
+SAMPLER_RT_PRIORITY = 1
+SAMPLER_NICE = -10
+_LENGTH = struct.Struct("<I")
+
+
+def send_message(fd: int, message: Dict[str, Any]) -> None:
+    """One control message: its length (uint32) and a pickle."""
+    body = pickle.dumps(message)
+    os.write(fd, _LENGTH.pack(len(body)) + body)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGKILL us when the parent goes; exit now if it already has."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: EOF on stdin still ends us
+    if os.getppid() != parent_pid:
+        os._exit(0)  # the parent died before prctl took effect
+
+
+def raise_priority(realtime: bool) -> None:
+    """Best effort, for the calling thread (Linux schedules threads; new ones inherit)."""
+    if realtime:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SAMPLER_RT_PRIORITY))
+            return
+        except (OSError, AttributeError):
+            pass  # not allowed: a nice value, maybe
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, SAMPLER_NICE)
+    except (OSError, AttributeError):
+        pass  # not allowed either: sample at the normal priority
+
+
+def describe_error(err: BaseException) -> Dict[str, Any]:
+    """A picklable account of an error, rebuilt as a jetbench error in the parent."""
+    from ..errors import JetbenchError
+
+    if isinstance(err, JetbenchError):
+        return {"class": type(err).__name__, "message": err.message, "path": err.path,
+                "hint": err.hint}
+    return {"class": "HardwareError", "message": f"{type(err).__name__}: {err}", "path": None,
+            "hint": None}
+
+
+def _open_all(sources: List[Any]) -> None:
+    from .poll import close_quietly
+
+    opened: List[Any] = []
+    try:
+        for src in sources:
+            src.open()
+            opened.append(src)
+    except BaseException:
+        for src in opened:
+            close_quietly(src)
+        raise
+
+
+def _sample(src: Any, sink: Any, interval_s: float, stop: threading.Event) -> None:
+    from .poll import PollState, poll
+
+    # real time only where the loop sleeps between reads (never a pushed or 0-interval source)
+    raise_priority(realtime=not src.pushed and interval_s > 0)
+    try:
+        poll(src, sink, interval_s, stop, PollState())
+    except OSError:  # the data pipe is gone: the parent is gone or stopped reading
+        stop.set()
+
+
+def run(job: Dict[str, Any], lifeline: BinaryIO) -> int:
+    from .poll import close_quietly, sampling_interval_s
+    from .records import RecordWriter
+
+    control, data = job["control_fd"], job["data_fd"]
+    try:
+        sources = pickle.loads(job["sources"])
+        _open_all(sources)
+    except BaseException as err:  # every failure to open is the parent's error to report
+        send_message(control, {"ok": False, "error": describe_error(err)})
+        return 1
+    width = max([len(s.channels()) for s in sources] + [1])
+    described = []
+    for src in sources:
+        described.append({
+            "name": src.name, "channels": tuple(src.channels()), "total": src.total(),
+            "period_s": float(src.period_s), "pushed": bool(src.pushed),
+            "interval_s": sampling_interval_s(src, job["intervals_s"], job["interval_s"]),
+        })
+    send_message(control, {"ok": True, "width": width, "sources": described})
+    os.close(control)
+
+    stop = threading.Event()
+    threads = []
+    for k, (src, desc) in enumerate(zip(sources, described)):
+        sink = RecordWriter(data, k, width, len(desc["channels"]))
+        thread = threading.Thread(target=_sample, args=(src, sink, desc["interval_s"], stop),
+                                  name=f"jetbench-power-{src.name}", daemon=True)
+        threads.append(thread)
+        thread.start()
+    try:
+        while lifeline.read(4096):  # the parent never writes again: this is EOF-waiting
+            pass
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=5.0)
+        for src in sources:
+            close_quietly(src)
+    return 0
+
+
+def main() -> int:
+    # Ctrl-C (the terminal's whole group) and a SIGTERM sent to the whole group (systemd
+    # stopping a unit) are the parent's to act on: it ends this process (stdin closed, or a
+    # kill) once the window it measures is settled; dying here first would turn an interrupt
+    # into "the sampler died".
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stdin = sys.stdin.buffer
+    job = pickle.load(stdin)
+    if job.get("die_with_parent"):
+        die_with_parent(job["parent_pid"])
+    for entry in reversed(job.get("sys_path", [])):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    return run(job, stdin)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

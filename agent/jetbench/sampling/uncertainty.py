@@ -1,0 +1,132 @@
+"""The uncertainty of every power figure and of img/s/W (pure maths, no I/O).
+
+A channel's mean power carries three worst-case parts, added linearly:
+- sensor: the sensor's datasheet limits on that mean (`hw/meters/accuracy.py`);
+- integration: how much the trapezoid moves when the same trace is taken at half its rate
+  (every other sample): a trace that resolves the load changes little;
+- uncovered: the share of the window with no samples (its mean is assumed there), times the mean.
+A total that is a sum adds its channels' uncertainties. When the sensor part is unknown the whole
+figure is unknown (None, said as "unknown"), never 0.
+
+img/s/W = img/s / W, so its relative uncertainty is the power's plus the throughput's, where the
+throughput's is the standard error of the mean of the iteration latencies (added linearly, as the
+power figure is a worst-case bound).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..hw.meters.base import KIND_ENERGY
+from .energy import integrate
+
+BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure's uncertainty
+
+
+def integration_error_frac(t: Any, y: Any, t0: float, t1: float, max_gap_s: float,
+                           counter: bool = False) -> Optional[float]:
+    """|mean(full trace) - mean(every other sample)| / mean(full), over [t0, t1]."""
+    if counter:
+        return 0.0  # a counter gives the exact energy between two reads
+    t, y = np.asarray(t, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    full = integrate(t, y, t0, t1, max_gap_s=max_gap_s)
+    half = integrate(t[::2], y[::2], t0, t1, max_gap_s=2 * max_gap_s)
+    if full.covered_s <= 0 or half.covered_s <= 0 or not full.mean_w:
+        return None
+    return abs(full.mean_w - half.mean_w) / abs(full.mean_w)
+
+
+def channel_uncertainty(mean_w: Optional[float], coverage: float, sensor_w: Optional[float],
+                        integration_frac: Optional[float], basis: str) -> Dict[str, Any]:
+    """The document a channel (or total) carries: `mean_w_uncertainty_w`/`_pct` and parts."""
+    doc: Dict[str, Any] = {"mean_w_uncertainty_w": None, "mean_w_uncertainty_pct": None,
+                           "sensor_w": sensor_w, "integration_w": None, "uncovered_w": None,
+                           "basis": basis}
+    if mean_w is None:
+        return doc
+    uncovered = max(0.0, 1.0 - coverage) * abs(mean_w)
+    integ = None if integration_frac is None else integration_frac * abs(mean_w)
+    doc.update(integration_w=integ, uncovered_w=uncovered)
+    if sensor_w is None or integ is None:
+        return doc
+    total = sensor_w + integ + uncovered
+    doc["mean_w_uncertainty_w"] = total
+    doc["mean_w_uncertainty_pct"] = 100.0 * total / abs(mean_w) if mean_w else None
+    return doc
+
+
+def window_uncertainty(res: Any, traces: Sequence[Any], accuracies: Mapping[str, Any],
+                       gap_factor: float = 5.0) -> Dict[str, Dict[str, Any]]:
+    """Channel key ('ina3221/VDD_IN') -> uncertainty document, and the same for each total
+    under 'total:<source>/<name>'. `res` is a WindowResult, `traces` the sampler's SourceTraces,
+    `accuracies` channel key -> Accuracy."""
+    out: Dict[str, Dict[str, Any]] = {}
+    t0, t1 = res.t_start_s, res.t_end_s
+    for src in traces:
+        t, v = src.trace.slice(t0, t1)
+        step = max(src.period_s, src.interval_s)
+        for i, ch in enumerate(src.channels):
+            try:
+                c = res.channel(ch.key)
+            except KeyError:
+                continue
+            acc = accuracies.get(ch.key)
+            sensor = acc.worst_case_w(c.mean_w) if acc is not None and c.mean_w is not None \
+                else None
+            frac = integration_error_frac(t, v[:, i], t0, t1, gap_factor * step,
+                                          counter=ch.kind == KIND_ENERGY) if len(t) else None
+            basis = acc.basis if acc is not None else "no accuracy known for this source"
+            out[ch.key] = channel_uncertainty(c.mean_w, c.coverage, sensor, frac, basis)
+    for total in res.totals:
+        parts = [out.get(f"{total.source}/{name}") for name in total.total.channels]
+        key = f"total:{total.source}/{total.total.name}"
+        known = [p["mean_w_uncertainty_w"] for p in parts if p is not None]
+        if total.mean_w is None or len(known) != len(parts) or None in known:
+            basis = "; ".join(sorted({p["basis"] for p in parts if p is not None}))
+            out[key] = {"mean_w_uncertainty_w": None, "mean_w_uncertainty_pct": None,
+                        "basis": basis or "unknown"}
+            continue
+        w = math.fsum(known)
+        out[key] = {"mean_w_uncertainty_w": w,
+                    "mean_w_uncertainty_pct": 100.0 * w / abs(total.mean_w)
+                    if total.mean_w else None,
+                    "basis": parts[0]["basis"] if len(parts) == 1 else
+                    "sum of the channels' worst-case uncertainties"}
+    return out
+
+
+def throughput_sem_pct(latencies_ms: Sequence[float]) -> Optional[float]:
+    """Standard error of the mean iteration latency, as % of the mean (None below 2 samples)."""
+    n = len(latencies_ms)
+    if n < 2:
+        return None
+    mean = math.fsum(latencies_ms) / n
+    var = math.fsum((x - mean) ** 2 for x in latencies_ms) / (n - 1)
+    return 100.0 * math.sqrt(var / n) / mean if mean > 0 else None
+
+
+def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[float],
+                           power_basis: str, window_s: float,
+                           external_meter: bool) -> Dict[str, Any]:
+    """`efficiency.uncertainty`: power, throughput and their combination (linear), with what
+    would lower it when above BOUND_PCT."""
+    combined = None
+    if power_pct is not None and throughput_pct is not None:
+        combined = power_pct + throughput_pct
+    lower: List[str] = []
+    if combined is None or combined > BOUND_PCT:
+        if throughput_pct is None or throughput_pct > BOUND_PCT / 2:
+            lower.append(f"a longer window (--duration, now {window_s:.3g} s) or more "
+                         "--iterations: the throughput's standard error falls as 1/sqrt(n)")
+        if power_pct is None or power_pct > BOUND_PCT / 2:
+            lower.append("an external meter with a stated accuracy (--meter "
+                         "wt310:PORT, or ?accuracy=0.1%+0.05W)" if not external_meter else
+                         "a meter range closer to the load (the range part dominates)")
+    return {"power_pct": power_pct, "throughput_pct": throughput_pct,
+            "images_per_j_pct": combined,
+            "basis": f"power: {power_basis}; throughput: standard error of the mean of the "
+                     "iteration latencies; combined linearly",
+            "lower_it": lower}
