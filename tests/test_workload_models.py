@@ -18,6 +18,8 @@ PARAMS = {
     "resnet18": 11_689_512, "resnet34": 21_797_672, "resnet50": 25_557_032,
     "resnet101": 44_549_160, "resnet152": 60_192_808, "vgg16": 138_357_544,
     "vgg19": 143_667_240, "mobilenet_v2": 3_504_872,
+    # derived layer by layer from the papers in test_published_networks.py
+    "overfeat": 145_920_872, "resnet200": 64_666_152,
 }
 # Conv + fully-connected multiply-accumulates per image, in GMACs, at the model's own input.
 GMACS = {"alexnet": 0.724, "googlenet": 1.583, "resnet18": 1.814, "resnet50": 4.089,

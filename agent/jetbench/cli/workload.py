@@ -107,22 +107,17 @@ def time_cmd(
 def models_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """The built-in networks: input shape, parameters, GMACs per image (conv + fc MACs)."""
+    """The built-in networks, one line each: input shape, parameters (millions), GMACs per image
+    (conv + fc multiply-accumulates), description. --json has the exact parameter counts."""
     from ..workload.models_info import describe_models
 
     rows = describe_models()
     if as_json:
         print_json({"models": rows})
         return
-    from rich.table import Table
+    from .models_table import print_models
 
-    table = Table(box=None)
-    for title in ("model", "input", "params", "GMACs/img", "description"):
-        table.add_column(title, justify="right" if title in ("params", "GMACs/img") else "left")
-    for row in rows:
-        table.add_row(row["name"], "x".join(map(str, row["input_shape"])),
-                      f"{row['params']:,}", f"{row['gmacs_per_image']:.3f}", row["description"])
-    print_table(console(), table)
+    print_models(console(), rows)
 
 
 def _render(report: Any, out: Optional[Path]) -> None:

@@ -39,10 +39,12 @@ class ModelSpec:
 _IMAGENET = (3, 224, 224)
 
 _SPECS: List[ModelSpec] = [
-    ModelSpec("alexnet", "AlexNet, BVLC deploy (LRN, grouped conv)", (3, 227, 227),
+    ModelSpec("alexnet", "AlexNet, BVLC deploy (LRN, 2 groups)", (3, 227, 227),
               "alexnet:alexnet", params=60_965_224, macs_per_image=724_406_816),
-    ModelSpec("caffenet", "CaffeNet, BVLC reference (pool before LRN)", (3, 227, 227),
+    ModelSpec("caffenet", "CaffeNet, BVLC (pool before LRN)", (3, 227, 227),
               "alexnet:caffenet", params=60_965_224, macs_per_image=724_406_816),
+    ModelSpec("overfeat", "OverFeat fast (Sermanet et al. 2013)", (3, 231, 231),
+              "overfeat:overfeat", params=145_920_872, macs_per_image=2_801_403_904),
     ModelSpec("googlenet", "GoogLeNet / Inception-v1, BVLC deploy", _IMAGENET,
               "googlenet:googlenet", params=6_998_552, macs_per_image=1_582_671_872),
     ModelSpec("resnet18", "ResNet-18", _IMAGENET, "resnet:resnet", (("depth", 18),),
@@ -55,6 +57,8 @@ _SPECS: List[ModelSpec] = [
               params=44_549_160, macs_per_image=7_801_405_440),
     ModelSpec("resnet152", "ResNet-152", _IMAGENET, "resnet:resnet", (("depth", 152),),
               params=60_192_808, macs_per_image=11_513_626_624),
+    ModelSpec("resnet200", "ResNet-200, pre-activation (He 2016)", _IMAGENET,
+              "preresnet:resnet200", params=64_666_152, macs_per_image=15_007_481_856),
     ModelSpec("vgg16", "VGG-16 (configuration D)", _IMAGENET, "vgg:vgg16", params=138_357_544,
               macs_per_image=15_470_264_320),
     ModelSpec("vgg19", "VGG-19 (configuration E)", _IMAGENET, "vgg:vgg19", params=143_667_240,
@@ -65,7 +69,8 @@ _SPECS: List[ModelSpec] = [
 
 _BY_NAME: Dict[str, ModelSpec] = {spec.name: spec for spec in _SPECS}
 _ALIASES = {"inception_v1": "googlenet", "bvlc_alexnet": "alexnet", "mobilenetv2": "mobilenet_v2",
-            "resnet-50": "resnet50", "vgg-16": "vgg16"}
+            "resnet-50": "resnet50", "vgg-16": "vgg16",
+            "overfeat_fast": "overfeat", "resnet-200": "resnet200"}
 
 
 def list_specs() -> List[ModelSpec]:
