@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from jetbench.hw.fs import Root
-from jetbench.run.measure import MeasureRequest, measure
+from jetbench.run.measure import measure
+from jetbench.run.request import MeasureRequest
 from jetbench.sim.create import create_board
 
 

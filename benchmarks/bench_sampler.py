@@ -312,7 +312,8 @@ def bench_end_to_end(base: str, rounds: int = 3) -> None:
         print("\n## End to end: skipped (no torch)")
         return
     import jetbench.sampling.sampler_process as sampler_process
-    from jetbench.run.measure import MeasureRequest, measure
+    from jetbench.run.measure import measure
+    from jetbench.run.request import MeasureRequest
 
     print(f"\n## End to end: measure, 3 ms pure-Python forward, INA3221 every 2 ms, {rounds} "
           "interleaved rounds of 1.5 s windows")

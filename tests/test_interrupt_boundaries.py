@@ -140,11 +140,11 @@ def test_a_second_interrupt_does_not_cut_the_put_back_short(tmp_path):
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
     code = ("import signal, jetbench.run.measure as m\n"
-            "real = m._put_back\n"
+            "real = m.put_back\n"
             "def put_back(*a):\n"
             "    signal.raise_signal(signal.SIGTERM)\n"
             "    return real(*a)\n"
-            "m._put_back = put_back\n"
+            "m.put_back = put_back\n"
             f"exec(open({str(HELPER)!r}).read())\n")
     env = dict(os.environ, PYTHONPATH=str(REPO / "agent"), INTERRUPT_AT="window-open:SIGINT")
     r = subprocess.run([sys.executable, "-c", code, "--root", str(base), "measure", "--freq",

@@ -11,7 +11,8 @@ from test_measure_e2e import tiny  # noqa: F401 - fixture
 
 from jetbench.hw.fs import Root
 from jetbench.hw.meters.jtop import JtopSource
-from jetbench.run.measure import MeasureRequest, measure
+from jetbench.run.measure import measure
+from jetbench.run.request import MeasureRequest
 
 from conftest import make_board
 

@@ -1,6 +1,6 @@
 """measure names the faster precision when a reduced one is slower than FP32 at the same clocks."""
 
-from jetbench.run.measure import precision_advice
+from jetbench.run.result import precision_advice
 
 
 def _doc(precision, ips, gpu_hz=691_200_000, status="ok"):

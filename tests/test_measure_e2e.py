@@ -10,7 +10,8 @@ import pytest
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
 from jetbench.report.io import load_result
-from jetbench.run.measure import MeasureRequest, measure
+from jetbench.run.measure import measure
+from jetbench.run.request import MeasureRequest
 from jetbench.sim.boards import get as sim_board
 from jetbench.sim.meters import sim_for
 

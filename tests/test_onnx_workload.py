@@ -16,7 +16,8 @@ import pytest
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
 from jetbench.report.schema import check as check_result
-from jetbench.run.measure import MeasureRequest, measure
+from jetbench.run.measure import measure
+from jetbench.run.request import MeasureRequest
 from jetbench.workload.model_arg import parse_shape_option, resolve_shapes
 from jetbench.workload.onnx_providers import (
     CPU_EP,

@@ -18,7 +18,8 @@ from jetbench.errors import HardwareError, SamplerDied, UsageError
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.hw.meters.registry import open_sources, parse_meter_spec
-from jetbench.run.measure import MeasureRequest, measure
+from jetbench.run.measure import measure
+from jetbench.run.request import MeasureRequest
 from jetbench.sampling.records import RecordReader, RecordWriter, split_faults
 from jetbench.sampling.sampler import Sampler
 from jetbench.sampling.sampler_process import ProcessSampler

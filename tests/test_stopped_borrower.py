@@ -28,7 +28,7 @@ from conftest import REPO, diff, fuse_board, make_board, run_cli, snapshot
 #   inside-put-back  in the middle of the put-back: the lease file locked, the token checked
 _STOPPING_MEASURE = r"""
 import contextlib, os, signal, sys
-import jetbench.run.measure as measure
+import jetbench.run.pinning as pinning
 import jetbench.ownership.lease as lease
 
 phase = os.environ["JB_STOP_AT"]
@@ -50,14 +50,14 @@ def writing(self):
         yield
 
 lease.Guard.writing = writing
-real_pin = measure._State.pin
+real_pin = pinning.Pin.to
 
 def pin(self, *args, **kwargs):
     real_pin(self, *args, **kwargs)
     if phase == "window":
         stop()
 
-measure._State.pin = pin
+pinning.Pin.to = pin
 from jetbench.cli.main import main
 sys.argv = ["jetbench", *sys.argv[1:]]
 main()

@@ -7,7 +7,7 @@ from test_measure_e2e import quick, tiny  # noqa: F401 - the fixture
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
 from jetbench.report.io import load_results
-from jetbench.run.measure import MeasureRequest
+from jetbench.run.request import MeasureRequest
 from jetbench.run.sweep import expand_freqs, summarize, sweep
 
 from conftest import make_board

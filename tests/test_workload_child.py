@@ -14,7 +14,8 @@ import pytest
 
 from jetbench.errors import HardwareError, OutOfMemory, UsageError
 from jetbench.hw.fs import Root
-from jetbench.run.measure import MeasureRequest, measure
+from jetbench.run.measure import measure
+from jetbench.run.request import MeasureRequest
 from jetbench.workload import child
 from jetbench.workload.child import ChildWorkload, run_in_child
 from jetbench.workload.precision import PrecisionUnavailable

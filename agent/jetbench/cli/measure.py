@@ -29,7 +29,7 @@ def _request(model: str, precision: str, batch: str, freq: Optional[str],
              out: Path, device: str, input_shape: Optional[str], resume: bool = False,
              idle_unpinned: bool = False, provider: Optional[str] = None,
              beyond_power_mode: bool = False) -> Any:
-    from ..run.measure import MeasureRequest
+    from ..run.request import MeasureRequest
     from ..run.timing import parse_batches
     from ..units import parse_duration_s
     from ..workload.model_arg import parse_shape_option

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError, RankFailed, RankLost
+from ..workload.timed import TimedRun
 from .group import RankGroup
 from .rows import RankRow, aggregate_timing, device_docs, devices_power_sum, scaling_doc
 
@@ -210,6 +211,9 @@ class Leader:
             raise
         return aggregate_timing(self.rows)
 
+    def timed_run(self, point: Any, request: Any) -> RanksRun:
+        return RanksRun(self, point, request)
+
     def annotate(self, doc: Dict[str, Any]) -> None:
         """devices[], the devices' own power summed, scaling, how the ranks ran."""
         power = doc.get("power") or {}
@@ -241,3 +245,19 @@ class Leader:
                 self.group.broadcast(Stop())
             except RankLost:
                 self.broken = True
+
+
+class RanksRun(TimedRun):
+    """One point on every rank as a `TimedRun`: each rank builds, warms up and runs; the
+    window opens and closes together; the devices' rows go into the result."""
+
+    def __init__(self, leader: Leader, point: Any, request: Any):
+        self.leader, self.point, self.request = leader, point, request
+
+    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Any,
+            on_timed_end: Any, progress: Any = None) -> Any:
+        return self.leader.run_point(self.point, self.request, on_timed_start, on_timed_end,
+                                     progress)
+
+    def annotate(self, doc: Dict[str, Any]) -> None:
+        self.leader.annotate(doc)

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..hw.fs import Root
-from .measure import MeasureReport, MeasureRequest, Progress, measure
+from .measure import MeasureReport, Progress, measure
+from .request import MeasureRequest
 
 BOARD = "tx1-r24"
 PROFILE = "tx1-690mhz"

@@ -21,7 +21,8 @@ from ..hw.fs import Root
 from ..report import schema
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
-from .measure import MeasureReport, MeasureRequest, Progress, measure
+from .measure import MeasureReport, Progress, measure
+from .request import MeasureRequest
 
 
 def expand_freqs(text: str, table: Sequence[int]) -> List[int]:

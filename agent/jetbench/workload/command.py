@@ -38,6 +38,7 @@ from .throughput_from import (
     parse_throughput_from,
     shapes_batch,
 )
+from .timed import TimedRun
 
 TAIL_LINES = 20  # of the command's output, kept in the result and shown on failure
 POLL_S = 0.1  # how often the wait for the command checks for Ctrl-C and reports progress
@@ -460,3 +461,24 @@ def finish_doc(doc: Dict[str, Any], timing: CommandTiming, duration_s: float) ->
                       "run_s": run.run_s, "throughput_from": spec.throughput_from.text(),
                       "output_tail": run.tail,
                       "log": str(spec.log_path) if spec.log_path else None}
+
+
+class CommandTimedRun(TimedRun):
+    """--cmd as a `TimedRun`: the window is the command's run (or trtexec's timed queries),
+    the result is named in the command's unit."""
+
+    framework = "command"
+    warms_up = False
+
+    def __init__(self, spec: CommandSpec):
+        self.spec = spec
+
+    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Any,
+            on_timed_end: Any, progress: Any = None) -> CommandTiming:
+        return run_point(self.spec, on_timed_start, on_timed_end, duration_s, progress)
+
+    def window(self, timing: Any, sampler: Any, whole: Any) -> Any:
+        return command_window(timing, sampler, whole)
+
+    def finish(self, doc: Dict[str, Any], timing: Any, duration_s: float) -> None:
+        finish_doc(doc, timing, duration_s)

@@ -1,0 +1,79 @@
+"""The power side of a measure run: the sources `--meter` names, the sampler process reading
+them, and what a window's figures are worth (their uncertainty, and whether img/s/W stands)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Tuple
+
+from ..hw.board import Board
+from ..hw.fs import Root
+from .request import MeasureRequest
+
+
+class Meters:
+    """Started before the first point, stopped (always) at the end of the run."""
+
+    def __init__(self, root: Root, board: Board, request: MeasureRequest, ranks: Any = None):
+        self.root, self.board, self.request, self.ranks = root, board, request, ranks
+        self.sampler: Any = None
+        self.sources: List[Any] = []
+        self.notes: Tuple[str, ...] = ()  # why --meter auto chose its source
+
+    def start(self) -> None:
+        from ..hw.meters.base import EmptySource
+        from ..hw.meters.registry import open_sources
+        from ..hw.nvml import cuda_gpu
+        from ..sampling.sampler_process import ProcessSampler
+
+        chosen: List[str] = []
+        sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
+                               total_rail=self.board.total_rail,
+                               gpu=cuda_gpu(self.request.device, os.environ), notes=chosen)
+        self.notes = tuple(chosen)
+        # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
+        sources = [s for s in sources if not isinstance(s, EmptySource)]
+        if self.ranks is not None:
+            sources = self.ranks.node_sources(sources)
+        self.sources = sources
+        # in a process of its own: a workload holding the GIL neither starves it nor is slowed
+        self.sampler = ProcessSampler(sources).start() if sources else None
+
+    def stop(self) -> None:
+        if self.sampler is not None:
+            self.sampler, sampler = None, self.sampler
+            sampler.stop()
+
+    def uncertainty(self, res: Any) -> Dict[str, Dict[str, Any]]:
+        """Per channel and total: the power figure's uncertainty (sampling/uncertainty.py)."""
+        from ..hw.meters.accuracy import channel_accuracies
+        from ..sampling.uncertainty import window_uncertainty
+
+        accuracies = channel_accuracies(self.root, self.sources, self.board.family)
+        return window_uncertainty(res, self.sampler.traces(), accuracies)
+
+    def efficiency_uncertainty(self, res: Any, unc: Dict[str, Any], timing: Any) -> Dict[str, Any]:
+        from ..sampling.uncertainty import efficiency_uncertainty, throughput_sem_pct
+
+        total = res.total
+        power = unc.get(f"total:{total.source}/{total.total.name}") or {}
+        external = any(getattr(s, "protocol", None) for s in self.sources)
+        return efficiency_uncertainty(power.get("mean_w_uncertainty_pct"),
+                                      throughput_sem_pct(timing.latencies_ms),
+                                      power.get("basis", "unknown"), res.duration_s, external)
+
+    def check_window(self, res: Any) -> List[str]:
+        """Why img/s/W is refused for this window (too short for the sensors, or too poorly
+        covered); empty when it stands. Each reason says what would fix it."""
+        reasons = list(res.reasons)
+        total = res.total
+        if total is not None and total.mean_w is not None \
+                and total.coverage < self.request.min_coverage:
+            reasons.append(f"{total.total.name} covered only {total.coverage:.0%} of the window "
+                           f"(at least {self.request.min_coverage:.0%} is needed)")
+        if not reasons:
+            return []
+        slowest = max((s.period_s for s in self.sampler.traces()), default=0.0)
+        need = max(4 * slowest * 2, self.request.duration_s * 2, 0.5)
+        return [f"img/s/W refused: {r} (measure for longer: --duration {need:.3g}s or more, "
+                "or more --iterations)" for r in reasons]

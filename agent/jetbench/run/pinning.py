@@ -1,0 +1,132 @@
+"""Pinning a measurement's clocks and putting them back: the profile a point asks for, the
+clocks once they have settled, the knobs as the kernel kept them, and the put-back at the end
+(the whole journal, or only this run's writes when an earlier command had changed the board)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..hw.board import Board
+from ..hw.fs import Root
+from ..units import parse_freq
+from .request import MeasureRequest
+
+
+def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: Any) -> Any:
+    """The profile to pin for one GPU clock: --profile (if any) with --freq/--cpu-freq/
+    --emc-freq on top. None when nothing is to be pinned."""
+    from ..tuning.profile import FreqRange, Profile, load_profile
+
+    if request.profile:
+        profile = load_profile(request.profile, root_base)
+    elif gpu_freq or request.cpu_freq or request.emc_freq:
+        profile = Profile(name="measure", source="command line")
+    else:
+        return None
+    changes: Dict[str, Any] = {}
+    sections = list(profile.sections)
+    if gpu_freq:
+        spec = parse_freq(gpu_freq)
+        changes["gpu_freq"] = FreqRange(spec, spec)
+        if profile.gpu_railgate is None:
+            changes["gpu_railgate"] = False  # a railgated GPU wakes up slowly: never measure it
+        sections.append("gpu")
+    if request.cpu_freq:
+        spec = parse_freq(request.cpu_freq)
+        changes["cpu_freq"] = FreqRange(spec, spec)
+        if not profile.cpu_governors:
+            changes["cpu_governors"] = ("userspace", "performance")
+        sections.append("cpu")
+    if request.emc_freq:
+        changes["emc_freq"] = parse_freq(request.emc_freq)
+        sections.append("emc")
+    changes["sections"] = tuple(dict.fromkeys(sections))
+    changes["beyond_power_mode"] = request.beyond_power_mode
+    return dataclasses.replace(profile, **changes)
+
+
+def applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
+    from ..hw.knobs import read_applied
+
+    return read_applied(root, board)
+
+
+def put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: List[Any]) -> str:
+    from ..ownership import journal
+
+    if not had_journal:
+        # Decided by the journal, not by `steps`: an interrupt inside apply_profile (journal
+        # written, the step half done) leaves no step in our list, but writes to undo.
+        if not journal.load(root):
+            return "nothing was changed"
+        if request.keep_clocks:
+            return "kept (--keep-clocks): `jetbench restore` puts them back"
+        journal.restore(root)
+        return "restored"
+    if not steps:
+        return "nothing was changed"
+    if request.keep_clocks:
+        return "kept (--keep-clocks): `jetbench restore` puts them back"
+    # Clocks were already changed by an earlier maxperf/apply: undo only this run's writes.
+    from ..hw.clocks.steps import undo_writes
+
+    writes = [(w, step.label) for step in steps for w in step.writes]
+    undo_writes(root, [w for w, _ in writes], strict=True)
+    # The journal's `wrote` goes back with the values (oldest last, as undo left them), or
+    # restore would call the earlier jetbench state "moved by another tool".
+    journal.record(root, [(w.path, label, w.old) for w, label in reversed(writes) if w.verify])
+    return "put back to the earlier jetbench state (its journal is kept)"
+
+
+class Pin:
+    """The clocks a measure run holds: each GPU clock's profile applied once (through the
+    ownership guard), every step written (for a partial undo), what was asked, and the knobs
+    and clocks read back after it settled."""
+
+    def __init__(self, root: Root, board: Board, request: MeasureRequest, guard: Any):
+        self.root, self.board, self.request, self.guard = root, board, request, guard
+        self.steps: List[Any] = []  # every Step written, in order
+        self.pinned_for: Any = object()
+        self.applied_clocks: List[Dict[str, Any]] = []  # knobs read back (hw/clocks/applied.py)
+        self.requested: List[Any] = []
+        self.clocks: Tuple[Any, ...] = ()
+        self.profile_name: Optional[str] = None
+        self.notes: Tuple[str, ...] = ()
+        self.caps_lifted: Tuple[str, ...] = ()  # --beyond-power-mode: the caps this pin passed
+
+    def to(self, gpu_freq: Optional[str],
+           on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> None:
+        from ..tuning.apply import apply_profile, read_clocks
+
+        if gpu_freq == self.pinned_for:
+            return
+        profile = build_profile(self.request, gpu_freq, self.root.base)
+        if profile is not None:
+            with self.guard.writing():
+                result = apply_profile(self.root, self.board, profile)
+            self.steps += list(result.steps)
+            self.requested = list(result.targets.requested)
+            self.notes = result.targets.notes
+            self.caps_lifted = result.targets.caps_lifted
+            self.profile_name = profile.name
+        self.clocks = settled_clocks(self.root, self.board, read_clocks)
+        self.applied_clocks = applied_clocks(self.root, self.board)
+        self.pinned_for = gpu_freq
+        if on_applied is not None:
+            on_applied(self.requested, self.clocks)
+
+
+def settled_clocks(root: Root, board: Board, read: Any, timeout_s: float = 1.0) -> Tuple:
+    """Read the clocks until two reads agree (a simulated kernel, or a slow governor, may take
+    a few ms to move the current frequency after the write)."""
+    deadline = time.monotonic() + timeout_s
+    last = read(root, board)
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = read(root, board)
+        if now == last:
+            return now
+        last = now
+    return last

@@ -1,0 +1,259 @@
+"""A point's result document, built in one place: its skeleton (board, settings, workload),
+the power figures and their uncertainty, img/J for the total and each measured point, the
+thermal verdict. The schema is report/schema.py's; `MeasureRun` fills it."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import __version__
+from ..hw.board import Board
+from ..hw.fs import Root
+from ..report.schema import SCHEMA
+from ..units import parse_freq
+from .request import MeasureRequest, Point
+from .validity import applied_summary
+
+
+def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
+             board_doc: Dict[str, Any], pin: Any, framework: str) -> Dict[str, Any]:
+    """The result of `point` before its figures: what was asked, what the knobs hold."""
+    applied = applied_summary(pin.applied_clocks)
+    requested: Dict[str, Any] = {}
+    resolved: Dict[str, Any] = {}
+    for r in pin.requested:
+        if r.resolved_hz is None:
+            requested[f"{r.domain}_{r.setting}"] = r.requested
+            continue
+        key = f"{r.domain}_hz" if r.setting == "freq" else f"{r.domain}_{r.setting}_hz"
+        spec = parse_freq(r.requested)
+        requested[key] = spec
+        resolved[key] = r.resolved_hz
+    return {
+        "schema": SCHEMA,
+        "status": status,
+        "simulated": board.simulated,
+        "id": point.id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "jetbench": __version__,
+        "board": with_caps_lifted(board_doc, pin.caps_lifted),
+        "settings": {
+            "profile": pin.profile_name,
+            "requested": requested,
+            "resolved": resolved,
+            "applied": applied,  # the knobs read back, not cur_freq (see run/validity.py)
+            "clocks": [{k: v for k, v in c.items() if k != "table_hz"}
+                       for c in pin.applied_clocks],
+            "pinned": bool(pin.requested),
+        },
+        "workload": {"model": point.model, "precision": point.precision,
+                     "batch": point.batch, "device": request.device,
+                     "iterations": None,
+                     "framework": framework,
+                     **({"provider": request.provider}
+                        if request.provider else {})},
+        "throughput": None,
+        "power": None,
+        "efficiency": {"images_per_j": None},
+        "thermal": None,
+        "clocks": {"observed": []},
+        "validity": {"valid": True, "reasons": []},
+        "warnings": [] if pin.requested else
+        ["clocks not pinned (no --freq/--profile): the governor may move them"],
+    }
+
+
+def thermal(root: Root, board: Board, before: Dict[str, float], mismatches: Sequence[Any],
+            warnings: List[str]) -> Dict[str, Any]:
+    """Throttling only with evidence: a zone at or above a passive/hot/critical trip
+    (before or after the run), or a thermal cooling device active after it. A clock below
+    its pin without evidence is reported as exactly that."""
+    from ..hw.thermal import assess, cooling_states, scan
+
+    after = temperatures(root, board)
+    layout = scan(root, board)
+    trips = _trip_points(layout)
+    hottest = {z: max(t, before.get(z, t)) for z, t in after.items()}
+    evidence = list(assess(hottest, layout.trips, cooling_states(root, layout)))
+    crossed = sorted({t.zone for t in layout.trips
+                      if hottest.get(t.zone, float("-inf")) >= t.temp_c})
+    below = sorted({m.domain for m in mismatches if m.direction == "below"})
+    for reason in evidence:
+        warnings.append(f"throttled: {reason}")
+    if below and not evidence:
+        for domain in below:
+            warnings.append(f"{domain} below its pin, cause unknown (no zone at a trip "
+                            "point, no cooling device active)")
+    return {"before_c": before, "after_c": after, "trip_points_c": trips,
+            "throttled": bool(evidence), "evidence": evidence,
+            "below_pin": [f"{d} below its pin, cause unknown" for d in below]
+            if not evidence else [f"{d} below its pin" for d in below],
+            "trips_crossed": crossed}
+
+
+def board_doc(root: Root, board: Board) -> Dict[str, Any]:
+    from ..hw.nvpmodel import mode_doc
+
+    return {"model": board.model, "family": board.family, "soc": board.soc, "l4t": board.l4t,
+            "power_mode": mode_doc(root), "simulated": board.simulated, "root": str(root.base)}
+
+
+def with_caps_lifted(board: Dict[str, Any], lifted: Tuple[str, ...]) -> Dict[str, Any]:
+    """The board document, its power mode marked when this point ran past the mode's caps
+    (--beyond-power-mode): two results in "the same" mode are not comparable otherwise."""
+    if not lifted or not board.get("power_mode"):
+        return board
+    return {**board, "power_mode": {**board["power_mode"], "caps_lifted": True,
+                                    "lifted": list(lifted)}}
+
+
+def temperatures(root: Root, board: Board) -> Dict[str, float]:
+    from ..hw.thermal import read_temperatures_c
+
+    return read_temperatures_c(root, board)
+
+
+def _trip_points(layout: Any) -> Dict[str, List[float]]:
+    """Per zone, the trip points at which the kernel caps clocks (passive, hot, critical)."""
+    trips: Dict[str, List[float]] = {}
+    for trip in layout.trips:
+        trips.setdefault(trip.zone, []).append(trip.temp_c)
+    return trips
+
+
+def power_doc(req: MeasureRequest, res: Any, idle: Any, marks: Dict[str, float],
+               stem: str, unc: Optional[Dict[str, Dict[str, Any]]] = None,
+               unc_idle: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
+    t0 = marks["start"]
+    phases = {k: round(v - t0, 6) for k, v in marks.items()}
+    doc: Dict[str, Any] = {"meters": list(req.meters) or ["auto"], "phases_s": phases,
+                           "trace_csv": f"{stem}.csv" if res is not None else None}
+    if res is None:
+        doc.update(channels=[], total=None, totals=[], window=None, idle=None)
+        return doc
+    d = res.to_dict()
+    unc = unc or {}
+    for c in d["channels"]:  # gaps relative to the trace's t0, like the CSV
+        c["gaps"] = [[a - t0, b - t0] for a, b in c["gaps"]]
+        c.update(_unc_fields(unc.get(f"{c['source']}/{c['name']}")))
+    for t in d["totals"] + ([d["total"]] if d["total"] else []):
+        t.update(_unc_fields(unc.get(f"total:{t['source']}/{t['name']}")))
+    doc.update(channels=d["channels"], total=d["total"], totals=d["totals"],
+               faults=d["faults"],
+               window={"start_s": res.t_start_s - t0, "duration_s": res.duration_s,
+                       "valid": res.valid, "reasons": list(res.reasons)})
+    doc["idle"] = idle_doc(idle, "as pinned (active idle)", unc_idle or {})
+    return doc
+
+
+def idle_doc(idle: Any, clocks: str, unc: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """An idle baseline, saying at which clocks it was taken, with its uncertainty."""
+    if idle is None:
+        return None
+    total = idle.total.to_dict() if idle.total else None
+    if total is not None:
+        total.update(_unc_fields(unc.get(f"total:{total['source']}/{total['name']}")))
+    return {"clocks": clocks, "duration_s": idle.duration_s, "valid": idle.valid,
+            "total": total,
+            "channels": [{"name": c.channel.name, "source": c.channel.source,
+                          "point": c.channel.point, "mean_w": c.mean_w}
+                         for c in idle.channels]}
+
+
+def _unc_fields(u: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A figure's uncertainty as its document carries it (None = unknown, never 0)."""
+    u = u or {}
+    return {"mean_w_uncertainty_w": u.get("mean_w_uncertainty_w"),
+            "mean_w_uncertainty_pct": u.get("mean_w_uncertainty_pct"),
+            "uncertainty": {k: v for k, v in u.items() if not k.startswith("mean_w")}
+            or {"basis": "unknown"}}
+
+
+def refuse_efficiency(eff: Dict[str, Any], reasons: List[str]) -> None:
+    """A refused window gives no img/s/W at all (the total, each point, above idle, the
+    pre-regulation estimate); its watts stay, marked by the result's validity."""
+    eff["images_per_j"] = None
+    eff["refused"] = reasons
+    for item in [*eff.get("by_point", []), eff.get("above_idle"),
+                 eff.get("pre_regulation_estimate")]:
+        if item:
+            item["images_per_j"] = None
+
+
+def _ratio(ips: float, watts: Optional[float]) -> Optional[float]:
+    return ips / watts if watts else None
+
+
+def efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float],
+                unc: Optional[Dict[str, Dict[str, Any]]] = None,
+                unc_idle: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """images_per_j = img/s / mean W over the window (= images / J), for the total and each
+    measured point; above idle and an estimated pre-regulation figure when asked."""
+    if res is None or res.total is None or res.total.mean_w is None:
+        return {"images_per_j": None, "basis": None, "by_point": []}
+    total = res.total
+    unc = unc or {}
+
+    def pct(key: str) -> Optional[float]:
+        return (unc.get(key) or {}).get("mean_w_uncertainty_pct")
+
+    by_point = [{"name": t.total.name, "source": t.source, "point": t.total.point,
+                 "kind": "total", "mean_w": t.mean_w, "images_per_j": _ratio(ips, t.mean_w),
+                 "mean_w_uncertainty_pct": pct(f"total:{t.source}/{t.total.name}")}
+                for t in res.totals]
+    by_point += [{"name": c.channel.name, "source": c.channel.source,
+                  "point": c.channel.point, "kind": "channel", "mean_w": c.mean_w,
+                  "images_per_j": _ratio(ips, c.mean_w),
+                  "mean_w_uncertainty_pct": pct(c.channel.key)} for c in res.channels]
+    doc: Dict[str, Any] = {
+        "images_per_j": _ratio(ips, total.mean_w),
+        "basis": f"{total.total.name} ({total.total.point}, source {total.source})",
+        "by_point": by_point,
+    }
+    if idle is not None and idle.total is not None and idle.total.mean_w is not None:
+        above = total.mean_w - idle.total.mean_w
+        key = f"total:{total.source}/{total.total.name}"
+        both = [(unc.get(key) or {}).get("mean_w_uncertainty_w"),
+                ((unc_idle or {}).get(f"total:{idle.total.source}/{idle.total.total.name}")
+                 or {}).get("mean_w_uncertainty_w")]
+        above_unc = None if None in both else both[0] + both[1]  # type: ignore[operator]
+        doc["above_idle"] = {
+            "mean_w_uncertainty_w": above_unc,
+            "mean_w_uncertainty_pct": 100.0 * above_unc / abs(above)
+            if above_unc is not None and above else None,
+            "idle_w": idle.total.mean_w, "idle_clocks": "as pinned (active idle)",
+            "mean_w": above,
+            "energy_j": above * res.duration_s,
+            "images_per_j": _ratio(ips, above) if above > 0 else None,
+        }
+    if reg_eff is not None:
+        pre = total.mean_w / reg_eff
+        doc["pre_regulation_estimate"] = {
+            "estimate": True, "regulator_efficiency": reg_eff, "mean_w": pre,
+            "images_per_j": _ratio(ips, pre),
+            "note": f"an estimate: {total.total.name} divided by an assumed {reg_eff:.0%} "
+                    "regulator efficiency (the TX1 whitepaper's assumption), not a measurement",
+        }
+    return doc
+
+
+def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
+    """The workload layer's "this precision is slower than FP32 here" advice, per clock setting
+    (a precision is only compared with FP32 measured at the same clocks)."""
+    from types import SimpleNamespace
+
+    from .timing import precision_advice as advise
+
+    groups: Dict[str, List[Any]] = {}
+    for doc in results:
+        if doc.get("status") != "ok":
+            continue
+        work = doc.get("workload", {})
+        key = json.dumps(doc.get("settings", {}).get("applied", {}), sort_keys=True)
+        groups.setdefault(key, []).append(SimpleNamespace(
+            model=work.get("model"), precision=work.get("precision"), batch=work.get("batch"),
+            device=work.get("device"), status="ok",
+            images_per_s=doc.get("throughput", {}).get("images_per_s")))
+    return [line for rows in groups.values() for line in advise(rows)]

@@ -1,0 +1,104 @@
+"""`TimedRun`: one point's workload as the measure orchestrator times it, whatever runs it.
+
+    run = InProcessRun(...)          # or ChildRun, command.CommandTimedRun, distributed's RanksRun
+    run.prepare()                    # build the network, load the engine: never in a window
+    timing = run.run(iterations, duration_s, warmup_s, on_timed_start, on_timed_end, progress)
+    result = run.window(timing, sampler, result)   # the power window the figures use
+    run.annotate(doc); run.finish(doc, timing, duration_s)
+    run.close()
+
+`on_timed_start`/`on_timed_end` open and close the power window exactly around the timed
+iterations (or the command's run). A kind overrides only what differs; the defaults are the
+in-process network's.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any, Callable, Dict, Optional
+
+from .model_arg import InputShape, model_kind
+from .workload import RunOptions
+
+Hook = Callable[[], None]
+Progress = Optional[Callable[[str, float], None]]
+
+
+class TimedRun:
+    """The protocol, with the defaults every kind shares."""
+
+    framework = "pytorch"  # the result's workload.framework
+    warms_up = True  # has a warm-up the result's phases mark (a command has none)
+
+    def prepare(self) -> None:
+        """Everything before the warm-up (outside every window)."""
+
+    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
+            on_timed_end: Hook, progress: Progress = None) -> Any:
+        raise NotImplementedError
+
+    def window(self, timing: Any, sampler: Any, whole: Any) -> Any:
+        """The power window the figures use: by default the one the hooks opened and closed."""
+        return whole
+
+    def annotate(self, doc: Dict[str, Any]) -> None:
+        """Add what this kind knows to the result (after the power figures)."""
+
+    def finish(self, doc: Dict[str, Any], timing: Any, duration_s: float) -> None:
+        """The last word on the finished result (its unit, its own verdicts)."""
+
+    def close(self) -> None:
+        """Release the device memory (the next point may need it all)."""
+        gc.collect()
+
+
+class InProcessRun(TimedRun):
+    """A network built in this process: PyTorch, ONNX Runtime or a TensorRT engine."""
+
+    def __init__(self, model: str, precision: str, batch: int, device: str,
+                 input_shape: Optional[InputShape] = None, provider: Optional[str] = None):
+        self.framework = model_kind(model)
+        self._args = (model, precision, batch, device)
+        self._input_shape, self._provider = input_shape, provider
+        self._workload: Any = None
+
+    def prepare(self) -> None:
+        from .build import build_workload
+
+        model, precision, batch, device = self._args
+        self._workload = build_workload(model, precision, batch, device,
+                                        input_shape=self._input_shape,
+                                        options=RunOptions(provider=self._provider))
+
+    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
+            on_timed_end: Hook, progress: Progress = None) -> Any:
+        from .runner import run_timed
+
+        return run_timed(self._workload, iterations, duration_s, warmup_s,
+                         warmup_iterations=1 if warmup_s > 0 else 0,
+                         on_timed_start=on_timed_start, on_timed_end=on_timed_end,
+                         progress=progress)
+
+    def close(self) -> None:
+        self._workload = None
+        super().close()
+
+
+class ChildRun(TimedRun):
+    """A built-in network in a child under another interpreter (--workload-python)."""
+
+    def __init__(self, python: str, model: str, precision: str, batch: int, device: str,
+                 input_shape: Optional[InputShape] = None):
+        from .child import ChildWorkload
+
+        self._work = ChildWorkload(python, model, precision, batch, device,
+                                   input_shape=input_shape)
+
+    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
+            on_timed_end: Hook, progress: Progress = None) -> Any:
+        from .child import run_in_child
+
+        return run_in_child(self._work, iterations, duration_s, warmup_s,
+                            warmup_iterations=1 if warmup_s > 0 else 0,
+                            on_timed_start=on_timed_start, on_timed_end=on_timed_end,
+                            progress=progress)
