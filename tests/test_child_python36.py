@@ -15,7 +15,7 @@ PACKAGE = REPO / "agent" / "jetbench"
 def child_files() -> list:
     """Everything the child imports from the package: the package's and workload's __init__,
     the runner, its PORTABLE_MODULES and the network definitions."""
-    files = [PACKAGE / "/__init__.py", PACKAGE / "workload" / "/__init__.py",
+    files = [PACKAGE / "__init__.py", PACKAGE / "workload" / "__init__.py",
              Path(child_runner.__file__)]
     files += [REPO / "agent" / (name.replace(".", "/") + ".py")
               for name in child_runner.PORTABLE_MODULES]

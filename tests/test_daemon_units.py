@@ -109,14 +109,32 @@ def test_throttling_assessment():
     assert thermal.assess({}, trips, {"cpufreq-cpu0": 2}, [])
     assert thermal.assess({}, trips, {"cpufreq-cpu0": 0}, []) == ()
     # A clock under its pinned floor is not evidence of throttling: it is reported as exactly
-    # that ("below its pin, cause unknown"); a table rounding (1%) is not even that.
+    # that ("below its pin, cause unknown"), by the rule a result's validity uses.
     low = _clock(600_000_000, 921_600_000)
     assert thermal.assess({}, (), {}, [low]) == ()
-    assert thermal.below_pin([low]) == (
+
+
+def _applied(lo, domain="gpu", override=None, table=()):
+    return {"domain": domain, "name": "gpu0", "governor": None, "min_hz": lo, "max_hz": lo,
+            "override_hz": override, "locked": None, "table_hz": list(table)}
+
+
+def test_below_pin_is_the_validity_rule():
+    from jetbench.run.validity import below_pin
+
+    pinned = [_applied(921_600_000)]
+    assert below_pin(pinned, [_clock(600_000_000, 921_600_000)], "tegra210") == (
         "gpu gpu0 below its pin (600 MHz, pinned floor 921.6 MHz), cause unknown",)
-    assert thermal.below_pin([_clock(600_000_000, 921_600_000, "cpu")], skip_domains=("cpu",)) == ()
-    assert thermal.below_pin([_clock(912_000_000, 921_600_000)]) == ()
-    assert thermal.below_pin([_clock(None, 921_600_000), _clock(5, None)]) == ()
+    assert below_pin(pinned, [_clock(921_600_000, 921_600_000)], "tegra210") == ()
+    # An override rate runs at its nearest table entry: that is not below its pin.
+    rounded = [_applied(1_600_000_000, "emc", 1_600_000_000, (1_331_200_000, 1_599_999_000))]
+    emc = ClockReading("emc", "gpu0", None, None, None, 1_599_999_000)
+    assert below_pin(rounded, [emc], "tegra210") == ()
+    # A CPU read from activity counters (Xavier, Orin, Thor) reads low at rest: not judged.
+    cpu = [_applied(1_497_600_000, "cpu")]
+    assert below_pin(cpu, [_clock(600_000_000, 1_497_600_000, "cpu")], "tegra234") == ()
+    assert below_pin(cpu, [_clock(600_000_000, 1_497_600_000, "cpu")], "tegra210")
+    assert below_pin(pinned, [_clock(None, 921_600_000)], "tegra210") == ()
 
 
 def test_thermal_scan_keeps_throttling_trips_and_non_fan_cooling(tmp_path):

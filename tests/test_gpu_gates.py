@@ -70,7 +70,7 @@ def test_bf16_on_an_old_torch_signature(monkeypatch):
 def test_trt_import_oserror_is_unavailable_not_a_traceback(tmp_path, monkeypatch):
     pkg = tmp_path / "torch_tensorrt"
     pkg.mkdir()
-    (pkg / "/__init__.py").write_text(
+    (pkg / "__init__.py").write_text(
         "raise OSError('libnvinfer.so.10: cannot open shared object file')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "torch_tensorrt", raising=False)

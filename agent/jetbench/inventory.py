@@ -8,13 +8,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .hw.board import Board
 from .hw.clocks.cpu import read_cores
 from .hw.clocks.fan import read_pwm
-from .hw.clocks.gpu import gpu_load_pct
 from .hw.clocks.types import ClockReading
 from .hw.fs import Root
-from .hw.nvpmodel import mode_doc
-from .hw.thermal import read_temperatures_c
+from .hw.readings import clock_doc, identity, read_now
 from .ownership import journal
-from .tuning.apply import read_clocks
 
 
 def describe_sources(sources: Sequence[Any]) -> List[Dict[str, Any]]:
@@ -93,20 +90,9 @@ def nvml_gpus_doc(board: Board) -> List[Dict[str, Any]]:
 
 
 def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str, Any]:
-    clocks: List[Dict[str, Any]] = []
-    readings = read_clocks(root, board)
+    now = read_now(root, board)
+    readings = now.clocks
     cores = read_cores(root, board)
-    for r in readings:
-        clocks.append({
-            "domain": r.domain,
-            "name": r.name,
-            "governor": r.governor,
-            "min_hz": r.min_hz,
-            "max_hz": r.max_hz,
-            "cur_hz": r.cur_hz,
-            "available_hz": list(r.available_hz),
-            "locked": r.locked,
-        })
     rails = [
         {
             "name": rail.name,
@@ -120,20 +106,12 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
         }
         for rail in board.rails
     ]
-    temps = read_temperatures_c(root, board)
+    temps = now.temperatures_c
     return {
         "schema": "jetbench.info/1",
         "simulated": board.simulated,
-        "board": {
-            "model": board.model,
-            "family": board.family,
-            "soc": board.soc,
-            "l4t": board.l4t,
-            "power_mode": mode_doc(root),
-            "simulated": board.simulated,
-            "root": str(root.base),
-        },
-        "clocks": clocks,
+        "board": identity(root, board),
+        "clocks": [clock_doc(r, table=True) for r in readings],
         "cpu_clusters": cpu_clusters(board, readings,
                                      [c.cpu for c in cores if not c.online]),
         "cpu": {
@@ -154,7 +132,7 @@ def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str,
             "side_clocks": [name for name, _node in board.gpu.side_clocks],
             # devfreq is Hz by ABI; values that only make sense as kHz are read as kHz (a note).
             "file_unit": {1: "Hz", 1000: "kHz"}.get(board.gpu.hz_per_unit, "?"),
-            "load_pct": gpu_load_pct(root, board),
+            "load_pct": now.gpu_load_pct,
         },
         "emc": None if board.emc is None else {
             "kind": board.emc.kind, "max_hz": board.emc.max_hz,

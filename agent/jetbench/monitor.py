@@ -13,13 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .hw.board import Board
-from .hw.clocks.gpu import gpu_load_pct
 from .hw.clocks.types import ClockReading
 from .hw.fs import Root
-from .hw.meters.base import KIND_ENERGY, Channel, PowerSource, Total
-from .hw.nvpmodel import mode_doc
-from .hw.thermal import read_temperatures_c
-from .tuning.apply import read_clocks
+from .hw.meters.base import KIND_ENERGY, Channel, PowerSource, power_between, total_power_w
+from .hw.readings import clock_doc, read_now
 
 
 @dataclass(frozen=True)
@@ -52,24 +49,11 @@ class Row:
             ],
             "total": {"name": self.total_name, "power_w": self.total_w,
                       "power_w_uncertainty_w": self.total_uncertainty_w},
-            "clocks": [
-                {"domain": c.domain, "name": c.name, "cur_hz": c.cur_hz, "min_hz": c.min_hz,
-                 "max_hz": c.max_hz, "governor": c.governor}
-                for c in self.clocks
-            ],
+            "clocks": [clock_doc(c) for c in self.clocks],
             "temperatures_c": self.temps_c,
             "power_mode": self.power_mode,
             "gpu_load_pct": self.gpu_load_pct,
         }
-
-
-def _total(total: Optional[Total], values: Dict[str, Optional[float]]) -> Optional[float]:
-    if total is None:
-        return None
-    parts = [values.get(name) for name in total.channels]
-    if any(p is None for p in parts):
-        return None  # a missing reading never counts as 0 W
-    return float(sum(parts))  # type: ignore[arg-type]
 
 
 class Monitor:
@@ -122,8 +106,8 @@ class Monitor:
             for k, channel in enumerate(st.channels):
                 value: Optional[float] = None
                 if channel.kind == KIND_ENERGY:
-                    if len(t) >= 2 and t[-1] > t[-2]:
-                        value = float((v[-1, k] - v[-2, k]) / (t[-1] - t[-2]))
+                    if len(t) >= 2:
+                        value = power_between((t[-2], v[-2, k]), t[-1], v[-1, k])
                 elif len(t) and not math.isnan(v[-1, k]):
                     value = float(v[-1, k])
                 values[channel.name] = value
@@ -132,15 +116,14 @@ class Monitor:
                 errors[channel.key] = (acc.worst_case_w(value)
                                        if acc is not None and value is not None else None)
             if total_name is None and st.total is not None:
-                total_name, total_w = st.total.name, _total(st.total, values)
+                total_name, total_w = st.total.name, total_power_w(st.total, values)
                 parts = [errors.get(f"{st.channels[0].source}/{name}")
                          for name in st.total.channels] if st.channels else [None]
                 total_err_w = (None if total_w is None or any(p is None for p in parts)
                                else float(sum(parts)))  # type: ignore[arg-type]
-        return Row(now - self.t0, tuple(channels), total_name, total_w,
-                   read_clocks(self.root, self.board),
-                   read_temperatures_c(self.root, self.board),
-                   mode_doc(self.root), gpu_load_pct(self.root, self.board),
+        board = read_now(self.root, self.board)
+        return Row(now - self.t0, tuple(channels), total_name, total_w, board.clocks,
+                   board.temperatures_c, board.power_mode, board.gpu_load_pct,
                    errors, total_err_w)
 
 

@@ -106,7 +106,8 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
 
 def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: bool,
                     dry_run: bool) -> None:
-    from ..tuning.apply import pin_notes, read_clocks
+    from ..hw.clocks.domains import read_clocks
+    from ..tuning.apply import pin_notes
     from .render import plan_lines, requested_table
 
     applied = read_clocks(root, board)  # after the simulated kernel's last pass, if simulated

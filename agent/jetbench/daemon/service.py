@@ -40,18 +40,20 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import knob_io, thermal
 from ..hw.board import Board, detect
+from ..hw.clocks.domains import read_applied, read_clocks
 from ..hw.clocks.steps import apply_step
 from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
-from ..hw.thermal import read_temperatures_c
+from ..hw.meters.base import power_between, total_power_w
+from ..hw.readings import identity, read_now, settled
 from ..open_board import served_kernel
 from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock, Holder
 from ..ownership.wire import BUSY, DEFAULT_SOCKET, REVOKED, Request
-from ..run.validity import ACTIVITY_COUNTER_SOCS
+from ..run.validity import below_pin
 from ..sampling.energy_totals import EnergyTotals
-from ..tuning.apply import apply_profile, build_plan, read_clocks
+from ..tuning.apply import apply_profile, build_plan
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
@@ -396,16 +398,9 @@ class Daemon:
         log.info("pinned profile %s (%d write(s))", profile.name, writes)
 
     def _wait_settled(self, board: Board) -> None:
-        """Until two clock reads agree (at most SETTLE_TIMEOUT_S): the kernel takes a moment
-        to move the clocks after a pin, and the first judgement must not see that moment."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        last = read_clocks(self.root, board)
-        while time.monotonic() < deadline:
-            time.sleep(0.05)
-            now = read_clocks(self.root, board)
-            if now == last:
-                return
-            last = now
+        """The kernel takes a moment to move the clocks after a pin, and the first judgement
+        must not see that moment (at most SETTLE_TIMEOUT_S)."""
+        settled(lambda: read_clocks(self.root, board), SETTLE_TIMEOUT_S)
 
     def _leave_drift(self) -> Optional[str]:
         """Why drift is deliberately left alone now (None: re-pin it). Nothing leaves it yet;
@@ -477,9 +472,7 @@ class Daemon:
         self.throttle_reasons = reasons
         below: Tuple[str, ...] = ()
         if self.pinned and time.monotonic() >= self._judge_after:
-            # A CPU clock measured by activity counters reads low at rest: not judged here.
-            skip = ("cpu",) if board.soc in ACTIVITY_COUNTER_SOCS else ()
-            below = thermal.below_pin(clocks, skip_domains=skip)
+            below = below_pin(read_applied(self.root, board), clocks, board.soc)
         if below and below != self.below_pin:
             log.warning("%s", "; ".join(below))
         self.below_pin = below
@@ -518,13 +511,9 @@ class Daemon:
     # -- readings ----------------------------------------------------------------------------
     def _read(self, board: Board,
               clock_readings: Optional[Sequence[ClockReading]] = None) -> Dict[str, Any]:
-        if clock_readings is None:
-            clock_readings = read_clocks(self.root, board)
-        clocks = [
-            {"domain": r.domain, "name": r.name, "governor": r.governor, "min_hz": r.min_hz,
-             "max_hz": r.max_hz, "cur_hz": r.cur_hz, "locked": r.locked}
-            for r in clock_readings
-        ]
+        now = read_now(self.root, board)
+        if clock_readings is not None:
+            now = dataclasses.replace(now, clocks=tuple(clock_readings))
         rails: List[Dict[str, Any]] = []
         total: Optional[Dict[str, Any]] = None
         for source in self._sources:
@@ -544,15 +533,9 @@ class Daemon:
                               "energy_j": self._integrate(channel, value, reading.t_s)})
             spec = source.total()
             if total is None and spec is not None:
-                parts = [values.get(n) for n in spec.channels]
-                watts = sum(parts) if parts and None not in parts else None  # type: ignore
-                total = {"name": spec.name, "point": spec.point, "power_w": watts}
-        from ..hw.clocks.gpu import gpu_load_pct
-        from ..hw.nvpmodel import mode_doc
-
-        return {"clocks": clocks, "temperatures_c": read_temperatures_c(self.root, board),
-                "rails": rails, "total": total, "power_mode": mode_doc(self.root),
-                "gpu_load_pct": gpu_load_pct(self.root, board), "read_at": _iso(time.time())}
+                total = {"name": spec.name, "point": spec.point,
+                         "power_w": total_power_w(spec, values)}
+        return {**now.to_dict(), "rails": rails, "total": total, "read_at": _iso(time.time())}
 
     def _integrate(self, channel: Any, value: Optional[float], t_s: float) -> float:
         """The channel's energy since the daemon started (J), this reading included."""
@@ -570,9 +553,7 @@ class Daemon:
             return value
         last = self._energy_last.get(channel.key)
         self._energy_last[channel.key] = (t_s, value)
-        if last is None or t_s <= last[0] or value < last[1]:
-            return None
-        return (value - last[1]) / (t_s - last[0])
+        return power_between(last, t_s, value)
 
     # -- what the socket and metrics see -----------------------------------------------------
     def summary(self) -> str:
@@ -606,8 +587,7 @@ class Daemon:
             "started": _iso(self._started),
             "uptime_s": round(time.time() - self._started, 1),
             "simulated": board.simulated,
-            "board": {"model": board.model, "family": board.family, "soc": board.soc,
-                      "l4t": board.l4t, "root": str(self.root.base)},
+            "board": identity(self.root, board),
             "profile": self.profile.name if self.profile else None,
             "profile_source": self.profile.source if self.profile else None,
             "pinned": self.pinned,

@@ -8,21 +8,20 @@ Evidence, any one is enough:
   exposes one yet).
 A clock running below the floor it is pinned to is *not* evidence: `cur_freq` files are
 information, not a promise (a railgated GPU, a firmware cap, a counter-measured CPU clock). It is
-reported as exactly that, "gpu below its pin, cause unknown" (`below_pin`).
+reported as exactly that, "gpu below its pin, cause unknown" (run/validity.py, one rule for a
+result and for the daemon).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
-from ..units import format_hz
 from .board import Board
 from .clocks.types import ClockReading
 from .fs import Root
 
 THROTTLING_TRIPS = ("passive", "hot", "critical")
-FLOOR_TOLERANCE = 0.02  # a clock 2% under its floor is a table rounding, not a cap
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ def assess(
 ) -> Tuple[str, ...]:
     """The evidence that the board is throttling now (empty: none). Pure: tested without files.
     `clocks` is accepted for callers of the older signature and not used: a low clock is not
-    evidence (see `below_pin`)."""
+    evidence (run/validity.py's `below_pin` says it as a fact)."""
     reasons: List[str] = []
     for trip in trips:
         temp = temps_c.get(trip.zone)
@@ -100,21 +99,3 @@ def assess(
         if state > 0:
             reasons.append(f"cooling device {name} active (state {state})")
     return tuple(reasons)
-
-
-def below_pin(clocks: Sequence[ClockReading], skip_domains: Sequence[str] = ()) -> Tuple[str, ...]:
-    """Clocks reading below the floor they are pinned to, said as no more than that. Domains in
-    `skip_domains` are not judged (a CPU measured by activity counters reads low at rest)."""
-    out = []
-    for clock in clocks:
-        if clock.domain not in skip_domains and _below_floor(clock):
-            out.append(f"{clock.domain} {clock.name} below its pin ({format_hz(clock.cur_hz)}, "
-                       f"pinned floor {format_hz(clock.min_hz)}), cause unknown")
-    return tuple(out)
-
-
-def _below_floor(clock: ClockReading) -> bool:
-    floor: Optional[int] = clock.min_hz
-    if floor is None or clock.cur_hz is None or not floor:
-        return False
-    return clock.cur_hz < floor * (1 - FLOOR_TOLERANCE)

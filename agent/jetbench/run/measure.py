@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ..errors import OutOfMemory, RankLost, UsageError, set_interrupt_notes
 from ..hw.board import Board
 from ..hw.fs import Root
+from ..hw.readings import identity
 from ..interrupts import Hold, checkpoint, pending
 from ..report import io
 from ..workload.timed import ChildRun, InProcessRun, TimedRun
@@ -94,7 +95,7 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     report = MeasureReport(out_dir=request.out_dir)
     with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated
-        report.board = build.board_doc(root, board)
+        report.board = identity(root, board)
         points = plan_points(request, board)
         had_journal = bool(journal.load(root))
         state = _State(root, board, request, report, progress, t_start, ranks)
@@ -242,7 +243,7 @@ class _State:
 
     def one(self, point: Point, k: int, total: int,
             hold: Optional[Hold] = None) -> Tuple[Dict[str, Any], Optional[str]]:
-        from ..tuning.apply import read_clocks
+        from ..hw.clocks.domains import read_clocks
         from ..workload.precision import PrecisionUnavailable
 
         req = self.request

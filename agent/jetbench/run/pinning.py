@@ -5,11 +5,11 @@ clocks once they have settled, the knobs as the kernel kept them, and the put-ba
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..hw.board import Board
 from ..hw.fs import Root
+from ..hw.readings import settled
 from ..units import parse_freq
 from .request import MeasureRequest
 
@@ -48,7 +48,7 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
 
 
 def applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
-    from ..hw.knobs import read_applied
+    from ..hw.clocks.domains import read_applied
 
     return read_applied(root, board)
 
@@ -98,7 +98,8 @@ class Pin:
 
     def to(self, gpu_freq: Optional[str],
            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> None:
-        from ..tuning.apply import apply_profile, read_clocks
+        from ..hw.clocks.domains import read_clocks
+        from ..tuning.apply import apply_profile
 
         if gpu_freq == self.pinned_for:
             return
@@ -111,22 +112,8 @@ class Pin:
             self.notes = result.targets.notes
             self.caps_lifted = result.targets.caps_lifted
             self.profile_name = profile.name
-        self.clocks = settled_clocks(self.root, self.board, read_clocks)
+        self.clocks = settled(lambda: read_clocks(self.root, self.board))
         self.applied_clocks = applied_clocks(self.root, self.board)
         self.pinned_for = gpu_freq
         if on_applied is not None:
             on_applied(self.requested, self.clocks)
-
-
-def settled_clocks(root: Root, board: Board, read: Any, timeout_s: float = 1.0) -> Tuple:
-    """Read the clocks until two reads agree (a simulated kernel, or a slow governor, may take
-    a few ms to move the current frequency after the write)."""
-    deadline = time.monotonic() + timeout_s
-    last = read(root, board)
-    while time.monotonic() < deadline:
-        time.sleep(0.02)
-        now = read(root, board)
-        if now == last:
-            return now
-        last = now
-    return last

@@ -93,13 +93,6 @@ def thermal(root: Root, board: Board, before: Dict[str, float], mismatches: Sequ
             "trips_crossed": crossed}
 
 
-def board_doc(root: Root, board: Board) -> Dict[str, Any]:
-    from ..hw.nvpmodel import mode_doc
-
-    return {"model": board.model, "family": board.family, "soc": board.soc, "l4t": board.l4t,
-            "power_mode": mode_doc(root), "simulated": board.simulated, "root": str(root.base)}
-
-
 def with_caps_lifted(board: Dict[str, Any], lifted: Tuple[str, ...]) -> Dict[str, Any]:
     """The board document, its power mode marked when this point ran past the mode's caps
     (--beyond-power-mode): two results in "the same" mode are not comparable otherwise."""

@@ -2,7 +2,7 @@
 claims").
 
 Each clock has four values: `requested` (what the user typed), `resolved` (the table entry),
-`applied` (the knobs the kernel kept, read back: `hw/knobs.py`) and `observed` (the running
+`applied` (the knobs the kernel kept, read back: `hw/clocks/domains.py`) and `observed` (the running
 clock sampled through the window: min, mean, max). A result is invalid when an observed clock is
 not the applied one, in either direction, beyond the domain's tolerance:
 
@@ -206,3 +206,24 @@ def _judge_mean(who: str, obs: Dict[str, Any], lo: Optional[int],
     if hi is not None and mean > hi * (1 + tol):
         return "above", f"{who} ran at {format_hz(mean)} (mean), {_range_text(lo, hi)} {note}"
     return None
+
+
+def below_pin(applied_clocks: Sequence[Dict[str, Any]], clocks: Sequence[Any],
+              soc: Optional[str]) -> Tuple[str, ...]:
+    """The daemon's check between measurements, by the same rule as a result's validity
+    (`judge`): one read of each clock (hw ClockReading) against the knobs as kept (an override
+    rate at its nearest table entry), said as no more than a fact ("cause unknown": a low
+    clock is not evidence of throttling, hw/thermal.py). A CPU measured by activity counters
+    is not judged from one read: it reads low whenever its cores rest."""
+    now = {(c.domain, c.name): c.cur_hz for c in clocks if c.cur_hz is not None
+           and not (c.domain == "cpu" and activity_counter_cpu(soc))}
+    observed = [{"domain": d, "name": n, "min_hz": hz, "max_hz": hz, "mean_hz": hz,
+                 "samples": 1} for (d, n), hz in now.items()]
+    by_key = {(c["domain"], c["name"]): c for c in applied_clocks}
+    out = []
+    for m in judge(applied_clocks, observed, soc):
+        if m.direction == "below":
+            floor = _expected(by_key[(m.domain, m.name)])[0]
+            out.append(f"{m.domain} {m.name} below its pin ({format_hz(now[(m.domain, m.name)])}"
+                       f", pinned floor {format_hz(floor)}), cause unknown")
+    return tuple(out)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
-from ..hw import nvml
 from ..hw.board import Board
-from ..hw.clocks import cpu, emc, fan, gpu, nvml_gpu
+from ..hw.clocks import domains, gpu
+from ..hw.clocks.domains import read_clocks
 from ..hw.clocks.steps import apply_step, write_if_changed
 from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
@@ -26,11 +26,7 @@ class ApplyResult:
 
 
 def build_plan(root: Root, board: Board, targets: Targets) -> List[Step]:
-    steps = cpu.plan(root, board, targets.cpu)
-    steps += gpu.plan(root, board, targets.gpu)
-    steps += nvml_gpu.plan(board, targets.nvml)
-    steps += emc.plan(root, board, targets.emc)
-    steps += fan.plan(root, board, targets.fan)
+    steps = domains.plan(root, board, targets)
     expert = [w for path, value in targets.writes for w in write_if_changed(root, path, value)]
     if expert:
         steps.append(Step("write", "profile [[write]] entries", tuple(expert)))
@@ -44,11 +40,6 @@ def pin_notes(board: Board, targets: Targets, applied: Sequence[ClockReading]) -
     if g is None or not g.available_hz or targets.gpu.max_hz != max(g.available_hz):
         return []
     return gpu.below_table_top(board, list(applied))
-
-
-def read_clocks(root: Root, board: Board) -> Tuple[ClockReading, ...]:
-    return tuple(cpu.read(root, board) + gpu.read(root, board) + emc.read(root, board)
-                 + nvml.read_clocks(board.nvml_gpus))
 
 
 def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = False) -> ApplyResult:

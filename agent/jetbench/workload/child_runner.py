@@ -3,7 +3,7 @@
 clocks and the power window (`--workload-python`, parent side in child.py).
 
 Run as a script: `PYTHON child_runner.py PROTOCOL_FD PARENT_PID`. It loads only this package's
-3.6-clean modules (jetbench//__init__.py, workload/__init__.py, loop.py, device_facts.py and the
+3.6-clean modules (jetbench/__init__.py, workload/__init__.py, loop.py, device_facts.py and the
 network definitions in models/), by file location, so nothing else of the parent's environment
 is put on this interpreter's path. Keep this file to Python 3.6 syntax (no dataclasses, no
 walrus, no `from __future__ import annotations`): tests/test_workload_child.py runs vermin.
@@ -72,7 +72,7 @@ def load_package() -> None:
         del sys.path[0]  # the script's directory: its modules would shadow top-level ones
     root = os.path.dirname(here)
     spec = importlib.util.spec_from_file_location(
-        PACKAGE, os.path.join(root, "/__init__.py"), submodule_search_locations=[root])
+        PACKAGE, os.path.join(root, "__init__.py"), submodule_search_locations=[root])
     module = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = module
     spec.loader.exec_module(module)  # type: ignore[union-attr]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional, Protocol, Sequence, Tuple
+from typing import Mapping, Optional, Protocol, Sequence, Tuple
 
 from ...errors import HardwareError
 
@@ -142,3 +142,24 @@ class EmptySource:
 
     def close(self) -> None:
         pass
+
+
+def power_between(last: Optional[Tuple[float, float]], t_s: float,
+                  joules: Optional[float]) -> Optional[float]:
+    """An energy counter's mean power (W) from the previous reading `last` (t_s, joules) to this
+    one; None on the first reading, across a counter reset, or without a value."""
+    if joules is None or last is None or t_s <= last[0] or joules < last[1]:
+        return None
+    return (joules - last[1]) / (t_s - last[0])
+
+
+def total_power_w(total: Optional[Total],
+                  watts: Mapping[str, Optional[float]]) -> Optional[float]:
+    """A source's total from its channels' watts (by name): None when any part has no reading
+    (a missing reading never counts as 0 W)."""
+    if total is None:
+        return None
+    parts = [watts.get(name) for name in total.channels]
+    if not parts or any(p is None for p in parts):
+        return None
+    return float(sum(p for p in parts if p is not None))
