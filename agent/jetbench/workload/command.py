@@ -96,8 +96,6 @@ def command_spec(cmd: str, throughput_from: Optional[str], unit: Optional[str] =
     unit = (unit or DEFAULT_UNIT).strip().lower()
     if unit not in UNITS:
         raise UsageError(f"--unit {unit!r}: expected one of {', '.join(UNITS)}")
-    if batch is not None and batch < 1:
-        raise UsageError("--batch must be at least 1")
     size, source, factor, notes = _batch(argv, spec, batch)
     return CommandSpec(argv, spec, unit, size, source, factor, tuple(notes), log_path,
                        stdout_to_stderr)

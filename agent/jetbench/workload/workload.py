@@ -248,10 +248,6 @@ def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) 
     if precision not in PRECISIONS:
         raise UsageError(f"unknown precision: {precision!r}",
                          hint="use fp32, tf32, fp16, bf16, int8")
-    if batch < 1:
-        raise UsageError(f"batch must be at least 1, not {batch}")
-    if input_mode not in INPUT_MODES:
-        raise UsageError(f"unknown input: {input_mode!r}", hint="use constant or random")
     if options.mode not in MODES:
         raise UsageError(f"unknown mode: {options.mode!r}", hint="use inference or train")
     if options.mode == "train" and precision == "int8":
