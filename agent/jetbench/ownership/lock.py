@@ -1,6 +1,6 @@
 """One owner of the board: an exclusive `flock` on a file beside the state journal.
 
-Every command that writes clocks or the journal holds it (DESIGN.md, "One owner of the board").
+Every command that writes clocks or the journal holds it (docs/design.md, "One owner of the board").
 The kernel releases a `flock` when its holder dies, so a kill -9 never leaves the board stuck.
 The holder writes who it is (pid, command, since, and a daemon its control socket) into the file
 so that a refused writer can say who holds the board and what to do, and the CLI can find the

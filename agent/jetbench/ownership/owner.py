@@ -1,5 +1,5 @@
 """Who carries out a change to the board: this process under the board lock, or the daemon that
-holds it (the broker), over its control socket. DESIGN.md, "One owner of the board".
+holds it (the broker), over its control socket. docs/design.md, "One owner of the board".
 
     with own_board(root, "apply nano-614mhz", wait_s) as broker:
         if broker is None: ...write it here (the lock is ours)...

@@ -1,4 +1,4 @@
-"""Simulated board descriptions: data for `jetbench sim create`, following shared/HARDWARE.md.
+"""Simulated board descriptions: data for `jetbench sim create`, following docs/hardware.md.
 
 Frequency tables are representative of each family's stock L4T tables (the exact entries differ
 between releases and nvpmodel modes); paths, file names and units are as on the boards.

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..errors import MeasurementInvalid, UsageError
+from ..procs import end_process_group
 from ..work_units import DEFAULT_UNIT, UNITS, efficiency_label
 from .throughput_from import (
     OutputParser,
@@ -262,11 +262,11 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
                 poll(time.monotonic() - t0)
         code, t1 = proc.returncode, exit_s[0]
         on_end()
-        if end_process_group(proc):
+        if end_process_group(proc, TERM_GRACE_S):
             warnings.append("the command left processes running in its process group: "
                             "ended them (SIGTERM) when it exited")
     except BaseException:
-        end_process_group(proc)
+        end_process_group(proc, TERM_GRACE_S)
         proc.wait()
         for t in pumps:
             t.join(timeout=TERM_GRACE_S)
@@ -282,30 +282,6 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
         warnings.append(sink.broken)
     with lock:
         return CommandRun(code, t0, t1, t1 - t0, parser, list(tail), warnings)
-
-
-def end_process_group(proc: subprocess.Popen) -> bool:
-    """SIGTERM to every process left in the command's group, SIGKILL after a grace period;
-    True when there was any."""
-    pgid = proc.pid  # start_new_session: the leader's pid is the group's id
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return False  # none left (or the id is no longer ours)
-    deadline = time.monotonic() + TERM_GRACE_S
-    while time.monotonic() < deadline:
-        proc.poll()  # reap the leader: a zombie still counts as a member of the group
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.02)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-    return True
 
 
 # -- the result -----------------------------------------------------------------------------
