@@ -44,7 +44,8 @@ def _energy(metrics, rail: str) -> float:
 
 
 def _vdd_in_w(base: Path) -> float:
-    """P = V x I from the rail's own files (bus mV, mA), as docs/hardware.md gives the hwmon layout."""
+    """P = V x I from the rail's own files (bus mV, mA), as docs/hardware.md gives the hwmon
+    layout."""
     mv = int((base / VDD_IN / "in1_input").read_text())
     ma = int((base / VDD_IN / "curr1_input").read_text())
     return mv * ma / 1e6

@@ -36,6 +36,7 @@ from ..hw import thermal
 from ..hw.board import Board, detect
 from ..hw.clocks.types import ClockReading
 from ..hw.fs import Root
+from ..hw.meters.registry import auto_sources
 from ..hw.readings import identity, read_now
 from ..open_board import served_kernel
 from ..ownership import journal
@@ -46,7 +47,7 @@ from ..tuning.apply import apply_profile, build_plan
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
-from .control import Peer
+from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
 from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, BoardLent, Lease, Lending
 from .notify import Notifier, watchdog_period_s
@@ -163,8 +164,6 @@ class Daemon(Drift, Lending):
         return code
 
     def _start(self) -> None:
-        from .control import ControlServer
-
         # The board lock first, for the daemon's whole life: a second daemon on this board (any
         # socket) is refused before it touches anything. It names the socket: the CLI finds
         # the broker through it.
@@ -216,8 +215,6 @@ class Daemon(Drift, Lending):
         self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
 
     def _open_sources(self, board: Board) -> None:
-        from ..hw.meters.registry import auto_sources
-
         try:
             sources = auto_sources(self.root, board.rails, board.total_rail)
             for source in sources:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ..errors import RankLost
 from ..procs import die_with_parent
 from .devices import DeviceSpec, RankEnv, cpu_share, rank_device
+from .launch import require_distributed
 from .teardown import joined
 
 # A rank waits this long for its peers at a collective (rank 0's pinning, a --scaling
@@ -37,8 +38,6 @@ class RankGroup:
 
     @classmethod
     def open(cls, env: RankEnv, requested_device: str, spec: Optional[DeviceSpec]) -> RankGroup:
-        from .launch import require_distributed
-
         require_distributed()
         import torch
         import torch.distributed as dist

@@ -30,6 +30,7 @@ from typing import Optional
 
 from ..errors import HardwareError
 from ..hw.fs import Root
+from .statedir import ensure_state_dir
 
 LOCK_PATH = "/var/lib/jetbench/board.lock"
 LOCK_FILE_MODE = 0o664  # any member of the state directory's group may take the board
@@ -122,8 +123,6 @@ class BoardLock:
         return self._fd
 
     def _open(self) -> int:
-        from .statedir import ensure_state_dir
-
         ensure_state_dir(self.root)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,

@@ -11,8 +11,12 @@ from typing import Any, FrozenSet, List, Optional, Tuple
 from ..errors import UsageError
 from ..hw.board import Board
 from ..report.schema import point_id
-from ..units import format_hz, parse_freq, resolve_freq
-from ..workload.model_arg import InputShape
+from ..units import format_hz, parse_duration_s, parse_freq, resolve_freq
+from ..workload.command import command_request, command_spec
+from ..workload.model_arg import InputShape, parse_shape_option
+from ..workload.precision import parse_precisions
+from ..workload.registry import check_model_names
+from .timing import parse_batches
 
 MIN_COVERAGE = 0.9  # below this share of the window covered, img/s/W is refused
 
@@ -126,12 +130,6 @@ def split_list(text: str) -> List[str]:
 def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
     """The request, or UsageError naming the option at fault (nothing run, nothing created).
     `ranked`: this run is one of several devices (--devices, or under torchrun)."""
-    from ..units import parse_duration_s
-    from ..workload.model_arg import parse_shape_option
-    from ..workload.precision import parse_precisions
-    from ..workload.registry import check_model_names
-    from .timing import parse_batches
-
     if o.cmd is None:
         check_model_names(split_list(o.model))  # a misspelt name: at once, before torch loads
     batches = parse_batches(o.batch)
@@ -168,8 +166,6 @@ def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
 
 def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
     """--cmd and its options checked and folded into the request (nothing run yet)."""
-    from ..workload.command import command_request, command_spec
-
     if o.cmd is None:
         given = [name for name, value in (("--throughput-from", o.throughput_from),
                                           ("--unit", o.unit), ("--cmd-log", o.cmd_log)) if value]

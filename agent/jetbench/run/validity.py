@@ -1,5 +1,5 @@
-"""What a result claims about its clocks, and whether the claim holds (docs/design.md, "What a result
-claims").
+"""What a result claims about its clocks, and whether the claim holds (docs/design.md, "What a
+result claims").
 
 Each clock has four values: `requested` (what the user typed), `resolved` (the table entry),
 `applied` (the knobs the kernel kept, read back: `hw/clocks/domains.py`) and `observed` (the running

@@ -30,6 +30,7 @@ from typing import IO, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..errors import MeasurementInvalid, UsageError
 from ..procs import end_process_group
+from ..sampling.window import compute_window
 from ..work_units import DEFAULT_UNIT, UNITS, efficiency_label
 from .throughput_from import (
     OutputParser,
@@ -382,7 +383,6 @@ def command_window(timing: CommandTiming, sampler: Any, whole_run: Any) -> Any:
     whole run (`whole_run`, closed when it exited; its traces reach past the span's end)."""
     if timing.span_s is None or sampler is None or whole_run is None:
         return whole_run
-    from ..sampling.window import compute_window
 
     start, end = timing.span_s
     return compute_window(sampler.traces(), start, end, min_periods=sampler.min_periods,
