@@ -1,6 +1,7 @@
 """New-user messages (issue 13): a bad --root, flag help, hints; real subprocesses."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -76,7 +77,24 @@ def test_flags_show_no_bool_type_in_help():
     assert res.returncode == 0
     assert "--keep-clocks" in res.stdout
     assert "<bool>" not in res.stdout
-    assert "<int>" in res.stdout  # options that take a value still show their type
+    # options that take a value show what to give, in the user's words
+    assert re.search(r"--iterations\s+-n\s+N\s", res.stdout), res.stdout
+
+
+def test_help_groups_options_gives_examples_and_human_placeholders():
+    wide = dict(os.environ, COLUMNS="100")
+    top = run_cli("--help", env=wide).stdout
+    panels = [p for p in ("Start here", "Clocks", "Measure", "On a board") if p in top]
+    assert panels == ["Start here", "Clocks", "Measure", "On a board"]
+    assert top.index("Start here") < top.index("│ sim ") < top.index("─ Clocks")
+    assert len(top.splitlines()) < 60, top  # one line per command, not its whole docstring
+    for cmd in ("measure", "sweep", "monitor", "time", "apply", "report"):
+        page = run_cli(cmd, "--help", env=wide).stdout
+        assert "Examples:" in page and f"jetbench {cmd}" in page.split("Examples:")[1], cmd
+        assert not re.search(r"<list\[|<path>|\{directory\}", page), (cmd, page)
+    measure = run_cli("measure", "--help", env=wide).stdout
+    for panel in ("Workload", "Clocks", "Power", "Timing window", "Output", "Several devices"):
+        assert f"─ {panel} " in measure, panel
 
 
 def test_install_service_dry_run_says_so(tmp_path):

@@ -70,7 +70,7 @@ def print_json(document: Any) -> None:
 
 # time, measure and sweep: the workload in a child under another interpreter (child.py)
 WORKLOAD_PYTHON = typer.Option(
-    None, "--workload-python", metavar="PYTHON",
+    None, "--workload-python", metavar="PYTHON", rich_help_panel="Workload",
     help="Run the built-in network in a child process under this interpreter (JetPack 4: "
     "/usr/bin/python3, Python 3.6 with NVIDIA's torch 1.10 wheel); jetbench keeps the clocks "
     "and the power window. fp32/fp16/bf16, inference.")
@@ -83,4 +83,5 @@ BEYOND_POWER_MODE_HELP = (
 
 
 def beyond_power_mode_option() -> Any:
-    return typer.Option(False, "--beyond-power-mode", help=BEYOND_POWER_MODE_HELP)
+    return typer.Option(False, "--beyond-power-mode", rich_help_panel="Clocks",
+                        help=BEYOND_POWER_MODE_HELP)

@@ -16,13 +16,16 @@ _SOCKET_HELP = "The control socket."
 
 def daemon(
     ctx: typer.Context,
-    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Profile to hold: a "
+    profile: Optional[str] = typer.Option(None, "--profile", "-p",
+                                          metavar="PROFILE", help="Profile to hold: a "
                                           "name (see `jetbench profiles`) or a TOML file. "
                                           "None: monitor only."),
-    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
-    metrics: Optional[str] = typer.Option(None, "--metrics", help="Serve Prometheus metrics "
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP),
+    metrics: Optional[str] = typer.Option(None, "--metrics",
+                                          metavar="HOST:PORT", help="Serve Prometheus metrics "
                                           "on HOST:PORT, e.g. 127.0.0.1:9101."),
-    interval: str = typer.Option("5s", "--interval", help="How often the clocks are read "
+    interval: str = typer.Option("5s", "--interval",
+                                 metavar="DURATION", help="How often the clocks are read "
                                  "back (and re-pinned if something moved them)."),
     client_timeout: str = typer.Option("5s", "--client-timeout", hidden=True,
                                        help="Disconnect control clients idle this long."),
@@ -50,7 +53,7 @@ def daemon(
 
 
 def status(
-    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", help=_SOCKET_HELP),
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the daemon's status document."),
 ) -> None:
     """Ask the running daemon: what it holds, clocks, temperatures, power, re-pins."""
@@ -102,13 +105,18 @@ def status(
 
 
 def install_service(
-    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Profile the service "
+    profile: Optional[str] = typer.Option(None, "--profile", "-p",
+                                          metavar="PROFILE", help="Profile the service "
                                           "holds (written to /etc/default/jetbench)."),
-    metrics: Optional[str] = typer.Option(None, "--metrics", help="HOST:PORT for metrics."),
-    interval: Optional[str] = typer.Option(None, "--interval", help="Read-back interval."),
-    executable: Optional[Path] = typer.Option(None, "--executable", help="The jetbench "
+    metrics: Optional[str] = typer.Option(None, "--metrics",
+                                          metavar="HOST:PORT", help="HOST:PORT for metrics."),
+    interval: Optional[str] = typer.Option(None, "--interval",
+                                           metavar="DURATION", help="Read-back interval."),
+    executable: Optional[Path] = typer.Option(None, "--executable",
+                                              metavar="PATH", help="The jetbench "
                                               "executable ExecStart= runs (default: this one)."),
-    dest: Path = typer.Option(Path("/"), "--dest", help="Install under this root (image "
+    dest: Path = typer.Option(Path("/"), "--dest",
+                              metavar="DIR", help="Install under this root (image "
                               "builds); commands run only for /."),
     no_start: bool = typer.Option(False, "--no-start", help="Enable, but do not start now."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be done."),
@@ -123,7 +131,8 @@ def install_service(
 
 
 def uninstall_service(
-    dest: Path = typer.Option(Path("/"), "--dest", help="Remove from under this root."),
+    dest: Path = typer.Option(Path("/"), "--dest",
+                              metavar="DIR", help="Remove from under this root."),
     remove_group: bool = typer.Option(False, "--remove-group", help="Also delete the "
                                       "jetbench group."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be done."),

@@ -13,7 +13,8 @@ def info(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
     meter: Optional[List[str]] = typer.Option(
-        None, "--meter", "-m", help="Also list these power sources (repeatable; see `monitor`)."),
+        None, "--meter", "-m",
+        metavar="SPEC", help="Also list these power sources (repeatable; see `monitor`)."),
 ) -> None:
     """Board, L4T release, clock domains, power rails and sources, temperatures, current state."""
     from ..hw.meters.registry import open_sources

@@ -49,6 +49,32 @@ def _flags_show_no_type() -> None:
 _flags_show_no_type()
 
 
+def _arguments_read_plainly() -> None:
+    """Recent typer writes a required argument as `{NAME}` in the usage line and its type
+    (`<list[Path]>`) beside its metavar: show `NAME` / `NAME...` as click does, and no type
+    where the argument has a metavar (older typer has neither method and needs nothing)."""
+    arg_cls = getattr(getattr(typer, "core", None), "TyperArgument", None)
+    usage = getattr(arg_cls, "_usage_display_name", None)
+    if usage is None or getattr(usage, "_plain", False):
+        return
+
+    def plain_usage(self: Any) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    original_type = arg_cls.display_type_rich
+
+    def display_type_rich(self: Any, ctx: Any) -> Any:
+        return None if getattr(self, "metavar", None) else original_type(self, ctx)
+
+    plain_usage._plain = True  # type: ignore[attr-defined]
+    arg_cls._usage_display_name = plain_usage  # type: ignore[union-attr]
+    arg_cls.display_type_rich = display_type_rich  # type: ignore[union-attr]
+
+
+_arguments_read_plainly()
+
+
 class _JetbenchGroup(TyperGroup):
     """Runs every command under one error handler (also under typer's CliRunner)."""
 
@@ -141,40 +167,88 @@ def _global(
     ctx.obj = GlobalOptions(root=root)
 
 
+START, CLOCKS, MEASURE, BOARD = "Start here", "Clocks", "Measure", "On a board (the service)"
+
+# name, panel, one line for the command list, examples for its --help
+COMMANDS = (
+    ("sim", START, "Simulated boards: create one in a directory (no hardware needed).",
+     ("jetbench sim create --board orin-nano /tmp/orin", "jetbench sim list")),
+    ("demo", START, "A measurement on a simulated TX1 at 690 MHz: no hardware, a minute.",
+     ("jetbench demo --out /tmp/demo",)),
+    ("info", START, "The board: L4T, clock domains, rails and sources, temperatures, state.",
+     ("jetbench info", "jetbench --root /tmp/orin info --json")),
+    ("monitor", START, "Live rails, CPU/GPU load and clocks, RAM, temperatures (tegrastats).",
+     ("jetbench monitor", "jetbench monitor --interval 1s > monitor.log",
+      "jetbench monitor --csv power.csv --duration 60s")),
+    ("maxperf", CLOCKS, "Everything at max, as jetson_clocks (within the power mode).",
+     ("jetbench maxperf --dry-run", "sudo jetbench maxperf --fan")),
+    ("apply", CLOCKS, "Pin a profile (a name or a TOML file), journalled first.",
+     ("jetbench apply orin-nano-510mhz --dry-run", "sudo jetbench apply my-profile.toml")),
+    ("restore", CLOCKS, "Put back every value jetbench changed, from the journal.",
+     ("sudo jetbench restore", "sudo jetbench restore --wait 30")),
+    ("profiles", CLOCKS, "List and show the profiles `apply` accepts.",
+     ("jetbench profiles list", "jetbench profiles show maxperf")),
+    ("time", MEASURE, "Time networks (img/s, latency percentiles, CV); no clocks, no power.",
+     ("jetbench time --model resnet18,alexnet --precision fp32,fp16",
+      "jetbench time --model mobilenet_v2 --batch sweep")),
+    ("models", MEASURE, "The built-in networks: input, parameters, GMACs.", ("jetbench models",)),
+    ("measure", MEASURE, "img/s, latency, W and img/J at pinned clocks: one result per point.",
+     ("jetbench measure --model alexnet --precision fp16,fp32 --freq max --out results",
+      "jetbench measure --model resnet18 --batch 1,8 --freq 624MHz --emc-freq max",
+      "jetbench measure --cmd 'trtexec --loadEngine=m.engine' --throughput-from trtexec")),
+    ("sweep", MEASURE, "measure over GPU clocks x batch x precision: where is the peak?",
+     ("jetbench sweep --freq all --model alexnet --out sweep",
+      "jetbench sweep --freq 300MHz..900MHz --batch 1,8 --resume --out sweep")),
+    ("report", MEASURE, "Tables and plots across results; --compare for a regression check.",
+     ("jetbench report results/", "jetbench report results/ --plot plots/ --markdown",
+      "jetbench report old.json --compare new.json")),
+    ("daemon", BOARD, "The service in the foreground: hold a profile, re-pin, serve status.",
+     ("jetbench daemon --profile maxperf --socket /tmp/jb.sock",)),
+    ("status", BOARD, "Ask the running daemon what it holds, clocks, power, re-pins.",
+     ("jetbench status", "jetbench status --json")),
+    ("install-service", BOARD, "Install the systemd service and udev rules, and start it.",
+     ("sudo jetbench install-service --profile maxperf",)),
+    ("uninstall-service", BOARD, "Stop and remove the service (the board is restored on stop).",
+     ("sudo jetbench uninstall-service",)),
+)
+
+
+def _reflow(doc: Optional[str]) -> Optional[str]:
+    """A docstring's paragraphs as single lines, so --help wraps them to the terminal instead
+    of keeping the source's line breaks."""
+    if not doc:
+        return doc
+    import inspect
+
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def _epilog(examples: Any) -> str:
+    return "Examples:\n\n" + "\n\n".join(f"  {e}" for e in examples)
+
+
 def _register() -> None:
     # Command modules import only typer at module level: heavy libraries load inside commands.
-    # (one block per command module; keep the blocks independent of each other)
-    from . import info, sim, tuning
+    from . import daemon, info, measure, monitor, sim, tuning, workload
 
-    app.command("info")(info.info)
-    app.command("maxperf")(tuning.maxperf)
-    app.command("restore")(tuning.restore)
-    app.command("apply")(tuning.apply)
-    app.add_typer(tuning.profiles_app, name="profiles")
-    app.add_typer(sim.sim_app, name="sim")
-
-    from . import monitor as _monitor_cli
-
-    app.command("monitor")(_monitor_cli.monitor)
-
-    from . import workload as _workload_cli
-
-    app.command("time")(_workload_cli.time_cmd)
-    app.command("models")(_workload_cli.models_cmd)
-
-    from . import measure as _measure_cli
-
-    app.command("measure")(_measure_cli.measure)
-    app.command("sweep")(_measure_cli.sweep)
-    app.command("report")(_measure_cli.report)
-    app.command("demo")(_measure_cli.demo)
-
-    from . import daemon as _daemon_cli
-
-    app.command("daemon")(_daemon_cli.daemon)
-    app.command("status")(_daemon_cli.status)
-    app.command("install-service")(_daemon_cli.install_service)
-    app.command("uninstall-service")(_daemon_cli.uninstall_service)
+    functions = {
+        "info": info.info, "maxperf": tuning.maxperf, "restore": tuning.restore,
+        "apply": tuning.apply, "monitor": monitor.monitor, "time": workload.time_cmd,
+        "models": workload.models_cmd, "measure": measure.measure, "sweep": measure.sweep,
+        "report": measure.report, "demo": measure.demo, "daemon": daemon.daemon,
+        "status": daemon.status, "install-service": daemon.install_service,
+        "uninstall-service": daemon.uninstall_service,
+    }
+    groups = {"sim": sim.sim_app, "profiles": tuning.profiles_app}
+    for name, panel, short, examples in COMMANDS:
+        if name in groups:
+            app.add_typer(groups[name], name=name, rich_help_panel=panel, short_help=short,
+                          epilog=_epilog(examples))
+            continue
+        func = functions[name]
+        app.command(name, help=_reflow(func.__doc__), short_help=short, rich_help_panel=panel,
+                    epilog=_epilog(examples))(func)
 
 
 _register()

@@ -143,53 +143,75 @@ def _exit_if_invalid(report: Any) -> None:
             hint="see the reasons above; `jetbench info` shows the clocks now")
 
 
-_MODEL = typer.Option("alexnet", "--model", "-m", help="Networks, comma-separated "
+_MODEL = typer.Option("alexnet", "--model", "-m", rich_help_panel="Workload", metavar="MODELS",
+                      help="Networks, comma-separated "
                       "(`jetbench models`), a TorchScript file, module:callable, an ONNX model "
                       "(.onnx) or a TensorRT engine (.engine, .plan).")
-_PRECISION = typer.Option("fp32", "--precision", "-p", help="fp32 (IEEE), tf32 (Ampere+), "
+_PRECISION = typer.Option("fp32", "--precision", "-p", rich_help_panel="Workload",
+                          metavar="PRECISIONS",
+                          help="fp32 (IEEE), tf32 (Ampere+), "
                           "fp16, bf16, int8; comma-separated.")
-_BATCH = typer.Option("1", "--batch", "-b", help="Batch sizes, comma-separated.")
-_CPU = typer.Option(None, "--cpu-freq", help="Pin the CPU clusters (nearest table entry).")
-_EMC = typer.Option(None, "--emc-freq", help="Pin the memory clock (EMC).")
-_PROFILE = typer.Option(None, "--profile", help="A profile (`jetbench profiles`) or TOML "
+_BATCH = typer.Option("1", "--batch", "-b", rich_help_panel="Workload", metavar="SIZES",
+                      help="Batch sizes, comma-separated.")
+_CPU = typer.Option(None, "--cpu-freq", rich_help_panel="Clocks", metavar="FREQ",
+                    help="Pin the CPU clusters (nearest table entry).")
+_EMC = typer.Option(None, "--emc-freq", rich_help_panel="Clocks", metavar="FREQ",
+                    help="Pin the memory clock (EMC).")
+_PROFILE = typer.Option(None, "--profile", rich_help_panel="Clocks", metavar="PROFILE",
+                        help="A profile (`jetbench profiles`) or TOML "
                         "file; --freq/--cpu-freq/--emc-freq override its clocks.")
-_METER = typer.Option(None, "--meter", help="Power source (repeatable): auto (default), "
+_METER = typer.Option(None, "--meter", rich_help_panel="Power", metavar="SPEC",
+                      help="Power source (repeatable): auto (default), "
                       "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README); "
                       "?interval=1ms reads a source that often.")
-_ITER = typer.Option(10, "--iterations", "-n", help="Minimum timed iterations.")
-_DURATION = typer.Option("3s", "--duration", help="Minimum timed duration (the power window).")
-_WARMUP = typer.Option("1s", "--warmup", help="Minimum warm-up (then until latency is stable).")
-_IDLE = typer.Option("0", "--idle", help="Sample idle power this long before the window, "
+_ITER = typer.Option(10, "--iterations", "-n", rich_help_panel="Timing window", metavar="N",
+                     help="Minimum timed iterations.")
+_DURATION = typer.Option("3s", "--duration", rich_help_panel="Timing window", metavar="DURATION",
+                         help="Minimum timed duration (the power window).")
+_WARMUP = typer.Option("1s", "--warmup", rich_help_panel="Timing window", metavar="DURATION",
+                       help="Minimum warm-up (then until latency is stable).")
+_IDLE = typer.Option("0", "--idle", rich_help_panel="Power", metavar="DURATION",
+                     help="Sample idle power this long before the window, "
                      "with the clocks as pinned (MLPerf's active idle; gives the energy above "
                      "idle).")
-_IDLE_UNPINNED = typer.Option(False, "--idle-unpinned", help="Also sample idle power with the "
+_IDLE_UNPINNED = typer.Option(False, "--idle-unpinned", rich_help_panel="Power",
+                              help="Also sample idle power with the "
                               "board's own governors, before pinning (--idle's duration, 2 s "
                               "without it): a locked idle can read far higher.")
-_KEEP = typer.Option(False, "--keep-clocks", help="Leave the clocks pinned afterwards.")
-_REG = typer.Option(None, "--regulator-efficiency", help="Also give an ESTIMATED "
+_KEEP = typer.Option(False, "--keep-clocks", rich_help_panel="Clocks",
+                     help="Leave the clocks pinned afterwards.")
+_REG = typer.Option(None, "--regulator-efficiency", rich_help_panel="Power", metavar="FRACTION",
+                    help="Also give an ESTIMATED "
                     "pre-regulation figure: total / this (the whitepaper assumed 0.8).")
-_DEVICE = typer.Option("auto", "--device", help="auto (cuda if present), cuda, cpu.")
-_SHAPE = typer.Option(None, "--input-shape", help="One sample's shape for a user model, "
+_DEVICE = typer.Option("auto", "--device", rich_help_panel="Workload", metavar="DEVICE",
+                       help="auto (cuda if present), cuda, cpu.")
+_SHAPE = typer.Option(None, "--input-shape", rich_help_panel="Workload", metavar="SHAPE",
+                      help="One sample's shape for a user model, "
                       "e.g. 3,224,224; for an ONNX model or engine's open dimensions also "
                       "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the batch is --batch).")
-_PROVIDER = typer.Option(None, "--provider", help="ONNX Runtime execution provider for an "
+_PROVIDER = typer.Option(None, "--provider", rich_help_panel="Workload", metavar="PROVIDER",
+                         help="ONNX Runtime execution provider for an "
                          ".onnx model: tensorrt, cuda, cpu (default: the best present).")
-_PLOT = typer.Option(False, "--plot", help="Draw each run's power trace (PNG beside it).")
-_JSON = typer.Option(False, "--json", help="Print the result documents as JSON.")
-_WAIT = typer.Option(None, "--wait", metavar="[SECONDS]", help="When another jetbench command "
+_PLOT = typer.Option(False, "--plot", rich_help_panel="Output",
+                     help="Draw each run's power trace (PNG beside it).")
+_JSON = typer.Option(False, "--json", rich_help_panel="Output",
+                     help="Print the result documents as JSON.")
+_WAIT = typer.Option(None, "--wait", rich_help_panel="Clocks", metavar="[SECONDS]",
+                     help="When another jetbench command "
                      "holds the board (or the daemon has lent it to another measurement): wait "
                      "for it (for ever, or at most SECONDS) instead of failing at once. While "
                      "the daemon holds a profile, measure borrows the board from it.")
 
 
-_DEVICES = typer.Option(None, "--devices", metavar="N|I,J,...",
+_DEVICES = typer.Option(None, "--devices", rich_help_panel="Several devices", metavar="N|I,J,...",
                         help="Several devices as one run: a count (2) or "
                         "CUDA indices (0,1,2,3). One process per device, started by "
                         "torch.distributed's launcher (as torchrun would; `torchrun "
                         "--nproc-per-node N -m jetbench measure` works too); rank 0 owns the "
                         "board. img/s is the sum; the result lists devices[]. On a CPU each "
                         "rank gets its share of the cores.")
-_SCALING = typer.Option(False, "--scaling", help="With several devices: time one device alone "
+_SCALING = typer.Option(False, "--scaling", rich_help_panel="Several devices",
+                        help="With several devices: time one device alone "
                         "first, and report scaling.efficiency = img/s / (N x one device's).")
 
 
@@ -239,16 +261,21 @@ def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scal
         raise
 
 
-_CMD = typer.Option(None, "--cmd", help="Measure this command instead of a network (e.g. "
+_CMD = typer.Option(None, "--cmd", rich_help_panel="Any command (--cmd)", metavar="COMMAND",
+                    help="Measure this command instead of a network (e.g. "
                     "\"trtexec --loadEngine=m.engine\"): clocks pinned, power sampled over its "
                     "run, throughput read with --throughput-from. Split like a shell line; "
                     "no shell runs it (use sh -c '...' for pipes).")
-_THROUGHPUT_FROM = typer.Option(None, "--throughput-from", help="With --cmd: trtexec "
+_THROUGHPUT_FROM = typer.Option(None, "--throughput-from", rich_help_panel="Any command (--cmd)",
+                                metavar="SOURCE",
+                                help="With --cmd: trtexec "
                                 "(its Throughput line x the batch), regex:PATTERN (one group, "
                                 "items/s; the last match wins) or items:N (N / its run time).")
-_UNIT = typer.Option(None, "--unit", help="With --cmd: what it counts: images (default), "
+_UNIT = typer.Option(None, "--unit", rich_help_panel="Any command (--cmd)", metavar="UNIT",
+                     help="With --cmd: what it counts: images (default), "
                      "tokens, frames, queries.")
-_CMD_LOG = typer.Option(None, "--cmd-log", help="With --cmd: append its stdout/stderr to "
+_CMD_LOG = typer.Option(None, "--cmd-log", rich_help_panel="Any command (--cmd)", metavar="FILE",
+                        help="With --cmd: append its stdout/stderr to "
                         "this file instead of the terminal.")
 
 
@@ -293,7 +320,8 @@ def _run(ctx: typer.Context, options: Any, run: Any, as_json: bool) -> Any:
 def measure(
     ctx: typer.Context,
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
-    freq: Optional[str] = typer.Option(None, "--freq", help="GPU clock, e.g. 690MHz (nearest "
+    freq: Optional[str] = typer.Option(None, "--freq", rich_help_panel="Clocks", metavar="FREQ",
+                                       help="GPU clock, e.g. 690MHz (nearest "
                                        "table entry; requested and applied both reported; on "
                                        "a discrete GPU an NVML locked clock)."),
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
@@ -301,7 +329,8 @@ def measure(
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
     idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
     regulator_efficiency: Optional[float] = _REG,
-    out: Path = typer.Option(Path("jetbench-results"), "--out", help="Directory for the "
+    out: Path = typer.Option(Path("jetbench-results"), "--out", rich_help_panel="Output",
+                             metavar="DIR", help="Directory for the "
                              "result JSON and trace CSV of each configuration."),
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
@@ -328,7 +357,8 @@ def measure(
 
 def sweep(
     ctx: typer.Context,
-    freq: str = typer.Option(..., "--freq", help="307MHz..998MHz (every table entry in the "
+    freq: str = typer.Option(..., "--freq", rich_help_panel="Clocks", metavar="RANGE",
+                             help="307MHz..998MHz (every table entry in the "
                              "range), all, or a list 614MHz,691MHz."),
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
@@ -336,14 +366,17 @@ def sweep(
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
     idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
     regulator_efficiency: Optional[float] = _REG,
-    out: Path = typer.Option(Path("jetbench-sweep"), "--out", help="Directory: one result "
+    out: Path = typer.Option(Path("jetbench-sweep"), "--out", rich_help_panel="Output",
+                             metavar="DIR", help="Directory: one result "
                              "per point, written as it completes."),
-    resume: bool = typer.Option(False, "--resume", help="Skip points already in --out."),
+    resume: bool = typer.Option(False, "--resume", rich_help_panel="Output",
+                                help="Skip points already in --out."),
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
     provider: Optional[str] = _PROVIDER,
-    plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the curves (and traces)."),
+    plot: bool = typer.Option(True, "--plot/--no-plot", rich_help_panel="Output",
+                              help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
     workload_python: Optional[str] = WORKLOAD_PYTHON,
@@ -369,10 +402,14 @@ def sweep(
 
 
 def report(
-    results: List[Path] = typer.Argument(..., help="Result JSON files or directories."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write PNG plots into DIR."),
+    results: List[Path] = typer.Argument(...,
+                                         metavar="RESULTS",
+                                         help="Result JSON files or directories."),
+    plot: Optional[Path] = typer.Option(None, "--plot",
+                                        metavar="DIR", help="Write PNG plots into DIR."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the table as Markdown."),
-    compare: Optional[Path] = typer.Option(None, "--compare", help="Another result: print "
+    compare: Optional[Path] = typer.Option(None, "--compare",
+                                           metavar="RESULT", help="Another result: print "
                                            "the change per metric (B against A)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
@@ -446,7 +483,8 @@ def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: 
 
 
 def demo(
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to keep the results "
+    out: Optional[Path] = typer.Option(None, "--out",
+                                       metavar="DIR", help="Where to keep the results "
                                        "(default: a new temporary directory)."),
 ) -> None:
     """The README's first command: a simulated TX1 at the whitepaper's 690 MHz, AlexNet FP32

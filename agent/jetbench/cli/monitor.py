@@ -16,14 +16,17 @@ from .common import console, open_root, print_json
 def monitor(
     ctx: typer.Context,
     meter: Optional[List[str]] = typer.Option(
-        None, "--meter", "-m", help="Power source (repeatable): auto, ina3221, rapl, nvml, jtop, "
+        None, "--meter", "-m",
+        metavar="SPEC", help="Power source (repeatable): auto, ina3221, rapl, nvml, jtop, "
         "none, or PROTOCOL:PORT[?options] (scpi, wt310, stream, um25c); ?interval=1ms "
         "reads a source that often, whatever --interval says. Default: auto."),
-    interval: str = typer.Option("250ms", "--interval", "-i",
+    interval: str = typer.Option("250ms", "--interval", "-i", metavar="DURATION",
                                  help="Sampling and refresh interval, e.g. 10ms, 0.5s."),
     duration: Optional[str] = typer.Option(
-        None, "--duration", "-d", help="Stop after this long, e.g. 30s (default: Ctrl-C)."),
-    csv: Optional[Path] = typer.Option(None, "--csv", help="Append one row per interval: t_s, "
+        None, "--duration", "-d",
+        metavar="DURATION", help="Stop after this long, e.g. 30s (default: Ctrl-C)."),
+    csv: Optional[Path] = typer.Option(None, "--csv",
+                                       metavar="FILE", help="Append one row per interval: t_s, "
                                        "<channel>_w..., total_w (flushed as it goes)."),
     once: bool = typer.Option(False, "--once", help="Print one reading and exit."),
     lines: Optional[bool] = typer.Option(

@@ -16,8 +16,10 @@ sim_app = typer.Typer(help="Simulated boards: a faithful sysfs/debugfs tree in a
 
 @sim_app.command("create")
 def create(
-    directory: Path = typer.Argument(..., help="New (or empty) directory for the tree."),
-    board: str = typer.Option("tx1", "--board", "-b", help="tx1-r24, tx1, nano, tx2, "
+    directory: Path = typer.Argument(...,
+                                     metavar="DIR", help="New (or empty) directory for the tree."),
+    board: str = typer.Option("tx1", "--board", "-b",
+                              metavar="BOARD", help="tx1-r24, tx1, nano, tx2, "
                               "xavier-agx, xavier-nx, orin-agx, orin-agx-jp5, orin-agx-jp7, "
                               "orin-nano, orin-nano-super, thor (`jetbench sim list`)."),
     quirk: List[str] = typer.Option([], "--quirk", metavar="NAME",
@@ -50,8 +52,9 @@ def list_boards() -> None:
 
 @sim_app.command("run")
 def run(
-    directory: Path = typer.Argument(..., help="A simulated board's tree."),
-    duration: float = typer.Option(0.0, "--duration", help="Seconds to run (0: until Ctrl-C)."),
+    directory: Path = typer.Argument(..., metavar="DIR", help="A simulated board's tree."),
+    duration: float = typer.Option(0.0, "--duration",
+                                   metavar="DURATION", help="Seconds to run (0: until Ctrl-C)."),
 ) -> None:
     """Run the simulated kernel in the foreground: clocks follow writes, rails follow the power
     model, for tools other than jetbench that read the tree."""
@@ -73,8 +76,11 @@ def run(
 
 @sim_app.command("mount")
 def mount(
-    directory: Path = typer.Argument(..., help="An empty directory to mount the board on."),
-    board: str = typer.Option("tx1", "--board", "-b", help="Which simulated board (`jetbench "
+    directory: Path = typer.Argument(...,
+                                     metavar="DIR",
+                                     help="An empty directory to mount the board on."),
+    board: str = typer.Option("tx1", "--board", "-b",
+                              metavar="BOARD", help="Which simulated board (`jetbench "
                               "sim list`)."),
     quirk: Optional[List[str]] = typer.Option(None, "--quirk", help="A real-kernel behaviour to "
                                               "show (repeatable): static-cur, amu-cpu, qos-cap, "
@@ -82,7 +88,8 @@ def mount(
     load: Optional[float] = typer.Option(None, "--load", min=0.0, max=1.0, help="Fixed CPU "
                                          "load (0..1) for the power model and dynamic "
                                          "governors; default: this machine's real load."),
-    write_log: Optional[Path] = typer.Option(None, "--write-log", help="Append every write to "
+    write_log: Optional[Path] = typer.Option(None, "--write-log",
+                                             metavar="FILE", help="Append every write to "
                                              "a knob here (path, value, ok or errno)."),
 ) -> None:
     """Serve a simulated board through FUSE, with the kernel's semantics per attribute: writes

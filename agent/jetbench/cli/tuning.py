@@ -170,8 +170,9 @@ def maxperf(
 
 def apply(
     ctx: typer.Context,
-    profile: str = typer.Argument(..., help="A profile name (see `jetbench profiles`) or a "
-                                  "TOML file."),
+    profile: str = typer.Argument(...,
+                                  metavar="PROFILE",
+                                  help="A profile name (see `jetbench profiles`) or a TOML file."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned writes only."),
     as_json: bool = typer.Option(False, "--json", help="Print the writes as JSON."),
     wait: Optional[str] = wait_option(),
@@ -298,7 +299,7 @@ def profiles_list(ctx: typer.Context) -> None:
 @profiles_app.command("show")
 def profiles_show(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Profile name or TOML file."),
+    name: str = typer.Argument(..., metavar="NAME", help="Profile name or TOML file."),
     file: Optional[bool] = typer.Option(False, "--toml", help="Print the file itself."),
 ) -> None:
     """One profile's settings."""

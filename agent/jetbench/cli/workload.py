@@ -17,51 +17,55 @@ _PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
 
 
 def time_cmd(
-    model: str = typer.Option("alexnet", "--model", "-m",
+    model: str = typer.Option("alexnet", "--model", "-m", metavar="MODELS",
                               help="Networks, comma-separated (`jetbench models`), a TorchScript "
                               "file, module:callable (with --input-shape), an ONNX model "
                               "(.onnx) or a TensorRT engine (.engine, .plan)."),
-    precision: str = typer.Option("fp32", "--precision", "-p",
+    precision: str = typer.Option("fp32", "--precision", "-p", metavar="PRECISIONS",
                                   help="fp32 (IEEE), tf32 (Ampere+), fp16, bf16, int8; "
                                        "comma-separated."),
-    batch: str = typer.Option("1", "--batch", "-b",
+    batch: str = typer.Option("1", "--batch", "-b", metavar="SIZES",
                               help="Batch sizes, comma-separated, or `sweep` (1, 2, 4, ... "
                               "until out of memory)."),
-    device: str = typer.Option("auto", "--device", help="auto (cuda if present), cuda, cpu."),
-    iterations: int = typer.Option(10, "--iterations", "-n",
+    device: str = typer.Option("auto", "--device",
+                               metavar="DEVICE", help="auto (cuda if present), cuda, cpu."),
+    iterations: int = typer.Option(10, "--iterations", "-n", metavar="N",
                                    help="Minimum timed iterations."),
-    duration: str = typer.Option("3s", "--duration",
+    duration: str = typer.Option("3s", "--duration", metavar="DURATION",
                                  help="Minimum timed duration (both minimums must be met)."),
-    warmup: str = typer.Option("1s", "--warmup",
+    warmup: str = typer.Option("1s", "--warmup", metavar="DURATION",
                                help="Minimum warm-up time (then until latency is stable)."),
-    input_mode: str = typer.Option("constant", "--input",
+    input_mode: str = typer.Option("constant", "--input", metavar="INPUT",
                                    help="constant (non-zero, the whitepaper's) or random."),
-    input_shape: Optional[str] = typer.Option(None, "--input-shape",
+    input_shape: Optional[str] = typer.Option(None, "--input-shape", metavar="SHAPE",
                                               help="One sample's shape, e.g. 3,224,224; for "
                                               "an ONNX model or engine's open dimensions also "
                                               "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the "
                                               "batch is --batch)."),
-    provider: Optional[str] = typer.Option(None, "--provider",
+    provider: Optional[str] = typer.Option(None, "--provider", metavar="PROVIDER",
                                            help="ONNX Runtime execution provider: tensorrt, "
                                            "cuda, cpu (default: the best present)."),
-    mode: str = typer.Option("inference", "--mode", help="inference or train (fwd+bwd)."),
+    mode: str = typer.Option("inference", "--mode",
+                             metavar="MODE", help="inference or train (fwd+bwd)."),
     no_cudnn: bool = typer.Option(False, "--no-cudnn", help="Disable cuDNN."),
     cudnn_benchmark: bool = typer.Option(False, "--cudnn-benchmark",
                                          help="Let cuDNN autotune its algorithms."),
     channels_last: bool = typer.Option(False, "--channels-last", help="NHWC memory format."),
     cuda_graph: bool = typer.Option(False, "--cuda-graph", help="Replay as one CUDA graph."),
     compile_: bool = typer.Option(False, "--compile", help="torch.compile the network."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch."),
-    memory_limit: Optional[str] = typer.Option(None, "--memory-limit",
+    threads: Optional[int] = typer.Option(None, "--threads",
+                                          metavar="N", help="CPU threads for torch."),
+    memory_limit: Optional[str] = typer.Option(None, "--memory-limit", metavar="BYTES",
                                                help="Treat workloads above this size (e.g. "
                                                "2GiB) as out of memory."),
     layers: bool = typer.Option(False, "--layers",
                                 help="Per-layer forward (and backward) times, like caffe time."),
     check: bool = typer.Option(False, "--check",
                                help="Compare each reduced precision's outputs with fp32."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the Gaussian weights and input."),
+    seed: int = typer.Option(0, "--seed",
+                             metavar="N", help="Seed of the Gaussian weights and input."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON document."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write DIR/time.json."),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Write DIR/time.json."),
     workload_python: Optional[str] = WORKLOAD_PYTHON,
 ) -> None:
     """Time networks like `caffe time`, done right: warm-up until stable, then timed iterations
