@@ -29,6 +29,8 @@ from ..hw.fs import Root
 from ..hw.readings import identity
 from ..interrupts import Hold, checkpoint, pending
 from ..report import io
+from ..workload.model_arg import is_sim
+from ..workload.sim_run import SimRun
 from ..workload.timed import ChildRun, InProcessRun, TimedRun
 from . import result as build
 from .meters import Meters
@@ -233,6 +235,8 @@ class _State:
             from ..workload.command import CommandTimedRun
 
             return CommandTimedRun(req.command)
+        if is_sim(point.model):  # a built-in network on the simulated board's latency model
+            return SimRun(self.root, self.board, point.model, point.precision, point.batch)
         if self.ranks is not None:
             return self.ranks.timed_run(point, req)
         if req.workload_python:

@@ -81,6 +81,9 @@ def validate(request: MeasureRequest) -> None:
 
 
 def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
+    from ..workload.sim_run import check_simulated
+
+    check_simulated(request.models if request.command is None else (), board)
     points = []
     table = board.gpu.available_hz if board.gpu else (
         board.nvml_gpus[0].graphics_hz if board.nvml_gpus else ())
