@@ -186,3 +186,24 @@ def test_every_listed_network_has_its_sim_twin():
     for row in describe_models():
         spec = get_spec(row["name"])
         assert spec.activation_elems_per_image > 0, row["name"]
+
+
+def test_time_refuses_a_sim_network_with_a_clear_message():
+    res = run_cli("time", "--model", "sim:alexnet")
+    assert res.returncode == 1, res.stderr + res.stdout
+    assert "simulated board" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_the_demo_runs_sim_alexnet_by_default_at_the_whitepapers_speed(tmp_path):
+    from jetbench.run.demo import demo_request, run_demo
+
+    out = tmp_path / "demo"
+    request = demo_request(out, duration_s=0.5, iterations=3, warmup_s=0.1, idle_s=0.1)
+    assert request.models == ("sim:alexnet",)
+    result = run_demo(out, request=request)
+    speeds = {d["workload"]["precision"]: d["throughput"]["images_per_s"]
+              for d in result.report.results}
+    assert result.report.simulated
+    # Sleeping timers overshoot on a busy machine: within 20% of the whitepaper's 47 / 67.
+    assert speeds["fp32"] == pytest.approx(47, rel=0.2)
+    assert speeds["fp16"] == pytest.approx(67, rel=0.2)

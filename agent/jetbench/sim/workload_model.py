@@ -132,8 +132,12 @@ class BatchTime:
         return self.gpu_s / self.total_s if self.total_s > 0 else 0.0
 
 
+_SAME_HARDWARE = {"tx1-r24": "tx1"}  # hw/board.py's key for a TX1 on L4T R24
+
+
 def family_constants(family: Optional[str]) -> Optional[FamilyConstants]:
-    return FAMILIES.get(family or "")
+    key = family or ""
+    return FAMILIES.get(_SAME_HARDWARE.get(key, key))
 
 
 def peak_bandwidth_bytes_per_s(constants: FamilyConstants, emc_hz: float) -> float:

@@ -116,15 +116,16 @@ class SimNetwork:
             self.clocks = self.clocks_now()
             self._time = batch_time(self.constants, self.cost, self.precision, self.batch,
                                     self.clocks)
-            busy = round(self._time.gpu_busy, 3)
-            if busy != self._load_shown:
-                gpu_load.write_load(self._load_file, busy)
-                self._load_shown = busy
         return self._time
 
     def step(self) -> None:
         start = time.perf_counter()
-        total = self.batch_time().total_s
+        batch = self.batch_time()
+        busy = round(batch.gpu_busy, 3)
+        if busy != self._load_shown:  # the GPU's load file shows it busy while batches run
+            gpu_load.write_load(self._load_file, busy)
+            self._load_shown = busy
+        total = batch.total_s
         left = start + total - time.perf_counter()  # the clock read counts in the batch
         if left > 0:
             time.sleep(left)
@@ -184,13 +185,19 @@ class SimRun(TimedRun):
         from .runner import run_timed
 
         assert self._workload is not None and self._network is not None
+        network = self._network
+
+        def timed_start() -> None:
+            network.idle()  # no batch runs in measure's --idle baseline, taken here
+            on_timed_start()
+
         try:
             return run_timed(self._workload, iterations, duration_s, warmup_s,
                              warmup_iterations=1 if warmup_s > 0 else 0,
-                             on_timed_start=on_timed_start, on_timed_end=on_timed_end,
+                             on_timed_start=timed_start, on_timed_end=on_timed_end,
                              progress=progress)
         finally:
-            self._network.idle()
+            network.idle()
 
     def annotate(self, doc: Dict[str, Any]) -> None:
         doc["simulated"] = True  # the workload too, whatever else the result says
