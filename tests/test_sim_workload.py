@@ -207,3 +207,21 @@ def test_the_demo_runs_sim_alexnet_by_default_at_the_whitepapers_speed(tmp_path)
     # Sleeping timers overshoot on a busy machine: within 20% of the whitepaper's 47 / 67.
     assert speeds["fp32"] == pytest.approx(47, rel=0.2)
     assert speeds["fp16"] == pytest.approx(67, rel=0.2)
+
+
+def test_a_fuse_served_board_takes_the_gpu_load_too(tmp_path):
+    """The FUSE server's attributes (sim mount) keep the load file and feed it to the power
+    model, as the file-based kernel does."""
+    from jetbench.sim.attributes import HostLoad, Refused, SimulatedKernel
+
+    base = make_board(tmp_path, "tx1")
+    board = boards.get("tx1")
+    kernel = SimulatedKernel(board, lambda p: (base / p.lstrip("/")).read_text(),
+                             load=HostLoad(0.0))
+    attr = kernel.attrs[f"{board.gpu_device}/load"]
+    idle = kernel.rails_w()["VDD_GPU"]
+    attr.store("1000\n")
+    assert attr.show() == "1000"
+    assert kernel.rails_w()["VDD_GPU"] > 1.5 * idle
+    with pytest.raises(Refused):
+        attr.store("1001")

@@ -30,15 +30,14 @@ def write_load(path: Optional[Path], busy: float) -> None:
     if path is None:
         return
     value = round(min(max(busy, 0.0), 1.0) * LOAD_FULL)
-    try:
-        fd = os.open(path, os.O_WRONLY)
+    try:  # `echo VALUE > load`, as on a tree or a FUSE-served board (sim mount)
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, f"{value}\n".encode())
+        finally:
+            os.close(fd)
     except OSError:
-        return  # a FUSE-served board's file is its server's: left as it is
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{value}\n".encode())
-    finally:
-        os.close(fd)
+        return  # a board that refuses it keeps its own load: power follows the CPU only
 
 
 def read_load(path: Path) -> Optional[float]:
