@@ -225,3 +225,17 @@ def test_a_fuse_served_board_takes_the_gpu_load_too(tmp_path):
     assert kernel.rails_w()["VDD_GPU"] > 1.5 * idle
     with pytest.raises(Refused):
         attr.store("1001")
+
+
+def test_a_sweep_of_sim_networks_says_its_speed_is_modelled():
+    from jetbench.run.sweep import MODELLED_THROUGHPUT_NOTE, SIMULATED_THROUGHPUT_NOTE, summarize
+
+    def doc(framework: str) -> dict:
+        return {"status": "ok", "simulated": True, "validity": {"valid": True},
+                "workload": {"model": "m", "precision": "fp16", "batch": 1,
+                             "framework": framework},
+                "throughput": {"images_per_s": 10.0}, "efficiency": {"images_per_j": 1.0}}
+
+    assert MODELLED_THROUGHPUT_NOTE in summarize([doc("sim")], simulated=True).lines()
+    mixed = summarize([doc("sim"), doc("pytorch")], simulated=True).lines()
+    assert SIMULATED_THROUGHPUT_NOTE in mixed and MODELLED_THROUGHPUT_NOTE not in mixed
