@@ -117,6 +117,26 @@ def test_a_clock_change_mid_run_changes_the_batch_time(tmp_path):
     assert workload.describe()["framework"] == "sim"
 
 
+def test_the_emc_clock_in_the_tree_sets_a_memory_bound_batchs_time(tmp_path):
+    from jetbench.hw.board import detect
+    from jetbench.hw.fs import Root
+    from jetbench.workload import sim_run
+
+    base = make_board(tmp_path, "tx1")
+    root = Root(base)
+    board = detect(root)
+    _, network = sim_run.build_sim_workload(root, board, "sim:alexnet", "fp32", 1)
+    (base / board.gpu.cur_freq.lstrip("/")).write_text("998400000\n")  # GPU at its max
+    emc = base / board.emc.cur_freq.lstrip("/")
+    emc.write_text("1600000000\n")
+    fast = network.batch_time().total_s
+    emc.write_text("408000000\n")
+    time.sleep(sim_run.CLOCK_READ_EVERY_S * 2)
+    slow = network.batch_time().total_s
+    assert network.clocks is not None and network.clocks.emc_hz == 408e6
+    assert slow > 2 * fast
+
+
 _NO_TORCH = ("import runpy, sys\n"
              "class _Block:\n"
              "    def find_spec(self, name, path=None, target=None):\n"
