@@ -1,7 +1,7 @@
 """CLI start-up: `jetbench --help` and `jetbench info` against `python -c pass`, side by side.
 
-Target (DESIGN.md): `jetbench --help` under 0.3 s. Runs are interleaved (pass, help, info, pass,
-...) so machine noise hits all three alike; medians and ratios are printed.
+Target (docs/design.md): `jetbench --help` under 0.3 s. Runs are interleaved (pass, help, info,
+pass, ...) so machine noise hits all three alike; medians and ratios are printed.
 
     .venv/bin/python benchmarks/bench_startup.py [--runs 15]
 """

@@ -2,7 +2,7 @@
 # The files NVIDIA's jetson_clocks reads on each board family, read the way a shell script
 # reads them, under a root prefix: `sh jetson_clocks_reads.sh ROOT`.
 #
-# Written for jetbench's tests from the facts in shared/HARDWARE.md (which files each release's
+# Written for jetbench's tests from the facts in docs/hardware.md (which files each release's
 # script opens); it is not NVIDIA's script and runs nothing of it. It fails loudly (exit 1, the
 # file named) on a file that is missing or reads empty, as the real script then misbehaves
 # (an empty rate written back: EINVAL; "Error! No GPU found!").
@@ -74,7 +74,7 @@ if [ "$soc" = tegra210 ] && [ "$l4t" -lt 28 ]; then
         done
     done
 elif [ "$soc" = tegra264 ]; then
-    # Thor (R38+): per HARDWARE.md, the GPC clock's devfreq node and the bwmgr node.
+    # Thor (R38+): per docs/hardware.md, the GPC clock's devfreq node and the bwmgr node.
     for node in gpu-gpc-0 bwmgr; do
         need "/sys/class/devfreq/$node/min_freq" "/sys/class/devfreq/$node/max_freq" \
             "/sys/class/devfreq/$node/cur_freq"

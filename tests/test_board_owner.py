@@ -21,7 +21,7 @@ from test_measure_e2e import write_tiny
 from conftest import REPO, diff, make_board, run_cli, snapshot
 
 NANO_GPU = "sys/devices/57000000.gpu/devfreq/57000000.gpu"
-# HARDWARE.md, Nano GPU table: 614.4 MHz is the nano-614mhz profile's entry, and 400 MHz
+# docs/hardware.md, Nano GPU table: 614.4 MHz is the nano-614mhz profile's entry, and 400 MHz
 # resolves to the nearest entry, 384 MHz.
 NANO_614_HZ = 614_400_000
 NANO_384_HZ = 384_000_000

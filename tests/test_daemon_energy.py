@@ -23,7 +23,7 @@ pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 DATA = REPO / "agent/jetbench/data"
-# Orin Nano's module input (HARDWARE.md: 1-0040 channel 1 is VDD_IN), mainline hwmon layout.
+# Orin Nano's module input (docs/hardware.md: 1-0040 channel 1 is VDD_IN), mainline hwmon layout.
 VDD_IN = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
 
 
@@ -44,7 +44,8 @@ def _energy(metrics, rail: str) -> float:
 
 
 def _vdd_in_w(base: Path) -> float:
-    """P = V x I from the rail's own files (bus mV, mA), as HARDWARE.md gives the hwmon layout."""
+    """P = V x I from the rail's own files (bus mV, mA), as docs/hardware.md gives the hwmon
+    layout."""
     mv = int((base / VDD_IN / "in1_input").read_text())
     ma = int((base / VDD_IN / "curr1_input").read_text())
     return mv * ma / 1e6

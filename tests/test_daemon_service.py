@@ -411,7 +411,7 @@ def test_throttling_is_reported_and_drift_still_repinned(tmp_path, started):
     assert _wait(lambda: d.ask("status")["throttling"], timeout=3)
     assert _wait(lambda: (gpu / "max_freq").read_text() == pinned_max, timeout=3)
     status = d.ask("status")
-    assert status["counters"]["repins"] >= 1 and status["counters"]["held"] == 0
+    assert status["counters"]["repins"] >= 1 and "held" not in status["counters"]
     assert any("passive" in r for r in status["throttle_reasons"])
     assert "thermal throttling" in d.output()
     # Cooled down: throttling ends, one event counted.

@@ -37,7 +37,7 @@ def test_static_tree_no_throttling_claimed_and_drift_repinned(tmp_path, started)
     assert status["below_pin"][0].startswith("gpu 57000000.gpu below its pin (76.8 MHz")
     assert status["below_pin"][0].endswith("cause unknown")
     assert "(gpu below its pin, cause unknown)" in status["summary"]
-    assert status["counters"]["repins"] >= 1 and status["counters"]["held"] == 0
+    assert status["counters"]["repins"] >= 1 and "held" not in status["counters"]
     assert status["counters"]["throttle_events"] == 0
     assert "thermal throttling" not in d.output()
     # `jetbench status` says it too, as a fact and not as throttling.

@@ -1,7 +1,8 @@
 """The FUSE-served simulated board: each attribute answers as its driver does (`kernel` tests).
 
 Expected values are the board description's facts (the Orin Nano tables below, as in
-sim/boards.py and HARDWARE.md) and the drivers' documented store semantics, not jetbench's code.
+sim/boards.py and docs/hardware.md) and the drivers' documented store semantics, not jetbench's
+code.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The real-kernel behaviours of HARDWARE.md ("What real kernels do"), as FUSE-board options
+"""The real-kernel behaviours of docs/hardware.md ("What real kernels do"), as FUSE-board options
 (`sim/quirks.py` names them), and what jetbench does about each (`kernel` tests).
 
 Constants are the documented ones (quirks.py: QoS cap at half the GPU table's top, AMU readings

@@ -1,4 +1,5 @@
-"""maxperf writes exactly what HARDWARE.md says; restore brings every board back byte for byte."""
+"""maxperf writes exactly what docs/hardware.md says; restore brings every board back byte for
+byte."""
 
 import json
 

@@ -1,7 +1,7 @@
 """What a result claims (issue 10): the clock that ran, validity with reasons, exit 3 with every
 result written, throttling only with evidence, on simulated boards with real-kernel quirks.
 
-Expected frequencies are the boards' table entries (HARDWARE.md: the Nano/TX1 GPU table starts
+Expected frequencies are the boards' table entries (docs/hardware.md: the Nano/TX1 GPU table starts
 at 76.8 MHz; 690MHz resolves to 691.2 MHz), written out here, not taken from jetbench."""
 
 import json

@@ -202,3 +202,24 @@ def test_open_without_an_instrument_is_a_clear_error(tmp_path):
         src = _driver(sim)
         with pytest.raises(HardwareError, match="did not answer"):
             src.open()
+
+
+def test_a_port_that_answers_eio_to_a_flush_is_a_disconnect(tmp_path, monkeypatch):
+    """pyserial lets termios.error (EIO from tcflush: an unplugged adapter, a closed pty) through
+    reset_input_buffer, and termios.error is not an OSError: it must still read as a
+    disconnect to reopen from, never escape the driver."""
+    import termios
+
+    with _sim("scpi", tmp_path) as sim:
+        src = _driver(sim)
+        src.open()
+        try:
+            def eio() -> None:
+                raise termios.error(5, "Input/output error")
+
+            monkeypatch.setattr(src._port(), "reset_input_buffer", eio)
+            with pytest.raises(SourceFault) as fault:
+                src.read()
+            assert fault.value.kind == "disconnect" and fault.value.reopen
+        finally:
+            src.close()

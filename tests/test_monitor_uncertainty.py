@@ -1,6 +1,6 @@
 """`monitor` prints every watt with the sensor's worst-case error (issue 10: "every W jetbench
 prints carries its uncertainty"). Expected values from the INA3221 datasheet limits in
-HARDWARE.md ("Accuracy"), computed here by hand from the tree's own files."""
+docs/hardware.md ("Accuracy"), computed here by hand from the tree's own files."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The 2026 boards (HARDWARE.md): AGX Thor (tegra264, JetPack 7), Orin Nano Super (JetPack 6.2),
-JetPack 7.2 on AGX Orin; the INA238; the power mode (nvpmodel) in every output."""
+"""The 2026 boards (docs/hardware.md): AGX Thor (tegra264, JetPack 7), Orin Nano Super (JetPack
+6.2), JetPack 7.2 on AGX Orin; the INA238; the power mode (nvpmodel) in every output."""
 
 from __future__ import annotations
 

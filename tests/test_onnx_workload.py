@@ -232,7 +232,7 @@ def test_measure_on_a_simulated_board(tmp_path: Path, dynamic: Path) -> None:
     work = ok["workload"]
     assert work["framework"] == "onnxruntime" and work["provider"] == "CPUExecutionProvider"
     assert work["inputs"] == {"x": [2, 3, 16, 16]}
-    assert ok["settings"]["applied"]["gpu_hz"] == 691_200_000  # HARDWARE.md: TX1 table entry
+    assert ok["settings"]["applied"]["gpu_hz"] == 691_200_000  # docs/hardware.md: TX1 table entry
     # img/s/W against the raw trace: VDD_IN's mean over the window, from the CSV.
     path = out / "tiny.onnx-fp32-b2-gpu691mhz.json"
     window = ok["power"]["window"]

@@ -3,7 +3,7 @@ NVIDIA's jetson_clocks pins), cores the mode took offline stay offline, a reques
 caps is refused with the mode's name and the way out, and --beyond-power-mode goes past it with
 a warning recorded in the result.
 
-Expected values are NVIDIA's nvpmodel confs as HARDWARE.md and the simulated boards give them:
+Expected values are NVIDIA's nvpmodel confs as docs/hardware.md and the simulated boards give them:
 Nano mode 1 (5W): CPU max 918000 kHz, GPU 614.4 MHz (640 MHz in the conf, the table entry below
 it), cores 2-3 offline; TX2 mode 1 (MAXQ): A57 max 1200000 kHz, GPU 828.75 MHz, Denver (cpu1-2)
 offline."""

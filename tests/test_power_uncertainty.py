@@ -1,4 +1,4 @@
-"""Uncertainty on every power figure, against figures computed here by hand from HARDWARE.md's
+"""Uncertainty on every power figure, against figures computed here by hand from docs/hardware.md's
 INA3221 datasheet constants (gain 0.25% max on V and on I, shunt offset 80 uV max, bus offset
 16 mV max): dP = 2 x 0.0025 x P + V x 80e-6 / R + (P / V) x 0.016."""
 
@@ -47,7 +47,7 @@ def test_orin_nano_vdd_in_by_hand(tmp_path):
     root = Root(base)
     rails = detect_rails(root)
     by_name = {r.name: r for r in rails}
-    _set_rail(base, by_name["VDD_IN"], 5000, 5000)  # 5 mOhm (HARDWARE.md), 5.0 V
+    _set_rail(base, by_name["VDD_IN"], 5000, 5000)  # 5 mOhm (docs/hardware.md), 5.0 V
     source = Ina3221Source(root, rails)
     res, traces = _constant_window(source, {"VDD_IN": 10.0, "VDD_CPU_GPU_CV": 5.0,
                                             "VDD_SOC": 2.0})

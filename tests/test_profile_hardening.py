@@ -19,7 +19,7 @@ from jetbench.tuning.profile import load_profile, parse_profile
 from conftest import diff, make_board, run_cli, snapshot
 
 runner = CliRunner()
-RAILGATE = "/sys/devices/57000000.gpu/railgate_enable"  # tx1 (R32), HARDWARE.md
+RAILGATE = "/sys/devices/57000000.gpu/railgate_enable"  # tx1 (R32), docs/hardware.md
 
 
 def apply_file(tmp_path, base, text):

@@ -78,7 +78,7 @@ def test_records_round_trip_through_a_pipe():
 
 
 def test_window_values_come_from_the_child_exactly(tmp_path):
-    """Fixed rail files (no board simulator running): V x I as HARDWARE.md says, mV x mA."""
+    """Fixed rail files (no board simulator running): V x I as docs/hardware.md says, mV x mA."""
     base = make_board(tmp_path, "orin-nano")
     d = _hwmon(base)
     for ch, (mv, ma) in {1: (5000, 1000), 2: (5000, 300), 3: (5000, 200)}.items():

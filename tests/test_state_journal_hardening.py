@@ -24,7 +24,7 @@ from conftest import diff, make_board, run_cli, snapshot
 
 runner = CliRunner()
 STATE = "var/lib/jetbench"
-GPU_MIN = "sys/devices/57000000.gpu/devfreq/57000000.gpu/min_freq"  # tx1, HARDWARE.md
+GPU_MIN = "sys/devices/57000000.gpu/devfreq/57000000.gpu/min_freq"  # tx1, docs/hardware.md
 GPU_MIN_BOARD = "/" + GPU_MIN
 
 

@@ -63,7 +63,7 @@ sys.argv = ["jetbench", *sys.argv[1:]]
 main()
 """
 
-# A low GPU clock of each board's table (HARDWARE.md): 5 x 76.8 MHz (TX1, Nano), the second
+# A low GPU clock of each board's table (docs/hardware.md): 5 x 76.8 MHz (TX1, Nano), the second
 # entry for Thor and the Orin Nano. The daemon holds maxperf (the top of the table), so the
 # borrower changes the GPU.
 LOW_GPU = {"tx1": "384MHz", "nano": "384MHz", "thor": "459MHz", "orin-nano": "408MHz"}

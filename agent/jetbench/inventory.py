@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .errors import HardwareError
+from .hw import nvml
 from .hw.board import Board
 from .hw.clocks.cpu import read_cores
 from .hw.clocks.fan import read_pwm
@@ -71,9 +73,6 @@ def cpu_clusters(board: Board, readings: Sequence[ClockReading],
 
 def nvml_gpus_doc(board: Board) -> List[Dict[str, Any]]:
     """The discrete GPUs NVML controls: tables, and the power limit now and its bounds."""
-    from .errors import HardwareError
-    from .hw import nvml
-
     out = []
     for g in board.nvml_gpus:
         try:

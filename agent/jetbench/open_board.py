@@ -6,8 +6,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from .hw.board import Board, detect
+from .hw.board import SIM_MARKER, Board, detect
 from .hw.fs import Root
+from .sim.kernel import SimKernel
 
 
 def served_kernel(root: Root) -> bool:
@@ -15,7 +16,6 @@ def served_kernel(root: Root) -> bool:
     kernel, so no file-based simulated kernel may run beside it."""
     import json
 
-    from .hw.board import SIM_MARKER
 
     try:
         return json.loads(root.read(SIM_MARKER, default="{}") or "{}").get("kernel") == "fuse"
@@ -29,7 +29,6 @@ def open_board(root: Root, simulate_power: bool = True) -> Iterator[Board]:
     if not board.simulated or served_kernel(root):
         yield board  # hardware, or a board whose kernel is its FUSE server (sim mount)
         return
-    from .sim.kernel import SimKernel
 
     with SimKernel(root.base, power=simulate_power):
         yield board

@@ -18,44 +18,6 @@ from .render import print_table
 _PROGRESS_AFTER_S = 1.0
 
 
-def _split(text: str) -> List[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
-
-
-def _request(model: str, precision: str, batch: str, freq: Optional[str],
-             cpu_freq: Optional[str], emc_freq: Optional[str], profile: Optional[str],
-             meter: Optional[List[str]], iterations: int, duration: str, warmup: str,
-             idle: str, keep_clocks: bool, regulator_efficiency: Optional[float],
-             out: Path, device: str, input_shape: Optional[str], resume: bool = False,
-             idle_unpinned: bool = False, provider: Optional[str] = None,
-             beyond_power_mode: bool = False) -> Any:
-    from ..run.request import MeasureRequest
-    from ..run.timing import parse_batches
-    from ..units import parse_duration_s
-    from ..workload.model_arg import parse_shape_option
-    from ..workload.precision import parse_precisions
-    from ..workload.registry import check_model_names
-
-    check_model_names(_split(model))  # a misspelt name: at once, before torch loads
-    batches = parse_batches(batch)
-    if isinstance(batches, str):
-        from ..errors import UsageError
-
-        raise UsageError("--batch sweep belongs to `jetbench time`; give sizes, e.g. 1,2,4,8")
-    return MeasureRequest(
-        models=tuple(_split(model)), precisions=tuple(parse_precisions(precision)),
-        batches=batches, gpu_freqs=tuple(_split(freq)) if freq else (None,),
-        cpu_freq=cpu_freq, emc_freq=emc_freq, profile=profile, meters=tuple(meter or ()),
-        device=device, input_shape=parse_shape_option(input_shape) if input_shape else None,
-        provider=provider,
-        iterations=iterations, duration_s=parse_duration_s(duration),
-        warmup_s=parse_duration_s(warmup), idle_s=parse_duration_s(idle),
-        idle_unpinned=idle_unpinned,
-        keep_clocks=keep_clocks, regulator_efficiency=regulator_efficiency, out_dir=out,
-        resume=resume, beyond_power_mode=beyond_power_mode,
-    )
-
-
 class _Bar:
     """Points done / total with the time left, on stderr, only on a terminal and only once
     the run has lasted a moment."""
@@ -236,22 +198,11 @@ def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: A
     (under torchrun, or started by --devices). With --devices and no job yet, start the ranks
     here (each runs this same command) and exit with rank 0's status."""
     from ..distributed.devices import check_gpu_count, parse_devices, rank_env
-    from ..errors import UsageError
 
     env = rank_env()
-    if request.command is not None and (env is not None or devices is not None):
-        raise UsageError("--cmd runs one command; several devices (--devices, torchrun) run "
-                         "a network on each", hint="measure the command alone, without ranks")
-    if request.provider is not None and (env is not None or devices is not None):
-        raise UsageError("--provider is ONNX Runtime's, for a model run on one device; several "
-                         "devices (--devices, torchrun) run a built-in network on each",
-                         hint="drop --provider, or measure the ONNX model without ranks")
     if env is not None:
         return env
     if devices is None:
-        if scaling:
-            raise UsageError("--scaling compares several devices with one",
-                             hint="add --devices N (or run under torchrun)")
         return None
     spec = parse_devices(devices)
     check_gpu_count(spec, devices, request.device, _cuda_count(request.device))
@@ -301,50 +252,42 @@ _CMD_LOG = typer.Option(None, "--cmd-log", help="With --cmd: append its stdout/s
                         "this file instead of the terminal.")
 
 
-def _with_child(request: Any, workload_python: Optional[str], devices: Optional[str]) -> Any:
-    """--workload-python folded into the request: one child, on one device."""
-    if workload_python and devices:
-        from ..errors import UsageError
+def _options(ctx: typer.Context, given: Dict[str, Any]) -> Any:
+    """measure's/sweep's parameters as typed, for run/request.build_request (every rule on
+    which options go together is there, not here)."""
+    from ..run.request import MeasureOptions
+    from .tuning import wait_seconds
 
-        raise UsageError("--workload-python runs one child on one device: not with --devices")
-    return dataclasses.replace(request, workload_python=workload_python)
+    names = {f.name for f in dataclasses.fields(MeasureOptions)} - {"given", "wait_s", "meter"}
+    typed = {k: v for k, v in given.items() if k in names}
 
-
-def _with_command(ctx: typer.Context, request: Any, cmd: Optional[str],
-                  throughput_from: Optional[str], unit: Optional[str],
-                  cmd_log: Optional[Path], as_json: bool) -> Any:
-    """--cmd and its options checked and folded into the request (nothing run yet)."""
-    from ..errors import UsageError
-    from ..workload.command import command_request, command_spec
-
-    if cmd is None:
-        given = [name for name, value in (("--throughput-from", throughput_from),
-                                          ("--unit", unit), ("--cmd-log", cmd_log)) if value]
-        if given:
-            raise UsageError(f"{', '.join(given)} only go with --cmd")
-        return request
-
-    def given(name: str) -> bool:  # typer's click may not be `click`: compare by name
+    def from_command_line(name: str) -> bool:  # typer's click may not be `click`: by name
         source = ctx.get_parameter_source(name)
         return source is not None and source.name != "DEFAULT"
 
-    for name in ("model", "precision", "input_shape", "provider"):
-        if given(name):
-            raise UsageError(f"--{name.replace('_', '-')} does not go with --cmd (the "
-                             "command is the workload)")
-    if len(request.batches) > 1:
-        raise UsageError("--cmd takes one --batch (the batch its output counts)")
-    batch = request.batches[0] if given("batch") else None
-    spec = command_spec(cmd, throughput_from, unit, batch, cmd_log, stdout_to_stderr=as_json)
-    return command_request(request, spec)
+    return MeasureOptions(**typed, meter=tuple(given.get("meter") or ()),
+                          wait_s=wait_seconds(given.get("wait")),
+                          cmd_output_to_stderr=bool(given.get("as_json")),
+                          given=frozenset(n for n in given if from_command_line(n)))
 
 
-def _with_wait(request: Any, wait: Optional[str]) -> Any:
-    import dataclasses
+def _run(ctx: typer.Context, options: Any, run: Any, as_json: bool) -> Any:
+    """The request built (or a usage error, nothing started), then the run: here, or as one
+    rank of a multi-device job. The report; None on a rank other than 0."""
+    from ..distributed.devices import rank_env
+    from ..run.request import build_request
 
-    from .tuning import wait_seconds
-
-    return dataclasses.replace(request, wait_s=wait_seconds(wait))
+    request = build_request(options, ranked=options.devices is not None or
+                            rank_env() is not None)
+    env = _ranks(ctx, options.devices, options.scaling, request)
+    with InterruptLatch() as latch, \
+            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
+        progress = _interruptible(bar.update, latch)
+        if env is None:
+            return run(open_root(ctx), request, progress=progress)
+        return _run_ranked(env, latch, request, options.devices, options.scaling,
+                           lambda req, leader: run(open_root(ctx), req, progress=progress,
+                                                   ranks=leader))
 
 
 def measure(
@@ -376,26 +319,11 @@ def measure(
     shortest window accepted)."""
     from ..run.measure import measure as run
 
-    request = _request(model, precision, batch, freq, cpu_freq, emc_freq, profile, meter,
-                       iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, idle_unpinned=idle_unpinned,
-                       provider=provider, beyond_power_mode=beyond_power_mode)
-    request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
-    request = _with_wait(request, wait)
-    request = _with_child(request, workload_python, devices)
-    env = _ranks(ctx, devices, scaling, request)
-    with InterruptLatch() as latch, \
-            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
-        progress = _interruptible(bar.update, latch)
-        if env is None:
-            report = run(open_root(ctx), request, progress=progress)
-        else:
-            report = _run_ranked(env, latch, request, devices, scaling, lambda req, leader: run(
-                open_root(ctx), req, progress=progress, ranks=leader))
-            if report is None:
-                return  # not rank 0: rank 0 reports for the run
-    with InterruptLatch():  # Ctrl-C or SIGTERM while the table prints: still 130, not -15
-        _finish(report, as_json, plot, "jetbench measure")
+    report = _run(ctx, _options(ctx, locals()), lambda root, req, **kw: run(root, req, **kw),
+                  as_json)
+    if report is not None:
+        with InterruptLatch():  # Ctrl-C or SIGTERM while the table prints: still 130, not -15
+            _finish(report, as_json, plot, "jetbench measure")
 
 
 def sweep(
@@ -427,24 +355,10 @@ def sweep(
     from ..run.sweep import summarize
     from ..run.sweep import sweep as run
 
-    request = _request(model, precision, batch, None, cpu_freq, emc_freq, profile, meter,
-                       iterations, duration, warmup, idle, keep_clocks, regulator_efficiency,
-                       out, device, input_shape, resume=resume, idle_unpinned=idle_unpinned,
-                       provider=provider, beyond_power_mode=beyond_power_mode)
-    request = _with_command(ctx, request, cmd, throughput_from, unit, cmd_log, as_json)
-    request = _with_wait(request, wait)
-    request = _with_child(request, workload_python, devices)
-    env = _ranks(ctx, devices, scaling, request)
-    with InterruptLatch() as latch, \
-            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
-        progress = _interruptible(bar.update, latch)
-        if env is None:
-            report = run(open_root(ctx), request, freq, progress=progress)
-        else:
-            report = _run_ranked(env, latch, request, devices, scaling, lambda req, leader: run(
-                open_root(ctx), req, freq, progress=progress, ranks=leader))
-            if report is None:
-                return  # not rank 0: rank 0 reports for the run
+    report = _run(ctx, _options(ctx, locals()),
+                  lambda root, req, **kw: run(root, req, freq, **kw), as_json)
+    if report is None:
+        return  # not rank 0: rank 0 reports for the run
     with InterruptLatch():  # Ctrl-C or SIGTERM while the tables print: still 130, not -15
         try:
             _finish(report, as_json, plot, "jetbench sweep", long=True)

@@ -23,7 +23,7 @@ def create(
     quirk: List[str] = typer.Option([], "--quirk", metavar="NAME",
                                     help="A real-kernel behaviour to show (repeatable): "
                                     "static-cur, amu-cpu, qos-cap, late-gpu, round-emc "
-                                    "(see HARDWARE.md, What real kernels do)."),
+                                    "(see docs/hardware.md, What real kernels do)."),
     power_mode: Optional[int] = typer.Option(
         None, "--power-mode", metavar="ID", help="Start in this nvpmodel mode, its caps written "
         "as nvpmodel leaves them (nano 1 = 5W, tx2 1 = MAXQ); default: the board's usual mode."),

@@ -57,12 +57,12 @@ def optional_wait_value(args: List[str]) -> List[str]:
     return out
 
 
-def _render_brokered(broker: Any, reply: Dict[str, Any], title: str, as_json: bool) -> None:
+def _render_brokered(done: Any, title: str, as_json: bool) -> None:
+    reply = done.result
     if as_json:
-        print_json({"daemon": {"pid": broker.holder.pid, "socket": str(broker.socket_path)},
-                    **reply})
+        print_json({"daemon": {"pid": done.daemon.pid, "socket": str(done.socket)}, **reply})
         return
-    console().print(f"{title}: done by the jetbench daemon (pid {broker.holder.pid}), which "
+    console().print(f"{title}: done by the jetbench daemon (pid {done.daemon.pid}), which "
                     f"holds the board: {reply.get('summary', '')}", soft_wrap=True,
                     highlight=False, markup=False)
     console().print("It re-pins this profile until told otherwise; `jetbench restore` asks it "
@@ -83,25 +83,30 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
             result = apply_profile(root, board, profile, dry_run=True)
         _render_applied(root, board, result, title, as_json, dry_run)
         return
-    with own_board(root, title, wait_seconds(wait)) as broker:
-        if broker is not None:
-            if profile.beyond_power_mode:
-                raise UsageError("the jetbench daemon holds the board and pins within the power "
-                                 "mode as it was started",
-                                 hint="start the daemon with --beyond-power-mode (in its unit "
-                                      "file), or stop it first (sudo systemctl stop jetbench)")
-            if daemon_request is None:
-                raise UsageError(f"the jetbench daemon holds the board and applies named "
-                                 f"profiles only, not the file {profile.source}",
-                                 hint="copy it to /etc/jetbench/profiles/NAME.toml and run "
-                                      "`jetbench apply NAME`, or stop the daemon first "
-                                      "(sudo systemctl stop jetbench)")
-            reply = broker.request(**daemon_request)
-            _render_brokered(broker, reply, title, as_json)
-            return
+    refused = None
+    if profile.beyond_power_mode:
+        refused = UsageError("the jetbench daemon holds the board and pins within the power "
+                             "mode as it was started",
+                             hint="start the daemon with --beyond-power-mode (in its unit "
+                                  "file), or stop it first (sudo systemctl stop jetbench)")
+    elif daemon_request is None:
+        refused = UsageError(f"the jetbench daemon holds the board and applies named "
+                             f"profiles only, not the file {profile.source}",
+                             hint="copy it to /etc/jetbench/profiles/NAME.toml and run "
+                                  "`jetbench apply NAME`, or stop the daemon first "
+                                  "(sudo systemctl stop jetbench)")
+
+    def here() -> Any:
         with open_board(root, simulate_power=False) as board:
-            result = apply_profile(root, board, profile, dry_run=False)
-    _render_applied(root, board, result, title, as_json, dry_run)
+            return board, apply_profile(root, board, profile, dry_run=False)
+
+    with own_board(root, title, wait_seconds(wait)) as owner:
+        done = owner.carry_out(here, daemon_request, refused)
+    if done.daemon is not None:
+        _render_brokered(done, title, as_json)
+    else:
+        board, result = done.result
+        _render_applied(root, board, result, title, as_json, dry_run)
 
 
 def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: bool,
@@ -196,32 +201,36 @@ def restore(
     """Put back every value maxperf/apply/measure changed (from the state journal). While the
     jetbench daemon holds the board, the daemon restores it and stops holding its profile
     (until `jetbench apply NAME`, or a restart of the service)."""
+    from ..errors import UsageError
     from ..open_board import open_board
     from ..ownership.journal import restore as restore_journal
     from ..ownership.owner import own_board
 
     root = open_root(ctx)
-    with own_board(root, "restore", wait_seconds(wait)) as broker:
-        if broker is not None and discard:
-            from ..errors import UsageError
+    refused = UsageError("the jetbench daemon holds the board: stop it before discarding its "
+                         "journal (sudo systemctl stop jetbench)") if discard else None
 
-            raise UsageError("the jetbench daemon holds the board: stop it before discarding "
-                             "its journal (sudo systemctl stop jetbench)")
-        if broker is not None:
-            reply = broker.request("restore")
-            console().print(f"Restored by the jetbench daemon (pid {broker.holder.pid}): "
-                            f"{reply.get('restored', 0)} value(s) written "
-                            f"({reply.get('unchanged', 0)} already at their original value). "
-                            "It keeps running and pins nothing until `jetbench apply NAME`.",
-                            soft_wrap=True, highlight=False)
-            _print_moved([str(m) for m in reply.get("moved", ())],
-                         [str(c) for c in reply.get("changed", ())])
-            return
+    def here() -> Any:
         if discard:
-            _discard(root)
-            return
+            return _discard(root)
         with open_board(root, simulate_power=False):
-            result = restore_journal(root)
+            return restore_journal(root)
+
+    with own_board(root, "restore", wait_seconds(wait)) as owner:
+        done = owner.carry_out(here, {"cmd": "restore"}, refused)
+    if done.daemon is not None:
+        reply = done.result
+        console().print(f"Restored by the jetbench daemon (pid {done.daemon.pid}): "
+                        f"{reply.get('restored', 0)} value(s) written "
+                        f"({reply.get('unchanged', 0)} already at their original value). "
+                        "It keeps running and pins nothing until `jetbench apply NAME`.",
+                        soft_wrap=True, highlight=False)
+        _print_moved([str(m) for m in reply.get("moved", ())],
+                     [str(c) for c in reply.get("changed", ())])
+        return
+    if discard:
+        return
+    result = done.result
     out = console()
     if not result.had_journal:
         out.print("Nothing to restore: jetbench has not changed this board's clocks.")

@@ -10,7 +10,6 @@ the loop), so a scrape never touches the hardware and never waits for it:
                                                  a window's energy is the difference of 2 scrapes)
     jetbench_temperature_celsius{zone}
     jetbench_drift_repins_total                  re-pins after something else moved a clock
-    jetbench_drift_held_total                    drifts left alone while throttling
     jetbench_throttling                          1 while the board throttles
     jetbench_throttle_events_total               times throttling began
     jetbench_pinned, jetbench_profile_info{profile}, jetbench_simulated, jetbench_errors_total
@@ -107,7 +106,6 @@ class _Collector:
         counters = snap.get("counters", {})
         for name, key, text in (
             ("jetbench_drift_repins", "repins", "Re-pins after something else moved a clock"),
-            ("jetbench_drift_held", "held", "Clock drifts left alone while the board throttled"),
             ("jetbench_throttle_events", "throttle_events", "Times thermal throttling began"),
             ("jetbench_errors", "errors", "Failed checks, re-pins or reads"),
         ):

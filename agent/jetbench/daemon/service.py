@@ -2,24 +2,19 @@
 
 Start: finish any interrupted job from the state journal, pin the boot profile (journalled
 anew), open the control socket and the metrics endpoint, then tell systemd READY=1 with a
-STATUS= line saying what is pinned. Every interval: read the clocks back; when something else
-moved a knob (nvpmodel, another tool), re-pin, count it and log it, in every state: writing the
-knobs back does not fight a kernel cap (caps act through QoS and cooling devices). Throttling is
-reported only with evidence (hw/thermal.py); a clock below its pin without evidence is reported
-as "below its pin, cause unknown", and only once the clocks had time to settle after a pin
-(SETTLE_GRACE_S). Drift is counted as "held" only when deliberately left alone. WATCHDOG=1 at
-half of $WATCHDOG_USEC while the loop is healthy. SIGTERM/SIGINT: restore the journal (the
-state before the daemon pinned), exit 0. SIGHUP: re-read the profile and pin it.
+STATUS= line saying what is pinned. Every interval, the check (drift.py): throttling only with
+evidence, a clock below its pin said as just that, any knob something else moved written back
+and counted. WATCHDOG=1 at half of $WATCHDOG_USEC while the loop is healthy. SIGTERM/SIGINT:
+restore the journal (the state before the daemon pinned), exit 0. SIGHUP: re-read the profile
+and pin it.
 
 The daemon owns the board for its whole life (the board lock, `ownership/lock.py`, naming its
 control socket) and is the broker: `apply`, `restore` and `maxperf` from the CLI arrive as
-requests, and `measure`/`sweep` borrow the board with a lease (`{"cmd": "lease"}`): no re-pin,
-no simulated kernel of its own, no write at all until the lease's connection closes; then what
-the borrower left changed (a killed one) is restored from the journal and the daemon's profile
-is pinned again. Before the daemon writes after a lease, it revokes the lease's token
-(`ownership/lease.py`): a borrower that was stopped meanwhile writes nothing when it resumes.
-Inside the process, one lock guards the board: the loop and the socket's thread never write at
-once.
+requests (`handle`), and `measure`/`sweep` borrow the board with a lease (lending.py). Inside
+the process, one lock guards the board: the loop and the socket's thread never write at once.
+
+This file: lifecycle, signals, commands and status. drift.py: the periodic check. lending.py:
+leases. rails.py: the power readings and energy totals.
 """
 
 from __future__ import annotations
@@ -27,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import secrets
 import select
 import signal
 import sys
@@ -35,56 +29,35 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
-from ..hw import knob_io, thermal
+from ..hw import thermal
 from ..hw.board import Board, detect
-from ..hw.clocks.domains import read_applied, read_clocks
-from ..hw.clocks.steps import apply_step
-from ..hw.clocks.types import ClockReading, Step
+from ..hw.clocks.types import ClockReading
 from ..hw.fs import Root
-from ..hw.meters.base import power_between, total_power_w
-from ..hw.readings import identity, read_now, settled
+from ..hw.meters.registry import auto_sources
+from ..hw.readings import identity, read_now
 from ..open_board import served_kernel
 from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock, Holder
-from ..ownership.wire import BUSY, DEFAULT_SOCKET, REVOKED, Request
-from ..run.validity import below_pin
-from ..sampling.energy_totals import EnergyTotals
+from ..ownership.wire import DEFAULT_SOCKET, Request
 from ..tuning.apply import apply_profile, build_plan
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import Targets, resolve
 from ..units import format_hz
-from .control import FDS, HOLD, Peer
+from .control import ControlServer, Peer
+from .drift import SETTLE_GRACE_S, Drift, iso
+from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, BoardLent, Lease, Lending
 from .notify import Notifier, watchdog_period_s
+from .rails import RailMeter
 
 log = logging.getLogger("jetbench.daemon")
 
 DEFAULT_INTERVAL_S = 5.0
 SIM_KERNEL_INTERVAL_S = 0.02  # the simulated kernel beside the daemon (simulated boards only)
 UNHEALTHY_AFTER = 3  # consecutive failed checks: stop feeding the watchdog, let systemd restart
-SETTLE_GRACE_S = 2.0  # after a pin, clocks below it are not judged for this long
-SETTLE_TIMEOUT_S = 1.0  # before the first check, wait at most this long for two equal reads
-LEASE_STOP_WAIT_S = 20.0  # on SIGTERM, how long a borrower gets to put the board back (< the
-#                           unit's TimeoutStopSec=30s)
-LEASE_REVOKE_WAIT_S = 2.0  # then how long a borrower inside a batch of writes gets to finish it
-
-
-@dataclass(frozen=True)
-class Lease:
-    """The board lent to one control connection (a running `measure` or `sweep`)."""
-
-    conn: int
-    pid: int
-    uid: int
-    who: str
-    since: str
-    token: str = ""  # ownership/lease.py: the borrower writes only while the file holds it
-
-    def doc(self) -> Dict[str, Any]:
-        return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
 
 
 @dataclass(frozen=True)
@@ -111,24 +84,7 @@ def _log_moved(result: journal.RestoreResult) -> None:
                     changed.note())
 
 
-class _PrePinValues:
-    """The root as `journal.record` sees it, answering with the value a file held before the
-    daemon pinned: a knob the pin did not write already held its pinned value then."""
-
-    def __init__(self, root: Root, values: Mapping[str, str]):
-        self._root = root
-        self._values = values
-
-    def read_raw(self, board_path: str, default: object = None) -> str:
-        if board_path in self._values:
-            return self._values[board_path]
-        return self._root.read_raw(board_path)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._root, name)
-
-
-class Daemon:
+class Daemon(Drift, Lending):
     """The service. Constructing one touches nothing; `run()` does everything and returns the
     exit status."""
 
@@ -142,14 +98,13 @@ class Daemon:
         self.profile: Optional[Profile] = None
         self.targets: Optional[Targets] = None
         self.pinned = False
-        self.counters = {"checks": 0, "repins": 0, "held": 0, "throttle_events": 0, "errors": 0}
+        self.counters = {"checks": 0, "repins": 0, "throttle_events": 0, "errors": 0}
         self.throttle_reasons: Tuple[str, ...] = ()
         self.below_pin: Tuple[str, ...] = ()
         self._judge_after = 0.0  # monotonic time before which a low clock is not judged
         self.last_repin: Optional[Dict[str, Any]] = None
         self.last_error: Optional[str] = None
         self._failed_checks = 0
-        self._held_moved: List[str] = []
         self._lock = threading.RLock()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -160,10 +115,7 @@ class Daemon:
         self._ready = False
         self._snapshot: Dict[str, Any] = {}
         self._layout = thermal.ThermalLayout((), ())
-        self._sources: List[Any] = []
-        self._energy_last: Dict[str, Tuple[float, float]] = {}
-        # Per (rail, point, source): grows across re-pins, leases and reloads; 0 at start only.
-        self._energy = EnergyTotals()
+        self._rails = RailMeter([], self._error)
         self._sim = None
         self._control = None
         self._metrics = None
@@ -212,8 +164,6 @@ class Daemon:
         return code
 
     def _start(self) -> None:
-        from .control import ControlServer
-
         # The board lock first, for the daemon's whole life: a second daemon on this board (any
         # socket) is refused before it touches anything. It names the socket: the CLI finds
         # the broker through it.
@@ -265,16 +215,14 @@ class Daemon:
         self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
 
     def _open_sources(self, board: Board) -> None:
-        from ..hw.meters.registry import auto_sources
-
         try:
             sources = auto_sources(self.root, board.rails, board.total_rail)
             for source in sources:
                 source.open()
-            self._sources = [s for s in sources if s.channels()]
+            self._rails.sources = [s for s in sources if s.channels()]
         except JetbenchError as err:
             log.warning("power readings unavailable: %s", err)
-            self._sources = []
+            self._rails.sources = []
 
     def _loop(self) -> None:
         interval = self.config.interval_s
@@ -343,7 +291,7 @@ class Daemon:
                 code = err.exit_code
             except _NothingToRestore:
                 pass
-        for source in self._sources:
+        for source in self._rails.sources:
             try:
                 source.close()
             except Exception:  # best effort on the way out
@@ -362,25 +310,6 @@ class Daemon:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reload makes no sense any more
         return code
 
-    def _wait_for_lease_end(self, timeout_s: float) -> None:
-        """A borrower puts the board back itself; the journal is restored after it has (or,
-        past the timeout, over whatever it left: the journal holds the originals either way)."""
-        lease = self.lease
-        if lease is None:
-            return
-        log.info("taking the board back from %s (pid %d): waiting up to %.0f s for it to put "
-                 "its clocks back", lease.who, lease.pid, timeout_s)
-        if self._control is not None:
-            self._control.send_event(lease.conn, {"ok": True, "event": REVOKED,
-                                                  "message": "the daemon is stopping"})
-        self.notifier.send(STATUS=f"stopping: waiting for {lease.who} (pid {lease.pid})")
-        end = time.monotonic() + timeout_s
-        while self.lease is not None and time.monotonic() < end:
-            time.sleep(0.05)
-        if self.lease is not None:
-            log.warning("%s (pid %d) still holds its lease: restoring the board anyway",
-                        lease.who, lease.pid)
-
     # -- pinning -----------------------------------------------------------------------------
     def _pin_new(self, profile: Profile) -> None:
         """Pin a (new) profile: validated whole against the board first; if one is pinned
@@ -396,29 +325,6 @@ class Daemon:
         self.profile, self.targets, self.pinned = profile, result.targets, True
         writes = sum(len(s.writes) for s in result.steps)
         log.info("pinned profile %s (%d write(s))", profile.name, writes)
-
-    def _wait_settled(self, board: Board) -> None:
-        """The kernel takes a moment to move the clocks after a pin, and the first judgement
-        must not see that moment (at most SETTLE_TIMEOUT_S)."""
-        settled(lambda: read_clocks(self.root, board), SETTLE_TIMEOUT_S)
-
-    def _leave_drift(self) -> Optional[str]:
-        """Why drift is deliberately left alone now (None: re-pin it). Nothing leaves it yet;
-        a measure lease (the board lent to `jetbench measure`) is the case for one."""
-        return None
-
-    def _repin(self, steps: Sequence[Step]) -> None:
-        """Write a drift plan back. Knobs the pin did not write held their pinned value before
-        it: journal that value for them (not the value something else moved them to)."""
-        known = {e.path for e in journal.load(self.root)}
-        prepin = {w.path: w.value + "\n" for s in steps for w in s.writes if w.path not in known}
-        assert self.board is not None
-        journal.record(_PrePinValues(self.root, prepin),  # type: ignore[arg-type]
-                       ((w.path, s.label, w.value) if w.verify else (w.path, s.label)
-                        for s in steps for w in s.writes),
-                       board_family=self.board.family)
-        for step in steps:
-            apply_step(self.root, step)
 
     def reload(self) -> None:
         """SIGHUP: re-detect the board, re-read the configured profile and pin it. A profile
@@ -439,121 +345,20 @@ class Daemon:
                 self._error(f"reload failed, keeping the current state: {err}")
         self.notifier.send(READY="1", STATUS=self.summary())
 
-    # -- the periodic check ------------------------------------------------------------------
-    def check(self) -> None:
-        with self._lock:
-            try:
-                self._check()
-                self._failed_checks = 0
-            except JetbenchError as err:
-                self._failed_checks += 1
-                self._error(f"check failed: {err}")
-            except Exception as err:  # a bug must be logged and counted, not end the service
-                self._failed_checks += 1
-                log.exception("check failed")
-                self._error(f"check failed: {type(err).__name__}: {err}")
-
-    def _check(self) -> None:
-        board = self.board
-        assert board is not None
-        self.counters["checks"] += 1
-        clocks = read_clocks(self.root, board)
-        readings = self._read(board, clocks)
-        if self.lease is not None:  # lent: the borrower's clocks are neither drift nor throttle
-            self._snapshot = self._status_doc(readings)
-            return
-        reasons = thermal.assess(readings["temperatures_c"], self._layout.trips,
-                                 thermal.cooling_states(self.root, self._layout))
-        if reasons and not self.throttle_reasons:
-            self.counters["throttle_events"] += 1
-            log.warning("thermal throttling (evidence: %s)", "; ".join(reasons))
-        elif self.throttle_reasons and not reasons:
-            log.info("thermal throttling ended")
-        self.throttle_reasons = reasons
-        below: Tuple[str, ...] = ()
-        if self.pinned and time.monotonic() >= self._judge_after:
-            below = below_pin(read_applied(self.root, board), clocks, board.soc)
-        if below and below != self.below_pin:
-            log.warning("%s", "; ".join(below))
-        self.below_pin = below
-        leave = self._leave_drift()
-        if not leave:
-            self._held_moved = []
-        if self.pinned and self.targets is not None:
-            # A blind step (an NVML lock NVML cannot read back) is planned every time: no drift.
-            steps = [s for s in build_plan(self.root, board, self.targets) if not s.blind]
-            if steps:
-                moved = [f"{w.path}: {w.old} (pinned: {w.value})" for s in steps for w in s.writes]
-                if leave:
-                    self.counters["held"] += 1
-                    if moved != self._held_moved:  # once per distinct drift, not per interval
-                        log.warning("clocks moved, left alone (%s): %s", leave,
-                                    ", ".join(moved))
-                    self._held_moved = moved
-                else:
-                    try:
-                        self._repin(steps)
-                    except JetbenchError as err:
-                        self._error(f"re-pin failed: {err}")
-                    else:
-                        self.counters["repins"] += 1
-                        self.last_repin = {"at": _iso(time.time()), "moved": moved}
-                        log.warning("clocks moved behind jetbench's back, re-pinned (%d so "
-                                    "far): %s", self.counters["repins"], ", ".join(moved))
-        self._snapshot = self._status_doc(readings)
-
     def _error(self, message: str) -> None:
         self.counters["errors"] += 1
         if message != self.last_error:  # the same failure every interval is logged once
             log.error("%s", message)
         self.last_error = message
 
-    # -- readings ----------------------------------------------------------------------------
     def _read(self, board: Board,
               clock_readings: Optional[Sequence[ClockReading]] = None) -> Dict[str, Any]:
+        """The board now and its rails, as status and `readings` serve them."""
         now = read_now(self.root, board)
         if clock_readings is not None:
             now = dataclasses.replace(now, clocks=tuple(clock_readings))
-        rails: List[Dict[str, Any]] = []
-        total: Optional[Dict[str, Any]] = None
-        for source in self._sources:
-            try:
-                reading = source.read()
-            except JetbenchError as err:
-                self._error(f"power reading failed: {err}")
-                for channel in source.channels():  # a gap: nothing integrated across it
-                    self._integrate(channel, None, time.monotonic())
-                continue
-            values: Dict[str, Optional[float]] = {}
-            for channel, value in zip(source.channels(), reading.power_w):
-                watts = self._watts(channel, value, reading.t_s)
-                values[channel.name] = watts
-                rails.append({"name": channel.name, "point": channel.point,
-                              "source": channel.source, "power_w": watts,
-                              "energy_j": self._integrate(channel, value, reading.t_s)})
-            spec = source.total()
-            if total is None and spec is not None:
-                total = {"name": spec.name, "point": spec.point,
-                         "power_w": total_power_w(spec, values)}
-        return {**now.to_dict(), "rails": rails, "total": total, "read_at": _iso(time.time())}
-
-    def _integrate(self, channel: Any, value: Optional[float], t_s: float) -> float:
-        """The channel's energy since the daemon started (J), this reading included."""
-        key = (channel.name, channel.point, channel.source)
-        if channel.kind == "power":
-            self._energy.add_power(key, t_s, value)
-        else:
-            self._energy.add_counter(key, t_s, value)
-        return self._energy.joules(key)
-
-    def _watts(self, channel: Any, value: Optional[float], t_s: float) -> Optional[float]:
-        """Watts for a power channel; for an energy counter (joules), the mean power since the
-        previous reading (None on the first one, or across a counter reset)."""
-        if value is None or channel.kind == "power":
-            return value
-        last = self._energy_last.get(channel.key)
-        self._energy_last[channel.key] = (t_s, value)
-        return power_between(last, t_s, value)
+        rails, total = self._rails.read()
+        return {**now.to_dict(), "rails": rails, "total": total, "read_at": iso(time.time())}
 
     # -- what the socket and metrics see -----------------------------------------------------
     def summary(self) -> str:
@@ -584,7 +389,7 @@ class Daemon:
         return {
             "schema": "jetbench.status/1",
             "pid": os.getpid(),
-            "started": _iso(self._started),
+            "started": iso(self._started),
             "uptime_s": round(time.time() - self._started, 1),
             "simulated": board.simulated,
             "board": identity(self.root, board),
@@ -670,90 +475,6 @@ class Daemon:
                 return {"ok": True, "profile": profile.name, "pinned": True,
                         "summary": self.summary()}
         raise UsageError(f"unknown command {request.cmd!r}")  # wire.py lets none through
-
-    # -- leases ------------------------------------------------------------------------------
-    def _lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:
-        """Lend the board to this connection: no re-pin, no write, and on a simulated board no
-        simulated kernel of ours (the borrower runs its own: one kernel per board)."""
-        if peer is None:
-            raise UsageError("a lease belongs to a connection")
-        self._lease_known = frozenset(e.path for e in journal.load(self.root))
-        token = secrets.token_hex(16)
-        who = request.who or "client"
-        lease_file.grant(self.root, token, peer.pid, who)
-        self.lease = Lease(peer.conn, peer.pid, peer.uid, who, _iso(time.time()), token)
-        if self._sim is not None:
-            self._sim.stop()
-        log.info("board lent to %s (pid %d, uid %d): not re-pinning until it hands it back",
-                 self.lease.who, peer.pid, peer.uid)
-        self.notifier.send(STATUS=self.summary())
-        lock_fd = self._board_lock.fileno() if self._board_lock is not None else None
-        return {"ok": True, "lease": self.lease.doc(), "token": token,
-                "profile": self.profile.name
-                if self.profile else None, "pinned": self.pinned, HOLD: True,
-                FDS: [lock_fd] if lock_fd is not None else []}
-
-    def _connection_closed(self, peer: Peer) -> None:
-        """A lease's connection closed (its holder finished, or was killed): take the board
-        back, then pin our own profile again."""
-        with self._lock:
-            lease = self.lease
-            if lease is None or lease.conn != peer.conn:
-                return
-            if not lease_file.revoke(self.root, LEASE_REVOKE_WAIT_S):
-                # Its connection closed, yet something still holds the lease file mid-write
-                # (a process it left behind): writing now would race it.
-                self.lease = None
-                self._error(f"{lease.who} (pid {lease.pid}) closed its lease in the middle of "
-                            "writing: not taking the board back; `jetbench restore` when it "
-                            "has ended")
-                return
-            if self._sim is not None:
-                self._sim.start()
-            self._judge_after = time.monotonic() + SETTLE_GRACE_S  # clocks coming back
-            try:
-                self._take_back()
-            except JetbenchError as err:
-                self._error(f"taking the board back from {lease.who} failed: {err}")
-            finally:
-                self.lease = None
-            log.info("%s (pid %d) handed the board back: %s", lease.who, lease.pid,
-                     self.summary())
-        self.check()
-        self.notifier.send(STATUS=self.summary())
-
-
-    def _take_back(self) -> None:
-        """A borrower that finished has put back what it wrote (the knobs it journalled hold
-        their journalled values again): re-pin whatever differs from our profile. One that was
-        killed left its clocks: restore the whole journal, then pin our profile anew."""
-        added = [e for e in journal.load(self.root) if e.path not in self._lease_known]
-        left = [e.path for e in added if e.raw.strip() not in journal.UNWRITABLE
-                and knob_io.read_raw(self.root, e.path, default=None) != e.raw]
-        if left:
-            log.warning("the borrower left %d knob(s) changed (%s...): restoring the journal",
-                        len(left), left[0])
-        if self.pinned and self.profile is not None and self.targets is not None:
-            if left:
-                self._pin_new(self.profile)  # restores the journal first
-                return
-            assert self.board is not None
-            steps = build_plan(self.root, self.board, self.targets)
-            if steps:
-                self._repin(steps)
-        elif journal.load(self.root):
-            journal.restore(self.root)
-
-
-class BoardLent(HardwareError):
-    """A request that would write while the board is lent to a measurement."""
-
-    reply_code = BUSY  # the client may wait and ask again (`--wait`)
-
-
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
-
 
 class _JournaldFormatter(logging.Formatter):
     """`<N>message`: journald reads the syslog priority from the prefix (SyslogLevelPrefix=)."""

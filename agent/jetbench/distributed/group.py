@@ -11,7 +11,9 @@ from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import RankLost
+from ..procs import die_with_parent
 from .devices import DeviceSpec, RankEnv, cpu_share, rank_device
+from .launch import require_distributed
 from .teardown import joined
 
 # A rank waits this long for its peers at a collective (rank 0's pinning, a --scaling
@@ -36,13 +38,14 @@ class RankGroup:
 
     @classmethod
     def open(cls, env: RankEnv, requested_device: str, spec: Optional[DeviceSpec]) -> RankGroup:
-        from .launch import require_distributed
-
         require_distributed()
         import torch
         import torch.distributed as dist
 
-        die_with_parent()
+        # A rank whose launcher is killed (kill -9 of `jetbench measure --devices`, or of
+        # torchrun) gets SIGTERM instead of living on as an orphan: rank 0 then restores the
+        # clocks as on Ctrl-C.
+        die_with_parent(signal.SIGTERM)
         device = rank_device(requested_device, env, spec, torch.cuda.is_available())
         group = cls(env, device, dist)
         if device.startswith("cuda"):
@@ -125,17 +128,3 @@ def control_group(dist: Any, backend: str) -> Any:
     if backend != "nccl":
         return None
     return dist.new_group(backend="gloo", timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))
-
-
-def die_with_parent() -> None:
-    """A rank whose launcher is killed (kill -9 of `jetbench measure --devices`, or of
-    torchrun) gets SIGTERM instead of living on as an orphan (Linux prctl; elsewhere the
-    launcher's own shutdown is all there is). Rank 0 then restores the clocks as on Ctrl-C."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass

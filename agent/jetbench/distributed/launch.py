@@ -18,7 +18,8 @@ import sys
 import tempfile
 from typing import Any, Dict, List
 
-from ..errors import EXIT_HARDWARE, RankFailed, set_interrupt_notes
+from ..errors import EXIT_HARDWARE, HardwareError, RankFailed, set_interrupt_notes
+from ..workload._torch import import_torch
 from .teardown import DONE_DIR_ENV, reported
 
 SHUTDOWN_TIMEOUT_S = 20  # after Ctrl-C: the ranks' time to restore and exit before SIGKILL
@@ -89,9 +90,6 @@ def _launch(argv: List[str], count: int) -> int:
 
 def require_distributed() -> None:
     """torch with torch.distributed, or a message saying what is missing."""
-    from ..errors import HardwareError
-    from ..workload._torch import import_torch
-
     if not import_torch().distributed.is_available():
         raise HardwareError("this PyTorch build has no torch.distributed: several devices "
                             "need it", hint="install a build with distributed support "

@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError, RankFailed, RankLost
+from ..hw.meters.nvml import NvmlSource
+from ..hw.nvml import cuda_gpu
+from ..workload.build import build_workload
+from ..workload.runner import run_timed
 from ..workload.timed import TimedRun
 from .group import RankGroup
 from .rows import RankRow, aggregate_timing, device_docs, devices_power_sum, scaling_doc
@@ -51,16 +55,12 @@ class Stop:
 
 
 def build(order: PointOrder, device: str) -> Any:
-    from ..workload.build import build_workload
-
     return build_workload(order.model, order.precision, order.batch, device,
                           input_shape=order.input_shape)
 
 
 def timed(workload: Any, order: PointOrder, on_start: Callback = None, on_end: Callback = None,
           progress: Any = None) -> Any:
-    from ..workload.runner import run_timed
-
     return run_timed(workload, order.iterations, order.duration_s, order.warmup_s,
                      warmup_iterations=1 if order.warmup_s > 0 else 0,
                      on_timed_start=on_start, on_timed_end=on_end, progress=progress)
@@ -169,9 +169,6 @@ class Leader:
         """NVML measures GPU 0 by default: on a multi-GPU run, one NVML source per GPU used,
         each CUDA ordinal mapped to NVML's index as CUDA numbers GPUs (CUDA_VISIBLE_DEVICES,
         CUDA_DEVICE_ORDER: NVML numbers them by PCI bus, whatever those say)."""
-        from ..hw.meters.nvml import NvmlSource
-        from ..hw.nvml import cuda_gpu
-
         gpus = sorted({int(d.split(":", 1)[1]) for d in self.devices if d.startswith("cuda:")})
         if not gpus or not any(isinstance(s, NvmlSource) for s in sources):
             return sources

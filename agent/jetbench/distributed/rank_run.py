@@ -9,6 +9,8 @@ from typing import Any, Callable, Optional
 
 from ..errors import RankLost
 from .devices import RankEnv, parse_devices
+from .group import RankGroup
+from .messages import Leader, follow
 
 
 def launcher_name() -> str:
@@ -21,9 +23,6 @@ def run_as_rank(env: RankEnv, request: Any, devices: Optional[str], scaling: boo
     """Join the job's process group and take this rank's part. `run(request, leader)` is the
     measure (or sweep) call, made on rank 0 only; its report is returned there, None on the
     other ranks (which print nothing: rank 0 speaks for the run)."""
-    from .group import RankGroup
-    from .messages import Leader, follow
-
     spec = parse_devices(devices) if devices else None
     group = RankGroup.open(env, request.device, spec)
     together = False  # every rank got to the end: leave the group in step

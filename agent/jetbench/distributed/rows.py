@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..workload.runner import TimingResult
 from ..workload.stats import coefficient_of_variation, latency_stats
 from .devices import describe_devices
 
@@ -31,8 +32,6 @@ class RankRow:
 
 def aggregate_timing(rows: Sequence[RankRow]) -> Any:
     """The node as one workload: img/s is the sum over the ranks, latencies pooled."""
-    from ..workload.runner import TimingResult
-
     timings = [r.timing for r in rows]
     pooled = tuple(x for t in timings for x in t.latencies_ms)
     gflops = [t.gflops for t in timings]

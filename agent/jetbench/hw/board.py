@@ -38,7 +38,7 @@ GPU_ENTRY_PATTERNS = ("gpu-gpc-*",)
 GPU_SIDE_ENTRY_PATTERNS = ("gpu-nvd-*",)
 # EMC as a devfreq node (tegra264's bandwidth manager): pinned min = max.
 EMC_DEVFREQ_ENTRIES = ("bwmgr",)
-# A GPU clock lies between these (HARDWARE.md): devfreq values outside are checked as kHz.
+# A GPU clock lies between these (docs/hardware.md): devfreq values outside are checked as kHz.
 GPU_SANE_HZ = (50_000_000, 4_000_000_000)
 # Where the NVIDIA driver lists its GPUs by PCI address (Thor: railgating is PCI runtime PM).
 NVIDIA_GPUS_DIR = "/proc/driver/nvidia/gpus"

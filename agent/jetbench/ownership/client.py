@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, PermissionDenied, UsageError
+from ..interrupts import interrupt_main
 from .wire import BUSY, REVOKED
 
 MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -118,8 +119,6 @@ class Lease:
                                          daemon=True)
 
     def _watch(self) -> None:
-        from ..interrupts import interrupt_main
-
         buf = self._pending
         while not self._closing:
             try:

@@ -1,6 +1,6 @@
 """One owner of the board: an exclusive `flock` on a file beside the state journal.
 
-Every command that writes clocks or the journal holds it (DESIGN.md, "One owner of the board").
+Every command that writes clocks or the journal holds it (docs/design.md, "One owner of the board").
 The kernel releases a `flock` when its holder dies, so a kill -9 never leaves the board stuck.
 The holder writes who it is (pid, command, since, and a daemon its control socket) into the file
 so that a refused writer can say who holds the board and what to do, and the CLI can find the
@@ -30,6 +30,7 @@ from typing import Optional
 
 from ..errors import HardwareError
 from ..hw.fs import Root
+from .statedir import ensure_state_dir
 
 LOCK_PATH = "/var/lib/jetbench/board.lock"
 LOCK_FILE_MODE = 0o664  # any member of the state directory's group may take the board
@@ -122,8 +123,6 @@ class BoardLock:
         return self._fd
 
     def _open(self) -> int:
-        from .statedir import ensure_state_dir
-
         ensure_state_dir(self.root)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,

@@ -1,9 +1,11 @@
-"""Who carries out a change to the board: this process under the board lock, or the daemon that
-holds it (the broker), over its control socket. DESIGN.md, "One owner of the board".
+"""Who carries out a change to the board: this process under the board lock (`LocalOwner`), or
+the daemon that holds it (`DaemonOwner`, the broker), over its control socket (docs/design.md,
+"One owner of the board"). Callers never branch on which:
 
-    with own_board(root, "apply nano-614mhz", wait_s) as broker:
-        if broker is None: ...write it here (the lock is ours)...
-        else: broker.request("apply", profile="nano-614mhz")
+    with own_board(root, "apply nano-614mhz", wait_s) as owner:
+        done = owner.carry_out(lambda: apply_here(...), {"cmd": "apply", "profile": NAME},
+                               refused=None)  # or the error a daemon gives this change
+        render(done)  # done.daemon: None when this process made it
 
     with borrow_board(root, "measure", wait_s) as guard:  # the lock, or the daemon's lease
         with guard.writing(): ...pin...
@@ -17,9 +19,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Union
 
-from ..errors import JetbenchError, PermissionDenied
+from ..errors import JetbenchError, PermissionDenied, UsageError
 from ..hw.fs import Root
 from .client import LeaseRefused, error_from_reply, open_lease, request
 from .lease import Guard
@@ -28,8 +30,28 @@ from .wire import BUSY, SERVICE
 
 
 @dataclass(frozen=True)
-class Broker:
-    """The daemon holding the board, reached through the control socket it named."""
+class Done:
+    """A change carried out: `result` is what the local function returned, or the daemon's
+    reply; `daemon` the daemon that made it (None: this process did)."""
+
+    result: Any
+    daemon: Optional[Holder] = None
+    socket: Optional[Path] = None
+
+
+class LocalOwner:
+    """This process holds the board lock: the change is made here."""
+
+    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, Any]],
+                  refused: Optional[JetbenchError] = None) -> Done:
+        return Done(here())
+
+
+@dataclass(frozen=True)
+class DaemonOwner:
+    """The daemon holding the board, reached through the control socket it named: the change
+    is sent as `request`; `refused` is raised instead where the daemon cannot make it (a file
+    profile, a power mode it was not started to pass)."""
 
     holder: Holder
     lock_path: str
@@ -47,6 +69,13 @@ class Broker:
             f"goes through its control socket {self.socket_path}, which {why}: run it with "
             "sudo, or join the jetbench group (sudo usermod -aG jetbench $USER, then log in "
             "again); or stop the daemon first: sudo systemctl stop jetbench"))
+
+    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, Any]],
+                  refused: Optional[JetbenchError] = None) -> Done:
+        if refused is not None or request is None:
+            raise refused or UsageError("the jetbench daemon holds the board",
+                                        hint="stop it first (sudo systemctl stop jetbench)")
+        return Done(self.request(**request), self.holder, self.socket_path)
 
     def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
         """One request; a refusal becomes the error the daemon raised (same exit code)."""
@@ -71,22 +100,22 @@ def _deadline(wait_s: Optional[float]) -> float:
 
 @contextmanager
 def own_board(root: Root, command: str,
-              wait_s: Optional[float] = 0.0) -> Iterator[Optional[Broker]]:
-    """Yields None while this process holds the board lock; a Broker when a daemon holds the
-    board (it carries the change out). Another holder: BoardBusy at once, or after `wait_s`
-    (None: wait for ever)."""
+              wait_s: Optional[float] = 0.0) -> Iterator[Union[LocalOwner, DaemonOwner]]:
+    """Yields a LocalOwner while this process holds the board lock; a DaemonOwner when a daemon
+    holds the board (it carries the change out). Another holder: BoardBusy at once, or after
+    `wait_s` (None: wait for ever)."""
     lock = BoardLock(root, command)
     end = _deadline(wait_s)
     while True:
         holder = lock.try_acquire()
         if holder is None:
             try:
-                yield None
+                yield LocalOwner()
             finally:
                 lock.release()
             return
         if holder.is_daemon and holder.socket and holder.alive:
-            yield Broker(holder, lock.path, command, end)
+            yield DaemonOwner(holder, lock.path, command, end)
             return
         if time.monotonic() >= end:
             raise BoardBusy(holder, lock.path)
@@ -104,7 +133,7 @@ def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Ite
     while True:
         with own_board(root, command, wait_s=max(0.0, end - time.monotonic())
                        if end != float("inf") else None) as broker:
-            if broker is None:
+            if isinstance(broker, LocalOwner):
                 yield Guard(root, None)
                 return
             try:

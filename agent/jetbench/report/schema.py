@@ -11,6 +11,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..errors import UsageError
+from ..work_units import DEFAULT_UNIT
 
 SCHEMA = "jetbench.result/1"
 STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that raised
@@ -77,8 +78,6 @@ def images_per_s(doc: Dict[str, Any]) -> Optional[float]:
 
 def unit(doc: Dict[str, Any]) -> str:
     """What the result counts (`throughput.unit`; results before units: images)."""
-    from ..work_units import DEFAULT_UNIT
-
     return _get(doc, "throughput", "unit") or _get(doc, "workload", "unit") or DEFAULT_UNIT
 
 

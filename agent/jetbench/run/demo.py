@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..hw.fs import Root
+from ..report.plots import plot_trace
+from ..sim.create import create_board
 from .measure import MeasureReport, Progress, measure
 from .request import MeasureRequest
 
@@ -50,9 +52,6 @@ def run_demo(out_dir: Optional[Path] = None, progress: Optional[Progress] = None
              request: Optional[MeasureRequest] = None, model: str = MODEL) -> DemoResult:
     """Create the simulated board, measure, plot; the board tree is removed afterwards, the
     results (JSON, CSV, PNG) are kept in `out_dir` (default: a new temporary directory)."""
-    from ..report.plots import plot_trace
-    from ..sim.create import create_board
-
     work = Path(tempfile.mkdtemp(prefix="jetbench-demo-"))
     out = Path(out_dir) if out_dir is not None else work / "results"
     board_dir = work / "tx1-board"

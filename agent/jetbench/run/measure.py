@@ -25,11 +25,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import OutOfMemory, RankLost, UsageError, set_interrupt_notes
 from ..hw.board import Board
+from ..hw.clocks.domains import read_clocks
 from ..hw.fs import Root
 from ..hw.readings import identity
 from ..interrupts import Hold, checkpoint, pending
+from ..open_board import open_board
+from ..ownership import journal
+from ..ownership.owner import borrow_board
 from ..report import io
 from ..workload.model_arg import is_sim
+from ..workload.precision import PrecisionUnavailable
 from ..workload.sim_run import SimRun
 from ..workload.timed import ChildRun, InProcessRun, TimedRun
 from . import result as build
@@ -86,10 +91,6 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     exits 3 after printing everything). The board is ours for the whole run: its lock, or a
     lease from the daemon holding it. `ranks`: rank 0's distributed.protocol.Leader when the
     point runs on several devices at once (measure --devices, torchrun)."""
-    from ..open_board import open_board
-    from ..ownership import journal
-    from ..ownership.owner import borrow_board
-
     t_start = time.monotonic()
     validate(request)
     if request.out_dir is not None:
@@ -247,9 +248,6 @@ class _State:
 
     def one(self, point: Point, k: int, total: int,
             hold: Optional[Hold] = None) -> Tuple[Dict[str, Any], Optional[str]]:
-        from ..hw.clocks.domains import read_clocks
-        from ..workload.precision import PrecisionUnavailable
-
         req = self.request
         report = None if self.progress is None else (
             lambda phase, f: self.progress(k, total, point.label, phase, f))

@@ -8,6 +8,12 @@ from typing import Any, Dict, List, Tuple
 
 from ..hw.board import Board
 from ..hw.fs import Root
+from ..hw.meters.accuracy import channel_accuracies
+from ..hw.meters.base import EmptySource
+from ..hw.meters.registry import open_sources
+from ..hw.nvml import cuda_gpu
+from ..sampling.sampler_process import ProcessSampler
+from ..sampling.uncertainty import efficiency_uncertainty, throughput_sem_pct, window_uncertainty
 from .request import MeasureRequest
 
 
@@ -21,11 +27,6 @@ class Meters:
         self.notes: Tuple[str, ...] = ()  # why --meter auto chose its source
 
     def start(self) -> None:
-        from ..hw.meters.base import EmptySource
-        from ..hw.meters.registry import open_sources
-        from ..hw.nvml import cuda_gpu
-        from ..sampling.sampler_process import ProcessSampler
-
         chosen: List[str] = []
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
                                total_rail=self.board.total_rail,
@@ -46,15 +47,10 @@ class Meters:
 
     def uncertainty(self, res: Any) -> Dict[str, Dict[str, Any]]:
         """Per channel and total: the power figure's uncertainty (sampling/uncertainty.py)."""
-        from ..hw.meters.accuracy import channel_accuracies
-        from ..sampling.uncertainty import window_uncertainty
-
         accuracies = channel_accuracies(self.root, self.sources, self.board.family)
         return window_uncertainty(res, self.sampler.traces(), accuracies)
 
     def efficiency_uncertainty(self, res: Any, unc: Dict[str, Any], timing: Any) -> Dict[str, Any]:
-        from ..sampling.uncertainty import efficiency_uncertainty, throughput_sem_pct
-
         total = res.total
         power = unc.get(f"total:{total.source}/{total.total.name}") or {}
         external = any(getattr(s, "protocol", None) for s in self.sources)

@@ -8,8 +8,13 @@ import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..hw.board import Board
+from ..hw.clocks.domains import read_applied, read_clocks
+from ..hw.clocks.steps import undo_writes
 from ..hw.fs import Root
 from ..hw.readings import settled
+from ..ownership import journal
+from ..tuning.apply import apply_profile
+from ..tuning.profile import FreqRange, Profile, load_profile
 from ..units import parse_freq
 from .request import MeasureRequest
 
@@ -17,8 +22,6 @@ from .request import MeasureRequest
 def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: Any) -> Any:
     """The profile to pin for one GPU clock: --profile (if any) with --freq/--cpu-freq/
     --emc-freq on top. None when nothing is to be pinned."""
-    from ..tuning.profile import FreqRange, Profile, load_profile
-
     if request.profile:
         profile = load_profile(request.profile, root_base)
     elif gpu_freq or request.cpu_freq or request.emc_freq:
@@ -48,14 +51,10 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
 
 
 def applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
-    from ..hw.clocks.domains import read_applied
-
     return read_applied(root, board)
 
 
 def put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: List[Any]) -> str:
-    from ..ownership import journal
-
     if not had_journal:
         # Decided by the journal, not by `steps`: an interrupt inside apply_profile (journal
         # written, the step half done) leaves no step in our list, but writes to undo.
@@ -70,8 +69,6 @@ def put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: List
     if request.keep_clocks:
         return "kept (--keep-clocks): `jetbench restore` puts them back"
     # Clocks were already changed by an earlier maxperf/apply: undo only this run's writes.
-    from ..hw.clocks.steps import undo_writes
-
     writes = [(w, step.label) for step in steps for w in step.writes]
     undo_writes(root, [w for w, _ in writes], strict=True)
     # The journal's `wrote` goes back with the values (oldest last, as undo left them), or
@@ -98,9 +95,6 @@ class Pin:
 
     def to(self, gpu_freq: Optional[str],
            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> None:
-        from ..hw.clocks.domains import read_clocks
-        from ..tuning.apply import apply_profile
-
         if gpu_freq == self.pinned_for:
             return
         profile = build_profile(self.request, gpu_freq, self.root.base)

@@ -1,17 +1,23 @@
-"""What `measure` (and `sweep`, `tune`) is asked to do: the request, its checks, and the points
+"""What `measure` (and `sweep`, `tune`) is asked to do: the options as typed, every rule on
+which of them go together (one place: `build_request`), the request they make, and the points
 it expands to (GPU clock x model x precision x batch)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, FrozenSet, List, Optional, Tuple
 
 from ..errors import UsageError
 from ..hw.board import Board
 from ..report.schema import point_id
-from ..units import format_hz, parse_freq, resolve_freq
-from ..workload.model_arg import InputShape
+from ..units import format_hz, parse_duration_s, parse_freq, resolve_freq
+from ..workload.command import command_request, command_spec
+from ..workload.model_arg import InputShape, parse_shape_option
+from ..workload.precision import parse_precisions
+from ..workload.registry import check_model_names
+from ..workload.sim_run import check_simulated
+from .timing import parse_batches
 
 MIN_COVERAGE = 0.9  # below this share of the window covered, img/s/W is refused
 
@@ -80,9 +86,106 @@ def validate(request: MeasureRequest) -> None:
                          hint="the whitepaper assumed 0.8 (80%)")
 
 
-def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
-    from ..workload.sim_run import check_simulated
+@dataclass(frozen=True)
+class MeasureOptions:
+    """The options of measure/sweep/tune as the user typed them (strings, before any rule).
+    `given`: the options given on the command line (the others hold their defaults)."""
 
+    model: str = "alexnet"
+    precision: str = "fp32"
+    batch: str = "1"
+    freq: Optional[str] = None
+    cpu_freq: Optional[str] = None
+    emc_freq: Optional[str] = None
+    profile: Optional[str] = None
+    meter: Tuple[str, ...] = ()
+    iterations: int = 10
+    duration: str = "3s"
+    warmup: str = "1s"
+    idle: str = "0"
+    idle_unpinned: bool = False
+    keep_clocks: bool = False
+    regulator_efficiency: Optional[float] = None
+    out: Optional[Path] = None
+    resume: bool = False
+    device: str = "auto"
+    input_shape: Optional[str] = None
+    provider: Optional[str] = None
+    beyond_power_mode: bool = False
+    cmd: Optional[str] = None
+    throughput_from: Optional[str] = None
+    unit: Optional[str] = None
+    cmd_log: Optional[Path] = None
+    cmd_output_to_stderr: bool = False  # --json: the command's output must not mix with it
+    wait_s: Optional[float] = 0.0
+    devices: Optional[str] = None
+    scaling: bool = False
+    workload_python: Optional[str] = None
+    given: FrozenSet[str] = frozenset()
+
+
+def split_list(text: str) -> List[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
+    """The request, or UsageError naming the option at fault (nothing run, nothing created).
+    `ranked`: this run is one of several devices (--devices, or under torchrun)."""
+    if o.cmd is None:
+        check_model_names(split_list(o.model))  # a misspelt name: at once, before torch loads
+    batches = parse_batches(o.batch)
+    if isinstance(batches, str):
+        raise UsageError("--batch sweep belongs to `jetbench time`; give sizes, e.g. 1,2,4,8")
+    if ranked and o.cmd is not None:
+        raise UsageError("--cmd runs one command; several devices (--devices, torchrun) run "
+                         "a network on each", hint="measure the command alone, without ranks")
+    if ranked and o.provider is not None:
+        raise UsageError("--provider is ONNX Runtime's, for a model run on one device; several "
+                         "devices (--devices, torchrun) run a built-in network on each",
+                         hint="drop --provider, or measure the ONNX model without ranks")
+    if o.scaling and not ranked:
+        raise UsageError("--scaling compares several devices with one",
+                         hint="add --devices N (or run under torchrun)")
+    if o.workload_python and o.devices:
+        raise UsageError("--workload-python runs one child on one device: not with --devices")
+    request = MeasureRequest(
+        models=tuple(split_list(o.model)), precisions=tuple(parse_precisions(o.precision)),
+        batches=batches, gpu_freqs=tuple(split_list(o.freq)) if o.freq else (None,),
+        cpu_freq=o.cpu_freq, emc_freq=o.emc_freq, profile=o.profile, meters=tuple(o.meter),
+        device=o.device,
+        input_shape=parse_shape_option(o.input_shape) if o.input_shape else None,
+        provider=o.provider, iterations=o.iterations, duration_s=parse_duration_s(o.duration),
+        warmup_s=parse_duration_s(o.warmup), idle_s=parse_duration_s(o.idle),
+        idle_unpinned=o.idle_unpinned, keep_clocks=o.keep_clocks,
+        regulator_efficiency=o.regulator_efficiency, out_dir=o.out, resume=o.resume,
+        beyond_power_mode=o.beyond_power_mode, wait_s=o.wait_s,
+        workload_python=o.workload_python)
+    request = _with_command(o, request)
+    validate(request)
+    return request
+
+
+def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
+    """--cmd and its options checked and folded into the request (nothing run yet)."""
+    if o.cmd is None:
+        given = [name for name, value in (("--throughput-from", o.throughput_from),
+                                          ("--unit", o.unit), ("--cmd-log", o.cmd_log)) if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} only go with --cmd")
+        return request
+    for name in ("model", "precision", "input_shape", "provider"):
+        if name in o.given:
+            raise UsageError(f"--{name.replace('_', '-')} does not go with --cmd (the "
+                             "command is the workload)")
+    if len(request.batches) > 1:
+        raise UsageError("--cmd takes one --batch (the batch its output counts)")
+    batch = request.batches[0] if "batch" in o.given else None
+    spec = command_spec(o.cmd, o.throughput_from, o.unit, batch, o.cmd_log,
+                        stdout_to_stderr=o.cmd_output_to_stderr)
+    return command_request(request, spec)
+
+
+def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
     check_simulated(request.models if request.command is None else (), board)
     points = []
     table = board.gpu.available_hz if board.gpu else (

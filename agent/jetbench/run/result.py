@@ -11,9 +11,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import __version__
 from ..hw.board import Board
 from ..hw.fs import Root
+from ..hw.thermal import assess, cooling_states, read_temperatures_c, scan
 from ..report.schema import SCHEMA
 from ..units import parse_freq
 from .request import MeasureRequest, Point
+from .timing import precision_advice as advise
 from .validity import applied_summary
 
 
@@ -70,8 +72,6 @@ def thermal(root: Root, board: Board, before: Dict[str, float], mismatches: Sequ
     """Throttling only with evidence: a zone at or above a passive/hot/critical trip
     (before or after the run), or a thermal cooling device active after it. A clock below
     its pin without evidence is reported as exactly that."""
-    from ..hw.thermal import assess, cooling_states, scan
-
     after = temperatures(root, board)
     layout = scan(root, board)
     trips = _trip_points(layout)
@@ -103,8 +103,6 @@ def with_caps_lifted(board: Dict[str, Any], lifted: Tuple[str, ...]) -> Dict[str
 
 
 def temperatures(root: Root, board: Board) -> Dict[str, float]:
-    from ..hw.thermal import read_temperatures_c
-
     return read_temperatures_c(root, board)
 
 
@@ -237,7 +235,6 @@ def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
     (a precision is only compared with FP32 measured at the same clocks)."""
     from types import SimpleNamespace
 
-    from .timing import precision_advice as advise
 
     groups: Dict[str, List[Any]] = {}
     for doc in results:

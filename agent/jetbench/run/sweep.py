@@ -16,9 +16,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..errors import UsageError
+from ..errors import PowerModeCap, UsageError
+from ..hw.board import detect
 from ..hw.fs import Root
 from ..report import schema
+from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
 from ..workload.model_arg import SIM
@@ -57,9 +59,6 @@ def _within_mode(root: Root, board: Any, request: MeasureRequest, text: str,
     """The GPU table a sweep may visit: under a power mode's GPU cap (no --beyond-power-mode),
     `all` and ranges stop at the cap, and a listed clock above it is refused before the first
     point (not after an hour of points)."""
-    from ..errors import PowerModeCap
-    from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now
-
     caps = None if request.beyond_power_mode or board.gpu is None else \
         mode_caps_now(root, board)
     if caps is None or caps.gpu_max_hz is None:
@@ -166,8 +165,6 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
           progress: Optional[Progress] = None, **kwargs: Any) -> MeasureReport:
     """Every GPU clock of `freqs` (see module docstring) crossed with the request's models,
     precisions and batches. `request.out_dir` is required (points are written as they end)."""
-    from ..hw.board import detect
-
     if request.out_dir is None:
         raise UsageError("a sweep needs --out DIR (each point is written as it completes)")
     board = detect(root)

@@ -1,5 +1,5 @@
-"""What a result claims about its clocks, and whether the claim holds (DESIGN.md, "What a result
-claims").
+"""What a result claims about its clocks, and whether the claim holds (docs/design.md, "What a
+result claims").
 
 Each clock has four values: `requested` (what the user typed), `resolved` (the table entry),
 `applied` (the knobs the kernel kept, read back: `hw/clocks/domains.py`) and `observed` (the running
@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 
-# SoCs whose cpufreq current frequency comes from activity monitors (HARDWARE.md, CPU).
+# SoCs whose cpufreq current frequency comes from activity monitors (docs/hardware.md, CPU).
 ACTIVITY_COUNTER_SOCS = ("tegra194", "tegra234", "tegra264")
 # How far the mean of such a reading may be from the set clock, as a fraction (5%: the counters
 # read "a few percent" off under load; more than that is a different clock).

@@ -18,7 +18,6 @@ machine does not delay their reads.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import signal
@@ -27,7 +26,8 @@ import sys
 import threading
 from typing import Any, BinaryIO, Dict, List
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+from ..procs import die_with_parent
+
 # Asked for where allowed (root, CAP_SYS_NICE): the sampler needs little CPU, but on time. On a
 # busy machine a normal-priority sampler waits behind other threads and misses ticks (61-93% of
 # 1 kHz on a loaded 2-core machine, 99.6-100% at SCHED_FIFO 1: benchmarks/RESULTS.md). Polled
@@ -42,17 +42,6 @@ def send_message(fd: int, message: Dict[str, Any]) -> None:
     """One control message: its length (uint32) and a pickle."""
     body = pickle.dumps(message)
     os.write(fd, _LENGTH.pack(len(body)) + body)
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Ask the kernel to SIGKILL us when the parent goes; exit now if it already has."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: EOF on stdin still ends us
-    if os.getppid() != parent_pid:
-        os._exit(0)  # the parent died before prctl took effect
 
 
 def raise_priority(realtime: bool) -> None:
@@ -156,8 +145,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stdin = sys.stdin.buffer
     job = pickle.load(stdin)
-    if job.get("die_with_parent"):
-        die_with_parent(job["parent_pid"])
+    if job.get("die_with_parent") and not die_with_parent(signal.SIGKILL, job["parent_pid"]):
+        os._exit(0)  # the parent died before prctl took effect
     for entry in reversed(job.get("sys_path", [])):
         if entry not in sys.path:
             sys.path.insert(0, entry)

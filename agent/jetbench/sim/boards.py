@@ -1,4 +1,4 @@
-"""Simulated board descriptions: data for `jetbench sim create`, following shared/HARDWARE.md.
+"""Simulated board descriptions: data for `jetbench sim create`, following docs/hardware.md.
 
 Frequency tables are representative of each family's stock L4T tables (the exact entries differ
 between releases and nvpmodel modes); paths, file names and units are as on the boards.
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Tuple
+
+from ..errors import UsageError
 
 MHZ = 1_000_000
 EMC_DEVFREQ_DEVICE = "/sys/devices/platform/bwmgr"  # tegra264's bandwidth manager (devfreq)
@@ -470,8 +472,6 @@ ALIASES = {"tx1-r32": "tx1", "agx-xavier": "xavier-agx", "agx-orin": "orin-agx",
 
 
 def get(key: str) -> SimBoard:
-    from ..errors import UsageError
-
     name = ALIASES.get(key.lower(), key.lower())
     if name not in BOARDS:
         raise UsageError(

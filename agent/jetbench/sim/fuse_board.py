@@ -27,6 +27,8 @@ from typing import Any, Dict, Optional, Sequence, TextIO
 from ..hw.board import SIM_MARKER
 from .attributes import HostLoad, Refused, SimulatedKernel, read_initial
 from .boards import get
+from .create import create_board
+from .quirks import check
 
 READ_ONLY_PREFIXES = ("/sys/", "/proc/")
 SYSFS_SIZE = 4096  # what stat(2) reports for a sysfs attribute
@@ -220,8 +222,6 @@ def _err(code: int) -> OSError:
 
 def prepare(board_key: str, backing: Path, quirks: Sequence[str] = ()) -> None:
     """The board's tree, as `sim create` writes it, with its quirks listed in the marker."""
-    from .create import create_board
-
     create_board(board_key, backing)
     marker = backing / SIM_MARKER.lstrip("/")
     doc = json.loads(marker.read_text())
@@ -238,7 +238,6 @@ def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
     fuse, reason = _fuse()
     if fuse is None:
         raise RuntimeError(reason)
-    from .quirks import check
 
     names = check(quirks)
     backing = Path(tempfile.mkdtemp(prefix=f"jetbench-fuse-{board_key}-"))

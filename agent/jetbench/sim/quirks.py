@@ -1,4 +1,4 @@
-"""The real-kernel behaviours a simulated board can show (HARDWARE.md, "What real kernels do").
+"""The real-kernel behaviours a simulated board can show (docs/hardware.md, "What real kernels do").
 
 One place for their names and meaning. A board created with quirks lists them in its marker
 (`/etc/jetbench/simulated.json`, key `"quirks"`); both simulated kernels (the file-based thread in

@@ -12,6 +12,7 @@ from ..hw.clocks.types import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGp
 from ..hw.fs import Root
 from ..hw.mode_caps import ModeCaps, cpu_online_file, read_mode_caps
 from ..hw.nvml import NvmlGpu
+from ..ownership import journal
 from ..units import MAX, MIN, FreqSpec, format_hz, resolve_freq
 from .profile import FreqRange, Profile
 
@@ -152,8 +153,6 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
 def mode_caps_now(root: Root, board: Board) -> Optional[ModeCaps]:
     """The active mode's caps as the mode set them: the journal's originals win over values
     jetbench itself wrote since."""
-    from ..ownership import journal
-
     if board.power_mode is None:  # no nvpmodel (read at detection): no caps, no journal read
         return None
     originals = {e.path: e.raw for e in journal.load(root)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import HardwareError
+from ..interrupts import held_sigint
 
 INSTALL_HINT = (
     "install PyTorch: on a PC `pip install torch==2.13.0` (CPU build: "
@@ -15,8 +16,6 @@ INSTALL_HINT = (
 
 def import_torch() -> Any:
     """torch, imported with Ctrl-C held until the import is over (see `interrupts.py`)."""
-    from ..interrupts import held_sigint
-
     try:
         with held_sigint():
             import torch

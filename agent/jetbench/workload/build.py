@@ -30,6 +30,10 @@ def build_workload(model: str, precision: str = "fp32", batch: int = 1, device: 
     (`*.engine`, `*.plan`) is built by its own framework, and `input_shape` may then name
     inputs (workload/model_arg.py)."""
     options = options or RunOptions()
+    if batch < 1:
+        raise UsageError(f"batch must be at least 1, not {batch}")
+    if input_mode not in INPUT_MODES:
+        raise UsageError(f"unknown input: {input_mode!r}", hint="use constant or random")
     kind = model_kind(model)
     if kind == PYTORCH or module is not None:
         return build_torch_workload(model, precision, batch, device, input_mode, options,
@@ -45,10 +49,6 @@ def _build_other(model: str, kind: str, precision: str, batch: int, device: str,
                          hint="use it with measure, sweep or demo and --root on a board from "
                          "`jetbench sim create`")
     check_model_file(model)
-    if batch < 1:
-        raise UsageError(f"batch must be at least 1, not {batch}")
-    if input_mode not in INPUT_MODES:
-        raise UsageError(f"unknown input: {input_mode!r}", hint="use constant or random")
     for attr, default, flag in _TORCH_ONLY:
         if getattr(options, attr) != default:
             raise UsageError(f"{flag} applies to PyTorch networks, not to {model}",

@@ -31,7 +31,7 @@ from typing import Any, Dict, Optional
 
 PACKAGE = "jetbench"
 # What the child imports from the package: the vermin test checks exactly these (and models/).
-PORTABLE_MODULES = ("jetbench.workload.loop", "jetbench.workload.device_facts")
+PORTABLE_MODULES = ("jetbench.workload.loop", "jetbench.workload.device_facts", "jetbench.procs")
 
 
 class ChildFailure(Exception):
@@ -76,20 +76,6 @@ def load_package() -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = module
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG), and exit now if it already
-    has; with no prctl, the closed stdin ends the child at its next `go`."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent_pid:
-        raise SystemExit(3)
 
 
 def import_torch() -> Any:
@@ -219,7 +205,10 @@ def _first_line(err: BaseException) -> str:
 
 def main(argv: Any) -> int:
     fd, parent_pid = int(argv[1]), int(argv[2])
-    die_with_parent(parent_pid)
+    load_package()
+    procs = importlib.import_module(PACKAGE + ".procs")
+    if not procs.die_with_parent(signal.SIGKILL, parent_pid):  # with no prctl, the closed
+        raise SystemExit(3)  # stdin ends the child at its next `go`
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # so is a SIGTERM sent to the group
     channel = Channel(fd)

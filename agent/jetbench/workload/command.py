@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import threading
@@ -30,6 +29,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..errors import MeasurementInvalid, UsageError
+from ..procs import end_process_group
+from ..sampling.window import compute_window
 from ..work_units import DEFAULT_UNIT, UNITS, efficiency_label
 from .throughput_from import (
     OutputParser,
@@ -96,8 +97,6 @@ def command_spec(cmd: str, throughput_from: Optional[str], unit: Optional[str] =
     unit = (unit or DEFAULT_UNIT).strip().lower()
     if unit not in UNITS:
         raise UsageError(f"--unit {unit!r}: expected one of {', '.join(UNITS)}")
-    if batch is not None and batch < 1:
-        raise UsageError("--batch must be at least 1")
     size, source, factor, notes = _batch(argv, spec, batch)
     return CommandSpec(argv, spec, unit, size, source, factor, tuple(notes), log_path,
                        stdout_to_stderr)
@@ -264,11 +263,11 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
                 poll(time.monotonic() - t0)
         code, t1 = proc.returncode, exit_s[0]
         on_end()
-        if end_process_group(proc):
+        if end_process_group(proc, TERM_GRACE_S):
             warnings.append("the command left processes running in its process group: "
                             "ended them (SIGTERM) when it exited")
     except BaseException:
-        end_process_group(proc)
+        end_process_group(proc, TERM_GRACE_S)
         proc.wait()
         for t in pumps:
             t.join(timeout=TERM_GRACE_S)
@@ -284,30 +283,6 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
         warnings.append(sink.broken)
     with lock:
         return CommandRun(code, t0, t1, t1 - t0, parser, list(tail), warnings)
-
-
-def end_process_group(proc: subprocess.Popen) -> bool:
-    """SIGTERM to every process left in the command's group, SIGKILL after a grace period;
-    True when there was any."""
-    pgid = proc.pid  # start_new_session: the leader's pid is the group's id
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return False  # none left (or the id is no longer ours)
-    deadline = time.monotonic() + TERM_GRACE_S
-    while time.monotonic() < deadline:
-        proc.poll()  # reap the leader: a zombie still counts as a member of the group
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.02)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-    return True
 
 
 # -- the result -----------------------------------------------------------------------------
@@ -408,7 +383,6 @@ def command_window(timing: CommandTiming, sampler: Any, whole_run: Any) -> Any:
     whole run (`whole_run`, closed when it exited; its traces reach past the span's end)."""
     if timing.span_s is None or sampler is None or whole_run is None:
         return whole_run
-    from ..sampling.window import compute_window
 
     start, end = timing.span_s
     return compute_window(sampler.traces(), start, end, min_periods=sampler.min_periods,

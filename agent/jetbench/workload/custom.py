@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
 from ..errors import UsageError
+from ._torch import import_torch
 
 
 def parse_input_shape(text: str) -> Tuple[int, ...]:
@@ -33,7 +34,6 @@ def load_custom(name: str, input_shape: Optional[Sequence[int]]) -> Any:
         raise UsageError(
             f"{name}: a user model needs its input shape", hint="add --input-shape 3,224,224"
         )
-    from ._torch import import_torch
 
     torch = import_torch()  # Ctrl-C held while torch loads
 

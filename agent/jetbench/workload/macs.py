@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from ._torch import import_torch
+from .registry import get_spec
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,6 @@ def model_cost(model: Any, input_shape: Sequence[int]) -> ModelCost:
 @functools.lru_cache(maxsize=None)
 def builtin_cost(name: str) -> ModelCost:
     """Cost of a built-in network, built directly on the meta device (fast: no weights)."""
-    from .registry import get_spec
-
     torch = import_torch()
     spec = get_spec(name)
     if not meta_kernels(torch):

@@ -13,6 +13,8 @@ import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
+from ..interrupts import held_sigint
+from .cache_dir import cache_dir
 from .model_arg import InputShape, resolve_shapes
 from .onnx_providers import (
     CUDA_EP,
@@ -39,8 +41,6 @@ _OOM_MARKERS = ("failed to allocate memory", "out of memory", "bad_alloc",
 
 def import_onnxruntime() -> Any:
     """onnxruntime (or onnxruntime-gpu: the same module), with Ctrl-C held while it loads."""
-    from ..interrupts import held_sigint
-
     try:
         with held_sigint():
             import onnxruntime
@@ -135,7 +135,6 @@ def _trt_cache(available: List[str]) -> Tuple[Optional[str], List[str]]:
     """Where ORT's TensorRT provider keeps its engines, if it is here at all."""
     if TENSORRT_EP not in available:
         return None, []
-    from .cache_dir import cache_dir
 
     try:
         return str(cache_dir("ort-tensorrt")), []

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
+from ._torch import import_torch
+from .custom import looks_custom
+from .model_arg import PYTORCH, SIM, SIM_PREFIX, check_model_file, model_kind
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,6 @@ class ModelSpec:
 
     def build(self, seed: int = 0) -> Any:
         """A torch.nn.Module with Gaussian weights (imports torch)."""
-        from ._torch import import_torch
-
         import_torch()  # first, so that Ctrl-C is held while torch loads
         module_name, func_name = self.factory.split(":")
         module = importlib.import_module(f"{__package__}.models.{module_name}")
@@ -109,9 +110,6 @@ def check_model_names(names: Any) -> None:
     """Every name is a built-in network or looks like the user's own (file, module:callable):
     a misspelt name is refused at once, with a suggestion, before torch is imported; an ONNX
     model or TensorRT engine that is not there, too."""
-    from .custom import looks_custom
-    from .model_arg import PYTORCH, SIM, SIM_PREFIX, check_model_file, model_kind
-
     for name in names:
         kind = model_kind(name)
         if kind == SIM:

@@ -36,6 +36,7 @@ from .macs import ModelCost
 from .model_arg import SIM, SIM_PREFIX
 from .precision import PrecisionUnavailable
 from .registry import ModelSpec, get_spec
+from .runner import run_timed
 from .timed import Hook, Progress, TimedRun
 from .workload import RunOptions, Workload
 
@@ -182,8 +183,6 @@ class SimRun(TimedRun):
 
     def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
             on_timed_end: Hook, progress: Progress = None) -> Any:
-        from .runner import run_timed
-
         assert self._workload is not None and self._network is not None
         network = self._network
 

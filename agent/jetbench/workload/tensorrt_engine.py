@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
+from ..interrupts import held_sigint
+from ._torch import import_torch
 from .model_arg import InputShape, resolve_shapes
-from .workload import CONSTANT_INPUT, RunOptions, Workload
+from .workload import CONSTANT_INPUT, RunOptions, Workload, device_context, is_cuda, resolve_device
 
 INSTALL_HINT = ("TensorRT engines need TensorRT's Python package and a CUDA build of PyTorch: "
                 "on a Jetson both come with JetPack (`sudo apt install python3-libnvinfer` and "
@@ -62,8 +64,6 @@ class EngineRun:
 
 
 def import_tensorrt() -> Any:
-    from ..interrupts import held_sigint
-
     try:
         with held_sigint():
             import tensorrt
@@ -237,9 +237,6 @@ def build_engine_workload(model: str, precision: str, batch: int, device: str, i
                           input_shape: Optional[InputShape]) -> Workload:
     """The engine on a CUDA device, timed with CUDA events on its stream. `precision` labels
     what the engine was built with: an engine runs as built, jetbench cannot convert it."""
-    from ._torch import import_torch
-    from .workload import device_context, is_cuda, resolve_device
-
     trt = import_tensorrt()
     torch = import_torch()
     dev = resolve_device(device)

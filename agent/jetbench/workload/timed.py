@@ -17,7 +17,10 @@ from __future__ import annotations
 import gc
 from typing import Any, Callable, Dict, Optional
 
+from .build import build_workload
+from .child import ChildWorkload, run_in_child
 from .model_arg import InputShape, model_kind
+from .runner import run_timed
 from .workload import RunOptions
 
 Hook = Callable[[], None]
@@ -63,8 +66,6 @@ class InProcessRun(TimedRun):
         self._workload: Any = None
 
     def prepare(self) -> None:
-        from .build import build_workload
-
         model, precision, batch, device = self._args
         self._workload = build_workload(model, precision, batch, device,
                                         input_shape=self._input_shape,
@@ -72,8 +73,6 @@ class InProcessRun(TimedRun):
 
     def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
             on_timed_end: Hook, progress: Progress = None) -> Any:
-        from .runner import run_timed
-
         return run_timed(self._workload, iterations, duration_s, warmup_s,
                          warmup_iterations=1 if warmup_s > 0 else 0,
                          on_timed_start=on_timed_start, on_timed_end=on_timed_end,
@@ -89,15 +88,11 @@ class ChildRun(TimedRun):
 
     def __init__(self, python: str, model: str, precision: str, batch: int, device: str,
                  input_shape: Optional[InputShape] = None):
-        from .child import ChildWorkload
-
         self._work = ChildWorkload(python, model, precision, batch, device,
                                    input_shape=input_shape)
 
     def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
             on_timed_end: Hook, progress: Progress = None) -> Any:
-        from .child import run_in_child
-
         return run_in_child(self._work, iterations, duration_s, warmup_s,
                             warmup_iterations=1 if warmup_s > 0 else 0,
                             on_timed_start=on_timed_start, on_timed_end=on_timed_end,

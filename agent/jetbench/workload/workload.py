@@ -13,11 +13,20 @@ from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional
 from ..errors import OutOfMemory, UsageError
 from . import device_facts as portable
 from ._torch import import_torch
-from .device_facts import CONSTANT_INPUT, INPUT_MODES, cuda_index, is_cuda  # noqa: F401
+from .custom import load_custom, looks_custom
+from .device_facts import (  # noqa: F401
+    CONSTANT_INPUT,
+    INPUT_MODES,
+    cuda_index,
+    fp32_math_knobs,
+    is_cuda,
+    set_fp32_math,
+)
 from .device_facts import make_input as _make_input
 from .macs import ModelCost, builtin_cost, macs_or_none
-from .model_arg import InputShape
+from .model_arg import InputShape, torch_shape
 from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
+from .registry import get_spec, is_builtin
 
 MODES = ("inference", "train")
 
@@ -128,8 +137,6 @@ def device_context(torch: Any, device: str) -> Any:
 def backend_settings(options: RunOptions, precision: str = "fp32") -> Iterator[None]:
     """Applies threads, cuDNN flags and fp32 math (IEEE for fp32, TF32 for tf32: PyTorch's own
     default lets cuDNN use TF32 for "fp32") for the duration, then puts the previous ones back."""
-    from .device_facts import set_fp32_math
-
     torch = import_torch()
     saved = (torch.get_num_threads(), torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark,
              _fp32_math_state(torch))
@@ -147,8 +154,6 @@ def backend_settings(options: RunOptions, precision: str = "fp32") -> Iterator[N
 
 
 def _fp32_math_state(torch: Any) -> List[Tuple[Any, str, Any]]:
-    from .device_facts import fp32_math_knobs
-
     return [(obj, name, getattr(obj, name)) for obj, name in fp32_math_knobs(torch)]
 
 
@@ -211,8 +216,6 @@ def build_torch_workload(
 
     An ONNX model (`*.onnx`) or a TensorRT engine (`*.engine`, `*.plan`) is built by its own
     framework (workload/model_arg.py); `input_shape` may then name inputs."""
-    from .model_arg import torch_shape
-
     options = options or RunOptions()
     input_shape = torch_shape(input_shape)
     torch = import_torch()
@@ -248,10 +251,6 @@ def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) 
     if precision not in PRECISIONS:
         raise UsageError(f"unknown precision: {precision!r}",
                          hint="use fp32, tf32, fp16, bf16, int8")
-    if batch < 1:
-        raise UsageError(f"batch must be at least 1, not {batch}")
-    if input_mode not in INPUT_MODES:
-        raise UsageError(f"unknown input: {input_mode!r}", hint="use constant or random")
     if options.mode not in MODES:
         raise UsageError(f"unknown mode: {options.mode!r}", hint="use inference or train")
     if options.mode == "train" and precision == "int8":
@@ -264,9 +263,6 @@ def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) 
 
 def _load(name: str, module: Any, input_shape: Optional[Sequence[int]], seed: int
           ) -> Tuple[Any, Tuple[int, ...], Optional[ModelCost]]:
-    from .custom import load_custom, looks_custom
-    from .registry import get_spec, is_builtin
-
     if module is not None:
         if input_shape is None:
             raise UsageError(f"{name}: a module passed in needs its input_shape")

@@ -50,7 +50,7 @@ def plan(root: Root, board: Board, target: EmcTarget) -> List[Step]:
         writes = ordered_min_max(root, f"{emc.control}/min_freq", f"{emc.control}/max_freq",
                                  target.freq_hz, target.freq_hz)
         return [Step("emc", "emc", tuple(writes))] if writes else []
-    # Every EMC rate is rounded by the clock framework (HARDWARE.md: "read back what was
+    # Every EMC rate is rounded by the clock framework (docs/hardware.md: "read back what was
     # kept"): not verified byte for byte; `requested vs applied` shows the rate kept.
     rate = [
         Write(w.path, w.value, w.old, verify=False)

@@ -1,6 +1,6 @@
 """How accurate each power channel is: the sensor's worst-case limits, as published.
 
-- INA3221 (TI datasheet SBOS576, HARDWARE.md "Accuracy"): gain error 0.25% max on the shunt and
+- INA3221 (TI datasheet SBOS576, docs/hardware.md "Accuracy"): gain error 0.25% max on the shunt and
   on the bus reading, shunt offset 80 uV max (over the shunt resistance: `shuntN_resistor` in
   hwmon, micro-ohms, or the board's documented shunt), bus offset 16 mV max. P = V x I, so the
   worst case is  dP = 2 x 0.25% x P  +  V x 80 uV / R  +  I x 16 mV.
@@ -20,12 +20,13 @@ from typing import Any, Dict, Optional, Sequence
 
 from ...errors import UsageError
 from ..fs import Root
+from .ina3221 import RailSource
 
 INA3221_GAIN_FRAC = 0.0025  # max, each of the two readings
 INA3221_SHUNT_OFFSET_V = 80e-6  # max
 INA3221_BUS_OFFSET_V = 0.016  # max
-# Shunts documented for boards whose driver exposes no `shuntN_resistor` (HARDWARE.md: 5 mOhm on
-# Orin NX / Orin Nano per public carrier designs). Others: unknown.
+# Shunts documented for boards whose driver exposes no `shuntN_resistor` (docs/hardware.md:
+# 5 mOhm on Orin NX / Orin Nano per public carrier designs). Others: unknown.
 DOCUMENTED_SHUNT_OHM: Dict[str, float] = {"orin-nano": 0.005}
 # Yokogawa WT310/WT310E/WT332/WT333 power accuracy, 45-66 Hz: 0.1% of reading + 0.05% of range;
 # the range part here is for the 100 W range (0.05 W). Give ?accuracy= for your range.
@@ -123,8 +124,6 @@ def _ina_accuracy(root: Root, rail: Any, family: Optional[str]) -> Accuracy:
 def channel_accuracies(root: Root, sources: Sequence[Any],
                        family: Optional[str] = None) -> Dict[str, Accuracy]:
     """Channel key ('ina3221/VDD_IN') -> its Accuracy, for every channel of `sources`."""
-    from .ina3221 import RailSource
-
     out: Dict[str, Accuracy] = {}
     for source in sources:
         rails = {r.name: r for r in getattr(source, "rails", ())}

@@ -24,7 +24,13 @@ from typing import Dict, List, Optional, Sequence
 from ...errors import UsageError
 from ...units import parse_duration_s
 from ..fs import Root
+from ..nvml import nvml_available, nvml_power_supported
 from .base import EmptySource, PowerSource
+from .ina3221 import rail_sources, scan_rails
+from .rapl import RaplSource, rapl_zones, unreadable_reason
+from .scpi import ScpiMeter, Wt310Meter
+from .stream import StreamMeter
+from .um25c import Um25cMeter
 
 KEYWORDS = ("auto", "ina3221", "rapl", "nvml", "jtop", "none")
 SERIAL_PROTOCOLS = ("scpi", "wt310", "stream", "um25c", "um24c", "um34c")
@@ -136,10 +142,6 @@ def _serial_kwargs(spec: MeterSpec) -> Dict[str, object]:
 
 def serial_source(spec: MeterSpec) -> PowerSource:
     """The driver for a PROTOCOL:PORT spec (nothing is opened)."""
-    from .scpi import ScpiMeter, Wt310Meter
-    from .stream import StreamMeter
-    from .um25c import Um25cMeter
-
     assert spec.port is not None
     kwargs = _serial_kwargs(spec)
     source: PowerSource
@@ -221,10 +223,6 @@ def auto_sources(
     would be the CPU package's); else RAPL zones if their counters are readable (root-only
     since 2020: unreadable ones are skipped, with the reason in `notes`); else an NVIDIA GPU
     through NVML; else nothing (an EmptySource: "not measured", never 0 W)."""
-    from ..nvml import nvml_available, nvml_power_supported
-    from .ina3221 import rail_sources, scan_rails
-    from .rapl import RaplSource, rapl_zones, unreadable_reason
-
     said = notes if notes is not None else []
 
     board_rails = list(rails) or scan_rails(root)

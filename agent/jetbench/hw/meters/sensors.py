@@ -1,6 +1,6 @@
 """Power-sensor families: the one table that knows each family's files and units.
 
-A family is a chip and a driver layout (shared/HARDWARE.md, "Power rails" and "INA238"):
+A family is a chip and a driver layout (docs/hardware.md, "Power rails" and "INA238"):
 
 - `ina3221-iio` (driver `ina3221x`): `iio:deviceK/`, labels `rail_name_N`, channels 0-2,
   power `in_powerN_input` in mW (else `in_voltageN_input` mV x `in_currentN_input` mA);

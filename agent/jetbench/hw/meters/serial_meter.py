@@ -30,6 +30,17 @@ def _serial():  # pyserial is a hard dependency, but import it only when a meter
     return serial
 
 
+def _port_errors() -> Tuple[type, ...]:
+    """What a port that went away raises: pyserial's SerialException, OSError, and on POSIX
+    termios.error, which pyserial lets through from tcflush (an unplugged USB adapter or a
+    closed pty answers EIO there) and which is not an OSError."""
+    try:
+        import termios
+    except ImportError:  # not POSIX
+        return (_serial().SerialException, OSError)
+    return (_serial().SerialException, OSError, termios.error)
+
+
 class SerialMeter:
     """Base class: port handling, line reading, fault mapping. Subclasses implement `_setup`
     (once per open) and `read`."""
@@ -114,31 +125,28 @@ class SerialMeter:
         return self._ser
 
     def _write(self, data: bytes) -> None:
-        serial = _serial()
         try:
             self._port().write(data)
-        except (serial.SerialException, OSError) as err:
+        except _port_errors() as err:
             raise SourceFault("disconnect", f"{self.name}: write failed ({err})",
                               reopen=True) from err
 
     def _flush_input(self) -> None:
         """Drop stale input before a query, so replies stay in step with queries."""
-        serial = _serial()
         self._buf.clear()
         self._resync = False
         try:
             self._port().reset_input_buffer()
-        except (serial.SerialException, OSError) as err:
+        except _port_errors() as err:
             raise SourceFault("disconnect", f"{self.name}: {err}", reopen=True) from err
 
     def _fill(self) -> int:
         """Read what the port has (waiting up to the poll interval). Returns bytes added."""
-        serial = _serial()
         ser = self._port()
         try:
             n = ser.in_waiting
             data = ser.read(n if n > 0 else 1)
-        except (serial.SerialException, OSError) as err:
+        except _port_errors() as err:
             raise SourceFault("disconnect", f"{self.name}: read failed ({err})",
                               reopen=True) from err
         self._buf.extend(data)

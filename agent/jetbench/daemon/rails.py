@@ -1,0 +1,64 @@
+"""The daemon's power readings: each source read once per check, watts per rail (an energy
+counter's from its previous reading), the total as the source defines it, and the energy per
+rail since the daemon started (for `jetbench_energy_joules_total`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import JetbenchError
+from ..hw.meters.base import power_between, total_power_w
+from ..sampling.energy_totals import EnergyTotals
+
+
+class RailMeter:
+    def __init__(self, sources: Sequence[Any], on_error: Callable[[str], None]):
+        self.sources = list(sources)
+        self._on_error = on_error
+        self._last: Dict[str, Tuple[float, float]] = {}
+        # Per (rail, point, source): grows across re-pins, leases and reloads; 0 at start only.
+        self._energy = EnergyTotals()
+
+    def read(self) -> Tuple[List[Dict[str, Any]], Optional[Dict[str, Any]]]:
+        """Every rail's watts and energy so far, and the total (None: no source names one)."""
+        rails: List[Dict[str, Any]] = []
+        total: Optional[Dict[str, Any]] = None
+        for source in self.sources:
+            try:
+                reading = source.read()
+            except JetbenchError as err:
+                self._on_error(f"power reading failed: {err}")
+                for channel in source.channels():  # a gap: nothing integrated across it
+                    self._integrate(channel, None, time.monotonic())
+                continue
+            values: Dict[str, Optional[float]] = {}
+            for channel, value in zip(source.channels(), reading.power_w):
+                watts = self._watts(channel, value, reading.t_s)
+                values[channel.name] = watts
+                rails.append({"name": channel.name, "point": channel.point,
+                              "source": channel.source, "power_w": watts,
+                              "energy_j": self._integrate(channel, value, reading.t_s)})
+            spec = source.total()
+            if total is None and spec is not None:
+                total = {"name": spec.name, "point": spec.point,
+                         "power_w": total_power_w(spec, values)}
+        return rails, total
+
+    def _integrate(self, channel: Any, value: Optional[float], t_s: float) -> float:
+        """The channel's energy since the daemon started (J), this reading included."""
+        key = (channel.name, channel.point, channel.source)
+        if channel.kind == "power":
+            self._energy.add_power(key, t_s, value)
+        else:
+            self._energy.add_counter(key, t_s, value)
+        return self._energy.joules(key)
+
+    def _watts(self, channel: Any, value: Optional[float], t_s: float) -> Optional[float]:
+        """Watts for a power channel; for an energy counter (joules), the mean power since the
+        previous reading (None on the first one, or across a counter reset)."""
+        if value is None or channel.kind == "power":
+            return value
+        last = self._last.get(channel.key)
+        self._last[channel.key] = (t_s, value)
+        return power_between(last, t_s, value)
