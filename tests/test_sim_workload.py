@@ -259,3 +259,17 @@ def test_a_sweep_of_sim_networks_says_its_speed_is_modelled():
     assert MODELLED_THROUGHPUT_NOTE in summarize([doc("sim")], simulated=True).lines()
     mixed = summarize([doc("sim"), doc("pytorch")], simulated=True).lines()
     assert SIMULATED_THROUGHPUT_NOTE in mixed and MODELLED_THROUGHPUT_NOTE not in mixed
+
+
+def test_the_refusal_comes_before_anything_is_pinned(tmp_path):
+    """plan_points (before the first pin) refuses sim: on a board that is not simulated."""
+    from jetbench.errors import UsageError
+    from jetbench.hw.board import detect
+    from jetbench.hw.fs import Root
+    from jetbench.run.request import MeasureRequest, plan_points
+
+    host = make_generic_host(tmp_path / "pc")
+    board = detect(Root(host))
+    with pytest.raises(UsageError, match="simulated board only"):
+        plan_points(MeasureRequest(models=("alexnet", "sim:alexnet")), board)
+    assert plan_points(MeasureRequest(models=("alexnet",)), board)  # a real network: planned
