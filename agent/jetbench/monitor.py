@@ -16,7 +16,7 @@ from .hw.board import Board
 from .hw.clocks.types import ClockReading
 from .hw.fs import Root
 from .hw.meters.base import KIND_ENERGY, Channel, PowerSource, power_between, total_power_w
-from .hw.readings import clock_doc, read_now
+from .hw.readings import clock_doc, cpu_load_pct, read_now
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,9 @@ class Row:
     # the total (the sum of its parts' worst cases).
     uncertainty_w: Dict[str, Optional[float]] = field(default_factory=dict)
     total_uncertainty_w: Optional[float] = None
+    cpu_load_pct: Dict[int, Optional[float]] = field(default_factory=dict)  # online cores
+    memory_mb: Optional[Tuple[float, float]] = None  # (used, total)
+    fan_pwm: Optional[int] = None
 
     def channel_uncertainty_w(self, channel: Channel) -> Optional[float]:
         return self.uncertainty_w.get(channel.key)
@@ -53,6 +56,10 @@ class Row:
             "temperatures_c": self.temps_c,
             "power_mode": self.power_mode,
             "gpu_load_pct": self.gpu_load_pct,
+            "cpu_load_pct": {f"cpu{c}": load for c, load in sorted(self.cpu_load_pct.items())},
+            "memory_mb": None if self.memory_mb is None else
+            {"used": round(self.memory_mb[0], 1), "total": round(self.memory_mb[1], 1)},
+            "fan_pwm": self.fan_pwm,
         }
 
 
@@ -66,6 +73,7 @@ class Monitor:
         self.sources = list(sources)
         self.t0 = time.monotonic()
         self.accuracies: Dict[str, Any] = {}
+        self._cpu_times: Dict[int, Tuple[int, int]] = {}  # the previous row's, for its load
 
     def _accuracies(self) -> Dict[str, Any]:
         """The sensors' published limits, read once (shunt resistors, bus voltages)."""
@@ -121,25 +129,89 @@ class Monitor:
                          for name in st.total.channels] if st.channels else [None]
                 total_err_w = (None if total_w is None or any(p is None for p in parts)
                                else float(sum(parts)))  # type: ignore[arg-type]
-        board = read_now(self.root, self.board)
+        board = read_now(self.root, self.board, loads=True)
+        loads = cpu_load_pct(self._cpu_times, board.cpu_times)
+        self._cpu_times = board.cpu_times
         return Row(now - self.t0, tuple(channels), total_name, total_w, board.clocks,
                    board.temperatures_c, board.power_mode, board.gpu_load_pct,
-                   errors, total_err_w)
+                   errors, total_err_w, loads, board.memory_mb, board.fan_pwm)
 
 
 def _has_energy(channels: Sequence[Channel]) -> bool:
     return any(c.kind == KIND_ENERGY for c in channels)
 
 
+def line(row: Row, board: Board, simulated: bool) -> str:
+    """One reading on one line, tegrastats' way (what `monitor` prints when its output is not a
+    terminal, or with --lines): the total first (once), the other rails, per-core CPU load at
+    its cluster's clock (`off` for an offline core), GPU clock and load, EMC clock, RAM, fan,
+    temperatures, the power mode. Names as `info` gives them."""
+    parts = [f"t={row.t_s:.1f}s"]
+    if row.total_name:
+        parts.append(f"{row.total_name} {_w(row.total_w, row.total_uncertainty_w)}")
+    rails = [f"{c.name} {_w(w, row.channel_uncertainty_w(c))}" for c, w in row.channels
+             if c.name != row.total_name]
+    if rails:
+        parts.append(" ".join(rails))
+    parts.append(_cpu_part(row, board))
+    for clock in row.clocks:
+        if clock.domain == "gpu":
+            load = "?" if row.gpu_load_pct is None else f"{row.gpu_load_pct:.0f}%"
+            parts.append(f"GPU {load}@{_mhz(clock.cur_hz)}")
+        elif clock.domain == "emc":
+            parts.append(f"EMC @{_mhz(clock.cur_hz)}")
+    if row.memory_mb is not None:
+        parts.append(f"RAM {row.memory_mb[0]:.0f}/{row.memory_mb[1]:.0f}MB")
+    if row.fan_pwm is not None:
+        parts.append(f"fan {row.fan_pwm}/255")
+    if row.temps_c:
+        parts.append(" ".join(f"{name}@{temp:.1f}C" for name, temp in row.temps_c.items()))
+    if row.power_mode:
+        parts.append(f"mode {row.power_mode['text']}")
+    return " | ".join(parts) + (" [SIMULATED]" if simulated else "")
+
+
+def _mhz(hz: Optional[int]) -> str:
+    return "?" if hz is None else f"{hz / 1e6:.0f}MHz"
+
+
+def _w(watts: Optional[float], err_w: Optional[float]) -> str:
+    if watts is None:
+        return "-"
+    return f"{watts:.2f}W" + (f"+-{err_w:.2f}" if err_w is not None else "")
+
+
+def _cpu_part(row: Row, board: Board) -> str:
+    """CPU [12%@1479,off,...]MHz: each core's load at its policy's clock, in core order."""
+    hz_of = {}
+    for policy, clock in zip(board.cpu.policies, [c for c in row.clocks if c.domain == "cpu"]):
+        for core in policy.cpus:
+            hz_of[core] = clock.cur_hz
+    cores = sorted(set(hz_of) | set(row.cpu_load_pct))
+    if not cores:
+        return "CPU -"
+    cells = []
+    for core in cores:
+        if core not in row.cpu_load_pct and row.cpu_load_pct:
+            cells.append("off")  # /proc/stat lists online cores only
+            continue
+        load = row.cpu_load_pct.get(core)
+        text = "?" if load is None else f"{load:.0f}%"
+        hz = hz_of.get(core)
+        cells.append(text + (f"@{hz / 1e6:.0f}" if hz else ""))
+    return "CPU [" + ",".join(cells) + "]" + ("MHz" if hz_of else "")
+
+
 def csv_header(row: Row) -> List[str]:
-    return ["t_s"] + [f"{c.name}_w" for c, _ in row.channels] + ["total_w"]
+    return ["t_s"] + [f"{c.name}_w" for c, _ in row.channels] + ["total_w", "simulated"]
 
 
-def csv_values(row: Row) -> List[str]:
+def csv_values(row: Row, simulated: bool = False) -> List[str]:
     def fmt(w: Optional[float]) -> str:
         return "" if w is None else f"{w:.4f}"
 
-    return [f"{row.t_s:.4f}"] + [fmt(w) for _, w in row.channels] + [fmt(row.total_w)]
+    return ([f"{row.t_s:.4f}"] + [fmt(w) for _, w in row.channels] + [fmt(row.total_w)]
+            + ["yes" if simulated else "no"])
 
 
 class CsvLog:
@@ -154,11 +226,9 @@ class CsvLog:
         if self._file is None:
             new = not self.path.exists() or self.path.stat().st_size == 0
             self._file = open(self.path, "a", encoding="utf-8")
-            if new:
-                if self.simulated:
-                    self._file.write("# jetbench monitor on a SIMULATED board: not hardware\n")
+            if new:  # the header is the first line: CSV readers take it as one
                 self._file.write(",".join(csv_header(row)) + "\n")
-        self._file.write(",".join(csv_values(row)) + "\n")
+        self._file.write(",".join(csv_values(row, self.simulated)) + "\n")
         self._file.flush()
 
     def close(self) -> None:

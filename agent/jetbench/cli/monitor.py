@@ -26,13 +26,21 @@ def monitor(
     csv: Optional[Path] = typer.Option(None, "--csv", help="Append one row per interval: t_s, "
                                        "<channel>_w..., total_w (flushed as it goes)."),
     once: bool = typer.Option(False, "--once", help="Print one reading and exit."),
+    lines: Optional[bool] = typer.Option(
+        None, "--lines/--screen", help="One line per interval, like tegrastats (the default "
+        "when the output is not a terminal: piped, or to a file), or a live screen (the "
+        "default on a terminal)."),
     as_json: bool = typer.Option(False, "--json", help="JSON: one document (with --once) or one "
                                  "line per interval."),
 ) -> None:
-    """Live rails (W), module total, clocks and temperatures: tegrastats, made readable."""
+    """Live rails (W), module total, per-core CPU load, clocks, RAM, fan and temperatures:
+    tegrastats, made readable. Ctrl-C ends it (exit 0).
+
+    Examples: `jetbench monitor` (a live screen); `jetbench monitor --interval 1s > log.txt`
+    (one line per second); `jetbench monitor --csv power.csv --duration 60s`."""
     from ..errors import UsageError
     from ..hw.meters.registry import open_sources
-    from ..monitor import CsvLog, Monitor
+    from ..monitor import CsvLog, Monitor, line
     from ..open_board import open_board
     from ..sampling.sampler_process import ProcessSampler
     from ..units import parse_duration_s
@@ -43,6 +51,7 @@ def monitor(
         raise UsageError("--interval must be at least 1ms")
     end = time.monotonic() + parse_duration_s(duration) if duration else None
     root = open_root(ctx)
+    line_mode = (not sys.stdout.isatty()) if lines is None else lines
     with open_board(root) as board:
         sources = open_sources(meter or ["auto"], root, board.rails, board.total_rail)
         log = CsvLog(csv, board.simulated) if csv else None
@@ -51,29 +60,35 @@ def monitor(
             with Monitor(root, board, ProcessSampler(sources, interval_s=interval_s),
                          sources) as mon:
                 mon.wait_first()
-                if not once and not as_json:
+                if not once and not as_json and not line_mode:
                     from rich.live import Live
 
                     live = Live(console=console(), auto_refresh=False)
                     live.start()
-                while True:
-                    row = mon.row()
-                    if log:
-                        log.write(row)
-                    if as_json and once:
-                        print_json(row.to_dict(board.simulated))
-                    elif as_json:
-                        sys.stdout.write(json.dumps(row.to_dict(board.simulated)) + "\n")
-                        sys.stdout.flush()
-                    elif once:
-                        console().print(monitor_table(row, board.simulated))
-                    else:
-                        live.update(monitor_table(row, board.simulated), refresh=True)
-                    if once or (end is not None and time.monotonic() >= end):
-                        break
-                    pause = max(interval_s, 0.1)
-                    time.sleep(pause if end is None else max(min(pause, end - time.monotonic()),
-                                                             0))
+                try:
+                    while True:
+                        row = mon.row()
+                        if log:
+                            log.write(row)
+                        if as_json and once:
+                            print_json(row.to_dict(board.simulated))
+                        elif as_json:
+                            sys.stdout.write(json.dumps(row.to_dict(board.simulated)) + "\n")
+                            sys.stdout.flush()
+                        elif once and not line_mode:
+                            console().print(monitor_table(row, board.simulated))
+                        elif line_mode:
+                            sys.stdout.write(line(row, board, board.simulated) + "\n")
+                            sys.stdout.flush()
+                        else:
+                            live.update(monitor_table(row, board.simulated), refresh=True)
+                        if once or (end is not None and time.monotonic() >= end):
+                            break
+                        pause = max(interval_s, 0.1) if not line_mode else interval_s
+                        time.sleep(pause if end is None else
+                                   max(min(pause, end - time.monotonic()), 0))
+                except KeyboardInterrupt:
+                    pass  # Ctrl-C is how a monitor is stopped: a normal end (exit 0)
         finally:
             if live:
                 live.stop()

@@ -168,6 +168,8 @@ def monitor_table(row, simulated: bool):
     for col in ("what", "name", "value", "where"):
         table.add_column(col)
     for channel, watts in row.channels:
+        if channel.name == row.total_name:
+            continue  # shown once, as the total
         table.add_row("power", channel.name,
                       _watts_pm(watts, row.channel_uncertainty_w(channel)),
                       f"{channel.point.replace('_', ' ')} ({channel.source})")

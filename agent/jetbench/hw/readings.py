@@ -10,11 +10,12 @@ counter's watts are the difference of two); hw/meters/base.py has those two rule
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
 
 from .board import Board
 from .clocks.domains import read_clocks
+from .clocks.fan import read_pwm
 from .clocks.gpu import gpu_load_pct
 from .clocks.types import ClockReading
 from .fs import Root
@@ -46,6 +47,9 @@ class BoardNow:
     temperatures_c: Dict[str, float]
     power_mode: Optional[Dict[str, Any]]  # nvpmodel's mode ({"id", "name", "text"}); None
     gpu_load_pct: Optional[float]  # `load` file, or NVML (Thor); None = unknown, never 0
+    fan_pwm: Optional[int] = None  # 0..255; None: no fan file
+    cpu_times: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # proc/stat, per core
+    memory_mb: Optional[Tuple[float, float]] = None  # (used, total), proc/meminfo
 
     def to_dict(self, table: bool = False) -> Dict[str, Any]:
         return {"clocks": [clock_doc(r, table) for r in self.clocks],
@@ -53,9 +57,64 @@ class BoardNow:
                 "gpu_load_pct": self.gpu_load_pct}
 
 
-def read_now(root: Root, board: Board) -> BoardNow:
-    return BoardNow(read_clocks(root, board), read_temperatures_c(root, board), mode_doc(root),
-                    gpu_load_pct(root, board))
+def read_now(root: Root, board: Board, loads: bool = False) -> BoardNow:
+    """`loads`: also the CPU time counters, memory and fan (what `monitor` shows)."""
+    now = BoardNow(read_clocks(root, board), read_temperatures_c(root, board), mode_doc(root),
+                   gpu_load_pct(root, board))
+    if not loads:
+        return now
+    return BoardNow(now.clocks, now.temperatures_c, now.power_mode, now.gpu_load_pct,
+                    read_pwm(root, board), cpu_times(root), memory_mb(root))
+
+
+def cpu_times(root: Root) -> Dict[int, Tuple[int, int]]:
+    """Per online core, (busy, total) jiffies since boot from `/proc/stat` under the root
+    ({} where it cannot be read, e.g. a simulated tree without one). Busy = total - idle -
+    iowait."""
+    text = root.read("/proc/stat", default=None)
+    out: Dict[int, Tuple[int, int]] = {}
+    for line in (text or "").splitlines():
+        words = line.split()
+        if not words or not words[0].startswith("cpu") or words[0] == "cpu":
+            continue
+        try:
+            core = int(words[0][3:])
+            ticks = [int(w) for w in words[1:]]
+        except ValueError:
+            continue
+        idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+        out[core] = (sum(ticks) - idle, sum(ticks))
+    return out
+
+
+def cpu_load_pct(before: Dict[int, Tuple[int, int]], after: Dict[int, Tuple[int, int]]
+                 ) -> Dict[int, Optional[float]]:
+    """Per core, the busy share between two `cpu_times` reads (None: no ticks in between, or
+    a core that went offline or came back)."""
+    out: Dict[int, Optional[float]] = {}
+    for core, (busy, total) in after.items():
+        prev = before.get(core)
+        if prev is None or total <= prev[1] or busy < prev[0]:
+            out[core] = None
+        else:
+            out[core] = 100.0 * (busy - prev[0]) / (total - prev[1])
+    return out
+
+
+def memory_mb(root: Root) -> Optional[Tuple[float, float]]:
+    """(used, total) MB from `/proc/meminfo` under the root: used = MemTotal - MemAvailable
+    (what `free` calls used, and what tegrastats' RAM shows); None where unreadable."""
+    text = root.read("/proc/meminfo", default=None)
+    fields: Dict[str, int] = {}
+    for line in (text or "").splitlines():
+        name, _, rest = line.partition(":")
+        words = rest.split()
+        if words and words[0].isdigit():
+            fields[name.strip()] = int(words[0])  # kB
+    if "MemTotal" not in fields or "MemAvailable" not in fields:
+        return None
+    total = fields["MemTotal"] / 1024
+    return total - fields["MemAvailable"] / 1024, total
 
 
 def settled(read: Callable[[], T], timeout_s: float = 1.0) -> T:
