@@ -36,5 +36,5 @@ def test_static_facts_match_the_built_networks():
 
     for spec in list_specs():
         cost = builtin_cost(spec.name)
-        assert (spec.params, spec.macs_per_image) == (cost.params, cost.macs_per_image), \
-            spec.name
+        assert (spec.params, spec.macs_per_image, spec.activation_elems_per_image) == \
+            (cost.params, cost.macs_per_image, cost.activation_elems_per_image), spec.name

@@ -112,7 +112,8 @@ def models_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """The built-in networks, one line each: input shape, parameters (millions), GMACs per image
-    (conv + fc multiply-accumulates), description. --json has the exact parameter counts."""
+    (conv + fc multiply-accumulates), description. --json has the exact parameter counts.
+    Each also runs as sim:NAME on a simulated board (speed from its latency model)."""
     from ..workload.models_info import describe_models
 
     rows = describe_models()

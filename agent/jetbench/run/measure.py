@@ -33,7 +33,9 @@ from ..open_board import open_board
 from ..ownership import journal
 from ..ownership.owner import borrow_board
 from ..report import io
+from ..workload.model_arg import is_sim
 from ..workload.precision import PrecisionUnavailable
+from ..workload.sim_run import SimRun
 from ..workload.timed import ChildRun, InProcessRun, TimedRun
 from . import result as build
 from .meters import Meters
@@ -234,6 +236,8 @@ class _State:
             from ..workload.command import CommandTimedRun
 
             return CommandTimedRun(req.command)
+        if is_sim(point.model):  # a built-in network on the simulated board's latency model
+            return SimRun(self.root, self.board, point.model, point.precision, point.batch)
         if self.ranks is not None:
             return self.ranks.timed_run(point, req)
         if req.workload_python:

@@ -16,6 +16,7 @@ from ..workload.command import command_request, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
 from ..workload.precision import parse_precisions
 from ..workload.registry import check_model_names
+from ..workload.sim_run import check_simulated
 from .timing import parse_batches
 
 MIN_COVERAGE = 0.9  # below this share of the window covered, img/s/W is refused
@@ -185,6 +186,7 @@ def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
 
 
 def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
+    check_simulated(request.models if request.command is None else (), board)
     points = []
     table = board.gpu.available_hz if board.gpu else (
         board.nvml_gpus[0].graphics_hz if board.nvml_gpus else ())

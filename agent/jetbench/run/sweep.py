@@ -23,6 +23,7 @@ from ..report import schema
 from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
+from ..workload.model_arg import SIM
 from .measure import MeasureReport, Progress, measure
 from .request import MeasureRequest
 
@@ -96,6 +97,7 @@ class SweepSummary:
     simulated: bool = False
     invalid: int = 0
     failed: List[str] = dataclasses.field(default_factory=list)
+    modelled: bool = False  # every point a sim:NAME network: img/s follows the simulated clocks
 
     def lines(self) -> List[str]:
         out = []
@@ -117,7 +119,7 @@ class SweepSummary:
             out.append(f"{self.invalid} invalid point(s) left out of the above (marked in the "
                        "table and the plots; reasons printed in red)")
         if self.simulated:
-            out.append(SIMULATED_THROUGHPUT_NOTE)
+            out.append(MODELLED_THROUGHPUT_NOTE if self.modelled else SIMULATED_THROUGHPUT_NOTE)
         return out
 
 
@@ -136,6 +138,10 @@ def _w(doc: Dict[str, Any]) -> str:
 SIMULATED_THROUGHPUT_NOTE = (
     "simulated board: img/s comes from this machine's CPU and does not follow the simulated GPU "
     "clock (only the simulated power does), so the fastest clock above is not a finding")
+MODELLED_THROUGHPUT_NOTE = (
+    "simulated workload on a simulated board: img/s and W both follow the simulated clocks "
+    "through the board's latency and power models (sim/workload_model.py, sim/power_model.py): "
+    "a demonstration of the method, never a claim about hardware")
 
 
 def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
@@ -150,6 +156,8 @@ def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> Swe
         invalid=sum(1 for d in results if not schema.is_valid(d)),
         failed=[f"{d.get('id', schema.label(d))}: {d.get('message', '')}" for d in results
                 if d.get("status") == "failed"],
+        modelled=bool(results) and all((d.get("workload") or {}).get("framework") == SIM
+                                       for d in results),
     )
 
 

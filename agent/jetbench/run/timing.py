@@ -13,7 +13,7 @@ from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
 from ..workload.child import ChildWorkload, run_in_child
 from ..workload.layers import LayerTimes, time_layers
-from ..workload.model_arg import ONNX, PYTORCH, InputShape, model_kind
+from ..workload.model_arg import ONNX, PYTORCH, SIM, InputShape, model_kind
 from ..workload.precision import PrecisionUnavailable
 from ..workload.runner import TimingResult, run_timed
 from ..workload.workload import RunOptions, resolve_device
@@ -128,6 +128,10 @@ def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
                 progress: Optional[SessionProgress] = None) -> TimeReport:
     """Runs every configuration of `request` in order (model, then precision, then batch)."""
     kinds = {model_kind(m) for m in request.models}
+    if SIM in kinds:
+        raise UsageError("`time` runs networks on this machine; a sim:NAME network runs on a "
+                         "simulated board", hint="use measure, sweep or demo with --root on a "
+                         "board from `jetbench sim create`")
     if kinds != {PYTORCH} and (request.layers or request.check):
         raise UsageError("--layers and --check apply to PyTorch networks only",
                          hint="time ONNX models and TensorRT engines without them")

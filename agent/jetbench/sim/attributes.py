@@ -290,6 +290,13 @@ def _pwm(data: str) -> str:
     return str(value)
 
 
+def _per_mille(text: str) -> str:
+    value = parse_uint(text)
+    if value > 1000:
+        raise Refused(errno.EINVAL)
+    return str(value)
+
+
 def _bool_text(data: str) -> str:
     return str(parse_bool(data))
 
@@ -540,6 +547,13 @@ class SimulatedKernel:
             for k in range(len(self.board.idle_states)):
                 path = f"{base}/cpu{cpu}/cpuidle/state{k}/disable"
                 self.attrs[path] = Value(self._initial(path).strip()).attribute()
+        # The GPU's utilisation (0..1000): a simulated workload (sim:NAME) writes its busy
+        # share there (sim/gpu_load.py), and the power model reads it back.
+        self.gpu_load: Optional[Value] = None
+        if not self.board.gpu_pci_bdf:
+            path = f"{self.board.gpu_device}/load"
+            self.gpu_load = Value(self._initial(path).strip() or "0", _per_mille)
+            self.attrs[path] = self.gpu_load.attribute()
         if self.board.cpuquiet:
             for path, check in ((f"{base}/cpuquiet/tegra_cpuquiet/enable", _bool_text),
                                 ("/sys/kernel/cluster/immediate", _bool_text),
@@ -562,7 +576,8 @@ class SimulatedKernel:
             emc_hz=self.emc_hz(),
             emc_max_hz=board.emc_freqs_hz[-1],
         )
-        components = component_powers_w(board.soc, clocks, self.load())
+        gpu_load = int(self.gpu_load.text) / 1000 if self.gpu_load is not None else None
+        components = component_powers_w(board.soc, clocks, self.load(), gpu_load)
         labels = [lb for ina in board.inas for lb in ina.labels if lb != "NC"]
         return rail_powers_w(labels, components)
 

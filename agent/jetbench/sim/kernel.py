@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
+from . import gpu_load
 from . import quirks as Q
 from .boards import EMC_DEVFREQ_DEVICE, SimBoard, get
 from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
@@ -124,6 +125,7 @@ class SimKernel:
         self._load_mark: Tuple[float, float, float] = (time.monotonic(), time.process_time(),
                                                        time.thread_time())
         self._load_cores = 0.0  # smoothed cores used by this process, the kernel's thread aside
+        self._gpu_load = 0.0  # the GPU's load file, last read (a simulated workload's)
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -431,7 +433,11 @@ class SimKernel:
             emc_hz=emc_hz,
             emc_max_hz=board.emc_freqs_hz[-1],
         )
-        components = component_powers_w(board.soc, clocks, activity)
+        load_file = gpu_load.load_path(self.base, board.gpu_device)
+        load = gpu_load.read_load(load_file) if load_file is not None else None
+        if load is not None:
+            self._gpu_load = load
+        components = component_powers_w(board.soc, clocks, activity, self._gpu_load)
         for ina in board.inas:
             watts = rail_powers_w([lb for lb in ina.labels if lb != "NC"], components)
             for index, label in enumerate(ina.labels):

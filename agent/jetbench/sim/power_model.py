@@ -7,6 +7,9 @@ Each component draws static power plus dynamic power
 where V(f) rises linearly from V_min at the lowest table frequency to V_max at the highest
 (the shape of the Tegra DVFS tables), `activity` is the real CPU utilisation of the process
 running jetbench (0..1 of the machine), and f is the clock currently written in the tree.
+The GPU and the memory take the larger of that and the GPU's `load` file, which a simulated
+workload (`--model sim:NAME`) fills with the share of each batch its GPU is busy: it sleeps
+rather than computing, so its load would otherwise not show.
 Rails map to components by their names; the module input (VDD_IN / POM_5V_IN) is the sum of the
 components divided by the regulators' efficiency; a board input (Thor's carrier INA238, VIN) adds
 the carrier board's own draw to that. Numbers are of the order of the real boards'
@@ -16,7 +19,7 @@ the carrier board's own draw to that. Numbers are of the order of the real board
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 V_MIN = 0.80
 V_MAX = 1.10
@@ -69,19 +72,23 @@ class ClockState:
     emc_max_hz: float
 
 
-def component_powers_w(soc: str, clocks: ClockState, activity: float) -> Dict[str, float]:
-    """Watts per component: gpu, cpu, soc, ddr, cv, sys, wifi (the module), carrier (outside)."""
+def component_powers_w(soc: str, clocks: ClockState, activity: float,
+                       gpu_load: Optional[float] = None) -> Dict[str, float]:
+    """Watts per component: gpu, cpu, soc, ddr, cv, sys, wifi (the module), carrier (outside).
+    `gpu_load` (0..1): the simulated GPU's own utilisation (its `load` file, written by a
+    simulated workload, sim/gpu_load.py); the GPU and the memory are at least that busy."""
     c = COEFFICIENTS.get(soc, COEFFICIENTS["tegra210"])
     act = min(max(activity, 0.0), 1.0)
+    gpu_act = max(act, min(max(gpu_load or 0.0, 0.0), 1.0))
     # Clocks burn some power even idle (clock trees, leakage rising with V): 10% floor.
     gpu = c.gpu_static_w + c.gpu_dyn_max_w * dvfs_scale(clocks.gpu_hz, clocks.gpu_table_hz) * (
-        0.1 + 0.9 * act
+        0.1 + 0.9 * gpu_act
     )
     cpu = c.cpu_static_w + c.cpu_dyn_max_w * clocks.cpu_online_fraction * dvfs_scale(
         clocks.cpu_hz, clocks.cpu_table_hz
     ) * (0.1 + 0.9 * act)
     emc_frac = clocks.emc_hz / clocks.emc_max_hz if clocks.emc_max_hz else 0.0
-    ddr = c.ddr_static_w + c.ddr_dyn_max_w * emc_frac * (0.3 + 0.7 * act)
+    ddr = c.ddr_static_w + c.ddr_dyn_max_w * emc_frac * (0.3 + 0.7 * gpu_act)
     return {
         "gpu": gpu,
         "cpu": cpu,

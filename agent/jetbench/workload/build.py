@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import UsageError
-from .model_arg import ONNX, PYTORCH, TENSORRT, InputShape, check_model_file, model_kind
+from .model_arg import ONNX, PYTORCH, SIM, TENSORRT, InputShape, check_model_file, model_kind
 from .onnx_model import build_onnx_workload
 from .tensorrt_engine import build_engine_workload
 from .workload import INPUT_MODES, RunOptions, Workload, build_torch_workload
@@ -44,6 +44,10 @@ def build_workload(model: str, precision: str = "fp32", batch: int = 1, device: 
 def _build_other(model: str, kind: str, precision: str, batch: int, device: str,
                  input_mode: str, options: RunOptions, input_shape: Optional[InputShape]
                  ) -> Workload:
+    if kind == SIM:
+        raise UsageError(f"{model}: a simulated network runs on a simulated board",
+                         hint="use it with measure, sweep or demo and --root on a board from "
+                         "`jetbench sim create`")
     check_model_file(model)
     for attr, default, flag in _TORCH_ONLY:
         if getattr(options, attr) != default:

@@ -1,8 +1,9 @@
 """What kind of workload a `--model` names, and input shapes for models that declare their own.
 
 Kinds: a PyTorch network (built-in name, TorchScript file, module:callable), an ONNX model
-(`*.onnx`, run by ONNX Runtime) or a serialized TensorRT engine (`*.engine`, `*.plan`).
-Nothing here imports a framework.
+(`*.onnx`, run by ONNX Runtime), a serialized TensorRT engine (`*.engine`, `*.plan`) or a
+simulated network (`sim:NAME`, a built-in network timed by the simulated board's latency
+model: workload/sim_run.py). Nothing here imports a framework.
 
 `--input-shape` for an ONNX model or an engine: `1x3x224x224` (its only input) or
 `NAME:1x3x224x224,OTHER:1x128` (several inputs); a shape one shorter than the input's rank is
@@ -16,7 +17,8 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import UsageError
 
-PYTORCH, ONNX, TENSORRT = "pytorch", "onnxruntime", "tensorrt"
+PYTORCH, ONNX, TENSORRT, SIM = "pytorch", "onnxruntime", "tensorrt", "sim"
+SIM_PREFIX = "sim:"
 _SUFFIXES = {".onnx": ONNX, ".engine": TENSORRT, ".plan": TENSORRT}
 
 # A declared dimension: a number, or a name / None / -1 where the model leaves it open.
@@ -29,8 +31,15 @@ _SHAPE_HINT = "use e.g. 3x224x224 (one input) or NAME:1x3x224x224,OTHER:1x128"
 
 
 def model_kind(name: str) -> str:
-    """The framework that runs `name`: 'pytorch', 'onnxruntime' or 'tensorrt'."""
+    """The framework that runs `name`: 'pytorch', 'onnxruntime', 'tensorrt' or 'sim'."""
+    if is_sim(name):
+        return SIM
     return _SUFFIXES.get(Path(name.strip()).suffix.lower(), PYTORCH)
+
+
+def is_sim(name: str) -> bool:
+    """`sim:NAME`: a built-in network on the simulated board's latency model."""
+    return name.strip().lower().startswith(SIM_PREFIX)
 
 
 def check_model_file(name: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..errors import UsageError
 from ._torch import import_torch
 from .custom import looks_custom
-from .model_arg import PYTORCH, check_model_file, model_kind
+from .model_arg import PYTORCH, SIM, SIM_PREFIX, check_model_file, model_kind
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class ModelSpec:
     kwargs: Tuple[Tuple[str, Any], ...] = ()
     params: Optional[int] = None
     macs_per_image: int = 0  # conv + fc multiply-accumulates at input_shape (macs.py counts)
+    activation_elems_per_image: int = 0  # every layer's output, summed (macs.py counts)
 
     def build(self, seed: int = 0) -> Any:
         """A torch.nn.Module with Gaussian weights (imports torch)."""
@@ -41,31 +42,44 @@ _IMAGENET = (3, 224, 224)
 
 _SPECS: List[ModelSpec] = [
     ModelSpec("alexnet", "AlexNet, BVLC deploy (LRN, 2 groups)", (3, 227, 227),
-              "alexnet:alexnet", params=60_965_224, macs_per_image=724_406_816),
+              "alexnet:alexnet", params=60_965_224, macs_per_image=724_406_816,
+              activation_elems_per_image=1_934_440),
     ModelSpec("caffenet", "CaffeNet, BVLC (pool before LRN)", (3, 227, 227),
-              "alexnet:caffenet", params=60_965_224, macs_per_image=724_406_816),
+              "alexnet:caffenet", params=60_965_224, macs_per_image=724_406_816,
+              activation_elems_per_image=1_570_664),
     ModelSpec("overfeat", "OverFeat fast (Sermanet et al. 2013)", (3, 231, 231),
-              "overfeat:overfeat", params=145_920_872, macs_per_image=2_801_403_904),
+              "overfeat:overfeat", params=145_920_872, macs_per_image=2_801_403_904,
+              activation_elems_per_image=1_842_664),
     ModelSpec("googlenet", "GoogLeNet / Inception-v1, BVLC deploy", _IMAGENET,
-              "googlenet:googlenet", params=6_998_552, macs_per_image=1_582_671_872),
+              "googlenet:googlenet", params=6_998_552, macs_per_image=1_582_671_872,
+              activation_elems_per_image=8_676_680),
     ModelSpec("resnet18", "ResNet-18", _IMAGENET, "resnet:resnet", (("depth", 18),),
-              params=11_689_512, macs_per_image=1_814_073_344),
+              params=11_689_512, macs_per_image=1_814_073_344,
+              activation_elems_per_image=7_478_248),
     ModelSpec("resnet34", "ResNet-34", _IMAGENET, "resnet:resnet", (("depth", 34),),
-              params=21_797_672, macs_per_image=3_663_761_408),
+              params=21_797_672, macs_per_image=3_663_761_408,
+              activation_elems_per_image=11_241_448),
     ModelSpec("resnet50", "ResNet-50", _IMAGENET, "resnet:resnet", (("depth", 50),),
-              params=25_557_032, macs_per_image=4_089_184_256),
+              params=25_557_032, macs_per_image=4_089_184_256,
+              activation_elems_per_image=32_042_472),
     ModelSpec("resnet101", "ResNet-101", _IMAGENET, "resnet:resnet", (("depth", 101),),
-              params=44_549_160, macs_per_image=7_801_405_440),
+              params=44_549_160, macs_per_image=7_801_405_440,
+              activation_elems_per_image=47_396_328),
     ModelSpec("resnet152", "ResNet-152", _IMAGENET, "resnet:resnet", (("depth", 152),),
-              params=60_192_808, macs_per_image=11_513_626_624),
+              params=60_192_808, macs_per_image=11_513_626_624,
+              activation_elems_per_image=66_362_856),
     ModelSpec("resnet200", "ResNet-200, pre-activation (He 2016)", _IMAGENET,
-              "preresnet:resnet200", params=64_666_152, macs_per_image=15_007_481_856),
+              "preresnet:resnet200", params=64_666_152, macs_per_image=15_007_481_856,
+              activation_elems_per_image=93_758_952),
     ModelSpec("vgg16", "VGG-16 (configuration D)", _IMAGENET, "vgg:vgg16", params=138_357_544,
-              macs_per_image=15_470_264_320),
+              macs_per_image=15_470_264_320,
+              activation_elems_per_image=28_701_160),
     ModelSpec("vgg19", "VGG-19 (configuration E)", _IMAGENET, "vgg:vgg19", params=143_667_240,
-              macs_per_image=19_632_062_464),
+              macs_per_image=19_632_062_464,
+              activation_elems_per_image=31_310_312),
     ModelSpec("mobilenet_v2", "MobileNetV2 1.0 (edge network)", _IMAGENET,
-              "mobilenet:mobilenet_v2", params=3_504_872, macs_per_image=300_774_272),
+              "mobilenet:mobilenet_v2", params=3_504_872, macs_per_image=300_774_272,
+              activation_elems_per_image=19_466_856),
 ]
 
 _BY_NAME: Dict[str, ModelSpec] = {spec.name: spec for spec in _SPECS}
@@ -97,7 +111,10 @@ def check_model_names(names: Any) -> None:
     a misspelt name is refused at once, with a suggestion, before torch is imported; an ONNX
     model or TensorRT engine that is not there, too."""
     for name in names:
-        if model_kind(name) != PYTORCH:
+        kind = model_kind(name)
+        if kind == SIM:
+            get_spec(name.strip()[len(SIM_PREFIX):])  # sim:NAME takes a built-in network
+        elif kind != PYTORCH:
             check_model_file(name)
         elif not is_builtin(name) and not looks_custom(name):
             get_spec(name)

@@ -1,0 +1,208 @@
+"""`--model sim:NAME`: a built-in network whose speed follows the simulated board's clocks.
+
+Each batch reads the clocks the board runs now (GPU, EMC, CPU: hw/clocks' readers, the same
+`read_clocks` the measurement's clock sampler uses), takes the batch's time from the latency
+model of its family (sim/workload_model.py) and SLEEPS for it: nothing burns the CPU, and a
+clock changed mid-run changes the speed from the next batch on. The share of the batch the
+GPU is busy goes into the simulated GPU's `load` file (sim/gpu_load.py), which the simulated
+power model reads, so watts follow the load and the clocks together.
+
+It is an in-process `Workload` timed by `runner.run_timed` like a PyTorch network (warm-up,
+window, iterations and validity unchanged), framework `sim`; no torch is imported. Refused on
+a board that is not simulated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from ..errors import UsageError
+from ..hw.board import Board
+from ..hw.clocks.domains import read_clocks
+from ..hw.fs import Root
+from ..sim import gpu_load
+from ..sim.workload_model import (
+    BatchTime,
+    Clocks,
+    FamilyConstants,
+    NetworkCost,
+    batch_time,
+    family_constants,
+)
+from .macs import ModelCost
+from .model_arg import SIM, SIM_PREFIX
+from .precision import PrecisionUnavailable
+from .registry import ModelSpec, get_spec
+from .runner import run_timed
+from .timed import Hook, Progress, TimedRun
+from .workload import RunOptions, Workload
+
+CLOCK_READ_EVERY_S = 0.005  # clocks re-read at most this often (every batch of 5 ms or more)
+DEVICE = "sim"
+# Governors that hold the CPU where they were told, whatever the load.
+FIXED_CPU_GOVERNORS = ("userspace", "performance", "powersave")
+
+
+def network_of(model: str) -> ModelSpec:
+    """`sim:alexnet` -> the built-in network's spec (an unknown name: its usage error)."""
+    return get_spec(model.strip()[len(SIM_PREFIX):])
+
+
+def check_simulated(models: Any, board: Board) -> None:
+    """`sim:` networks only on a simulated board: said before anything is pinned."""
+    sims = [m for m in models if m.strip().lower().startswith(SIM_PREFIX)]
+    if sims and not board.simulated:
+        raise UsageError(f"{sims[0]}: a simulated network runs on a simulated board only, and "
+                         "this board is not simulated",
+                         hint="measure the real network (drop `sim:`), or create a simulated "
+                         "board with `jetbench sim create` and give it as --root")
+    for model in sims:
+        network_of(model)
+        if family_constants(board.family) is None:
+            raise UsageError(f"{model}: no latency model for this board family "
+                             f"({board.family or 'unknown'})",
+                             hint="sim/workload_model.py lists the families it models")
+
+
+@dataclass(frozen=True)
+class _Shape:
+    shape: Tuple[int, ...]  # what Workload.describe reads of an input
+
+
+class SimNetwork:
+    """The step: read the clocks (at most every CLOCK_READ_EVERY_S), sleep for the batch."""
+
+    def __init__(self, root: Root, board: Board, constants: FamilyConstants, cost: NetworkCost,
+                 precision: str, batch: int):
+        self.root, self.board = root, board
+        self.constants, self.cost, self.precision, self.batch = constants, cost, precision, batch
+        self._load_file = gpu_load.load_path(root.base, board.gpu.device if board.gpu else None)
+        self._read_at = -1.0
+        self._time: Optional[BatchTime] = None
+        self._load_shown: Optional[float] = None
+        self.clocks: Optional[Clocks] = None
+
+    def clocks_now(self) -> Clocks:
+        """The running clocks, read from the tree: GPU and EMC current rates, the fastest CPU
+        policy's current frequency. A CPU under a load-following governor (schedutil,
+        ondemand, interactive...) counts at its policy's max: a kernel raises it under this
+        load, and the simulated kernel does not model that ramp. A clock that reads nothing
+        counts at its table's top."""
+        gpu = emc = cpu = None
+        top: Dict[str, float] = {}
+        for r in read_clocks(self.root, self.board):
+            if r.available_hz:
+                top[r.domain] = max(top.get(r.domain, 0.0), float(max(r.available_hz)))
+            hz = r.cur_hz
+            if r.domain == "cpu" and r.governor not in FIXED_CPU_GOVERNORS and r.max_hz:
+                hz = r.max_hz
+            if hz is None:
+                continue
+            if r.domain == "gpu":
+                gpu = float(hz)
+            elif r.domain == "emc":
+                emc = float(hz)
+            elif r.domain == "cpu":
+                cpu = max(cpu or 0.0, float(hz))
+        return Clocks(gpu or top.get("gpu", 1e9), emc or top.get("emc", 1.6e9),
+                      cpu or top.get("cpu", 1.9e9))
+
+    def batch_time(self) -> BatchTime:
+        now = time.monotonic()
+        if self._time is None or now - self._read_at >= CLOCK_READ_EVERY_S:
+            self._read_at = now
+            self.clocks = self.clocks_now()
+            self._time = batch_time(self.constants, self.cost, self.precision, self.batch,
+                                    self.clocks)
+        return self._time
+
+    def step(self) -> None:
+        start = time.perf_counter()
+        batch = self.batch_time()
+        busy = round(batch.gpu_busy, 3)
+        if busy != self._load_shown:  # the GPU's load file shows it busy while batches run
+            gpu_load.write_load(self._load_file, busy)
+            self._load_shown = busy
+        total = batch.total_s
+        left = start + total - time.perf_counter()  # the clock read counts in the batch
+        if left > 0:
+            time.sleep(left)
+
+    def idle(self) -> None:
+        gpu_load.write_load(self._load_file, 0.0)
+        self._load_shown = 0.0
+
+
+def build_sim_workload(root: Root, board: Board, model: str, precision: str,
+                       batch: int) -> Tuple[Workload, SimNetwork]:
+    """The `Workload` run_timed times, and its network (for the idle GPU at the end)."""
+    check_simulated([model], board)
+    if batch < 1:
+        raise UsageError(f"batch must be at least 1, not {batch}")
+    spec = network_of(model)
+    constants = family_constants(board.family)
+    assert constants is not None  # check_simulated said so otherwise
+    if precision not in constants.flop_per_clock:
+        raise PrecisionUnavailable(
+            f"{precision} is not modelled on a simulated {board.family}",
+            hint=f"it runs {', '.join(constants.flop_per_clock)}")
+    cost = NetworkCost(spec.macs_per_image, spec.params or 0, spec.activation_elems_per_image)
+    network = SimNetwork(root, board, constants, cost, precision, batch)
+    details = {"simulated": True, "network": spec.name,
+               "latency_model": "sim/workload_model.py", "board_family": board.family}
+    workload = Workload(
+        model=model.strip(), precision=precision, batch=batch, device=DEVICE,
+        input_mode="constant", options=RunOptions(), module=None,
+        input=_Shape((batch, *spec.input_shape)),
+        cost=ModelCost(spec.params or 0, spec.macs_per_image, spec.activation_elems_per_image,
+                       0),
+        footprint_bytes=0, step=network.step, sync=lambda: None,
+        context=contextlib.nullcontext,
+        notes=("simulated workload: its latency comes from the simulated board's model "
+               "(sim/workload_model.py), never a claim about hardware",),
+        framework=SIM, details=details, frame=lambda label: contextlib.nullcontext(),
+        host_timed=True)
+    return workload, network
+
+
+class SimRun(TimedRun):
+    """measure's TimedRun for `sim:NAME` (workload/timed.py's protocol)."""
+
+    framework = SIM
+
+    def __init__(self, root: Root, board: Board, model: str, precision: str, batch: int):
+        self._args = (root, board, model, precision, batch)
+        self._workload: Optional[Workload] = None
+        self._network: Optional[SimNetwork] = None
+
+    def prepare(self) -> None:
+        self._workload, self._network = build_sim_workload(*self._args)
+
+    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
+            on_timed_end: Hook, progress: Progress = None) -> Any:
+        assert self._workload is not None and self._network is not None
+        network = self._network
+
+        def timed_start() -> None:
+            network.idle()  # no batch runs in measure's --idle baseline, taken here
+            on_timed_start()
+
+        try:
+            return run_timed(self._workload, iterations, duration_s, warmup_s,
+                             warmup_iterations=1 if warmup_s > 0 else 0,
+                             on_timed_start=timed_start, on_timed_end=on_timed_end,
+                             progress=progress)
+        finally:
+            network.idle()
+
+    def annotate(self, doc: Dict[str, Any]) -> None:
+        doc["simulated"] = True  # the workload too, whatever else the result says
+
+    def close(self) -> None:
+        if self._network is not None:
+            self._network.idle()
+        self._workload = self._network = None
+        super().close()
