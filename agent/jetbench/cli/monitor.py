@@ -32,7 +32,7 @@ def monitor(
     lines: Optional[bool] = typer.Option(
         None, "--lines/--screen", help="One line per interval, like tegrastats (the default "
         "when the output is not a terminal: piped, or to a file), or a live screen (the "
-        "default on a terminal)."),
+        "default on a terminal; --once prints the table)."),
     as_json: bool = typer.Option(False, "--json", help="JSON: one document (with --once) or one "
                                  "line per interval."),
 ) -> None:
@@ -54,7 +54,8 @@ def monitor(
         raise UsageError("--interval must be at least 1ms")
     end = time.monotonic() + parse_duration_s(duration) if duration else None
     root = open_root(ctx)
-    line_mode = (not sys.stdout.isatty()) if lines is None else lines
+    # One snapshot (--once) reads best as the table; a stream piped somewhere, as lines.
+    line_mode = (not once and not sys.stdout.isatty()) if lines is None else lines
     with open_board(root) as board:
         sources = open_sources(meter or ["auto"], root, board.rails, board.total_rail)
         log = CsvLog(csv, board.simulated) if csv else None
