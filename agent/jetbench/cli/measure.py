@@ -13,7 +13,7 @@ import typer
 
 from ..interrupts import InterruptLatch
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
-from .render import print_table
+from .render import print_results_table, print_table
 
 _PROGRESS_AFTER_S = 1.0
 
@@ -94,7 +94,10 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     if not out.is_terminal:
         out.width = max(out.width, 140)  # piped: never truncate figures
     if docs:
-        print_table(out, tables.long_table(docs, what) if long else tables.rich_table(docs, what))
+        if long:
+            print_table(out, tables.long_table(docs, what))
+        else:
+            _results_table(out, tables.rich_table(docs, what))
     err = console(stderr=True)
     for w in tables.warnings_of(docs):
         err.print("[yellow]warning:[/] ", end="")
@@ -118,6 +121,14 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
         err.print(line, soft_wrap=True, highlight=False, markup=False)
     print_invalid(docs)
     _exit_if_invalid(report)
+
+
+def _results_table(con: Any, table: Any) -> None:
+    """Table 1 as it is when it fits, else one row per configuration (short headers)."""
+    from ..report.tables import short_label
+
+    labels = [str(x) for x in table.columns[0].cells] if table.columns else []
+    print_results_table(con, table, {lb.strip(): short_label(lb) for lb in labels})
 
 
 def print_invalid(docs: List[Dict[str, Any]]) -> None:
@@ -445,7 +456,7 @@ def report(
         out = console()
         if not out.is_terminal:
             out.width = max(out.width, 140)
-        print_table(out, tables.rich_table(docs))
+        _results_table(out, tables.rich_table(docs))
         err = console(stderr=True)
         for line in tables.uncertainty_advice(docs):
             err.print("[yellow]uncertainty:[/] ", end="")
@@ -508,7 +519,7 @@ def demo(
         result = run_demo(out, progress=_interruptible(bar.update, latch), model=model)
     if not con.is_terminal:
         con.width = max(con.width, 140)
-    print_table(con, tables.rich_table(result.report.results, "jetbench demo: Table 1"))
+    _results_table(con, tables.rich_table(result.report.results, "jetbench demo: Table 1"))
     for w in tables.warnings_of(result.report.results):
         console(stderr=True).print(f"warning: {w}", soft_wrap=True, highlight=False,
                                    markup=False)

@@ -225,15 +225,85 @@ def _grouped_clocks(clocks: Sequence[Any]) -> List[Any]:
     return out
 
 
-def print_table(con: Any, table: Any) -> None:
-    """Print a rich table whole: if its natural width does not fit the terminal, one block per
-    row instead (`column  value`), so no number is ever cut to `12…`."""
+def _fits(con: Any, table: Any) -> bool:
+    return con.measure(table, options=con.options.update_width(10_000)).maximum <= con.width
+
+
+def _min_fits(con: Any, table: Any) -> bool:
+    """Whether rich can lay `table` out in the terminal by wrapping cells at spaces only (every
+    column at least as wide as its longest word: no number is ever cut)."""
+    return con.measure(table, options=con.options.update_width(10_000)).minimum <= con.width
+
+
+def _copy(table: Any, columns: Sequence[int], title: Any, header_wrap: bool) -> Any:
+    """A compact copy of `table` with only `columns` (no box, one space between columns)."""
+    from rich import box
     from rich.table import Table
 
-    natural = con.measure(table, options=con.options.update_width(10_000)).maximum
-    if natural <= con.width:
+    out = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                padding=(0, 1), show_edge=False)
+    from rich.text import Text
+
+    cells = [list(table.columns[i].cells) for i in columns]
+    for i, column in zip(columns, cells):
+        c = table.columns[i]
+        # header_wrap: the header may wrap at spaces, a cell never (its column is as wide as
+        # its widest cell)
+        widest = max((Text.from_markup(str(x)).cell_len for x in column), default=1)
+        out.add_column(c.header, justify=c.justify, style=c.style,
+                       no_wrap=not header_wrap and c.no_wrap, overflow="fold",
+                       min_width=widest if header_wrap else None)
+    for r in range(max((len(c) for c in cells), default=0)):
+        out.add_row(*(c[r] if r < len(c) else "" for c in cells))
+    return out
+
+
+def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
+    """Print a rich table whole, one row per row, at any width from 80 columns: as it is when
+    it fits; else compact (no box), with the columns whose cells are all the same said once
+    above it; else with cells wrapped at spaces; else split into several tables side by side
+    in time (the first `key_columns` repeated in each). Only when even one column and its key
+    do not fit, one block per row (`column  value`). No number is ever cut to `12…`."""
+    if _fits(con, table):
         con.print(table)
         return
+    n = len(table.columns)
+    rows = max((len(list(c.cells)) for c in table.columns), default=0)
+    same = [i for i in range(key_columns, n) if rows > 1 and
+            len({str(x) for x in table.columns[i].cells}) == 1 and
+            str(list(table.columns[i].cells)[0]) not in ("", "-")]
+    keep = [i for i in range(n) if i not in same]
+    title = table.title
+    if same:
+        common = "; ".join(f"{' '.join(str(table.columns[i].header).split())} "
+                           f"{list(table.columns[i].cells)[0]}" for i in same)
+        title = f"{title or ''}\n{common}".strip("\n")
+    for wrap in (False, True):
+        compact = _copy(table, keep, title, header_wrap=wrap)
+        if _fits(con, compact) or (wrap and _min_fits(con, compact)):
+            con.print(compact)
+            return
+    keys, rest = keep[:key_columns], keep[key_columns:]
+    chunks: List[List[int]] = []
+    for i in rest:
+        trial = (chunks[-1] + [i]) if chunks else [i]
+        if chunks and _min_fits(con, _copy(table, keys + trial, None, True)):
+            chunks[-1] = trial
+        else:
+            chunks.append([i])
+    if chunks and all(_min_fits(con, _copy(table, keys + c, None, True)) for c in chunks):
+        for k, chunk in enumerate(chunks):
+            if k:
+                con.print()
+            con.print(_copy(table, keys + chunk, title if k == 0 else None, header_wrap=True))
+        return
+    _blocks(con, table)
+
+
+def _blocks(con: Any, table: Any) -> None:
+    """One block per row (`column  value`)."""
+    from rich.table import Table
+
     if table.title:
         con.print(table.title, soft_wrap=True)
     headers = [" ".join(str(c.header).split()) for c in table.columns]
@@ -248,3 +318,28 @@ def print_table(con: Any, table: Any) -> None:
         con.print(block)
         if r < rows - 1:
             con.print()
+
+
+def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
+    """A table whose columns are configurations (first column: row labels) turned into one row
+    per configuration; `short` abbreviates the row labels that become headers."""
+    from rich.table import Table
+
+    labels = [str(x) for x in table.columns[0].cells]
+    out = Table(title=table.title, title_justify="left")
+    out.add_column("configuration", no_wrap=True)
+    for label in labels:
+        text = (short or {}).get(label.strip(), label.strip())
+        out.add_column(text, justify="right", no_wrap=True)
+    for col in table.columns[1:]:
+        out.add_row(str(col.header), *(str(x) for x in col.cells))
+    return out
+
+
+def print_results_table(con: Any, table: Any, short: Optional[Dict[str, str]] = None) -> None:
+    """A results table (one column per configuration): as it is when it fits, else one row per
+    configuration (print_table's ways to fit)."""
+    if _fits(con, table) or len(table.columns) < 2:
+        con.print(table)
+        return
+    print_table(con, transposed(table, short))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from ..errors import UsageError
+from .figures import csv_cell, stored
 from .schema import check
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -160,7 +161,7 @@ def claim_result_path(path: PathLike) -> Path:
 
 
 def write_json(path: PathLike, doc: Any) -> Path:
-    return atomic_write_text(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    return atomic_write_text(path, json.dumps(stored(doc), indent=2, allow_nan=False) + "\n")
 
 
 def trace_csv_text(traces: Sequence[Any], t0: float, t_from: float, t_to: float,
@@ -187,7 +188,7 @@ def trace_csv_text(traces: Sequence[Any], t0: float, t_from: float, t_to: float,
         cells = [""] * len(names)
         for k, x in enumerate(np.asarray(values, dtype=float)):
             if not math.isnan(x):
-                cells[start + k] = repr(float(x))
+                cells[start + k] = csv_cell(x)
         out.append(f"{t - t0:.6f}," + ",".join(cells) + "\n")
     return "".join(out)
 

@@ -17,7 +17,7 @@ SCHEMA = "jetbench.result/1"
 STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that raised
 # workload.framework: what ran it (absent in results older than ONNX support: pytorch;
 # "command": an external command, `measure --cmd`)
-FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt", "command")
+FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt", "command", "sim")  # sim: --model sim:NAME
 # interrupted (optional): on a result finished after an interrupt had arrived (its window was
 # over): what interrupted the run, "SIGINT", "SIGTERM" or "lease revoked" (README, Interrupts).
 INTERRUPT_CAUSES = ("SIGINT", "SIGTERM", "lease revoked")

@@ -8,12 +8,14 @@ and the (labelled) pre-regulation estimate.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 from ..work_units import common_unit, efficiency_label, per_j, rate_label
 from . import schema
+from .figures import plus_minus_pct
 
 Rows = List[Tuple[str, List[str]]]
 UNCERTAINTY_BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure
@@ -23,13 +25,10 @@ def _num(x: Optional[float], digits: int = 1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _pm(x: Optional[float], pct: Optional[float], digits: int) -> str:
-    """'12.8 +- 0.6' (the uncertainty from its percentage); 'unknown' when there is none."""
-    if x is None:
-        return "-"
-    if pct is None:
-        return f"{x:.{digits}f} +- unknown"
-    return f"{x:.{digits}f} +- {abs(x) * pct / 100.0:.{digits}f}"
+def _pm(x: Optional[float], pct: Optional[float], digits: int = 0) -> str:
+    """'12.8 +- 0.6' (the uncertainty from its percentage, digits to match: figures.py);
+    'unknown' when there is none. `digits` is ignored (kept for callers)."""
+    return plus_minus_pct(x, pct)
 
 
 def _ipj_pct(doc: Dict[str, Any], power_pct: Optional[float]) -> Optional[float]:
@@ -207,6 +206,26 @@ def _pre(doc: Dict[str, Any], field: str, digits: int) -> str:
         pct = _ipj_pct(doc, pct)
     value = per_j(p) if field == "items_per_j" else p.get(field)
     return f"{_pm(value, pct, digits)} ({p['regulator_efficiency']:.0%})"
+
+
+_SHORT = (  # a row label as a column header of the one-row-per-configuration table
+    (re.compile(r"^GPU clock \(applied\)$"), "GPU clock"),
+    (re.compile(r"^Power mode \(nvpmodel\)$"), "mode"),
+    (re.compile(r"^Performance \((.+)\)$"), r"\1"),
+    (re.compile(r"^Latency p50 / p99 \(ms\)$"), "p50/p99 ms"),
+    (re.compile(r"^Power \(W\): (\S+), .*$"), r"\1 W"),
+    (re.compile(r"^Performance/W \((.+)\): (\S+)$"), r"\1 (\2)"),
+    (re.compile(r"^(\S+) \(.*\) W$"), r"\1 W"),
+)
+
+
+def short_label(label: str) -> str:
+    """'Power (W): VDD_IN, module input' -> 'VDD_IN W': the same row, fewer columns."""
+    text = label.strip()
+    for pattern, repl in _SHORT:
+        if pattern.match(text):
+            return pattern.sub(repl, text)
+    return text
 
 
 def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> Any:

@@ -20,6 +20,7 @@ from ..errors import PowerModeCap, UsageError
 from ..hw.board import detect
 from ..hw.fs import Root
 from ..report import schema
+from ..report.figures import plus_minus_pct
 from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
@@ -108,9 +109,11 @@ class SweepSummary:
             rate, eff = rate_label(schema.unit(doc)), efficiency_label(schema.unit(doc))
             ips, ipj = schema.items_per_s(doc), schema.items_per_j(doc)
             ipj_text = _pm(ipj, schema.images_per_j_pct(doc))
-            figure = f"{ipj_text} {eff}" if efficient else f"{ips:.2f} {rate}"
-            out.append(f"{word}: {schema.label(doc)}: {figure} "
-                       f"({ips:.1f} {rate}, {_w(doc)}, {ipj_text} {eff})")
+            if efficient:  # the answer first, then what it costs: each figure once
+                figure, rest = f"{ipj_text} {eff}", f"{ips:.1f} {rate}, {_w(doc)}"
+            else:
+                figure, rest = f"{ips:.1f} {rate}", f"{_w(doc)}, {ipj_text} {eff}"
+            out.append(f"{word}: {schema.label(doc)}: {figure} ({rest})")
         if self.oom:
             out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
         if self.failed:
@@ -124,9 +127,7 @@ class SweepSummary:
 
 
 def _pm(x: Optional[float], pct: Optional[float]) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.2f} +- " + ("unknown" if pct is None else f"{abs(x) * pct / 100:.2f}")
+    return plus_minus_pct(x, pct)
 
 
 def _w(doc: Dict[str, Any]) -> str:
