@@ -478,17 +478,26 @@ def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: 
         return
     from rich.table import Table
 
+    from ..report.figures import significant
+
     table = Table(title=title([a, b], "jetbench compare"), title_justify="left")
-    for name in ("metric", f"A {pa.name}", f"B {pb.name}", "change", ""):
-        table.add_column(name, justify="left" if name in ("metric", "") else "right")
+    for name in ("metric", "A", "B", "change", "noise", "verdict"):
+        table.add_column(name, justify="left" if name in ("metric", "verdict") else "right")
 
     def fmt(x: Optional[float]) -> str:
-        return "-" if x is None else f"{x:.2f}"
+        return "-" if x is None else significant(x, 4)
 
     for c in changes:
         change = "-" if c.ratio is None else f"{c.ratio:+.1%}"
-        table.add_row(c.metric, fmt(c.a), fmt(c.b), change, c.verdict)
-    print_table(console(), table)
+        noise = "-" if c.noise_pct is None else f"+-{c.noise_pct:.0f}%"
+        table.add_row(c.metric, fmt(c.a), fmt(c.b), change, noise, c.verdict)
+    con = console()
+    con.print(f"A: {pa}", soft_wrap=True, highlight=False)
+    con.print(f"B: {pb}", soft_wrap=True, highlight=False)
+    print_table(con, table)
+    con.print("noise: the two results' spreads combined (latency CV for img/s and latency, "
+              "stated uncertainty for W and img/s/W); a change within it is no finding",
+              highlight=False)
     for note in notes:
         console(stderr=True).print(f"[yellow]note:[/] {note}", soft_wrap=True)
 

@@ -16,7 +16,8 @@ class Change:
     metric: str
     a: Optional[float]
     b: Optional[float]
-    higher_is_better: bool
+    higher_is_better: Optional[bool]  # None: a setting, not a result (no better or worse)
+    noise_pct: Optional[float] = None  # the two results' spreads combined (root sum square)
 
     @property
     def delta(self) -> Optional[float]:
@@ -34,22 +35,43 @@ class Change:
             return "-"
         if abs(r) < 0.01:
             return "same"
+        if self.higher_is_better is None:
+            return "higher" if r > 0 else "lower"
+        if self.noise_pct is not None and abs(r) * 100 <= self.noise_pct:
+            return "within noise"
         return "better" if (r > 0) == self.higher_is_better else "worse"
 
     def to_dict(self) -> Dict[str, Any]:
         return {"metric": self.metric, "a": self.a, "b": self.b, "delta": self.delta,
-                "change": self.ratio, "verdict": self.verdict}
+                "change": self.ratio, "noise_pct": self.noise_pct, "verdict": self.verdict}
 
 
-# (name: 'rate'/'efficiency' take the unit's labels; figure; higher is better)
-_METRICS: List[Tuple[str, Callable[[Dict[str, Any]], Any], bool]] = [
-    ("rate", schema.items_per_s, True),
-    ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False),
-    ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False),
-    ("power (W)", schema.total_w, False),
-    ("efficiency", schema.items_per_j, True),
-    ("GPU clock (MHz)", lambda d: None if not schema.gpu_hz(d) else schema.gpu_hz(d) / 1e6, True),
+def _cv_pct(doc: Dict[str, Any]) -> Optional[float]:
+    cv = (doc.get("throughput") or {}).get("cv")
+    return None if cv is None else float(cv) * 100
+
+
+def _power_pct(doc: Dict[str, Any]) -> Optional[float]:
+    return ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+
+
+_Getter = Callable[[Dict[str, Any]], Any]
+# (name: 'rate'/'efficiency' take the unit's labels; figure; higher is better, None for a
+# setting; its spread in % of itself: the latency CV for img/s and latency, the stated
+# uncertainty for W and img/s/W)
+_METRICS: List[Tuple[str, _Getter, Optional[bool], Optional[_Getter]]] = [
+    ("rate", schema.items_per_s, True, _cv_pct),
+    ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False, _cv_pct),
+    ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False, _cv_pct),
+    ("power (W)", schema.total_w, False, _power_pct),
+    ("efficiency", schema.items_per_j, True, schema.images_per_j_pct),
+    ("GPU clock (MHz)", lambda d: None if not schema.gpu_hz(d) else schema.gpu_hz(d) / 1e6,
+     None, None),
 ]
+
+
+def _combined(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    return None if a is None or b is None else (a * a + b * b) ** 0.5
 
 
 def check_units(a: Dict[str, Any], b: Dict[str, Any]) -> str:
@@ -66,8 +88,9 @@ def check_units(a: Dict[str, Any], b: Dict[str, Any]) -> str:
 def compare(a: Dict[str, Any], b: Dict[str, Any]) -> List[Change]:
     unit = check_units(a, b)
     names = {"rate": rate_label(unit), "efficiency": efficiency_label(unit)}
-    return [Change(names.get(name, name), _float(get(a)), _float(get(b)), better)
-            for name, get, better in _METRICS]
+    return [Change(names.get(name, name), _float(get(a)), _float(get(b)), better,
+                   None if spread is None else _combined(spread(a), spread(b)))
+            for name, get, better, spread in _METRICS]
 
 
 def _float(x: Any) -> Optional[float]:

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 from ..work_units import common_unit, efficiency_label, per_j, rate_label
+from ..workload.stats import CV_NOISY
 from . import schema
 from .figures import plus_minus_pct
 
@@ -149,9 +150,19 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
     add("Pre-regulation W, ESTIMATE", [_pre(d, "mean_w", 2) for d in docs])
     add(f"{eff} pre-regulation, ESTIMATE", [_pre(d, "items_per_j", 1) for d in docs])
     add("Throttled", [_throttled(d) for d in docs])
-    add("Valid", [("yes" if schema.is_valid(d) else
-                   f"NO: {len(schema.invalid_reasons(d))} reason(s)") for d in docs])
+    add("Valid", [validity(d) for d in docs])
     return headers, rows
+
+
+def validity(doc: Dict[str, Any]) -> str:
+    """'yes'; 'yes, noisy (CV 16%)' when the latency varies more than CV_NOISY between
+    iterations (valid, but one number hides a spread); 'NO: n reason(s)'."""
+    if not schema.is_valid(doc):
+        return f"NO: {len(schema.invalid_reasons(doc))} reason(s)"
+    cv = (doc.get("throughput") or {}).get("cv")
+    if cv is not None and cv > CV_NOISY:
+        return f"yes, noisy (CV {cv:.0%})"
+    return "yes"
 
 
 def _throttled(doc: Dict[str, Any]) -> str:

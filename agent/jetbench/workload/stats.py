@@ -9,6 +9,7 @@ from typing import Dict, Sequence
 from .loop import is_stable  # noqa: F401 - the warm-up rule lives with the loop (Python 3.6)
 
 CV_WARN = 0.025  # above this, latency varies too much to trust one number: lock the clocks
+CV_NOISY = 0.10  # above this, a valid result is labelled "valid, noisy" (report, measure)
 
 
 @dataclass(frozen=True)
