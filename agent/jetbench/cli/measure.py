@@ -7,13 +7,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import typer
 
 from ..interrupts import InterruptLatch
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
-from .render import print_results_table, print_table
+from .render import print_note, print_results_table, print_table
 
 _PROGRESS_AFTER_S = 1.0
 
@@ -67,7 +67,8 @@ def _interruptible(update: Any, latch: Any) -> Any:
     return progress
 
 
-def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = False) -> None:
+def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = False,
+            answer: Sequence[str] = ()) -> None:
     from ..report import tables
 
     docs = report.results
@@ -100,26 +101,25 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
             _results_table(out, tables.rich_table(docs, what))
     err = console(stderr=True)
     for w in tables.warnings_of(docs):
-        err.print("[yellow]warning:[/] ", end="")
-        err.print(w, soft_wrap=True, highlight=False, markup=False)
+        print_note(err, "warning", w)
     for line in getattr(report, "advice", []):
-        err.print("[yellow]advice:[/] ", end="")
-        err.print(line, soft_wrap=True, highlight=False, markup=False)
+        print_note(err, "advice", line)
+    if getattr(report, "fallback", None):
+        print_note(err, "warning", report.fallback)
+    for line in tables.uncertainty_advice(docs):
+        print_note(err, "uncertainty", line)
+    print_invalid(docs)
+    # the answer and where it is, last: what a reader looks for after the table
+    for line in answer:
+        out.print(line, soft_wrap=not out.is_terminal, highlight=False, markup=False)
     if report.skipped:
         out.print(f"resumed: {len(report.skipped)} point(s) already measured, skipped")
     out.print(f"clocks: {report.restored}")
-    if getattr(report, "fallback", None):
-        err.print("[yellow]warning:[/] ", end="")
-        err.print(report.fallback, soft_wrap=True, highlight=False, markup=False)
     if report.out_dir is not None and report.paths:
         out.print(f"results: {report.out_dir} ({len(report.paths)} JSON + CSV trace each)",
                   soft_wrap=True)
     for p in plots:
         out.print(f"plot: {p}", soft_wrap=True)
-    for line in tables.uncertainty_advice(docs):
-        err.print("[yellow]uncertainty:[/] ", end="")
-        err.print(line, soft_wrap=True, highlight=False, markup=False)
-    print_invalid(docs)
     _exit_if_invalid(report)
 
 
@@ -404,12 +404,8 @@ def sweep(
     if report is None:
         return  # not rank 0: rank 0 reports for the run
     with InterruptLatch():  # Ctrl-C or SIGTERM while the tables print: still 130, not -15
-        try:
-            _finish(report, as_json, plot, "jetbench sweep", long=True)
-        finally:
-            if not as_json:
-                for line in summarize(report.results, report.simulated).lines():
-                    console().print(line, soft_wrap=True, highlight=False)
+        _finish(report, as_json, plot, "jetbench sweep", long=True,
+                answer=summarize(report.results, report.simulated).lines())
 
 
 def report(
@@ -459,8 +455,7 @@ def report(
         _results_table(out, tables.rich_table(docs))
         err = console(stderr=True)
         for line in tables.uncertainty_advice(docs):
-            err.print("[yellow]uncertainty:[/] ", end="")
-            err.print(line, soft_wrap=True, highlight=False, markup=False)
+            print_note(err, "uncertainty", line)
         print_invalid(docs)
     for p in written:
         typer.echo(f"plot: {p}")
@@ -530,14 +525,11 @@ def demo(
         con.width = max(con.width, 140)
     _results_table(con, tables.rich_table(result.report.results, "jetbench demo: Table 1"))
     for w in tables.warnings_of(result.report.results):
-        console(stderr=True).print(f"warning: {w}", soft_wrap=True, highlight=False,
-                                   markup=False)
+        print_note(console(stderr=True), "warning", w)
     for line in result.report.advice:
-        console(stderr=True).print(f"advice: {line}", soft_wrap=True, highlight=False,
-                                   markup=False)
+        print_note(console(stderr=True), "advice", line)
     for line in tables.uncertainty_advice(result.report.results):
-        console(stderr=True).print(f"uncertainty: {line}", soft_wrap=True, highlight=False,
-                                   markup=False)
+        print_note(console(stderr=True), "uncertainty", line)
     con.print(f"clocks: {result.report.restored}")
     con.print(f"results: {result.out_dir}", soft_wrap=True)
     for p in result.plots:

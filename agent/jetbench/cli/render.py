@@ -278,9 +278,14 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
         common = "; ".join(f"{' '.join(str(table.columns[i].header).split())} "
                            f"{list(table.columns[i].cells)[0]}" for i in same)
         title = f"{title or ''}\n{common}".strip("\n")
+    def head() -> None:  # the title at the terminal's width, not the narrow table's
+        if title:
+            con.print(title, style="italic")
+
     for wrap in (False, True):
-        compact = _copy(table, keep, title, header_wrap=wrap)
+        compact = _copy(table, keep, None, header_wrap=wrap)
         if _fits(con, compact) or (wrap and _min_fits(con, compact)):
+            head()
             con.print(compact)
             return
     keys, rest = keep[:key_columns], keep[key_columns:]
@@ -292,10 +297,11 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
         else:
             chunks.append([i])
     if chunks and all(_min_fits(con, _copy(table, keys + c, None, True)) for c in chunks):
+        head()
         for k, chunk in enumerate(chunks):
             if k:
                 con.print()
-            con.print(_copy(table, keys + chunk, title if k == 0 else None, header_wrap=True))
+            con.print(_copy(table, keys + chunk, None, header_wrap=True))
         return
     _blocks(con, table)
 
@@ -343,3 +349,12 @@ def print_results_table(con: Any, table: Any, short: Optional[Dict[str, str]] = 
         con.print(table)
         return
     print_table(con, transposed(table, short))
+
+
+def print_note(con: Any, tag: str, text: str) -> None:
+    """'tag: text', wrapped at spaces on a terminal (never a word split at the edge), one line
+    when piped (greppable)."""
+    from rich.markup import escape
+
+    con.print(f"[yellow]{tag}:[/] {escape(text)}", soft_wrap=not con.is_terminal,
+              highlight=False)

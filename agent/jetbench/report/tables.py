@@ -306,20 +306,59 @@ def invalid_lines(docs: Sequence[Dict[str, Any]]) -> List[str]:
 
 
 def warnings_of(docs: Sequence[Dict[str, Any]]) -> List[str]:
-    """Each result's warnings, prefixed with its configuration, de-duplicated."""
-    seen: Dict[str, None] = {}
+    """Each kind of warning once, with the configurations it applies to (grouped())."""
+    pairs: List[Tuple[str, str]] = []
     for d in docs:
         for w in d.get("warnings") or []:
-            seen.setdefault(f"{schema.label(d)}: {w}", None)
+            pairs.append((schema.label(d), w))
         if d.get("message"):
-            seen.setdefault(f"{schema.label(d)}: {d['message']}", None)
-    return list(seen)
+            pairs.append((schema.label(d), d["message"]))
+    return grouped(pairs, len(docs))
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?%?")
+
+
+def grouped(pairs: Sequence[Tuple[str, str]], total: int = 0) -> List[str]:
+    """(configuration, text) pairs as one line per kind of text: texts that differ only in
+    their numbers are one kind; the numbers that differ are listed per configuration.
+
+        clocks not pinned (...) [all 4 configurations]
+        latency varies X between iterations (over 2.5%): ... [X: FP16 b1 5.3%, FP16 b8 15.6%]
+    """
+    kinds: Dict[str, List[Tuple[str, str]]] = {}
+    for label, text in pairs:
+        kinds.setdefault(_NUMBER.sub("#", text), [])
+        if (label, text) not in kinds[_NUMBER.sub("#", text)]:
+            kinds[_NUMBER.sub("#", text)].append((label, text))
+    out: List[str] = []
+    for members in kinds.values():
+        labels = list(dict.fromkeys(label for label, _ in members))
+        texts = [t for _, t in members]
+        if len(set(texts)) == 1:
+            where = (f"all {total} configurations" if total > 1 and len(labels) == total
+                     else ", ".join(labels))
+            out.append(f"{texts[0]} [{where}]" if len(labels) > 1 or total > 1 else
+                       f"{labels[0]}: {texts[0]}")
+            continue
+        split = [_NUMBER.split(t) for t in texts]
+        nums = [_NUMBER.findall(t) for t in texts]
+        differ = [k for k in range(len(nums[0])) if len({tuple(n)[k] for n in nums}) > 1]
+        parts: List[str] = []
+        for k, piece in enumerate(split[0]):
+            parts.append(piece)
+            if k < len(nums[0]):
+                parts.append("X" if k in differ else nums[0][k])
+        values = ", ".join(f"{label} {' / '.join(n[k] for k in differ)}"
+                           for (label, _), n in zip(members, nums))
+        out.append(f"{''.join(parts)} [X: {values}]")
+    return out
 
 
 def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
     """Where img/s/W's uncertainty exceeds 1% (MLPerf Power's bound), say so and what would
-    lower it."""
-    out: List[str] = []
+    lower it: once per kind, with the configurations (grouped())."""
+    pairs: List[Tuple[str, str]] = []
     for d in docs:
         unc = (d.get("efficiency") or {}).get("uncertainty") or {}
         pct = unc.get("images_per_j_pct")
@@ -327,14 +366,15 @@ def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
             continue
         eff = efficiency_label(schema.unit(d))
         if pct is None:
-            text = (f"{schema.label(d)}: {eff} uncertainty is unknown, so it cannot be shown "
+            text = (f"{eff} uncertainty is unknown, so it cannot be shown "
                     f"within {UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
         else:
-            text = (f"{schema.label(d)}: {eff} uncertainty {pct:.1f}% exceeds "
+            text = (f"{eff} uncertainty {pct:.1f}% exceeds "
                     f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
         lower = unc.get("lower_it") or []
-        out.append(text + (": lower it with " + "; or ".join(lower) if lower else ""))
-    return out
+        pairs.append((schema.label(d),
+                      text + (": lower it with " + "; or ".join(lower) if lower else "")))
+    return grouped(pairs, len(docs))
 
 
 def _mode_text(mode: Any) -> str:

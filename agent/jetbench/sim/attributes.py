@@ -46,7 +46,13 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import quirks as q
 from .boards import EMC_DEVFREQ_DEVICE, SimBoard
-from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
+from .power_model import (
+    ClockState,
+    component_powers_w,
+    module_budget_w,
+    rail_mv,
+    rail_powers_w,
+)
 
 EXTRA_DEVFREQ_HZ = (115200000, 332800000, 601600000)  # the table sim/create.py gives them
 IIO_UPDATE_S = 0.001  # the old ina3221x driver has no update_interval file
@@ -577,7 +583,8 @@ class SimulatedKernel:
             emc_max_hz=board.emc_freqs_hz[-1],
         )
         gpu_load = int(self.gpu_load.text) / 1000 if self.gpu_load is not None else None
-        components = component_powers_w(board.soc, clocks, self.load(), gpu_load)
+        components = component_powers_w(board.soc, clocks, self.load(), gpu_load,
+                                        module_budget_w(board.power_modes))
         labels = [lb for ina in board.inas for lb in ina.labels if lb != "NC"]
         return rail_powers_w(labels, components)
 

@@ -30,7 +30,13 @@ from typing import Callable, Dict, List, Optional, Tuple
 from . import gpu_load
 from . import quirks as Q
 from .boards import EMC_DEVFREQ_DEVICE, SimBoard, get
-from .power_model import ClockState, component_powers_w, rail_mv, rail_powers_w
+from .power_model import (
+    ClockState,
+    component_powers_w,
+    module_budget_w,
+    rail_mv,
+    rail_powers_w,
+)
 
 __all__ = ["SimKernel", "idle_rails_mw", "rail_mv"]
 
@@ -49,7 +55,8 @@ def idle_rails_mw(board: SimBoard) -> Dict[str, float]:
         emc_max_hz=board.emc_freqs_hz[-1],
     )
     labels = [label for ina in board.inas for label in ina.labels if label != "NC"]
-    watts = rail_powers_w(labels, component_powers_w(board.soc, clocks, 0.0))
+    watts = rail_powers_w(labels, component_powers_w(
+        board.soc, clocks, 0.0, budget_w=module_budget_w(board.power_modes)))
     return {label: w * 1000.0 for label, w in watts.items()}
 
 
@@ -437,7 +444,8 @@ class SimKernel:
         load = gpu_load.read_load(load_file) if load_file is not None else None
         if load is not None:
             self._gpu_load = load
-        components = component_powers_w(board.soc, clocks, activity, self._gpu_load)
+        components = component_powers_w(board.soc, clocks, activity, self._gpu_load,
+                                        module_budget_w(board.power_modes))
         for ina in board.inas:
             watts = rail_powers_w([lb for lb in ina.labels if lb != "NC"], components)
             for index, label in enumerate(ina.labels):

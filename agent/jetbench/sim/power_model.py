@@ -18,8 +18,9 @@ the carrier board's own draw to that. Numbers are of the order of the real board
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Optional, Sequence
+import re
+from dataclasses import dataclass, replace
+from typing import Dict, Optional, Sequence, Tuple
 
 V_MIN = 0.80
 V_MAX = 1.10
@@ -72,33 +73,62 @@ class ClockState:
     emc_max_hz: float
 
 
+def module_budget_w(power_modes: Sequence[Tuple[int, str]]) -> Optional[float]:
+    """The most a module's nvpmodel modes allow, from their names ('15W', 'MODE_30W_ALL'):
+    the top of its power range; None when a mode has no stated budget (MAXN, MAXN_SUPER) or
+    there are no modes."""
+    watts = []
+    for _mode_id, name in power_modes:
+        m = re.search(r"(\d+)W", name.upper())
+        if m is None:
+            return None
+        watts.append(float(m.group(1)))
+    return max(watts) if watts else None
+
+
 def component_powers_w(soc: str, clocks: ClockState, activity: float,
-                       gpu_load: Optional[float] = None) -> Dict[str, float]:
+                       gpu_load: Optional[float] = None,
+                       budget_w: Optional[float] = None) -> Dict[str, float]:
     """Watts per component: gpu, cpu, soc, ddr, cv, sys, wifi (the module), carrier (outside).
     `gpu_load` (0..1): the simulated GPU's own utilisation (its `load` file, written by a
-    simulated workload, sim/gpu_load.py); the GPU and the memory are at least that busy."""
+    simulated workload, sim/gpu_load.py); the GPU and the memory are at least that busy.
+    `budget_w` (module_budget_w): the dynamic parts are scaled down so that the module input
+    at full load and the highest clocks is that budget (an Orin Nano, whose modes are 15 W
+    and 7 W, shares the AGX Orin's SoC coefficients but not its 60 W)."""
     c = COEFFICIENTS.get(soc, COEFFICIENTS["tegra210"])
     act = min(max(activity, 0.0), 1.0)
     gpu_act = max(act, min(max(gpu_load or 0.0, 0.0), 1.0))
+    static, dynamic = _parts(c, clocks, act, gpu_act)
+    if budget_w is not None:
+        full = replace(clocks, gpu_hz=max(clocks.gpu_table_hz or [0]),
+                       cpu_hz=max(clocks.cpu_table_hz or [0]), cpu_online_fraction=1.0,
+                       emc_hz=clocks.emc_max_hz)
+        _, full_dyn = _parts(c, full, 1.0, 1.0)
+        room = budget_w * REGULATOR_EFFICIENCY - sum(static.values())
+        scale = max(room, 0.0) / sum(full_dyn.values()) if sum(full_dyn.values()) else 1.0
+        if scale < 1.0:
+            dynamic = {k: v * scale for k, v in dynamic.items()}
+    out = dict(static)
+    for k, v in dynamic.items():
+        out[k] = out.get(k, 0.0) + v
+    out["carrier"] = c.carrier_static_w
+    return out
+
+
+def _parts(c: PowerCoefficients, clocks: ClockState, act: float,
+           gpu_act: float) -> Tuple[Dict[str, float], Dict[str, float]]:
+    """(static, dynamic) watts per module component."""
     # Clocks burn some power even idle (clock trees, leakage rising with V): 10% floor.
-    gpu = c.gpu_static_w + c.gpu_dyn_max_w * dvfs_scale(clocks.gpu_hz, clocks.gpu_table_hz) * (
-        0.1 + 0.9 * gpu_act
-    )
-    cpu = c.cpu_static_w + c.cpu_dyn_max_w * clocks.cpu_online_fraction * dvfs_scale(
+    gpu = c.gpu_dyn_max_w * dvfs_scale(clocks.gpu_hz, clocks.gpu_table_hz) * (0.1 + 0.9 * gpu_act)
+    cpu = c.cpu_dyn_max_w * clocks.cpu_online_fraction * dvfs_scale(
         clocks.cpu_hz, clocks.cpu_table_hz
     ) * (0.1 + 0.9 * act)
     emc_frac = clocks.emc_hz / clocks.emc_max_hz if clocks.emc_max_hz else 0.0
-    ddr = c.ddr_static_w + c.ddr_dyn_max_w * emc_frac * (0.3 + 0.7 * gpu_act)
-    return {
-        "gpu": gpu,
-        "cpu": cpu,
-        "soc": c.soc_static_w + 0.2 * emc_frac,
-        "ddr": ddr,
-        "cv": c.cv_static_w,
-        "sys": c.sys_static_w,
-        "wifi": c.wifi_static_w,
-        "carrier": c.carrier_static_w,
-    }
+    ddr = c.ddr_dyn_max_w * emc_frac * (0.3 + 0.7 * gpu_act)
+    static = {"gpu": c.gpu_static_w, "cpu": c.cpu_static_w, "soc": c.soc_static_w,
+              "ddr": c.ddr_static_w, "cv": c.cv_static_w, "sys": c.sys_static_w,
+              "wifi": c.wifi_static_w}
+    return static, {"gpu": gpu, "cpu": cpu, "soc": 0.2 * emc_frac, "ddr": ddr}
 
 
 def rail_role(label: str) -> str:
