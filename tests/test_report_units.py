@@ -51,7 +51,7 @@ def rows(docs):
 def test_tokens_table_says_tokens_per_j():
     cells = rows([result("tokens", 20.0, 8.0)])
     assert cells["Performance (tokens/s)"] == ["20.0"]
-    assert cells["Performance/W (tokens/J): VDD_IN"] == ["2.5 +- unknown"]  # 20 / 8
+    assert cells["Performance/W (tokens/J): VDD_IN"] == ["2.50 +- unknown"]  # 20 / 8
     assert not any("img" in label for label in cells)
 
 
@@ -66,8 +66,8 @@ def test_mixed_units_in_one_table_say_each_columns_unit():
     cells = rows([result("frames", 30.0, 5.0, "deepstream"), result("tokens", 20.0, 8.0)])
     assert cells["Unit"] == ["frames", "tokens"]
     assert cells["Performance (per s: see Unit)"] == ["30.0", "20.0"]
-    assert cells["Performance/W (per J: see Unit): VDD_IN"] == ["6.0 +- unknown",
-                                                                "2.5 +- unknown"]
+    assert cells["Performance/W (per J: see Unit): VDD_IN"] == ["6.00 +- unknown",
+                                                                "2.50 +- unknown"]
 
 
 def test_compare_names_the_unit_and_refuses_different_units():

@@ -37,17 +37,20 @@ def create(
     shown = f" with quirk(s) {', '.join(quirk)}" if quirk else ""
     if power_mode is not None:
         shown += f" in power mode {power_mode}"
-    console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}\n"
-                    f"Try: jetbench --root {directory} info")
+    alias = f" ({board} is an alias of {spec.key})" if board.lower() != spec.key else ""
+    console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}"
+                    f"{alias}\nTry: jetbench --root {directory} info")
 
 
 @sim_app.command("list")
 def list_boards() -> None:
     """The simulated boards available."""
-    from ..sim.boards import BOARDS
+    from ..sim.boards import ALIASES, BOARDS
 
     for key, spec in sorted(BOARDS.items()):
-        typer.echo(f"{key:16} {spec.soc:9} {spec.model}")
+        aliases = sorted(a for a, b in ALIASES.items() if b == key)
+        typer.echo(f"{key:16} {spec.soc:9} {spec.model}" +
+                   (f" (alias: {', '.join(aliases)})" if aliases else ""))
 
 
 @sim_app.command("run")

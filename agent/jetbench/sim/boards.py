@@ -465,17 +465,28 @@ _add(SimBoard(
     gpu_pci_bdf="0000:01:00.0",
 ))
 
-# Aliases users type.
+# Aliases users type: other spellings of the same board, never a different module (an Orin NX
+# is not an Orin Nano: its name is refused, not guessed).
 ALIASES = {"tx1-r32": "tx1", "agx-xavier": "xavier-agx", "agx-orin": "orin-agx",
-           "orin-nx": "orin-nano", "xavier": "xavier-agx", "orin": "orin-agx",
-           "agx-thor": "thor", "orin-nx-super": "orin-nano-super"}
+           "xavier": "xavier-agx", "orin": "orin-agx", "agx-thor": "thor"}
+
+
+def canonical(key: str) -> str:
+    """The board key `key` names (itself or through an alias); UsageError with the list of
+    boards (and aliases) for any other name."""
+    name = ALIASES.get(key.lower(), key.lower())
+    if name not in BOARDS:
+        import difflib
+
+        near = difflib.get_close_matches(key.lower(), list(BOARDS) + list(ALIASES), n=1)
+        raise UsageError(
+            f"unknown simulated board {key!r}" + (f" (did you mean {near[0]}?)" if near else ""),
+            hint="choose one of: " + ", ".join(sorted(BOARDS)) + "; aliases: " +
+                 ", ".join(f"{a} = {b}" for a, b in sorted(ALIASES.items())) +
+                 " (`jetbench sim list`)",
+        )
+    return name
 
 
 def get(key: str) -> SimBoard:
-    name = ALIASES.get(key.lower(), key.lower())
-    if name not in BOARDS:
-        raise UsageError(
-            f"unknown simulated board {key!r}",
-            hint="choose one of: " + ", ".join(sorted(BOARDS)),
-        )
-    return BOARDS[name]
+    return BOARDS[canonical(key)]
