@@ -282,6 +282,26 @@ def check_out_dir(path: PathLike, option: str = "--out") -> Path:
     return path
 
 
+def missing_dirs(path: PathLike) -> List[Path]:
+    """The directories check_out_dir(path) would create, deepest first."""
+    out: List[Path] = []
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def remove_empty(dirs: Sequence[Path]) -> None:
+    """Undo check_out_dir's creations (deepest first) where nothing was written into them:
+    a run refused for a usage error leaves no empty --out behind."""
+    for d in dirs:
+        try:
+            d.rmdir()  # only succeeds on an empty directory
+        except OSError:
+            return
+
+
 def fallback_dir() -> Path:
     """Where results go when their --out failed at the end: a new directory in the system's
     temporary directory (named in the message that reports the failure)."""

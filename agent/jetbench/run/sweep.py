@@ -49,6 +49,17 @@ def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
                              hint=f"this GPU's table: {format_hz(ordered[0])} .. "
                                   f"{format_hz(ordered[-1])}")
         return picked
+    for part in word.split(","):
+        spec = parse_freq(part) if part.strip() else None
+        if isinstance(spec, int) and not (ordered[0] * (1 - RANGE_TOLERANCE) <= spec
+                                          <= ordered[-1] * (1 + RANGE_TOLERANCE)):
+            word_end = "max" if spec > ordered[-1] else "min"
+            nearest = ordered[-1] if spec > ordered[-1] else ordered[0]
+            raise UsageError(f"--freq {format_hz(spec)}: outside this board's GPU table "
+                             f"{format_hz(ordered[0])} .. {format_hz(ordered[-1])}",
+                             hint=f"use --freq {format_hz(nearest).replace(' ', '')} or "
+                                  f"--freq {word_end}; a range (306MHz..max) or all sweeps "
+                                  "the table; nothing was run")
     out = {resolve_freq(parse_freq(part), ordered) for part in word.split(",") if part.strip()}
     if not out:
         raise UsageError(f"no frequency in {text!r}", hint="use e.g. 307MHz..998MHz or all")

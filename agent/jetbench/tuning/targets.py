@@ -75,10 +75,34 @@ def resolve_spec(
             f"mode {cap.caps.mode.text} holds {cap.clock} at {format_hz(cap.hz)} or below",
             hint=f"nothing was written; {cap.caps.way_out()}")
     if spec > hi * (1 + RANGE_TOLERANCE) or (lo and spec < lo * (1 - RANGE_TOLERANCE)):
-        raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
-                                    f"{format_hz(lo)} .. {format_hz(hi)}")
+        raise _out_of_range(profile, where, spec, table, lo, hi)
     hz = resolve_freq(spec, table) if table else min(max(spec, lo), hi)
     return min(hz, cap.hz) if cap is not None else hz
+
+
+# The command-line option behind each profile setting of `measure`/`sweep` (pinning.py).
+_OPTIONS = {"[gpu]": "--freq", "[cpu]": "--cpu-freq", "[emc]": "--emc-freq"}
+
+
+def _out_of_range(profile: Profile, where: str, spec: int, table: Sequence[int], lo: int,
+                  hi: int) -> ProfileError:
+    """A frequency outside a clock's range, said in the user's terms: the option they gave
+    (for measure/sweep) or the profile's setting, the range, the nearest entries and `max`."""
+    entries = sorted(table) if table else [lo, hi]
+    nearest = entries[-1] if spec > hi else entries[0]
+    word = "max" if spec > hi else "min"
+    hint = (f"the nearest entry is {format_hz(nearest)} (`{word}`); `jetbench info` lists "
+            "this board's tables; nothing was written")
+    if profile.source == "command line":
+        option = next((o for k, o in _OPTIONS.items() if where.startswith(k)), "--freq")
+        domain = where.split("]")[0].strip("[").upper()
+        return ProfileError(f"{option} {format_hz(spec)}: outside this board's {domain} range "
+                            f"{format_hz(lo)} .. {format_hz(hi)}",
+                            hint=f"use {option} {format_hz(nearest).replace(' ', '')} or "
+                                 f"{option} {word}: "
+                                 + hint.split("; ", 1)[1])
+    return ProfileError(f"profile {profile.name}: {where}: {format_hz(spec)} is outside this "
+                        f"board's range {format_hz(lo)} .. {format_hz(hi)}", hint=hint)
 
 
 def _spec_text(spec: Optional[FreqSpec]) -> str:
