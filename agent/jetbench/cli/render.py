@@ -332,13 +332,20 @@ def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
     from rich.table import Table
 
     labels = [str(x) for x in table.columns[0].cells]
-    out = Table(title=table.title, title_justify="left")
+    names = [str(col.header) for col in table.columns[1:]]
+    first = {n.split(" ", 1)[0] for n in names}
+    title = table.title
+    if len(names) > 1 and len(first) == 1 and all(" " in n for n in names):
+        common = first.pop()  # the same network in every configuration: said once
+        title = f"{title or ''}\n{common}".strip("\n")
+        names = [n.split(" ", 1)[1] for n in names]
+    out = Table(title=title, title_justify="left")
     out.add_column("configuration", no_wrap=True)
     for label in labels:
         text = (short or {}).get(label.strip(), label.strip())
         out.add_column(text, justify="right", no_wrap=True)
-    for col in table.columns[1:]:
-        out.add_row(str(col.header), *(str(x) for x in col.cells))
+    for name, col in zip(names, table.columns[1:]):
+        out.add_row(name, *(str(x) for x in col.cells))
     return out
 
 

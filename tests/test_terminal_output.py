@@ -1,0 +1,142 @@
+"""Output designed for 80 and 100 columns (issue 27): results tables of one row per
+configuration, each kind of warning once with its configurations and wrapped at spaces, the
+answer and the paths last, figures with significant digits that match their uncertainty."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from test_measure_e2e import write_tiny
+
+from conftest import REPO, make_board, run_cli
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def _env(columns: int) -> dict:
+    return dict(os.environ, PYTHONPATH=str(REPO / "agent"), COLUMNS=str(columns),
+                TTY_COMPATIBLE="1", FORCE_COLOR="1")
+
+
+def _lines(text: str) -> list:
+    # the progress bar's lines are erased on a terminal; drop them as a terminal would show
+    out = _ANSI.sub("", text)
+    return [ln for ln in out.splitlines() if "━" not in ln]
+
+
+def _label(doc: dict) -> str:
+    """A row's configuration (the network, the same in every row, is said once above)."""
+    w = doc["workload"]
+    return f"{w['precision'].upper()} b{w['batch']}"
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """measure --precision fp16,fp32 --batch 1,8 on a simulated Orin Nano, at 80 columns."""
+    base = tmp_path_factory.mktemp("two_by_two")
+    board = make_board(base, "orin-nano")
+    out = base / "m"
+    res = subprocess.run(
+        [sys.executable, "-m", "jetbench.cli.main", "--root", str(board), "measure",
+         "--model", "sim:resnet18", "--precision", "fp16,fp32", "--batch", "1,8",
+         "--duration", "0.3s", "--iterations", "3", "--warmup", "0.2s", "--idle", "0",
+         "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+        env=_env(80), cwd=REPO)
+    assert res.returncode == 0, res.stdout
+    docs = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    assert len(docs) == 4
+    return out, docs, _lines(res.stdout)
+
+
+def _one_row_per_configuration(lines, docs, columns):
+    from jetbench.report.figures import plus_minus_pct
+
+    assert max(len(ln) for ln in lines) <= columns, "\n".join(lines)
+    assert not any("…" in ln for ln in lines)
+    assert "sim:resnet18" in lines  # the network, once, above the rows
+    for d in docs:
+        rows = [ln for ln in lines if ln.startswith(_label(d) + " ")]
+        # one row (or one row per part of a table split in two), never a block per metric
+        assert 1 <= len(rows) <= 2, (_label(d), lines)
+        eff = d["efficiency"]
+        ipj = next(p for p in eff["by_point"] if p["kind"] == "total")
+        figure = plus_minus_pct(ipj["images_per_j"], eff["uncertainty"]["images_per_j_pct"])
+        assert any(figure in r for r in rows), (figure, rows)
+        assert any(f"{d['throughput']['images_per_s']:.1f}" in r for r in rows)
+
+
+def test_measure_two_by_two_at_80_columns(measured):
+    _out, docs, lines = measured
+    table = lines[:lines.index(next(ln for ln in lines if ln.startswith("warning:")))]
+    _one_row_per_configuration(table, docs, 80)
+    assert len(table) <= 20, "\n".join(table)
+    # warnings: each kind once, with the configurations it applies to, wrapped at spaces
+    assert max(len(ln) for ln in lines) <= 80, "\n".join(lines)
+    text = " ".join(lines)
+    assert text.count("clocks not pinned") == 1
+    assert "[all 4 configurations]" in text
+    assert text.count("simulated workload: its latency") == 1
+    # the answer and where it is come last
+    assert lines[-1].startswith("results: ")
+    assert lines[-2].startswith("clocks: ")
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_report_one_row_per_configuration(measured, columns):
+    out, docs, _ = measured
+    res = run_cli("report", str(out), env=_env(columns), cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    _one_row_per_configuration(_lines(res.stdout), docs, columns)
+
+
+def test_compare_fits_80_columns_and_judges_noise(measured):
+    out, docs, _ = measured
+    a, b = sorted(out.glob("*.json"))[:2]
+    res = run_cli("report", str(a), "--compare", str(b), env=_env(80), cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    lines = _lines(res.stdout)
+    assert max(len(ln) for ln in lines) <= 80, "\n".join(lines)
+    cells = [ln.replace("│", " ").strip() for ln in lines]
+    rows = [ln for ln in cells if ln.startswith(("img/s ", "power (W)", "latency p50"))]
+    assert len(rows) == 3 and all("%" in r for r in rows), lines  # one row per metric
+    assert f"A: {a}" in lines and f"B: {b}" in lines
+
+
+def test_time_two_batches_one_row_each_at_80_columns(tmp_path):
+    write_tiny(tmp_path)
+    res = run_cli("time", "--model", "jb_tinynet:tiny", "--input-shape", "3,16,16",
+                  "--device", "cpu", "--iterations", "2", "--duration", "0.05", "--warmup", "0",
+                  "--batch", "1,128", env=dict(_env(80), PYTHONPATH=str(REPO / "agent")),
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = _lines(res.stdout)
+    assert max(len(ln) for ln in lines) <= 80
+    for batch in ("1", "128"):
+        rows = [ln for ln in lines if re.match(rf"jb_tinynet:tiny\s+{batch}\s", ln)]
+        assert len(rows) == 1, lines  # the row with its figures, not a block per row
+    assert len(lines) <= 14, "\n".join(lines)
+
+
+def test_sweep_answer_last_once_per_figure(tmp_path):
+    board = make_board(tmp_path, "orin-nano")
+    res = subprocess.run(
+        [sys.executable, "-m", "jetbench.cli.main", "--root", str(board), "sweep",
+         "--model", "sim:resnet18", "--freq", "306MHz,624MHz", "--duration", "0.3s",
+         "--iterations", "3", "--warmup", "0.2s", "--idle", "0", "--no-plot",
+         "--out", str(tmp_path / "s")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+        env=_env(80), cwd=REPO)
+    assert res.returncode == 0, res.stdout
+    lines = _lines(res.stdout)
+    # a path is never broken (it is copied whole): the rest fits
+    assert max(len(ln) for ln in lines if not ln.startswith("results: ")) <= 80, \
+        "\n".join(lines)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("most efficient: "))
+    assert not any(ln.startswith(("warning:", "uncertainty:")) for ln in lines[start:])
+    assert lines[-1].startswith("results: ")
+    answer = " ".join(lines[start:start + 3]).split("fastest:")[0]
+    assert answer.count("img/s/W") == 1, answer
