@@ -119,21 +119,29 @@ def plan_lines(steps, title: str, simulated: bool, dry_run: bool) -> List[str]:
     return lines
 
 
-def requested_table(requested, applied, simulated: bool):
-    """Requested values against what reads back from the board."""
+def requested_table(requested, applied, simulated: bool, dry_run: bool = False):
+    """Requested values against what reads back from the board (after the writes; on a dry
+    run, the board as it is: nothing was applied)."""
     from rich.table import Table
 
-    table = Table(title="Requested vs applied" + sim_tag(simulated), title_justify="left")
-    for col in ("domain", "setting", "requested", "resolved", "reads back (min / max / cur)"):
+    title = ("Requested (dry run: nothing applied) vs the board now" if dry_run
+             else "Requested vs applied")
+    table = Table(title=title + sim_tag(simulated), title_justify="left")
+    now = "now" if dry_run else "reads back"
+    for col in ("domain", "setting", "requested", "resolved", f"{now} (min / max / cur)"):
         table.add_column(col)
     by_domain: Dict[str, list] = {}
     for reading in applied:
         by_domain.setdefault(reading.domain, []).append(reading)
     for req in requested:
-        back = "; ".join(_counted(
-            f"{format_hz(r.min_hz)} / {format_hz(r.max_hz)} / {format_hz(r.cur_hz)}"
-            for r in by_domain.get(req.domain, [])
-        ))
+        readings = by_domain.get(req.domain, [])
+        if req.setting == "governor":  # a governor reads back as a governor, not clocks
+            back = "; ".join(_counted(str(r.governor or "-") for r in readings))
+        else:
+            back = "; ".join(_counted(
+                f"{format_hz(r.min_hz)} / {format_hz(r.max_hz)} / {format_hz(r.cur_hz)}"
+                for r in readings
+            ))
         table.add_row(req.domain, req.setting, req.requested,
                       format_hz(req.resolved_hz) if req.resolved_hz else "-", back or "-")
     return table

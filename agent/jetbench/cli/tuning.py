@@ -135,9 +135,10 @@ def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: boo
     for line in plan_lines(result.steps, title, board.simulated, dry_run):
         out.print(line, soft_wrap=True)
     if result.targets.requested:
-        out.print(requested_table(result.targets.requested, applied, board.simulated))
+        out.print(requested_table(result.targets.requested, applied, board.simulated,
+                                  dry_run=dry_run))
     for note in notes:
-        out.print(f"note: {note}", soft_wrap=True)
+        out.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
     if not dry_run and result.steps:
         out.print("Original values are journalled: [bold]jetbench restore[/] puts them back.")
 

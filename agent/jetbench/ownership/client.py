@@ -59,7 +59,8 @@ def _connect(sock: socket.socket, path: Path) -> None:
     except FileNotFoundError:
         raise HardwareError("the jetbench daemon is not running (no control socket)",
                             path=str(path),
-                            hint="systemctl status jetbench; or pass --socket") from None
+                            hint="systemctl status jetbench; or pass --socket; `jetbench "
+                                 "info` reads the board without the daemon") from None
     except ConnectionRefusedError:
         raise HardwareError("the jetbench daemon is not running (stale control socket)",
                             path=str(path), hint="systemctl status jetbench") from None

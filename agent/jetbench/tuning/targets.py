@@ -41,6 +41,26 @@ class Targets:
     caps_lifted: Tuple[str, ...] = ()
 
 
+_MISSING = {"cpu": "no cpufreq policy found", "gpu": "no GPU clock jetbench can set",
+            "emc": "no EMC clock control found", "fan": "no fan found"}
+
+
+def fitting_profiles(board: Board, root: Root) -> List[str]:
+    """The named profiles whose [match] this board meets (for a hint when one does not)."""
+    from .profile import list_profiles, load_profile
+
+    out = []
+    for name, _path in list_profiles(root.base):
+        try:
+            p = load_profile(name, root.base)
+        except JetbenchError:
+            continue
+        if (not p.match_soc or board.soc in p.match_soc) and \
+                (not p.match_family or board.family in p.match_family):
+            out.append(name)
+    return out
+
+
 def _fail(profile: Profile, where: str, message: str) -> ProfileError:
     return ProfileError(f"profile {profile.name}: {where}: {message}",
                         hint="nothing was written; `jetbench info` shows this board's ranges")
@@ -111,8 +131,12 @@ def _spec_text(spec: Optional[FreqSpec]) -> str:
 
 def resolve(profile: Profile, board: Board, root: Root) -> Targets:
     if profile.match_soc and board.soc not in profile.match_soc:
-        raise _fail(profile, "[match] soc", f"this board's SoC is {board.soc or 'not a Tegra'}, "
-                                            f"the profile is for {', '.join(profile.match_soc)}")
+        fit = fitting_profiles(board, root)
+        raise ProfileError(
+            f"profile {profile.name}: [match] soc: this board's SoC is "
+            f"{board.soc or 'not a Tegra'}, the profile is for {', '.join(profile.match_soc)}",
+            hint="nothing was written; profiles for this board: " +
+                 (", ".join(fit) if fit else "none named (maxperf pins every clock at max)"))
     if profile.match_family and board.family not in profile.match_family:
         raise _fail(profile, "[match] family", f"this board is {board.family}, the profile is "
                                                f"for {', '.join(profile.match_family)}")
@@ -126,7 +150,8 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
             if not profile.skip_missing:
                 raise _fail(profile, f"[{section}]", f"this board has no {section} clock "
                                                      "jetbench can set")
-            notes.append(f"no {section} control on this board: [{section}] skipped")
+            notes.append(f"no {section} control on this board ({_MISSING[section]}): "
+                         f"[{section}] skipped")
 
     caps = mode_caps_now(root, board)
     limit = None if profile.beyond_power_mode else caps
