@@ -28,6 +28,33 @@ def _suffix(simulated: bool) -> str:
     return " - SIMULATED board" if simulated else ""
 
 
+def _board(docs: Sequence[Dict[str, Any]]) -> str:
+    return ", ".join(sorted({(d.get("board") or {}).get("model") or "?" for d in docs}))
+
+
+def _legend_outside(ax: Any) -> None:
+    """The legend beside the axes (right), never over the data."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                  borderaxespad=0.0)
+
+
+# When img/s comes from this machine's CPU on a simulated board it does not follow the
+# simulated clock: said on the figure itself, which travels without the terminal's notes.
+SIM_CAVEAT = ("SIMULATED board: img/s comes from this machine's CPU and does not follow the "
+              "simulated GPU clock (only W does)")
+
+
+def _caveat(fig: Any, docs: Sequence[Dict[str, Any]]) -> None:
+    if any(d.get("simulated") and (d.get("workload") or {}).get("framework") != "sim"
+           for d in docs):
+        engine = fig.get_layout_engine()
+        if engine is not None:  # room below the axes for the line (constrained layout)
+            engine.set(rect=(0.0, 0.035, 1.0, 0.965))
+        fig.text(0.5, 0.008, SIM_CAVEAT, ha="center", va="bottom", fontsize="small",
+                 color="darkred")
+
+
 def _save(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
@@ -38,10 +65,11 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def plot_trace(doc: Dict[str, Any], csv_path: Path, out: Path) -> Path:
-    """Every channel's watts over the run; warm-up, idle baseline and window shaded."""
+    """Every channel's watts over the run; warm-up, idle baseline and window shaded; the
+    window's mean W drawn across the window."""
     plt = _plt()
     trace = read_trace_csv(csv_path)
-    fig, ax = plt.subplots(figsize=SIZE_IN)
+    fig, ax = plt.subplots(figsize=SIZE_IN, layout="constrained")
     for name, values in trace["channels"].items():
         pts = [(t, v) for t, v in zip(trace["t_s"], values) if v is not None]
         if pts:
@@ -54,12 +82,19 @@ def plot_trace(doc: Dict[str, Any], csv_path: Path, out: Path) -> Path:
     for name, a, b, colour in spans:
         if a in phases and b in phases and phases[b] > phases[a]:
             ax.axvspan(phases[a], phases[b], color=colour, alpha=0.6, label=name, zorder=0)
+    total = (doc.get("power") or {}).get("total") or {}
+    if total.get("mean_w") is not None and "timed_start" in phases and "timed_end" in phases:
+        ax.hlines(total["mean_w"], phases["timed_start"], phases["timed_end"], colors="black",
+                  linestyles="--", linewidth=1.5, zorder=5,
+                  label=f"window mean {total.get('name', '')} {total['mean_w']:.2f} W")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("power (W)")
     bad = "" if schema.is_valid(doc) else " - INVALID"
-    ax.set_title(f"Power trace: {schema.label(doc)}{bad}{_suffix(bool(doc.get('simulated')))}")
-    ax.legend(loc="best", fontsize="small")
+    ax.set_title(f"Power trace: {schema.label(doc)}{bad}\n{_board([doc])}"
+                 f"{_suffix(bool(doc.get('simulated')))}", fontsize="medium")
+    _legend_outside(ax)
     ax.grid(True, alpha=0.3)
+    _caveat(fig, [doc])
     return _save(fig, out)
 
 
@@ -99,6 +134,8 @@ def _mean_of_repeats(pts: List[Dict[str, Any]]) -> Dict[str, Any]:
     err: Optional[float] = max(spread, statistics.fmean(own)) if own else (
         spread if len(ipj) >= 2 else None)
     return {"mhz": pts[0]["mhz"], "images_per_s": mean("images_per_s"),
+            "images_per_s_err": mean("images_per_s_err"), "watts": mean("watts"),
+            "watts_err": mean("watts_err"),
             "images_per_j": mean("images_per_j"), "images_per_j_err": err,
             "images_per_j_range": (min(ipj), max(ipj)) if ipj else None,
             "repeats": len(pts), "valid": True}
@@ -123,7 +160,14 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
             if not hz:
                 continue
             pct = schema.images_per_j_pct(d)
-            pts.append({"mhz": hz / 1e6, "images_per_s": schema.items_per_s(d),
+            ips = schema.items_per_s(d)
+            cv = (d.get("throughput") or {}).get("cv")
+            w = schema.total_w(d)
+            w_pct = ((d.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+            pts.append({"mhz": hz / 1e6, "images_per_s": ips,
+                        "images_per_s_err": None if ips is None or cv is None else ips * cv,
+                        "watts": w,
+                        "watts_err": None if w is None or w_pct is None else w * w_pct / 100,
                         "images_per_j": ipj,
                         "images_per_j_err": None if ipj is None or pct is None
                         else ipj * pct / 100.0,
@@ -142,25 +186,36 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
 
 
 def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
-    """img/s (top) and img/s/W (bottom, with error bars) against the applied GPU clock, one
-    line per model/precision/batch; the most efficient valid point of each line is marked.
-    Invalid results are drawn apart (red crosses), never joined to the lines."""
+    """img/s (top, error bars from the latency CV), W (middle, the stated uncertainty) and
+    img/s/W (bottom, error bars) against the applied GPU clock, one line per
+    model/precision/batch; the most efficient valid point of each line is marked. Invalid
+    results are drawn apart (red crosses), never joined to the lines."""
     plt = _plt()
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(SIZE_IN[0], 7.0), sharex=True)
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(SIZE_IN[0], 9.0), sharex=True,
+                                              layout="constrained")
     invalid_labelled = False
-    for name, pts in freq_series(docs).items():
+    series = freq_series(docs)
+    for name, pts in series.items():
         if any(p.get("repeats", 1) > 1 for p in pts):
             name += f" (mean of up to {max(p.get('repeats', 1) for p in pts)} runs)"
         good = [p for p in pts if p["valid"]]
         bad = [p for p in pts if not p["valid"]]
+        colour = None
         if good:
-            top.plot([p["mhz"] for p in good], [p["images_per_s"] for p in good], marker="o",
-                     label=name)
+            line = top.errorbar([p["mhz"] for p in good], [p["images_per_s"] for p in good],
+                                yerr=[p.get("images_per_s_err") or 0.0 for p in good],
+                                marker="o", capsize=3, label=name)
+            colour = line[0].get_color()
+        watts = [p for p in good if p.get("watts") is not None]
+        if watts:
+            middle.errorbar([p["mhz"] for p in watts], [p["watts"] for p in watts],
+                            yerr=[p.get("watts_err") or 0.0 for p in watts], marker="o",
+                            capsize=3, color=colour, label=name)
         eff = [p for p in good if p["images_per_j"] is not None]
         if eff:
             errs = [p["images_per_j_err"] or 0.0 for p in eff]
             line = bottom.errorbar([p["mhz"] for p in eff], [p["images_per_j"] for p in eff],
-                                   yerr=errs, marker="o", capsize=3, label=name)
+                                   yerr=errs, marker="o", capsize=3, color=colour, label=name)
             best = max(eff, key=lambda p: p["images_per_j"])
             bottom.plot([best["mhz"]], [best["images_per_j"]], marker="*", markersize=16,
                         color=line[0].get_color())
@@ -174,22 +229,25 @@ def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
                         label=None if invalid_labelled else "INVALID (clock not as applied)")
                 invalid_labelled = invalid_labelled or ax is top
     unit = common_unit(schema.unit(d) for d in docs) or "items"
-    top.set_ylabel(rate_label(unit))
-    bottom.set_ylabel(f"{efficiency_label(unit)} (error bars: uncertainty)")
+    top.set_ylabel(f"{rate_label(unit)}\n(bars: latency CV)")
+    middle.set_ylabel("power (W)\n(bars: uncertainty)")
+    bottom.set_ylabel(f"{efficiency_label(unit)}\n(bars: uncertainty)")
     bottom.set_xlabel("GPU clock (MHz, applied)")
     sim = schema.simulated_any(list(docs))
-    top.set_title(f"Throughput and efficiency vs GPU clock{_suffix(sim)}")
-    for ax in (top, bottom):
+    what = next(iter(series)) if len(series) == 1 else f"{len(series)} configurations"
+    top.set_title(f"Throughput, power and efficiency vs GPU clock: {what}\n{_board(docs)}"
+                  f"{_suffix(sim)}", fontsize="medium")
+    for ax in (top, middle, bottom):
         ax.grid(True, alpha=0.3)
-        if ax.lines:
-            ax.legend(loc="best", fontsize="small")
+    _legend_outside(top)
+    _caveat(fig, docs)
     return _save(fig, out)
 
 
 def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     """img/s against batch size (log2 axis), one line per model/precision/clock."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=SIZE_IN)
+    fig, ax = plt.subplots(figsize=SIZE_IN, layout="constrained")
     for name, group in _groups(docs, _series_key_batch).items():
         pts = sorted(((d.get("workload") or {}).get("batch"), schema.items_per_s(d))
                      for d in group)
@@ -198,10 +256,10 @@ def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     ax.set_xlabel("batch size")
     ax.set_ylabel(rate_label(common_unit(schema.unit(d) for d in docs) or "items"))
     sim = schema.simulated_any(list(docs))
-    ax.set_title(f"Throughput vs batch size{_suffix(sim)}")
+    ax.set_title(f"Throughput vs batch size\n{_board(docs)}{_suffix(sim)}", fontsize="medium")
     ax.grid(True, alpha=0.3)
-    if ax.lines:
-        ax.legend(loc="best", fontsize="small")
+    _legend_outside(ax)
+    _caveat(fig, docs)
     return _save(fig, out)
 
 

@@ -1,0 +1,75 @@
+"""Plots for a report (issue 27.10): titles name the board and the configuration, img/s has
+error bars from its CV, a power panel, the legend beside the data (never over it), the
+window's mean W on the trace, the simulation caveat on the figure itself."""
+
+import pytest
+from test_report import result
+
+from jetbench.report import plots
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the plot functions draw, kept open (instead of only their PNGs)."""
+    kept = []
+
+    def keep(fig, path):
+        kept.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "_save", keep)
+    yield kept
+    for fig in kept:
+        plots._plt().close(fig)
+
+
+def _legend_beside_data(fig, ax):
+    fig.canvas.draw()
+    legend = ax.get_legend()
+    assert legend is not None
+    assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def _sweep(framework=None):
+    docs = [result(m, ips=40 + m / 20, watts=3 + m / 200) for m in (307.2, 614.4, 998.4)]
+    for d in docs:
+        d["throughput"]["cv"] = 0.05
+        if framework:
+            d["workload"]["framework"] = framework
+    return docs
+
+
+def test_sweep_figure(figures, tmp_path):
+    docs = _sweep()
+    series = plots.freq_series(docs)["alexnet FP32 b1"]
+    assert series[0]["images_per_s_err"] == pytest.approx(series[0]["images_per_s"] * 0.05)
+    assert series[0]["watts"] == pytest.approx(3 + 307.2 / 200)
+    plots.plot_vs_freq(docs, tmp_path / "f.png")
+    fig = figures[0]
+    top, middle, bottom = fig.axes[:3]
+    title = top.get_title()
+    assert "NVIDIA Jetson TX1 Developer Kit" in title and "alexnet FP32 b1" in title
+    assert "power (W)" in middle.get_ylabel() and middle.lines  # the power panel
+    # img/s drawn with error bars: an errorbar container on the top panel
+    assert top.containers and any(len(c) == 3 and c[2] for c in top.containers)
+    _legend_beside_data(fig, top)
+    assert any("does not follow the simulated GPU clock" in t.get_text() for t in fig.texts)
+
+
+def test_no_caveat_when_img_s_follows_the_clock(figures, tmp_path):
+    plots.plot_vs_freq(_sweep(framework="sim"), tmp_path / "f.png")
+    assert not figures[0].texts
+
+
+def test_trace_figure(figures, tmp_path):
+    doc = result(691.2)
+    csv = tmp_path / "t.csv"
+    csv.write_text("# trace\nt_s,ina3221/VDD_IN\n" +
+                   "".join(f"{t / 10:.1f},{5.5 if t > 6 else 3.0}\n" for t in range(18)))
+    plots.plot_trace(doc, csv, tmp_path / "t.png")
+    fig = figures[0]
+    ax = fig.axes[0]
+    assert "alexnet FP32 b1" in ax.get_title() and "TX1" in ax.get_title()
+    mean = [c for c in ax.collections if str(c.get_label()).startswith("window mean")]
+    assert mean and "5.50 W" in mean[0].get_label()
+    _legend_beside_data(fig, ax)
