@@ -115,7 +115,7 @@ def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
     import unittest.mock as mock
     with mock.patch.object(plots, "_save", keep):
         plots.plot_vs_freq(docs, tmp_path / "f.png")
-    top, bottom = figs[0].axes
+    top, _power, bottom = figs[0].axes
     joined = [line for line in top.lines if line.get_linestyle() != "None"]
     assert [list(line.get_xdata()) for line in joined] == [[614.4, 768.0]]  # never joined
     crosses = [line for line in top.lines if line.get_marker() == "x"]
@@ -169,20 +169,23 @@ def test_plots_are_pngs_with_the_right_axes(tmp_path, monkeypatch):
     for p in written:
         assert plots.png_size(p)[0] >= 800
     freq_fig = figs[0]
-    top, bottom = freq_fig.axes
-    assert top.get_ylabel() == "img/s"
-    assert bottom.get_ylabel() == "img/s/W (error bars: uncertainty)"
+    top, power, bottom = freq_fig.axes
+    assert top.get_ylabel() == "img/s\n(bars: latency CV)"
+    assert power.get_ylabel() == "power (W)\n(bars: uncertainty)"
+    assert bottom.get_ylabel() == "img/s/W\n(bars: uncertainty)"
     assert bottom.get_xlabel() == "GPU clock (MHz, applied)"
     assert "SIMULATED" in top.get_title()
-    assert len(top.lines) == 2  # b1 and b8
-    xs = list(top.lines[0].get_xdata())
+    joined = [line for line in top.lines if line.get_linestyle() != "None"]  # not error caps
+    assert len(joined) == 2  # b1 and b8
+    xs = list(joined[0].get_xdata())
     assert [round(x, 1) for x in xs] == [307.2, 691.2, 998.4]
     batch_ax = figs[1].axes[0]
     assert batch_ax.get_xlabel() == "batch size" and batch_ax.get_xscale() == "log"
     trace_ax = figs[2].axes[0]
     assert trace_ax.get_ylabel() == "power (W)"
     labels = [t.get_text() for t in trace_ax.get_legend().get_texts()]
-    assert labels == ["ina3221/VDD_IN", "ina3221/VDD_GPU", "warm-up", "measured window"]
+    assert labels == ["ina3221/VDD_IN", "ina3221/VDD_GPU", "warm-up", "measured window",
+                      "window mean VDD_IN 5.50 W"]
 
 
 def test_load_results_skips_foreign_json_in_directories(tmp_path):

@@ -490,9 +490,9 @@ def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: 
     con.print(f"A: {pa}", soft_wrap=True, highlight=False)
     con.print(f"B: {pb}", soft_wrap=True, highlight=False)
     print_table(con, table)
-    con.print("noise: the two results' spreads combined (latency CV for img/s and latency, "
-              "stated uncertainty for W and img/s/W); a change within it is no finding",
-              highlight=False)
+    con.print("noise: the two results' spreads combined (the latency CV for the rate and the "
+              "latency, the stated uncertainty for power and efficiency); a change within it "
+              "is no finding", highlight=False)
     for note in notes:
         console(stderr=True).print(f"[yellow]note:[/] {note}", soft_wrap=True)
 
