@@ -119,6 +119,7 @@ def test_time_two_batches_one_row_each_at_80_columns(tmp_path):
         rows = [ln for ln in lines if re.match(rf"jb_tinynet:tiny\s+{batch}\s", ln)]
         assert len(rows) == 1, lines  # the row with its figures, not a block per row
     assert len(lines) <= 14, "\n".join(lines)
+    assert res.stderr.count("latency varies") <= 1  # once, with the configurations
 
 
 def test_sweep_answer_last_once_per_figure(tmp_path):

@@ -65,7 +65,10 @@ def console(stderr: bool = False):
 
 
 def print_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    """JSON on stdout, its floats rounded as in a result file (report/figures.py: stored)."""
+    from ..report.figures import stored
+
+    sys.stdout.write(json.dumps(stored(document), indent=2, sort_keys=False) + "\n")
 
 
 # time, measure and sweep: the workload in a child under another interpreter (child.py)

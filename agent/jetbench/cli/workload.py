@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import typer
 
@@ -154,16 +154,20 @@ def _render(report: Any, out: Optional[Path]) -> None:
             _render_layers(con, row)
     if report.checks:
         _render_checks(con, report.checks)
-    notes: List[str] = [f"{row.model} {row.precision} batch {row.batch}: {row.message}"
-                        for row in report.rows if row.message]
+    from ..report.tables import grouped
+    from .render import print_note
+
+    pairs = [(f"{row.model} {row.precision} batch {row.batch}", row.message)
+             for row in report.rows if row.message]
     for row in report.rows:
         if row.result is not None:
-            notes += [f"{row.model} {row.precision} batch {row.batch}: {w}"
+            pairs += [(f"{row.model} {row.precision} batch {row.batch}", w)
                       for w in row.result.warnings]
-    notes += list(report.warnings)
+    # each kind of warning once, with the configurations it applies to
+    notes = grouped(pairs, len(report.rows)) + list(report.warnings)
     err = console(stderr=True)
     for note in notes:
-        err.print(f"[yellow]warning:[/] {note}")
+        print_note(err, "warning", note)
     if out is not None:
         con.print(f"wrote {out / 'time.json'}")
 
