@@ -46,7 +46,8 @@ def _gpu_knobs(base: Path):
     return [(base / GPU_DEVFREQ / f).read_text() for f in ("min_freq", "max_freq")]
 
 
-def test_a_study_finds_a_feasible_point_writes_its_files_and_a_profile_apply_pins(tmp_path):
+def test_a_study_finds_a_feasible_point_writes_its_files_and_a_profile_apply_pins(tmp_path,
+                                                                                  started):
     base = make_board(tmp_path, "tx1")
     before = _gpu_knobs(base)
     out = tmp_path / "tuned"
@@ -76,6 +77,17 @@ def test_a_study_finds_a_feasible_point_writes_its_files_and_a_profile_apply_pin
                               "tx1-tuned"], capture_output=True, text=True, env=ENV, timeout=120)
     assert applied.returncode == 0, applied.stderr
     gpu = str(best["settings"]["gpu_hz"])
+    assert [k.strip() for k in _gpu_knobs(base)] == [gpu, gpu]
+    restored = subprocess.run([sys.executable, "-m", "jetbench", "--root", str(base), "restore"],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+    assert restored.returncode == 0 and _gpu_knobs(base) == before, restored.stderr
+    # and the daemon holds it
+    from test_daemon_service import Daemon
+
+    daemon = Daemon(tmp_path, base, "--profile", "tx1-tuned")
+    started.append(daemon)
+    daemon.ready()
+    assert daemon.ask("status")["profile"] == "tx1-tuned"
     assert [k.strip() for k in _gpu_knobs(base)] == [gpu, gpu]
 
 
