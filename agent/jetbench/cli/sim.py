@@ -34,7 +34,8 @@ def create(
     from ..sim.create import create_board
 
     spec = create_board(board, directory, quirks=quirk, power_mode=power_mode)
-    shown = f" with quirk(s) {', '.join(quirk)}" if quirk else ""
+    shown = f" (you asked for {board}, another name of it)" if board.lower() != spec.key else ""
+    shown += f" with quirk(s) {', '.join(quirk)}" if quirk else ""
     if power_mode is not None:
         shown += f" in power mode {power_mode}"
     console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}\n"
@@ -43,11 +44,13 @@ def create(
 
 @sim_app.command("list")
 def list_boards() -> None:
-    """The simulated boards available."""
-    from ..sim.boards import BOARDS
+    """The simulated boards available, and the other names each answers to."""
+    from ..sim.boards import ALIASES, BOARDS
 
     for key, spec in sorted(BOARDS.items()):
-        typer.echo(f"{key:16} {spec.soc:9} {spec.model}")
+        others = sorted(a for a, k in ALIASES.items() if k == key)
+        typer.echo(f"{key:16} {spec.soc:9} {spec.model}"
+                   + (f"  (also: {', '.join(others)})" if others else ""))
 
 
 @sim_app.command("run")

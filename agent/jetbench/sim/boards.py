@@ -465,17 +465,32 @@ _add(SimBoard(
     gpu_pci_bdf="0000:01:00.0",
 ))
 
-# Aliases users type.
+# Other spellings of a board, each naming exactly one (`jetbench sim list` shows them).
 ALIASES = {"tx1-r32": "tx1", "agx-xavier": "xavier-agx", "agx-orin": "orin-agx",
-           "orin-nx": "orin-nano", "xavier": "xavier-agx", "orin": "orin-agx",
-           "agx-thor": "thor", "orin-nx-super": "orin-nano-super"}
+           "agx-thor": "thor"}
+# Names that could mean several boards, or a board that is not simulated: refused, saying which
+# boards come closest (an Orin NX's tables are not an Orin Nano's: no guess is made).
+NOT_ONE_BOARD = {
+    "xavier": "Xavier is two boards here: xavier-agx or xavier-nx",
+    "orin": "Orin is several boards here: orin-agx, orin-agx-jp5, orin-agx-jp7, orin-nano, "
+            "orin-nano-super",
+    "orin-nx": "there is no simulated Orin NX (its tables are not the Orin Nano's); the "
+               "closest are orin-nano and orin-nano-super",
+    "orin-nx-super": "there is no simulated Orin NX (its tables are not the Orin Nano's); the "
+                     "closest is orin-nano-super",
+}
 
 
 def get(key: str) -> SimBoard:
-    name = ALIASES.get(key.lower(), key.lower())
+    word = key.lower()
+    if word in NOT_ONE_BOARD:
+        raise UsageError(f"unknown simulated board {key!r}: {NOT_ONE_BOARD[word]}",
+                         hint="`jetbench sim list` shows the boards and their other names")
+    name = ALIASES.get(word, word)
     if name not in BOARDS:
         raise UsageError(
             f"unknown simulated board {key!r}",
-            hint="choose one of: " + ", ".join(sorted(BOARDS)),
+            hint="choose one of: " + ", ".join(sorted(BOARDS))
+            + " (`jetbench sim list` shows their other names)",
         )
     return BOARDS[name]
