@@ -13,12 +13,13 @@ read and delete them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from ..errors import UsageError
 from .schema import check
@@ -279,6 +280,21 @@ def check_out_dir(path: PathLike, option: str = "--out") -> Path:
         give_to_invoking_user(path)
     clean_stale_tmp(path)
     return path
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(path: Optional[PathLike]) -> Iterator[None]:
+    """A directory this run made (None: none) is removed again when the run fails before
+    writing anything into it: a refused request leaves nothing behind."""
+    try:
+        yield
+    except BaseException:
+        if path is not None:
+            try:
+                os.rmdir(path)  # only an empty directory goes
+            except OSError:
+                pass
+        raise
 
 
 def fallback_dir() -> Path:

@@ -93,8 +93,16 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     point runs on several devices at once (measure --devices, torchrun)."""
     t_start = time.monotonic()
     validate(request)
+    made = request.out_dir is not None and not request.out_dir.exists()
     if request.out_dir is not None:
         io.check_out_dir(request.out_dir)  # before any work: a bad --out costs no run
+    with io.removed_if_left_empty(request.out_dir if made else None):
+        return _measure(root, request, progress, on_result, on_applied, command, ranks, t_start)
+
+
+def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
+             on_result: Any, on_applied: Any, command: str, ranks: Any,
+             t_start: float) -> MeasureReport:
     report = MeasureReport(out_dir=request.out_dir)
     with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated

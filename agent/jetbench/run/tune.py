@@ -37,6 +37,7 @@ from ..hw.fs import Root
 from ..hw.mode_caps import read_mode_caps
 from ..ownership import journal
 from ..ownership.owner import LocalOwner, own_board
+from ..report.io import removed_if_left_empty
 from ..units import format_hz
 from .request import MeasureOptions, build_request, split_list
 
@@ -235,8 +236,6 @@ def _suggest(trial: Any, space: Dict[str, List[int]], models: List[str],
 def tune(root: Root, req: TuneRequest,
          progress: Optional[Callable[[str], None]] = None) -> TuneReport:
     """Run trials until the study has `req.budget` of them; see the module docstring."""
-    from ..open_board import open_board
-    from .measure import measure
 
     check(req)
     optuna = load_optuna()
@@ -245,7 +244,17 @@ def tune(root: Root, req: TuneRequest,
     precisions = split_list(req.options.precision)
     probe = build_request(dataclasses.replace(req.options, out=None))  # every option rule
     batches = list(probe.batches)
+    made = not req.out_dir.exists()
     req.out_dir.mkdir(parents=True, exist_ok=True)
+    with removed_if_left_empty(req.out_dir if made else None):
+        return _tune(root, req, optuna, say, models, precisions, batches)
+
+
+def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
+          models: List[str], precisions: List[str], batches: List[int]) -> TuneReport:
+    from ..open_board import open_board
+    from .measure import measure
+
     with open_board(root, simulate_power=False) as board:
         space = search_space(root, board, req.knobs, req.options.beyond_power_mode)
         simulated = board.simulated

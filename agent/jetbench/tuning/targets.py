@@ -41,9 +41,35 @@ class Targets:
     caps_lifted: Tuple[str, ...] = ()
 
 
-def _fail(profile: Profile, where: str, message: str) -> ProfileError:
-    return ProfileError(f"profile {profile.name}: {where}: {message}",
-                        hint="nothing was written; `jetbench info` shows this board's ranges")
+# A profile made from measure's/sweep's/tune's options (run/pinning.build_profile) is spoken of
+# in the options the user gave, not in the profile's sections.
+COMMAND_LINE = "command line"
+_OPTION_OF = {"[gpu]": "--freq", "[cpu]": "--cpu-freq", "[emc]": "--emc-freq"}
+
+
+def _who(profile: Profile, where: str) -> str:
+    """'profile NAME: [gpu] min_freq' for a profile; '--freq' for the command line's."""
+    if profile.source == COMMAND_LINE:
+        for section, option in _OPTION_OF.items():
+            if where.startswith(section):
+                return option
+    return f"profile {profile.name}: {where}"
+
+
+def _fail(profile: Profile, where: str, message: str, hint: str = "") -> ProfileError:
+    return ProfileError(f"{_who(profile, where)}: {message}",
+                        hint=hint or "nothing was written; `jetbench info` shows this board's "
+                                     "ranges")
+
+
+def table_hint(table: Sequence[int], spec: int, lo: int, hi: int) -> str:
+    """The entries nearest a refused request, and `max`: what the user can give instead."""
+    if not table:
+        return f"give a clock in {format_hz(lo)} .. {format_hz(hi)}, or max"
+    nearest = sorted(sorted(table, key=lambda hz: abs(hz - spec))[:2])
+    return (f"nothing was written; the nearest table entries are "
+            f"{' and '.join(format_hz(hz) for hz in nearest)}; max is {format_hz(max(table))} "
+            f"(`jetbench info` lists the whole table)")
 
 
 @dataclass(frozen=True)
@@ -71,12 +97,13 @@ def resolve_spec(
     assert isinstance(spec, int)
     if cap is not None and spec > cap.hz * (1 + RANGE_TOLERANCE):
         raise PowerModeCap(
-            f"profile {profile.name}: {where}: {format_hz(spec)} is above the power mode's cap: "
+            f"{_who(profile, where)}: {format_hz(spec)} is above the power mode's cap: "
             f"mode {cap.caps.mode.text} holds {cap.clock} at {format_hz(cap.hz)} or below",
             hint=f"nothing was written; {cap.caps.way_out()}")
     if spec > hi * (1 + RANGE_TOLERANCE) or (lo and spec < lo * (1 - RANGE_TOLERANCE)):
         raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
-                                    f"{format_hz(lo)} .. {format_hz(hi)}")
+                                    f"{format_hz(lo)} .. {format_hz(hi)}",
+                    hint=table_hint(table, spec, lo, hi))
     hz = resolve_freq(spec, table) if table else min(max(spec, lo), hi)
     return min(hz, cap.hz) if cap is not None else hz
 
