@@ -202,7 +202,8 @@ class _State:
             self.pin.to(point.gpu_freq, on_applied)
             _phase("pinned")
             # Once the workload has returned its timings the point is finished: an interrupt
-            # from then on is held until its result is written whole (README, "Interrupts").
+            # from then on is held until its result is written whole (docs/measure.md,
+            # "Interrupts").
             hold = Hold()
             try:
                 doc, csv_text = self.one(point, k, total, hold)
