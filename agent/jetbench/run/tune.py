@@ -273,7 +273,10 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
     # sampler's constraints_func (deprecated in 5.0).
     modern = hasattr(optuna.trial.Trial, "set_constraint")
     given = {} if modern else {"constraints_func": constraints}
-    sampler = (optuna.samplers.TPESampler(seed=req.seed, multivariate=True, group=True, **given)
+    # TPE's random start-up, scaled to the budget (its default, 10, is half of a 20-trial study)
+    startup = min(10, max(3, req.budget // 5))
+    sampler = (optuna.samplers.TPESampler(seed=req.seed, multivariate=True, group=True,
+                                          n_startup_trials=startup, **given)
                if len(directions) == 1 else
                optuna.samplers.NSGAIISampler(seed=req.seed, **given))
     study = optuna.create_study(study_name=name, storage=storage, directions=directions,
