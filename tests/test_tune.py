@@ -92,8 +92,12 @@ def test_a_study_finds_a_feasible_point_writes_its_files_and_a_profile_apply_pin
 
 
 def _trials(db: Path):
-    with sqlite3.connect(db) as con:
-        return con.execute("SELECT state FROM trials").fetchall()
+    """The study's trial states; none while Optuna is still creating its tables."""
+    try:
+        with sqlite3.connect(db) as con:
+            return con.execute("SELECT state FROM trials").fetchall()
+    except sqlite3.OperationalError:  # "no such table" (or locked) while it starts
+        return []
 
 
 def test_a_killed_study_resumes_and_the_board_is_restored_first(tmp_path):

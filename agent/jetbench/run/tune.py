@@ -228,7 +228,9 @@ def _suggest(trial: Any, space: Dict[str, List[int]], models: List[str],
         "precision": trial.suggest_categorical("precision", precisions),
         "batch": trial.suggest_categorical("batch", batches)}
     for knob, values in space.items():
-        settings[f"{knob}_hz"] = trial.suggest_categorical(f"{knob}_hz", values)
+        # A clock is ordered, and img/J changes smoothly along it: searched as its index in
+        # the table (TPE models neighbours), not as unrelated categories.
+        settings[f"{knob}_hz"] = values[trial.suggest_int(f"{knob}_index", 0, len(values) - 1)]
     return settings
 
 
