@@ -128,3 +128,16 @@ def test_status_says_simulated(monkeypatch):
                              env={"COLUMNS": "120"})
     assert res.exit_code == 0, res.output
     assert "SIMULATED" in res.output
+
+
+def test_a_bad_freq_is_said_in_the_options_given_with_what_to_give_and_leaves_nothing(tmp_path):
+    base = make_board(tmp_path, "orin-nano")
+    for cmd, freq in (("measure", "690MHz"), ("measure", "5GHz"), ("sweep", "690MHz")):
+        out = tmp_path / f"out-{cmd}-{freq}"
+        res = run_cli("--root", str(base), cmd, "--model", "sim:alexnet", "--freq", freq,
+                      "--out", str(out))
+        assert res.returncode == 1, res.stderr
+        assert res.stderr.startswith("jetbench: error: --freq: "), res.stderr
+        assert "profile measure" not in res.stderr and "min_freq" not in res.stderr
+        assert "nearest table entries are" in res.stderr and "max is 624.8 MHz" in res.stderr
+        assert not out.exists(), (cmd, freq)  # a refused request creates nothing

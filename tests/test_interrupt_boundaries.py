@@ -1,9 +1,9 @@
-"""An interrupt at every boundary of a measurement (README, "Interrupts"): Ctrl-C, SIGTERM and
-the daemon taking its board back, before the window, inside it, after it but before the result
-is written, and while it is written. Each lands exactly there through measure's test-only hook
-point (tests/interrupt_at.py), never after a guessed sleep. Always exit 130 and the clocks put
-back; no result, or a whole one (marked `interrupted` when the interrupt came after its
-window); never a half-written file.
+"""An interrupt at every boundary of a measurement (docs/measure.md, "Interrupts"): Ctrl-C,
+SIGTERM and the daemon taking its board back, before the window, inside it, after it but
+before the result is written, and while it is written. Each lands exactly there through
+measure's test-only hook point (tests/interrupt_at.py), never after a guessed sleep. Always
+exit 130 and the clocks put back; no result, or a whole one (marked `interrupted` when the
+interrupt came after its window); never a half-written file.
 
 The workload is a --cmd (tests/fake_commands/fake_work.py): no torch to load, about 1 s a run."""
 
@@ -154,8 +154,9 @@ def test_a_second_interrupt_does_not_cut_the_put_back_short(tmp_path):
     assert_interrupted_and_put_back(r, base, before)
 
 
-def test_the_interrupt_table_is_in_the_readme():
-    section = (REPO / "README.md").read_text().split("### Interrupts", 1)[1].split("\n### ")[0]
+def test_the_interrupt_table_is_in_the_docs():
+    section = (REPO / "docs" / "measure.md").read_text().split("### Interrupts", 1)[1]
+    section = section.split("\n### ")[0]
     assert "`interrupted`" in section and "130" in section
     for cause in INTERRUPT_CAUSES:
         assert f'"{cause}"' in section, cause

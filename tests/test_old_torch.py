@@ -1,6 +1,6 @@
 """torch 1.x, as NVIDIA's JetPack 4/5 wheels are (1.10-1.13): what the package's `torch>=1.10`
 floor needs, through stand-ins of what those versions lack (the real 1.10.2 was run by hand,
-README, "What of the GPU/Jetson-only paths is verified
+docs/workloads.md, "What of the GPU/Jetson-only paths is verified
 on hardware")."""
 
 import sys

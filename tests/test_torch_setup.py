@@ -49,7 +49,7 @@ def pip(monkeypatch):
 
 
 def test_every_python_the_readme_names_has_a_pin():
-    # README: "Python 3.8 to 3.13"; torch 2.4 was the last release for 3.8 (PyPI wheel tags).
+    # docs/setup.md: "Python 3.8 to 3.13"; torch 2.4 was the last release for 3.8 (PyPI wheel tags).
     for minor in range(8, 14):
         assert torch_setup.pin_for((3, minor)) is not None, minor
     assert torch_setup.pin_for((3, 8)) == "torch==2.4.1"

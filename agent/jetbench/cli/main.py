@@ -199,6 +199,11 @@ COMMANDS = (
     ("sweep", MEASURE, "measure over GPU clocks x batch x precision: where is the peak?",
      ("jetbench sweep --freq all --model alexnet --out sweep",
       "jetbench sweep --freq 300MHz..900MHz --batch 1,8 --resume --out sweep")),
+    ("tune", MEASURE, "Find the most efficient clocks under constraints (Optuna); keep them.",
+     ("jetbench tune --model alexnet --knobs gpu,emc --constraint 'images_per_s>=30' "
+      "--budget 40 --out tuned --save-profile alexnet-tuned",
+      "jetbench tune --model resnet18 --precision fp16,fp32 --batch 1,8 --objective "
+      "images_per_j --objective images_per_s --out front")),
     ("report", MEASURE, "Tables and plots across results; --compare for a regression check.",
      ("jetbench report results/", "jetbench report results/ --plot plots/ --markdown",
       "jetbench report old.json --compare new.json")),
@@ -230,13 +235,13 @@ def _epilog(examples: Any) -> str:
 
 def _register() -> None:
     # Command modules import only typer at module level: heavy libraries load inside commands.
-    from . import daemon, info, measure, monitor, sim, tuning, workload
+    from . import daemon, info, measure, monitor, sim, tune, tuning, workload
 
     functions = {
         "info": info.info, "maxperf": tuning.maxperf, "restore": tuning.restore,
         "apply": tuning.apply, "monitor": monitor.monitor, "time": workload.time_cmd,
         "models": workload.models_cmd, "measure": measure.measure, "sweep": measure.sweep,
-        "report": measure.report, "demo": measure.demo, "daemon": daemon.daemon,
+        "report": measure.report, "tune": tune.tune, "demo": measure.demo, "daemon": daemon.daemon,
         "status": daemon.status, "install-service": daemon.install_service,
         "uninstall-service": daemon.uninstall_service,
     }

@@ -173,7 +173,7 @@ _PROFILE = typer.Option(None, "--profile", rich_help_panel="Clocks", metavar="PR
                         "file; --freq/--cpu-freq/--emc-freq override its clocks.")
 _METER = typer.Option(None, "--meter", rich_help_panel="Power", metavar="SPEC",
                       help="Power source (repeatable): auto (default), "
-                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (see README); "
+                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (docs/power.md); "
                       "?interval=1ms reads a source that often.")
 _ITER = typer.Option(10, "--iterations", "-n", rich_help_panel="Timing window", metavar="N",
                      help="Minimum timed iterations.")

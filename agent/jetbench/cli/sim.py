@@ -34,23 +34,23 @@ def create(
     from ..sim.create import create_board
 
     spec = create_board(board, directory, quirks=quirk, power_mode=power_mode)
-    shown = f" with quirk(s) {', '.join(quirk)}" if quirk else ""
+    shown = f" (you asked for {board}, another name of it)" if board.lower() != spec.key else ""
+    shown += f" with quirk(s) {', '.join(quirk)}" if quirk else ""
     if power_mode is not None:
         shown += f" in power mode {power_mode}"
-    alias = f" ({board} is an alias of {spec.key})" if board.lower() != spec.key else ""
-    console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}"
-                    f"{alias}\nTry: jetbench --root {directory} info")
+    console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}\n"
+                    f"Try: jetbench --root {directory} info")
 
 
 @sim_app.command("list")
 def list_boards() -> None:
-    """The simulated boards available."""
+    """The simulated boards available, and the other names each answers to."""
     from ..sim.boards import ALIASES, BOARDS
 
     for key, spec in sorted(BOARDS.items()):
-        aliases = sorted(a for a, b in ALIASES.items() if b == key)
-        typer.echo(f"{key:16} {spec.soc:9} {spec.model}" +
-                   (f" (alias: {', '.join(aliases)})" if aliases else ""))
+        others = sorted(a for a, k in ALIASES.items() if k == key)
+        typer.echo(f"{key:16} {spec.soc:9} {spec.model}"
+                   + (f"  (also: {', '.join(others)})" if others else ""))
 
 
 @sim_app.command("run")

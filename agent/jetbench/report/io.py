@@ -13,12 +13,13 @@ read and delete them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from ..errors import UsageError
 from .figures import csv_cell, stored
@@ -282,24 +283,19 @@ def check_out_dir(path: PathLike, option: str = "--out") -> Path:
     return path
 
 
-def missing_dirs(path: PathLike) -> List[Path]:
-    """The directories check_out_dir(path) would create, deepest first."""
-    out: List[Path] = []
-    p = Path(path).absolute()
-    while not p.exists() and p != p.parent:
-        out.append(p)
-        p = p.parent
-    return out
-
-
-def remove_empty(dirs: Sequence[Path]) -> None:
-    """Undo check_out_dir's creations (deepest first) where nothing was written into them:
-    a run refused for a usage error leaves no empty --out behind."""
-    for d in dirs:
-        try:
-            d.rmdir()  # only succeeds on an empty directory
-        except OSError:
-            return
+@contextlib.contextmanager
+def removed_if_left_empty(path: Optional[PathLike]) -> Iterator[None]:
+    """A directory this run made (None: none) is removed again when the run fails before
+    writing anything into it: a refused request leaves nothing behind."""
+    try:
+        yield
+    except BaseException:
+        if path is not None:
+            try:
+                os.rmdir(path)  # only an empty directory goes
+            except OSError:
+                pass
+        raise
 
 
 def fallback_dir() -> Path:

@@ -19,7 +19,8 @@ STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that 
 # "command": an external command, `measure --cmd`)
 FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt", "command", "sim")  # sim: --model sim:NAME
 # interrupted (optional): on a result finished after an interrupt had arrived (its window was
-# over): what interrupted the run, "SIGINT", "SIGTERM" or "lease revoked" (README, Interrupts).
+# over): what interrupted the run, "SIGINT", "SIGTERM" or "lease revoked" (docs/measure.md,
+# Interrupts).
 INTERRUPT_CAUSES = ("SIGINT", "SIGTERM", "lease revoked")
 
 

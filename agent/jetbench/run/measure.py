@@ -93,20 +93,16 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
     point runs on several devices at once (measure --devices, torchrun)."""
     t_start = time.monotonic()
     validate(request)
-    made = io.missing_dirs(request.out_dir) if request.out_dir is not None else []
+    made = request.out_dir is not None and not request.out_dir.exists()
     if request.out_dir is not None:
         io.check_out_dir(request.out_dir)  # before any work: a bad --out costs no run
-    try:
+    with io.removed_if_left_empty(request.out_dir if made else None):
         return _measure(root, request, progress, on_result, on_applied, command, ranks, t_start)
-    except BaseException:
-        io.remove_empty(made)  # refused before any result: no empty --out left behind
-        raise
 
 
 def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
-             on_result: Optional[Callable[[Dict[str, Any], Path], None]],
-             on_applied: Optional[Callable[[Any, Sequence[Any]], None]],
-             command: str, ranks: Any, t_start: float) -> MeasureReport:
+             on_result: Any, on_applied: Any, command: str, ranks: Any,
+             t_start: float) -> MeasureReport:
     report = MeasureReport(out_dir=request.out_dir)
     with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated
@@ -206,7 +202,8 @@ class _State:
             self.pin.to(point.gpu_freq, on_applied)
             _phase("pinned")
             # Once the workload has returned its timings the point is finished: an interrupt
-            # from then on is held until its result is written whole (README, "Interrupts").
+            # from then on is held until its result is written whole (docs/measure.md,
+            # "Interrupts").
             hold = Hold()
             try:
                 doc, csv_text = self.one(point, k, total, hold)

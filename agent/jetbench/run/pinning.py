@@ -15,6 +15,7 @@ from ..hw.readings import settled
 from ..ownership import journal
 from ..tuning.apply import apply_profile
 from ..tuning.profile import FreqRange, Profile, load_profile
+from ..tuning.targets import COMMAND_LINE
 from ..units import parse_freq
 from .request import MeasureRequest
 
@@ -25,7 +26,7 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
     if request.profile:
         profile = load_profile(request.profile, root_base)
     elif gpu_freq or request.cpu_freq or request.emc_freq:
-        profile = Profile(name="measure", source="command line")
+        profile = Profile(name="measure", source=COMMAND_LINE)
     else:
         return None
     changes: Dict[str, Any] = {}

@@ -21,7 +21,7 @@ from ..hw.board import detect
 from ..hw.fs import Root
 from ..report import schema
 from ..report.figures import plus_minus_pct
-from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now
+from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now, table_hint
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
 from ..workload.model_arg import SIM
@@ -49,18 +49,15 @@ def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
                              hint=f"this GPU's table: {format_hz(ordered[0])} .. "
                                   f"{format_hz(ordered[-1])}")
         return picked
-    for part in word.split(","):
-        spec = parse_freq(part) if part.strip() else None
+    out = set()
+    for part in (p for p in word.split(",") if p.strip()):
+        spec = parse_freq(part)
         if isinstance(spec, int) and not (ordered[0] * (1 - RANGE_TOLERANCE) <= spec
                                           <= ordered[-1] * (1 + RANGE_TOLERANCE)):
-            word_end = "max" if spec > ordered[-1] else "min"
-            nearest = ordered[-1] if spec > ordered[-1] else ordered[0]
-            raise UsageError(f"--freq {format_hz(spec)}: outside this board's GPU table "
+            raise UsageError(f"--freq: {format_hz(spec)} is outside this board's range "
                              f"{format_hz(ordered[0])} .. {format_hz(ordered[-1])}",
-                             hint=f"use --freq {format_hz(nearest).replace(' ', '')} or "
-                                  f"--freq {word_end}; a range (306MHz..max) or all sweeps "
-                                  "the table; nothing was run")
-    out = {resolve_freq(parse_freq(part), ordered) for part in word.split(",") if part.strip()}
+                             hint=table_hint(ordered, spec, ordered[0], ordered[-1]))
+        out.add(resolve_freq(spec, ordered))
     if not out:
         raise UsageError(f"no frequency in {text!r}", hint="use e.g. 307MHz..998MHz or all")
     return sorted(out)

@@ -465,28 +465,32 @@ _add(SimBoard(
     gpu_pci_bdf="0000:01:00.0",
 ))
 
-# Aliases users type: other spellings of the same board, never a different module (an Orin NX
-# is not an Orin Nano: its name is refused, not guessed).
+# Other spellings of a board, each naming exactly one (`jetbench sim list` shows them).
 ALIASES = {"tx1-r32": "tx1", "agx-xavier": "xavier-agx", "agx-orin": "orin-agx",
-           "xavier": "xavier-agx", "orin": "orin-agx", "agx-thor": "thor"}
-
-
-def canonical(key: str) -> str:
-    """The board key `key` names (itself or through an alias); UsageError with the list of
-    boards (and aliases) for any other name."""
-    name = ALIASES.get(key.lower(), key.lower())
-    if name not in BOARDS:
-        import difflib
-
-        near = difflib.get_close_matches(key.lower(), list(BOARDS) + list(ALIASES), n=1)
-        raise UsageError(
-            f"unknown simulated board {key!r}" + (f" (did you mean {near[0]}?)" if near else ""),
-            hint="choose one of: " + ", ".join(sorted(BOARDS)) + "; aliases: " +
-                 ", ".join(f"{a} = {b}" for a, b in sorted(ALIASES.items())) +
-                 " (`jetbench sim list`)",
-        )
-    return name
+           "agx-thor": "thor"}
+# Names that could mean several boards, or a board that is not simulated: refused, saying which
+# boards come closest (an Orin NX's tables are not an Orin Nano's: no guess is made).
+NOT_ONE_BOARD = {
+    "xavier": "Xavier is two boards here: xavier-agx or xavier-nx",
+    "orin": "Orin is several boards here: orin-agx, orin-agx-jp5, orin-agx-jp7, orin-nano, "
+            "orin-nano-super",
+    "orin-nx": "there is no simulated Orin NX (its tables are not the Orin Nano's); the "
+               "closest are orin-nano and orin-nano-super",
+    "orin-nx-super": "there is no simulated Orin NX (its tables are not the Orin Nano's); the "
+                     "closest is orin-nano-super",
+}
 
 
 def get(key: str) -> SimBoard:
-    return BOARDS[canonical(key)]
+    word = key.lower()
+    if word in NOT_ONE_BOARD:
+        raise UsageError(f"unknown simulated board {key!r}: {NOT_ONE_BOARD[word]}",
+                         hint="`jetbench sim list` shows the boards and their other names")
+    name = ALIASES.get(word, word)
+    if name not in BOARDS:
+        raise UsageError(
+            f"unknown simulated board {key!r}",
+            hint="choose one of: " + ", ".join(sorted(BOARDS))
+            + " (`jetbench sim list` shows their other names)",
+        )
+    return BOARDS[name]

@@ -1,4 +1,4 @@
-"""The simulated board's power model (documented in the README, "Simulated boards").
+"""The simulated board's power model (documented in docs/boards.md, "Simulated boards").
 
 Each component draws static power plus dynamic power
 

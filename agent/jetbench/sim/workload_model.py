@@ -1,4 +1,5 @@
-"""The simulated workload's latency model (`--model sim:NAME`, README "Simulated workloads").
+"""The simulated workload's latency model (`--model sim:NAME`, docs/boards.md, "Simulated
+workloads").
 
 One batch of a network on a simulated board takes
 

@@ -61,9 +61,35 @@ def fitting_profiles(board: Board, root: Root) -> List[str]:
     return out
 
 
-def _fail(profile: Profile, where: str, message: str) -> ProfileError:
-    return ProfileError(f"profile {profile.name}: {where}: {message}",
-                        hint="nothing was written; `jetbench info` shows this board's ranges")
+# A profile made from measure's/sweep's/tune's options (run/pinning.build_profile) is spoken of
+# in the options the user gave, not in the profile's sections.
+COMMAND_LINE = "command line"
+_OPTION_OF = {"[gpu]": "--freq", "[cpu]": "--cpu-freq", "[emc]": "--emc-freq"}
+
+
+def _who(profile: Profile, where: str) -> str:
+    """'profile NAME: [gpu] min_freq' for a profile; '--freq' for the command line's."""
+    if profile.source == COMMAND_LINE:
+        for section, option in _OPTION_OF.items():
+            if where.startswith(section):
+                return option
+    return f"profile {profile.name}: {where}"
+
+
+def _fail(profile: Profile, where: str, message: str, hint: str = "") -> ProfileError:
+    return ProfileError(f"{_who(profile, where)}: {message}",
+                        hint=hint or "nothing was written; `jetbench info` shows this board's "
+                                     "ranges")
+
+
+def table_hint(table: Sequence[int], spec: int, lo: int, hi: int) -> str:
+    """The entries nearest a refused request, and `max`: what the user can give instead."""
+    if not table:
+        return f"give a clock in {format_hz(lo)} .. {format_hz(hi)}, or max"
+    nearest = sorted(sorted(table, key=lambda hz: abs(hz - spec))[:2])
+    return (f"nothing was written; the nearest table entries are "
+            f"{' and '.join(format_hz(hz) for hz in nearest)}; max is {format_hz(max(table))} "
+            f"(`jetbench info` lists the whole table)")
 
 
 @dataclass(frozen=True)
@@ -91,38 +117,15 @@ def resolve_spec(
     assert isinstance(spec, int)
     if cap is not None and spec > cap.hz * (1 + RANGE_TOLERANCE):
         raise PowerModeCap(
-            f"profile {profile.name}: {where}: {format_hz(spec)} is above the power mode's cap: "
+            f"{_who(profile, where)}: {format_hz(spec)} is above the power mode's cap: "
             f"mode {cap.caps.mode.text} holds {cap.clock} at {format_hz(cap.hz)} or below",
             hint=f"nothing was written; {cap.caps.way_out()}")
     if spec > hi * (1 + RANGE_TOLERANCE) or (lo and spec < lo * (1 - RANGE_TOLERANCE)):
-        raise _out_of_range(profile, where, spec, table, lo, hi)
+        raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
+                                    f"{format_hz(lo)} .. {format_hz(hi)}",
+                    hint=table_hint(table, spec, lo, hi))
     hz = resolve_freq(spec, table) if table else min(max(spec, lo), hi)
     return min(hz, cap.hz) if cap is not None else hz
-
-
-# The command-line option behind each profile setting of `measure`/`sweep` (pinning.py).
-_OPTIONS = {"[gpu]": "--freq", "[cpu]": "--cpu-freq", "[emc]": "--emc-freq"}
-
-
-def _out_of_range(profile: Profile, where: str, spec: int, table: Sequence[int], lo: int,
-                  hi: int) -> ProfileError:
-    """A frequency outside a clock's range, said in the user's terms: the option they gave
-    (for measure/sweep) or the profile's setting, the range, the nearest entries and `max`."""
-    entries = sorted(table) if table else [lo, hi]
-    nearest = entries[-1] if spec > hi else entries[0]
-    word = "max" if spec > hi else "min"
-    hint = (f"the nearest entry is {format_hz(nearest)} (`{word}`); `jetbench info` lists "
-            "this board's tables; nothing was written")
-    if profile.source == "command line":
-        option = next((o for k, o in _OPTIONS.items() if where.startswith(k)), "--freq")
-        domain = where.split("]")[0].strip("[").upper()
-        return ProfileError(f"{option} {format_hz(spec)}: outside this board's {domain} range "
-                            f"{format_hz(lo)} .. {format_hz(hi)}",
-                            hint=f"use {option} {format_hz(nearest).replace(' ', '')} or "
-                                 f"{option} {word}: "
-                                 + hint.split("; ", 1)[1])
-    return ProfileError(f"profile {profile.name}: {where}: {format_hz(spec)} is outside this "
-                        f"board's range {format_hz(lo)} .. {format_hz(hi)}", hint=hint)
 
 
 def _spec_text(spec: Optional[FreqSpec]) -> str:

@@ -73,10 +73,8 @@ class InProcessRun(TimedRun):
 
     def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
             on_timed_end: Hook, progress: Progress = None) -> Any:
-        return run_timed(self._workload, iterations, duration_s, warmup_s,
-                         warmup_iterations=1 if warmup_s > 0 else 0,
-                         on_timed_start=on_timed_start, on_timed_end=on_timed_end,
-                         progress=progress)
+        return _timed(run_timed, self._workload, iterations, duration_s, warmup_s,
+                      on_timed_start, on_timed_end, progress)
 
     def close(self) -> None:
         self._workload = None
@@ -93,7 +91,13 @@ class ChildRun(TimedRun):
 
     def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
             on_timed_end: Hook, progress: Progress = None) -> Any:
-        return run_in_child(self._work, iterations, duration_s, warmup_s,
-                            warmup_iterations=1 if warmup_s > 0 else 0,
-                            on_timed_start=on_timed_start, on_timed_end=on_timed_end,
-                            progress=progress)
+        return _timed(run_in_child, self._work, iterations, duration_s, warmup_s,
+                      on_timed_start, on_timed_end, progress)
+
+
+def _timed(timer: Callable[..., Any], target: Any, iterations: int, duration_s: float,
+           warmup_s: float, on_timed_start: Hook, on_timed_end: Hook, progress: Progress) -> Any:
+    """run_timed (in process) and run_in_child take the same loop options: given once here."""
+    return timer(target, iterations, duration_s, warmup_s,
+                 warmup_iterations=1 if warmup_s > 0 else 0,
+                 on_timed_start=on_timed_start, on_timed_end=on_timed_end, progress=progress)

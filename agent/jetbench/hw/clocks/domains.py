@@ -5,7 +5,7 @@ A plan, a read of the clocks and the applied knobs all walk DOMAINS in this orde
 a pin writes in (CPU first, so the cores are up before the GPU and EMC move; the fan last).
 Adding a domain is adding one entry (and its target's field on tuning.targets.Targets).
 
-The applied knobs are not the current-frequency files: those are *observed* (README, "What
+The applied knobs are not the current-frequency files: those are *observed* (docs/hardware.md, "What
 real kernels do"). Per clock: governor, min/max (cpufreq/devfreq knobs, kHz converted to Hz)
 and, where the clock is pinned by an override (tegra210 GPU `override.gbus`, the EMC override
 or BPMP rate lock), the override rate read back from its file.

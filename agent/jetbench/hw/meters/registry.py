@@ -23,8 +23,8 @@ from typing import Dict, List, Optional, Sequence
 
 from ...errors import UsageError
 from ...units import parse_duration_s
+from .. import nvml as nvml_api
 from ..fs import Root
-from ..nvml import nvml_available, nvml_power_supported
 from .base import EmptySource, PowerSource
 from .ina3221 import rail_sources, scan_rails
 from .rapl import RaplSource, rapl_zones, unreadable_reason
@@ -228,14 +228,14 @@ def auto_sources(
     board_rails = list(rails) or scan_rails(root)
     if board_rails:
         out: List[PowerSource] = list(rail_sources(root, board_rails, total_rail))  # type: ignore
-        if root.is_host and nvml_power_supported():
+        if root.is_host and nvml_api.nvml_power_supported():
             # A Jetson whose NVML reports power (Thor; Orin and older answer NotSupported):
             # the GPU's own figure beside the rails, at point gpu_board.
             from .nvml import NvmlSource
 
             out.append(NvmlSource(gpu=gpu))  # type: ignore[arg-type]
         return out
-    nvml = root.is_host and nvml_available()
+    nvml = root.is_host and nvml_api.nvml_available()
     zones = rapl_zones(root)
     if gpu is not None and nvml:
         from .nvml import NvmlSource

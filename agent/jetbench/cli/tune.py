@@ -1,0 +1,157 @@
+"""`jetbench tune`: parse, call run/tune.tune, render. Takes measure's workload and window
+options as they are (the same definitions, cli/measure.py)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import typer
+
+from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
+from .measure import (
+    _BATCH,
+    _CMD,
+    _CMD_LOG,
+    _DEVICE,
+    _DURATION,
+    _ITER,
+    _JSON,
+    _METER,
+    _MODEL,
+    _PRECISION,
+    _PROVIDER,
+    _SHAPE,
+    _THROUGHPUT_FROM,
+    _UNIT,
+    _WAIT,
+    _WARMUP,
+    _options,
+)
+
+_SEARCH = "Search"
+
+
+def tune(
+    ctx: typer.Context,
+    model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
+    objective: List[str] = typer.Option(
+        ["images_per_j"], "--objective", rich_help_panel=_SEARCH, metavar="NAME",
+        help="What to optimise (repeatable: several give a Pareto front): images_per_j, "
+             "images_per_s, latency_p99_ms, power_w."),
+    constraint: List[str] = typer.Option(
+        [], "--constraint", rich_help_panel=_SEARCH, metavar="NAME>=X",
+        help="A requirement on the same names, e.g. 'images_per_s>=30' or "
+             "'latency_p99_ms<=40' (repeatable). A trial that breaks one is never chosen."),
+    knobs: str = typer.Option("gpu", "--knobs", rich_help_panel=_SEARCH, metavar="KNOBS",
+                              help="Clocks to search, from the board's own tables: gpu, emc, "
+                                   "cpu (comma-separated)."),
+    budget: int = typer.Option(20, "--budget", rich_help_panel=_SEARCH, metavar="N",
+                               help="Trials in the whole study (every board's)."),
+    seed: Optional[int] = typer.Option(None, "--seed", rich_help_panel=_SEARCH, metavar="N",
+                                       help="The sampler's seed (a repeatable search)."),
+    storage: Optional[str] = typer.Option(
+        None, "--storage", rich_help_panel=_SEARCH, metavar="URL",
+        help="Optuna storage shared by several boards (sqlite:///PATH, postgresql://..., "
+             "mysql://...). Default: DIR/study.db."),
+    study: Optional[str] = typer.Option(None, "--study", rich_help_panel=_SEARCH,
+                                        metavar="NAME", help="The study's name in --storage."),
+    out: Path = typer.Option(Path("jetbench-tune"), "--out", rich_help_panel="Output",
+                             metavar="DIR", help="Directory: study.db, tune.json, pareto.png "
+                             "and every trial's result. Run tune again with the same DIR to "
+                             "continue a study."),
+    save_profile: Optional[str] = typer.Option(
+        None, "--save-profile", rich_help_panel="Output", metavar="NAME",
+        help="Write the best point as /etc/jetbench/profiles/NAME.toml (under --root), for "
+             "`jetbench apply NAME` and `jetbench daemon --profile NAME`."),
+    plot: bool = typer.Option(True, "--plot/--no-plot", rich_help_panel="Output",
+                              help="Draw DIR/pareto.png."),
+    meter: Optional[List[str]] = _METER, iterations: int = _ITER, duration: str = _DURATION,
+    warmup: str = _WARMUP, device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
+    provider: Optional[str] = _PROVIDER, cmd: Optional[str] = _CMD,
+    throughput_from: Optional[str] = _THROUGHPUT_FROM, unit: Optional[str] = _UNIT,
+    cmd_log: Optional[Path] = _CMD_LOG, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
+    workload_python: Optional[str] = WORKLOAD_PYTHON,
+    beyond_power_mode: bool = beyond_power_mode_option(),
+) -> None:
+    """Find the most efficient clocks (and batch, precision) for a workload under constraints:
+    every trial a real measure point (pinned, warmed up, windowed, validated, restored), chosen
+    by Optuna's TPE sampler (NSGA-II for several objectives). The study is kept in DIR/study.db:
+    Ctrl-C, kill -9 or a reboot lose nothing, and several boards can share one study
+    (--storage, --study). Prints the best point and the Pareto front, writes DIR/tune.json and
+    DIR/pareto.png, and with --save-profile the profile the daemon can hold."""
+    from ..interrupts import InterruptLatch
+    from ..open_board import open_board
+    from ..run.request import split_list
+    from ..run.tune import Constraint, TuneRequest, pareto_plot
+    from ..run.tune import save_profile as write_profile
+    from ..run.tune import tune as run
+
+    given: Dict[str, Any] = dict(locals())
+    options = _options(ctx, given)
+    root = open_root(ctx)
+    host = socket.gethostname()
+    request = TuneRequest(options, out, objectives=tuple(
+        o for item in objective for o in split_list(item)),
+        constraints=tuple(Constraint.parse(c) for c in constraint),
+        knobs=tuple(split_list(knobs)), budget=budget, storage=storage, study=study, seed=seed,
+        # the board a trial ran on: this host, and its --root when that is not / (simulated)
+        board_name=host if str(root.base) == "/" else f"{host}:{root.base}")
+
+    def say(line: str) -> None:
+        if not as_json:
+            console(stderr=True).print(line, soft_wrap=True, highlight=False, markup=False)
+
+    with InterruptLatch():
+        report = run(root, request, progress=say)
+    doc = report.doc
+    if plot:
+        report.plot = pareto_plot(doc, out / "pareto.png")
+    if save_profile:
+        with open_board(root, simulate_power=False) as board:
+            report.profile = write_profile(root, board, doc, save_profile)
+    if as_json:
+        print_json({**doc, "tune_json": str(report.path),
+                    "plot": str(report.plot) if report.plot else None,
+                    "profile": str(report.profile) if report.profile else None})
+        return
+    _render(doc)
+    out_console = console()
+    out_console.print(f"results: {report.path}" + (f", {report.plot}" if report.plot else ""),
+                      soft_wrap=True, highlight=False)
+    if report.profile:
+        out_console.print(f"profile: {report.profile} (jetbench apply {save_profile})",
+                          soft_wrap=True, highlight=False)
+
+
+def _render(doc: Dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from .render import sim_tag
+
+    table = Table(title="jetbench tune: the best point and the Pareto front"
+                  + sim_tag(doc["simulated"]), title_justify="left")
+    for col in ("", "settings", "img/s", "W", "img/J", "p99 ms"):
+        table.add_column(col)
+    rows = ([("best", doc["best"])] if doc["best"] else []) + [
+        ("front", t) for t in doc["pareto"] if not doc["best"]
+        or t["number"] != doc["best"]["number"]]
+    for label, t in rows:
+        s, m = t["settings"], t["metrics"]
+        clocks = " ".join(f"{k[:-3]} {v / 1e6:.0f}MHz" for k, v in s.items() if k.endswith("_hz"))
+        table.add_row(label, f"{s['model']} {s['precision']} b{s['batch']} {clocks}",
+                      _num(m.get("images_per_s")), _num(m.get("power_w")),
+                      _num(m.get("images_per_j")), _num(m.get("latency_p99_ms")))
+    out = console()
+    out.print(table)
+    done = [t for t in doc["trials"] if t["state"] == "COMPLETE"]
+    out.print(f"{len(done)} trial(s) complete, {sum(1 for t in done if t['feasible'])} "
+              f"feasible; objective {', '.join(doc['objectives'])}; constraints "
+              f"{', '.join(doc['constraints']) or 'none'}", soft_wrap=True, highlight=False)
+    if not doc["best"]:
+        out.print("no trial met the constraints with a valid result", style="bold red")
+
+
+def _num(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.3g}"

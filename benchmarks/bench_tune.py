@@ -1,0 +1,113 @@
+"""Quality of `jetbench tune`'s search: the best img/J it finds against the exhaustive grid of the
+same space (GPU x EMC, sim:alexnet, whose speed and power follow the simulated clocks), on
+simulated TX1, Orin Nano and Xavier NX boards.
+
+Target (issue 26): within 3% of the grid's best img/J with at most 40% of the grid's
+measurements, median over seeds. A search's choice and the grid's best are each the luckiest
+of many noisy readings, so they are not compared as read: the tuned point and the grid's best
+point are measured again side by side, interleaved, REPEATS times with a longer window, and the
+gap is 1 - median(tuned) / median(grid's best).
+
+    python benchmarks/bench_tune.py [--boards tx1,orin-nano,xavier-nx] [--seeds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from jetbench.hw.board import detect
+from jetbench.hw.fs import Root
+from jetbench.run.measure import measure
+from jetbench.run.request import MeasureOptions, build_request
+from jetbench.run.tune import TuneRequest, probe_emc_rates, search_space, tune
+from jetbench.sim.create import create_board
+
+WINDOW = dict(duration="0.3", warmup="0.1", iterations=3)
+JUDGE = dict(duration="1.5", warmup="0.2", iterations=10)
+REPEATS = 3
+MODEL, PRECISION, BATCH = "sim:alexnet", "fp16", "8"
+
+
+def grid(root: Root, gpu: List[int], emc: List[int]) -> Dict[Tuple[int, int], float]:
+    """img/J of every (GPU, EMC) point, one measure run per EMC rate."""
+    out: Dict[Tuple[int, int], float] = {}
+    for e in emc:
+        options = MeasureOptions(model=MODEL, precision=PRECISION, batch=BATCH,
+                                 freq=",".join(str(g) for g in gpu), emc_freq=str(e),
+                                 **WINDOW)
+        report = measure(root, build_request(options))
+        for g, doc in zip(gpu, report.results):
+            ipj = (doc.get("efficiency") or {}).get("images_per_j")
+            if doc.get("validity", {}).get("valid") and ipj:
+                out[(g, e)] = ipj
+    return out
+
+
+def judged(root: Root, points: List[Tuple[int, int]]) -> List[List[float]]:
+    """img/J of each point, REPEATS times, the points interleaved within each repeat."""
+    readings: List[List[float]] = [[] for _ in points]
+    for _ in range(REPEATS):
+        for k, (g, e) in enumerate(points):
+            options = MeasureOptions(model=MODEL, precision=PRECISION, batch=BATCH, freq=str(g),
+                                     emc_freq=str(e), **JUDGE)
+            doc = measure(root, build_request(options)).results[0]
+            readings[k].append((doc.get("efficiency") or {}).get("images_per_j") or 0.0)
+    return readings
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--boards", default="tx1,orin-nano,xavier-nx")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--share", type=float, default=0.4, help="tune's budget, a share of the grid")
+    args = ap.parse_args(argv)
+    met_all = True
+    print(f"{'board':10} {'grid':>5} {'budget':>6} {'grid best':>10} {'gap':>6} "
+          f"{'tuned':>7}  per seed (img/J re-measured {REPEATS}x, interleaved)")
+    for name in args.boards.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = Path(tmp) / name
+            create_board(name, base)
+            root = Root(str(base))
+            board = detect(root)
+            space = search_space(root, board, ("gpu", "emc"), False)
+            space["emc"] = probe_emc_rates(root, space["emc"], False)
+            t0 = time.monotonic()
+            measured = grid(root, space["gpu"], space["emc"])
+            grid_s = time.monotonic() - t0
+            best_point = max(measured, key=measured.get)
+            best = measured[best_point]
+            size = len(space["gpu"]) * len(space["emc"])
+            budget = max(1, int(size * args.share))
+            gaps, own = [], []
+            for seed in range(args.seeds):
+                out = Path(tmp) / f"tune-{seed}"
+                req = TuneRequest(MeasureOptions(model=MODEL, precision=PRECISION, batch=BATCH,
+                                                 **WINDOW), out, knobs=("gpu", "emc"),
+                                  budget=budget, seed=seed)
+                doc = tune(root, req).doc
+                s = doc["best"]["settings"]
+                tuned_point = (s["gpu_hz"], s["emc_hz"])
+                tuned, grid_best = judged(root, [tuned_point, best_point])
+                gaps.append(100.0 * (1 - statistics.median(tuned) / statistics.median(grid_best)))
+                own.append(statistics.median(tuned))
+            gap = statistics.median(gaps)
+            met = gap <= 3.0 and budget <= 0.4 * size
+            met_all &= met
+            print(f"{name:10} {size:5d} {budget:6d} {best:10.3f} {gap:5.1f}% "
+                  f"{statistics.median(own):7.3f}  gaps {', '.join(f'{g:.1f}%' for g in gaps)}"
+                  f" (grid {grid_s:.0f} s; grid's best read {best:.3f} once)"
+                  f"  {'met' if met else 'NOT met'}")
+    print("target: median gap <= 3% with <= 40% of the grid's measurements: "
+          + ("met" if met_all else "NOT met"))
+    return 0 if met_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
