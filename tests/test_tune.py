@@ -62,8 +62,15 @@ def test_a_study_finds_a_feasible_point_writes_its_files_and_a_profile_apply_pin
     assert 1_600_000_000 in doc["space"]["emc"] and len(doc["space"]["emc"]) >= 3
     best = doc["best"]
     assert best["valid"] and best["feasible"] and best["metrics"]["images_per_s"] >= 20
-    feasible = [t for t in doc["trials"] if t["feasible"]]
-    assert best["metrics"]["images_per_j"] == max(t["metrics"]["images_per_j"] for t in feasible)
+    # the best point by its readings' mean (the last trials read the best points again)
+    means = {}
+    for t in doc["trials"]:
+        if t["feasible"]:
+            means.setdefault(json.dumps(t["settings"], sort_keys=True), []).append(
+                t["metrics"]["images_per_j"])
+    top = max(sum(v) / len(v) for v in means.values())
+    assert best["metrics"]["images_per_j"] == pytest.approx(top)
+    assert any(t["confirms"] for t in doc["trials"])  # 6 // 5 = 1 reading again
     for t in doc["trials"]:  # a trial is a real measure point with its own result file
         assert Path(t["result"]).is_file()
     assert (out / "pareto.png").stat().st_size > 10_000
@@ -158,16 +165,26 @@ def test_the_best_is_never_invalid_or_infeasible_and_a_tie_goes_to_less_power():
     breaks = _trial(1, 50.0, 1.0, violations=(3.0, 0.0))
     failed = _trial(2, 80.0, 1.0, state="FAIL")
     ok = _trial(3, 10.0, 5.0)
-    assert choose_best([invalid, breaks, failed, ok], "images_per_j") is ok
+    def best(*trials):
+        chosen = choose_best(list(trials), "images_per_j")
+        return None if chosen is None else chosen.number
+
+    assert best(invalid, breaks, failed, ok) == 3
     # 10.0 +- 5% and 10.4 +- 5% overlap: a tie, and the cheaper in power wins
     cheap = _trial(4, 10.0, 4.0, pct=5.0)
     fast = _trial(5, 10.4, 6.0, pct=5.0)
-    assert choose_best([cheap, fast], "images_per_j") is cheap
+    assert best(cheap, fast) == 4
     apart = _trial(6, 12.0, 6.0, pct=1.0)
-    assert choose_best([cheap, apart], "images_per_j") is apart
+    assert best(cheap, apart) == 6
     unknown = _trial(7, 10.4, 6.0, pct=None)  # no stated uncertainty: no tie is claimed
-    assert choose_best([cheap, unknown], "images_per_j") is unknown
-    assert choose_best([invalid], "images_per_j") is None
+    assert best(cheap, unknown) == 7
+    assert best(invalid) is None
+    # a point read twice counts by its mean: 12 then 8 is 10, below a steady 11
+    lucky = [_trial(8, 12.0, 5.0), _trial(9, 8.0, 5.0)]
+    for t in lucky:
+        t.user_attrs["settings"] = {"gpu_hz": 1}
+    steady = _trial(10, 11.0, 5.0)
+    assert best(*lucky, steady) == 10
 
 
 def test_constraints_and_options_are_checked_before_any_work(tmp_path):

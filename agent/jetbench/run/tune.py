@@ -21,6 +21,7 @@ combined uncertainty are a tie, and the one drawing less power wins.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -50,6 +51,7 @@ KNOBS = ("gpu", "emc", "cpu")
 # actually ran it at (probe_emc_rates): the space holds only rates the EMC really runs.
 EMC_FRACTIONS = (1.0, 0.75, 0.5, 0.375, 0.25)
 STUDY_FILE = "study.db"
+CONFIRM = 3  # the best distinct points measured once more at the end of the budget
 _CONSTRAINT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
 
 
@@ -324,12 +326,26 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
 
     states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
               optuna.trial.TrialState.PRUNED)
-    remaining = req.budget - len(study.get_trials(deepcopy=False, states=states))
-    if remaining > 0:
-        say(f"tune: {remaining} trial(s) to run here ({req.budget} in the study, "
-            f"{req.budget - remaining} done); space: "
+    def count() -> int:
+        return len(study.get_trials(deepcopy=False, states=states))
+
+    # The last trials of the budget measure the best points found once more: a search keeps
+    # the luckiest of many noisy readings, and a second reading is what tells a real peak.
+    confirm = min(CONFIRM, req.budget // 5) if len(directions) == 1 else 0
+    search = req.budget - confirm
+    if count() < req.budget:
+        say(f"tune: {req.budget - count()} trial(s) to run here ({req.budget} in the study, "
+            f"{count()} done, the last {confirm} measuring the best points again); space: "
             + ", ".join(f"{k} {len(v)}" for k, v in space.items()))
-        study.optimize(objective, n_trials=remaining, catch=(Exception,),
+    if count() < search:
+        study.optimize(objective, n_trials=search - count(), catch=(Exception,),
+                       callbacks=[optuna.study.MaxTrialsCallback(search, states=states)])
+    again = _to_confirm(study.get_trials(deepcopy=False), req.objectives[0],
+                        req.budget - count())
+    for params in again:
+        study.enqueue_trial(params, user_attrs={"confirms": True})
+    if again:
+        study.optimize(objective, n_trials=len(again), catch=(Exception,),
                        callbacks=[optuna.study.MaxTrialsCallback(req.budget, states=states)])
     doc = study_doc(study, req, space, simulated)
     path = req.out_dir / "tune.json"
@@ -365,10 +381,52 @@ def feasible(trial: Any) -> bool:
             and all(v <= 0 for v in trial.user_attrs.get("constraints", [1.0])))
 
 
+def _key(t: Any) -> str:
+    settings = t.user_attrs.get("settings")
+    return json.dumps(settings, sort_keys=True) if settings else f"#{t.number}"
+
+
+def _pooled(trials: Sequence[Any]) -> Dict[str, Any]:
+    """Trials of the same settings as one point: its readings' mean metrics (a point with a
+    reading that is invalid or breaks a constraint is not feasible)."""
+    groups: Dict[str, List[Any]] = {}
+    for t in trials:
+        if t.state.name == "COMPLETE":
+            groups.setdefault(_key(t), []).append(t)
+    pooled = {}
+    for key, group in groups.items():
+        metrics: Dict[str, Any] = {}
+        for name in group[0].user_attrs.get("metrics", {}):
+            values = [t.user_attrs["metrics"].get(name) for t in group]
+            metrics[name] = None if None in values else sum(values) / len(values)
+        pooled[key] = {"trials": group, "metrics": metrics,
+                       "feasible": all(feasible(t) for t in group)}
+    return pooled
+
+
+def _to_confirm(trials: Sequence[Any], objective: str, room: int) -> List[Dict[str, Any]]:
+    """The params of the best feasible points read only once, best first, at most `room`."""
+    if room <= 0 or objective not in OBJECTIVES:
+        return []
+    sign = 1 if OBJECTIVES[objective] == "maximize" else -1
+    once = [p for p in _pooled(trials).values() if p["feasible"] and len(p["trials"]) == 1
+            and p["metrics"].get(objective) is not None]
+    once.sort(key=lambda p: -sign * p["metrics"][objective])
+    return [dict(p["trials"][0].params) for p in once[:room]]
+
+
 def choose_best(trials: Sequence[Any], objective: str) -> Optional[Any]:
-    """The best feasible trial on `objective`; for images_per_j, points whose img/J differ by
-    less than their combined uncertainty are a tie and the one drawing less power wins."""
-    ok = [t for t in trials if feasible(t) and t.user_attrs["metrics"].get(objective) is not None]
+    """The best feasible point on `objective` (a trial standing for it; points measured more
+    than once count by their mean); for images_per_j, points whose img/J differ by less than
+    their combined uncertainty are a tie and the one drawing less power wins."""
+    points = {k: p for k, p in _pooled(trials).items()
+              if p["feasible"] and p["metrics"].get(objective) is not None}
+    ok = []
+    for p in points.values():
+        stand_in = copy.copy(p["trials"][-1])
+        stand_in.user_attrs = {**stand_in.user_attrs, "metrics": p["metrics"],
+                               "readings": len(p["trials"])}
+        ok.append(stand_in)
     if not ok:
         return None
     sign = 1 if OBJECTIVES[objective] == "maximize" else -1
@@ -399,6 +457,8 @@ def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
 
     def trial_doc(t: Any) -> Dict[str, Any]:
         return {"number": t.number, "state": t.state.name, "board": t.user_attrs.get("board"),
+                "readings": t.user_attrs.get("readings", 1),
+                "confirms": bool(t.user_attrs.get("confirms")),
                 "settings": t.user_attrs.get("settings"), "metrics": t.user_attrs.get("metrics"),
                 "valid": t.user_attrs.get("valid"), "feasible": feasible(t),
                 "reasons": t.user_attrs.get("reasons", []),
