@@ -237,30 +237,30 @@ def _fits(con: Any, table: Any) -> bool:
     return con.measure(table, options=con.options.update_width(10_000)).maximum <= con.width
 
 
-def _min_fits(con: Any, table: Any) -> bool:
-    """Whether rich can lay `table` out in the terminal by wrapping cells at spaces only (every
-    column at least as wide as its longest word: no number is ever cut)."""
-    return con.measure(table, options=con.options.update_width(10_000)).minimum <= con.width
-
-
 def _copy(table: Any, columns: Sequence[int], title: Any, header_wrap: bool) -> Any:
-    """A compact copy of `table` with only `columns` (no box, one space between columns)."""
+    """A compact copy of `table` with only `columns` (no box, one space between columns).
+    header_wrap: each column exactly as wide as its widest cell (or its header's longest
+    word), the header wrapped at spaces to that width; a cell is never wrapped or cut."""
+    import textwrap
+
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     out = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                 padding=(0, 1), show_edge=False)
-    from rich.text import Text
-
     cells = [list(table.columns[i].cells) for i in columns]
     for i, column in zip(columns, cells):
         c = table.columns[i]
-        # header_wrap: the header may wrap at spaces, a cell never (its column is as wide as
-        # its widest cell)
+        if not header_wrap:
+            out.add_column(c.header, justify=c.justify, style=c.style, no_wrap=c.no_wrap,
+                           overflow="fold")
+            continue
+        head = " ".join(str(c.header).split())
         widest = max((Text.from_markup(str(x)).cell_len for x in column), default=1)
-        out.add_column(c.header, justify=c.justify, style=c.style,
-                       no_wrap=not header_wrap and c.no_wrap, overflow="fold",
-                       min_width=widest if header_wrap else None)
+        width = max([widest] + [len(word) for word in head.split()])
+        out.add_column("\n".join(textwrap.wrap(head, width)) or head, justify=c.justify,
+                       style=c.style, no_wrap=True, width=width)
     for r in range(max((len(c) for c in cells), default=0)):
         out.add_row(*(c[r] if r < len(c) else "" for c in cells))
     return out
@@ -292,7 +292,7 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
 
     for wrap in (False, True):
         compact = _copy(table, keep, None, header_wrap=wrap)
-        if _fits(con, compact) or (wrap and _min_fits(con, compact)):
+        if _fits(con, compact):
             head()
             con.print(compact)
             return
@@ -300,11 +300,11 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
     chunks: List[List[int]] = []
     for i in rest:
         trial = (chunks[-1] + [i]) if chunks else [i]
-        if chunks and _min_fits(con, _copy(table, keys + trial, None, True)):
+        if chunks and _fits(con, _copy(table, keys + trial, None, True)):
             chunks[-1] = trial
         else:
             chunks.append([i])
-    if chunks and all(_min_fits(con, _copy(table, keys + c, None, True)) for c in chunks):
+    if chunks and all(_fits(con, _copy(table, keys + c, None, True)) for c in chunks):
         head()
         for k, chunk in enumerate(chunks):
             if k:
