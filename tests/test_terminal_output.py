@@ -144,3 +144,34 @@ def test_sweep_answer_last_once_per_figure(tmp_path):
     assert lines[-1].startswith("results: ")
     answer = " ".join(lines[start:start + 3]).split("fastest:")[0]
     assert answer.count("img/s/W") == 1, answer
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_split_table_never_cuts_a_figure_or_a_word(width):
+    """Long headers wrap, words wrap at spaces, figures stay whole, at any of the widths."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from jetbench.cli.render import print_results_table
+    from jetbench.report.tables import short_label
+
+    labels = ["Performance (img/s)", "Power (W): VDD_IN, module input",
+              "Performance/W (img/s/W): VDD_IN", "Energy above idle: W / img/s/W",
+              "Idle W, as pinned (active idle)", "Pre-regulation W, ESTIMATE", "Valid"]
+    columns = [["36{k}.5", "7.7{k} +- 0.35", "46.{k} +- 3.7", "0.7{k} +- 0.70 / 490 +- 490",
+                "7.0{k} +- 0.35", "8.0{k} +- unknown (80%)",
+                "yes, noisy (CV 1{k}%)" if k else "yes"] for k in range(4)]
+    table = Table(title="t")
+    table.add_column("")
+    for cfg in ("FP16 b1", "FP16 b8", "FP32 b1", "FP32 b8"):
+        table.add_column(f"sim:resnet18 {cfg}")
+    for r, label in enumerate(labels):
+        table.add_row(label, *[columns[k][r].format(k=k) for k in range(4)])
+    con = Console(width=width, record=True, force_terminal=False, color_system=None)
+    print_results_table(con, table, {lb: short_label(lb) for lb in labels})
+    text = con.export_text()
+    assert max(len(ln) for ln in text.splitlines()) <= width
+    for k in range(4):
+        for cell in columns[k][:-1]:
+            assert cell.format(k=k) in text, (cell.format(k=k), text)
+    assert "yes, noisy" in text and "(CV 13%)" in text and "ESTIMATE" in text

@@ -237,6 +237,9 @@ def _fits(con: Any, table: Any) -> bool:
     return con.measure(table, options=con.options.update_width(10_000)).maximum <= con.width
 
 
+_WORDS_MIN = 10  # a column of words is not wrapped narrower than this
+
+
 def _copy(table: Any, columns: Sequence[int], title: Any, header_wrap: bool) -> Any:
     """A compact copy of `table` with only `columns` (no box, one space between columns).
     header_wrap: each column exactly as wide as its widest cell (or its header's longest
@@ -257,10 +260,16 @@ def _copy(table: Any, columns: Sequence[int], title: Any, header_wrap: bool) -> 
                            overflow="fold")
             continue
         head = " ".join(str(c.header).split())
-        widest = max((Text.from_markup(str(x)).cell_len for x in column), default=1)
-        width = max([widest] + [len(word) for word in head.split()])
+        texts = [Text.from_markup(str(x)).plain for x in column]
+        # a figure (starts with a digit or a sign) is never wrapped; words ('yes, noisy
+        # (CV 13%)') may wrap at spaces, in a column at least _WORDS_MIN wide
+        figures = [len(t) for t in texts if t[:1] and not t[:1].isalpha()]
+        words = [len(w) for t in texts if t[:1].isalpha() for w in t.split()]
+        wide_words = max((len(t) for t in texts if t[:1].isalpha()), default=0)
+        width = max([1] + figures + words + [len(w) for w in head.split()]
+                    + [min(wide_words, _WORDS_MIN)])
         out.add_column("\n".join(textwrap.wrap(head, width)) or head, justify=c.justify,
-                       style=c.style, no_wrap=True, width=width)
+                       style=c.style, no_wrap=not words, width=width)
     for r in range(max((len(c) for c in cells), default=0)):
         out.add_row(*(c[r] if r < len(c) else "" for c in cells))
     return out

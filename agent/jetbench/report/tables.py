@@ -227,6 +227,11 @@ _SHORT = (  # a row label as a column header of the one-row-per-configuration ta
     (re.compile(r"^Power \(W\): (\S+), .*$"), r"\1 W"),
     (re.compile(r"^Performance/W \((.+)\): (\S+)$"), r"\1 (\2)"),
     (re.compile(r"^(\S+) \(.*\) W$"), r"\1 W"),
+    (re.compile(r"^Energy above idle: W / (.+)$"), r"above idle: W / \1"),
+    (re.compile(r"^Idle W, as pinned \(active idle\)$"), "idle W (pinned)"),
+    (re.compile(r"^Idle W, board governors \(unpinned\)$"), "idle W (unpinned)"),
+    (re.compile(r"^Pre-regulation W, ESTIMATE$"), "pre-regulation W ESTIMATE"),
+    (re.compile(r"^(.+) pre-regulation, ESTIMATE$"), r"\1 pre-regulation ESTIMATE"),
 )
 
 
