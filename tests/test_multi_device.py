@@ -110,7 +110,8 @@ def _check_gathered(doc, tmp_path):
     assert len({r["pid"] for r in rows}) == 2
     per_rank = [r["throughput"]["images_per_s"] for r in rows]
     assert min(per_rank) > 0
-    assert doc["throughput"]["images_per_s"] == pytest.approx(sum(per_rank), rel=1e-12)
+    # the sum of the ranks', as the result file keeps figures (9 significant digits)
+    assert doc["throughput"]["images_per_s"] == pytest.approx(sum(per_rank), rel=1e-8)
     assert doc["workload"]["device"] == "cpu x2"
     assert doc["distributed"]["backend"] == "gloo"
     assert doc["distributed"]["world_size"] == 2
