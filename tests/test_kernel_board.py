@@ -121,19 +121,23 @@ def test_taking_the_last_cpu_offline_is_ebusy(fuse_orin_nano):
 
 
 def test_ina3221_readings_follow_the_power_model_unpadded(tmp_path):
-    """At load 0 and boot clocks (GPU 306 MHz, CPU 115.2 MHz, EMC 2133 MHz), by hand from the
-    README's model and sim/power_model.py's tegra234 coefficients:
-    GPU 0.6 + 25 * (306/624.75) * (0.8/1.1)^2 * 0.1 = 1.24766 W; CPU 0.5 + 10 *
-    (115.2/1651.2) * (0.8/1.1)^2 * 0.1 = 0.53690 W; SoC 2.0 + 0.2 = 2.2 W; DDR 0.6 + 2.0 * 0.3 =
-    1.2 W; CV 0.4; sys 1.5; wifi 0.25. VDD_IN = 7.33457 / 0.9 = 8.14952 W at 19 V = 429 mA;
-    VDD_CPU_GPU_CV = 2.18457 W at 5 V = 437 mA; VDD_SOC = 2.2 W at 5 V = 440 mA."""
+    """At load 0 and boot clocks (GPU 306 MHz, CPU 115.2 MHz, EMC 2133 MHz), by hand from
+    docs/boards.md's model and sim/power_model.py's tegra234 coefficients. Unscaled dynamic
+    parts: GPU 25 * (306/624.75) * (0.8/1.1)^2 * 0.1 = 0.647662 W; CPU 10 * (115.2/1651.2) *
+    (0.8/1.1)^2 * 0.1 = 0.036902 W; SoC 0.2 W; DDR 2.0 * 0.3 = 0.6 W. The Orin Nano's modes
+    are 15 W and 7 W, so the dynamic parts are scaled to fit 15 W at full load and top clocks:
+    room = 15 * 0.9 - static (0.6 + 0.5 + 2.0 + 0.6 + 0.4 + 1.5 + 0.25 = 5.85) = 7.65 W over a
+    full dynamic 25 + 10 + 0.2 + 2.0 = 37.2 W: scale 0.2056452. Module = 5.85 + 0.2056452 *
+    1.484564 = 6.155294 W; VDD_IN = 6.155294 / 0.9 = 6.839216 W at 19 V = 360 mA;
+    VDD_CPU_GPU_CV = 0.6 + 0.5 + 0.4 + 0.2056452 * 0.684564 = 1.640778 W at 5 V = 328 mA;
+    VDD_SOC = 2.0 + 0.2056452 * 0.2 = 2.041129 W at 5 V = 408 mA."""
     with fuse_board(tmp_path, "orin-nano", load=0.0) as b:
         raw = b.p(f"{HWMON}/curr1_input").read_bytes()
         assert re.fullmatch(rb"\d+\n", raw), raw  # unpadded, as the driver prints it
-        assert [b.read(f"{HWMON}/curr{ch}_input") for ch in (1, 2, 3)] == ["429", "437", "440"]
+        assert [b.read(f"{HWMON}/curr{ch}_input") for ch in (1, 2, 3)] == ["360", "328", "408"]
         assert b.read(f"{HWMON}/in1_input") == "19000"
-        # Shunt voltage: 437 mA over shunt2_resistor (10000 uOhm) = 4370 uV.
-        assert b.read(f"{HWMON}/in5_input") == "4370"
+        # Shunt voltage: 328 mA over shunt2_resistor (10000 uOhm) = 3280 uV.
+        assert b.read(f"{HWMON}/in5_input") == "3280"
 
 
 def test_ina3221_values_change_only_at_update_interval(tmp_path):

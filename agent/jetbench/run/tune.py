@@ -283,8 +283,7 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
                                           n_startup_trials=startup, **given)
                if len(directions) == 1 else
                optuna.samplers.NSGAIISampler(seed=req.seed, **given))
-    study = optuna.create_study(study_name=name, storage=storage, directions=directions,
-                                sampler=sampler, load_if_exists=True)
+    study = _open_study(optuna, name, storage, directions, sampler)
     _recover(optuna, root, study, req.board_name, say)
     study.set_user_attr("space", {k: v for k, v in space.items()})
     study.set_user_attr("objectives", list(req.objectives))
@@ -351,6 +350,24 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
     path = req.out_dir / "tune.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return TuneReport(doc, path)
+
+
+def _open_study(optuna: Any, name: str, storage: str, directions: List[str],
+                sampler: Any) -> Any:
+    """The study, created or joined. Boards starting together on a new database race to create
+    Optuna's tables ("table alembic_version already exists", a duplicated study): the one that
+    loses tries again and joins what the other made."""
+    for attempt in range(20):
+        try:
+            return optuna.create_study(study_name=name, storage=storage, directions=directions,
+                                       sampler=sampler, load_if_exists=True)
+        except Exception as err:  # noqa: BLE001 - SQLAlchemy's and Optuna's, whichever won
+            if attempt == 19 or "already exists" not in str(err) and \
+                    type(err).__name__ not in ("OperationalError", "IntegrityError",
+                                               "DuplicatedStudyError"):
+                raise
+            time.sleep(0.1 + 0.05 * attempt)
+    raise AssertionError("unreachable")
 
 
 def _worst(direction: str) -> float:
