@@ -175,3 +175,15 @@ def test_split_table_never_cuts_a_figure_or_a_word(width):
         for cell in columns[k][:-1]:
             assert cell.format(k=k) in text, (cell.format(k=k), text)
     assert "yes, noisy" in text and "(CV 13%)" in text and "ESTIMATE" in text
+
+
+def test_grouped_warnings_name_their_configurations():
+    from jetbench.report.tables import grouped
+
+    same = [("FP16 b1", "clocks not pinned"), ("FP32 b1", "clocks not pinned")]
+    assert grouped(same, 2) == ["clocks not pinned [both configurations]"]
+    assert grouped(same + [("FP16 b8", "clocks not pinned")], 3) == [
+        "clocks not pinned [all 3 configurations]"]
+    assert grouped(same, 3) == ["clocks not pinned [FP16 b1, FP32 b1]"]
+    assert grouped([("FP16 b8", "latency varies 14%"), ("FP32 b8", "latency varies 9%")],
+                   2) == ["latency varies X [X: FP16 b8 14%, FP32 b8 9%]"]
