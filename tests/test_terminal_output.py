@@ -139,10 +139,12 @@ def test_sweep_answer_last_once_per_figure(tmp_path):
     # a path is never broken (it is copied whole): the rest fits
     assert max(len(ln) for ln in lines if not ln.startswith("results: ")) <= 80, \
         "\n".join(lines)
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("most efficient: "))
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("most efficient"))
     assert not any(ln.startswith(("warning:", "uncertainty:")) for ln in lines[start:])
     assert lines[-1].startswith("results: ")
-    answer = " ".join(lines[start:start + 3]).split("fastest:")[0]
+    end = next(i for i in range(start + 1, len(lines))
+               if lines[i].startswith(("fastest:", "clocks:", "results:")))
+    answer = " ".join(lines[start:end])
     assert answer.count("img/s/W") == 1, answer
 
 
