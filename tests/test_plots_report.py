@@ -73,3 +73,19 @@ def test_trace_figure(figures, tmp_path):
     mean = [c for c in ax.collections if str(c.get_label()).startswith("window mean")]
     assert mean and "5.50 W" in mean[0].get_label()
     _legend_beside_data(fig, ax)
+
+
+def test_batch_figure(figures, tmp_path):
+    docs = [result(691.2, batch=b, ips=40.0 * b) for b in (1, 4, 8)]
+    for d in docs:
+        d["throughput"]["cv"] = 0.1
+    plots.plot_vs_batch(docs, tmp_path / "b.png")
+    fig = figures[0]
+    ax = fig.axes[0]
+    assert "alexnet FP32" in ax.get_title() and "TX1" in ax.get_title()
+    # img/s drawn with error bars from the CV: 10% of each point
+    bars = [c for c in ax.containers if len(c) == 3 and c[2]]
+    assert bars
+    segments = bars[0][2][0].get_segments()
+    assert [s[1][1] - s[0][1] for s in segments] == pytest.approx([8.0, 32.0, 64.0])
+    _legend_beside_data(fig, ax)

@@ -106,3 +106,12 @@ def test_sweep_records_oom_points_and_needs_an_out_dir(tmp_path, tiny):  # noqa:
     assert summarize(report.results).oom == ["jb_tinynet_greedy-fp32-b8-gpu922mhz"]
     with pytest.raises(UsageError):
         sweep(Root(base), MeasureRequest(), "all")
+
+
+def test_summary_answer_last_and_once_when_the_fastest_is_the_most_efficient():
+    docs = _docs([("a", "ok", 307, 10.0, 2.0), ("b", "ok", 998, 30.0, 3.0)])
+    docs[0]["simulated"] = True
+    lines = summarize(docs).lines()
+    assert lines[-1].startswith("most efficient and fastest: m FP32 b1 @ 998 MHz: 10.0 ")
+    assert not any(ln.startswith("fastest") for ln in lines)
+    assert "simulated board" in " ".join(lines[:-1])  # the caveat before the answer

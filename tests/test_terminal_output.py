@@ -142,10 +142,12 @@ def test_sweep_answer_last_once_per_figure(tmp_path):
     # a path is never broken (it is copied whole): the rest fits
     assert max(len(ln) for ln in lines if not ln.startswith("results: ")) <= 80, \
         "\n".join(lines)
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("most efficient: "))
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("most efficient"))
     assert not any(ln.startswith(("warning:", "uncertainty:")) for ln in lines[start:])
     assert lines[-1].startswith("results: ")
-    answer = " ".join(lines[start:start + 3]).split("fastest:")[0]
+    end = next(i for i in range(start + 1, len(lines))
+               if lines[i].startswith(("fastest:", "clocks:", "results:")))
+    answer = " ".join(lines[start:end])
     assert answer.count("img/s/W") == 1, answer
 
 
@@ -178,3 +180,15 @@ def test_split_table_never_cuts_a_figure_or_a_word(width):
         for cell in columns[k][:-1]:
             assert cell.format(k=k) in text, (cell.format(k=k), text)
     assert "yes, noisy" in text and "(CV 13%)" in text and "ESTIMATE" in text
+
+
+def test_grouped_warnings_name_their_configurations():
+    from jetbench.report.tables import grouped
+
+    same = [("FP16 b1", "clocks not pinned"), ("FP32 b1", "clocks not pinned")]
+    assert grouped(same, 2) == ["clocks not pinned [both configurations]"]
+    assert grouped(same + [("FP16 b8", "clocks not pinned")], 3) == [
+        "clocks not pinned [all 3 configurations]"]
+    assert grouped(same, 3) == ["clocks not pinned [FP16 b1, FP32 b1]"]
+    assert grouped([("FP16 b8", "latency varies 14%"), ("FP32 b8", "latency varies 9%")],
+                   2) == ["latency varies X [X: FP16 b8 14%, FP32 b8 9%]"]

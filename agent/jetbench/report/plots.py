@@ -245,18 +245,29 @@ def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
 
 
 def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
-    """img/s against batch size (log2 axis), one line per model/precision/clock."""
+    """img/s against batch size (log2 axis, error bars from the latency CV), one line per
+    model/precision/clock."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=SIZE_IN, layout="constrained")
-    for name, group in _groups(docs, _series_key_batch).items():
-        pts = sorted(((d.get("workload") or {}).get("batch"), schema.items_per_s(d))
-                     for d in group)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    groups = _groups(docs, _series_key_batch)
+    for name, group in groups.items():
+        pts = []
+        for d in group:
+            ips = schema.items_per_s(d)
+            cv = (d.get("throughput") or {}).get("cv")
+            pts.append(((d.get("workload") or {}).get("batch"), ips,
+                        0.0 if ips is None or cv is None else ips * cv))
+        pts.sort(key=lambda p: p[0])
+        ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
+                    marker="o", capsize=3, label=name)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch size")
-    ax.set_ylabel(rate_label(common_unit(schema.unit(d) for d in docs) or "items"))
+    unit = common_unit(schema.unit(d) for d in docs) or "items"
+    ax.set_ylabel(f"{rate_label(unit)}\n(bars: latency CV)")
     sim = schema.simulated_any(list(docs))
-    ax.set_title(f"Throughput vs batch size\n{_board(docs)}{_suffix(sim)}", fontsize="medium")
+    what = next(iter(groups)) if len(groups) == 1 else f"{len(groups)} configurations"
+    ax.set_title(f"Throughput vs batch size: {what}\n{_board(docs)}{_suffix(sim)}",
+                 fontsize="medium")
     ax.grid(True, alpha=0.3)
     _legend_outside(ax)
     _caveat(fig, docs)

@@ -341,8 +341,9 @@ def grouped(pairs: Sequence[Tuple[str, str]], total: int = 0) -> List[str]:
         labels = list(dict.fromkeys(label for label, _ in members))
         texts = [t for _, t in members]
         if len(set(texts)) == 1:
-            where = (f"all {total} configurations" if total > 1 and len(labels) == total
-                     else ", ".join(labels))
+            where = (", ".join(labels) if total < 2 or len(labels) != total
+                     else "both configurations" if total == 2
+                     else f"all {total} configurations")
             out.append(f"{texts[0]} [{where}]" if len(labels) > 1 or total > 1 else
                        f"{labels[0]}: {texts[0]}")
             continue

@@ -109,9 +109,23 @@ class SweepSummary:
     modelled: bool = False  # every point a sim:NAME network: img/s follows the simulated clocks
 
     def lines(self) -> List[str]:
+        """What is worth knowing about the points, then the answer last: the most efficient
+        point and the fastest (one line when they are the same point)."""
         out = []
-        for word, doc, efficient in (("most efficient", self.most_efficient, True),
-                                     ("fastest", self.fastest, False)):
+        if self.oom:
+            out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
+        if self.failed:
+            out.append("failed (recorded, the sweep went on): " + "; ".join(self.failed))
+        if self.invalid:
+            out.append(f"{self.invalid} invalid point(s) left out of the above (marked in the "
+                       "table and the plots; reasons printed in red)")
+        if self.simulated:
+            out.append(MODELLED_THROUGHPUT_NOTE if self.modelled else SIMULATED_THROUGHPUT_NOTE)
+        same = self.fastest is not None and self.fastest is self.most_efficient
+        for word, doc, efficient in (
+                ("most efficient and fastest" if same else "most efficient",
+                 self.most_efficient, True),
+                ("fastest", None if same else self.fastest, False)):
             if doc is None:
                 continue
             rate, eff = rate_label(schema.unit(doc)), efficiency_label(schema.unit(doc))
@@ -122,15 +136,6 @@ class SweepSummary:
             else:
                 figure, rest = f"{ips:.1f} {rate}", f"{_w(doc)}, {ipj_text} {eff}"
             out.append(f"{word}: {schema.label(doc)}: {figure} ({rest})")
-        if self.oom:
-            out.append("out of memory (recorded, skipped): " + ", ".join(self.oom))
-        if self.failed:
-            out.append("failed (recorded, the sweep went on): " + "; ".join(self.failed))
-        if self.invalid:
-            out.append(f"{self.invalid} invalid point(s) left out of the above (marked in the "
-                       "table and the plots; reasons printed in red)")
-        if self.simulated:
-            out.append(MODELLED_THROUGHPUT_NOTE if self.modelled else SIMULATED_THROUGHPUT_NOTE)
         return out
 
 
