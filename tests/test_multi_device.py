@@ -268,7 +268,7 @@ def test_sweep_runs_every_point_on_both_ranks(tmp_path):
     for doc in docs:
         assert [r["rank"] for r in doc["devices"]] == [0, 1]
         assert doc["throughput"]["images_per_s"] == pytest.approx(
-            sum(r["throughput"]["images_per_s"] for r in doc["devices"]), rel=1e-8)  # rounded as result files are
+            sum(r["throughput"]["images_per_s"] for r in doc["devices"]), rel=1e-8)
     assert diff(before, board_snapshot(base, "tx1")) == []
 
 
