@@ -80,6 +80,16 @@ class MeasurementInvalid(JetbenchError):
     exit_code = EXIT_MEASUREMENT
 
 
+class Unavailable(HardwareError):
+    """Cannot run here with what is installed (a precision on this device, a runtime not
+    installed): recorded as an `unavailable` row or result, and the others still run."""
+
+
+class OutputMismatch(HardwareError):
+    """A runtime computed something else than PyTorch's own forward pass on the same weights
+    and input (beyond the stated tolerance): refused before any timing (`mismatch`)."""
+
+
 class OutOfMemory(HardwareError):
     """The workload did not fit in the device's memory (a real allocator OOM, or a limit the
     caller set). Batch sweeps record it as a row and carry on."""

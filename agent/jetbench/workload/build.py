@@ -1,5 +1,6 @@
 """Building any workload from a `--model`: a PyTorch network (workload.py), an ONNX model
-(ONNX Runtime, onnx_model.py) or a TensorRT engine (tensorrt_engine.py).
+(ONNX Runtime, onnx_model.py) or a TensorRT engine (tensorrt_engine.py); a built-in network
+under another `--runtime` (runtime_build.py).
 
 Each comes back as a `Workload` whose `frame` and `host_timed` tell the runner how to time it,
 so `run_timed` (warm-up, timed loop, the power window's hooks) is the same for every kind.
@@ -12,6 +13,8 @@ from typing import Any, Optional
 from ..errors import UsageError
 from .model_arg import ONNX, PYTORCH, SIM, TENSORRT, InputShape, check_model_file, model_kind
 from .onnx_model import build_onnx_workload
+from .runtime_build import build_for_runtime
+from .runtimes import TORCH
 from .tensorrt_engine import build_engine_workload
 from .workload import INPUT_MODES, RunOptions, Workload, build_torch_workload
 
@@ -19,7 +22,8 @@ from .workload import INPUT_MODES, RunOptions, Workload, build_torch_workload
 _TORCH_ONLY = (("mode", "inference", "--mode train"), ("cudnn", True, "--no-cudnn"),
                ("cudnn_benchmark", False, "--cudnn-benchmark"),
                ("channels_last", False, "--channels-last"), ("cuda_graph", False, "--cuda-graph"),
-               ("compile", False, "--compile"), ("memory_limit_bytes", None, "--memory-limit"))
+               ("compile", False, "--compile"), ("memory_limit_bytes", None, "--memory-limit"),
+               ("runtime", TORCH, "--runtime"))
 
 
 def build_workload(model: str, precision: str = "fp32", batch: int = 1, device: str = "auto",
@@ -35,6 +39,9 @@ def build_workload(model: str, precision: str = "fp32", batch: int = 1, device: 
     if input_mode not in INPUT_MODES:
         raise UsageError(f"unknown input: {input_mode!r}", hint="use constant or random")
     kind = model_kind(model)
+    if options.runtime != TORCH and module is None and kind == PYTORCH:
+        return build_for_runtime(model, precision, batch, device, input_mode, options,
+                                 input_shape)
     if kind == PYTORCH or module is not None:
         return build_torch_workload(model, precision, batch, device, input_mode, options,
                                     input_shape, module)

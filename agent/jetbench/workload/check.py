@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from .build import build_workload
+from .output_check import compare_outputs
 from .precision import PrecisionUnavailable
 from .workload import RunOptions
 
@@ -29,27 +30,6 @@ class Agreement:
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
-
-
-def compare_outputs(reference: Any, other: Any) -> Dict[str, float]:
-    """Top-1/top-5 agreement and absolute logit differences of two (batch, classes) outputs."""
-    import torch
-
-    ref = reference.detach().float().reshape(reference.shape[0], -1)
-    out = other.detach().float().reshape(other.shape[0], -1)
-    k = min(5, ref.shape[1])
-    top1 = (ref.argmax(1) == out.argmax(1)).float().mean().item()
-    ref5, out5 = ref.topk(k, 1).indices, out.topk(k, 1).indices
-    overlap = [len(set(a.tolist()) & set(b.tolist())) / k for a, b in zip(ref5, out5)]
-    diff = (ref - out).abs()
-    finite = torch.isfinite(out).all().item()
-    return {
-        "top1": top1,
-        "top5": sum(overlap) / len(overlap),
-        "max_abs": diff.max().item() if finite else float("inf"),
-        "mean_abs": diff.mean().item() if finite else float("inf"),
-        "ref_max": ref.abs().max().item(),
-    }
 
 
 def check_precisions(

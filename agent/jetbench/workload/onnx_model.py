@@ -65,7 +65,11 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
     shapes = resolve_shapes({i.name: list(i.shape) for i in inputs}, input_shape, batch, model)
     arrays = {i.name: _make_input(i.type, shapes[i.name], input_mode, options.seed, i.name)
               for i in inputs}
-    step = _bound_step(ort, session, arrays, choice)
+    step, binding = _bound_step(ort, session, arrays, choice)
+
+    def outputs() -> Any:
+        step()
+        return binding.copy_outputs_to_cpu()[0]
     with ort_errors(model):
         step()  # providers initialise lazily (TensorRT builds its engine now): never in a window
     first = arrays[inputs[0].name] if inputs else _NoInput()
@@ -85,7 +89,7 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
     return Workload(model, precision, batch, choice.device, input_mode, options, session, first,
                     None, sum(a.nbytes for a in arrays.values()), step, _no_sync,
                     contextlib.nullcontext, tuple(notes), framework="onnxruntime",
-                    details=details, frame=ort_errors, host_timed=True)
+                    details=details, frame=ort_errors, host_timed=True, outputs=outputs)
 
 
 def _weights(model: str) -> Tuple[Optional[str], List[str]]:
@@ -202,9 +206,10 @@ def _make_input(ort_type: str, shape: Tuple[int, ...], mode: str, seed: int, nam
     return np.random.default_rng(seed + 1).standard_normal(shape).astype(dtype)
 
 
-def _bound_step(ort: Any, session: Any, arrays: Dict[str, Any], choice: ProviderChoice) -> Any:
+def _bound_step(ort: Any, session: Any, arrays: Dict[str, Any], choice: ProviderChoice
+                ) -> Tuple[Any, Any]:
     """One inference with the inputs already in the provider's memory and the outputs left
-    there (as a PyTorch workload's tensors stay on the GPU)."""
+    there (as a PyTorch workload's tensors stay on the GPU); and the binding that holds them."""
     on_gpu = choice.name in (TENSORRT_EP, CUDA_EP)
     kind, index = ("cuda", choice.options["device_id"]) if on_gpu else ("cpu", 0)
     binding = session.io_binding()
@@ -224,7 +229,7 @@ def _bound_step(ort: Any, session: Any, arrays: Dict[str, Any], choice: Provider
             raise RunFailed(str(err)) from err
         return held
 
-    return step
+    return step, binding
 
 
 @contextlib.contextmanager

@@ -7,14 +7,14 @@ import contextlib
 import warnings
 from typing import Any, List, Optional, Tuple
 
-from ..errors import HardwareError, OutOfMemory, UsageError
+from ..errors import OutOfMemory, Unavailable, UsageError
 from .device_facts import bf16_unavailable_reason, is_cuda, tf32_unavailable_reason
 
 # fp32 is IEEE fp32 (TF32 off); tf32 is fp32 tensors with TF32 tensor-core math (Ampere+).
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 
 
-class PrecisionUnavailable(HardwareError):
+class PrecisionUnavailable(Unavailable):
     """This precision cannot run on this device with what is installed."""
 
 

@@ -266,9 +266,16 @@ def build_engine_workload(model: str, precision: str, batch: int, device: str, i
                         "engine built without --noTF32 may run fp32 layers in TF32 (Ampere+)",
                         *run.notes]
     footprint = sum(int(t.numel()) * int(t.element_size()) for t in run.tensors.values())
+    first_output = next(iter(run.outputs), None)
+
+    def outputs() -> Any:
+        run.enqueue()
+        return run.tensors[first_output] if first_output is not None else None
+
     return Workload(model, precision, batch, dev, input_mode, RunOptions(), run.engine, first,
                     None, footprint, run.enqueue, stream.synchronize, contextlib.nullcontext,
-                    tuple(notes), framework="tensorrt", details=details, frame=frame)
+                    tuple(notes), framework="tensorrt", details=details, frame=frame,
+                    outputs=outputs)
 
 
 _OOM_MARKERS = ("out of memory", "outofmemory", "cudaerrormemoryallocation",

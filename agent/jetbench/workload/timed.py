@@ -21,6 +21,7 @@ from .build import build_workload
 from .child import ChildWorkload, run_in_child
 from .model_arg import InputShape, model_kind
 from .runner import run_timed
+from .runtimes import EXPORTED, TORCH, with_runtime
 from .workload import RunOptions
 
 Hook = Callable[[], None]
@@ -59,17 +60,19 @@ class InProcessRun(TimedRun):
     """A network built in this process: PyTorch, ONNX Runtime or a TensorRT engine."""
 
     def __init__(self, model: str, precision: str, batch: int, device: str,
-                 input_shape: Optional[InputShape] = None, provider: Optional[str] = None):
-        self.framework = model_kind(model)
+                 input_shape: Optional[InputShape] = None, provider: Optional[str] = None,
+                 runtime: str = TORCH):
+        self.framework = model_kind(model) if runtime not in EXPORTED else runtime
         self._args = (model, precision, batch, device)
-        self._input_shape, self._provider = input_shape, provider
+        self._input_shape = input_shape
+        self._options = with_runtime(RunOptions(provider=provider), runtime, model)
         self._workload: Any = None
 
     def prepare(self) -> None:
+        """Build (export, build the engine, check the outputs): never in a window."""
         model, precision, batch, device = self._args
         self._workload = build_workload(model, precision, batch, device,
-                                        input_shape=self._input_shape,
-                                        options=RunOptions(provider=self._provider))
+                                        input_shape=self._input_shape, options=self._options)
 
     def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
             on_timed_end: Hook, progress: Progress = None) -> Any:

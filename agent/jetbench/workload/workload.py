@@ -27,6 +27,7 @@ from .macs import ModelCost, builtin_cost, macs_or_none
 from .model_arg import InputShape, torch_shape
 from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
 from .registry import get_spec, is_builtin
+from .runtimes import COMPILE, TORCH, TORCHSCRIPT, RuntimeUnavailable
 
 MODES = ("inference", "train")
 
@@ -47,6 +48,7 @@ class RunOptions:
     memory_limit_bytes: Optional[int] = None
     seed: int = 0
     provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
+    runtime: str = TORCH  # --runtime (runtimes.py): torchscript and compile are built here
 
 
 @dataclass
@@ -78,6 +80,7 @@ class Workload:
     details: Dict[str, Any] = field(default_factory=dict)
     frame: Optional[Callable[[str], ContextManager[Any]]] = None
     host_timed: bool = False
+    outputs: Optional[Callable[[], Any]] = None  # one step, then its first output (None: step())
 
     @property
     def mode(self) -> str:
@@ -99,7 +102,15 @@ class Workload:
                 "input_shape": list(self.input.shape[1:]),
                 "gmacs_per_image": None if self.cost is None else self.cost.gmacs_per_image,
                 "params": None if self.cost is None else self.cost.params,
-                "framework": self.framework, **self.details}
+                "framework": self.framework, "runtime": self.runtime, **self.details}
+
+    @property
+    def runtime(self) -> str:
+        """The --runtime this is (runtimes.py): a PyTorch network's from its options (the
+        --compile flag is the runtime `compile`), else its framework's."""
+        if self.framework != "pytorch":
+            return self.framework
+        return COMPILE if self.options.compile else self.options.runtime
 
     def running(self, label: str) -> ContextManager[Any]:
         """What a timed run of this workload happens inside: the framework's settings, the
@@ -233,7 +244,9 @@ def build_torch_workload(
             net = net.to(memory_format=torch.channels_last)
             example = example.contiguous(memory_format=torch.channels_last)
         net, example = apply_precision(net, precision, dev, example)
-        if options.compile:
+        if options.runtime == TORCHSCRIPT:
+            net = _torchscript(torch, net, example, options.mode, label)
+        if options.compile or options.runtime == COMPILE:
             if not hasattr(torch, "compile"):
                 raise UsageError(f"--compile needs torch 2.0 or newer (this is "
                                  f"{torch.__version__})", hint="drop --compile")
@@ -317,6 +330,19 @@ def _check_memory_limit(footprint: int, limit: Optional[int], device: str, label
             f"out of memory: needs about {footprint / 2**20:.0f} MiB, memory limit is "
             f"{limit / 2**20:.0f} MiB"
         )
+
+
+def _torchscript(torch: Any, net: Any, example: Any, mode: str, label: str) -> Any:
+    """torch.jit.trace of the network on its input; frozen for inference (weights folded in as
+    constants, as torch.jit.optimize_for_inference does)."""
+    try:
+        if mode == "inference":
+            with torch.no_grad():
+                return torch.jit.freeze(torch.jit.trace(net.eval(), example))
+        return torch.jit.trace(net, example)
+    except Exception as err:  # noqa: BLE001 - a network TorchScript cannot trace
+        raise RuntimeUnavailable(f"{label}: TorchScript could not trace it "
+                                 f"({_first_line(err)})", hint="use --runtime torch") from err
 
 
 def _make_step(torch: Any, net: Any, example: Any, mode: str) -> Tuple[Callable[[], Any], Any]:

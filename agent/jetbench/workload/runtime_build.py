@@ -1,0 +1,102 @@
+"""A built-in network under a runtime other than PyTorch eager (`--runtime`, runtimes.py), as
+the `Workload` the runner times: TorchScript and torch.compile are built by
+`build_torch_workload`; ONNX Runtime runs jetbench's cached export (onnx_export.py), TensorRT
+an engine built from it (engine_build.py). Each is checked against PyTorch eager before it is
+returned (output_check.py): the result's `workload.output_check` says by how much it agreed.
+
+A runtime that cannot run here (not installed, no CUDA GPU for TensorRT, training in an
+inference-only runtime) is `RuntimeUnavailable` with what to install: the row says
+`unavailable` and the other runtimes still run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Optional
+
+from ..errors import HardwareError
+from ._torch import import_torch
+from .engine_build import built_engine
+from .macs import builtin_cost
+from .model_arg import InputShape, torch_shape
+from .onnx_export import exported_onnx
+from .onnx_model import build_onnx_workload, import_onnxruntime
+from .output_check import check_outputs
+from .registry import get_spec
+from .runtimes import EXPORTED, ONNXRUNTIME, TENSORRT, RuntimeUnavailable
+from .tensorrt_engine import build_engine_workload, import_tensorrt
+from .workload import (
+    RunOptions,
+    Workload,
+    build_torch_workload,
+    cuda_index,
+    is_cuda,
+    resolve_device,
+)
+
+
+def build_for_runtime(model: str, precision: str, batch: int, device: str, input_mode: str,
+                      options: RunOptions, input_shape: Optional[InputShape]) -> Workload:
+    """Built-in `model` under `options.runtime`, checked against PyTorch eager."""
+    runtime = options.runtime
+    if runtime in EXPORTED and options.mode != "inference":
+        raise RuntimeUnavailable(f"{runtime} runs inference only in jetbench (forward+backward "
+                                 "needs a framework that trains)",
+                                 hint="use torch, torchscript or compile for --mode train")
+    if runtime == ONNXRUNTIME:
+        workload = _onnxruntime(model, precision, batch, device, input_mode, options,
+                                input_shape)
+    elif runtime == TENSORRT:
+        workload = _tensorrt(model, precision, batch, device, input_mode, options, input_shape)
+    else:
+        workload = build_torch_workload(model, precision, batch, device, input_mode, options,
+                                        input_shape)
+    check = check_outputs(workload, runtime, options.seed)
+    workload.details = {**workload.details, "output_check": check}
+    return workload
+
+
+def _onnxruntime(model: str, precision: str, batch: int, device: str, input_mode: str,
+                 options: RunOptions, input_shape: Optional[InputShape]) -> Workload:
+    try:
+        import_onnxruntime()
+    except HardwareError as err:
+        raise RuntimeUnavailable(str(err), hint=err.hint) from err
+    shape = torch_shape(input_shape)
+    path = exported_onnx(model, precision, batch, options.seed, shape)
+    workload = build_onnx_workload(str(path), precision, batch, device, input_mode,
+                                   RunOptions(provider=options.provider, seed=options.seed),
+                                   None)
+    return _as_network(workload, model, shape, {"onnx_file": str(path)})
+
+
+def _tensorrt(model: str, precision: str, batch: int, device: str, input_mode: str,
+              options: RunOptions, input_shape: Optional[InputShape]) -> Workload:
+    try:
+        trt = import_tensorrt()
+    except HardwareError as err:
+        raise RuntimeUnavailable(str(err), hint=err.hint) from err
+    torch = import_torch()
+    dev = resolve_device(device)
+    if not is_cuda(dev):
+        raise RuntimeUnavailable(f"TensorRT runs on a CUDA GPU; this run is on {dev}",
+                                 hint="use --device cuda on a machine with an NVIDIA GPU")
+    index = cuda_index(torch, dev)
+    major, minor = torch.cuda.get_device_capability(index)
+    gpu = f"{torch.cuda.get_device_name(index)}_sm{major}{minor}"
+    shape = torch_shape(input_shape)
+    onnx_path = exported_onnx(model, precision, batch, options.seed, shape)
+    engine = built_engine(trt, onnx_path, precision, gpu)
+    workload = build_engine_workload(str(engine), precision, batch, dev, input_mode, None)
+    workload.notes = (f"a TensorRT engine jetbench built from its ONNX export in {precision} "
+                      "(TensorRT picks its kernels layer by layer within that precision)",)
+    return _as_network(workload, model, shape, {"onnx_file": str(onnx_path),
+                                                "engine_file": str(engine)})
+
+
+def _as_network(workload: Workload, model: str, shape: Any, files: Any) -> Workload:
+    """The workload named for the network it runs (not the cached file), with its MACs."""
+    spec = get_spec(model)
+    cost = builtin_cost(spec.name) if shape in (None, spec.input_shape) else None
+    return replace(workload, model=spec.name, cost=cost,
+                   details={**workload.details, **files, "exported_from": "pytorch"})
