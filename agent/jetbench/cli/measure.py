@@ -203,6 +203,11 @@ _SHAPE = typer.Option(None, "--input-shape", rich_help_panel="Workload", metavar
 _PROVIDER = typer.Option(None, "--provider", rich_help_panel="Workload", metavar="PROVIDER",
                          help="ONNX Runtime execution provider for an "
                          ".onnx model: tensorrt, cuda, cpu (default: the best present).")
+_RUNTIME = typer.Option(None, "--runtime", "-r", rich_help_panel="Workload", metavar="RUNTIMES",
+                        help="Run each built-in network under these, comma-separated: torch "
+                        "(eager, the default), torchscript, compile, onnxruntime, tensorrt; "
+                        "exported and built once (cached, outside the window) and checked "
+                        "against torch's outputs before timing. One result per runtime.")
 _PLOT = typer.Option(False, "--plot", rich_help_panel="Output",
                      help="Draw each run's power trace (PNG beside it).")
 _JSON = typer.Option(False, "--json", rich_help_panel="Output",
@@ -346,7 +351,7 @@ def measure(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
-    provider: Optional[str] = _PROVIDER,
+    provider: Optional[str] = _PROVIDER, runtime: Optional[str] = _RUNTIME,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
     workload_python: Optional[str] = WORKLOAD_PYTHON,
@@ -385,7 +390,7 @@ def sweep(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
-    provider: Optional[str] = _PROVIDER,
+    provider: Optional[str] = _PROVIDER, runtime: Optional[str] = _RUNTIME,
     plot: bool = typer.Option(True, "--plot/--no-plot", rich_help_panel="Output",
                               help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,

@@ -42,6 +42,12 @@ def time_cmd(
                                               "an ONNX model or engine's open dimensions also "
                                               "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the "
                                               "batch is --batch)."),
+    runtime: Optional[str] = typer.Option(None, "--runtime", "-r", metavar="RUNTIMES",
+                                          help="Run each built-in network under these, "
+                                          "comma-separated: torch (eager, the default), "
+                                          "torchscript, compile, onnxruntime, tensorrt. jetbench "
+                                          "exports and builds (cached) and checks each one's "
+                                          "outputs against torch before timing."),
     provider: Optional[str] = typer.Option(None, "--provider", metavar="PROVIDER",
                                            help="ONNX Runtime execution provider: tensorrt, "
                                            "cuda, cpu (default: the best present)."),
@@ -75,9 +81,11 @@ def time_cmd(
     from ..workload.model_arg import parse_shape_option
     from ..workload.precision import parse_precisions
     from ..workload.registry import check_model_names
+    from ..workload.runtimes import parse_runtimes
     from ..workload.workload import RunOptions
 
     check_model_names(m.strip() for m in model.split(",") if m.strip())  # before torch loads
+    runtimes = parse_runtimes(runtime)
     options = RunOptions(
         mode=mode, cudnn=not no_cudnn, cudnn_benchmark=cudnn_benchmark,
         channels_last=channels_last, cuda_graph=cuda_graph, compile=compile_, threads=threads,
@@ -91,7 +99,7 @@ def time_cmd(
         duration_s=parse_duration_s(duration), warmup_s=parse_duration_s(warmup),
         input_mode=input_mode, options=options,
         input_shape=parse_shape_option(input_shape) if input_shape else None,
-        layers=layers, check=check, workload_python=workload_python,
+        layers=layers, check=check, workload_python=workload_python, runtimes=runtimes,
     )
     if out is not None:
         from ..report.io import check_out_dir
@@ -132,20 +140,21 @@ def _render(report: Any, out: Optional[Path]) -> None:
     if not con.is_terminal:
         con.width = max(con.width, 120)  # piped output: never truncate the figures
     table = Table(box=None)
-    columns = ("model", "precision", "batch", "device", "img/s", "mean ms", "p50", "p90",
-               "p99", "CV", "GFLOP/s", "status")
+    runtimes = any(row.runtime != "torch" for row in report.rows)
+    columns = ("model", *(("runtime",) if runtimes else ()), "precision", "batch", "device",
+               "img/s", "mean ms", "p50", "p90", "p99", "CV", "GFLOP/s", "status")
     for title in columns:
-        table.add_column(title, justify="left" if title in ("model", "precision", "device",
-                                                             "status") else "right")
+        table.add_column(title, justify="left" if title in ("model", "runtime", "precision",
+                                                             "device", "status") else "right")
     for row in report.rows:
         r = row.result
+        head = (row.model, *((_runtime_cell(row),) if runtimes else ()), row.precision,
+                str(row.batch), row.device)
         if r is None:
-            table.add_row(row.model, row.precision, str(row.batch), row.device,
-                          *(["-"] * 7), row.status)
+            table.add_row(*head, *(["-"] * 7), row.status)
             continue
         lat = r.latency_ms
-        table.add_row(row.model, row.precision, str(row.batch), row.device,
-                      f"{r.images_per_s:.1f}", f"{lat.mean_ms:.2f}", f"{lat.p50_ms:.2f}",
+        table.add_row(*head, f"{r.images_per_s:.1f}", f"{lat.mean_ms:.2f}", f"{lat.p50_ms:.2f}",
                       f"{lat.p90_ms:.2f}", f"{lat.p99_ms:.2f}", f"{r.cv:.1%}",
                       "-" if r.gflops is None else f"{r.gflops:.1f}", row.status)
     print_table(con, table)
@@ -157,19 +166,31 @@ def _render(report: Any, out: Optional[Path]) -> None:
     from ..report.tables import grouped
     from .render import print_note
 
-    pairs = [(f"{row.model} {row.precision} batch {row.batch}", row.message)
-             for row in report.rows if row.message]
+    def name(row: Any) -> str:
+        return f"{row.model}{'' if row.runtime == 'torch' else ' ' + row.runtime} " \
+               f"{row.precision} batch {row.batch}"
+
+    pairs = [(name(row), row.message) for row in report.rows if row.message]
     for row in report.rows:
         if row.result is not None:
-            pairs += [(f"{row.model} {row.precision} batch {row.batch}", w)
-                      for w in row.result.warnings]
+            pairs += [(name(row), w) for w in row.result.warnings]
     # each kind of warning once, with the configurations it applies to
     notes = grouped(pairs, len(report.rows)) + list(report.warnings)
     err = console(stderr=True)
     for note in notes:
         print_note(err, "warning", note)
+    for line in report.fastest:  # the answer last, after the warnings
+        con.print(line)
     if out is not None:
         con.print(f"wrote {out / 'time.json'}")
+
+
+def _runtime_cell(row: Any) -> str:
+    """'onnxruntime (cpu)': the runtime, and ONNX Runtime's provider where it ran."""
+    from ..workload.onnx_providers import short_name
+
+    provider = (row.result.workload.get("provider") or "") if row.result is not None else ""
+    return f"{row.runtime} ({short_name(provider)})" if provider else row.runtime
 
 
 def _render_layers(con: Any, row: Any) -> None:

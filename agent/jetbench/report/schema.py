@@ -133,6 +133,8 @@ def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
     if framework(doc) in ("onnxruntime", "tensorrt"):
         ep = provider(doc)
         text += f" ({framework(doc)}{' ' + ep.replace('ExecutionProvider', '') if ep else ''})"
+    elif w.get("runtime") not in (None, "torch"):
+        text += f" ({w['runtime']})"  # torchscript, compile
     hz = gpu_hz(doc)
     if with_clock and hz:
         text += f" @ {hz / 1e6:.0f} MHz"

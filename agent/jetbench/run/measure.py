@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import OutOfMemory, RankLost, UsageError, set_interrupt_notes
+from ..errors import (
+    OutOfMemory,
+    OutputMismatch,
+    RankLost,
+    Unavailable,
+    UsageError,
+    set_interrupt_notes,
+)
 from ..hw.board import Board
 from ..hw.clocks.domains import read_clocks
 from ..hw.fs import Root
@@ -34,7 +41,6 @@ from ..ownership import journal
 from ..ownership.owner import borrow_board
 from ..report import io
 from ..workload.model_arg import is_sim
-from ..workload.precision import PrecisionUnavailable
 from ..workload.sim_run import SimRun
 from ..workload.timed import ChildRun, InProcessRun, TimedRun
 from . import result as build
@@ -253,7 +259,8 @@ class _State:
             return ChildRun(req.workload_python, point.model, point.precision, point.batch,
                             req.device, input_shape=req.input_shape)
         return InProcessRun(point.model, point.precision, point.batch, req.device,
-                            input_shape=req.input_shape, provider=req.provider)
+                            input_shape=req.input_shape, provider=req.provider,
+                            runtime=point.runtime)
 
     def one(self, point: Point, k: int, total: int,
             hold: Optional[Hold] = None) -> Tuple[Dict[str, Any], Optional[str]]:
@@ -297,10 +304,11 @@ class _State:
             timing = run.run(req.iterations, req.duration_s, req.warmup_s, timed_start,
                              timed_end, report)
             windows["result"] = run.window(timing, self.meters.sampler, windows.get("result"))
-        except (OutOfMemory, PrecisionUnavailable) as err:
-            doc = self.skeleton(point, "oom" if isinstance(err, OutOfMemory) else "unavailable",
-                                run)
-            doc["message"] = str(err)
+        except (OutOfMemory, Unavailable, OutputMismatch) as err:
+            status = "oom" if isinstance(err, OutOfMemory) else \
+                "mismatch" if isinstance(err, OutputMismatch) else "unavailable"
+            doc = self.skeleton(point, status, run)
+            doc["message"] = f"{err} ({err.hint})" if err.hint else str(err)
             return doc, None
         except Exception as err:  # noqa: BLE001 - a sweep records any point's failure
             if not req.keep_going or isinstance(err, RankLost):  # no ranks left to go on with

@@ -1,6 +1,6 @@
 """What `measure` (and `sweep`, `tune`) is asked to do: the options as typed, every rule on
 which of them go together (one place: `build_request`), the request they make, and the points
-it expands to (GPU clock x model x precision x batch)."""
+it expands to (GPU clock x model x runtime x precision x batch)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..workload.command import command_request, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
 from ..workload.precision import parse_precisions
 from ..workload.registry import check_model_names
+from ..workload.runtimes import DEFAULT, TORCH, check_runtimes, parse_runtimes
 from ..workload.sim_run import check_simulated
 from .timing import parse_batches
 
@@ -50,6 +51,7 @@ class MeasureRequest:
     wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
     keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
     workload_python: Optional[str] = None  # run the workload in a child under this interpreter
+    runtimes: Tuple[str, ...] = DEFAULT  # --runtime (workload/runtimes.py)
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,17 @@ class Point:
     model: str
     precision: str
     batch: int
+    runtime: str = TORCH
 
     @property
     def id(self) -> str:
-        return point_id(self.model, self.precision, self.batch, self.gpu_hz)
+        stem = point_id(self.model, self.precision, self.batch, self.gpu_hz)
+        return stem if self.runtime == TORCH else f"{stem}-{self.runtime}"
 
     @property
     def label(self) -> str:
         text = f"{self.model} {self.precision} b{self.batch}"
+        text += "" if self.runtime == TORCH else f" {self.runtime}"
         return text + (f" @ {format_hz(self.gpu_hz)}" if self.gpu_hz else "")
 
 
@@ -121,6 +126,7 @@ class MeasureOptions:
     devices: Optional[str] = None
     scaling: bool = False
     workload_python: Optional[str] = None
+    runtime: Optional[str] = None
     given: FrozenSet[str] = frozenset()
 
 
@@ -148,6 +154,13 @@ def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
                          hint="add --devices N (or run under torchrun)")
     if o.workload_python and o.devices:
         raise UsageError("--workload-python runs one child on one device: not with --devices")
+    runtimes = parse_runtimes(o.runtime)
+    if o.cmd is None:
+        if ranked and runtimes != DEFAULT:
+            raise UsageError("--runtime compares runtimes on one device; several devices "
+                             "(--devices, torchrun) run PyTorch eager on each",
+                             hint="drop --runtime, or measure without ranks")
+        check_runtimes(runtimes, split_list(o.model), o.provider, False, o.workload_python)
     request = MeasureRequest(
         models=tuple(split_list(o.model)), precisions=tuple(parse_precisions(o.precision)),
         batches=batches, gpu_freqs=tuple(split_list(o.freq)) if o.freq else (None,),
@@ -159,7 +172,7 @@ def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
         idle_unpinned=o.idle_unpinned, keep_clocks=o.keep_clocks,
         regulator_efficiency=o.regulator_efficiency, out_dir=o.out, resume=o.resume,
         beyond_power_mode=o.beyond_power_mode, wait_s=o.wait_s,
-        workload_python=o.workload_python)
+        workload_python=o.workload_python, runtimes=runtimes)
     request = _with_command(o, request)
     validate(request)
     return request
@@ -173,7 +186,7 @@ def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
         if given:
             raise UsageError(f"{', '.join(given)} only go with --cmd")
         return request
-    for name in ("model", "precision", "input_shape", "provider"):
+    for name in ("model", "precision", "input_shape", "provider", "runtime"):
         if name in o.given:
             raise UsageError(f"--{name.replace('_', '-')} does not go with --cmd (the "
                              "command is the workload)")
@@ -198,7 +211,8 @@ def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
             spec = parse_freq(freq)
             hz = resolve_freq(spec, table) if table else (spec if isinstance(spec, int) else None)
         for model in request.models:
-            for precision in request.precisions:
-                for batch in request.batches:
-                    points.append(Point(freq, hz, model, precision, batch))
+            for runtime in request.runtimes:
+                for precision in request.precisions:
+                    for batch in request.batches:
+                        points.append(Point(freq, hz, model, precision, batch, runtime))
     return points

@@ -53,7 +53,7 @@ def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
         "workload": {"model": point.model, "precision": point.precision,
                      "batch": point.batch, "device": request.device,
                      "iterations": None,
-                     "framework": framework,
+                     "framework": framework, "runtime": point.runtime,
                      **({"provider": request.provider}
                         if request.provider else {})},
         "throughput": None,
@@ -235,7 +235,6 @@ def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
     (a precision is only compared with FP32 measured at the same clocks)."""
     from types import SimpleNamespace
 
-
     groups: Dict[str, List[Any]] = {}
     for doc in results:
         if doc.get("status") != "ok":
@@ -244,6 +243,6 @@ def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
         key = json.dumps(doc.get("settings", {}).get("applied", {}), sort_keys=True)
         groups.setdefault(key, []).append(SimpleNamespace(
             model=work.get("model"), precision=work.get("precision"), batch=work.get("batch"),
-            device=work.get("device"), status="ok",
+            device=work.get("device"), runtime=work.get("runtime", "torch"), status="ok",
             images_per_s=doc.get("throughput", {}).get("images_per_s")))
     return [line for rows in groups.values() for line in advise(rows)]

@@ -8,14 +8,14 @@ import gc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import OutOfMemory, UsageError
+from ..errors import OutOfMemory, OutputMismatch, Unavailable, UsageError
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
 from ..workload.child import ChildWorkload, run_in_child
 from ..workload.layers import LayerTimes, time_layers
 from ..workload.model_arg import ONNX, PYTORCH, SIM, InputShape, model_kind
-from ..workload.precision import PrecisionUnavailable
 from ..workload.runner import TimingResult, run_timed
+from ..workload.runtimes import DEFAULT, TORCH, check_runtimes, with_runtime
 from ..workload.workload import RunOptions, resolve_device
 
 SCHEMA = "jetbench.time/1"
@@ -47,11 +47,13 @@ class TimeRequest:
     check: bool = False
     sweep_max_batch: int = SWEEP_MAX_BATCH
     workload_python: Optional[str] = None  # time in a child under this interpreter (child.py)
+    runtimes: Tuple[str, ...] = DEFAULT  # --runtime (workload/runtimes.py)
 
 
 @dataclass(frozen=True)
 class TimeRow:
-    """One configuration. status: ok, oom, unavailable."""
+    """One configuration. status: ok, oom, unavailable, mismatch (the runtime's outputs
+    differ from PyTorch's: not timed)."""
 
     model: str
     precision: str
@@ -61,6 +63,7 @@ class TimeRow:
     result: Optional[TimingResult] = None
     layers: Optional[LayerTimes] = None
     message: Optional[str] = None
+    runtime: str = TORCH
 
     @property
     def images_per_s(self) -> Optional[float]:
@@ -71,7 +74,8 @@ class TimeRow:
             doc = self.result.to_dict()
         else:
             doc = {"workload": {"model": self.model, "precision": self.precision,
-                                "batch": self.batch, "device": self.device},
+                                "batch": self.batch, "device": self.device,
+                                "runtime": self.runtime},
                    "throughput": None, "warnings": []}
         doc = {"status": self.status, **doc}
         if self.message:
@@ -87,13 +91,14 @@ class TimeReport:
     checks: Tuple[Agreement, ...]
     warnings: Tuple[str, ...]
     device: str
+    fastest: Tuple[str, ...] = ()  # per configuration timed under several runtimes
 
     def to_dict(self) -> Dict[str, Any]:
         """The `jetbench time --json` document."""
         return {"schema": SCHEMA, "device": self.device,
                 "results": [row.to_dict() for row in self.rows],
                 "check": [a.to_dict() for a in self.checks],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "fastest": list(self.fastest)}
 
 
 _BYTE_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6,
@@ -137,6 +142,10 @@ def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
                          hint="time ONNX models and TensorRT engines without them")
     if request.workload_python and (request.layers or request.check):
         raise UsageError("--workload-python times whole networks: not with --layers or --check")
+    check_runtimes(request.runtimes, request.models, request.options.provider,
+                   request.options.compile, request.workload_python)
+    if request.layers and request.runtimes != DEFAULT:
+        raise UsageError("--layers times PyTorch eager's layers: not with --runtime")
     # The child's torch resolves the device (this process may have no torch), and ONNX Runtime
     # picks its own from its providers.
     no_torch_here = request.workload_python or kinds == {ONNX}
@@ -146,19 +155,21 @@ def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
     for model in request.models:
         if request.check:
             checks += _check(request, model, device)
-        for precision in request.precisions:
-            for batch in _batches(request.batches, request.sweep_max_batch):
-                row = _one(request, model, precision, batch, device, progress)
-                rows.append(row)
-                if on_row is not None:
-                    on_row(row)
-                if row.status != "ok" and request.batches == SWEEP:
-                    break  # the sweep's end: carry on with the next configuration
-                if row.status == "unavailable":
-                    break  # same answer for every batch size
+        for runtime in request.runtimes:
+            for precision in request.precisions:
+                for batch in _batches(request.batches, request.sweep_max_batch):
+                    row = _one(request, model, runtime, precision, batch, device, progress)
+                    rows.append(row)
+                    if on_row is not None:
+                        on_row(row)
+                    if row.status != "ok" and request.batches == SWEEP:
+                        break  # the sweep's end: carry on with the next configuration
+                    if row.status == "unavailable":
+                        break  # same answer for every batch size
     if request.workload_python:  # the device the child resolved, where one row ran
         device = next((row.device for row in rows if row.status == "ok"), device)
-    return TimeReport(tuple(rows), tuple(checks), tuple(precision_advice(rows)), device)
+    return TimeReport(tuple(rows), tuple(checks), tuple(precision_advice(rows)), device,
+                      tuple(fastest_runtime(rows)))
 
 
 def _batches(batches: Union[Tuple[int, ...], str], largest: int) -> Sequence[int]:
@@ -171,9 +182,10 @@ def _batches(batches: Union[Tuple[int, ...], str], largest: int) -> Sequence[int
     return list(batches)
 
 
-def _one(request: TimeRequest, model: str, precision: str, batch: int, device: str,
-         progress: Optional[SessionProgress]) -> TimeRow:
-    label = f"{model} {precision} b{batch}"
+def _one(request: TimeRequest, model: str, runtime: str, precision: str, batch: int,
+         device: str, progress: Optional[SessionProgress]) -> TimeRow:
+    label = f"{model} {precision} b{batch}" + ("" if runtime == TORCH else f" {runtime}")
+    options = with_runtime(request.options, runtime, model)
     report = None if progress is None else (lambda phase, f: progress(label, phase, f))
     workload = None
     try:
@@ -183,17 +195,23 @@ def _one(request: TimeRequest, model: str, precision: str, batch: int, device: s
             result = run_in_child(work, request.iterations, request.duration_s,
                                   request.warmup_s, progress=report)
             return TimeRow(model, precision, batch, result.workload["device"], "ok", result)
+        if report:
+            report("build", 0.0)
         workload = build_workload(model, precision, batch, device, request.input_mode,
-                                  request.options, request.input_shape)
+                                  options, request.input_shape)
         result = run_timed(workload, request.iterations, request.duration_s, request.warmup_s,
                            progress=report)
         layers = time_layers(workload, request.layer_iterations) if request.layers else None
-        return TimeRow(model, precision, batch, workload.device, "ok", result, layers)
+        return TimeRow(model, precision, batch, workload.device, "ok", result, layers,
+                       runtime=runtime)
     except OutOfMemory as err:
-        return TimeRow(model, precision, batch, device, "oom", message=str(err))
-    except PrecisionUnavailable as err:
+        return TimeRow(model, precision, batch, device, "oom", message=str(err),
+                       runtime=runtime)
+    except (Unavailable, OutputMismatch) as err:
         message = f"{err} ({err.hint})" if err.hint else str(err)
-        return TimeRow(model, precision, batch, device, "unavailable", message=message)
+        status = "mismatch" if isinstance(err, OutputMismatch) else "unavailable"
+        return TimeRow(model, precision, batch, device, status, message=message,
+                       runtime=runtime)
     finally:
         del workload
         gc.collect()
@@ -211,13 +229,14 @@ def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:
 def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
     """For each model/batch/device: every precision slower than FP32, how much slower, and
     the fastest choice measured (the seed's "FP16 is 15x slower on the CPU")."""
-    groups: Dict[Tuple[str, int, str], Dict[str, float]] = {}
+    groups: Dict[Tuple[str, int, str, str], Dict[str, float]] = {}
     for row in rows:
         if row.status == "ok" and row.images_per_s:
-            groups.setdefault((row.model, row.batch, row.device), {})[row.precision] = \
-                row.images_per_s
+            groups.setdefault((row.model, row.batch, row.device, row.runtime), {})[
+                row.precision] = row.images_per_s
     advice: List[str] = []
-    for (model, batch, device), speeds in groups.items():
+    for (model, batch, device, runtime), speeds in groups.items():
+        where = device if runtime == TORCH else f"{device} under {runtime}"
         fp32 = speeds.get("fp32")
         if fp32 is None:
             continue
@@ -230,7 +249,29 @@ def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
                 tip += "; bf16 was not measured: try it"
             advice.append(
                 f"{precision} is {fp32 / ips:.1f}x slower than fp32 for {model} batch {batch} "
-                f"on {device} ({ips:.1f} vs {fp32:.1f} img/s): this device has no fast "
+                f"on {where} ({ips:.1f} vs {fp32:.1f} img/s): this device has no fast "
                 f"{precision} kernels; {tip}"
             )
     return advice
+
+
+def fastest_runtime(rows: Sequence[TimeRow]) -> List[str]:
+    """For each model/precision/batch/device timed under several runtimes: the fastest, and
+    how much faster than PyTorch eager (the Addfor table's question, one line each)."""
+    groups: Dict[Tuple[str, str, int, str], Dict[str, float]] = {}
+    for row in rows:
+        if row.status == "ok" and row.images_per_s:
+            groups.setdefault((row.model, row.precision, row.batch, row.device), {})[
+                row.runtime] = row.images_per_s
+    lines: List[str] = []
+    for (model, precision, batch, device), speeds in groups.items():
+        if len(speeds) < 2:
+            continue
+        best = max(speeds, key=lambda r: speeds[r])
+        others = ", ".join(f"{r} {speeds[r]:.3g}" for r in speeds if r != best)
+        line = (f"fastest for {model} {precision} batch {batch} on {device}: {best} "
+                f"({speeds[best]:.3g} img/s; {others})")
+        if best != TORCH and TORCH in speeds:
+            line += f", {speeds[best] / speeds[TORCH]:.2f}x PyTorch eager"
+        lines.append(line)
+    return lines

@@ -1,0 +1,354 @@
+"""--runtime: the same built-in network under PyTorch eager, TorchScript, torch.compile, ONNX
+Runtime and TensorRT, each checked against eager before it is timed.
+
+ONNX Runtime and TorchScript run for real here (CPU); torch.compile and TensorRT are tested
+against stand-ins (compile is slow on a 2-core CI machine; there is no GPU or TensorRT here).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from jetbench.errors import HardwareError, OutputMismatch, UsageError
+from jetbench.run.timing import TimeRequest, time_models
+from jetbench.workload import engine_build, onnx_export, runtime_build
+from jetbench.workload.build import build_workload
+from jetbench.workload.output_check import RELATIVE_TOLERANCE
+from jetbench.workload.runtimes import (
+    RuntimeUnavailable,
+    check_runtimes,
+    parse_runtimes,
+)
+from jetbench.workload.workload import RunOptions
+
+from conftest import REPO, make_board
+
+SMALL = (3, 64, 64)  # resnet18 on a small image: seconds, not minutes, on a CI core
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("JETBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _env(tmp_path):
+    return dict(os.environ, PYTHONPATH=str(REPO / "agent"),
+                JETBENCH_CACHE_DIR=str(tmp_path / "cache"))
+
+
+# -- names and rules ---------------------------------------------------------------------------
+def test_parse_runtimes():
+    assert parse_runtimes(None) == ("torch",)
+    assert parse_runtimes("torch, ort,trt,jit,compile") == (
+        "torch", "onnxruntime", "tensorrt", "torchscript", "compile")
+    assert parse_runtimes("onnxruntime,onnxruntime") == ("onnxruntime",)
+    with pytest.raises(UsageError) as err:
+        parse_runtimes("onnxruntim")
+    assert "did you mean onnxruntime" in str(err.value)
+    assert "torch, torchscript, compile, onnxruntime, tensorrt" in err.value.hint
+    with pytest.raises(UsageError):
+        parse_runtimes(" , ")
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"models": ["model.onnx"]}, "built-in networks"),
+    ({"models": ["resnet18"], "compile_flag": True}, "--compile is the runtime"),
+    ({"models": ["resnet18"], "provider": "cpu"}, "--provider"),
+    ({"models": ["resnet18"], "workload_python": "/usr/bin/python3"}, "--workload-python"),
+])
+def test_rules(kwargs, words):
+    kwargs.setdefault("provider", None)
+    with pytest.raises(UsageError) as err:
+        check_runtimes(("torch", "torchscript"), **kwargs)
+    assert words in str(err.value)
+    check_runtimes(("torch",), ["model.onnx"], "cpu", True, "/usr/bin/python3")  # the default
+    with pytest.raises(UsageError, match="--provider"):  # no ONNX Runtime row to take it
+        check_runtimes(("torch",), ["resnet18"], "cpu")
+
+
+# -- real runtimes on this CPU -----------------------------------------------------------------
+def test_onnxruntime_runs_the_same_network_and_says_so(cache, monkeypatch):
+    work = build_workload("resnet18", "fp32", 2, "cpu", input_shape=SMALL,
+                          options=RunOptions(runtime="onnxruntime"))
+    doc = work.describe()
+    assert (doc["model"], doc["runtime"], doc["framework"]) == (
+        "resnet18", "onnxruntime", "onnxruntime")
+    assert doc["provider"] == "CPUExecutionProvider"
+    check = doc["output_check"]
+    assert check["checked"] and check["relative_diff"] <= RELATIVE_TOLERANCE["fp32"]
+    assert check["top1_agreement"] == 1.0
+    files = list(cache.glob("onnx/*.onnx"))
+    assert [Path(doc["onnx_file"])] == files
+    assert "resnet18-3x64x64-b2-float32-seed0-opset17" in files[0].name
+    # cached: a second build exports nothing
+    monkeypatch.setattr(onnx_export, "_export", lambda *a: pytest.fail("exported twice"))
+    build_workload("resnet18", "fp32", 2, "cpu", input_shape=SMALL,
+                   options=RunOptions(runtime="onnxruntime"))
+
+
+def test_a_runtime_that_computes_something_else_is_refused(monkeypatch):
+    real = runtime_build.exported_onnx
+
+    def other_weights(model, precision, batch, seed, shape):
+        return real(model, precision, batch, seed + 1, shape)  # not the weights eager runs
+
+    monkeypatch.setattr(runtime_build, "exported_onnx", other_weights)
+    with pytest.raises(OutputMismatch) as err:
+        build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
+                       options=RunOptions(runtime="onnxruntime"))
+    assert "differ from PyTorch eager" in str(err.value)
+    assert "tolerance 0.001 for fp32" in str(err.value)
+
+
+def test_torchscript_is_traced_and_checked():
+    work = build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
+                          options=RunOptions(runtime="torchscript"))
+    assert work.describe()["runtime"] == "torchscript"
+    assert type(work.module).__module__.startswith("torch.jit")
+    assert work.details["output_check"]["relative_diff"] <= 1e-3
+
+
+def test_compile_calls_torch_compile_and_is_checked(monkeypatch):
+    import torch
+
+    compiled = []
+
+    def stand_in(net):
+        compiled.append(net)
+        return net
+
+    monkeypatch.setattr(torch, "compile", stand_in)
+    work = build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
+                          options=RunOptions(runtime="compile"))
+    assert len(compiled) == 1 and work.describe()["runtime"] == "compile"
+    assert work.details["output_check"]["checked"]
+
+
+def test_exported_runtimes_do_not_train():
+    with pytest.raises(RuntimeUnavailable) as err:
+        build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
+                       options=RunOptions(runtime="onnxruntime", mode="train"))
+    assert "inference only" in str(err.value)
+
+
+def test_time_rows_per_network_and_runtime(monkeypatch):
+    """The issue's command, in library form: a row per network and runtime, matching outputs,
+    TensorRT unavailable with what to install, the fastest named."""
+    request = TimeRequest(models=("resnet18", "mobilenet_v2"), input_shape=SMALL,
+                          runtimes=("torch", "onnxruntime", "tensorrt"), device="cpu",
+                          iterations=2, duration_s=0.05, warmup_s=0.0)
+    report = time_models(request)
+    got = [(r.model, r.runtime, r.status) for r in report.rows]
+    assert got == [("resnet18", "torch", "ok"), ("resnet18", "onnxruntime", "ok"),
+                   ("resnet18", "tensorrt", "unavailable"), ("mobilenet_v2", "torch", "ok"),
+                   ("mobilenet_v2", "onnxruntime", "ok"),
+                   ("mobilenet_v2", "tensorrt", "unavailable")]
+    doc = report.to_dict()
+    trt = doc["results"][2]
+    assert trt["workload"]["runtime"] == "tensorrt" and "tensorrt" in trt["message"]
+    ort = doc["results"][1]
+    assert ort["workload"]["output_check"]["relative_diff"] <= 1e-3
+    speeds = {(r.model, r.runtime): r.images_per_s for r in report.rows if r.status == "ok"}
+    for model in ("resnet18", "mobilenet_v2"):
+        best = max(("torch", "onnxruntime"), key=lambda rt: speeds[(model, rt)])
+        line = next(f for f in report.fastest if f" {model} " in f)
+        assert f"on cpu: {best} (" in line
+
+
+# -- TensorRT against a stand-in ---------------------------------------------------------------
+class FakeTrt:
+    """The few TensorRT builder calls jetbench makes, recorded."""
+
+    def __init__(self, version="10.3.0", parses=True, builds=True):
+        self.__version__ = version
+        self.calls = []
+        self.parses, self.builds = parses, builds
+        fake = self
+
+        class Logger:
+            WARNING = 2
+
+            def __init__(self, level):
+                pass
+
+        class Network:
+            pass
+
+        class Config:
+            def set_flag(self, flag):
+                fake.calls.append(("set", flag))
+
+            def clear_flag(self, flag):
+                fake.calls.append(("clear", flag))
+
+        class Builder:
+            platform_has_fast_fp16 = True
+
+            def __init__(self, logger):
+                pass
+
+            def create_network(self, flags):
+                fake.calls.append(("network", flags))
+                return Network()
+
+            def create_builder_config(self):
+                return Config()
+
+            def build_serialized_network(self, network, config):
+                fake.calls.append(("build",))
+                return b"ENGINE" if fake.builds else None
+
+        class OnnxParser:
+            num_errors = 1
+
+            def __init__(self, network, logger):
+                pass
+
+            def parse(self, data):
+                fake.calls.append(("parse", len(data)))
+                return fake.parses
+
+            def get_error(self, i):
+                return "Unsupported operator LRN"
+
+        self.Logger, self.Builder, self.OnnxParser = Logger, Builder, OnnxParser
+        self.BuilderFlag = SimpleNamespace(FP16="FP16", TF32="TF32")
+        self.NetworkDefinitionCreationFlag = SimpleNamespace(EXPLICIT_BATCH=0)
+
+
+def test_engine_build_sets_the_precision_and_caches(tmp_path):
+    onnx = tmp_path / "resnet18-3x224x224-b1-float16-seed0-opset17-torch2.onnx"
+    onnx.write_bytes(b"ONNX")
+    trt = FakeTrt()
+    path = engine_build.built_engine(trt, onnx, "fp16", "Orin_sm87", tmp_path)
+    assert path.read_bytes() == b"ENGINE"
+    assert path.name == onnx.stem + "-trt10.3.0-Orin_sm87.engine"
+    assert ("set", "FP16") in trt.calls and ("network", 0) in trt.calls
+    trt.calls.clear()
+    assert engine_build.built_engine(trt, onnx, "fp16", "Orin_sm87", tmp_path) == path
+    assert trt.calls == []  # cached: not rebuilt
+    other = engine_build.built_engine(FakeTrt("10.7.0"), onnx, "fp16", "Orin_sm87", tmp_path)
+    assert other != path  # another TensorRT: another engine
+    fp32 = FakeTrt("8.5.2")
+    engine_build.build_serialized(fp32, onnx, "fp32")
+    assert ("clear", "TF32") in fp32.calls and ("network", 1) in fp32.calls  # explicit batch
+
+
+def test_engine_build_failures_say_why(tmp_path):
+    onnx = tmp_path / "m.onnx"
+    onnx.write_bytes(b"ONNX")
+    with pytest.raises(HardwareError, match="Unsupported operator LRN"):
+        engine_build.build_serialized(FakeTrt(parses=False), onnx, "fp32")
+    with pytest.raises(HardwareError, match="could not build"):
+        engine_build.build_serialized(FakeTrt(builds=False), onnx, "fp32")
+    assert not list(tmp_path.glob("*.engine"))
+
+
+def test_tensorrt_needs_a_cuda_gpu(monkeypatch):
+    monkeypatch.setattr(runtime_build, "import_tensorrt", lambda: FakeTrt())
+    with pytest.raises(RuntimeUnavailable, match="runs on a CUDA GPU"):
+        build_workload("resnet18", "fp16", 1, "cpu", input_shape=SMALL,
+                       options=RunOptions(runtime="tensorrt"))
+
+
+def test_tensorrt_row_is_built_from_the_export_named_and_checked(monkeypatch, cache):
+    """The whole TensorRT path with the GPU parts stood in: export, engine build (cached under
+    the GPU's name), the engine workload named for the network and checked against eager."""
+    trt = FakeTrt()
+    cuda = SimpleNamespace(get_device_capability=lambda i: (8, 7),
+                           get_device_name=lambda i: "Orin")
+    loaded = []
+
+    def engine_workload(path, precision, batch, dev, input_mode, shape):
+        loaded.append(path)
+        # what the engine computes, stood in by eager on the CPU
+        work = build_workload("resnet18", precision, batch, "cpu", input_shape=SMALL)
+        work.framework, work.details = "tensorrt", {"tensorrt_version": trt.__version__}
+        work.model = path
+        return work
+
+    monkeypatch.setattr(runtime_build, "import_tensorrt", lambda: trt)
+    monkeypatch.setattr(runtime_build, "import_torch", lambda: SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(runtime_build, "resolve_device", lambda d: "cuda:0")
+    monkeypatch.setattr(runtime_build, "is_cuda", lambda d: True)
+    monkeypatch.setattr(runtime_build, "cuda_index", lambda torch, d: 0)
+    monkeypatch.setattr(runtime_build, "build_engine_workload", engine_workload)
+    work = build_workload("resnet18", "fp32", 1, "cuda", input_shape=SMALL,
+                          options=RunOptions(runtime="tensorrt"))
+    doc = work.describe()
+    assert (doc["model"], doc["runtime"]) == ("resnet18", "tensorrt")
+    assert loaded == [doc["engine_file"]] and doc["engine_file"].endswith(
+        "-trt10.3.0-Orin_sm87.engine")
+    assert Path(doc["onnx_file"]).parent == cache / "onnx"
+    assert doc["output_check"]["checked"]
+    assert ("clear", "TF32") in trt.calls
+
+
+# -- through the CLI ---------------------------------------------------------------------------
+def test_time_cli_json(tmp_path):
+    """The issue's command: a row per network and runtime with matching outputs."""
+    result = subprocess.run(
+        [sys.executable, "-m", "jetbench.cli.main", "time", "--model", "resnet18,alexnet",
+         "--runtime", "torch,onnxruntime", "--json", "--iterations", "2", "--duration", "0",
+         "--warmup", "0", "--device", "cpu"],
+        capture_output=True, text=True, timeout=300, env=_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    rows = [(r["workload"]["model"], r["workload"]["runtime"], r["status"])
+            for r in doc["results"]]
+    assert rows == [("resnet18", "torch", "ok"), ("resnet18", "onnxruntime", "ok"),
+                    ("alexnet", "torch", "ok"), ("alexnet", "onnxruntime", "ok")]
+    for r in doc["results"]:
+        if r["workload"]["runtime"] == "onnxruntime":
+            assert r["workload"]["output_check"]["relative_diff"] <= 1e-3
+    assert len(doc["fastest"]) == 2
+
+
+@pytest.mark.parametrize("args, words", [
+    (["time", "--runtime", "onnxrt"], "not a runtime"),
+    (["time", "--model", "{tmp}/x.onnx", "--runtime", "onnxruntime"], "built-in networks"),
+    (["time", "--runtime", "torch,compile", "--compile"], "--compile is the runtime"),
+    (["time", "--runtime", "torch", "--provider", "cpu"], "--provider"),
+])
+def test_usage_errors(tmp_path, args, words):
+    (tmp_path / "x.onnx").write_bytes(b"not run")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    result = subprocess.run([sys.executable, "-m", "jetbench.cli.main", *args],
+                            capture_output=True, text=True, timeout=120, env=_env(tmp_path))
+    assert result.returncode == 1, result.stderr  # errors.EXIT_USAGE
+    assert words in result.stderr and "Traceback" not in result.stderr
+
+
+def test_measure_one_result_per_runtime(tmp_path):
+    base = make_board(tmp_path, "orin-nano")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure",
+         "--model", "resnet18", "--input-shape", "3,64,64", "--runtime",
+         "torch,onnxruntime,tensorrt", "--freq", "max", "--iterations", "2", "--duration",
+         "0.2", "--warmup", "0", "--device", "cpu", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    docs = {p.name: json.loads(p.read_text()) for p in out.glob("*.json")}
+    stems = sorted(docs)
+    assert [s.split("-gpu")[1] for s in stems] == [
+        "625mhz-onnxruntime.json", "625mhz-tensorrt.json", "625mhz.json"]
+    by_runtime = {d["workload"]["runtime"]: d for d in docs.values()}
+    assert by_runtime["onnxruntime"]["status"] == "ok"
+    assert by_runtime["onnxruntime"]["efficiency"]["images_per_j"] > 0
+    assert by_runtime["tensorrt"]["status"] == "unavailable"
+    assert "tensorrt" in by_runtime["tensorrt"]["message"].lower()
+    for cmd, words in ((["--cmd", "true"], "--runtime does not go with --cmd"),
+                       (["--model", "sim:alexnet"], "built-in networks")):
+        bad = subprocess.run(
+            [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure",
+             "--runtime", "onnxruntime", *cmd, "--out", str(tmp_path / "never")],
+            capture_output=True, text=True, timeout=120, env=_env(tmp_path))
+        assert bad.returncode == 1 and words in bad.stderr, bad.stderr
+        assert not (tmp_path / "never").exists()
