@@ -492,7 +492,8 @@ def _by_runtime(by: str, results: List[Path], plot: Optional[Path], markdown: bo
         typer.echo(by_runtime.markdown(records), nl=False)
     else:
         out = console()
-        out.print(by_runtime.title(records), markup=False, highlight=False, soft_wrap=True)
+        out.print(by_runtime.title(records), markup=False, highlight=False,
+                  soft_wrap=not out.is_terminal)
         for title, table in by_runtime.rich_tables(records):
             out.print(title, style="italic", markup=False, highlight=False)
             print_table(out, table)

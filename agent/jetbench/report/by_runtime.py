@@ -166,7 +166,7 @@ def _from_result(doc: Dict[str, Any]) -> List[Record]:
     if status == "ok" and not schema.is_valid(doc):
         status = "invalid"
     where = (doc.get("board") or {}).get("model") or \
-        str((doc.get("workload") or {}).get("device") or "?")
+        f"device {(doc.get('workload') or {}).get('device') or '?'}"
     record = _record(doc.get("workload"), status, schema.images_per_s(doc),
                      schema.images_per_j(doc), where, bool(doc.get("simulated")))
     return [record] if record else []
@@ -272,10 +272,7 @@ def tables_of(records: Sequence[Record]) -> List[Table]:
 
 
 def title(records: Sequence[Record]) -> str:
-    text = "jetbench runtimes: " + ", ".join(sorted({r.where for r in records}))
-    if any(r.simulated for r in records):
-        text += " (SIMULATED board: not hardware)"
-    return text
+    return "jetbench runtimes: " + _where_title(records)
 
 
 def legend(tables: Sequence[Table]) -> List[str]:
@@ -371,7 +368,8 @@ def plot_file(out_dir: Path, runtime: str) -> Path:
 
 
 def _where_title(records: Sequence[Record]) -> str:
-    """'TX1 - SIMULATED board' when all are simulated; else each simulated one said."""
+    """'TX1 - SIMULATED board' when all are simulated; else each simulated one said
+    ('TX1 (SIMULATED), device cpu')."""
     places = sorted({(r.where, r.simulated) for r in records})
     if all(sim for _, sim in places):
         return ", ".join(w for w, _ in places) + _suffix(True)
