@@ -413,7 +413,8 @@ def sweep(
 def report(
     results: List[Path] = typer.Argument(...,
                                          metavar="RESULTS",
-                                         help="Result JSON files or directories."),
+                                         help="Result JSON files or directories (with --by "
+                                         "runtime, `jetbench time` output too)."),
     plot: Optional[Path] = typer.Option(None, "--plot",
                                         metavar="DIR", help="Write PNG plots into DIR."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the table as Markdown."),
