@@ -11,7 +11,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import typer
 
+from ..errors import UsageError
 from ..interrupts import InterruptLatch
+from ..report import by_runtime
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .render import print_note, print_results_table, print_table
 
@@ -416,7 +418,8 @@ def sweep(
 def report(
     results: List[Path] = typer.Argument(...,
                                          metavar="RESULTS",
-                                         help="Result JSON files or directories."),
+                                         help="Result JSON files or directories (with --by "
+                                         "runtime, `jetbench time` output too)."),
     plot: Optional[Path] = typer.Option(None, "--plot",
                                         metavar="DIR", help="Write PNG plots into DIR."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the table as Markdown."),
@@ -424,13 +427,26 @@ def report(
                                            metavar="RESULT", help="Another result: print "
                                            "the change per metric (B against A)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    by: Optional[str] = typer.Option(
+        None, "--by", metavar="WHAT",
+        help="Group the results by WHAT instead: `runtime` (the only value) prints a table per "
+             "pass, precision and batch with a row per network and a column per runtime "
+             "(torch, torchscript, compile, onnxruntime per provider, tensorrt): img/s, img/J "
+             "where measured, the fastest marked. Reads `jetbench time` output too; with "
+             "--plot, time per image against batch size, one PNG per runtime."),
 ) -> None:
     """The whitepaper-style table across results; plots (img/s and img/s/W vs GPU clock,
-    img/s vs batch, each run's power trace); --compare for a regression check."""
-    from ..errors import UsageError
+    img/s vs batch, each run's power trace); --compare for a regression check; --by runtime
+    for the runtimes side by side."""
     from ..report import tables
     from ..report.io import load_result, load_results
 
+    if by is not None:
+        if compare is not None:
+            raise UsageError("--by and --compare do not go together",
+                             hint="jetbench report DIR --by runtime, or A.json --compare B.json")
+        _by_runtime(by_runtime.check_by(by), results, plot, markdown, as_json)
+        return
     docs = load_results(results)
     if not docs:
         raise UsageError("no jetbench results found in " + ", ".join(map(str, results)))
@@ -462,6 +478,33 @@ def report(
         for line in tables.uncertainty_advice(docs):
             print_note(err, "uncertainty", line)
         print_invalid(docs)
+    for p in written:
+        typer.echo(f"plot: {p}")
+
+
+def _by_runtime(by: str, results: List[Path], plot: Optional[Path], markdown: bool,
+                as_json: bool) -> None:
+    """`report --by runtime`: the library's tables, printed."""
+    records = by_runtime.load_records(results)
+    if not records:
+        raise UsageError("no jetbench results or `jetbench time` documents found in "
+                         + ", ".join(map(str, results)),
+                         hint="give the --out directories of measure, sweep or time")
+    written = by_runtime.plot_batch_efficiency(records, plot) if plot is not None else []
+    if as_json:
+        print_json(by_runtime.to_dict(records, written))
+        return
+    if markdown:
+        typer.echo(by_runtime.markdown(records), nl=False)
+    else:
+        out = console()
+        out.print(by_runtime.title(records), markup=False, highlight=False,
+                  soft_wrap=not out.is_terminal)
+        for title, table in by_runtime.rich_tables(records):
+            out.print(title, style="italic", markup=False, highlight=False)
+            print_table(out, table)
+        for line in by_runtime.legend(by_runtime.tables_of(records)):
+            out.print(line, markup=False, highlight=False, soft_wrap=not out.is_terminal)
     for p in written:
         typer.echo(f"plot: {p}")
 
