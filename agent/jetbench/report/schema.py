@@ -14,7 +14,8 @@ from ..errors import UsageError
 from ..work_units import DEFAULT_UNIT
 
 SCHEMA = "jetbench.result/1"
-STATUSES = ("ok", "oom", "unavailable", "failed")  # failed: a sweep point that raised
+STATUSES = ("ok", "oom", "unavailable", "failed", "mismatch")  # failed: a sweep point that
+# raised; mismatch: a --runtime whose outputs differ from PyTorch eager (not timed)
 # workload.framework: what ran it (absent in results older than ONNX support: pytorch;
 # "command": an external command, `measure --cmd`)
 FRAMEWORKS = ("pytorch", "onnxruntime", "tensorrt", "command", "sim")  # sim: --model sim:NAME

@@ -64,6 +64,7 @@ class TimeRow:
     layers: Optional[LayerTimes] = None
     message: Optional[str] = None
     runtime: str = TORCH
+    mode: str = "inference"  # or train (forward+backward)
 
     @property
     def images_per_s(self) -> Optional[float]:
@@ -75,7 +76,7 @@ class TimeRow:
         else:
             doc = {"workload": {"model": self.model, "precision": self.precision,
                                 "batch": self.batch, "device": self.device,
-                                "runtime": self.runtime},
+                                "runtime": self.runtime, "mode": self.mode},
                    "throughput": None, "warnings": []}
         doc = {"status": self.status, **doc}
         if self.message:
@@ -203,15 +204,15 @@ def _one(request: TimeRequest, model: str, runtime: str, precision: str, batch: 
                            progress=report)
         layers = time_layers(workload, request.layer_iterations) if request.layers else None
         return TimeRow(model, precision, batch, workload.device, "ok", result, layers,
-                       runtime=runtime)
+                       runtime=runtime, mode=options.mode)
     except OutOfMemory as err:
         return TimeRow(model, precision, batch, device, "oom", message=str(err),
-                       runtime=runtime)
+                       runtime=runtime, mode=options.mode)
     except (Unavailable, OutputMismatch) as err:
         message = f"{err} ({err.hint})" if err.hint else str(err)
         status = "mismatch" if isinstance(err, OutputMismatch) else "unavailable"
         return TimeRow(model, precision, batch, device, status, message=message,
-                       runtime=runtime)
+                       runtime=runtime, mode=options.mode)
     finally:
         del workload
         gc.collect()
