@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
+from ..workload.runtimes import RUNTIMES  # their order is the columns'
 from . import schema
 from .figures import significant
 from .io import expand
 from .plots import SIZE_IN, _caveat, _legend_outside, _plt, _save, _suffix
+from .schema import TIME_SCHEMA
 
 BY_VALUES = ("runtime",)  # what `report --by` groups by
-RUNTIMES = ("torch", "torchscript", "compile", "onnxruntime", "tensorrt")  # column order
-TIME_SCHEMA = "jetbench.time/1"  # run/timing.py's SCHEMA (a layer above: not imported)
 PASSES = {"inference": "forward", "train": "forward+backward"}
 FASTEST = "*"
 # How a cell that has no figure reads; also the order in which one status wins over another

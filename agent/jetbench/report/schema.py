@@ -14,6 +14,7 @@ from ..errors import UsageError
 from ..work_units import DEFAULT_UNIT
 
 SCHEMA = "jetbench.result/1"
+TIME_SCHEMA = "jetbench.time/1"  # `jetbench time`'s document (run/timing.py)
 STATUSES = ("ok", "oom", "unavailable", "failed", "mismatch")  # failed: a sweep point that
 # raised; mismatch: a --runtime whose outputs differ from PyTorch eager (not timed)
 # workload.framework: what ran it (absent in results older than ONNX support: pytorch;

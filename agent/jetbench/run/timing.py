@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import OutOfMemory, OutputMismatch, Unavailable, UsageError
+from ..report.schema import TIME_SCHEMA
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
 from ..workload.child import ChildWorkload, run_in_child
@@ -18,7 +19,7 @@ from ..workload.runner import TimingResult, run_timed
 from ..workload.runtimes import DEFAULT, TORCH, check_runtimes, with_runtime
 from ..workload.workload import RunOptions, resolve_device
 
-SCHEMA = "jetbench.time/1"
+SCHEMA = TIME_SCHEMA
 SWEEP = "sweep"
 SWEEP_MAX_BATCH = 1024  # a sweep doubles the batch up to this, or until out of memory
 _ADVICE_MARGIN = 0.10  # slower than fp32 by more than run-to-run noise
