@@ -11,7 +11,7 @@ from test_measure_e2e import write_tiny
 from test_report import result
 
 from jetbench.errors import EXIT_USAGE, UsageError
-from jetbench.report import by_runtime, plots
+from jetbench.report import by_runtime, plots, schema
 from jetbench.run import timing
 
 from conftest import REPO, run_cli
@@ -90,12 +90,12 @@ def test_both_document_kinds_read_foreign_skipped(results_dir):
 
 
 def test_runtime_labels():
-    assert by_runtime.runtime_label({"model": "a"}) == "torch"
-    assert by_runtime.runtime_label({"framework": "onnxruntime",
+    assert schema.runtime_label({"model": "a"}) == "torch"
+    assert schema.runtime_label({"framework": "onnxruntime",
                                      "provider": "CUDAExecutionProvider"}) == "onnxruntime (cuda)"
-    assert by_runtime.runtime_label({"runtime": "onnxruntime", "provider": "tensorrt"}) == \
+    assert schema.runtime_label({"runtime": "onnxruntime", "provider": "tensorrt"}) == \
         "onnxruntime (tensorrt)"
-    assert by_runtime.runtime_label({"runtime": "compile"}) == "compile"
+    assert schema.runtime_label({"runtime": "compile"}) == "compile"
 
 
 def test_fastest_marked_statuses_shown(results_dir):

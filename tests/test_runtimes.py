@@ -352,3 +352,24 @@ def test_measure_one_result_per_runtime(tmp_path):
             capture_output=True, text=True, timeout=120, env=_env(tmp_path))
         assert bad.returncode == 1 and words in bad.stderr, bad.stderr
         assert not (tmp_path / "never").exists()
+
+
+def test_sweep_table_says_which_runtime_ran_each_row():
+    from rich.console import Console
+
+    from jetbench.report.tables import long_table
+
+    def doc(runtime, provider=None):
+        work = {"model": "resnet18", "precision": "fp32", "batch": 1, "runtime": runtime}
+        if provider:
+            work["provider"] = provider
+        return {"schema": "jetbench.result/1", "status": "ok", "workload": work,
+                "throughput": {"images_per_s": 10.0}, "board": {"model": "b"}}
+
+    console = Console(width=200, record=True)
+    console.print(long_table([doc("torch"), doc("onnxruntime", "CPUExecutionProvider")]))
+    text = console.export_text()
+    assert "runtime" in text and "onnxruntime (cpu)" in text
+    console = Console(width=200, record=True)
+    console.print(long_table([doc("torch"), doc("torch")]))
+    assert "runtime" not in console.export_text()  # one runtime: no column for it

@@ -187,10 +187,10 @@ def _render(report: Any, out: Optional[Path]) -> None:
 
 def _runtime_cell(row: Any) -> str:
     """'onnxruntime (cpu)': the runtime, and ONNX Runtime's provider where it ran."""
-    from ..workload.onnx_providers import short_name
+    from ..report.schema import runtime_label
 
-    provider = (row.result.workload.get("provider") or "") if row.result is not None else ""
-    return f"{row.runtime} ({short_name(provider)})" if provider else row.runtime
+    return runtime_label(row.result.workload if row.result is not None else
+                         {"runtime": row.runtime})
 
 
 def _render_layers(con: Any, row: Any) -> None:

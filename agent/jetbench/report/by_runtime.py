@@ -128,24 +128,6 @@ def check_by(by: str) -> str:
 
 
 # -- reading --------------------------------------------------------------------------------
-def provider_short(name: Any) -> Optional[str]:
-    """'CUDAExecutionProvider' -> 'cuda'; 'cpu' stays 'cpu'; None stays None."""
-    if not isinstance(name, str) or not name:
-        return None
-    return name.replace("ExecutionProvider", "").lower()
-
-
-def runtime_label(work: Dict[str, Any]) -> str:
-    """The column of a `workload` object: its runtime (absent: the framework's, else torch),
-    onnxruntime with its execution provider."""
-    runtime = work.get("runtime")
-    if not runtime:
-        framework = work.get("framework")
-        runtime = framework if framework in ("onnxruntime", "tensorrt") else "torch"
-    ep = provider_short(work.get("provider")) if runtime == "onnxruntime" else None
-    return f"{runtime} ({ep})" if ep else str(runtime)
-
-
 def _record(work: Any, status: str, ips: Optional[float], ipj: Optional[float], where: str,
             simulated: bool) -> Optional[Record]:
     if not isinstance(work, dict) or not work.get("model"):
@@ -156,8 +138,9 @@ def _record(work: Any, status: str, ips: Optional[float], ipj: Optional[float], 
         return None
     if status == "ok" and ips is None:
         return None  # nothing to show
-    return Record(str(work["model"]), runtime_label(work), str(work.get("mode") or "inference"),
-                  str(work.get("precision") or "?"), batch, status, ips, ipj, where, simulated,
+    return Record(str(work["model"]), schema.runtime_label(work),
+                  str(work.get("mode") or "inference"), str(work.get("precision") or "?"),
+                  batch, status, ips, ipj, where, simulated,
                   str(work.get("framework") or "pytorch"))
 
 

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from ..errors import UsageError
 from ..work_units import DEFAULT_UNIT
+from ..workload.onnx_providers import short_name
 
 SCHEMA = "jetbench.result/1"
 TIME_SCHEMA = "jetbench.time/1"  # `jetbench time`'s document (run/timing.py)
@@ -73,6 +74,17 @@ def framework(doc: Dict[str, Any]) -> Any:
 def provider(doc: Dict[str, Any]) -> Optional[str]:
     """ONNX Runtime's execution provider ('CUDAExecutionProvider'); None for other frameworks."""
     return _get(doc, "workload", "provider")
+
+
+def runtime_label(work: Dict[str, Any]) -> str:
+    """What ran a `workload` object (its --runtime; absent in older results: the framework's,
+    else torch), ONNX Runtime with its execution provider: 'onnxruntime (cpu)'."""
+    runtime = work.get("runtime")
+    if not runtime:
+        kind = work.get("framework")
+        runtime = kind if kind in ("onnxruntime", "tensorrt") else "torch"
+    ep = work.get("provider") if runtime == "onnxruntime" else None
+    return f"{runtime} ({short_name(ep)})" if isinstance(ep, str) and ep else str(runtime)
 
 
 def images_per_s(doc: Dict[str, Any]) -> Optional[float]:

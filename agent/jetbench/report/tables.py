@@ -279,9 +279,12 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
              efficiency_label(unit) if unit else "per J", "status"]
     if unit is None:  # mixed units: each row says what it counts
         names.insert(4, "unit")
+    runtimes = {schema.runtime_label(d.get("workload") or {}) for d in docs}
+    if runtimes != {"torch"}:  # --runtime: each row says what ran it
+        names.insert(2, "runtime")
     for name in names:
-        table.add_column(name, justify="right" if name not in ("model", "precision", "status",
-                                                               "unit") else "left")
+        table.add_column(name, justify="right" if name not in ("model", "runtime", "precision",
+                                                               "status", "unit") else "left")
     for d in docs:
         w = d.get("workload") or {}
         hz = schema.gpu_hz(d)
@@ -297,6 +300,8 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
                  _pm(schema.items_per_j(d), _ipj_pct(d, power_pct), 2), status]
         if unit is None:
             cells.insert(4, schema.unit(d))
+        if runtimes != {"torch"}:
+            cells.insert(2, schema.runtime_label(w))
         table.add_row(*cells)
     return table
 
