@@ -13,15 +13,17 @@ import pytest
 from jetbench.hw.fs import Root
 from jetbench.hw.readings import cpu_load_pct, cpu_times, memory_mb
 
-from conftest import REPO, make_board
+from conftest import REPO, make_board, sigint_as_on_a_terminal
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
 
 
 def _monitor(base, *args, **kw):
+    # as started from a terminal: a suite run in the background (CI, nohup) has SIGINT ignored,
+    # which the child would inherit, and then Ctrl-C could not end it
     return subprocess.Popen([sys.executable, "-m", "jetbench", "--root", str(base), "monitor",
                              *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=ENV, **kw)
+                            env=ENV, preexec_fn=sigint_as_on_a_terminal, **kw)
 
 
 def test_piped_monitor_prints_one_line_per_interval(tmp_path):

@@ -13,7 +13,6 @@ import typer
 
 from ..errors import UsageError
 from ..interrupts import InterruptLatch
-from ..report import by_runtime
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .render import print_note, print_results_table, print_table
 
@@ -438,7 +437,7 @@ def report(
     """The whitepaper-style table across results; plots (img/s and img/s/W vs GPU clock,
     img/s vs batch, each run's power trace); --compare for a regression check; --by runtime
     for the runtimes side by side."""
-    from ..report import tables
+    from ..report import by_runtime, tables
     from ..report.io import load_result, load_results
 
     if by is not None:
@@ -485,6 +484,8 @@ def report(
 def _by_runtime(by: str, results: List[Path], plot: Optional[Path], markdown: bool,
                 as_json: bool) -> None:
     """`report --by runtime`: the library's tables, printed."""
+    from ..report import by_runtime
+
     records = by_runtime.load_records(results)
     if not records:
         raise UsageError("no jetbench results or `jetbench time` documents found in "
