@@ -100,6 +100,26 @@ def _poke(path: Path, value: object, expect: Optional[str] = None) -> None:
         os.close(fd)
 
 
+def _hide_setspeed(policy: Path, seen: str) -> None:
+    """What the kernel shows in scaling_setspeed under any governor but userspace, put in place
+    of the number `seen` there, unless a pin began since: the governor is read once more just
+    before the write, and the longer text is written over the number without a truncate, so a
+    reader never sees the file empty."""
+    text = b"<unsupported>\n"
+    try:
+        fd = os.open(policy / "scaling_setspeed", os.O_RDWR)
+    except OSError:
+        return
+    try:
+        if os.pread(fd, 64, 0).decode(errors="replace").strip() != seen:
+            return
+        if _read(policy / "scaling_governor") in ("", "userspace"):
+            return
+        os.pwrite(fd, text, 0)
+    finally:
+        os.close(fd)
+
+
 def _round_emc(rate_hz: int) -> int:
     """round-emc: the nearest rate the memory controller can run (a multiple of the step)."""
     return max(1, round(rate_hz / Q.EMC_ROUND_STEP_HZ)) * Q.EMC_ROUND_STEP_HZ
@@ -265,6 +285,10 @@ class SimKernel:
                 self._guard(d / "scaling_governor", True)
             setspeed_file = d / "scaling_setspeed"
             setspeed = _read(setspeed_file)
+            # The governor again, read *after* setspeed: jetbench writes `userspace` before the
+            # speed, so a number beside a governor read before both is a pin in progress, not
+            # a leftover to hide (hiding it raced with jetbench's read-back of its own write).
+            governor_after = _read(d / "scaling_governor")
             if governor == "userspace":
                 # Until someone writes scaling_setspeed the frequency stays where it was. (The
                 # kernel shows that frequency in the file at once; rewriting it from here would
@@ -272,8 +296,8 @@ class SimKernel:
                 start = self._cpu_set_khz.get(d) or _read_int(d / "scaling_cur_freq", lo)
                 target = min(max(int(setspeed) if setspeed.isdigit() else start, lo), hi)
             else:
-                if setspeed != "<unsupported>":
-                    _poke(setspeed_file, "<unsupported>", expect=setspeed)
+                if setspeed != "<unsupported>" and governor_after not in ("", "userspace"):
+                    _hide_setspeed(d, setspeed)
                 target = hi if governor == "performance" else lo
             cur = min(cluster.freqs_khz, key=lambda f: (abs(f - target), f))
             self._cpu_set_khz[d] = cur
