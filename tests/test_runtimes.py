@@ -344,6 +344,9 @@ def test_measure_one_result_per_runtime(tmp_path):
     assert by_runtime["onnxruntime"]["efficiency"]["images_per_j"] > 0
     assert by_runtime["tensorrt"]["status"] == "unavailable"
     assert "tensorrt" in by_runtime["tensorrt"]["message"].lower()
+    assert sorted(p.name.split("-gpu")[1] for p in out.glob("*.csv")) == [
+        "625mhz-onnxruntime.csv", "625mhz.csv"]  # the run that never ran has no trace
+    assert f"results: {out} (3 JSON, 2 CSV power trace(s))" in result.stdout
     for cmd, words in ((["--cmd", "true"], "--runtime does not go with --cmd"),
                        (["--model", "sim:alexnet"], "built-in networks")):
         bad = subprocess.run(

@@ -117,8 +117,10 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
         out.print(f"resumed: {len(report.skipped)} point(s) already measured, skipped")
     out.print(f"clocks: {report.restored}")
     if report.out_dir is not None and report.paths:
-        out.print(f"results: {report.out_dir} ({len(report.paths)} JSON + CSV trace each)",
-                  soft_wrap=True)
+        # a result that never ran (oom, unavailable, mismatch) has no power trace
+        traces = sum(Path(p).with_suffix(".csv").is_file() for p in report.paths)
+        out.print(f"results: {report.out_dir} ({len(report.paths)} JSON, {traces} CSV power "
+                  "trace(s))", soft_wrap=True)
     for p in plots:
         out.print(f"plot: {p}", soft_wrap=True)
     _exit_if_invalid(report)
