@@ -228,14 +228,21 @@ def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:
         return []  # the timing rows say so
 
 
+def _speeds(rows: Sequence[TimeRow], group: Callable[[TimeRow], Tuple[Any, ...]],
+            name: Callable[[TimeRow], str]) -> Dict[Tuple[Any, ...], Dict[str, float]]:
+    """img/s of the rows that ran, grouped by `group`, keyed within a group by `name`."""
+    out: Dict[Tuple[Any, ...], Dict[str, float]] = {}
+    for row in rows:
+        if row.status == "ok" and row.images_per_s:
+            out.setdefault(group(row), {})[name(row)] = row.images_per_s
+    return out
+
+
 def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
     """For each model/batch/device: every precision slower than FP32, how much slower, and
     the fastest choice measured (the seed's "FP16 is 15x slower on the CPU")."""
-    groups: Dict[Tuple[str, int, str, str], Dict[str, float]] = {}
-    for row in rows:
-        if row.status == "ok" and row.images_per_s:
-            groups.setdefault((row.model, row.batch, row.device, row.runtime), {})[
-                row.precision] = row.images_per_s
+    groups = _speeds(rows, lambda r: (r.model, r.batch, r.device, r.runtime),
+                     lambda r: r.precision)
     advice: List[str] = []
     for (model, batch, device, runtime), speeds in groups.items():
         where = device if runtime == TORCH else f"{device} under {runtime}"
@@ -260,11 +267,8 @@ def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
 def fastest_runtime(rows: Sequence[TimeRow]) -> List[str]:
     """For each model/precision/batch/device timed under several runtimes: the fastest, and
     how much faster than PyTorch eager (the Addfor table's question, one line each)."""
-    groups: Dict[Tuple[str, str, int, str], Dict[str, float]] = {}
-    for row in rows:
-        if row.status == "ok" and row.images_per_s:
-            groups.setdefault((row.model, row.precision, row.batch, row.device), {})[
-                row.runtime] = row.images_per_s
+    groups = _speeds(rows, lambda r: (r.model, r.precision, r.batch, r.device),
+                     lambda r: r.runtime)
     lines: List[str] = []
     for (model, precision, batch, device), speeds in groups.items():
         if len(speeds) < 2:
