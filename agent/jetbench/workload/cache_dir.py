@@ -8,8 +8,9 @@ private (0700): an engine is code the GPU runs.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 
 def cache_root(environ: Optional[Mapping[str, str]] = None) -> Path:
@@ -30,4 +31,18 @@ def cache_dir(name: str, environ: Optional[Mapping[str, str]] = None) -> Path:
     root.mkdir(mode=0o700, exist_ok=True)
     path = root / name
     path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def write_cached(path: Path, produce: Callable[[str], None]) -> Path:
+    """`produce(tmp)` writes a temporary file beside `path`, which then replaces `path` in one
+    rename: a run killed half-way leaves no half-written file for the next run to trust."""
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        produce(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     return path

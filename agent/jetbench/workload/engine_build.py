@@ -15,14 +15,12 @@ UNVERIFIED on a GPU: tested against a stand-in `tensorrt` module (tests/test_run
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, List, Optional
 
 from ..errors import HardwareError
-from .cache_dir import cache_dir
+from .cache_dir import cache_dir, write_cached
 from .precision import PrecisionUnavailable
 
 
@@ -40,15 +38,11 @@ def built_engine(trt: Any, onnx_path: Path, precision: str, gpu: str,
     if path.is_file():
         return path
     data = build_serialized(trt, onnx_path, precision)
-    fd, tmp = tempfile.mkstemp(dir=str(folder), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(data)
+
+    return write_cached(path, write)
 
 
 def build_serialized(trt: Any, onnx_path: Path, precision: str) -> bytes:

@@ -18,14 +18,13 @@ from __future__ import annotations
 import inspect
 import os
 import re
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import HardwareError
 from ._torch import import_torch
-from .cache_dir import cache_dir
+from .cache_dir import cache_dir, write_cached
 from .precision import PrecisionUnavailable
 from .registry import get_spec
 
@@ -64,19 +63,12 @@ def exported_onnx(model: str, precision: str, batch: int, seed: int = 0,
         return path
     net = spec.build(seed).eval().to(getattr(torch, dtype))
     example = torch.full((batch, *shape), 0.5, dtype=getattr(torch, dtype))
-    fd, tmp = tempfile.mkstemp(dir=str(folder), prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        _export(torch, net, example, tmp)
-        os.replace(tmp, path)
+        return write_cached(path, lambda tmp: _export(torch, net, example, tmp))
     except Exception as err:  # noqa: BLE001 - any exporter failure is this runtime's problem
         raise PrecisionUnavailable(f"{model} {precision}: torch {torch.__version__} could not "
                                    f"export it to ONNX ({_first_line(err)})",
                                    hint="try fp32, or another runtime") from err
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
 
 
 def _export(torch: Any, net: Any, example: Any, path: str) -> None:
