@@ -228,13 +228,19 @@ def test_engine_build_sets_the_precision_and_caches(tmp_path):
     trt = FakeTrt()
     path = engine_build.built_engine(trt, onnx, "fp16", "Orin_sm87", tmp_path)
     assert path.read_bytes() == b"ENGINE"
-    assert path.name == onnx.stem + "-trt10.3.0-Orin_sm87.engine"
+    assert path.name == onnx.stem + "-fp16-trt10.3.0-Orin_sm87.engine"
     assert ("set", "FP16") in trt.calls and ("network", 0) in trt.calls
     trt.calls.clear()
     assert engine_build.built_engine(trt, onnx, "fp16", "Orin_sm87", tmp_path) == path
     assert trt.calls == []  # cached: not rebuilt
     other = engine_build.built_engine(FakeTrt("10.7.0"), onnx, "fp16", "Orin_sm87", tmp_path)
     assert other != path  # another TensorRT: another engine
+    fp32_onnx = tmp_path / "resnet18-3x224x224-b1-float32-seed0-opset17-torch2.onnx"
+    fp32_onnx.write_bytes(b"ONNX")
+    ieee = engine_build.built_engine(FakeTrt(), fp32_onnx, "fp32", "Orin_sm87", tmp_path)
+    tf32 = FakeTrt()
+    assert engine_build.built_engine(tf32, fp32_onnx, "tf32", "Orin_sm87", tmp_path) != ieee
+    assert ("set", "TF32") in tf32.calls  # built, not the fp32 engine taken from the cache
     fp32 = FakeTrt("8.5.2")
     engine_build.build_serialized(fp32, onnx, "fp32")
     assert ("clear", "TF32") in fp32.calls and ("network", 1) in fp32.calls  # explicit batch
@@ -284,7 +290,7 @@ def test_tensorrt_row_is_built_from_the_export_named_and_checked(monkeypatch, ca
     doc = work.describe()
     assert (doc["model"], doc["runtime"]) == ("resnet18", "tensorrt")
     assert loaded == [doc["engine_file"]] and doc["engine_file"].endswith(
-        "-trt10.3.0-Orin_sm87.engine")
+        "-fp32-trt10.3.0-Orin_sm87.engine")
     assert Path(doc["onnx_file"]).parent == cache / "onnx"
     assert doc["output_check"]["checked"]
     assert ("clear", "TF32") in trt.calls

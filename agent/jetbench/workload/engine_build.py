@@ -24,9 +24,10 @@ from .cache_dir import cache_dir, write_cached
 from .precision import PrecisionUnavailable
 
 
-def engine_name(onnx_path: Path, trt_version: str, gpu: str) -> str:
-    """'<onnx stem>-trt10.3.0-Orin_sm87.engine'."""
-    tail = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"trt{trt_version}-{gpu}")
+def engine_name(onnx_path: Path, precision: str, trt_version: str, gpu: str) -> str:
+    """'<onnx stem>-fp16-trt10.3.0-Orin_sm87.engine'. The precision is in the name because one
+    ONNX file (float32) builds two engines: fp32 with TF32 cleared and tf32 with it set."""
+    tail = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{precision}-trt{trt_version}-{gpu}")
     return f"{onnx_path.stem}-{tail}.engine"
 
 
@@ -34,7 +35,8 @@ def built_engine(trt: Any, onnx_path: Path, precision: str, gpu: str,
                  directory: Optional[Path] = None) -> Path:
     """The cached engine for `onnx_path` on this TensorRT and `gpu` (built now if missing)."""
     folder = directory or cache_dir("tensorrt")
-    path = folder / engine_name(onnx_path, str(getattr(trt, "__version__", "unknown")), gpu)
+    path = folder / engine_name(onnx_path, precision, str(getattr(trt, "__version__", "unknown")),
+                                gpu)
     if path.is_file():
         return path
     data = build_serialized(trt, onnx_path, precision)
@@ -84,6 +86,9 @@ def _set_precision(trt: Any, builder: Any, config: Any, precision: str) -> List[
     elif precision == "fp32" and flags is not None and hasattr(flags, "TF32"):
         config.clear_flag(flags.TF32)  # IEEE fp32: TensorRT allows TF32 by default
         notes.append("TF32 flag cleared")
+    elif precision == "tf32" and flags is not None and hasattr(flags, "TF32"):
+        config.set_flag(flags.TF32)  # TensorRT's default, said rather than assumed
+        notes.append("TF32 flag set")
     elif precision not in ("fp32", "tf32", "fp16", "bf16"):
         raise PrecisionUnavailable(f"{precision}: jetbench builds TensorRT engines in fp32, "
                                    "tf32, fp16 or bf16 (int8 needs calibration)",
