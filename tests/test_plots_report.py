@@ -89,3 +89,14 @@ def test_batch_figure(figures, tmp_path):
     segments = bars[0][2][0].get_segments()
     assert [s[1][1] - s[0][1] for s in segments] == pytest.approx([8.0, 32.0, 64.0])
     _legend_beside_data(fig, ax)
+
+
+def test_batch_figure_draws_a_line_per_runtime(figures, tmp_path):
+    docs = [result(691.2, batch=b, ips=40.0 * b) for b in (1, 4, 8)]
+    onnx = [result(691.2, batch=b, ips=50.0 * b) for b in (1, 4, 8)]
+    for d in onnx:
+        d["workload"].update(runtime="onnxruntime", provider="CPUExecutionProvider")
+    plots.plot_vs_batch(docs + onnx, tmp_path / "b.png")
+    ax = figures[0].axes[0]
+    labels = sorted(c.get_label() for c in ax.containers)
+    assert labels == ["alexnet FP32 @ 691 MHz", "alexnet FP32, onnxruntime (cpu) @ 691 MHz"]

@@ -142,10 +142,14 @@ def _mean_of_repeats(pts: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def _series_key_batch(d: Dict[str, Any]) -> str:
+    """Network, precision, runtime (when not torch) and clock: a series per runtime, so
+    `--runtime torch,onnxruntime` over batches draws two lines, not one that zigzags."""
     w = d.get("workload") or {}
     hz = schema.gpu_hz(d)
     clock = f" @ {hz / 1e6:.0f} MHz" if hz else ""
-    return f"{w.get('model')} {str(w.get('precision')).upper()}{clock}"
+    runtime = schema.runtime_label(w)
+    ran = "" if runtime == "torch" else f", {runtime}"
+    return f"{w.get('model')} {str(w.get('precision')).upper()}{ran}{clock}"
 
 
 def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
