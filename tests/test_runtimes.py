@@ -130,6 +130,20 @@ def test_compile_calls_torch_compile_and_is_checked(monkeypatch):
     assert work.details["output_check"]["checked"]
 
 
+def test_compile_on_torch_without_it_is_an_unavailable_runtime(monkeypatch):
+    """On torch < 2.0 (JetPack 4's wheels) the compile row is unavailable and the other
+    runtimes still run; the --compile flag stays a usage error."""
+    import torch
+
+    monkeypatch.delattr(torch, "compile")
+    with pytest.raises(RuntimeUnavailable, match="torch 2.0 or newer"):
+        build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
+                       options=RunOptions(runtime="compile"))
+    with pytest.raises(UsageError, match="--compile needs torch 2.0"):
+        build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
+                       options=RunOptions(compile=True))
+
+
 def test_exported_runtimes_do_not_train():
     with pytest.raises(RuntimeUnavailable) as err:
         build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,

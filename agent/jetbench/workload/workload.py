@@ -247,6 +247,10 @@ def build_torch_workload(
         if options.runtime == TORCHSCRIPT:
             net = _torchscript(torch, net, example, options.mode, label)
         if options.compile or options.runtime == COMPILE:
+            if not hasattr(torch, "compile") and options.runtime == COMPILE:
+                raise RuntimeUnavailable(f"torch.compile needs torch 2.0 or newer (this is "
+                                         f"{torch.__version__})", hint="drop compile from "
+                                         "--runtime; the other runtimes still run")
             if not hasattr(torch, "compile"):
                 raise UsageError(f"--compile needs torch 2.0 or newer (this is "
                                  f"{torch.__version__})", hint="drop --compile")
