@@ -446,7 +446,8 @@ def report(
         if compare is not None:
             raise UsageError("--by and --compare do not go together",
                              hint="jetbench report DIR --by runtime, or A.json --compare B.json")
-        _by_runtime(by_runtime.check_by(by), results, plot, markdown, as_json)
+        by_runtime.check_by(by)
+        _by_runtime(results, plot, markdown, as_json)
         return
     docs = load_results(results)
     if not docs:
@@ -483,7 +484,7 @@ def report(
         typer.echo(f"plot: {p}")
 
 
-def _by_runtime(by: str, results: List[Path], plot: Optional[Path], markdown: bool,
+def _by_runtime(results: List[Path], plot: Optional[Path], markdown: bool,
                 as_json: bool) -> None:
     """`report --by runtime`: the library's tables, printed."""
     from ..report import by_runtime

@@ -50,15 +50,13 @@ def cache_name(model: str, shape: Sequence[int], batch: int, dtype: str, seed: i
 
 
 def exported_onnx(model: str, precision: str, batch: int, seed: int = 0,
-                  input_shape: Optional[Sequence[int]] = None,
-                  directory: Optional[Path] = None) -> Path:
+                  input_shape: Optional[Sequence[int]] = None) -> Path:
     """The cached ONNX file of built-in `model` (exported now if missing)."""
     torch = import_torch()
     spec = get_spec(model)
     shape = tuple(input_shape or spec.input_shape)
     dtype = export_dtype(precision)
-    folder = directory or cache_dir("onnx")
-    path = folder / cache_name(spec.name, shape, batch, dtype, seed, torch.__version__)
+    path = cache_dir("onnx") / cache_name(spec.name, shape, batch, dtype, seed, torch.__version__)
     if path.is_file():
         return path
     net = spec.build(seed).eval().to(getattr(torch, dtype))

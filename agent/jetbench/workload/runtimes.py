@@ -26,14 +26,14 @@ from .registry import is_builtin
 TORCH, TORCHSCRIPT, COMPILE, ONNXRUNTIME, TENSORRT = (
     "torch", "torchscript", "compile", "onnxruntime", "tensorrt")
 RUNTIMES = (TORCH, TORCHSCRIPT, COMPILE, ONNXRUNTIME, TENSORRT)
-PYTORCH_RUNTIMES = (TORCH, TORCHSCRIPT, COMPILE)  # built and run by PyTorch: these also train
 EXPORTED = (ONNXRUNTIME, TENSORRT)  # run from jetbench's ONNX export: inference only
 DEFAULT: Tuple[str, ...] = (TORCH,)
 
 
 class RuntimeUnavailable(Unavailable):
     """A runtime that cannot run this network here: not installed, no GPU for it, no training
-    in it, or the network cannot be traced or exported for it. Recorded as `unavailable`."""
+    in it, or the network cannot be traced for it. Recorded as `unavailable`. (An ONNX export
+    that fails is PrecisionUnavailable: it fails for one precision, fp32 usually exports.)"""
 
 
 def parse_runtimes(text: Optional[str]) -> Tuple[str, ...]:
