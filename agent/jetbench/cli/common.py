@@ -84,6 +84,13 @@ BEYOND_POWER_MODE_HELP = (
     "cores come online. Without it, max is the mode's max, as jetson_clocks does, and a "
     "request above the mode is refused. Warned, and recorded in every result.")
 
+RUNTIME = typer.Option(
+    None, "--runtime", "-r", rich_help_panel="Workload", metavar="RUNTIMES",
+    help="Run each built-in network under these, comma-separated: torch (eager, the default), "
+    "torchscript, compile, onnxruntime, tensorrt; exported and built once (cached, never in a "
+    "timed window) and checked against torch's outputs before timing. A row (result) per "
+    "runtime.")
+
 
 def beyond_power_mode_option() -> Any:
     return typer.Option(False, "--beyond-power-mode", rich_help_panel="Clocks",

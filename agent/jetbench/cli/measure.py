@@ -13,7 +13,14 @@ import typer
 
 from ..errors import UsageError
 from ..interrupts import InterruptLatch
-from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
+from .common import (
+    RUNTIME,
+    WORKLOAD_PYTHON,
+    beyond_power_mode_option,
+    console,
+    open_root,
+    print_json,
+)
 from .render import print_note, print_results_table, print_table
 
 _PROGRESS_AFTER_S = 1.0
@@ -206,11 +213,6 @@ _SHAPE = typer.Option(None, "--input-shape", rich_help_panel="Workload", metavar
 _PROVIDER = typer.Option(None, "--provider", rich_help_panel="Workload", metavar="PROVIDER",
                          help="ONNX Runtime execution provider for an "
                          ".onnx model: tensorrt, cuda, cpu (default: the best present).")
-_RUNTIME = typer.Option(None, "--runtime", "-r", rich_help_panel="Workload", metavar="RUNTIMES",
-                        help="Run each built-in network under these, comma-separated: torch "
-                        "(eager, the default), torchscript, compile, onnxruntime, tensorrt; "
-                        "exported and built once (cached, outside the window) and checked "
-                        "against torch's outputs before timing. One result per runtime.")
 _PLOT = typer.Option(False, "--plot", rich_help_panel="Output",
                      help="Draw each run's power trace (PNG beside it).")
 _JSON = typer.Option(False, "--json", rich_help_panel="Output",
@@ -354,7 +356,7 @@ def measure(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
-    provider: Optional[str] = _PROVIDER, runtime: Optional[str] = _RUNTIME,
+    provider: Optional[str] = _PROVIDER, runtime: Optional[str] = RUNTIME,
     plot: bool = _PLOT, as_json: bool = _JSON, wait: Optional[str] = _WAIT,
     devices: Optional[str] = _DEVICES, scaling: bool = _SCALING,
     workload_python: Optional[str] = WORKLOAD_PYTHON,
@@ -393,7 +395,7 @@ def sweep(
     cmd: Optional[str] = _CMD, throughput_from: Optional[str] = _THROUGHPUT_FROM,
     unit: Optional[str] = _UNIT, cmd_log: Optional[Path] = _CMD_LOG,
     device: str = _DEVICE, input_shape: Optional[str] = _SHAPE,
-    provider: Optional[str] = _PROVIDER, runtime: Optional[str] = _RUNTIME,
+    provider: Optional[str] = _PROVIDER, runtime: Optional[str] = RUNTIME,
     plot: bool = typer.Option(True, "--plot/--no-plot", rich_help_panel="Output",
                               help="Draw the curves (and traces)."),
     as_json: bool = _JSON, wait: Optional[str] = _WAIT,

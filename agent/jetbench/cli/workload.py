@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import typer
 
-from .common import WORKLOAD_PYTHON, console, print_json
+from .common import RUNTIME, WORKLOAD_PYTHON, console, print_json
 from .render import print_table
 
 _PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
@@ -42,12 +42,7 @@ def time_cmd(
                                               "an ONNX model or engine's open dimensions also "
                                               "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the "
                                               "batch is --batch)."),
-    runtime: Optional[str] = typer.Option(None, "--runtime", "-r", metavar="RUNTIMES",
-                                          help="Run each built-in network under these, "
-                                          "comma-separated: torch (eager, the default), "
-                                          "torchscript, compile, onnxruntime, tensorrt. jetbench "
-                                          "exports and builds (cached) and checks each one's "
-                                          "outputs against torch before timing."),
+    runtime: Optional[str] = RUNTIME,
     provider: Optional[str] = typer.Option(None, "--provider", metavar="PROVIDER",
                                            help="ONNX Runtime execution provider: tensorrt, "
                                            "cuda, cpu (default: the best present)."),
