@@ -396,3 +396,15 @@ def test_sweep_table_says_which_runtime_ran_each_row():
     console = Console(width=200, record=True)
     console.print(long_table([doc("torch"), doc("torch")]))
     assert "runtime" not in console.export_text()  # one runtime: no column for it
+
+
+def test_fastest_runtime_line_prints_figures_not_exponents():
+    from jetbench.run.timing import TimeRow, fastest_runtime
+
+    def row(runtime, ips):
+        return TimeRow("alexnet", "fp16", 64, "cuda:0", "ok", runtime=runtime,
+                       result=SimpleNamespace(images_per_s=ips))
+
+    [line] = fastest_runtime([row("torch", 1234.5), row("tensorrt", 2345.6)])
+    assert line == ("fastest for alexnet fp16 batch 64 on cuda:0: tensorrt (2350 img/s; "
+                    "torch 1230), 1.90x PyTorch eager")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import OutOfMemory, OutputMismatch, Unavailable, UsageError
+from ..report.figures import significant
 from ..report.schema import TIME_SCHEMA
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
@@ -274,9 +275,9 @@ def fastest_runtime(rows: Sequence[TimeRow]) -> List[str]:
         if len(speeds) < 2:
             continue
         best = max(speeds, key=lambda r: speeds[r])
-        others = ", ".join(f"{r} {speeds[r]:.3g}" for r in speeds if r != best)
+        others = ", ".join(f"{r} {significant(speeds[r])}" for r in speeds if r != best)
         line = (f"fastest for {model} {precision} batch {batch} on {device}: {best} "
-                f"({speeds[best]:.3g} img/s; {others})")
+                f"({significant(speeds[best])} img/s; {others})")
         if best != TORCH and TORCH in speeds:
             line += f", {speeds[best] / speeds[TORCH]:.2f}x PyTorch eager"
         lines.append(line)
