@@ -92,6 +92,37 @@ def test_onnxruntime_runs_the_same_network_and_says_so(cache, monkeypatch):
                    options=RunOptions(runtime="onnxruntime"))
 
 
+def test_the_reference_runs_the_batchs_first_samples(monkeypatch):
+    """A large batch is not run on the CPU whole to check it: its first SAMPLES samples are."""
+    from jetbench.workload import output_check
+
+    seen = []
+    real = output_check.get_spec
+
+    def spy(name):
+        spec = real(name)
+
+        class Net:
+            def __init__(self, net):
+                self.net = net
+
+            def eval(self):
+                return self
+
+            def __call__(self, x):
+                seen.append(x.shape[0])
+                return self.net(x)
+
+        return SimpleNamespace(build=lambda seed: Net(spec.build(seed).eval()))
+
+    monkeypatch.setattr(output_check, "get_spec", spy)
+    work = build_workload("resnet18", "fp32", output_check.SAMPLES + 2, "cpu",
+                          input_shape=SMALL, options=RunOptions(runtime="onnxruntime"))
+    check = work.describe()["output_check"]
+    assert seen == [output_check.SAMPLES] and check["samples_compared"] == output_check.SAMPLES
+    assert check["checked"] and check["relative_diff"] <= RELATIVE_TOLERANCE["fp32"]
+
+
 def test_a_runtime_that_computes_something_else_is_refused(monkeypatch):
     real = runtime_build.exported_onnx
 
