@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -93,6 +93,17 @@ class OutputMismatch(HardwareError):
 class OutOfMemory(HardwareError):
     """The workload did not fit in the device's memory (a real allocator OOM, or a limit the
     caller set). Batch sweeps record it as a row and carry on."""
+
+
+NOT_RUN = (OutOfMemory, Unavailable, OutputMismatch)  # a configuration's row, not the run's end
+
+
+def not_run(err: HardwareError) -> Tuple[str, str]:
+    """The status and message a configuration that did not run records (one of NOT_RUN):
+    ('oom' | 'mismatch' | 'unavailable', the message with its hint)."""
+    status = "oom" if isinstance(err, OutOfMemory) else \
+        "mismatch" if isinstance(err, OutputMismatch) else "unavailable"
+    return status, f"{err} ({err.hint})" if err.hint else str(err)
 
 
 class RankFailed(JetbenchError):

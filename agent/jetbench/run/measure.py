@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import (
-    OutOfMemory,
-    OutputMismatch,
+    NOT_RUN,
     RankLost,
-    Unavailable,
     UsageError,
+    not_run,
     set_interrupt_notes,
 )
 from ..hw.board import Board
@@ -304,11 +303,10 @@ class _State:
             timing = run.run(req.iterations, req.duration_s, req.warmup_s, timed_start,
                              timed_end, report)
             windows["result"] = run.window(timing, self.meters.sampler, windows.get("result"))
-        except (OutOfMemory, Unavailable, OutputMismatch) as err:
-            status = "oom" if isinstance(err, OutOfMemory) else \
-                "mismatch" if isinstance(err, OutputMismatch) else "unavailable"
+        except NOT_RUN as err:
+            status, message = not_run(err)
             doc = self.skeleton(point, status, run)
-            doc["message"] = f"{err} ({err.hint})" if err.hint else str(err)
+            doc["message"] = message
             return doc, None
         except Exception as err:  # noqa: BLE001 - a sweep records any point's failure
             if not req.keep_going or isinstance(err, RankLost):  # no ranks left to go on with

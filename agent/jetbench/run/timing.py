@@ -8,7 +8,7 @@ import gc
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import OutOfMemory, OutputMismatch, Unavailable, UsageError
+from ..errors import NOT_RUN, OutOfMemory, UsageError, not_run
 from ..report.figures import significant
 from ..report.schema import TIME_SCHEMA
 from ..workload.build import build_workload
@@ -207,12 +207,8 @@ def _one(request: TimeRequest, model: str, runtime: str, precision: str, batch: 
         layers = time_layers(workload, request.layer_iterations) if request.layers else None
         return TimeRow(model, precision, batch, workload.device, "ok", result, layers,
                        runtime=runtime, mode=options.mode)
-    except OutOfMemory as err:
-        return TimeRow(model, precision, batch, device, "oom", message=str(err),
-                       runtime=runtime, mode=options.mode)
-    except (Unavailable, OutputMismatch) as err:
-        message = f"{err} ({err.hint})" if err.hint else str(err)
-        status = "mismatch" if isinstance(err, OutputMismatch) else "unavailable"
+    except NOT_RUN as err:
+        status, message = not_run(err)
         return TimeRow(model, precision, batch, device, status, message=message,
                        runtime=runtime, mode=options.mode)
     finally:
