@@ -95,6 +95,13 @@ class OutOfMemory(HardwareError):
     caller set). Batch sweeps record it as a row and carry on."""
 
 
+def first_line(err: BaseException, limit: int = 300) -> str:
+    """A library's exception in one line for a message: its first line (cut at `limit`), or
+    its type when it has no text."""
+    text = str(err).strip().splitlines()
+    return text[0][:limit] if text else type(err).__name__
+
+
 NOT_RUN = (OutOfMemory, Unavailable, OutputMismatch)  # a configuration's row, not the run's end
 
 

@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..errors import HardwareError
+from ..errors import HardwareError, first_line
 from ._torch import import_torch
 from .cache_dir import cache_dir, write_cached
 from .precision import PrecisionUnavailable
@@ -65,7 +65,7 @@ def exported_onnx(model: str, precision: str, batch: int, seed: int = 0,
         return write_cached(path, lambda tmp: _export(torch, net, example, tmp))
     except Exception as err:  # noqa: BLE001 - any exporter failure is this runtime's problem
         raise PrecisionUnavailable(f"{model} {precision}: torch {torch.__version__} could not "
-                                   f"export it to ONNX ({_first_line(err)})",
+                                   f"export it to ONNX ({first_line(err)})",
                                    hint="try fp32, or another runtime") from err
 
 
@@ -86,8 +86,3 @@ def _parameters(func: Any) -> Sequence[str]:
         return list(inspect.signature(func).parameters)
     except (TypeError, ValueError):
         return []
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__

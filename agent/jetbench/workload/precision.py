@@ -7,7 +7,7 @@ import contextlib
 import warnings
 from typing import Any, List, Optional, Tuple
 
-from ..errors import OutOfMemory, Unavailable, UsageError
+from ..errors import OutOfMemory, Unavailable, UsageError, first_line
 from .device_facts import bf16_unavailable_reason, is_cuda, tf32_unavailable_reason
 
 # fp32 is IEEE fp32 (TF32 off); tf32 is fp32 tensors with TF32 tensor-core math (Ampere+).
@@ -143,7 +143,7 @@ def tensorrt_int8(model: Any, example: Any) -> Any:
     except Exception as err:  # noqa: BLE001 - a missing libnvinfer is OSError, not ImportError
         raise PrecisionUnavailable(
             f"int8 on cuda needs TensorRT, which does not load here ({type(err).__name__}: "
-            f"{_first_line(err)})", hint=TRT_INSTALL_HINT) from err
+            f"{first_line(err)})", hint=TRT_INSTALL_HINT) from err
     path = tensorrt_int8_path(torch_tensorrt)
     version = getattr(torch_tensorrt, "__version__", "?")
     if path is None:
@@ -160,11 +160,11 @@ def tensorrt_int8(model: Any, example: Any) -> Any:
     except Exception as err:  # noqa: BLE001 - TensorRT's errors are many and untyped
         text = str(err).lower()
         if isinstance(err, MemoryError) or any(m in text for m in TRT_OOM_MARKERS):
-            raise OutOfMemory(f"TensorRT int8 build: out of memory ({_first_line(err)})",
+            raise OutOfMemory(f"TensorRT int8 build: out of memory ({first_line(err)})",
                               hint="use a smaller --batch") from err
         raise PrecisionUnavailable(
             f"TensorRT int8 build failed (torch_tensorrt {version}, {path}): "
-            f"{_first_line(err)}") from err
+            f"{first_line(err)}") from err
 
 
 def tensorrt_int8_path(torch_tensorrt: Any) -> Optional[str]:
@@ -225,8 +225,3 @@ def _int8_dynamo_modelopt(torch_tensorrt: Any, model: Any, example: Any) -> Any:
         return torch_tensorrt.dynamo.compile(
             program, inputs=[example], enabled_precisions={torch.float, torch.int8},
             min_block_size=1)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__

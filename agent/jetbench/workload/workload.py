@@ -10,7 +10,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..errors import OutOfMemory, UsageError
+from ..errors import OutOfMemory, UsageError, first_line
 from . import device_facts as portable
 from ._torch import import_torch
 from .custom import load_custom, looks_custom
@@ -189,10 +189,10 @@ def oom_guard(what: str) -> Iterator[None]:
         if portable.is_missing_kernel(err):
             unavailable = PrecisionUnavailable(
                 f"no kernel for this precision on this device in torch "
-                f"{import_torch().__version__} ({_first_line(err)})")
+                f"{import_torch().__version__} ({first_line(err)})")
         oom = is_out_of_memory(err)
         message = f"{what}: {'out of memory' if oom else 'the network failed'} " \
-                  f"({_first_line(err)})"
+                  f"({first_line(err)})"
     # Raised outside the except block: the failed attempt's frames (and tensors) are freed.
     _release_memory()
     if unavailable is not None:
@@ -346,7 +346,7 @@ def _torchscript(torch: Any, net: Any, example: Any, mode: str, label: str) -> A
         return torch.jit.trace(net, example)
     except Exception as err:  # noqa: BLE001 - a network TorchScript cannot trace
         raise RuntimeUnavailable(f"{label}: TorchScript could not trace it "
-                                 f"({_first_line(err)})", hint="use --runtime torch") from err
+                                 f"({first_line(err)})", hint="use --runtime torch") from err
 
 
 def _make_step(torch: Any, net: Any, example: Any, mode: str) -> Tuple[Callable[[], Any], Any]:
@@ -412,8 +412,3 @@ def _release_memory() -> None:
             torch.cuda.empty_cache()
     except ImportError:
         pass
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
