@@ -197,16 +197,17 @@ def fuse_orin_nano(tmp_path: Path) -> Iterator[FuseBoard]:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    """Say at the end of the run how many `kernel` tests were skipped and why: a green run that
-    skipped them proves less than it seems."""
-    skipped = [r for r in terminalreporter.stats.get("skipped", [])
-               if "kernel" in getattr(r, "keywords", {})]
-    if not skipped:
-        return
-    reasons = sorted({str(r.longrepr[2]) if isinstance(r.longrepr, tuple) else str(r.longrepr)
-                      for r in skipped})
-    terminalreporter.write_line(
-        f"{len(skipped)} kernel tests (FUSE-served boards) were skipped: {'; '.join(reasons)}")
+    """Say at the end of the run how many tests that need a system program were skipped and
+    why: a green run that skipped them proves less than it seems."""
+    for marker, what in (("kernel", "kernel tests (FUSE-served boards)"),
+                         ("postgresql", "PostgreSQL tests (a shared tune study)")):
+        skipped = [r for r in terminalreporter.stats.get("skipped", [])
+                   if marker in getattr(r, "keywords", {})]
+        if not skipped:
+            continue
+        reasons = sorted({str(r.longrepr[2]) if isinstance(r.longrepr, tuple)
+                          else str(r.longrepr) for r in skipped})
+        terminalreporter.write_line(f"{len(skipped)} {what} were skipped: {'; '.join(reasons)}")
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The system programs some tests need, beyond what pip puts in .venv (run by `make setup`/`make test`):
 #   fuse3 (fusermount3 + libfuse3): the `kernel` tests' FUSE-served simulated boards;
-#   systemd (systemd-analyze): the test that verifies systemd/jetbench.service.
+#   systemd (systemd-analyze): the test that verifies systemd/jetbench.service;
+#   postgresql (initdb, pg_ctl): the tune test on a shared PostgreSQL study.
 # As root on a machine with apt-get, a missing one is installed (saying so); otherwise the exact
 # command is printed once and the tests that need it skip, saying why (see tests/conftest.py).
 # Never fatal: the rest of the suite runs either way. JETBENCH_NO_SYSTEM_DEPS=1 skips this step.
@@ -21,6 +22,10 @@ fi
 if ! command -v systemd-analyze >/dev/null 2>&1; then
     missing="$missing systemd"
     purpose="$purpose systemd-analyze (the service-file test);"
+fi
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    missing="$missing postgresql"
+    purpose="$purpose a PostgreSQL server (the shared tune study test);"
 fi
 [ -n "$missing" ] || exit 0
 
