@@ -382,8 +382,8 @@ def test_measure_one_result_per_runtime(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure",
          "--model", "resnet18", "--input-shape", "3,64,64", "--runtime",
-         "torch,onnxruntime,tensorrt", "--freq", "max", "--iterations", "2", "--duration",
-         "0.2", "--warmup", "0", "--device", "cpu", "--out", str(out)],
+         "torch,onnxruntime,tensorrt", "--provider", "cpu", "--freq", "max", "--iterations",
+         "2", "--duration", "0.2", "--warmup", "0", "--device", "cpu", "--out", str(out)],
         capture_output=True, text=True, timeout=300, env=_env(tmp_path))
     assert result.returncode == 0, result.stderr
     docs = {p.name: json.loads(p.read_text()) for p in out.glob("*.json")}
@@ -394,6 +394,9 @@ def test_measure_one_result_per_runtime(tmp_path):
     assert by_runtime["onnxruntime"]["status"] == "ok"
     assert by_runtime["onnxruntime"]["efficiency"]["images_per_j"] > 0
     assert by_runtime["tensorrt"]["status"] == "unavailable"
+    assert by_runtime["onnxruntime"]["workload"]["provider"] == "CPUExecutionProvider"
+    assert "provider" not in by_runtime["tensorrt"]["workload"]  # --provider is ORT's alone
+    assert "provider" not in by_runtime["torch"]["workload"]
     assert "tensorrt" in by_runtime["tensorrt"]["message"].lower()
     assert sorted(p.name.split("-gpu")[1] for p in out.glob("*.csv")) == [
         "625mhz-onnxruntime.csv", "625mhz.csv"]  # the run that never ran has no trace

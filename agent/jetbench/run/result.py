@@ -14,6 +14,7 @@ from ..hw.fs import Root
 from ..hw.thermal import assess, cooling_states, read_temperatures_c, scan
 from ..report.schema import SCHEMA
 from ..units import parse_freq
+from ..workload.runtimes import provider_for
 from .request import MeasureRequest, Point
 from .timing import precision_advice as advise
 from .validity import applied_summary
@@ -23,6 +24,7 @@ def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
              board_doc: Dict[str, Any], pin: Any, framework: str) -> Dict[str, Any]:
     """The result of `point` before its figures: what was asked, what the knobs hold."""
     applied = applied_summary(pin.applied_clocks)
+    provider = provider_for(point.runtime, point.model, request.provider)  # ONNX Runtime's only
     requested: Dict[str, Any] = {}
     resolved: Dict[str, Any] = {}
     for r in pin.requested:
@@ -54,8 +56,7 @@ def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
                      "batch": point.batch, "device": request.device,
                      "iterations": None,
                      "framework": framework, "runtime": point.runtime,
-                     **({"provider": request.provider}
-                        if request.provider else {})},
+                     **({"provider": provider} if provider else {})},
         "throughput": None,
         "power": None,
         "efficiency": {"images_per_j": None},
