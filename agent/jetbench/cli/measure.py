@@ -506,10 +506,11 @@ def _by_runtime(results: List[Path], plot: Optional[Path], markdown: bool,
         out = console()
         out.print(by_runtime.title(records), markup=False, highlight=False,
                   soft_wrap=not out.is_terminal)
-        for title, table in by_runtime.rich_tables(records):
+        tables = by_runtime.tables_of(records)
+        for title, table in by_runtime.rich_tables(tables):
             out.print(title, style="italic", markup=False, highlight=False)
             print_table(out, table)
-        for line in by_runtime.legend(by_runtime.tables_of(records)):
+        for line in by_runtime.legend(tables):
             out.print(line, markup=False, highlight=False, soft_wrap=not out.is_terminal)
     for p in written:
         typer.echo(f"plot: {p}")

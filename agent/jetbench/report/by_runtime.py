@@ -306,14 +306,14 @@ def to_dict(records: Sequence[Record], plots: Sequence[Path] = ()) -> Dict[str, 
             "plots": [str(p) for p in plots]}
 
 
-def rich_tables(records: Sequence[Record]) -> List[Tuple[str, Any]]:
-    """(title, rich Table) per table, for cli/render.py's print_table: the title is printed
-    apart, at the terminal's width (a narrow table would wrap it)."""
+def rich_tables(tables: Sequence[Table]) -> List[Tuple[str, Any]]:
+    """(title, rich Table) per table of `tables_of`, for cli/render.py's print_table: the
+    title is printed apart, at the terminal's width (a narrow table would wrap it)."""
     from rich.markup import escape
     from rich.table import Table as RichTable
 
     out = []
-    for t in tables_of(records):
+    for t in tables:
         table = RichTable()
         table.add_column("network", no_wrap=True)
         for column in t.columns:
