@@ -1,5 +1,6 @@
 """The make targets (the torch step of `make setup` is tests/test_torch_setup.py)."""
 
+import glob
 import os
 import shutil
 import subprocess
@@ -41,6 +42,12 @@ def _fake_bin(tmp_path, uid: str, apt_rc: int = 0):
     return bin_dir, log
 
 
+# The script also finds PostgreSQL in Debian's folder, off PATH: where this machine has it there,
+# the fake PATH does not hide it.
+_PG = [] if glob.glob("/usr/lib/postgresql/*/bin/initdb") else ["postgresql"]
+_MISSING = " ".join(["fuse3", "libfuse3-3", "systemd", *_PG])
+
+
 def _system_deps(bin_dir):
     env = {"PATH": str(bin_dir)}
     return subprocess.run([shutil.which("sh"), str(REPO / "tools/system_deps.sh")], env=env,
@@ -51,17 +58,17 @@ def test_setup_installs_fuse_as_root_with_apt(tmp_path):
     bin_dir, log = _fake_bin(tmp_path, uid="0")
     res = _system_deps(bin_dir)
     assert res.returncode == 0, res.stderr
-    assert "installing fuse3 libfuse3-3 systemd with apt-get" in res.stdout
+    assert f"installing {_MISSING} with apt-get" in res.stdout
     calls = log.read_text().splitlines()
     assert calls[0] == "update -qq"
-    assert calls[1].split()[-3:] == ["fuse3", "libfuse3-3", "systemd"]
+    assert calls[1].split()[-len(_MISSING.split()):] == _MISSING.split()
 
 
 def test_setup_without_root_prints_the_command_and_goes_on(tmp_path):
     bin_dir, log = _fake_bin(tmp_path, uid="1000")
     res = _system_deps(bin_dir)
     assert res.returncode == 0
-    assert "sudo apt-get install fuse3 libfuse3-3 systemd" in res.stdout
+    assert f"sudo apt-get install {_MISSING}" in res.stdout
     assert not log.exists()
 
 

@@ -13,6 +13,14 @@ have_libfuse3() {
     ldconfig -p 2>/dev/null | grep -q 'libfuse3\.so'
 }
 
+have_initdb() {  # on PATH, or in Debian's versioned folder (not on PATH there)
+    command -v initdb >/dev/null 2>&1 && return 0
+    for f in /usr/lib/postgresql/*/bin/initdb; do
+        [ -x "$f" ] && return 0
+    done
+    return 1
+}
+
 missing=""
 purpose=""
 if ! command -v fusermount3 >/dev/null 2>&1 || ! have_libfuse3; then
@@ -23,7 +31,7 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
     missing="$missing systemd"
     purpose="$purpose systemd-analyze (the service-file test);"
 fi
-if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+if ! have_initdb; then
     missing="$missing postgresql"
     purpose="$purpose a PostgreSQL server (the shared tune study test);"
 fi
