@@ -237,13 +237,13 @@ def _epilog(examples: Any) -> str:
 
 def _register() -> None:
     # Command modules import only typer at module level: heavy libraries load inside commands.
-    from . import daemon, info, measure, monitor, sim, tune, tuning, workload
+    from . import daemon, info, measure, monitor, report, sim, tune, tuning, workload
 
     functions = {
         "info": info.info, "maxperf": tuning.maxperf, "restore": tuning.restore,
         "apply": tuning.apply, "monitor": monitor.monitor, "time": workload.time_cmd,
         "models": workload.models_cmd, "measure": measure.measure, "sweep": measure.sweep,
-        "report": measure.report, "tune": tune.tune, "demo": measure.demo, "daemon": daemon.daemon,
+        "report": report.report, "tune": tune.tune, "demo": measure.demo, "daemon": daemon.daemon,
         "status": daemon.status, "install-service": daemon.install_service,
         "uninstall-service": daemon.uninstall_service,
     }

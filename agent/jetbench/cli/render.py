@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
+from .common import console
 
 
 def sim_tag(simulated: bool) -> str:
@@ -382,3 +383,22 @@ def print_note(con: Any, tag: str, text: str) -> None:
 
     con.print(f"[yellow]{tag}:[/] {escape(text)}", soft_wrap=not con.is_terminal,
               highlight=False)
+
+
+def print_results(con: Any, table: Any) -> None:
+    """Table 1 as it is when it fits, else one row per configuration (short headers)."""
+    from ..report.tables import short_label
+
+    labels = [str(x) for x in table.columns[0].cells] if table.columns else []
+    print_results_table(con, table, {lb.strip(): short_label(lb) for lb in labels})
+
+
+def print_invalid(docs: List[Dict[str, Any]]) -> None:
+    """Each invalid result's reasons, in red, on stderr."""
+    from ..report import schema
+
+    err = console(stderr=True)
+    for d in docs:
+        for reason in (d.get("validity") or {}).get("reasons") or []:
+            err.print(f"[bold red]INVALID[/] {schema.label(d)}: ", end="")
+            err.print(reason, soft_wrap=True, highlight=False, markup=False, style="red")

@@ -1,0 +1,149 @@
+"""`jetbench report`: the table across results, plots, --compare, --by runtime. Parse, call
+the report library, render.
+
+Module level imports typer and the stdlib only; matplotlib loads inside the calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import typer
+
+from ..errors import UsageError
+from .common import console, print_json
+from .render import print_invalid, print_note, print_results, print_table
+
+
+def report(
+    results: List[Path] = typer.Argument(...,
+                                         metavar="RESULTS",
+                                         help="Result JSON files or directories (with --by "
+                                         "runtime, `jetbench time` output too)."),
+    plot: Optional[Path] = typer.Option(None, "--plot",
+                                        metavar="DIR", help="Write PNG plots into DIR."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the table as Markdown."),
+    compare: Optional[Path] = typer.Option(None, "--compare",
+                                           metavar="RESULT", help="Another result: print "
+                                           "the change per metric (B against A)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    by: Optional[str] = typer.Option(
+        None, "--by", metavar="WHAT",
+        help="Group the results by WHAT instead: `runtime` (the only value) prints a table per "
+             "pass, precision and batch with a row per network and a column per runtime "
+             "(torch, torchscript, compile, onnxruntime per provider, tensorrt): img/s, img/J "
+             "where measured, the fastest marked. Reads `jetbench time` output too; with "
+             "--plot, time per image against batch size, one PNG per runtime."),
+) -> None:
+    """The whitepaper-style table across results; plots (img/s and img/s/W vs GPU clock,
+    img/s vs batch, each run's power trace); --compare for a regression check; --by runtime
+    for the runtimes side by side."""
+    from ..report import by_runtime, tables
+    from ..report.io import load_result, load_results
+
+    if by is not None:
+        if compare is not None:
+            raise UsageError("--by and --compare do not go together",
+                             hint="jetbench report DIR --by runtime, or A.json --compare B.json")
+        by_runtime.check_by(by)
+        _by_runtime(results, plot, markdown, as_json)
+        return
+    docs = load_results(results)
+    if not docs:
+        raise UsageError("no jetbench results found in " + ", ".join(map(str, results)))
+    if compare is not None:
+        if len(docs) != 1:
+            raise UsageError("--compare takes one result on each side",
+                             hint="jetbench report A.json --compare B.json")
+        _compare(docs[0], load_result(compare), as_json, results[0], compare)
+        return
+    written: List[Path] = []
+    if plot is not None:
+        from ..report.plots import report_plots
+
+        written = report_plots(docs, plot)
+    if as_json:
+        headers, rows = tables.table_cells(docs)
+        print_json({"title": tables.title(docs), "columns": headers,
+                    "rows": [{"label": lb, "cells": c} for lb, c in rows],
+                    "plots": [str(p) for p in written]})
+        return
+    if markdown:
+        typer.echo(tables.markdown(docs), nl=False)
+    else:
+        out = console()
+        if not out.is_terminal:
+            out.width = max(out.width, 140)
+        print_results(out, tables.rich_table(docs))
+        err = console(stderr=True)
+        for line in tables.uncertainty_advice(docs):
+            print_note(err, "uncertainty", line)
+        print_invalid(docs)
+    for p in written:
+        typer.echo(f"plot: {p}")
+
+
+def _by_runtime(results: List[Path], plot: Optional[Path], markdown: bool,
+                as_json: bool) -> None:
+    """`report --by runtime`: the library's tables, printed."""
+    from ..report import by_runtime
+
+    records = by_runtime.load_records(results)
+    if not records:
+        raise UsageError("no jetbench results or `jetbench time` documents found in "
+                         + ", ".join(map(str, results)),
+                         hint="give the --out directories of measure, sweep or time")
+    written = by_runtime.plot_batch_efficiency(records, plot) if plot is not None else []
+    if as_json:
+        print_json(by_runtime.to_dict(records, written))
+        return
+    if markdown:
+        typer.echo(by_runtime.markdown(records), nl=False)
+    else:
+        out = console()
+        out.print(by_runtime.title(records), markup=False, highlight=False,
+                  soft_wrap=not out.is_terminal)
+        tables = by_runtime.tables_of(records)
+        for title, table in by_runtime.rich_tables(tables):
+            out.print(title, style="italic", markup=False, highlight=False)
+            print_table(out, table)
+        for line in by_runtime.legend(tables):
+            out.print(line, markup=False, highlight=False, soft_wrap=not out.is_terminal)
+    for p in written:
+        typer.echo(f"plot: {p}")
+
+
+def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: Path) -> None:
+    from ..report.compare import caveats, compare
+    from ..report.tables import title
+
+    changes = compare(a, b)
+    notes = caveats(a, b)
+    if as_json:
+        print_json({"a": str(pa), "b": str(pb), "changes": [c.to_dict() for c in changes],
+                    "caveats": notes})
+        return
+    from rich.table import Table
+
+    from ..report.figures import significant
+
+    table = Table(title=title([a, b], "jetbench compare"), title_justify="left")
+    for name in ("metric", "A", "B", "change", "noise", "verdict"):
+        table.add_column(name, justify="left" if name in ("metric", "verdict") else "right")
+
+    def fmt(x: Optional[float]) -> str:
+        return "-" if x is None else significant(x, 4)
+
+    for c in changes:
+        change = "-" if c.ratio is None else f"{c.ratio:+.1%}"
+        noise = "-" if c.noise_pct is None else f"+-{c.noise_pct:.0f}%"
+        table.add_row(c.metric, fmt(c.a), fmt(c.b), change, noise, c.verdict)
+    con = console()
+    con.print(f"A: {pa}", soft_wrap=True, highlight=False)
+    con.print(f"B: {pb}", soft_wrap=True, highlight=False)
+    print_table(con, table)
+    con.print("noise: the two results' spreads combined (the latency CV for the rate and the "
+              "latency, the stated uncertainty for power and efficiency); a change within it "
+              "is no finding", highlight=False)
+    for note in notes:
+        console(stderr=True).print(f"[yellow]note:[/] {note}", soft_wrap=True)
