@@ -136,14 +136,18 @@ def test_a_killed_study_resumes_and_the_board_is_restored_first(tmp_path):
     assert _gpu_knobs(base) == before and not journal.exists()
 
 
-def test_two_boards_work_on_one_study(tmp_path):
+def _two_boards_tune(tmp_path: Path, storage: str, read: str) -> dict:
+    """Two simulated TX1s tuning study 'fleet' in `storage` at once; board `read`'s tune.json."""
     a, b = make_board(tmp_path / "a", "tx1"), make_board(tmp_path / "b", "tx1")
-    storage = f"sqlite:///{tmp_path / 'shared.db'}"
     common = ("--knobs", "gpu", "--budget", "6", "--storage", storage, "--study", "fleet")
     procs = [_tune(base, tmp_path / f"out-{base.parent.name}", *common) for base in (a, b)]
     for proc in procs:
         _done(proc)
-    doc = json.loads((tmp_path / "out-b" / "tune.json").read_text())
+    return json.loads((tmp_path / f"out-{read}" / "tune.json").read_text())
+
+
+def test_two_boards_work_on_one_study(tmp_path):
+    doc = _two_boards_tune(tmp_path, f"sqlite:///{tmp_path / 'shared.db'}", "b")
     boards = {t["board"] for t in doc["trials"]}
     assert len(boards) == 2 and all(str(tmp_path) in name for name in boards), boards
     assert 6 <= sum(t["state"] == "COMPLETE" for t in doc["trials"]) <= 7
@@ -203,12 +207,7 @@ def test_two_boards_share_one_postgresql_study(tmp_path, postgres):
     recorded with the board that ran it, the study readable from the database afterwards."""
     import optuna
 
-    a, b = make_board(tmp_path / "a", "tx1"), make_board(tmp_path / "b", "tx1")
-    common = ("--knobs", "gpu", "--budget", "6", "--storage", postgres, "--study", "fleet")
-    procs = [_tune(base, tmp_path / f"out-{base.parent.name}", *common) for base in (a, b)]
-    for proc in procs:
-        _done(proc)
-    doc = json.loads((tmp_path / "out-a" / "tune.json").read_text())
+    doc = _two_boards_tune(tmp_path, postgres, "a")
     boards = {t["board"] for t in doc["trials"]}
     assert len(boards) == 2 and all(str(tmp_path) in name for name in boards), boards
     study = optuna.load_study(study_name="fleet", storage=postgres)

@@ -247,11 +247,11 @@ def build_torch_workload(
         if options.runtime == TORCHSCRIPT:
             net = _torchscript(torch, net, example, options.mode, label)
         if options.compile or options.runtime == COMPILE:
-            if not hasattr(torch, "compile") and options.runtime == COMPILE:
-                raise RuntimeUnavailable(f"torch.compile needs torch 2.0 or newer (this is "
-                                         f"{torch.__version__})", hint="drop compile from "
-                                         "--runtime; the other runtimes still run")
             if not hasattr(torch, "compile"):
+                if options.runtime == COMPILE:  # one row of several: the others still run
+                    raise RuntimeUnavailable(f"torch.compile needs torch 2.0 or newer (this "
+                                             f"is {torch.__version__})", hint="drop compile "
+                                             "from --runtime; the other runtimes still run")
                 raise UsageError(f"--compile needs torch 2.0 or newer (this is "
                                  f"{torch.__version__})", hint="drop --compile")
             net = torch.compile(net)
