@@ -2,8 +2,15 @@
 
 Each batch reads the clocks the board runs now (GPU, EMC, CPU: hw/clocks' readers, the same
 `read_clocks` the measurement's clock sampler uses), takes the batch's time from the latency
-model of its family (sim/workload_model.py) and SLEEPS for it: nothing burns the CPU, and a
-clock changed mid-run changes the speed from the next batch on. The share of the batch the
+model of its family (sim/workload_model.py) and SLEEPS until that batch's deadline: nothing
+burns the CPU, and a clock changed mid-run changes the speed from the next batch on.
+
+Paced by deadline, not by duration: batch n ends at t0 + the sum of the modelled times of
+batches 1..n, so a sleep that overshoots (a busy host wakes the process late) is taken back by
+the next batch instead of adding up. Over a window the rate is the model's as long as the
+process runs at all; each batch's latency still shows the jitter the host adds. A batch that
+ends more than one batch time behind its deadline is counted (`Pace`), and the run says how far
+behind the host fell: a slow host is said, never passed off as a slow board. The share of the batch the
 GPU is busy goes into the simulated GPU's `load` file (sim/gpu_load.py), which the simulated
 power model reads, so watts follow the load and the clocks together.
 
@@ -16,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import UsageError
@@ -72,8 +79,31 @@ class _Shape:
     shape: Tuple[int, ...]  # what Workload.describe reads of an input
 
 
+@dataclass
+class Pace:
+    """How well the host kept the modelled schedule since `restart`: batches that ended more
+    than one batch time after their deadline, the worst lag, and the lag at the last batch."""
+
+    batches: int = 0
+    late_batches: int = 0
+    worst_behind_s: float = 0.0
+    behind_s: float = 0.0
+
+    def warning(self) -> Optional[str]:
+        """One sentence when the host fell behind by more than a batch, else None."""
+        if not self.late_batches:
+            return None
+        end = (f"{self.behind_s * 1e3:.0f} ms behind at the end, so the rate is below the "
+               "model's" if self.behind_s > 0 else "caught up by the end")
+        return (f"the host could not keep the simulated network's pace: {self.late_batches} of "
+                f"{self.batches} batches ended more than a batch late (up to "
+                f"{self.worst_behind_s * 1e3:.0f} ms behind the modelled schedule; {end}); "
+                "stop other work on the machine")
+
+
 class SimNetwork:
-    """The step: read the clocks (at most every CLOCK_READ_EVERY_S), sleep for the batch."""
+    """The step: read the clocks (at most every CLOCK_READ_EVERY_S), sleep until the batch's
+    deadline on the modelled schedule."""
 
     def __init__(self, root: Root, board: Board, constants: FamilyConstants, cost: NetworkCost,
                  precision: str, batch: int):
@@ -83,7 +113,14 @@ class SimNetwork:
         self._read_at = -1.0
         self._time: Optional[BatchTime] = None
         self._load_shown: Optional[float] = None
+        self._deadline: Optional[float] = None  # perf_counter s the running batch should end
+        self.pace = Pace()
         self.clocks: Optional[Clocks] = None
+
+    def restart(self) -> None:
+        """A new schedule from the next batch on (a phase starts after a pause: no debt)."""
+        self._deadline = None
+        self.pace = Pace()
 
     def clocks_now(self) -> Clocks:
         """The running clocks, read from the tree: GPU and EMC current rates, the fastest CPU
@@ -127,13 +164,26 @@ class SimNetwork:
             gpu_load.write_load(self._load_file, busy)
             self._load_shown = busy
         total = batch.total_s
-        left = start + total - time.perf_counter()  # the clock read counts in the batch
+        # the clock read counts in the batch; the schedule starts at the first batch's start
+        deadline = (start if self._deadline is None else self._deadline) + total
+        self._deadline = deadline
+        left = deadline - time.perf_counter()
         if left > 0:
             time.sleep(left)
+        self._account(time.perf_counter() - deadline, total)
+
+    def _account(self, behind_s: float, batch_s: float) -> None:
+        pace = self.pace
+        pace.batches += 1
+        pace.behind_s = behind_s
+        if behind_s > batch_s:
+            pace.late_batches += 1
+            pace.worst_behind_s = max(pace.worst_behind_s, behind_s)
 
     def idle(self) -> None:
         gpu_load.write_load(self._load_file, 0.0)
         self._load_shown = 0.0
+        self._deadline = None  # no batch ran meanwhile: the next one starts a new schedule
 
 
 def build_sim_workload(root: Root, board: Board, model: str, precision: str,
@@ -189,14 +239,17 @@ class SimRun(TimedRun):
         def timed_start() -> None:
             network.idle()  # no batch runs in measure's --idle baseline, taken here
             on_timed_start()
+            network.restart()  # the window's schedule starts at its first batch
 
         try:
-            return run_timed(self._workload, iterations, duration_s, warmup_s,
-                             warmup_iterations=1 if warmup_s > 0 else 0,
-                             on_timed_start=timed_start, on_timed_end=on_timed_end,
-                             progress=progress)
+            result = run_timed(self._workload, iterations, duration_s, warmup_s,
+                               warmup_iterations=1 if warmup_s > 0 else 0,
+                               on_timed_start=timed_start, on_timed_end=on_timed_end,
+                               progress=progress)
         finally:
             network.idle()
+        late = network.pace.warning()  # the timed window's pace (restarted at its start)
+        return result if late is None else replace(result, warnings=result.warnings + (late,))
 
     def annotate(self, doc: Dict[str, Any]) -> None:
         doc["simulated"] = True  # the workload too, whatever else the result says
