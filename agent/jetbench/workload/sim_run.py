@@ -10,9 +10,11 @@ batches 1..n, so a sleep that overshoots (a busy host wakes the process late) is
 the next batch instead of adding up. Over a window the rate is the model's as long as the
 process runs at all; each batch's latency still shows the jitter the host adds. A batch that
 ends more than one batch time behind its deadline is counted (`Pace`), and the run says how far
-behind the host fell: a slow host is said, never passed off as a slow board. The share of the batch the
-GPU is busy goes into the simulated GPU's `load` file (sim/gpu_load.py), which the simulated
-power model reads, so watts follow the load and the clocks together.
+behind the host fell: a slow host is said, never passed off as a slow board.
+
+The share of the batch the GPU is busy goes into the simulated GPU's `load` file
+(sim/gpu_load.py), which the simulated power model reads, so watts follow the load and the
+clocks together.
 
 It is an in-process `Workload` timed by `runner.run_timed` like a PyTorch network (warm-up,
 window, iterations and validity unchanged), framework `sim`; no torch is imported. Refused on
