@@ -293,6 +293,10 @@ def test_a_host_that_falls_a_batch_behind_is_said_and_caught_up(tmp_path, monkey
     assert pace.worst_behind_s == pytest.approx(3.5 * batch_s, rel=1e-6)
     warning = pace.warning()
     assert warning is not None and "3 of 10 batches" in warning and "caught up" in warning
+    host.stall(2.5 * batch_s)
+    network.step()  # the window ends 2.5 batches behind: its rate is below the model's
+    assert network.pace.end_behind_s == pytest.approx(2.5 * batch_s, rel=1e-6)
+    assert "below the model's" in network.pace.warning()
     network.restart()
     assert network.pace.batches == 0 and network.pace.warning() is None
 

@@ -84,23 +84,23 @@ class _Shape:
 @dataclass
 class Pace:
     """How well the host kept the modelled schedule since `restart`: batches that ended more
-    than one batch time after their deadline, the worst lag, and the lag at the last batch."""
+    than one batch time after their deadline, the worst lag, and the lag of the last batch
+    when it too was more than a batch late (0 once caught up)."""
 
     batches: int = 0
     late_batches: int = 0
     worst_behind_s: float = 0.0
-    behind_s: float = 0.0
+    end_behind_s: float = 0.0
 
     def warning(self) -> Optional[str]:
         """One sentence when the host fell behind by more than a batch, else None."""
         if not self.late_batches:
             return None
-        end = (f"{self.behind_s * 1e3:.0f} ms behind at the end, so the rate is below the "
-               "model's" if self.behind_s > 0 else "caught up by the end")
-        return (f"the host could not keep the simulated network's pace: {self.late_batches} of "
-                f"{self.batches} batches ended more than a batch late (up to "
-                f"{self.worst_behind_s * 1e3:.0f} ms behind the modelled schedule; {end}); "
-                "stop other work on the machine")
+        end = (f"still {self.end_behind_s * 1e3:.0f} ms behind at the end: the rate is below "
+               "the model's" if self.end_behind_s else "caught up by the end")
+        return (f"the host fell behind the simulated network's schedule: {self.late_batches} "
+                f"of {self.batches} batches over a batch late (worst "
+                f"{self.worst_behind_s * 1e3:.0f} ms), {end}")
 
 
 class SimNetwork:
@@ -177,8 +177,9 @@ class SimNetwork:
     def _account(self, behind_s: float, batch_s: float) -> None:
         pace = self.pace
         pace.batches += 1
-        pace.behind_s = behind_s
-        if behind_s > batch_s:
+        late = behind_s > batch_s
+        pace.end_behind_s = behind_s if late else 0.0
+        if late:
             pace.late_batches += 1
             pace.worst_behind_s = max(pace.worst_behind_s, behind_s)
 
