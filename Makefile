@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 # TORCH_PIN=torch==X overrides the table; TORCH_PIN=none sets up without torch.
 export TORCH_PIN ALLOW_CUDA_TORCH
 
-.PHONY: setup system-deps check-python demo test lint bench clean
+.PHONY: setup system-deps check-python demo test stress lint bench clean
 
 # Before anything is created or downloaded: can this Python get a torch at all?
 check-python:
@@ -48,6 +48,13 @@ TEST_WORKERS ?= 2
 
 test: setup system-deps
 	$(PY) -m pytest -n $(TEST_WORKERS)
+
+# Before each stop (TESTING.md): make test from fresh clones, in the background with SIGINT
+# ignored, beside BURNERS CPU burners, RUNS times in a row.
+RUNS ?= 1
+BURNERS ?= 4
+stress:
+	RUNS=$(RUNS) BURNERS=$(BURNERS) tools/stress_test.sh
 
 lint: setup
 	$(PY) -m ruff check agent tests benchmarks

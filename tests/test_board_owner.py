@@ -132,7 +132,7 @@ def test_restore_while_the_daemon_holds_a_profile_keeps_the_originals(tmp_path, 
     result = run_cli("--root", str(base), "restore")
     assert result.returncode == 0, result.stderr
     assert f"jetbench daemon (pid {d.proc.pid})" in result.stdout
-    assert _wait(lambda: diff(before, _state(base)) == [], timeout=5), diff(before, _state(base))
+    assert _wait(lambda: diff(before, _state(base)) == []), diff(before, _state(base))
     time.sleep(0.5)  # five intervals: the daemon must not pin again
     assert diff(before, _state(base)) == []
     assert d.ask("status")["pinned"] is False
@@ -256,8 +256,8 @@ def test_measure_under_the_daemon_runs_at_the_clock_it_claims(tmp_path, started)
         assert refused["ok"] is False and "lent to measure" in refused["message"]
         stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 0, stderr
-        assert _wait(lambda: _lease_of(d) is None, timeout=10)
-        assert _wait(lambda: trace.samples[-1][1] == NANO_614_HZ, timeout=5)
+        assert _wait(lambda: _lease_of(d) is None)
+        assert _wait(lambda: trace.samples[-1][1] == NANO_614_HZ)
     doc = json.loads(stdout)["results"][0]
     assert doc["settings"]["applied"]["gpu_hz"] == NANO_384_HZ
     at_384 = [seconds for hz, seconds in trace.runs() if hz == NANO_384_HZ]
@@ -291,10 +291,10 @@ def test_kill9_of_a_lease_holder_gives_the_board_back(tmp_path, started):
     finally:
         proc.kill()
         proc.communicate()
-    assert _wait(lambda: _lease_of(d) is None, timeout=10)
-    assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_614_HZ)], timeout=5)
+    assert _wait(lambda: _lease_of(d) is None)
+    assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_614_HZ)])
     assert _wait(lambda: (base / NANO_GPU / "cur_freq").read_text().split()
-                 == [str(NANO_614_HZ)], timeout=5)
+                 == [str(NANO_614_HZ)])
     assert "handed the board back" in d.output()
     assert d.ask("status")["pinned"]
     assert d.stop() == 0

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 
 from jetbench.ownership.client import request
 
-from conftest import REPO, diff, make_board, snapshot
+from conftest import REPO, bound_s, diff, make_board, snapshot, wait_until
 
 # Rail sensor files follow the simulated power model while the simulated kernel runs: they are
 # readings, not state jetbench changes, so byte-for-byte comparisons leave them out.
@@ -78,7 +78,7 @@ class Daemon:
 
     def wait_for(self, key: str, timeout: float = 30.0, after: int = 0) -> str:
         """The first message from index `after` on that has line `key`."""
-        end = time.monotonic() + timeout
+        end = time.monotonic() + bound_s(timeout)
         seen = after
         with self._arrived:
             while True:
@@ -91,8 +91,8 @@ class Daemon:
                                          f"{self.output()}")
                 left = end - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"no {key} within {timeout} s: {self.messages[-5:]} "
-                                         f"{self.output()}")
+                    raise AssertionError(f"no {key} within {bound_s(timeout)} s: "
+                                         f"{self.messages[-5:]} {self.output()}")
                 self._arrived.wait(min(left, 0.2))
 
     def ready(self) -> str:
@@ -131,13 +131,7 @@ def _pristine(tmp_path: Path, key: str) -> Path:
     return base
 
 
-def _wait(predicate, timeout: float, step: float = 0.05) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
+_wait = wait_until  # the suite's one bounded wait (conftest: scaled, generous)
 
 
 def test_ready_watchdog_status_then_sigterm_restores(tmp_path, started):
@@ -200,7 +194,7 @@ def test_drift_is_repinned_within_one_interval_and_metrics(tmp_path, started):
     railgate.write_text("1\n")
     t0 = time.monotonic()
     assert _wait(lambda: railgate.read_text() == "0\n"
-                 and (policy / "scaling_governor").read_text() == pinned_governor, timeout=2.0)
+                 and (policy / "scaling_governor").read_text() == pinned_governor)
     assert time.monotonic() - t0 <= 0.5 + 0.4  # one interval, and a little scheduling slack
     status = d.ask("status")
     assert status["counters"]["repins"] >= 1
@@ -230,7 +224,7 @@ def _settle(d: Daemon) -> None:
     20 ms period) and may overwrite a fresh `scaling_setspeed` with the current rate, as a
     kernel switching to userspace does; the daemon's next check re-pins that."""
     checks = d.ask("status")["counters"]["checks"]
-    assert _wait(lambda: d.ask("status")["counters"]["checks"] >= checks + 2, timeout=5)
+    assert _wait(lambda: d.ask("status")["counters"]["checks"] >= checks + 2)
     time.sleep(0.1)
 
 
@@ -359,7 +353,7 @@ def test_hostile_clients_never_crash_or_hang_the_daemon(tmp_path, started):
     # restore / pin / apply over the socket.
     assert d.ask("restore")["ok"]
     # (the simulated kernel brings the current-frequency files along within its period)
-    assert _wait(lambda: diff(before, _state(base)) == [], timeout=2), diff(before, _state(base))
+    assert _wait(lambda: diff(before, _state(base)) == []), diff(before, _state(base))
     assert d.ask("status")["pinned"] is False
     assert d.ask("pin")["pinned"] is True
     assert diff(before, _state(base))
@@ -408,15 +402,15 @@ def test_throttling_is_reported_and_drift_still_repinned(tmp_path, started):
     low = (gpu / "available_frequencies").read_text().split()[2]
     (gpu / "min_freq").write_text(low + "\n")
     (gpu / "max_freq").write_text(low + "\n")
-    assert _wait(lambda: d.ask("status")["throttling"], timeout=3)
-    assert _wait(lambda: (gpu / "max_freq").read_text() == pinned_max, timeout=3)
+    assert _wait(lambda: d.ask("status")["throttling"])
+    assert _wait(lambda: (gpu / "max_freq").read_text() == pinned_max)
     status = d.ask("status")
     assert status["counters"]["repins"] >= 1 and "held" not in status["counters"]
     assert any("passive" in r for r in status["throttle_reasons"])
     assert "thermal throttling" in d.output()
     # Cooled down: throttling ends, one event counted.
     (zone / "temp").write_text("40000\n")
-    assert _wait(lambda: not d.ask("status")["throttling"], timeout=3)
+    assert _wait(lambda: not d.ask("status")["throttling"])
     assert d.ask("status")["counters"]["throttle_events"] == 1
     assert d.stop() == 0
     after = _state(base)
@@ -436,13 +430,13 @@ def test_sighup_reloads_the_profile_file(tmp_path, started):
     assert (gpu / "min_freq").read_text().split() == [table[-1]]
     profile.write_text(f'[gpu]\nfreq = {table[3]}\n')
     d.proc.send_signal(signal.SIGHUP)
-    assert _wait(lambda: (gpu / "min_freq").read_text().split() == [table[3]], timeout=5)
+    assert _wait(lambda: (gpu / "min_freq").read_text().split() == [table[3]])
     assert (gpu / "max_freq").read_text().split() == [table[3]]
-    d.wait_for("RELOADING=1", timeout=5)
+    d.wait_for("RELOADING=1")
     # A broken profile on reload keeps the current one pinned.
     profile.write_text("[gpu]\nfreq = 'fast'\n")
     d.proc.send_signal(signal.SIGHUP)
-    assert _wait(lambda: "reload failed" in d.output(), timeout=5)
+    assert _wait(lambda: "reload failed" in d.output())
     assert (gpu / "min_freq").read_text().split() == [table[3]]
     assert d.proc.poll() is None
     assert d.stop(signal.SIGINT) == 0

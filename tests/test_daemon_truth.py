@@ -28,10 +28,10 @@ def test_static_tree_no_throttling_claimed_and_drift_repinned(tmp_path, started)
     (gpu / "max_freq").write_text("76800000\n")
     t0 = time.monotonic()
     assert _wait(lambda: (gpu / "max_freq").read_text() == pinned
-                 and (gpu / "min_freq").read_text() == pinned, timeout=3.0)
+                 and (gpu / "min_freq").read_text() == pinned)
     assert time.monotonic() - t0 <= 0.3 + 0.5  # one interval, and scheduling slack
     # After the settling grace: the low clock is reported as exactly that, never throttling.
-    assert _wait(lambda: d.ask("status")["below_pin"], timeout=5.0)
+    assert _wait(lambda: d.ask("status")["below_pin"])
     status = d.ask("status")
     assert status["throttling"] is False and status["throttle_reasons"] == []
     assert status["below_pin"][0].startswith("gpu 57000000.gpu below its pin (76.8 MHz")

@@ -19,6 +19,8 @@ from jetbench.hw import thermal
 from jetbench.hw.clocks.types import ClockReading
 from jetbench.ownership.wire import MAX_LINE_BYTES, ProtocolError, Request, parse_request
 
+from conftest import wait_until
+
 
 @pytest.mark.parametrize("line, expected", [
     (b'{"cmd": "status"}', Request("status")),
@@ -363,9 +365,7 @@ def test_a_lease_connection_outlives_the_timeouts_and_reports_its_end(tmp_path):
         assert _lines(lease) == [{"ok": True}]
         assert ended == []
         lease.close()
-        deadline = time.monotonic() + 5
-        while not ended and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: ended, step=0.02)
         assert len(ended) == 1 and ended[0].pid == os.getpid()
         for s in others:
             s.close()

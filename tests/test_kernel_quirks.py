@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import _unmount, fuse_board, fuse_unavailable, sigint_as_on_a_terminal
+from conftest import _unmount, bound_s, fuse_board, fuse_unavailable, sigint_as_on_a_terminal
 
 pytestmark = pytest.mark.kernel
 
@@ -116,7 +116,7 @@ def test_sim_mount_stops_and_unmounts_on_sigint(tmp_path):
                             stderr=subprocess.STDOUT, text=True,
                             preexec_fn=sigint_as_on_a_terminal)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + bound_s(30)
         while not os.path.ismount(mnt) and time.monotonic() < deadline:
             assert proc.poll() is None
             time.sleep(0.05)

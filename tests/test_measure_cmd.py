@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_measure_e2e import board_snapshot
 
-from conftest import REPO, diff, make_board, run_cli, sigint_as_on_a_terminal
+from conftest import REPO, bound_s, diff, make_board, run_cli, sigint_as_on_a_terminal, wait_until
 
 FAKES = Path(__file__).parent / "fake_commands"
 PY = sys.executable
@@ -226,7 +226,7 @@ def test_ctrl_c_ends_the_command_group_restores_the_clocks_exit_130(tmp_path, si
          "--out", str(tmp_path / "out")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=dict(os.environ, PYTHONPATH=str(REPO / "agent")), preexec_fn=sigint_as_on_a_terminal)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + bound_s(60)
     while not marker.exists():
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the command never started"
@@ -240,9 +240,7 @@ def test_ctrl_c_ends_the_command_group_restores_the_clocks_exit_130(tmp_path, si
     if stubborn:  # the grace period before SIGKILL was waited for
         assert time.monotonic() - t_signal >= 5.0
     assert b"Traceback" not in err
-    deadline = time.monotonic() + 5
-    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: all(_gone(p) for p in pids))
     assert all(_gone(p) for p in pids), pids  # the command and its own child
     assert not (base / JOURNAL).exists()
     assert diff(before, board_snapshot(base, "tx1")) == []

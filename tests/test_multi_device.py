@@ -37,7 +37,7 @@ from jetbench.report import tables
 from jetbench.workload.runner import TimingResult
 from jetbench.workload.stats import latency_stats
 
-from conftest import REPO, diff, make_board, sigint_as_on_a_terminal
+from conftest import REPO, bound_s, diff, make_board, sigint_as_on_a_terminal
 
 JOURNAL = "var/lib/jetbench/journal.json"
 
@@ -261,7 +261,7 @@ def test_kill_of_the_launcher_ends_the_ranks_and_rank_0_restores(tmp_path):
     tree = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
     proc.kill()  # the launcher: its ranks get SIGTERM (prctl), rank 0 restores as on Ctrl-C
     proc.communicate(timeout=30)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + bound_s(60)
     while _gone(tree) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _gone(tree) == []

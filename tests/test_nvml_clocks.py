@@ -28,7 +28,7 @@ from jetbench.ownership import journal
 from jetbench.tuning.apply import apply_profile
 from jetbench.tuning.profile import load_profile, parse_profile
 
-from conftest import REPO, make_generic_host, run_cli
+from conftest import REPO, bound_s, make_generic_host, run_cli
 
 STAND_IN = REPO / "tests/nvml_stand_in"
 BUS = "0000:01:00.0"  # as /proc/driver/nvidia/gpus names it; NVML says 00000000:01:00.0
@@ -200,7 +200,7 @@ def test_kill9_of_measure_then_restore_puts_nvml_back(tmp_path):
          "--meter", "none", "--out", str(tmp_path / "out")],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(state))
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + bound_s(120)
         while not (tmp_path / "inference.mark").exists():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the network never ran"
@@ -233,7 +233,7 @@ def test_daemon_holds_the_locks_without_fighting_them_and_restores(tmp_path, mon
     started.append(d)
     d.ready()
     checks = d.ask("status")["counters"]["checks"]
-    assert _wait(lambda: d.ask("status")["counters"]["checks"] >= checks + 5, timeout=10)
+    assert _wait(lambda: d.ask("status")["counters"]["checks"] >= checks + 5)
     status = d.ask("status")
     assert status["counters"]["repins"] == 0 and status["pinned"], status
     assert [c[0] for c in _calls(state)] == [

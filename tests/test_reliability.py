@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from jetbench.cli.main import app
 
-from conftest import REPO, diff, make_board, run_cli, sigint_as_on_a_terminal, snapshot
+from conftest import REPO, bound_s, diff, make_board, run_cli, sigint_as_on_a_terminal, snapshot
 
 runner = CliRunner()
 
@@ -184,7 +184,7 @@ def test_sigint_is_exit_130(tmp_path):
     policy = base / "sys/devices/system/cpu/cpu0/cpufreq"
     (policy / "scaling_governor").write_text("performance\n")
     top = (policy / "cpuinfo_max_freq").read_text().strip()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + bound_s(60)
     while (policy / "scaling_cur_freq").read_text().strip() != top:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the simulated kernel never ran"

@@ -15,7 +15,7 @@ from jetbench.errors import UsageError
 from jetbench.report import compare, io, plots, tables
 from jetbench.report.schema import SCHEMA, point_id
 
-from conftest import REPO
+from conftest import REPO, bound_s
 
 
 def result(mhz, batch=1, ips=47.0, watts=5.5, precision="fp32", simulated=True, path=None,
@@ -215,7 +215,7 @@ def test_result_writes_are_atomic_under_kill9(tmp_path):
     rng = random.Random(7)
     for _ in range(6):
         proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)], cwd=REPO)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + bound_s(30)
         while not target.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(rng.uniform(0, 0.4))

@@ -24,7 +24,7 @@ from jetbench.sampling.records import RecordReader, RecordWriter, split_faults
 from jetbench.sampling.sampler import Sampler
 from jetbench.sampling.sampler_process import ProcessSampler
 
-from conftest import make_board
+from conftest import bound_s, make_board, wait_until
 
 # The Orin Nano's INA3221 (hwmon, 1-0040): channel 1 VDD_IN, 2 VDD_CPU_GPU_CV, 3 VDD_SOC.
 HWMON = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon1"
@@ -88,9 +88,7 @@ def test_window_values_come_from_the_child_exactly(tmp_path):
     try:
         child = sampler.proc.pid
         assert child != os.getpid() and not _gone(child)
-        deadline = time.monotonic() + 10
-        while not len(sampler.traces()[0].trace) and time.monotonic() < deadline:
-            time.sleep(0.01)  # the first sample, before the window opens
+        wait_until(lambda: len(sampler.traces()[0].trace), step=0.01)  # the first sample
         with sampler.window() as w:
             time.sleep(0.3)
         res = w.result
@@ -174,10 +172,7 @@ def test_the_child_is_gone_after_its_parent_is_killed(tmp_path):
         assert not _gone(child)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-        deadline = time.monotonic() + 5.0
-        while not _gone(child) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert _gone(child)
+        assert wait_until(lambda: _gone(child), step=0.02)
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -317,7 +312,7 @@ def test_measure_says_so_when_its_sampler_is_killed(tmp_path):
          "--device", "cpu", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + bound_s(120)
         while not (tmp_path / "inference.mark").exists():
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)

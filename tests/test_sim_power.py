@@ -13,7 +13,7 @@ from jetbench.hw.fs import Root
 from jetbench.hw.meters.ina3221 import Ina3221Source
 from jetbench.sim.kernel import SimKernel
 
-from conftest import SIM_BOARDS, make_board
+from conftest import SIM_BOARDS, bound_s, make_board
 
 runner = CliRunner()
 
@@ -75,7 +75,7 @@ def test_rails_follow_real_cpu_load(tmp_path):
         # Wait on the kernel's passes, not on time: a busy loop holds the GIL and a loaded
         # machine delays the thread, so a fixed sleep may see no pass at all.
         target = kernel.passes + count
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + bound_s(60)
         while kernel.passes < target:
             assert time.monotonic() < deadline, "the simulated kernel made no pass"
             if busy:

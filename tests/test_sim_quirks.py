@@ -2,7 +2,6 @@
 sim/quirks.py; the default boards keep behaving as before."""
 
 import json
-import time
 
 import pytest
 
@@ -12,7 +11,7 @@ from jetbench.sim import quirks
 from jetbench.sim.create import create_board
 from jetbench.sim.kernel import SimKernel
 
-from conftest import run_cli
+from conftest import run_cli, wait_until
 
 T210_GPU = "sys/devices/57000000.gpu/devfreq/57000000.gpu"
 
@@ -111,9 +110,7 @@ def test_late_gpu_appears_after_the_kernel_starts(tmp_path, monkeypatch):
     create_board("orin-nano", base, quirks=["late-gpu"])
     assert detect(Root(base)).gpu is None
     with SimKernel(base):
-        deadline = time.monotonic() + 5
-        while detect(Root(base)).gpu is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: detect(Root(base)).gpu is not None)
     gpu = detect(Root(base)).gpu
     assert gpu is not None and gpu.available_hz[-1] == 624_750_000
 

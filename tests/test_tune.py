@@ -23,7 +23,7 @@ import pytest
 from jetbench.errors import UsageError
 from jetbench.run.tune import Constraint, choose_best
 
-from conftest import REPO, make_board
+from conftest import REPO, bound_s, make_board
 
 pytest.importorskip("optuna")
 
@@ -115,7 +115,7 @@ def test_a_killed_study_resumes_and_the_board_is_restored_first(tmp_path):
     before = _gpu_knobs(base)
     out = tmp_path / "tuned"
     proc = _tune(base, out, "--knobs", "gpu", "--budget", "6", "--seed", "1")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + bound_s(120)
     journal = base / "var/lib/jetbench/journal.json"
     # kill -9 in the middle of a trial: after one finished, while the next holds its pin
     while time.monotonic() < deadline:

@@ -20,7 +20,7 @@ from jetbench.workload import child
 from jetbench.workload.child import ChildWorkload, run_in_child
 from jetbench.workload.precision import PrecisionUnavailable
 
-from conftest import make_board, run_cli, sigint_as_on_a_terminal
+from conftest import bound_s, make_board, run_cli, sigint_as_on_a_terminal
 
 pytest.importorskip("torch")
 
@@ -166,7 +166,7 @@ def _start_long_time_run() -> tuple:
          sys.executable, "--duration", "120s", "--warmup", "0s"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         preexec_fn=sigint_as_on_a_terminal)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + bound_s(60)
     kids: list = []
     while not kids and time.monotonic() < deadline and parent.poll() is None:
         kids = [k for k in _children(parent.pid)
