@@ -98,7 +98,7 @@ def test_deepstream_fps_sink_frames_and_json_output_stays_clean(tmp_path):
     r = measure_cmd(tmp_path, base, fake("fake_fpsdisplaysink.py", "0.6"),
                     "--throughput-from", r"regex:average: ([0-9.]+)", "--unit", "frames",
                     "--json")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0, r.stderr + r.stdout  # the JSON says why a result is invalid
     printed = json.loads(r.stdout)  # the command's stdout went to stderr under --json
     assert "last-message = rendered: 31" in r.stderr
     doc = printed["results"][0]
