@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 # TORCH_PIN=torch==X overrides the table; TORCH_PIN=none sets up without torch.
 export TORCH_PIN ALLOW_CUDA_TORCH
 
-.PHONY: setup system-deps check-python demo test stress lint bench clean
+.PHONY: setup system-deps check-python demo test stress gpu-check lint bench clean
 
 # Before anything is created or downloaded: can this Python get a torch at all?
 check-python:
@@ -55,6 +55,11 @@ RUNS ?= 1
 BURNERS ?= 4
 stress:
 	RUNS=$(RUNS) BURNERS=$(BURNERS) tools/stress_test.sh
+
+# On a machine with an NVIDIA GPU: every GPU path once, one table (tools/gpu_check.py); on a
+# machine without one, one line and exit 0.
+gpu-check: setup
+	$(PY) tools/gpu_check.py $(if $(OUT),--out "$(OUT)")
 
 lint: setup
 	$(PY) -m ruff check agent tests benchmarks

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""`make gpu-check`: every GPU path of jetbench once, on a machine with an NVIDIA GPU, as one
+table (path, result, reason, seconds). On a machine without one it says so in one line and
+exits 0.
+
+Each path runs the jetbench CLI in a subprocess of its own with a time limit, so one path that
+fails, hangs or crashes is that path's row and the others still run:
+
+- `time` of resnet18 batch 8 under each runtime x fp32/tf32/fp16/int8, with its output check
+  (one command per runtime and precision: a failure is that row's);
+- NVML power: `info --meter nvml`; NVML energy: `measure --meter nvml` (the window's joules);
+- `measure --freq` on NVML locked clocks, then whether the clocks were put back
+  (`nvidia-smi`'s locked-clock state before and after, and no journal left);
+- `tune --budget 4 --knobs gpu` on the same GPU;
+- `--devices 2` where there are two GPUs.
+
+    python3 tools/gpu_check.py [--out DIR] [--runtimes torch,onnxruntime] [--limit-s 600]
+
+Writes DIR/gpu_check.json (the rows and each command's output tail) when --out is given.
+Exit 0 when every path ran (a path the machine lacks, such as TensorRT, counts as ran:
+`unavailable` with its reason), 1 when any path failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+RUNTIMES = ("torch", "torchscript", "compile", "onnxruntime", "tensorrt")
+PRECISIONS = ("fp32", "tf32", "fp16", "int8")
+MODEL, BATCH = "resnet18", "8"
+SHORT = ("--duration", "1s", "--warmup", "0.5s", "--iterations", "10")
+# row results that mean "the path ran and said what it is": the others are failures
+RAN = ("ok", "unavailable", "skipped")
+
+
+def gpu_names() -> List[str]:
+    """The NVIDIA GPUs `nvidia-smi -L` lists ([] when there is none or no driver)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in out.stdout.splitlines() if line.startswith("GPU ")]
+
+
+class Check:
+    """Runs jetbench commands and keeps one row per path."""
+
+    def __init__(self, root: Path, work: Path, limit_s: float):
+        self.root, self.work, self.limit_s = root, work, limit_s
+        self.rows: List[Dict[str, object]] = []
+        self.started = time.monotonic()
+
+    def jetbench(self, *args: str, timeout_s: float = 300) -> Dict[str, object]:
+        """One CLI run: exit code, stdout, stderr, seconds (exit None: it hit its limit)."""
+        left = self.limit_s - (time.monotonic() - self.started)
+        timeout_s = max(1.0, min(timeout_s, left))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(REPO / "agent"), os.environ.get("PYTHONPATH", "")]), COLUMNS="200")
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run([sys.executable, "-m", "jetbench.cli.main", *args],
+                                  capture_output=True, text=True, timeout=timeout_s, env=env,
+                                  stdin=subprocess.DEVNULL, cwd=self.work)
+            rc, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc = None
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return {"rc": rc, "out": out, "err": err, "s": round(time.monotonic() - t0, 1),
+                "argv": ["jetbench", *args]}
+
+    def row(self, path: str, result: str, reason: str, run: Optional[Dict[str, object]],
+            seconds: Optional[float] = None) -> None:
+        tail = None if run is None else (str(run["err"]) + str(run["out"]))[-3000:]
+        self.rows.append({"path": path, "result": result, "reason": reason.strip(),
+                          "s": seconds if seconds is not None else (run or {}).get("s"),
+                          "argv": None if run is None else run["argv"], "output_tail": tail})
+        print(f"gpu-check: {path}: {result} ({self.rows[-1]['s']} s) {reason.strip()[:150]}",
+              flush=True)
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() - self.started >= self.limit_s - 5
+
+
+def _first_error(run: Dict[str, object]) -> str:
+    if run["rc"] is None:
+        return "did not finish within its limit"
+    lines = [ln.strip() for ln in str(run["err"]).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower() or "Traceback" in ln]
+    return (errors or lines or [f"exit {run['rc']}"])[-1][:300]
+
+
+def check_time(c: Check, runtimes: Sequence[str], precisions: Sequence[str]) -> None:
+    for runtime in runtimes:
+        for precision in precisions:
+            path = f"time {runtime} {precision} {MODEL} b{BATCH}"
+            if c.out_of_time():
+                c.row(path, "skipped", "gpu-check's time limit", None, 0.0)
+                continue
+            run = c.jetbench("time", "--model", MODEL, "--batch", BATCH, "--device", "cuda",
+                             "--runtime", runtime, "--precision", precision, *SHORT, "--json",
+                             timeout_s=240)
+            try:
+                doc = json.loads(str(run["out"]))
+                (res,) = doc["results"]
+            except (ValueError, KeyError, TypeError):
+                c.row(path, "failed", _first_error(run), run)
+                continue
+            status = str(res.get("status"))
+            if status == "ok":
+                thr = res.get("throughput", {})
+                workload = res.get("workload", {})
+                what = f"{thr.get('images_per_s', 0):.4g} img/s"
+                check = workload.get("output_check") or workload.get("check")
+                if isinstance(check, dict):
+                    what += f", output check max diff {check.get('max_abs_diff', '?')}"
+                c.row(path, "ok", what, run)
+            else:
+                c.row(path, status, str(res.get("message") or "")[:300], run)
+
+
+def check_nvml(c: Check, out: Path) -> None:
+    run = c.jetbench("--root", str(c.root), "info", "--meter", "nvml", "--json", timeout_s=120)
+    try:
+        info = json.loads(str(run["out"]))
+        text = json.dumps(info)
+        ok = run["rc"] == 0 and "nvml" in text.lower()
+        c.row("NVML power (info --meter nvml)", "ok" if ok else "failed",
+              "an NVML power source listed" if ok else _first_error(run), run)
+    except ValueError:
+        c.row("NVML power (info --meter nvml)", "failed", _first_error(run), run)
+    res_dir = out / "measure-nvml"
+    run = c.jetbench("--root", str(c.root), "measure", "--model", MODEL, "--batch", BATCH,
+                     "--device", "cuda", "--meter", "nvml", "--duration", "2s", "--warmup", "1s",
+                     "--out", str(res_dir), timeout_s=240)
+    docs = [json.loads(p.read_text()) for p in sorted(res_dir.glob("*.json"))]
+    if not docs:
+        c.row("NVML energy (measure --meter nvml)", "failed", _first_error(run), run)
+        return
+    doc = docs[0]
+    total = (doc.get("power") or {}).get("total") or {}
+    energy = total.get("energy_j")
+    ok = doc.get("status") == "ok" and isinstance(energy, (int, float)) and energy > 0
+    c.row("NVML energy (measure --meter nvml)", "ok" if ok else "failed",
+          f"{total.get('mean_w')} W, {energy} J over the window, valid "
+          f"{(doc.get('validity') or {}).get('valid')}; exit {run['rc']}", run)
+
+
+def _locked_clocks() -> str:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "?"
+    out = subprocess.run([smi, "--query-gpu=clocks.sm,clocks.max.sm,clocks.applications.graphics",
+                          "--format=csv,noheader"], capture_output=True, text=True, timeout=60)
+    return out.stdout.strip()
+
+
+def check_clocks(c: Check, out: Path) -> None:
+    before = _locked_clocks()
+    res_dir = out / "measure-freq"
+    run = c.jetbench("--root", str(c.root), "measure", "--model", MODEL, "--batch", BATCH,
+                     "--device", "cuda", "--freq", "max", "--meter", "nvml", "--duration", "2s",
+                     "--warmup", "1s", "--out", str(res_dir), timeout_s=240)
+    docs = [json.loads(p.read_text()) for p in sorted(res_dir.glob("*.json"))]
+    journal = c.root / "var/lib/jetbench/journal.json"
+    if not docs:
+        c.row("measure --freq max (NVML locked clocks)", "failed", _first_error(run), run)
+    else:
+        doc = docs[0]
+        applied = (doc.get("settings") or {}).get("applied")
+        c.row("measure --freq max (NVML locked clocks)",
+              "ok" if doc.get("status") == "ok" and run["rc"] == 0 else "failed",
+              f"applied {applied}; valid {(doc.get('validity') or {}).get('valid')}; "
+              f"exit {run['rc']} {'' if run['rc'] == 0 else _first_error(run)}", run)
+    after = _locked_clocks()
+    put_back = not journal.exists()
+    c.row("restore after measure --freq", "ok" if put_back else "failed",
+          f"journal left: {not put_back}; nvidia-smi sm,max,app before [{before}] after "
+          f"[{after}]", None, 0.0)
+
+
+def check_tune(c: Check, out: Path) -> None:
+    run = c.jetbench("--root", str(c.root), "tune", "--model", MODEL, "--batch", BATCH,
+                     "--device", "cuda", "--knobs", "gpu", "--budget", "4", "--duration", "1s",
+                     "--warmup", "0.5s", "--out", str(out / "tune"), timeout_s=300)
+    c.row("tune --budget 4 --knobs gpu", "ok" if run["rc"] == 0 else "failed",
+          "finished its budget" if run["rc"] == 0 else _first_error(run), run)
+
+
+def check_devices(c: Check, out: Path, gpus: int) -> None:
+    if gpus < 2:
+        c.row("measure --devices 2", "skipped", f"{gpus} GPU on this machine", None, 0.0)
+        return
+    run = c.jetbench("--root", str(c.root), "measure", "--model", MODEL, "--batch", BATCH,
+                     "--device", "cuda", "--devices", "2", "--duration", "2s", "--warmup", "1s",
+                     "--out", str(out / "devices2"), timeout_s=300)
+    c.row("measure --devices 2", "ok" if run["rc"] == 0 else "failed",
+          "one gathered result" if run["rc"] == 0 else _first_error(run), run)
+
+
+def table(rows: Sequence[Dict[str, object]]) -> str:
+    width = max(len(str(r["path"])) for r in rows)
+    lines = [f"{'path':<{width}}  {'result':<11}  {'s':>6}  reason"]
+    for r in rows:
+        reason = str(r["reason"]).replace("\n", " ")
+        lines.append(f"{r['path']!s:<{width}}  {r['result']!s:<11}  {r['s']!s:>6}  "
+                     f"{reason[:160]}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="write gpu_check.json and results here")
+    parser.add_argument("--runtimes", default=",".join(RUNTIMES))
+    parser.add_argument("--precisions", default=",".join(PRECISIONS))
+    parser.add_argument("--limit-s", type=float, default=480.0,
+                        help="stop starting new paths after this many seconds (default 480)")
+    args = parser.parse_args(argv)
+    gpus = gpu_names()
+    if not gpus:
+        print("gpu-check: no NVIDIA GPU here (nvidia-smi lists none): nothing to check")
+        return 0
+    print(f"gpu-check: {len(gpus)} GPU(s): {'; '.join(gpus)}", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="jetbench-gpu-check-"))
+    out = args.out or work / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    c = Check(Path("/"), work, args.limit_s)
+    for step in (check_nvml, check_clocks, check_tune):  # the short ones first
+        if c.out_of_time():
+            c.row(step.__name__, "skipped", "gpu-check's time limit", None, 0.0)
+        else:
+            step(c, out)
+    check_devices(c, out, len(gpus))
+    check_time(c, [r for r in args.runtimes.split(",") if r],
+               [p for p in args.precisions.split(",") if p])
+    print(table(c.rows))
+    (out / "gpu_check.json").write_text(json.dumps(
+        {"gpus": gpus, "rows": c.rows, "seconds": round(time.monotonic() - c.started, 1)},
+        indent=1))
+    failed = [r for r in c.rows if r["result"] not in RAN]
+    print(f"gpu-check: {len(c.rows) - len(failed)} of {len(c.rows)} paths ran; "
+          f"{len(failed)} failed; {out / 'gpu_check.json'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
