@@ -163,32 +163,52 @@ def _locked_clocks() -> str:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return "?"
-    out = subprocess.run([smi, "--query-gpu=clocks.sm,clocks.max.sm,clocks.applications.graphics",
+    out = subprocess.run([smi, "--query-gpu=clocks.max.sm,clocks.applications.graphics",
                           "--format=csv,noheader"], capture_output=True, text=True, timeout=60)
     return out.stdout.strip()
 
 
+def _middle_graphics_mhz() -> Optional[int]:
+    """The middle entry of the GPU's supported graphics clocks: a lock there shows, since the
+    clock a busy GPU runs unlocked is its top one."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    out = subprocess.run([smi, "-i", "0", "--query-supported-clocks=graphics",
+                          "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                         timeout=60)
+    mhz = sorted({int(x) for x in out.stdout.split() if x.strip().isdigit()})
+    return mhz[len(mhz) // 2] if mhz else None
+
+
 def check_clocks(c: Check, out: Path) -> None:
     before = _locked_clocks()
+    mhz = _middle_graphics_mhz()
+    freq = f"{mhz}MHz" if mhz else "max"
+    path = f"measure --freq {freq} (NVML locked clocks)"
     res_dir = out / "measure-freq"
     run = c.jetbench("--root", str(c.root), "measure", "--model", MODEL, "--batch", BATCH,
-                     "--device", "cuda", "--freq", "max", "--meter", "nvml", "--duration", "2s",
+                     "--device", "cuda", "--freq", freq, "--meter", "nvml", "--duration", "2s",
                      "--warmup", "1s", "--out", str(res_dir), timeout_s=240)
     docs = [json.loads(p.read_text()) for p in sorted(res_dir.glob("*.json"))]
     journal = c.root / "var/lib/jetbench/journal.json"
     if not docs:
-        c.row("measure --freq max (NVML locked clocks)", "failed", _first_error(run), run)
+        c.row(path, "failed", _first_error(run), run)
     else:
         doc = docs[0]
-        applied = (doc.get("settings") or {}).get("applied")
-        c.row("measure --freq max (NVML locked clocks)",
-              "ok" if doc.get("status") == "ok" and run["rc"] == 0 else "failed",
-              f"applied {applied}; valid {(doc.get('validity') or {}).get('valid')}; "
-              f"exit {run['rc']} {'' if run['rc'] == 0 else _first_error(run)}", run)
+        observed = [o for o in (doc.get("clocks") or {}).get("observed", [])
+                    if o.get("domain") == "gpu"]
+        mean = observed[0].get("mean_hz") if observed else None
+        ran_there = mhz is None or (mean is not None and abs(mean / 1e6 - mhz) <= 0.02 * mhz)
+        ok = doc.get("status") == "ok" and run["rc"] == 0 and ran_there
+        c.row(path, "ok" if ok else "failed",
+              f"observed mean {None if mean is None else mean / 1e6} MHz; valid "
+              f"{(doc.get('validity') or {}).get('valid')}; exit {run['rc']} "
+              f"{'' if run['rc'] == 0 else _first_error(run)}", run)
     after = _locked_clocks()
-    put_back = not journal.exists()
+    put_back = not journal.exists() and before == after
     c.row("restore after measure --freq", "ok" if put_back else "failed",
-          f"journal left: {not put_back}; nvidia-smi sm,max,app before [{before}] after "
+          f"journal left: {journal.exists()}; nvidia-smi max,app clocks before [{before}] after "
           f"[{after}]", None, 0.0)
 
 
