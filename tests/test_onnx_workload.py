@@ -83,12 +83,19 @@ def test_best_provider_present_wins_in_order_tensorrt_cuda_cpu() -> None:
     assert pick_provider(everything, "TensorrtExecutionProvider", "auto") == TENSORRT_EP
 
 
-def test_absent_provider_is_a_usage_error_listing_those_available() -> None:
-    with pytest.raises(UsageError) as err:
+def test_absent_provider_is_unavailable_listing_those_available() -> None:
+    """What this ONNX Runtime lacks is an `unavailable` row (the other runtimes still run);
+    a provider for another device than --device is the user's contradiction."""
+    from jetbench.errors import Unavailable
+
+    with pytest.raises(Unavailable) as err:
         pick_provider(["AzureExecutionProvider", CPU_EP], "tensorrt", "auto")
     assert "available: azure, cpu" in str(err.value)
-    with pytest.raises(UsageError, match="available: cpu"):
+    with pytest.raises(Unavailable, match="available: cpu"):
         pick_provider([CPU_EP], None, "cuda")
+    with pytest.raises(UsageError, match="available: azure, cpu") as typo:
+        pick_provider(["AzureExecutionProvider", CPU_EP], "tensorrtt", "auto")
+    assert not isinstance(typo.value, Unavailable)  # a name no ORT knows: the user's typo
     with pytest.raises(UsageError, match="not --device cpu"):
         pick_provider([CPU_EP, CUDA_EP], "cuda", "cpu")
 

@@ -442,3 +442,58 @@ def test_fastest_runtime_line_prints_figures_not_exponents():
     [line] = fastest_runtime([row("torch", 1234.5), row("tensorrt", 2345.6)])
     assert line == ("fastest for alexnet fp16 batch 64 on cuda:0: tensorrt (2350 img/s; "
                     "torch 1230), 1.90x PyTorch eager")
+
+
+# -- one runtime's failure is its row (issue 37, N1) -------------------------------------------
+def test_a_missing_ort_provider_is_an_unavailable_row_and_torch_still_runs(tmp_path):
+    """The CPU onnxruntime wheel on a CUDA machine (seen on an H100): `--device cuda` ended
+    the whole run with 'no ONNX Runtime provider for it'. Here `--provider tensorrt` asks for
+    a provider this ORT lacks the same way (pick_provider's one path for both)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "jetbench.cli.main", "time", "--model", "resnet18",
+         "--input-shape", "3,64,64", "--runtime", "torch,onnxruntime", "--provider", "tensorrt",
+         "--json", "--iterations", "2", "--duration", "0", "--warmup", "0", "--device", "cpu"],
+        capture_output=True, text=True, timeout=300, env=_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)  # --json stays one document
+    rows = {r["workload"]["runtime"]: r for r in doc["results"]}
+    assert rows["torch"]["status"] == "ok"
+    assert rows["onnxruntime"]["status"] == "unavailable"
+    assert "not available in this ONNX Runtime (available:" in rows["onnxruntime"]["message"]
+
+
+def test_a_runtime_that_raises_is_a_failed_row_and_the_others_are_timed(monkeypatch):
+    """Any exception of one runtime's build (a TensorRT parse error, an Inductor error) is
+    that row's `failed` status with its first line; the rows before and after still run."""
+    from jetbench.run import timing
+
+    real = timing.build_workload
+
+    def build(model, precision, batch, device, input_mode, options, shape):
+        if options.runtime == "torchscript":
+            raise RuntimeError("tracer exploded\nstack line 2")
+        return real(model, precision, batch, device, input_mode, options, shape)
+
+    monkeypatch.setattr(timing, "build_workload", build)
+    request = TimeRequest(models=("resnet18",), input_shape=SMALL, device="cpu",
+                          runtimes=("torch", "torchscript", "onnxruntime"), iterations=2,
+                          duration_s=0.0, warmup_s=0.0)
+    report = time_models(request)
+    assert [(r.runtime, r.status) for r in report.rows] == [
+        ("torch", "ok"), ("torchscript", "failed"), ("onnxruntime", "ok")]
+    failed = report.to_dict()["results"][1]
+    assert failed["message"] == "tracer exploded"
+    assert failed["workload"]["runtime"] == "torchscript"
+
+
+def test_time_exits_2_after_writing_every_row_when_one_failed():
+    from jetbench.cli.workload import _exit_if_failed
+    from jetbench.errors import EXIT_HARDWARE, HardwareError
+    from jetbench.run.timing import TimeRow
+
+    rows = [TimeRow("m", "fp32", 1, "cpu", "ok"),
+            TimeRow("m", "fp32", 1, "cpu", "failed", message="x", runtime="compile")]
+    with pytest.raises(HardwareError, match="1 of 2 row"):
+        _exit_if_failed(rows)
+    assert HardwareError("x").exit_code == EXIT_HARDWARE
+    _exit_if_failed(rows[:1])  # all ran: no error

@@ -133,8 +133,14 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
 
 
 def _exit_if_invalid(report: Any) -> None:
-    from ..errors import MeasurementInvalid
+    from ..errors import HardwareError, MeasurementInvalid
 
+    failed = [d for d in report.results if d.get("status") == "failed"]
+    if failed:  # written like the others; the run went on past them
+        raise HardwareError(f"{len(failed)} of {len(report.results)} result(s) failed: "
+                            f"{failed[0].get('message', '')}"[:400],
+                            hint="each failed result says why (`message`); the others ran "
+                            "and are written")
     bad = report.invalid
     if bad:
         raise MeasurementInvalid(

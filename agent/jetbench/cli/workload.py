@@ -107,8 +107,19 @@ def time_cmd(
         _write_json(out / "time.json", doc)
     if as_json:
         print_json(doc)
-        return
-    _render(report, out)
+    else:
+        _render(report, out)
+    _exit_if_failed(report.rows)
+
+
+def _exit_if_failed(rows: Any) -> None:
+    """Exit 2 once every row is written when a row's runtime failed (the others ran)."""
+    from ..errors import HardwareError
+
+    failed = [row for row in rows if row.status == "failed"]
+    if failed:
+        raise HardwareError(f"{len(failed)} of {len(rows)} row(s) failed; the others ran and "
+                            "are written", hint="each failed row says why (`message` in --json)")
 
 
 def models_cmd(

@@ -27,6 +27,7 @@ from ..errors import (
     NOT_RUN,
     RankLost,
     UsageError,
+    first_line,
     not_run,
     set_interrupt_notes,
 )
@@ -40,6 +41,7 @@ from ..ownership import journal
 from ..ownership.owner import borrow_board
 from ..report import io
 from ..workload.model_arg import is_sim
+from ..workload.runtimes import TORCH
 from ..workload.sim_run import SimRun
 from ..workload.timed import ChildRun, InProcessRun, TimedRun
 from . import result as build
@@ -309,10 +311,15 @@ class _State:
             doc["message"] = message
             return doc, None
         except Exception as err:  # noqa: BLE001 - a sweep records any point's failure
-            if not req.keep_going or isinstance(err, RankLost):  # no ranks left to go on with
+            # a sweep goes on past a failed point, and several runtimes past one's failure
+            # (torch eager, the reference, still ends a plain measure)
+            going_on = req.keep_going or point.runtime != TORCH
+            if not going_on or isinstance(err, RankLost):  # no ranks left to go on with
                 raise
             doc = self.skeleton(point, "failed", run)
-            doc["message"] = f"{type(err).__name__}: {err}"
+            hint = getattr(err, "hint", None)
+            doc["message"] = f"{type(err).__name__}: {first_line(err)}" + \
+                (f" ({hint})" if hint else "")
             return doc, None
         finally:
             watch.stop()

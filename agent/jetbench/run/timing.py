@@ -5,10 +5,11 @@ slower than FP32 on this device."""
 from __future__ import annotations
 
 import gc
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import NOT_RUN, OutOfMemory, UsageError, not_run
+from ..errors import NOT_RUN, OutOfMemory, UsageError, first_line, not_run
 from ..report.figures import significant
 from ..report.schema import TIME_SCHEMA
 from ..workload.build import build_workload
@@ -211,9 +212,27 @@ def _one(request: TimeRequest, model: str, runtime: str, precision: str, batch: 
         status, message = not_run(err)
         return TimeRow(model, precision, batch, device, status, message=message,
                        runtime=runtime, mode=options.mode)
+    except UsageError:
+        if runtime == TORCH:
+            raise  # the reference itself cannot run: the same answer for every row
+        return _failed(model, precision, batch, device, runtime, options.mode)
+    except Exception:  # noqa: BLE001 - one runtime's failure is its row, never the run's end
+        return _failed(model, precision, batch, device, runtime, options.mode)
     finally:
         del workload
         gc.collect()
+
+
+def _failed(model: str, precision: str, batch: int, device: str, runtime: str,
+            mode: str) -> TimeRow:
+    """The row of a configuration whose build, load, check or run raised (the exception being
+    handled): `failed`, with the first line of its reason."""
+    err = sys.exc_info()[1]
+    assert err is not None
+    hint = getattr(err, "hint", None)
+    message = first_line(err) + (f" ({hint})" if hint else "")
+    return TimeRow(model, precision, batch, device, "failed", message=message, runtime=runtime,
+                   mode=mode)
 
 
 def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:

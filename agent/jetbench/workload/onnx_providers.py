@@ -10,13 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import UsageError
+from ..errors import Unavailable, UsageError
 from .precision import PrecisionUnavailable
 
 TENSORRT_EP, CUDA_EP, CPU_EP = ("TensorrtExecutionProvider", "CUDAExecutionProvider",
                                 "CPUExecutionProvider")
 PREFERENCE = (TENSORRT_EP, CUDA_EP, CPU_EP)
 _GPU = (TENSORRT_EP, CUDA_EP)
+# Providers ONNX Runtime's own builds name (short names; its docs' execution provider list):
+# one that this build lacks is `unavailable`, any other word is not a provider at all.
+KNOWN_PROVIDERS = ("tensorrt", "cuda", "cpu", "rocm", "migraphx", "openvino", "dnnl", "coreml",
+                   "azure", "qnn", "xnnpack", "nnapi", "acl", "armnn", "tvm", "vitisai", "cann",
+                   "dml", "webgpu", "nvtensorrtrtx")
 _SUFFIX = "ExecutionProvider"
 
 FP16_HINT = ("use --provider tensorrt, or measure a model exported in fp16 with --precision "
@@ -96,16 +101,21 @@ def short_name(provider: str) -> str:
 
 def pick_provider(available: Sequence[str], requested: Optional[str], device: str) -> str:
     """The provider to use: `requested` (short or full name) if present, else the best present
-    for `device` ('auto', 'cpu', 'cuda', 'cuda:N'). A UsageError lists what is available."""
+    for `device` ('auto', 'cpu', 'cuda', 'cuda:N'). Unavailable (a provider this ONNX Runtime
+    lacks) lists what is available; a provider for another device is a UsageError."""
     listed = ", ".join(short_name(p) for p in available) or "none"
     if requested:
         word = requested.strip().lower()
         match = [p for p in available if word in (p.lower(), short_name(p))]
         if not match:
-            raise UsageError(f"--provider {requested}: not available in this ONNX Runtime "
-                             f"(available: {listed})",
-                             hint="a GPU provider needs onnxruntime-gpu (on a Jetson, NVIDIA's "
-                                  "wheel for your JetPack)")
+            # A provider ORT has, but not this build: an `unavailable` row (the other runtimes
+            # still run); a name no ORT knows: the user's typo.
+            known = word.lower().replace(_SUFFIX.lower(), "") in KNOWN_PROVIDERS
+            raise (Unavailable if known else UsageError)(
+                f"--provider {requested}: not available in this ONNX Runtime "
+                f"(available: {listed})",
+                hint="a GPU provider needs onnxruntime-gpu (on a Jetson, NVIDIA's wheel for "
+                "your JetPack)")
         chosen = match[0]
         if device == "cpu" and chosen in _GPU or device.startswith("cuda") and chosen == CPU_EP:
             raise UsageError(f"--provider {requested} runs on "
@@ -116,7 +126,7 @@ def pick_provider(available: Sequence[str], requested: Optional[str], device: st
     for provider in wanted:
         if provider in available:
             return provider
-    raise UsageError(f"--device {device}: no ONNX Runtime provider for it (available: {listed})",
+    raise Unavailable(f"--device {device}: no ONNX Runtime provider for it (available: {listed})",
                      hint="install onnxruntime-gpu for cuda/tensorrt, or use --device cpu")
 
 
