@@ -247,6 +247,33 @@ def test_ctrl_c_ends_the_command_group_restores_the_clocks_exit_130(tmp_path, si
     assert not list((tmp_path / "out").glob("*.json"))
 
 
+def test_an_interrupt_as_the_command_starts_still_ends_its_group(tmp_path, monkeypatch):
+    """A Ctrl-C that lands right after the command started (while jetbench starts its output
+    readers; seen under load: the test sent it as soon as the command had written its marker)
+    ends the command's process group too: nothing is left running."""
+    import threading
+
+    from jetbench.workload import command
+
+    marker = tmp_path / "running"
+    spec = command.command_spec(fake("fake_hang.py", str(marker)), "items:1")
+    real_start = threading.Thread.start
+
+    def start(self):  # the interrupt arrives once the command is running, before the readers
+        if not getattr(start, "fired", False):
+            start.fired = True
+            assert wait_until(marker.exists)
+            raise KeyboardInterrupt
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    with pytest.raises(KeyboardInterrupt):
+        command.run_command(spec, lambda: None, lambda: None)
+    monkeypatch.undo()
+    pids = [int(x) for x in marker.read_text().split()]
+    assert wait_until(lambda: all(_gone(p) for p in pids)), pids
+
+
 def test_a_closed_stdout_does_not_hang_the_command(tmp_path):
     """`jetbench measure --cmd ... | head -1`: once jetbench's stdout is gone the command's
     output is still read (a command blocked on a full pipe would never end) and parsed."""

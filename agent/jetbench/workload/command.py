@@ -254,10 +254,12 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
         exit_s.append(time.monotonic())
         exited.set()
 
-    for t in [*pumps, threading.Thread(target=waiter, daemon=True)]:
-        t.start()
     warnings: List[str] = []
     try:
+        # an interrupt from the moment the command exists ends its group (here: a Ctrl-C that
+        # lands while these threads start, as soon as the command runs, left it running)
+        for t in [*pumps, threading.Thread(target=waiter, daemon=True)]:
+            t.start()
         while not exited.wait(POLL_S):
             if poll is not None:
                 poll(time.monotonic() - t0)
@@ -270,7 +272,8 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
         end_process_group(proc, TERM_GRACE_S)
         proc.wait()
         for t in pumps:
-            t.join(timeout=TERM_GRACE_S)
+            if t.ident is not None:  # started
+                t.join(timeout=TERM_GRACE_S)
         sink.close()
         raise
     for t in pumps:
