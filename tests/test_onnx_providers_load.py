@@ -137,3 +137,30 @@ def test_fp16_weights_behind_fp32_inputs_are_labelled_fp16(tmp_path):
     assert model_precision(["tensor(float)"], None) == "fp32"
     with pytest.raises(PrecisionUnavailable, match="it is fp16"):
         check_precision("fp32", model_precision(["tensor(float)"], weights), CPU_EP)
+
+
+class BannerOrt(FakeOrt):
+    """onnxruntime-gpu whose CUDA provider fails to start inside the session (cuDNN missing):
+    as its Python layer does (onnxruntime/capi/onnxruntime_inference_collection.py,
+    InferenceSession.__init__, ORT 1.12-1.32), it prints a banner to *stdout* and creates the
+    session again with the providers after it."""
+
+    def InferenceSession(self, model, sess_options=None, providers=()):  # noqa: N802
+        names = [p[0] if isinstance(p, tuple) else p for p in providers]
+        if CUDA_EP in names:
+            print("*************** EP Error ***************")
+            print(f"EP Error libcudnn.so.9: cannot open shared object file when using {names}")
+            print("Falling back to ['CPUExecutionProvider'] and retrying.")
+            print("****************************************")
+            providers = [p for p in providers if (p[0] if isinstance(p, tuple) else p) == CPU_EP]
+        return super().InferenceSession(model, sess_options, providers)
+
+
+def test_orts_stdout_banner_is_the_reason_and_never_reaches_stdout(capfd):
+    """N3: the banner went to stdout (breaking --json) and the note said 'logged no reason'."""
+    session, choice, notes = open_session(BannerOrt(broken=(TENSORRT_EP,)), "m.onnx",
+                                          RunOptions(), "auto", "fp32")
+    assert session.get_providers() == [CPU_EP]
+    assert "EP Error" not in capfd.readouterr().out  # stdout stays the document's
+    said = " ".join(notes)
+    assert "libcudnn.so.9" in said and "logged no reason" not in said

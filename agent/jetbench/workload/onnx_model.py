@@ -9,6 +9,7 @@ is imported here only: `import jetbench` never needs it.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -150,16 +151,21 @@ def _trt_cache(available: List[str]) -> Tuple[Optional[str], List[str]]:
 def _session(ort: Any, model: str, choice: ProviderChoice,
              options: RunOptions) -> Tuple[Any, str]:
     """The session and what ORT logged while creating it (a provider that did not load says
-    why there; ORT does not raise)."""
+    why there; ORT does not raise): its C++ logger on fd 2, and the banner its Python layer
+    prints to stdout when a provider fails to start and it retries with the next ones
+    (onnxruntime/capi/onnxruntime_inference_collection.py, InferenceSession.__init__), which
+    would otherwise land in `--json`'s document."""
     settings = ort.SessionOptions()
     settings.log_severity_level = 2  # warnings: a provider's load failure is one (captured)
     if options.threads:
         settings.intra_op_num_threads = options.threads
     log: List[str] = []
-    with ort_errors(model, loading=True), _captured_stderr(log):
+    banner = io.StringIO()  # ORT's Python layer prints its "EP Error ... Falling back" here
+    with ort_errors(model, loading=True), _captured_stderr(log), \
+            contextlib.redirect_stdout(banner):
         session = ort.InferenceSession(model, sess_options=settings,
                                        providers=choice.session_providers())
-    return session, "".join(log)
+    return session, "".join(log) + banner.getvalue()
 
 
 def _reason(log: str, provider: str) -> str:
