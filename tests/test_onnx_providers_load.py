@@ -95,7 +95,7 @@ def test_tensorrt_keeps_its_engines_and_timing_cache(tmp_path):
     assert oct(os.stat(cache).st_mode & 0o777) == oct(0o700)
     assert oct(os.stat(tmp_path / "cache").st_mode & 0o777) == oct(0o700)  # the root too
     # an ORT from before trt_timing_cache_path: the option is not passed (ORT would refuse it)
-    old = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 14), cache)
+    old = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 16), cache)
     assert "trt_timing_cache_path" not in old.options and old.options["trt_timing_cache_enable"]
 
 
@@ -164,3 +164,41 @@ def test_orts_stdout_banner_is_the_reason_and_never_reaches_stdout(capfd):
     assert "EP Error" not in capfd.readouterr().out  # stdout stays the document's
     said = " ".join(notes)
     assert "libcudnn.so.9" in said and "logged no reason" not in said
+
+
+class PickyOrt(FakeOrt):
+    """An ORT build that knows no timing-cache path option whatever its version says: as ORT's
+    TensorRT provider does for an unknown key (onnxruntime#21484), the session is refused with
+    "Invalid TensorRT EP option"."""
+
+    __version__ = "1.18.0"
+
+    def InferenceSession(self, model, sess_options=None, providers=()):  # noqa: N802
+        for p in providers:
+            if isinstance(p, tuple) and "trt_timing_cache_path" in p[1]:
+                raise RuntimeError("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid "
+                                   "TensorRT EP option: trt_timing_cache_path")
+        return super().InferenceSession(model, sess_options, providers)
+
+
+def test_an_option_this_ort_refuses_is_dropped_and_said():
+    """N6: the TensorRT provider was never created on such a build (the whole run failed)."""
+    session, choice, notes = open_session(PickyOrt(broken=()), "m.onnx", RunOptions(),
+                                          "auto", "fp16")
+    assert choice.name == TENSORRT_EP and session.get_providers()[0] == TENSORRT_EP
+    assert "trt_timing_cache_path" not in choice.options
+    assert choice.options["trt_engine_cache_enable"] is True  # the engine cache stays
+    assert any("refused trt_timing_cache_path" in n for n in notes)
+
+
+def test_timing_cache_options_from_the_ort_versions_that_have_them():
+    """trt_timing_cache_enable since ORT 1.15, trt_timing_cache_path since 1.17 (a review of
+    ORT's sources; the constants in onnx_providers.py)."""
+    cache = "/tmp/c"
+    before = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 14), cache)
+    assert "trt_timing_cache_enable" not in before.options
+    middle = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 16), cache)
+    assert middle.options["trt_timing_cache_enable"] and "trt_timing_cache_path" not in \
+        middle.options
+    after = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 17), cache)
+    assert after.options["trt_timing_cache_path"] == cache

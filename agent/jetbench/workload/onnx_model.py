@@ -121,7 +121,7 @@ def open_session(ort: Any, model: str, options: RunOptions, device: str,
     cache, notes = _trt_cache(available)
     while True:
         choice = choose(available, options.provider, device, precision, version, cache)
-        session, log = _session(ort, model, choice, options)
+        session, log, choice = _session_or_without_optional(ort, model, choice, options, notes)
         loaded = list(session.get_providers())
         if choice.name in loaded:
             return session, choice, notes
@@ -146,6 +146,26 @@ def _trt_cache(available: List[str]) -> Tuple[Optional[str], List[str]]:
     except OSError as err:
         return None, [f"no TensorRT engine cache ({err.strerror}): ONNX Runtime builds the "
                       "engine at every run"]
+
+
+def _session_or_without_optional(ort: Any, model: str, choice: ProviderChoice,
+                                 options: RunOptions, notes: List[str]
+                                 ) -> Tuple[Any, str, ProviderChoice]:
+    """The session; where ORT refuses one of the options jetbench passes only for speed (an
+    option its build does not know), the session without them, said in the notes."""
+    plain = choice.without_optional()
+    if plain.options == choice.options:
+        return (*_session(ort, model, choice, options), choice)
+    try:
+        return (*_session(ort, model, choice, options), choice)
+    except UsageError as err:
+        refused = [k for k in choice.options if k in str(err) and k not in plain.options]
+        if not refused:
+            raise
+        notes.append(f"this ONNX Runtime refused {', '.join(refused)}: its "
+                     f"{short_name(choice.name)} provider runs without "
+                     f"{'it' if len(refused) == 1 else 'them'} (no timing cache)")
+        return (*_session(ort, model, plain, options), plain)
 
 
 def _session(ort: Any, model: str, choice: ProviderChoice,

@@ -29,8 +29,11 @@ FP16_HINT = ("use --provider tensorrt, or measure a model exported in fp16 with 
 
 
 # ONNX Runtime versions that added the options below (its release notes; unverified on a GPU).
-TRT_TIMING_CACHE_SINCE = (1, 12)  # trt_timing_cache_enable
-TRT_TIMING_CACHE_PATH_SINCE = (1, 16)  # trt_timing_cache_path (before: the engine cache's)
+TRT_TIMING_CACHE_SINCE = (1, 15)  # trt_timing_cache_enable
+TRT_TIMING_CACHE_PATH_SINCE = (1, 17)  # trt_timing_cache_path (before: the engine cache's)
+# Options jetbench passes only for speed: an ORT that refuses one ("Invalid TensorRT EP option",
+# onnxruntime#21484: a vendor build whose version says otherwise) is asked again without them.
+OPTIONAL_OPTIONS = ("trt_timing_cache_enable", "trt_timing_cache_path")
 CUDA_USE_TF32_SINCE = (1, 18)  # CUDA EP use_tf32
 
 
@@ -48,6 +51,11 @@ class ProviderChoice:
 
     def session_providers(self) -> List[Any]:
         return [(self.name, self.options), *self.fallbacks]
+
+    def without_optional(self) -> ProviderChoice:
+        """The same choice without the options only speed needs (OPTIONAL_OPTIONS)."""
+        options = {k: v for k, v in self.options.items() if k not in OPTIONAL_OPTIONS}
+        return ProviderChoice(self.name, options, self.fallbacks, self.device, self.notes)
 
 
 def ort_version(text: Optional[str]) -> Tuple[int, int]:
