@@ -132,3 +132,25 @@ def test_auto_skips_an_unreadable_rapl_for_the_next_source(tmp_path, monkeypatch
     # nothing else here: "not measured", not a failed run
     [none] = auto_sources(Root(tmp_path), gpu=None)
     assert isinstance(none, EmptySource)
+
+
+def test_a_cpu_torch_workload_under_device_auto_is_metered_as_the_cpus(tmp_path, monkeypatch):
+    """N4: on a PC with the CPU torch and an NVIDIA GPU, `--device auto` runs the network on the
+    CPU; `--meter auto` measured the idle GPU through NVML because it took `auto` as GPU 0."""
+    from jetbench.hw.board import detect
+    from jetbench.run import meters as run_meters
+    from jetbench.run.meters import Meters
+    from jetbench.run.request import MeasureRequest
+    from jetbench.workload.command import command_spec
+
+    monkeypatch.setattr(run_meters, "resolve_device", lambda device: "cpu")  # the CPU torch
+    board = detect(Root(tmp_path))
+
+    def device(**kw):
+        return Meters(Root(tmp_path), board, MeasureRequest(**kw)).workload_device()
+
+    assert device(models=("resnet18",)) == "cpu"
+    assert device(models=("resnet18",), device="cuda:1") == "cuda:1"  # said: kept
+    # a command (trtexec) or an ONNX model: no torch decides, the GPU when there is one
+    assert device(command=command_spec("trtexec --onnx=m.onnx", "trtexec")) == "auto"
+    assert device(models=(str(tmp_path / "m.onnx"),)) == "auto"

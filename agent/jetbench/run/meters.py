@@ -14,6 +14,8 @@ from ..hw.meters.registry import open_sources
 from ..hw.nvml import cuda_gpu
 from ..sampling.sampler_process import ProcessSampler
 from ..sampling.uncertainty import efficiency_uncertainty, throughput_sem_pct, window_uncertainty
+from ..workload.model_arg import PYTORCH, model_kind
+from ..workload.workload import resolve_device
 from .request import MeasureRequest
 
 
@@ -30,7 +32,7 @@ class Meters:
         chosen: List[str] = []
         sources = open_sources(list(self.request.meters), self.root, rails=self.board.rails,
                                total_rail=self.board.total_rail,
-                               gpu=cuda_gpu(self.request.device, os.environ), notes=chosen)
+                               gpu=cuda_gpu(self.workload_device(), os.environ), notes=chosen)
         self.notes = tuple(chosen)
         # "nothing here" is no source; a source that learns its channels at open() (jtop) stays
         sources = [s for s in sources if not isinstance(s, EmptySource)]
@@ -39,6 +41,18 @@ class Meters:
         self.sources = sources
         # in a process of its own: a workload holding the GIL neither starves it nor is slowed
         self.sampler = ProcessSampler(sources).start() if sources else None
+
+    def workload_device(self) -> str:
+        """The device the workload runs on, as far as the meters need it: `--device auto` for
+        PyTorch networks run here is what PyTorch resolves it to (a PC with a CPU torch and an
+        NVIDIA GPU measures the CPU's workload, not the idle GPU through NVML); a command,
+        an ONNX model, an engine or a child's network keeps `auto` (the GPU when there is one)."""
+        req = self.request
+        if req.device != "auto" or req.command is not None or req.workload_python:
+            return req.device
+        if not req.models or any(model_kind(m) != PYTORCH for m in req.models):
+            return req.device
+        return resolve_device(req.device)
 
     def stop(self) -> None:
         if self.sampler is not None:
