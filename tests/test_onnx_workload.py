@@ -313,3 +313,11 @@ def test_a_model_that_fails_on_its_input_is_a_usage_error_before_any_window(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "the model failed on its input" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_fp16_on_the_cpu_provider_says_its_arithmetic_is_fp32() -> None:
+    """N18: ORT's CPU provider ran an fp16 model with casts to float around the operators it
+    has no fp16 kernels for, and the row said nothing (it read as fp16 arithmetic)."""
+    cpu = choose([CPU_EP], None, "cpu", "fp16")
+    assert any("computes operators without fp16 kernels in fp32" in n for n in cpu.notes)
+    assert not any("kernels in fp32" in n for n in choose([CPU_EP], None, "cpu", "fp32").notes)

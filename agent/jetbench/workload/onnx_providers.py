@@ -74,6 +74,12 @@ def provider_options(name: str, index: int, precision: str, version: Tuple[int, 
     its engines and timing cache under `cache` (built once, in warm-up; without it ORT builds
     an engine at every run and clock point). fp32 on CUDA is IEEE fp32 (use_tf32 off)."""
     notes: List[str] = []
+    if name == CPU_EP and precision in ("fp16", "bf16"):
+        # ORT's CPU provider has few 16-bit kernels: its graph transformer casts the others'
+        # inputs to float (InsertCastTransformer), so the arithmetic is fp32's
+        notes.append(f"{precision} on ONNX Runtime's CPU provider: it computes operators "
+                     f"without {precision} kernels in fp32 (casting around them), so this row "
+                     f"is the {precision} model's speed, not {precision} arithmetic")
     if name not in _GPU:
         return {}, notes
     options: Dict[str, Any] = {"device_id": index}
