@@ -84,3 +84,24 @@ def test_time_tf32_on_the_cpu_is_an_unavailable_row_not_a_crash():
                 "--duration", "0s", "--warmup", "0s", "--json", timeout=120)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert '"status": "unavailable"' in r.stdout and "CUDA tensor-core" in r.stdout
+
+
+def test_tf32_is_asked_without_touching_torch_2_9s_legacy_getters():
+    """N17: on torch 2.9+ `torch.backends.cudnn.allow_tf32` raises RuntimeError once conv and
+    RNN flags differ (checked on the installed torch 2.13: conv 'ieee', rnn left 'tf32');
+    `hasattr` calls that getter, so asking for TF32 after an fp32 row ended the run."""
+
+    class Cudnn:  # torch 2.9's CudnnModule: a legacy property whose getter raises
+        conv = SimpleNamespace(fp32_precision="ieee")
+        rnn = SimpleNamespace(fp32_precision="tf32")
+
+        @property
+        def allow_tf32(self):
+            raise RuntimeError("PyTorch is checking whether allow_tf32 is enabled for cuDNN "
+                               "without a specific operator name")
+
+    torch = SimpleNamespace(backends=SimpleNamespace(
+        cudnn=Cudnn(), cuda=SimpleNamespace(matmul=SimpleNamespace(fp32_precision="ieee"))),
+        cuda=SimpleNamespace(get_device_capability=lambda device: (8, 7)),
+        device=lambda text: text)
+    assert tf32_unavailable_reason(torch, "cuda") is None

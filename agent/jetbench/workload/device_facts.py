@@ -155,7 +155,8 @@ def tf32_unavailable_reason(torch: Any, device: str) -> Optional[str]:
     if (major, minor) < (8, 0):
         return ("tf32 needs compute capability 8.0 or newer (Ampere, Orin); this GPU is "
                 f"{major}.{minor}: its fp32 is IEEE fp32 already")
-    if not hasattr(getattr(torch.backends, "cudnn", None), "allow_tf32") and not hasattr(
-            getattr(torch.backends.cudnn, "conv", None), "fp32_precision"):
+    # fp32_math_knobs asks for the new API first: on torch 2.9+ the legacy getters raise
+    # once conv and RNN flags differ (hasattr would call them)
+    if not fp32_math_knobs(torch):
         return "this PyTorch has no TF32 switch (torch 1.7 or newer has)"
     return None
