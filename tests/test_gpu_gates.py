@@ -290,3 +290,32 @@ def test_memory_limit_caps_the_chosen_gpu(monkeypatch):
     fake = FakeCuda(monkeypatch, count=2)
     wl._check_memory_limit(10, 1 << 30, "cuda:1", "x")
     assert fake.log == [("fraction", 1)]
+
+
+def test_a_cuda_graph_replay_gives_the_graphs_outputs():
+    """N9: `torch.cuda.CUDAGraph.replay()` returns None, so the output check of `--runtime
+    torchscript|compile --cuda-graph` read None and the run ended. The stand-in follows
+    torch/cuda/graphs.py: capture runs the step once inside `torch.cuda.graph(g)`, and each
+    replay rewrites the tensors captured then."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from jetbench.workload.workload import _capture_graph
+
+    class Graph:
+        replays = 0
+
+        def replay(self):
+            Graph.replays += 1  # returns None, as torch's does
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    cuda = SimpleNamespace(Stream=Stream, current_stream=Stream, CUDAGraph=Graph,
+                           stream=lambda s: contextlib.nullcontext(),
+                           graph=lambda g: contextlib.nullcontext())
+    torch = SimpleNamespace(cuda=cuda)
+    static = object()  # the output tensor the capture leaves
+    replay = _capture_graph(torch, lambda: static, contextlib.nullcontext, "cuda:0")
+    assert replay() is static and Graph.replays == 1

@@ -384,8 +384,13 @@ def _capture_graph(torch: Any, step: Callable[[], Any], context: Any, device: st
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with context(), torch.cuda.graph(graph):
-        step()
-    return graph.replay
+        static_out = step()  # the graph's output tensor: each replay writes into it
+
+    def replay() -> Any:  # graph.replay() returns None; the output check reads the outputs
+        graph.replay()
+        return static_out
+
+    return replay
 
 
 def _cuda_sync(torch: Any, device: str) -> Callable[[], None]:
