@@ -319,3 +319,22 @@ def test_a_cuda_graph_replay_gives_the_graphs_outputs():
     static = object()  # the output tensor the capture leaves
     replay = _capture_graph(torch, lambda: static, contextlib.nullcontext, "cuda:0")
     assert replay() is static and Graph.replays == 1
+
+
+def test_compile_on_cuda_needs_triton_and_compute_capability_7():
+    """N2: Inductor raises TritonMissing or GPUTooOldForTriton at the first call
+    (torch/_inductor/scheduler.py, Scheduler.create_backend); jetbench says so before it
+    builds, as an unavailable row, on a Nano/TX1/TX2 (5.3, 5.3, 6.2) or without Triton."""
+    from types import SimpleNamespace
+
+    from jetbench.workload.workload import compile_unavailable_reason
+
+    def torch(triton: bool, capability):
+        return SimpleNamespace(utils=SimpleNamespace(_triton=SimpleNamespace(
+            has_triton=lambda: triton)), device=lambda d: d,
+            cuda=SimpleNamespace(get_device_capability=lambda d: capability))
+
+    assert compile_unavailable_reason(torch(True, (8, 7)), "cuda") is None  # Orin
+    assert "Triton is not installed" in compile_unavailable_reason(torch(False, (8, 7)), "cuda")
+    assert "this GPU is 5.3" in compile_unavailable_reason(torch(True, (5, 3)), "cuda:0")
+    assert compile_unavailable_reason(torch(False, (5, 3)), "cpu") is None  # C++ on the CPU

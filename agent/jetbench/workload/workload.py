@@ -254,6 +254,10 @@ def build_torch_workload(
                                              "from --runtime; the other runtimes still run")
                 raise UsageError(f"--compile needs torch 2.0 or newer (this is "
                                  f"{torch.__version__})", hint="drop --compile")
+            why = compile_unavailable_reason(torch, dev)
+            if why is not None:  # said before Inductor's own TritonMissing/GPUTooOldForTriton
+                raise RuntimeUnavailable(why, hint="drop compile (or --compile); the other "
+                                         "runtimes still run")
             net = torch.compile(net)
         step, context = _make_step(torch, net, example, options.mode)
         sync = _cuda_sync(torch, dev) if is_cuda(dev) else _no_sync
@@ -262,6 +266,25 @@ def build_torch_workload(
     notes = ("no MAC count for this model (graph not traceable)",) if cost is None else ()
     return Workload(model, precision, batch, dev, input_mode, options, net, example, cost,
                     footprint, step, sync, context, notes)
+
+
+def compile_unavailable_reason(torch: Any, device: str) -> Optional[str]:
+    """None where torch.compile's default backend (Inductor) can generate code for `device`;
+    else why not. On CUDA it generates Triton kernels: Triton must import and the GPU must be
+    compute capability 7.0 or newer (Inductor raises TritonMissing / GPUTooOldForTriton at the
+    first call otherwise: torch/_inductor/scheduler.py); on the CPU it generates C++."""
+    if not is_cuda(device):
+        return None
+    triton = getattr(getattr(torch, "utils", None), "_triton", None)
+    has_triton = getattr(triton, "has_triton", None)
+    if has_triton is not None and not has_triton():
+        return ("torch.compile on CUDA generates Triton kernels, and Triton is not installed "
+                "for this torch (torch.utils._triton.has_triton() is False)")
+    major, minor = torch.cuda.get_device_capability(torch.device(device))
+    if (major, minor) < (7, 0):
+        return (f"torch.compile's Triton kernels need compute capability 7.0 or newer; this "
+                f"GPU is {major}.{minor} (Nano, TX1, TX2)")
+    return None
 
 
 def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) -> None:
