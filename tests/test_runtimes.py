@@ -497,3 +497,27 @@ def test_time_exits_2_after_writing_every_row_when_one_failed():
         _exit_if_failed(rows)
     assert HardwareError("x").exit_code == EXIT_HARDWARE
     _exit_if_failed(rows[:1])  # all ran: no error
+
+
+def test_the_compile_flag_compiles_at_build_not_in_the_warm_up(monkeypatch):
+    """N19: `time --compile` compiled at the warm-up's first iteration, and a compilation
+    longer than the warm-up's cap (3 x --warmup + 2 s) ended the warm-up unstable."""
+    import torch
+
+    calls = []
+
+    class Counted(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            calls.append(1)  # the compiled module's first call is where Inductor compiles
+            return self.net(x)
+
+    monkeypatch.setattr(torch, "compile", Counted)
+    work = build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
+                          options=RunOptions(compile=True))
+    assert len(calls) == 1  # at build
+    work.step()
+    assert len(calls) == 2

@@ -261,6 +261,10 @@ def build_torch_workload(
             net = torch.compile(net)
         step, context = _make_step(torch, net, example, options.mode)
         sync = _cuda_sync(torch, dev) if is_cuda(dev) else _no_sync
+        if options.compile:  # compiles at its first call: here, never in the warm-up, whose
+            with context():  # cap would pass while it compiles (--runtime compile's output
+                step()  # check makes that first call at build already)
+            sync()
         if options.cuda_graph:
             step = _capture_graph(torch, step, context, dev)
     notes = ("no MAC count for this model (graph not traceable)",) if cost is None else ()
