@@ -156,3 +156,16 @@ def test_a_usb_c_supply_listed_beside_the_rails_is_never_summed(monkeypatch):
     assert sorted(total.channels) == ["VDD_CPU_CV", "VDD_GPU_SOC", "VIN_SYS_5V0"]
     assert {c.name: c.point for c in src.channels()}["USBC 5V"] == "board_input"
     src.close()
+
+
+def test_jetson_stats_41_and_older_is_one_message_not_a_traceback(monkeypatch):
+    """N13: jetson-stats <= 4.1's `jtop.power` is a tuple (total, rails): `.get` on it raised
+    AttributeError. Its total has lost the input rail's name, so jetbench refuses it plainly."""
+    from jetbench.errors import HardwareError
+
+    old = ({"cur": 9000, "avg": 8900}, {"VDD_CPU_GPU_CV": {"cur": 3000, "avg": 2900}})
+    monkeypatch.setitem(sys.modules, "jtop", fake_jtop(old))
+    src = JtopSource()
+    with pytest.raises(HardwareError, match="4.1 or older") as err:
+        src.open()
+    assert "pip3 install -U jetson-stats" in err.value.hint

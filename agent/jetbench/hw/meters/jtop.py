@@ -86,6 +86,14 @@ class JtopSource:
 
     def _rail_dict(self) -> dict:
         power = self._client.power or {}
+        if isinstance(power, tuple):
+            # jetson-stats 4.1 and older: (total, rails) in mW under 'cur', the input rail
+            # taken out of the rails and its name dropped: no named module input to report
+            self.close()
+            raise HardwareError("this jetson-stats gives power as (total, rails) (version 4.1 "
+                                "or older): jetbench reads jetson-stats 4.2 and newer",
+                                hint="sudo pip3 install -U jetson-stats (then restart "
+                                "jtop.service), or use --meter ina3221")
         rails = dict(power.get("rail") or {})
         tot = power.get("tot") or {}
         name = tot.get("name") if isinstance(tot, dict) else None
