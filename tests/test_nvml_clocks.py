@@ -156,6 +156,21 @@ def test_a_pre_ampere_gpu_is_pinned_without_a_memory_lock(gpu_host):
     assert any("memory clock not lockable" in n for n in result.targets.notes)
 
 
+def test_an_nvidia_ml_py_without_memory_lock_calls_pins_no_memory_clock(gpu_host, monkeypatch):
+    """N14: nvidia-ml-py 11.450 (the `nvml` extra's floor) has no memory-lock calls: a memory
+    lock pinned through them could not be reset on restore. Nothing is pinned that cannot be
+    put back: the graphics clock only, and the result says why."""
+    base, state = gpu_host
+    nv = sys.modules["pynvml"]
+    monkeypatch.delattr(nv, "nvmlDeviceSetMemoryLockedClocks")
+    monkeypatch.delattr(nv, "nvmlDeviceResetMemoryLockedClocks")
+    root = Root(base)
+    board = detect(root)
+    assert any("no memory-lock calls" in n for n in board.notes)
+    apply_profile(root, board, load_profile("maxperf", base))
+    assert [c[0] for c in _calls(state)] == ["SetPowerManagementLimit", "SetGpuLockedClocks"]
+
+
 def test_no_pynvml_is_a_note_not_a_crash(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
     base = _host_with_gpu(tmp_path / "host")

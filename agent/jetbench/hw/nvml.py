@@ -65,6 +65,10 @@ class NvmlGpu:
     # Persistence mode (nvidia-smi -pm): off, the driver may unload when no process holds the
     # GPU, and locked clocks and the power limit go with it. None: NVML did not say.
     persistence: Optional[bool] = None
+    # This nvidia-ml-py has the memory-lock calls (nvmlDevice{Set,Reset}MemoryLockedClocks):
+    # the older releases the `nvml` extra admits (11.450) have none, so nothing is pinned that
+    # restore could not put back.
+    memory_lock_calls: bool = True
 
     @property
     def can_lock_graphics(self) -> bool:
@@ -73,8 +77,8 @@ class NvmlGpu:
 
     @property
     def can_lock_memory(self) -> bool:
-        return bool(self.memory_hz) and (self.architecture is None
-                                         or self.architecture >= NVML_DEVICE_ARCH_AMPERE)
+        return bool(self.memory_hz) and self.memory_lock_calls and (
+            self.architecture is None or self.architecture >= NVML_DEVICE_ARCH_AMPERE)
 
     @property
     def label(self) -> str:
@@ -213,6 +217,11 @@ def _describe(nv: Any, bus: str, handle: Any, notes: List[str]) -> NvmlGpu:
     if not graphics_mhz:
         notes.append(f"GPU {bus} ({name}): NVML lists no supported clocks: not pinned")
     limits = _optional(nv, nv.nvmlDeviceGetPowerManagementLimitConstraints, handle)
+    memory_calls = all(hasattr(nv, f) for f in ("nvmlDeviceSetMemoryLockedClocks",
+                                                "nvmlDeviceResetMemoryLockedClocks"))
+    if not memory_calls and memory_mhz:
+        notes.append(f"GPU {bus} ({name}): this nvidia-ml-py has no memory-lock calls: the "
+                     "memory clock is not pinned (pip install -U nvidia-ml-py)")
     return NvmlGpu(
         bus_id=bus, name=name,
         graphics_hz=tuple(m * MHZ for m in graphics_mhz),
@@ -221,6 +230,7 @@ def _describe(nv: Any, bus: str, handle: Any, notes: List[str]) -> NvmlGpu:
         default_power_mw=_optional(nv, nv.nvmlDeviceGetPowerManagementDefaultLimit, handle),
         architecture=_optional(nv, getattr(nv, "nvmlDeviceGetArchitecture", None), handle),
         persistence=_persistence(nv, handle),
+        memory_lock_calls=memory_calls,
     )
 
 
