@@ -148,3 +148,33 @@ def test_provider_with_devices_is_a_usage_error_not_dropped(tmp_path):
     r = CliRunner().invoke(app, ["--root", str(tmp_path / "b"), "measure", "--devices", "2",
                                  "--provider", "cuda", "--out", str(tmp_path / "o")])
     assert r.exit_code == 1 and "--provider is ONNX Runtime's" in r.output, r.output
+
+
+def test_ranks_on_gpus_start_a_gloo_group_a_torch_without_nccl_has(monkeypatch):
+    """N15: the default group was NCCL on GPUs although every collective went to a gloo
+    group: a torch built without NCCL (NVIDIA's Jetson wheels) could not start ranks."""
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    from jetbench.distributed import group as group_mod
+    from jetbench.distributed.devices import RankEnv
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def init_process_group(backend, timeout=None):
+        asked.append(backend)
+        raise Stop
+
+    monkeypatch.setattr(group_mod, "die_with_parent", lambda sig: None)
+    monkeypatch.setattr(group_mod, "joined", lambda: None)
+    monkeypatch.setattr(group_mod, "require_distributed", lambda: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    monkeypatch.setattr(dist, "init_process_group", init_process_group)
+    with pytest.raises(Stop):
+        group_mod.RankGroup.open(RankEnv(0, 0, 2, 2), "cuda", None)
+    assert asked == ["gloo"]

@@ -52,7 +52,10 @@ class RankGroup:
             torch.cuda.set_device(torch.device(device))  # nccl gathers on the current device
         else:
             group.take_cpu_share(torch)
-        backend = "nccl" if device.startswith("cuda") else "gloo"
+        # gloo on GPUs too: the group only carries control collectives (barriers, small
+        # objects), never tensors of the workload; NVIDIA's Jetson torch wheels have no NCCL,
+        # and NCCL's kernels would busy-poll every GPU while ranks wait
+        backend = "gloo"
         joined()  # from here on the process ends with teardown.leave
         dist.init_process_group(backend, timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))
         group.backend = backend
