@@ -1,9 +1,12 @@
 """NVIDIA discrete GPUs through NVML (optional extra: `pip install jetbench[nvml]`).
 
-The total-energy counter (mJ, Volta and newer) is used where the GPU supports it: exact energy
-between two reads. Otherwise power is polled (mW; a 1 s trailing average on Ampere and newer, so
-short windows are smeared). On a Jetson NVML initialises and then answers NotSupported: that is
-"not available here", never 0 J.
+The total-energy counter (mJ, Volta and newer) is used where the GPU supports it: the energy
+between two reads as the driver counts it, which is not exact: it integrates the board's power
+sensor, and on A100/H100 that sensor samples only part of the time (about a quarter: Yang et
+al., arXiv 2312.02741), so a window shorter than a few seconds can miss or double short bursts;
+its uncertainty stays "unknown" (hw/meters/accuracy.py). Otherwise power is polled (mW; a 1 s
+trailing average on Ampere and newer, so short windows are smeared). On a Jetson NVML
+initialises and then answers NotSupported: that is "not available here", never 0 J.
 """
 
 from __future__ import annotations
