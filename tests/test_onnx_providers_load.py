@@ -6,6 +6,7 @@ session (`get_providers()`) with a log line on stderr, and the session runs on t
 InferenceSession does not raise for it."""
 
 import os
+import sys
 
 import pytest
 
@@ -87,7 +88,7 @@ def test_the_cuda_fallback_runs_on_the_requested_gpu():
 def test_tensorrt_keeps_its_engines_and_timing_cache(tmp_path):
     _session, choice, _notes = open_session(FakeOrt(broken=()), "m.onnx", RunOptions(),
                                             "auto", "fp16")
-    cache = str(tmp_path / "cache" / "ort-tensorrt")
+    cache = str(tmp_path / "cache" / "ort-tensorrt-ort1.18.1-trtunknown")  # FakeOrt's version
     assert choice.options["trt_engine_cache_enable"] is True
     assert choice.options["trt_engine_cache_path"] == cache
     assert choice.options["trt_timing_cache_enable"] is True
@@ -202,3 +203,18 @@ def test_timing_cache_options_from_the_ort_versions_that_have_them():
         middle.options
     after = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 17), cache)
     assert after.options["trt_timing_cache_path"] == cache
+
+
+def test_the_engine_cache_is_keyed_by_ort_and_tensorrt_versions(monkeypatch):
+    """N10: one folder for every ORT/TensorRT: after a JetPack upgrade the provider found
+    engines it could not load and dropped out silently."""
+    import types
+
+    first = open_session(FakeOrt(broken=()), "m.onnx", RunOptions(), "auto", "fp16")[1]
+    newer = FakeOrt(broken=())
+    newer.__version__ = "1.20.0"
+    monkeypatch.setitem(sys.modules, "tensorrt", types.SimpleNamespace(__version__="10.3.0"))
+    second = open_session(newer, "m.onnx", RunOptions(), "auto", "fp16")[1]
+    paths = {c.options["trt_engine_cache_path"] for c in (first, second)}
+    assert len(paths) == 2
+    assert second.options["trt_engine_cache_path"].endswith("ort-tensorrt-ort1.20.0-trt10.3.0")

@@ -118,7 +118,7 @@ def open_session(ort: Any, model: str, options: RunOptions, device: str,
     with --provider, a provider that does not load is an error with ORT's own reason."""
     available = list(ort.get_available_providers())
     version = ort_version(getattr(ort, "__version__", None))
-    cache, notes = _trt_cache(available)
+    cache, notes = _trt_cache(available, getattr(ort, "__version__", None))
     while True:
         choice = choose(available, options.provider, device, precision, version, cache)
         session, log, choice = _session_or_without_optional(ort, model, choice, options, notes)
@@ -136,16 +136,30 @@ def open_session(ort: Any, model: str, options: RunOptions, device: str,
                      f"({reason}): the next one that loads is used")
 
 
-def _trt_cache(available: List[str]) -> Tuple[Optional[str], List[str]]:
-    """Where ORT's TensorRT provider keeps its engines, if it is here at all."""
+def _trt_cache(available: List[str], ort_version_text: Optional[str]
+               ) -> Tuple[Optional[str], List[str]]:
+    """Where ORT's TensorRT provider keeps its engines, if it is here at all: a folder per ORT
+    and TensorRT version, since an engine another version built does not load (after a JetPack
+    upgrade the provider dropped out instead of building anew). ORT names each engine file for
+    the GPU's architecture itself."""
     if TENSORRT_EP not in available:
         return None, []
-
+    name = f"ort-tensorrt-ort{ort_version_text or 'unknown'}-trt{_tensorrt_version()}"
     try:
-        return str(cache_dir("ort-tensorrt")), []
+        return str(cache_dir(name)), []
     except OSError as err:
         return None, [f"no TensorRT engine cache ({err.strerror}): ONNX Runtime builds the "
                       "engine at every run"]
+
+
+def _tensorrt_version() -> str:
+    """The TensorRT that ORT's provider loads, as its Python package says ('unknown' without
+    one: the folder is then ORT's version alone)."""
+    try:
+        import tensorrt  # noqa: F401 - optional: NVIDIA's wheel on a Jetson
+    except Exception:  # noqa: BLE001 - absent or broken: no version to key by
+        return "unknown"
+    return str(getattr(tensorrt, "__version__", "unknown"))
 
 
 def _session_or_without_optional(ort: Any, model: str, choice: ProviderChoice,
