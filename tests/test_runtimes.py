@@ -311,10 +311,28 @@ def test_tensorrt_needs_a_cuda_gpu(monkeypatch):
 def test_tensorrt_row_is_built_from_the_export_named_and_checked(monkeypatch, cache):
     """The whole TensorRT path with the GPU parts stood in: export, engine build (cached under
     the GPU's name), the engine workload named for the network and checked against eager."""
+    import contextlib
+
     trt = FakeTrt()
+    current = [0]  # the current CUDA device, as torch.cuda.device(i) sets it for its block
+
+    @contextlib.contextmanager
+    def device(index):
+        before, current[0] = current[0], index
+        yield
+        current[0] = before
+
     cuda = SimpleNamespace(get_device_capability=lambda i: (8, 7),
-                           get_device_name=lambda i: "Orin")
+                           get_device_name=lambda i: "Orin", device=device)
     loaded = []
+    built_on = []
+    real_built = runtime_build.built_engine
+
+    def built_engine(*args):
+        built_on.append(current[0])
+        return real_built(*args)
+
+    monkeypatch.setattr(runtime_build, "built_engine", built_engine)
 
     def engine_workload(path, precision, batch, dev, input_mode, shape):
         loaded.append(path)
@@ -328,10 +346,11 @@ def test_tensorrt_row_is_built_from_the_export_named_and_checked(monkeypatch, ca
     monkeypatch.setattr(runtime_build, "import_torch", lambda: SimpleNamespace(cuda=cuda))
     monkeypatch.setattr(runtime_build, "resolve_device", lambda d: "cuda:0")
     monkeypatch.setattr(runtime_build, "is_cuda", lambda d: True)
-    monkeypatch.setattr(runtime_build, "cuda_index", lambda torch, d: 0)
+    monkeypatch.setattr(runtime_build, "cuda_index", lambda torch, d: 1)
     monkeypatch.setattr(runtime_build, "build_engine_workload", engine_workload)
-    work = build_workload("resnet18", "fp32", 1, "cuda", input_shape=SMALL,
+    work = build_workload("resnet18", "fp32", 1, "cuda:1", input_shape=SMALL,
                           options=RunOptions(runtime="tensorrt"))
+    assert built_on == [1]  # N11: the engine is built on the GPU the row runs on, not cuda:0
     doc = work.describe()
     assert (doc["model"], doc["runtime"]) == ("resnet18", "tensorrt")
     assert loaded == [doc["engine_file"]] and doc["engine_file"].endswith(

@@ -86,7 +86,8 @@ def _tensorrt(model: str, precision: str, batch: int, device: str, input_mode: s
     gpu = f"{torch.cuda.get_device_name(index)}_sm{major}{minor}"
     shape = torch_shape(input_shape)
     onnx_path = exported_onnx(model, precision, batch, options.seed, shape)
-    engine = built_engine(trt, onnx_path, precision, gpu)
+    with torch.cuda.device(index):  # TensorRT's builder builds on the current CUDA device
+        engine = built_engine(trt, onnx_path, precision, gpu)
     workload = build_engine_workload(str(engine), precision, batch, dev, input_mode, None)
     workload.notes = (f"a TensorRT engine jetbench built from its ONNX export in {precision} "
                       "(TensorRT picks its kernels layer by layer within that precision)",)
