@@ -19,6 +19,7 @@ from jetbench.run.timing import TimeRequest, time_models
 from jetbench.workload import engine_build, onnx_export, runtime_build
 from jetbench.workload.build import build_workload
 from jetbench.workload.output_check import RELATIVE_TOLERANCE
+from jetbench.workload.precision import PrecisionUnavailable
 from jetbench.workload.runtimes import (
     RuntimeUnavailable,
     check_runtimes,
@@ -289,6 +290,59 @@ def test_engine_build_sets_the_precision_and_caches(tmp_path):
     fp32 = FakeTrt("8.5.2")
     engine_build.build_serialized(fp32, onnx, "fp32")
     assert ("clear", "TF32") in fp32.calls and ("network", 1) in fp32.calls  # explicit batch
+
+
+def test_bf16_engines_need_the_bf16_flag_on_weakly_typed_tensorrt(tmp_path):
+    """N8: TensorRT 9-10 built "bf16" without BuilderFlag.BF16, so the engine computed fp32.
+    A TensorRT without that flag (8.x) cannot build bf16 at all: unavailable."""
+    onnx = tmp_path / "m.onnx"
+    onnx.write_bytes(b"ONNX")
+    with pytest.raises(PrecisionUnavailable, match="no BF16 builder flag"):
+        engine_build.build_serialized(FakeTrt("8.6.1"), onnx, "bf16")
+    trt = FakeTrt("10.3.0")
+    trt.BuilderFlag.BF16 = "BF16"
+    engine_build.build_serialized(trt, onnx, "bf16")
+    assert ("set", "BF16") in trt.calls
+    strong = FakeTrt("11.0.0")  # strongly typed: the file's bf16 types are the engine's
+    engine_build.build_serialized(strong, onnx, "bf16")
+    assert ("set", "BF16") not in strong.calls
+
+
+@pytest.mark.parametrize("version, dtype", [("10.3.0", "float32"), ("11.0.0", None)])
+def test_a_weakly_typed_tensorrt_builds_fp16_from_an_fp32_export(monkeypatch, version, dtype):
+    """N7: the fp16 export traced the network in fp16 on the CPU, which torch builds without
+    CPU half convolutions cannot (JetPack 5): every fp16 TensorRT row was unavailable. TensorRT
+    8-10 make fp16 from an fp32 file under the FP16 flag; 11 takes the file's types."""
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def exported(model, precision, batch, seed, shape, dtype=None):
+        asked.append(dtype)
+        raise Stop
+
+    cuda = SimpleNamespace(get_device_capability=lambda i: (8, 7),
+                           get_device_name=lambda i: "Orin")
+    monkeypatch.setattr(runtime_build, "import_tensorrt", lambda: FakeTrt(version))
+    monkeypatch.setattr(runtime_build, "import_torch", lambda: SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(runtime_build, "resolve_device", lambda d: "cuda:0")
+    monkeypatch.setattr(runtime_build, "is_cuda", lambda d: True)
+    monkeypatch.setattr(runtime_build, "cuda_index", lambda torch, d: 0)
+    monkeypatch.setattr(runtime_build, "exported_onnx", exported)
+    with pytest.raises(Stop):
+        build_workload("resnet18", "fp16", 1, "cuda", input_shape=SMALL,
+                       options=RunOptions(runtime="tensorrt"))
+    assert asked == [dtype]
+
+
+def test_bf16_under_onnxruntime_is_unavailable_before_exporting(monkeypatch):
+    """N8: the opset-17 export has no bfloat16 Conv; ORT refused the file and the run ended."""
+    monkeypatch.setattr(runtime_build, "exported_onnx",
+                        lambda *a, **k: pytest.fail("exported anyway"))
+    with pytest.raises(PrecisionUnavailable, match="bfloat16 Conv"):
+        build_workload("resnet18", "bf16", 1, "cpu", input_shape=SMALL,
+                       options=RunOptions(runtime="onnxruntime"))
 
 
 def test_engine_build_failures_say_why(tmp_path):

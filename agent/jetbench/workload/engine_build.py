@@ -4,11 +4,12 @@ batch, precision, seed, opset, torch), the TensorRT version and the GPU (name an
 capability). Built once, outside every timed window; written under a temporary name and
 renamed, so a killed build leaves no half engine.
 
-Precision: the ONNX file already holds fp16 weights and inputs for fp16 (onnx_export.py);
-TensorRT 8.x-10.x build "weakly typed" and are also given the FP16 flag so they may pick fp16
-kernels; fp32 clears the TF32 flag (IEEE fp32, as `--precision fp32` promises), tf32 leaves it.
-TensorRT 11 builds strongly typed (the file's types are the engine's) and has no such flags to
-set: `hasattr` decides.
+Precision: TensorRT 8.x-10.x build "weakly typed": the ONNX file is fp32 and the FP16 (BF16)
+flag lets them pick 16-bit kernels (so the export never traces the network in fp16 on the CPU,
+which torch builds without CPU half convolutions cannot); a TensorRT without the BF16 flag
+cannot build bf16 (it would compute fp32): unavailable. fp32 clears the TF32 flag (IEEE fp32,
+as `--precision fp32` promises), tf32 leaves it. TensorRT 11 builds strongly typed (the
+file's types are the engine's: the file then holds fp16/bf16) and has no such flags to set.
 
 UNVERIFIED on a GPU: tested against a stand-in `tensorrt` module (tests/test_runtimes.py).
 """
@@ -74,10 +75,22 @@ def _network_flags(trt: Any) -> int:
     return 1 << int(flag) if flag is not None and major < 10 else 0
 
 
+def strongly_typed(trt: Any) -> bool:
+    """TensorRT 11 and newer: the network's types are the engine's (no precision flags)."""
+    return _major(getattr(trt, "__version__", "0")) >= 11
+
+
 def _set_precision(trt: Any, builder: Any, config: Any, precision: str) -> List[str]:
     flags = getattr(trt, "BuilderFlag", None)
     notes: List[str] = []
-    if precision == "fp16" and flags is not None and hasattr(flags, "FP16"):
+    if precision == "bf16" and not strongly_typed(trt):
+        if flags is None or not hasattr(flags, "BF16"):
+            raise PrecisionUnavailable(f"TensorRT {getattr(trt, '__version__', '?')} has no "
+                                       "BF16 builder flag: a bf16 engine would compute fp32",
+                                       hint="use fp16, or TensorRT 9 or newer")
+        config.set_flag(flags.BF16)
+        notes.append("BF16 flag set")
+    elif precision == "fp16" and flags is not None and hasattr(flags, "FP16"):
         if getattr(builder, "platform_has_fast_fp16", True) is False:
             raise PrecisionUnavailable("this GPU has no fast fp16 (TensorRT's "
                                        "platform_has_fast_fp16 is false)", hint="use fp32")

@@ -50,12 +50,14 @@ def cache_name(model: str, shape: Sequence[int], batch: int, dtype: str, seed: i
 
 
 def exported_onnx(model: str, precision: str, batch: int, seed: int = 0,
-                  input_shape: Optional[Sequence[int]] = None) -> Path:
-    """The cached ONNX file of built-in `model` (exported now if missing)."""
+                  input_shape: Optional[Sequence[int]] = None,
+                  dtype: Optional[str] = None) -> Path:
+    """The cached ONNX file of built-in `model` (exported now if missing), in `precision`'s
+    element type or `dtype` (float32 for a weakly typed TensorRT that makes fp16 itself)."""
     torch = import_torch()
     spec = get_spec(model)
     shape = tuple(input_shape or spec.input_shape)
-    dtype = export_dtype(precision)
+    dtype = dtype or export_dtype(precision)
     path = cache_dir("onnx") / cache_name(spec.name, shape, batch, dtype, seed, torch.__version__)
     if path.is_file():
         return path

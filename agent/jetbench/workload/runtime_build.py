@@ -16,12 +16,13 @@ from typing import Any, Optional
 
 from ..errors import HardwareError
 from ._torch import import_torch
-from .engine_build import built_engine
+from .engine_build import built_engine, strongly_typed
 from .macs import builtin_cost
 from .model_arg import InputShape, torch_shape
 from .onnx_export import exported_onnx
 from .onnx_model import build_onnx_workload, import_onnxruntime
 from .output_check import check_outputs
+from .precision import PrecisionUnavailable
 from .registry import get_spec
 from .runtimes import EXPORTED, ONNXRUNTIME, TENSORRT, RuntimeUnavailable
 from .tensorrt_engine import build_engine_workload, import_tensorrt
@@ -62,6 +63,10 @@ def _onnxruntime(model: str, precision: str, batch: int, device: str, input_mode
         import_onnxruntime()
     except HardwareError as err:
         raise RuntimeUnavailable(str(err), hint=err.hint) from err
+    if precision == "bf16":  # the file would not load: said as this row's, before exporting
+        raise PrecisionUnavailable("bf16 under ONNX Runtime: jetbench's opset-17 export has no "
+                                   "bfloat16 Conv, so ONNX Runtime refuses the file",
+                                   hint="use fp16 (or bf16 under torch, torchscript, compile)")
     shape = torch_shape(input_shape)
     path = exported_onnx(model, precision, batch, options.seed, shape)
     workload = build_onnx_workload(str(path), precision, batch, device, input_mode,
@@ -85,7 +90,11 @@ def _tensorrt(model: str, precision: str, batch: int, device: str, input_mode: s
     major, minor = torch.cuda.get_device_capability(index)
     gpu = f"{torch.cuda.get_device_name(index)}_sm{major}{minor}"
     shape = torch_shape(input_shape)
-    onnx_path = exported_onnx(model, precision, batch, options.seed, shape)
+    # TensorRT 8-10 build weakly typed: from an fp32 file, its FP16/BF16 flag picks 16-bit
+    # kernels, so the export never traces the network in fp16 on the CPU (torch builds without
+    # CPU half convolutions cannot); TensorRT 11 is strongly typed: the file's types rule
+    dtype = "float32" if not strongly_typed(trt) else None
+    onnx_path = exported_onnx(model, precision, batch, options.seed, shape, dtype=dtype)
     with torch.cuda.device(index):  # TensorRT's builder builds on the current CUDA device
         engine = built_engine(trt, onnx_path, precision, gpu)
     workload = build_engine_workload(str(engine), precision, batch, dev, input_mode, None)
