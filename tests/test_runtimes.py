@@ -138,6 +138,34 @@ def test_a_runtime_that_computes_something_else_is_refused(monkeypatch):
     assert "tolerance 0.001 for fp32" in str(err.value)
 
 
+def test_fp32_that_may_run_in_tf32_is_judged_as_tf32_and_says_so():
+    """N5: where TF32 cannot be switched off (ORT's TensorRT provider, ORT CUDA before 1.18)
+    an "fp32" row was refused as a mismatch: emulated TF32 gives vgg16 1.43e-3 against fp32's
+    1e-3. Here a workload whose outputs are eager's plus 0.2% of the largest output."""
+    from jetbench.errors import OutputMismatch
+    from jetbench.workload.onnx_providers import CUDA_EP, TENSORRT_EP, choose
+    from jetbench.workload.output_check import check_outputs
+
+    work = build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL)
+    clean = work.step
+
+    def off():
+        out = clean()
+        return out + 2e-3 * out.abs().max()
+
+    work.step = off
+    with pytest.raises(OutputMismatch, match="tolerance 0.001 for fp32"):
+        check_outputs(work, "onnxruntime", 0)
+    work.details = {**work.details, "tf32_possible": True}
+    check = check_outputs(work, "onnxruntime", 0)
+    assert check["judged_as"] == "tf32" and check["tolerance"] == RELATIVE_TOLERANCE["tf32"]
+    # which providers cannot forbid it
+    assert choose([TENSORRT_EP, CUDA_EP], None, "cuda", "fp32", (1, 20)).tf32_possible
+    assert choose([CUDA_EP], None, "cuda", "fp32", (1, 17)).tf32_possible
+    assert not choose([CUDA_EP], None, "cuda", "fp32", (1, 18)).tf32_possible
+    assert not choose([TENSORRT_EP], None, "cuda", "fp16", (1, 20)).tf32_possible
+
+
 def test_torchscript_is_traced_and_checked():
     work = build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL,
                           options=RunOptions(runtime="torchscript"))

@@ -76,6 +76,7 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
     first = arrays[inputs[0].name] if inputs else _NoInput()
     details = {"provider": choice.name, "providers": list(session.get_providers()),
                "framework_version": getattr(ort, "__version__", None), "model_precision": own,
+               "tf32_possible": choice.tf32_possible,
                "inputs": {name: list(shape) for name, shape in shapes.items()},
                "timing": "host clock around run_with_iobinding (returns when the provider is "
                          "done)"}

@@ -48,6 +48,9 @@ class ProviderChoice:
     fallbacks: Tuple[Tuple[str, Dict[str, Any]], ...]
     device: str
     notes: Tuple[str, ...] = ()
+    # fp32 that may run in TF32 (no option forbids it: TensorRT's provider, CUDA before 1.18):
+    # its outputs are judged with tf32's tolerance, and the result says so
+    tf32_possible: bool = False
 
     def session_providers(self) -> List[Any]:
         return [(self.name, self.options), *self.fallbacks]
@@ -55,7 +58,8 @@ class ProviderChoice:
     def without_optional(self) -> ProviderChoice:
         """The same choice without the options only speed needs (OPTIONAL_OPTIONS)."""
         options = {k: v for k, v in self.options.items() if k not in OPTIONAL_OPTIONS}
-        return ProviderChoice(self.name, options, self.fallbacks, self.device, self.notes)
+        return ProviderChoice(self.name, options, self.fallbacks, self.device, self.notes,
+                              self.tf32_possible)
 
 
 def ort_version(text: Optional[str]) -> Tuple[int, int]:
@@ -93,12 +97,12 @@ def provider_options(name: str, index: int, precision: str, version: Tuple[int, 
                 options["trt_timing_cache_enable"] = True
             if version >= TRT_TIMING_CACHE_PATH_SINCE:
                 options["trt_timing_cache_path"] = cache
-        if precision == "fp32":
+        if tf32_unforbidden(name, precision, version):
             notes.append("fp32 on ONNX Runtime's TensorRT provider: TensorRT may run fp32 "
                          "layers in TF32 on Ampere and newer (ORT has no option to forbid it); "
                          "for IEEE fp32 use --provider cuda")
     elif precision == "fp32":
-        if version >= CUDA_USE_TF32_SINCE:
+        if not tf32_unforbidden(name, precision, version):
             options["use_tf32"] = 0
         else:
             notes.append("fp32 on ONNX Runtime's CUDA provider before 1.18 (no use_tf32 "
@@ -144,6 +148,13 @@ def pick_provider(available: Sequence[str], requested: Optional[str], device: st
                      hint="install onnxruntime-gpu for cuda/tensorrt, or use --device cpu")
 
 
+def tf32_unforbidden(name: str, precision: str, version: Tuple[int, int]) -> bool:
+    """fp32 that this provider may run in TF32 on Ampere and newer, with no option to forbid
+    it: TensorRT's provider always, the CUDA provider before `use_tf32` (1.18)."""
+    return precision == "fp32" and (name == TENSORRT_EP or (
+        name == CUDA_EP and version < CUDA_USE_TF32_SINCE))
+
+
 def choose(available: Sequence[str], requested: Optional[str], device: str,
            precision: str, version: Tuple[int, int] = (0, 0),
            cache: Optional[str] = None) -> ProviderChoice:
@@ -160,7 +171,8 @@ def choose(available: Sequence[str], requested: Optional[str], device: str,
         device_word = f"cuda:{index}" if device.startswith("cuda:") else "cuda"
     else:
         device_word = "cpu" if name == CPU_EP else short_name(name)
-    return ProviderChoice(name, options, fallbacks, device_word, tuple(notes))
+    return ProviderChoice(name, options, fallbacks, device_word, tuple(notes),
+                          tf32_unforbidden(name, precision, version))
 
 
 def model_precision(input_types: Sequence[str], weights: Optional[str] = None) -> str:
