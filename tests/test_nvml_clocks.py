@@ -302,3 +302,17 @@ def test_locks_with_persistence_mode_say_nothing_of_it(gpu_host):
     root = Root(base)
     result = apply_profile(root, detect(root), load_profile("maxperf", base))
     assert not any("persistence" in n for n in result.targets.notes)
+
+
+def test_tune_searches_a_discrete_gpus_nvml_clocks(gpu_host):
+    """N12: `tune --knobs gpu` needed a devfreq table; on a PC it refused the NVML GPU whose
+    clocks `measure --freq` locks."""
+    from jetbench.run.tune import search_space
+
+    base, state = gpu_host
+    root = Root(base)
+    board = detect(root)
+    space = search_space(root, board, ["gpu"], False)
+    # the stand-in A100's supported graphics clocks: 210 .. 1410 MHz in 15 MHz steps
+    assert space["gpu"] == [mhz * 1_000_000 for mhz in range(210, 1411, 15)]
+    assert _calls(state) == []  # reading the space locks nothing

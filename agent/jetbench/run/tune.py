@@ -148,10 +148,13 @@ def search_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mo
     space: Dict[str, List[int]] = {}
     for knob in knobs:
         if knob == "gpu":
-            if board.gpu is None or not board.gpu.available_hz:
-                raise UsageError("--knobs gpu: this board lists no GPU clock table")
+            table = gpu_table_hz(board)
+            if not table:
+                raise UsageError("--knobs gpu: this board lists no GPU clock table",
+                                 hint="a Jetson's GPU (devfreq) or an NVIDIA GPU whose NVML "
+                                 "lists its supported clocks")
             cap = caps.gpu_max_hz if caps and caps.gpu_max_hz else None
-            space["gpu"] = [hz for hz in board.gpu.available_hz if cap is None or hz <= cap]
+            space["gpu"] = [hz for hz in table if cap is None or hz <= cap]
         elif knob == "emc":
             emc = board.emc
             if emc is None:
@@ -166,6 +169,15 @@ def search_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mo
             cap = caps.cpu_max_hz.get(policies[0].path) if caps else None
             space["cpu"] = [hz for hz in policies[0].available_hz if cap is None or hz <= cap]
     return space
+
+
+def gpu_table_hz(board: Board) -> List[int]:
+    """The GPU clocks a trial can pin: the Jetson GPU's devfreq table, else the first NVIDIA
+    GPU's NVML graphics clocks (a discrete GPU: `--freq` locks them through NVML)."""
+    if board.gpu is not None and board.gpu.available_hz:
+        return list(board.gpu.available_hz)
+    nvml = [g for g in board.nvml_gpus if g.can_lock_graphics]
+    return sorted(nvml[0].graphics_hz) if nvml else []
 
 
 def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bool) -> List[int]:
