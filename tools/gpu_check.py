@@ -11,7 +11,9 @@ fails, hangs or crashes is that path's row and the others still run:
 - NVML power: `info --meter nvml`; NVML energy: `measure --meter nvml` (the window's joules);
 - `measure --freq` on NVML locked clocks, then whether the clocks were put back
   (`nvidia-smi`'s locked-clock state before and after, and no journal left);
-- `tune --budget 4 --knobs gpu` on the same GPU;
+- `tune --budget 4 --knobs gpu` on the same GPU (its NVML clocks);
+- several runtimes and precisions in one `time` (a row that cannot run is its own row), and
+  a CUDA graph replayed under TorchScript with its output check;
 - `--devices 2` where there are two GPUs.
 
     python3 tools/gpu_check.py [--out DIR] [--runtimes torch,onnxruntime] [--limit-s 600]
@@ -130,6 +132,41 @@ def check_time(c: Check, runtimes: Sequence[str], precisions: Sequence[str]) -> 
                 c.row(path, "ok", what, run)
             else:
                 c.row(path, status, str(res.get("message") or "")[:300], run)
+
+
+def check_rows_together(c: Check, out: Path) -> None:
+    """Several runtimes and precisions in one command: a row that cannot run (a CPU-only
+    onnxruntime on this GPU, bf16 under ONNX Runtime) is that row's, the others still run."""
+    path = "time torch,torchscript,onnxruntime x fp32,bf16 in one command"
+    run = c.jetbench("time", "--model", MODEL, "--batch", BATCH, "--device", "cuda",
+                     "--runtime", "torch,torchscript,onnxruntime", "--precision", "fp32,bf16",
+                     *SHORT, "--json", timeout_s=240)
+    try:
+        rows = json.loads(str(run["out"]))["results"]
+    except (ValueError, KeyError, TypeError):
+        c.row(path, "failed", _first_error(run), run)
+        return
+    said = "; ".join(f"{r['workload'].get('runtime')} {r['workload'].get('precision')} "
+                     f"{r['status']}" for r in rows)
+    ok = len(rows) == 6 and not any(r["status"] == "failed" for r in rows)
+    c.row(path, "ok" if ok else "failed", said, run)
+
+
+def check_cuda_graph(c: Check, out: Path) -> None:
+    path = f"time torchscript fp16 --cuda-graph {MODEL} b{BATCH}"
+    run = c.jetbench("time", "--model", MODEL, "--batch", BATCH, "--device", "cuda",
+                     "--runtime", "torchscript", "--precision", "fp16", "--cuda-graph", *SHORT,
+                     "--json", timeout_s=240)
+    try:
+        (res,) = json.loads(str(run["out"]))["results"]
+    except (ValueError, KeyError, TypeError):
+        c.row(path, "failed", _first_error(run), run)
+        return
+    check = (res.get("workload") or {}).get("output_check") or {}
+    c.row(path, "ok" if res.get("status") == "ok" else str(res.get("status")),
+          f"{(res.get('throughput') or {}).get('images_per_s', 0):.4g} img/s, output check "
+          f"max diff {check.get('max_abs_diff', '?')}" if res.get("status") == "ok"
+          else str(res.get("message"))[:300], run)
 
 
 def check_nvml(c: Check, out: Path) -> None:
@@ -258,7 +295,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = args.out or work / "results"
     out.mkdir(parents=True, exist_ok=True)
     c = Check(Path("/"), work, args.limit_s)
-    for step in (check_nvml, check_clocks, check_tune):  # the short ones first
+    for step in (check_nvml, check_clocks, check_tune, check_rows_together,
+                 check_cuda_graph):  # the short ones first
         if c.out_of_time():
             c.row(step.__name__, "skipped", "gpu-check's time limit", None, 0.0)
         else:
