@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import HardwareError, OutOfMemory, UsageError
@@ -203,13 +204,26 @@ def _session(ort: Any, model: str, choice: ProviderChoice,
     return session, "".join(log) + banner.getvalue()
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # ORT colours its log lines on a terminal
+_LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+ \[[^\]]*\] ")  # "2026-... [E:onnxruntime:...] "
+
+
 def _reason(log: str, provider: str) -> str:
-    """ORT's own words on `provider`, else its last error line, else 'no reason logged'."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    short = provider[: -len("ExecutionProvider")]
-    about = [line for line in lines if provider in line or short in line]
+    """ORT's own words on why `provider` did not start: the library that did not load and its
+    error (`Failed to load library .../libonnxruntime_providers_cuda.so with error: ...`), else
+    its last line about the provider (not the banner's list of providers), else its last error
+    line, else 'no reason logged'."""
+    lines = [_LOG_PREFIX.sub("", _ANSI.sub("", line)).strip() for line in log.splitlines()]
+    lines = [line for line in lines if line]
+    short = provider[: -len("ExecutionProvider")].lower()
+    library = f"libonnxruntime_providers_{short}"
+    for line in lines:
+        if library in line.lower() and "with error:" in line:
+            return line.split("with error:", 1)[1].strip()[:300]
+    about = [line for line in lines if short in line.lower()
+             and not line.startswith(("when using", "Falling back"))]
     picked = (about or [line for line in lines if "error" in line.lower()] or [""])[-1]
-    return picked[-300:] or "ONNX Runtime logged no reason"
+    return picked[:300] or "ONNX Runtime logged no reason"
 
 
 @contextlib.contextmanager
