@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 # TORCH_PIN=torch==X overrides the table; TORCH_PIN=none sets up without torch.
 export TORCH_PIN ALLOW_CUDA_TORCH
 
-.PHONY: setup system-deps check-python demo test stress gpu-check lint bench clean
+.PHONY: setup system-deps ort-gpu-env check-python demo test stress gpu-check lint bench clean
 
 # Before anything is created or downloaded: can this Python get a torch at all?
 check-python:
@@ -42,11 +42,18 @@ demo: setup
 system-deps:
 	@sh tools/system_deps.sh
 
+# A second venv with the real onnxruntime-gpu wheel (its GPU providers fail to load here as on
+# a machine without CUDA's libraries): the ort_gpu tests run jetbench against it (TESTING.md).
+# Never fatal: where it cannot be had, those tests skip and the run's last lines say so.
+ORT_VENV ?= .venv-ort-gpu
+ort-gpu-env: setup
+	@sh tools/ort_gpu_env.sh "$(PYTHON)" "$(VENV)" "$(ORT_VENV)"
+
 # Two pytest-xdist workers: the suite is mostly waiting on subprocesses, and 2 halves its time
 # on a 2-core machine (TESTING.md). TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
-test: setup system-deps
+test: setup system-deps ort-gpu-env
 	$(PY) -m pytest -n $(TEST_WORKERS)
 
 # Before each stop (TESTING.md): make test from fresh clones, in the background with SIGINT
@@ -68,4 +75,4 @@ bench: setup
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info agent/*.egg-info
+	rm -rf $(VENV) $(ORT_VENV) build *.egg-info agent/*.egg-info

@@ -222,7 +222,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """Say at the end of the run how many tests that need a system program were skipped and
     why: a green run that skipped them proves less than it seems."""
     for marker, what in (("kernel", "kernel tests (FUSE-served boards)"),
-                         ("postgresql", "PostgreSQL tests (a shared tune study)")):
+                         ("postgresql", "PostgreSQL tests (a shared tune study)"),
+                         ("ort_gpu", "onnxruntime-gpu tests (the real wheel)")):
         skipped = [r for r in terminalreporter.stats.get("skipped", [])
                    if marker in getattr(r, "keywords", {})]
         if not skipped:

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..errors import HardwareError, OutOfMemory, UsageError
+from ..errors import HardwareError, OutOfMemory, Unavailable, UsageError
 from ..interrupts import held_sigint
 from .cache_dir import cache_dir
 from .model_arg import InputShape, resolve_shapes
@@ -129,10 +129,11 @@ def open_session(ort: Any, model: str, options: RunOptions, device: str,
             return session, choice, notes
         reason = _reason(log, choice.name)
         if options.provider:
-            raise HardwareError(f"ONNX Runtime could not start its {short_name(choice.name)} "
-                                f"provider (the session has {', '.join(loaded)}): {reason}",
-                                hint="check the provider's libraries (CUDA, cuDNN, TensorRT) "
-                                     "match this onnxruntime-gpu build, or drop --provider")
+            # what is installed here: this row's (the other runtimes and rows still run)
+            raise Unavailable(f"ONNX Runtime could not start its {short_name(choice.name)} "
+                              f"provider (the session has {', '.join(loaded)}): {reason}",
+                              hint="check the provider's libraries (CUDA, cuDNN, TensorRT) "
+                              "match this onnxruntime-gpu build, or drop --provider")
         available.remove(choice.name)
         notes.append(f"ONNX Runtime's {short_name(choice.name)} provider did not load "
                      f"({reason}): the next one that loads is used")
