@@ -116,6 +116,28 @@ def highest_at_or_below(table: Sequence[int], target: float) -> int:
     return max(below) if below else min(table)
 
 
+def cpufreq_relation_l(table: Sequence[int], lo: int, hi: int, want: float) -> int:
+    """cpufreq's target with CPUFREQ_RELATION_L inside the policy's limits: the lowest entry
+    at or above `want` among those in lo..hi; with none above it, the highest inside; with
+    none inside (min = max = a cap that is no entry), the highest entry not above max."""
+    want = min(max(want, lo), hi)
+    inside = [f for f in table if lo <= f <= hi] or [highest_at_or_below(table, hi)]
+    above = [f for f in inside if f >= want]
+    return min(above) if above else max(inside)
+
+
+def devfreq_running(table: Sequence[int], lo: int, hi: int, governor: str) -> int:
+    """A devfreq node's clock: the governor's target (performance/userspace: max; the others
+    idle at min) clamped to min..max, at the highest OPP not above it (max wins over min)."""
+    target = hi if governor in ("performance", "userspace") else lo
+    return highest_at_or_below(table, min(max(target, lo), hi))
+
+
+def override_running(table: Sequence[int], rate: int, on: bool, idle: int) -> int:
+    """A tegra210 debugfs override: on, the highest table rate not above its rate."""
+    return highest_at_or_below(table, rate) if on and rate > 0 else idle
+
+
 # -- activity: the machine's CPU load, or a fixed value ---------------------------------------
 class HostLoad:
     """The host's CPU utilisation (all cores, from /proc/stat), smoothed like the sensor's
@@ -204,11 +226,7 @@ class CpuPolicy:
             want = self.speed_khz or lo
         else:
             want = max(lo, self.idle_khz) + (hi - max(lo, self.idle_khz)) * load
-        want = min(max(want, lo), hi)
-        inside = [f for f in self.table_khz if lo <= f <= hi] or [highest_at_or_below(
-            self.table_khz, hi)]
-        above = [f for f in inside if f >= want]
-        return min(above) if above else max(inside)
+        return cpufreq_relation_l(self.table_khz, lo, hi, want)
 
 
 @dataclass
@@ -238,8 +256,7 @@ class Devfreq:
         self.governor = name
 
     def running_hz(self) -> int:
-        target = self.max_hz if self.governor in ("performance", "userspace") else self.min_hz
-        return highest_at_or_below(self.table_hz, min(max(target, self.min_hz), self.max_hz))
+        return devfreq_running(self.table_hz, self.min_hz, self.max_hz, self.governor)
 
 
 @dataclass
@@ -262,11 +279,9 @@ class Override:
         self.on = parse_bool(data)
 
     def running_hz(self) -> int:
-        if self.on and self.rate_hz > 0:
-            if self.round_step_hz:  # round-emc: the controller runs the nearest step
-                return round_emc(self.rate_hz)
-            return highest_at_or_below(self.table_hz, self.rate_hz)
-        return self.idle_hz
+        if self.on and self.rate_hz > 0 and self.round_step_hz:
+            return round_emc(self.rate_hz)  # round-emc: the controller runs the nearest step
+        return override_running(self.table_hz, self.rate_hz, bool(self.on), self.idle_hz)
 
 
 @dataclass

@@ -220,9 +220,11 @@ def _err(code: int) -> OSError:
     return OSError(code, os.strerror(code))
 
 
-def prepare(board_key: str, backing: Path, quirks: Sequence[str] = ()) -> None:
-    """The board's tree, as `sim create` writes it, with its quirks listed in the marker."""
-    create_board(board_key, backing)
+def prepare(board_key: str, backing: Path, quirks: Sequence[str] = (),
+            power_mode: Optional[int] = None) -> None:
+    """The board's tree, as `sim create` writes it (in `power_mode`, its caps as nvpmodel
+    leaves them), with its quirks listed in the marker."""
+    create_board(board_key, backing, power_mode=power_mode)
     marker = backing / SIM_MARKER.lstrip("/")
     doc = json.loads(marker.read_text())
     doc["kernel"] = "fuse"  # no file-based simulated kernel may run beside this server
@@ -233,7 +235,7 @@ def prepare(board_key: str, backing: Path, quirks: Sequence[str] = ()) -> None:
 
 def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
           load: Optional[float] = None, write_log: Optional[Path] = None,
-          on_ready=None) -> None:
+          on_ready=None, power_mode: Optional[int] = None) -> None:
     """Mount the board at `mountpoint` and serve it until SIGINT/SIGTERM (then unmount)."""
     fuse, reason = _fuse()
     if fuse is None:
@@ -243,7 +245,7 @@ def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
     backing = Path(tempfile.mkdtemp(prefix=f"jetbench-fuse-{board_key}-"))
     log = open(write_log, "a", encoding="utf-8") if write_log else None
     try:
-        prepare(board_key, backing, names)
+        prepare(board_key, backing, names, power_mode)
         kernel = SimulatedKernel(get(board_key), read_initial(backing), names, HostLoad(load),
                                  clock=time.monotonic)
         fs = BoardFS(kernel, backing, log, on_ready)

@@ -29,6 +29,13 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import gpu_load
 from . import quirks as Q
+from .attributes import (
+    cpufreq_relation_l,
+    devfreq_running,
+    highest_at_or_below,
+    override_running,
+    round_emc,
+)
 from .boards import EMC_DEVFREQ_DEVICE, SimBoard, get
 from .power_model import (
     ClockState,
@@ -118,11 +125,6 @@ def _hide_setspeed(policy: Path, seen: str) -> None:
         os.pwrite(fd, text, 0)
     finally:
         os.close(fd)
-
-
-def _round_emc(rate_hz: int) -> int:
-    """round-emc: the nearest rate the memory controller can run (a multiple of the step)."""
-    return max(1, round(rate_hz / Q.EMC_ROUND_STEP_HZ)) * Q.EMC_ROUND_STEP_HZ
 
 
 class SimKernel:
@@ -294,12 +296,13 @@ class SimKernel:
                 # kernel shows that frequency in the file at once; rewriting it from here would
                 # race with jetbench's own write of the file, so it is left as it was.)
                 start = self._cpu_set_khz.get(d) or _read_int(d / "scaling_cur_freq", lo)
-                target = min(max(int(setspeed) if setspeed.isdigit() else start, lo), hi)
+                target = int(setspeed) if setspeed.isdigit() else start
             else:
                 if setspeed != "<unsupported>" and governor_after not in ("", "userspace"):
                     _hide_setspeed(d, setspeed)
                 target = hi if governor == "performance" else lo
-            cur = min(cluster.freqs_khz, key=lambda f: (abs(f - target), f))
+            # The rule of sim/attributes.py (one copy): RELATION_L inside min..max.
+            cur = cpufreq_relation_l(cluster.freqs_khz, lo, hi, target)
             self._cpu_set_khz[d] = cur
             shown = cur
             if amu:  # measured from activity counters: a little low when busy, far low idle
@@ -333,9 +336,7 @@ class SimKernel:
         ok = table[0] <= lo <= hi <= table[-1]
         lo = int(self._guard(d / "min_freq", ok) or lo)
         hi = int(self._guard(d / "max_freq", ok) or hi)
-        governor = _read(d / "governor")
-        target = hi if governor in ("performance", "userspace") else lo
-        cur = min(table, key=lambda f: (abs(f - target), f))
+        cur = devfreq_running(table, lo, hi, _read(d / "governor"))
         cap = self._gpu_cap_hz(tuple(table)) if is_gpu else None
         if cap is not None:
             cur = min(cur, cap)
@@ -354,7 +355,7 @@ class SimKernel:
         ok = 0 <= rate <= table[-1]
         rate = int(self._guard(clock / "override.gbus/rate", ok) or rate)
         on = _read(clock / "override.gbus/state") == "1"
-        cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[0]
+        cur = override_running(table, rate, on, table[0])
         cap = self._gpu_cap_hz(tuple(table))
         if cap is not None:
             cur = min(cur, cap)
@@ -375,13 +376,14 @@ class SimKernel:
                 return float(table[-1])
             value = _read_int(rate, table[-1])
             value = int(self._guard(rate, table[0] <= value <= table[-1]) or value)
-            if "round-emc" in self.quirks:  # accepted, and the file shows what was kept
-                kept = _round_emc(value)
-                if kept != value:
-                    _poke(rate, kept)
-                    self._accepted[rate] = str(kept)
-                value = kept
-            return float(value)
+            # Accepted, and the file shows what was kept: a table rate not above it (round-emc:
+            # the controller's step), as sim/attributes.py's BpmpEmc.
+            kept = round_emc(value) if "round-emc" in self.quirks else \
+                highest_at_or_below(table, value)
+            if kept != value:
+                _poke(rate, kept)
+                self._accepted[rate] = str(kept)
+            return float(kept)
         if kind == "debugfs-clk":
             over = self.p("/sys/kernel/debug/clk/override.emc")
             cur_file = self.p("/sys/kernel/debug/clk/emc/clk_rate")
@@ -403,9 +405,9 @@ class SimKernel:
         rate = int(self._guard(rate_file, 0 <= rate <= table[-1]) or rate)
         on = _read(state_file) == "1"
         if "round-emc" in self.quirks and on and rate > 0:
-            cur = _round_emc(rate)
+            cur = round_emc(rate)
         else:
-            cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[-1]
+            cur = override_running(table, rate, on, table[-1])
         _poke(cur_file, cur)
         return float(cur)
 
