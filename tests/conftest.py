@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Optional
 
 import pytest
 
@@ -163,8 +163,9 @@ def _wait_mounted(mountpoint: Path, proc: subprocess.Popen, timeout_s: float) ->
 
 @contextlib.contextmanager
 def fuse_board(base: Path, key: str, quirks: tuple = (), load: float = 0.0,
-               timeout_s: float = 30.0) -> Iterator[FuseBoard]:
-    """Mount simulated board `key` under `base`; always unmounted afterwards."""
+               timeout_s: float = 30.0, power_mode: Optional[int] = None) -> Iterator[FuseBoard]:
+    """Mount simulated board `key` (in nvpmodel mode `power_mode`, if given) under `base`;
+    always unmounted afterwards."""
     reason = fuse_unavailable()
     if reason:
         pytest.skip(reason)
@@ -175,6 +176,8 @@ def fuse_board(base: Path, key: str, quirks: tuple = (), load: float = 0.0,
             "--load", str(load), "--write-log", str(log), str(mountpoint)]
     for name in quirks:
         args += ["--quirk", name]
+    if power_mode is not None:
+        args += ["--power-mode", str(power_mode)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_mounted(mountpoint, proc, timeout_s)

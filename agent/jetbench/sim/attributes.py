@@ -406,8 +406,9 @@ class SimulatedKernel:
                 f"{d}/cpuinfo_cur_freq": Attribute(lambda p=p: str(self.cpu_cur_khz(p))),
             })
         cpus = sorted(c for cl in self.board.clusters for c in cl.cpus)
-        for cpu in cpus[1:]:
-            value = Value("1", _bool_text)
+        for cpu in cpus[1:]:  # online as the tree has it (a power mode takes cores offline)
+            value = Value(self._initial(f"/sys/devices/system/cpu/cpu{cpu}/online").strip(),
+                          _bool_text)
             self.online[cpu] = value
             self.attrs[f"/sys/devices/system/cpu/cpu{cpu}/online"] = Attribute(
                 lambda v=value: v.text, lambda data, cpu=cpu: self._store_online(cpu, data))

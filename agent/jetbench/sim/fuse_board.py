@@ -32,6 +32,10 @@ from .quirks import check
 
 READ_ONLY_PREFIXES = ("/sys/", "/proc/")
 SYSFS_SIZE = 4096  # what stat(2) reports for a sysfs attribute
+# How long the kernel may keep a name's lookup and attributes (mode, size) without asking: they
+# change only through this mount (which the kernel sees), and a path jetbench resolves costs
+# one lstat per component. Absent names are never cached (late-gpu's node appears later).
+ATTR_CACHE_S = 1.0
 
 
 def _fuse():
@@ -251,7 +255,7 @@ def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
         fs = BoardFS(kernel, backing, log, on_ready)
         try:
             fuse.FUSE(fs, str(mountpoint), foreground=True, nothreads=True, raw_fi=True,
-                      attr_timeout=0, entry_timeout=0, negative_timeout=0,
+                      attr_timeout=ATTR_CACHE_S, entry_timeout=ATTR_CACHE_S, negative_timeout=0,
                       fsname=f"jetbench-sim-{board_key}")
         except RuntimeError:
             # libfuse >= 3.x reports a loop ended by SIGINT/SIGTERM as an error code: a
