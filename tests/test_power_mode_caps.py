@@ -185,3 +185,22 @@ def test_compare_tells_a_run_past_the_mode_from_one_within_it():
     past = {"board": {"power_mode": {"id": 1, "name": "5W", "text": "1 5W",
                                      "caps_lifted": True}}}
     assert _power_mode(within) == "1 5W" and _power_mode(past) == "1 5W, caps lifted"
+
+
+def test_a_measure_under_caps_that_are_no_table_entry_is_valid_and_says_what_runs(tmp_path):
+    """--freq max / --cpu-freq max on a Nano in 5 W: the knobs hold the caps (640 MHz, 918000
+    kHz), the clocks run the entries below them (614.4 MHz, 825.6 MHz), and the result says
+    both and is valid: the kernel's rounding is not a clock running below its pin."""
+    base = board(tmp_path, "nano", 1)
+    out = tmp_path / "out"
+    r = cli(base, "measure", "--model", "sim:alexnet", "--freq", "max", "--cpu-freq", "max",
+            "--iterations", "2", "--duration", "0.2s", "--warmup", "0s", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    [doc] = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    assert doc["validity"]["valid"], doc["validity"]
+    assert (doc["settings"]["applied"]["gpu_hz"], doc["settings"]["applied"]["cpu_hz"]) \
+        == (640_000_000, 918_000_000)
+    assert (doc["settings"]["resolved"]["gpu_hz"], doc["settings"]["resolved"]["cpu_hz"]) \
+        == (614_400_000, 825_600_000)
+    assert any("CPU policy0: cap 918 MHz -> 825.6 MHz runs" in w for w in doc["warnings"])
+    assert any("GPU: cap 640 MHz -> 614.4 MHz runs" in w for w in doc["warnings"])
