@@ -654,11 +654,13 @@ class SimulatedKernel:
         d = f"{device_dir}/hwmon/hwmon{index}"
         interval = Value(self._initial(f"{d}/update_interval").strip(), _positive)
         self.attrs[f"{d}/update_interval"] = interval.attribute()
-        self.attrs[f"{d}/samples"] = Value(self._initial(f"{d}/samples").strip(),
-                                           _samples).attribute()
+        samples = Value(self._initial(f"{d}/samples").strip(), _samples)
+        self.attrs[f"{d}/samples"] = samples.attribute()
 
         def ma(label: str) -> int:
-            watts = self._rails_now(d, int(interval.text) / 1000.0).get(label, 0.0)
+            # The chip refreshes a reading once per conversion cycle x averaging count.
+            period_s = ina3221_period_s(int(interval.text), int(samples.text))
+            watts = self._rails_now(d, period_s).get(label, 0.0)
             return int(round(watts * 1e6 / rail_mv(label)))
 
         shunts: List[Tuple[str, int]] = []
@@ -678,6 +680,12 @@ class SimulatedKernel:
 
 
 INA3221_SAMPLES = (1, 4, 16, 64, 128, 256, 512, 1024)
+
+
+def ina3221_period_s(update_interval_ms: int, samples: int) -> float:
+    """How often an INA3221's readings change: its conversion cycle (hwmon update_interval,
+    channels x (bus + shunt conversion time)) times its averaging count (TI SBOS576)."""
+    return update_interval_ms * samples / 1000.0
 
 
 def _samples(data: str) -> str:

@@ -33,6 +33,7 @@ from .attributes import (
     cpufreq_relation_l,
     devfreq_running,
     highest_at_or_below,
+    ina3221_period_s,
     override_running,
     round_emc,
 )
@@ -155,6 +156,7 @@ class SimKernel:
                                                        time.thread_time())
         self._load_cores = 0.0  # smoothed cores used by this process, the kernel's thread aside
         self._gpu_load = 0.0  # the GPU's load file, last read (a simulated workload's)
+        self._ina_ticks: Dict[str, int] = {}  # per hwmon INA3221: its last conversion period
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -446,6 +448,18 @@ class SimKernel:
             self._load_cores += (raw - self._load_cores) * weight
         return self._load_cores
 
+    def _converted(self, ina) -> bool:
+        """A hwmon INA3221 refreshes once per update_interval x samples (its settings in the
+        tree, sim/attributes.py's rule): True when a new period began since the last pass."""
+        d = self.p(f"{ina.device_dir}/hwmon/hwmon{ina.index}")
+        period_s = ina3221_period_s(_read_int(d / "update_interval", 1),
+                                    _read_int(d / "samples", 1))
+        tick = int(time.monotonic() // period_s) if period_s > 0 else self.passes
+        if self._ina_ticks.get(ina.device_dir) == tick:
+            return False
+        self._ina_ticks[ina.device_dir] = tick
+        return True
+
     def _online_fraction(self) -> float:
         cpus = [c for cl in self.board.clusters for c in cl.cpus]
         online = 0
@@ -473,6 +487,8 @@ class SimKernel:
         components = component_powers_w(board.soc, clocks, activity, self._gpu_load,
                                         module_budget_w(board.power_modes))
         for ina in board.inas:
+            if ina.driver == "ina3221" and not self._converted(ina):
+                continue  # the chip's conversion cycle has not ended: readings unchanged
             watts = rail_powers_w([lb for lb in ina.labels if lb != "NC"], components)
             for index, label in enumerate(ina.labels):
                 if label not in watts:
