@@ -3,7 +3,9 @@ how its store function answers a write, as the drivers do (served by `sim/fuse_b
 
 Unlike the file-based simulator (`sim/kernel.py`, which undoes refused values later from a
 thread), every write here is judged *synchronously*, the moment it is made, and a refused write
-fails with the errno the driver returns. Reads are computed when they are made.
+fails with the errno the driver returns. Reads are computed when they are made. The rules that
+decide what runs (`cpufreq_relation_l`, `devfreq_running`, `override_running`,
+`highest_at_or_below`, `ina3221_period_s`) are the file-based kernel's too: one copy.
 
 Semantics, per driver (L4T R32's 4.9 kernels unless said):
 - cpufreq `scaling_min_freq`/`scaling_max_freq`: an unsigned integer (else EINVAL); a min above
@@ -13,8 +15,10 @@ Semantics, per driver (L4T R32's 4.9 kernels unless said):
   writable only under `userspace` (EINVAL otherwise), shows `<unsupported>` under any other
   governor and the current frequency under `userspace`. `scaling_cur_freq`: performance runs at
   max, powersave at min, userspace at the set speed, dynamic governors between min and max by
-  load; always a table entry (the lowest at or above the target, within min/max).
-- devfreq `min_freq`/`max_freq`: an integer; min above max, or max below min, is EINVAL;
+  load; always a table entry (RELATION_L: the lowest at or above the target within min/max;
+  with no entry inside min/max, the highest not above max).
+- devfreq `min_freq`/`max_freq`: an integer; min above max, or max below min, is EINVAL; kept
+  as written (a cap between two OPPs reads back as written);
   `governor` one of `available_governors`; `cur_freq`/`target_freq` the highest table entry at
   or below the governor's target (performance/userspace: max; others: min, the GPU idle).
 - tegra210 debugfs clock overrides (`override.gbus`, `override.emc`): `rate` an integer from 0
@@ -27,7 +31,8 @@ Semantics, per driver (L4T R32's 4.9 kernels unless said):
 - CPU `online`: 0 or 1; taking the last online CPU down is EBUSY. `cpuidle/*/disable`,
   `railgate_enable`, cpuquiet's `enable`: integers.
 - INA3221 readings come from the power model (`power_model.py`), unpadded, recomputed once per
-  `update_interval` (hwmon, ms) and kept in between, as the chip's conversion registers are.
+  `update_interval` (hwmon, ms: one conversion cycle) x `samples` (the averaging) and kept in
+  between, as the chip's conversion registers are.
 - Files without a store function (everything else under /sys) refuse opening for writing with
   EACCES, as sysfs does for read-only attributes, even for root.
 
