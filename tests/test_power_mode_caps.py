@@ -204,3 +204,13 @@ def test_a_measure_under_caps_that_are_no_table_entry_is_valid_and_says_what_run
         == (614_400_000, 825_600_000)
     assert any("CPU policy0: cap 918 MHz -> 825.6 MHz runs" in w for w in doc["warnings"])
     assert any("GPU: cap 640 MHz -> 614.4 MHz runs" in w for w in doc["warnings"])
+
+
+def test_policies_sharing_a_cap_are_noted_once(tmp_path):
+    """Thor in 120 W: 14 one-core policies, each capped at 2 GHz (no entry: 1.836 GHz runs),
+    are one note, not fourteen."""
+    base = board(tmp_path, "thor", 1)
+    r = cli(base, "maxperf", "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("cap 2 GHz -> 1.836 GHz runs") == 1, r.output
+    assert r.output.count("cap 1.4 GHz -> 1.377 GHz runs") == 1, r.output

@@ -344,9 +344,12 @@ def _cpu_target(profile: Profile, board: Board, requested: List[Requested],
             cap_hz = limit.cpu_max_hz.get(policy.path) if limit is not None else None
             cap = Cap(cap_hz, limit, f"CPU {policy.name}") \
                 if limit is not None and cap_hz is not None else None
+            first_cap = limit.cpu_max_hz.get(policies[0].path) if limit is not None else None
+            # one note per distinct cap (Thor's 14 one-core policies share theirs)
+            said = notes if policy is policies[0] or cap_hz != first_cap else None
             lo, hi = _range(profile, f"[cpu] ({policy.name})", profile.cpu_freq,
                             policy.available_hz, policy.min_hz, policy.max_hz,
-                            requested if policy is policies[0] else [], "cpu", cap, notes)
+                            requested if policy is policies[0] else [], "cpu", cap, said)
             per_policy.append((policy.path, lo, hi))
     if governor:
         requested.append(Requested("cpu", "governor", governor, None))
