@@ -73,3 +73,32 @@ def test_a_result_states_how_fast_its_sensor_was_read_and_refreshed(tmp_path):
     # the window's edges
     assert 0 < rate["distinct_per_s"] <= 250 * 1.1, rate
     assert sum("sensor refreshes every 4 ms" in w for w in doc["warnings"]) == 1
+
+
+def test_the_file_based_ina3221_holds_a_reading_for_its_whole_period(tmp_path, monkeypatch):
+    """The file-based kernel applies the same rule after each pass: a rail file changes only
+    when a new period (1 ms x 4 samples) begins, whatever moved in between (the GPU set to
+    performance: more power). Its clock is a stand-in here, so no pass depends on timing."""
+    import time
+    from types import SimpleNamespace
+
+    import jetbench.sim.kernel as kernel_module
+    from jetbench.sim.kernel import SimKernel
+
+    now = [10.001]  # inside period 2500 (10.001 / 0.004 = 2500.25)
+    monkeypatch.setattr(kernel_module, "time", SimpleNamespace(
+        monotonic=lambda: now[0], process_time=time.process_time,
+        thread_time=time.thread_time))
+    create_board("orin-nano", tmp_path)
+    kernel = SimKernel(tmp_path, activity=lambda: 0.0)
+    kernel.sync()
+    curr = tmp_path / HWMON / "curr1_input"
+    first = curr.read_text()
+    gpu = tmp_path / "sys/devices/platform/bus@0/17000000.gpu/devfreq/17000000.gpu"
+    (gpu / "governor").write_text("performance\n")
+    now[0] = 10.0035  # the same conversion period (2500.875)
+    kernel.sync()
+    assert curr.read_text() == first
+    now[0] = 10.0045  # the next period (2501.125): a new reading
+    kernel.sync()
+    assert int(curr.read_text()) > int(first)
