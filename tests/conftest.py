@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -185,8 +185,9 @@ def _wait_mounted(mountpoint: Path, proc: subprocess.Popen, timeout_s: float) ->
 
 @contextlib.contextmanager
 def fuse_board(base: Path, key: str, quirks: tuple = (), load: float = 0.0,
-               timeout_s: float = 30.0) -> Iterator[FuseBoard]:
-    """Mount simulated board `key` under `base`; always unmounted afterwards."""
+               timeout_s: float = 30.0, power_mode: Optional[int] = None) -> Iterator[FuseBoard]:
+    """Mount simulated board `key` (in nvpmodel mode `power_mode`, if given) under `base`;
+    always unmounted afterwards."""
     reason = fuse_unavailable()
     if reason:
         pytest.skip(reason)
@@ -197,6 +198,8 @@ def fuse_board(base: Path, key: str, quirks: tuple = (), load: float = 0.0,
             "--load", str(load), "--write-log", str(log), str(mountpoint)]
     for name in quirks:
         args += ["--quirk", name]
+    if power_mode is not None:
+        args += ["--power-mode", str(power_mode)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_mounted(mountpoint, proc, timeout_s)

@@ -142,7 +142,8 @@ def test_ina3221_readings_follow_the_power_model_unpadded(tmp_path):
 
 def test_ina3221_values_change_only_at_update_interval(tmp_path):
     with fuse_board(tmp_path, "orin-nano", load=0.0) as b:
-        b.write(f"{HWMON}/update_interval", 2000)  # 2 s conversions
+        b.write(f"{HWMON}/update_interval", 2000)  # 2 s conversion cycles,
+        b.write(f"{HWMON}/samples", 1)  # one each: a reading every 2 s
         time.sleep(2.0 - time.monotonic() % 2.0 + 0.05)  # just after a conversion
         before = b.read(f"{HWMON}/curr1_input")
         b.write(f"{GPU}/governor", "performance")  # 624.75 MHz: more power

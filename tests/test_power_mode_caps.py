@@ -4,9 +4,10 @@ caps is refused with the mode's name and the way out, and --beyond-power-mode go
 a warning recorded in the result.
 
 Expected values are NVIDIA's nvpmodel confs as docs/hardware.md and the simulated boards give them:
-Nano mode 1 (5W): CPU max 918000 kHz, GPU 614.4 MHz (640 MHz in the conf, the table entry below
-it), cores 2-3 offline; TX2 mode 1 (MAXQ): A57 max 1200000 kHz, GPU 828.75 MHz, Denver (cpu1-2)
-offline."""
+Nano mode 1 (5W): CPU max 918000 kHz, GPU max 640 MHz (neither a table entry: the Nano's CPU
+table has 825600 and 921600 kHz, its GPU 614.4 and 691.2 MHz, so the kernel runs 825.6 MHz and
+614.4 MHz, the highest entries not above the caps), cores 2-3 offline; TX2 mode 1 (MAXQ): A57
+max 1200000 kHz, GPU 850 MHz, Denver (cpu1-2) offline."""
 
 import json
 
@@ -56,7 +57,13 @@ def test_maxperf_on_a_capped_nano_pins_what_jetson_clocks_pins(tmp_path):
     assert (read(base, f"{policy}/scaling_min_freq"), read(base, f"{policy}/scaling_max_freq")) \
         == ("918000", "918000")
     assert (read(base, f"{NANO_GPU}/min_freq"), read(base, f"{NANO_GPU}/max_freq")) \
-        == ("614400000", "614400000")
+        == ("640000000", "640000000")
+    # and the clocks run at the highest entries not above the caps, never above them
+    assert read(base, f"{policy}/scaling_cur_freq") == "825600"
+    assert read(base, f"{policy}/scaling_setspeed") == "825600"
+    assert read(base, f"{NANO_GPU}/cur_freq") == "614400000"
+    assert "cap 918 MHz -> 825.6 MHz runs" in r.output
+    assert "cap 640 MHz -> 614.4 MHz runs" in r.output
     assert read(base, f"{CPU}/cpu2/online") == "0" and read(base, f"{CPU}/cpu3/online") == "0"
     assert cli(base, "restore").exit_code == 0
     assert diff(settled(before), settled(snapshot(base))) == []
@@ -74,7 +81,9 @@ def test_maxperf_keeps_a_switched_off_cluster_as_the_mode_left_it(tmp_path):
                    for p in written), sorted(written)
     assert {p: read(base, f"{denver}/{p}") for p in untouched} == untouched
     assert read(base, f"{CPU}/cpufreq/policy0/scaling_min_freq") == "1200000"
-    assert read(base, f"{TX2_GPU}/min_freq") == "828750000"
+    assert read(base, f"{TX2_GPU}/min_freq") == "850000000"
+    assert read(base, f"{CPU}/cpufreq/policy0/scaling_cur_freq") == "1113600"  # below 1.2 GHz
+    assert read(base, f"{TX2_GPU}/cur_freq") == "828750000"  # below 850 MHz
 
 
 @pytest.mark.parametrize("args", [["measure", "--freq", "921.6MHz"],
@@ -129,7 +138,7 @@ def test_a_result_past_the_mode_records_it(tmp_path):
     [doc] = [json.loads(p.read_text()) for p in out.glob("*.json")]
     mode = doc["board"]["power_mode"]
     assert (mode["id"], mode["caps_lifted"]) == (1, True)
-    assert mode["lifted"] == ["gpu 614.4 MHz -> 921.6 MHz"]
+    assert mode["lifted"] == ["gpu 640 MHz -> 921.6 MHz"]
     assert any("--beyond-power-mode" in w for w in doc["warnings"])
 
 
@@ -139,7 +148,7 @@ def test_the_mode_caps_come_from_the_journal_after_jetbench_went_past_them(tmp_p
     base = board(tmp_path, "nano", 1)
     assert cli(base, "maxperf", "--beyond-power-mode").exit_code == 0
     assert cli(base, "maxperf").exit_code == 0
-    assert read(base, f"{NANO_GPU}/min_freq") == "614400000"
+    assert read(base, f"{NANO_GPU}/min_freq") == "640000000"
     assert read(base, f"{CPU}/cpufreq/policy0/scaling_min_freq") == "918000"
 
 
@@ -153,7 +162,7 @@ def test_the_daemon_pins_within_the_mode_unless_started_beyond_it(tmp_path, beyo
                *(["--beyond-power-mode"] if beyond else []))
     started.append(d)
     d.ready()
-    assert read(base, f"{NANO_GPU}/min_freq") == ("921600000" if beyond else "614400000")
+    assert read(base, f"{NANO_GPU}/min_freq") == ("921600000" if beyond else "640000000")
     assert read(base, f"{CPU}/cpu2/online") == ("1" if beyond else "0")
     # a maxperf asked of the daemon with --beyond-power-mode: refused, not silently capped
     r = cli(base, "maxperf", "--beyond-power-mode")
@@ -176,3 +185,32 @@ def test_compare_tells_a_run_past_the_mode_from_one_within_it():
     past = {"board": {"power_mode": {"id": 1, "name": "5W", "text": "1 5W",
                                      "caps_lifted": True}}}
     assert _power_mode(within) == "1 5W" and _power_mode(past) == "1 5W, caps lifted"
+
+
+def test_a_measure_under_caps_that_are_no_table_entry_is_valid_and_says_what_runs(tmp_path):
+    """--freq max / --cpu-freq max on a Nano in 5 W: the knobs hold the caps (640 MHz, 918000
+    kHz), the clocks run the entries below them (614.4 MHz, 825.6 MHz), and the result says
+    both and is valid: the kernel's rounding is not a clock running below its pin."""
+    base = board(tmp_path, "nano", 1)
+    out = tmp_path / "out"
+    r = cli(base, "measure", "--model", "sim:alexnet", "--freq", "max", "--cpu-freq", "max",
+            "--iterations", "2", "--duration", "0.2s", "--warmup", "0s", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    [doc] = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    assert doc["validity"]["valid"], doc["validity"]
+    assert (doc["settings"]["applied"]["gpu_hz"], doc["settings"]["applied"]["cpu_hz"]) \
+        == (640_000_000, 918_000_000)
+    assert (doc["settings"]["resolved"]["gpu_hz"], doc["settings"]["resolved"]["cpu_hz"]) \
+        == (614_400_000, 825_600_000)
+    assert any("CPU policy0: cap 918 MHz -> 825.6 MHz runs" in w for w in doc["warnings"])
+    assert any("GPU: cap 640 MHz -> 614.4 MHz runs" in w for w in doc["warnings"])
+
+
+def test_policies_sharing_a_cap_are_noted_once(tmp_path):
+    """Thor in 120 W: 14 one-core policies, each capped at 2 GHz (no entry: 1.836 GHz runs),
+    are one note, not fourteen."""
+    base = board(tmp_path, "thor", 1)
+    r = cli(base, "maxperf", "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("cap 2 GHz -> 1.836 GHz runs") == 1, r.output
+    assert r.output.count("cap 1.4 GHz -> 1.377 GHz runs") == 1, r.output

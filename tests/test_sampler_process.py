@@ -197,7 +197,8 @@ def test_interval_option_on_built_in_meters(tmp_path):
 
 def test_the_child_reads_at_the_interval_the_spec_asks(tmp_path):
     base = make_board(tmp_path, "orin-nano")
-    (_hwmon(base) / "update_interval").write_text("2\n")  # the sensor: every 2 ms
+    (_hwmon(base) / "update_interval").write_text("2\n")  # the sensor: every 2 ms x 1 sample
+    (_hwmon(base) / "samples").write_text("1\n")
     # the sampler's own interval (monitor's --interval) loses to the meter's ?interval=
     sampler = ProcessSampler(_ina_sources(base, "ina3221?interval=20ms"), interval_s=0.001)
     with sampler:
@@ -246,7 +247,8 @@ def test_a_gil_holding_workload_is_sampled_at_the_sensors_rate(tmp_path, monkeyp
     (tmp_path / "jb_spin.py").write_text(SPIN)
     monkeypatch.syspath_prepend(str(tmp_path))
     base = make_board(tmp_path, "orin-nano")
-    (_hwmon(base) / "update_interval").write_text("2\n")
+    (_hwmon(base) / "update_interval").write_text("2\n")  # 2 ms x 1 sample
+    (_hwmon(base) / "samples").write_text("1\n")
     request = MeasureRequest(models=("jb_spin:spin",), input_shape=(3, 8, 8), iterations=2,
                              duration_s=1.5, warmup_s=0.0, device="cpu", meters=("ina3221",),
                              out_dir=tmp_path / "out")

@@ -94,6 +94,9 @@ def mount(
     write_log: Optional[Path] = typer.Option(None, "--write-log",
                                              metavar="FILE", help="Append every write to "
                                              "a knob here (path, value, ok or errno)."),
+    power_mode: Optional[int] = typer.Option(
+        None, "--power-mode", metavar="ID", help="Start in this nvpmodel mode, its caps written "
+        "as nvpmodel leaves them (as `sim create --power-mode`)."),
 ) -> None:
     """Serve a simulated board through FUSE, with the kernel's semantics per attribute: writes
     are refused at once with the driver's errno, current clocks and rails are computed when
@@ -127,8 +130,12 @@ def mount(
                         f"{os.getpid()}). Stop with Ctrl-C or `kill {os.getpid()}`: it "
                         f"unmounts. Use it with `jetbench --root {directory} ...`")
 
+    from ..sim.create import check_power_mode
+
+    check_power_mode(board, power_mode)  # a mode the board lacks: one message, before mounting
     try:
-        serve(board, directory, quirk or (), load, write_log, on_ready=ready)
+        serve(board, directory, quirk or (), load, write_log, on_ready=ready,
+              power_mode=power_mode)
     except RuntimeError as err:
         from ..errors import HardwareError
 

@@ -40,6 +40,7 @@ from ..open_board import open_board
 from ..ownership import journal
 from ..ownership.owner import borrow_board
 from ..report import io
+from ..sampling.rates import sampling_doc
 from ..workload.model_arg import is_sim
 from ..workload.runtimes import TORCH
 from ..workload.sim_run import SimRun
@@ -353,6 +354,9 @@ class _State:
         idle = windows.get("idle")
         unc_idle = self.meters.uncertainty(idle) if idle is not None else {}
         doc["power"] = build.power_doc(req, res, idle, marks, point.id, unc, unc_idle)
+        if res is not None:  # how fast each sensor was read, and how fast it refreshes
+            doc["sampling"] = sampling_doc(self.meters.sampler.traces(), res.t_start_s,
+                                           res.t_end_s)
         if res is not None:
             before_pin = self.idle_unpinned
             doc["power"]["idle_unpinned"] = build.idle_doc(

@@ -12,6 +12,7 @@ from ..hw.meters.accuracy import channel_accuracies
 from ..hw.meters.base import EmptySource
 from ..hw.meters.registry import open_sources
 from ..hw.nvml import cuda_gpu
+from ..sampling.rates import faster_than_sensor
 from ..sampling.sampler_process import ProcessSampler
 from ..sampling.uncertainty import efficiency_uncertainty, throughput_sem_pct, window_uncertainty
 from ..workload.model_arg import PYTORCH, model_kind
@@ -41,6 +42,8 @@ class Meters:
         self.sources = sources
         # in a process of its own: a workload holding the GIL neither starves it nor is slowed
         self.sampler = ProcessSampler(sources).start() if sources else None
+        if self.sampler is not None:  # said once per run, in every result's notes
+            self.notes += tuple(faster_than_sensor(self.sampler.traces()))
 
     def workload_device(self) -> str:
         """The device the workload runs on, as far as the meters need it: `--device auto` for

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..hw.clocks.runs import at_or_below, runs_range
 from ..units import format_hz
 
 # SoCs whose cpufreq current frequency comes from activity monitors (docs/hardware.md, CPU).
@@ -131,14 +132,16 @@ def applied_summary(applied_clocks: Sequence[Dict[str, Any]]) -> Dict[str, Optio
 
 
 def _expected(applied: Dict[str, Any]) -> Tuple[Optional[int], Optional[int]]:
-    """The range the running clock must stay in. An override rate runs at its nearest table
-    entry (the clock framework rounds it; an exact entry stays itself)."""
+    """The range the running clock must stay in, by the kernel's rules (hw/clocks/runs.py):
+    an override rate runs at the highest table entry not above it; min/max knobs run among
+    the table entries inside them, or, where none lies inside (a power mode's cap that is no
+    table entry), at the highest entry below max."""
+    table = applied.get("table_hz") or []
     pin = applied.get("override_hz")
     if pin is not None:
-        table = applied.get("table_hz") or []
-        hz = min(table, key=lambda f: (abs(f - pin), f)) if table else pin
+        hz = at_or_below(table, pin) if table else pin
         return hz, hz
-    return applied.get("min_hz"), applied.get("max_hz")
+    return runs_range(table, applied.get("min_hz"), applied.get("max_hz"))
 
 
 def activity_counter_cpu(soc: Optional[str]) -> bool:

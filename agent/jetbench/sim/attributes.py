@@ -3,7 +3,9 @@ how its store function answers a write, as the drivers do (served by `sim/fuse_b
 
 Unlike the file-based simulator (`sim/kernel.py`, which undoes refused values later from a
 thread), every write here is judged *synchronously*, the moment it is made, and a refused write
-fails with the errno the driver returns. Reads are computed when they are made.
+fails with the errno the driver returns. Reads are computed when they are made. The rules that
+decide what runs (`cpufreq_relation_l`, `devfreq_running`, `override_running`,
+`highest_at_or_below`, `ina3221_period_s`) are the file-based kernel's too: one copy.
 
 Semantics, per driver (L4T R32's 4.9 kernels unless said):
 - cpufreq `scaling_min_freq`/`scaling_max_freq`: an unsigned integer (else EINVAL); a min above
@@ -13,8 +15,10 @@ Semantics, per driver (L4T R32's 4.9 kernels unless said):
   writable only under `userspace` (EINVAL otherwise), shows `<unsupported>` under any other
   governor and the current frequency under `userspace`. `scaling_cur_freq`: performance runs at
   max, powersave at min, userspace at the set speed, dynamic governors between min and max by
-  load; always a table entry (the lowest at or above the target, within min/max).
-- devfreq `min_freq`/`max_freq`: an integer; min above max, or max below min, is EINVAL;
+  load; always a table entry (RELATION_L: the lowest at or above the target within min/max;
+  with no entry inside min/max, the highest not above max).
+- devfreq `min_freq`/`max_freq`: an integer; min above max, or max below min, is EINVAL; kept
+  as written (a cap between two OPPs reads back as written);
   `governor` one of `available_governors`; `cur_freq`/`target_freq` the highest table entry at
   or below the governor's target (performance/userspace: max; others: min, the GPU idle).
 - tegra210 debugfs clock overrides (`override.gbus`, `override.emc`): `rate` an integer from 0
@@ -27,7 +31,8 @@ Semantics, per driver (L4T R32's 4.9 kernels unless said):
 - CPU `online`: 0 or 1; taking the last online CPU down is EBUSY. `cpuidle/*/disable`,
   `railgate_enable`, cpuquiet's `enable`: integers.
 - INA3221 readings come from the power model (`power_model.py`), unpadded, recomputed once per
-  `update_interval` (hwmon, ms) and kept in between, as the chip's conversion registers are.
+  `update_interval` (hwmon, ms: one conversion cycle) x `samples` (the averaging) and kept in
+  between, as the chip's conversion registers are.
 - Files without a store function (everything else under /sys) refuse opening for writing with
   EACCES, as sysfs does for read-only attributes, even for root.
 
@@ -114,6 +119,28 @@ def round_emc(rate_hz: int) -> int:
 def highest_at_or_below(table: Sequence[int], target: float) -> int:
     below = [f for f in table if f <= target]
     return max(below) if below else min(table)
+
+
+def cpufreq_relation_l(table: Sequence[int], lo: int, hi: int, want: float) -> int:
+    """cpufreq's target with CPUFREQ_RELATION_L inside the policy's limits: the lowest entry
+    at or above `want` among those in lo..hi; with none above it, the highest inside; with
+    none inside (min = max = a cap that is no entry), the highest entry not above max."""
+    want = min(max(want, lo), hi)
+    inside = [f for f in table if lo <= f <= hi] or [highest_at_or_below(table, hi)]
+    above = [f for f in inside if f >= want]
+    return min(above) if above else max(inside)
+
+
+def devfreq_running(table: Sequence[int], lo: int, hi: int, governor: str) -> int:
+    """A devfreq node's clock: the governor's target (performance/userspace: max; the others
+    idle at min) clamped to min..max, at the highest OPP not above it (max wins over min)."""
+    target = hi if governor in ("performance", "userspace") else lo
+    return highest_at_or_below(table, min(max(target, lo), hi))
+
+
+def override_running(table: Sequence[int], rate: int, on: bool, idle: int) -> int:
+    """A tegra210 debugfs override: on, the highest table rate not above its rate."""
+    return highest_at_or_below(table, rate) if on and rate > 0 else idle
 
 
 # -- activity: the machine's CPU load, or a fixed value ---------------------------------------
@@ -204,11 +231,7 @@ class CpuPolicy:
             want = self.speed_khz or lo
         else:
             want = max(lo, self.idle_khz) + (hi - max(lo, self.idle_khz)) * load
-        want = min(max(want, lo), hi)
-        inside = [f for f in self.table_khz if lo <= f <= hi] or [highest_at_or_below(
-            self.table_khz, hi)]
-        above = [f for f in inside if f >= want]
-        return min(above) if above else max(inside)
+        return cpufreq_relation_l(self.table_khz, lo, hi, want)
 
 
 @dataclass
@@ -238,8 +261,7 @@ class Devfreq:
         self.governor = name
 
     def running_hz(self) -> int:
-        target = self.max_hz if self.governor in ("performance", "userspace") else self.min_hz
-        return highest_at_or_below(self.table_hz, min(max(target, self.min_hz), self.max_hz))
+        return devfreq_running(self.table_hz, self.min_hz, self.max_hz, self.governor)
 
 
 @dataclass
@@ -262,11 +284,9 @@ class Override:
         self.on = parse_bool(data)
 
     def running_hz(self) -> int:
-        if self.on and self.rate_hz > 0:
-            if self.round_step_hz:  # round-emc: the controller runs the nearest step
-                return round_emc(self.rate_hz)
-            return highest_at_or_below(self.table_hz, self.rate_hz)
-        return self.idle_hz
+        if self.on and self.rate_hz > 0 and self.round_step_hz:
+            return round_emc(self.rate_hz)  # round-emc: the controller runs the nearest step
+        return override_running(self.table_hz, self.rate_hz, bool(self.on), self.idle_hz)
 
 
 @dataclass
@@ -391,8 +411,9 @@ class SimulatedKernel:
                 f"{d}/cpuinfo_cur_freq": Attribute(lambda p=p: str(self.cpu_cur_khz(p))),
             })
         cpus = sorted(c for cl in self.board.clusters for c in cl.cpus)
-        for cpu in cpus[1:]:
-            value = Value("1", _bool_text)
+        for cpu in cpus[1:]:  # online as the tree has it (a power mode takes cores offline)
+            value = Value(self._initial(f"/sys/devices/system/cpu/cpu{cpu}/online").strip(),
+                          _bool_text)
             self.online[cpu] = value
             self.attrs[f"/sys/devices/system/cpu/cpu{cpu}/online"] = Attribute(
                 lambda v=value: v.text, lambda data, cpu=cpu: self._store_online(cpu, data))
@@ -638,11 +659,13 @@ class SimulatedKernel:
         d = f"{device_dir}/hwmon/hwmon{index}"
         interval = Value(self._initial(f"{d}/update_interval").strip(), _positive)
         self.attrs[f"{d}/update_interval"] = interval.attribute()
-        self.attrs[f"{d}/samples"] = Value(self._initial(f"{d}/samples").strip(),
-                                           _samples).attribute()
+        samples = Value(self._initial(f"{d}/samples").strip(), _samples)
+        self.attrs[f"{d}/samples"] = samples.attribute()
 
         def ma(label: str) -> int:
-            watts = self._rails_now(d, int(interval.text) / 1000.0).get(label, 0.0)
+            # The chip refreshes a reading once per conversion cycle x averaging count.
+            period_s = ina3221_period_s(int(interval.text), int(samples.text))
+            watts = self._rails_now(d, period_s).get(label, 0.0)
             return int(round(watts * 1e6 / rail_mv(label)))
 
         shunts: List[Tuple[str, int]] = []
@@ -662,6 +685,12 @@ class SimulatedKernel:
 
 
 INA3221_SAMPLES = (1, 4, 16, 64, 128, 256, 512, 1024)
+
+
+def ina3221_period_s(update_interval_ms: int, samples: int) -> float:
+    """How often an INA3221's readings change: its conversion cycle (hwmon update_interval,
+    channels x (bus + shunt conversion time)) times its averaging count (TI SBOS576)."""
+    return update_interval_ms * samples / 1000.0
 
 
 def _samples(data: str) -> str:

@@ -35,8 +35,8 @@ class SimModeCaps:
     """What an nvpmodel mode sets (its conf's CPU_ONLINE / MAX_FREQ lines, as the kernel then
     reads back): `sim create --power-mode ID` writes these over the MAXN tree."""
 
-    cpu_max_khz: Optional[int]  # every online cluster's scaling_max_freq
-    gpu_max_hz: Optional[int]  # devfreq max_freq (the table entry at or below the conf's value)
+    cpu_max_khz: Optional[int]  # every online cluster's scaling_max_freq, as the conf writes it
+    gpu_max_hz: Optional[int]  # devfreq max_freq, as the conf writes it (often no table entry)
     offline_cpus: Tuple[int, ...] = ()
 
 
@@ -210,9 +210,9 @@ _add(SimBoard(
                  ("POM_5V_IN", "POM_5V_GPU", "POM_5V_CPU"), 0),),
     power_modes=((0, "MAXN"), (1, "5W")),
     power_mode=0,
-    # NVIDIA's Nano conf, mode 1: cores 2-3 off, CPU max 918000 kHz, GPU max 640 MHz (the
-    # devfreq table's 614.4 MHz).
-    mode_caps=((1, SimModeCaps(918000, 614400000, (2, 3))),),
+    # NVIDIA's Nano conf, mode 1: cores 2-3 off, CPU max 918000 kHz, GPU max 640 MHz: neither
+    # is a table entry (the kernel runs 825.6 MHz and 614.4 MHz under them).
+    mode_caps=((1, SimModeCaps(918000, 640000000, (2, 3))),),
 ))
 _add(SimBoard(
     key="tx2",
@@ -247,8 +247,9 @@ _add(SimBoard(
     power_modes=((0, "MAXN"), (1, "MAXQ"), (2, "MAXP_CORE_ALL"), (3, "MAXP_CORE_ARM"),
                  (4, "MAXP_CORE_DENVER")),
     power_mode=0,
-    # MAXQ: the Denver cores (cpu1-2) off, A57 at most 1.2 GHz, GPU 850 MHz (828.75 in the table).
-    mode_caps=((1, SimModeCaps(1200000, 828750000, (1, 2))),),
+    # MAXQ: the Denver cores (cpu1-2) off, A57 at most 1.2 GHz, GPU 850 MHz (the table runs
+    # 1113.6 MHz and 828.75 MHz under them).
+    mode_caps=((1, SimModeCaps(1200000, 850000000, (1, 2))),),
     gpu_compatible="nvidia,gp10b",
 ))
 _add(SimBoard(
@@ -312,6 +313,9 @@ _add(SimBoard(
     power_modes=((0, "MODE_15W_2CORE"), (1, "MODE_15W_4CORE"), (2, "MODE_15W_6CORE"),
                  (3, "MODE_10W_2CORE"), (4, "MODE_10W_4CORE")),
     power_mode=2,
+    # A 10 W mode, with caps between table entries (representative values, not NVIDIA's conf):
+    # cpu4-5 off, CPU 1.2 GHz (1190.4 MHz runs), GPU 800 MHz (675.75 MHz runs).
+    mode_caps=((4, SimModeCaps(1200000, 800000000, (4, 5))),),
     gpu_compatible="nvidia,gv11b",
 ))
 _add(SimBoard(
@@ -346,6 +350,11 @@ _add(SimBoard(
     extra_devfreq=(("/sys/devices/platform/bus@0/15340000.vic", "15340000.vic", "vic"),),
     power_modes=((0, "MAXN"), (1, "MODE_15W"), (2, "MODE_30W"), (3, "MODE_50W")),
     power_mode=0,
+    # 15 W and 30 W with caps between table entries (representative values, not NVIDIA's
+    # conf): 15 W cpu4-11 off, CPU 1.2 GHz (1190.4 MHz runs), GPU 420 MHz (408 MHz runs);
+    # 30 W cpu8-11 off, CPU 1.75 GHz (1728 MHz runs), GPU 620 MHz (612 MHz runs).
+    mode_caps=((1, SimModeCaps(1200000, 420000000, tuple(range(4, 12)))),
+               (2, SimModeCaps(1750000, 620000000, tuple(range(8, 12))))),
     enable_3d_scaling=True,
     gpu_compatible="nvidia,ga10b",  # Orin's GPU, whatever its node is named (gpu, ga10b)
 ))
@@ -376,6 +385,9 @@ _add(SimBoard(
                  ("VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"), 1),),
     power_modes=((0, "15W"), (1, "7W")),
     power_mode=0,
+    # 7 W with caps between table entries (representative values, not NVIDIA's conf): cpu4-5
+    # off, CPU 980 MHz (960 MHz runs), GPU 420 MHz (408 MHz runs).
+    mode_caps=((1, SimModeCaps(980000, 420000000, (4, 5))),),
     gpu_compatible="nvidia,ga10b",
 ))
 
@@ -423,6 +435,7 @@ _add(replace(
     emc_freqs_hz=(204000000, 665600000, 2133000000, 3199000000),
     power_modes=((0, "15W"), (1, "25W"), (2, "MAXN_SUPER"), (3, "7W")),
     power_mode=2,
+    mode_caps=((3, SimModeCaps(980000, 420000000, (4, 5))),),  # its 7 W: as the Orin Nano's
 ))
 
 # Jetson AGX Thor developer kit (JetPack 7, L4T R38): the GPU is a PCI device (0000:01:00.0)
@@ -462,6 +475,9 @@ _add(SimBoard(
     extra_devfreq=(("/sys/devices/pci0000:00/0000:00:00.0/0000:01:00.0", "gpu-nvd-0", ""),),
     power_modes=((0, "MAXN"), (1, "120W")),
     power_mode=0,
+    # 120 W with caps between table entries (representative values, not NVIDIA's conf): CPU
+    # 2 GHz (1836 MHz runs), GPU 1.4 GHz (1377 MHz runs); every core stays online.
+    mode_caps=((1, SimModeCaps(2000000, 1400000000)),),
     gpu_pci_bdf="0000:01:00.0",
 ))
 

@@ -98,6 +98,11 @@ def create_board(key: str, directory: Union[str, os.PathLike],
     return board
 
 
+def check_power_mode(key: str, mode: Optional[int]) -> None:
+    """UsageError when simulated board `key` has no power mode `mode`."""
+    _mode_caps(get(key), mode)
+
+
 def _mode_caps(board: SimBoard, mode: Optional[int]) -> Optional[SimModeCaps]:
     """The caps of `mode` on `board`; None for its default mode; UsageError for another."""
     if mode is None or mode == board.power_mode:

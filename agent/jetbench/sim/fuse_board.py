@@ -32,6 +32,10 @@ from .quirks import check
 
 READ_ONLY_PREFIXES = ("/sys/", "/proc/")
 SYSFS_SIZE = 4096  # what stat(2) reports for a sysfs attribute
+# How long the kernel may keep a name's lookup and attributes (mode, size) without asking: they
+# change only through this mount (which the kernel sees), and a path jetbench resolves costs
+# one lstat per component. Absent names are never cached (late-gpu's node appears later).
+ATTR_CACHE_S = 1.0
 
 
 def _fuse():
@@ -220,9 +224,11 @@ def _err(code: int) -> OSError:
     return OSError(code, os.strerror(code))
 
 
-def prepare(board_key: str, backing: Path, quirks: Sequence[str] = ()) -> None:
-    """The board's tree, as `sim create` writes it, with its quirks listed in the marker."""
-    create_board(board_key, backing)
+def prepare(board_key: str, backing: Path, quirks: Sequence[str] = (),
+            power_mode: Optional[int] = None) -> None:
+    """The board's tree, as `sim create` writes it (in `power_mode`, its caps as nvpmodel
+    leaves them), with its quirks listed in the marker."""
+    create_board(board_key, backing, power_mode=power_mode)
     marker = backing / SIM_MARKER.lstrip("/")
     doc = json.loads(marker.read_text())
     doc["kernel"] = "fuse"  # no file-based simulated kernel may run beside this server
@@ -233,7 +239,7 @@ def prepare(board_key: str, backing: Path, quirks: Sequence[str] = ()) -> None:
 
 def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
           load: Optional[float] = None, write_log: Optional[Path] = None,
-          on_ready=None) -> None:
+          on_ready=None, power_mode: Optional[int] = None) -> None:
     """Mount the board at `mountpoint` and serve it until SIGINT/SIGTERM (then unmount)."""
     fuse, reason = _fuse()
     if fuse is None:
@@ -243,13 +249,13 @@ def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
     backing = Path(tempfile.mkdtemp(prefix=f"jetbench-fuse-{board_key}-"))
     log = open(write_log, "a", encoding="utf-8") if write_log else None
     try:
-        prepare(board_key, backing, names)
+        prepare(board_key, backing, names, power_mode)
         kernel = SimulatedKernel(get(board_key), read_initial(backing), names, HostLoad(load),
                                  clock=time.monotonic)
         fs = BoardFS(kernel, backing, log, on_ready)
         try:
             fuse.FUSE(fs, str(mountpoint), foreground=True, nothreads=True, raw_fi=True,
-                      attr_timeout=0, entry_timeout=0, negative_timeout=0,
+                      attr_timeout=ATTR_CACHE_S, entry_timeout=ATTR_CACHE_S, negative_timeout=0,
                       fsname=f"jetbench-sim-{board_key}")
         except RuntimeError:
             # libfuse >= 3.x reports a loop ended by SIGINT/SIGTERM as an error code: a

@@ -29,6 +29,14 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import gpu_load
 from . import quirks as Q
+from .attributes import (
+    cpufreq_relation_l,
+    devfreq_running,
+    highest_at_or_below,
+    ina3221_period_s,
+    override_running,
+    round_emc,
+)
 from .boards import EMC_DEVFREQ_DEVICE, SimBoard, get
 from .power_model import (
     ClockState,
@@ -120,11 +128,6 @@ def _hide_setspeed(policy: Path, seen: str) -> None:
         os.close(fd)
 
 
-def _round_emc(rate_hz: int) -> int:
-    """round-emc: the nearest rate the memory controller can run (a multiple of the step)."""
-    return max(1, round(rate_hz / Q.EMC_ROUND_STEP_HZ)) * Q.EMC_ROUND_STEP_HZ
-
-
 class SimKernel:
     """Reacts to writes in a simulated tree. Constructing one touches nothing."""
 
@@ -153,6 +156,7 @@ class SimKernel:
                                                        time.thread_time())
         self._load_cores = 0.0  # smoothed cores used by this process, the kernel's thread aside
         self._gpu_load = 0.0  # the GPU's load file, last read (a simulated workload's)
+        self._ina_ticks: Dict[str, int] = {}  # per hwmon INA3221: its last conversion period
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -294,12 +298,13 @@ class SimKernel:
                 # kernel shows that frequency in the file at once; rewriting it from here would
                 # race with jetbench's own write of the file, so it is left as it was.)
                 start = self._cpu_set_khz.get(d) or _read_int(d / "scaling_cur_freq", lo)
-                target = min(max(int(setspeed) if setspeed.isdigit() else start, lo), hi)
+                target = int(setspeed) if setspeed.isdigit() else start
             else:
                 if setspeed != "<unsupported>" and governor_after not in ("", "userspace"):
                     _hide_setspeed(d, setspeed)
                 target = hi if governor == "performance" else lo
-            cur = min(cluster.freqs_khz, key=lambda f: (abs(f - target), f))
+            # The rule of sim/attributes.py (one copy): RELATION_L inside min..max.
+            cur = cpufreq_relation_l(cluster.freqs_khz, lo, hi, target)
             self._cpu_set_khz[d] = cur
             shown = cur
             if amu:  # measured from activity counters: a little low when busy, far low idle
@@ -333,9 +338,7 @@ class SimKernel:
         ok = table[0] <= lo <= hi <= table[-1]
         lo = int(self._guard(d / "min_freq", ok) or lo)
         hi = int(self._guard(d / "max_freq", ok) or hi)
-        governor = _read(d / "governor")
-        target = hi if governor in ("performance", "userspace") else lo
-        cur = min(table, key=lambda f: (abs(f - target), f))
+        cur = devfreq_running(table, lo, hi, _read(d / "governor"))
         cap = self._gpu_cap_hz(tuple(table)) if is_gpu else None
         if cap is not None:
             cur = min(cur, cap)
@@ -354,7 +357,7 @@ class SimKernel:
         ok = 0 <= rate <= table[-1]
         rate = int(self._guard(clock / "override.gbus/rate", ok) or rate)
         on = _read(clock / "override.gbus/state") == "1"
-        cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[0]
+        cur = override_running(table, rate, on, table[0])
         cap = self._gpu_cap_hz(tuple(table))
         if cap is not None:
             cur = min(cur, cap)
@@ -375,13 +378,14 @@ class SimKernel:
                 return float(table[-1])
             value = _read_int(rate, table[-1])
             value = int(self._guard(rate, table[0] <= value <= table[-1]) or value)
-            if "round-emc" in self.quirks:  # accepted, and the file shows what was kept
-                kept = _round_emc(value)
-                if kept != value:
-                    _poke(rate, kept)
-                    self._accepted[rate] = str(kept)
-                value = kept
-            return float(value)
+            # Accepted, and the file shows what was kept: a table rate not above it (round-emc:
+            # the controller's step), as sim/attributes.py's BpmpEmc.
+            kept = round_emc(value) if "round-emc" in self.quirks else \
+                highest_at_or_below(table, value)
+            if kept != value:
+                _poke(rate, kept)
+                self._accepted[rate] = str(kept)
+            return float(kept)
         if kind == "debugfs-clk":
             over = self.p("/sys/kernel/debug/clk/override.emc")
             cur_file = self.p("/sys/kernel/debug/clk/emc/clk_rate")
@@ -403,9 +407,9 @@ class SimKernel:
         rate = int(self._guard(rate_file, 0 <= rate <= table[-1]) or rate)
         on = _read(state_file) == "1"
         if "round-emc" in self.quirks and on and rate > 0:
-            cur = _round_emc(rate)
+            cur = round_emc(rate)
         else:
-            cur = min(table, key=lambda f: (abs(f - rate), f)) if on and rate > 0 else table[-1]
+            cur = override_running(table, rate, on, table[-1])
         _poke(cur_file, cur)
         return float(cur)
 
@@ -444,6 +448,18 @@ class SimKernel:
             self._load_cores += (raw - self._load_cores) * weight
         return self._load_cores
 
+    def _converted(self, ina) -> bool:
+        """A hwmon INA3221 refreshes once per update_interval x samples (its settings in the
+        tree, sim/attributes.py's rule): True when a new period began since the last pass."""
+        d = self.p(f"{ina.device_dir}/hwmon/hwmon{ina.index}")
+        period_s = ina3221_period_s(_read_int(d / "update_interval", 1),
+                                    _read_int(d / "samples", 1))
+        tick = int(time.monotonic() // period_s) if period_s > 0 else self.passes
+        if self._ina_ticks.get(ina.device_dir) == tick:
+            return False
+        self._ina_ticks[ina.device_dir] = tick
+        return True
+
     def _online_fraction(self) -> float:
         cpus = [c for cl in self.board.clusters for c in cl.cpus]
         online = 0
@@ -471,6 +487,8 @@ class SimKernel:
         components = component_powers_w(board.soc, clocks, activity, self._gpu_load,
                                         module_budget_w(board.power_modes))
         for ina in board.inas:
+            if ina.driver == "ina3221" and not self._converted(ina):
+                continue  # the chip's conversion cycle has not ended: readings unchanged
             watts = rail_powers_w([lb for lb in ina.labels if lb != "NC"], components)
             for index, label in enumerate(ina.labels):
                 if label not in watts:

@@ -8,6 +8,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError, PowerModeCap, ProfileError
 from ..hw.board import Board
+from ..hw.clocks.runs import at_or_below, is_entry
 from ..hw.clocks.types import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
 from ..hw.fs import Root
 from ..hw.mode_caps import ModeCaps, cpu_online_file, read_mode_caps
@@ -116,9 +117,12 @@ def resolve_spec(
         return hi if spec == MAX else lo
     assert isinstance(spec, int)
     if cap is not None and spec > cap.hz * (1 + RANGE_TOLERANCE):
+        allowed = f" (the highest table entry it allows: {format_hz(at_or_below(table, cap.hz))})" \
+            if table else ""
         raise PowerModeCap(
             f"{_who(profile, where)}: {format_hz(spec)} is above the power mode's cap: "
-            f"mode {cap.caps.mode.text} holds {cap.clock} at {format_hz(cap.hz)} or below",
+            f"mode {cap.caps.mode.text} holds {cap.clock} at {format_hz(cap.hz)} or "
+            f"below{allowed}",
             hint=f"nothing was written; {cap.caps.way_out()}")
     if spec > hi * (1 + RANGE_TOLERANCE) or (lo and spec < lo * (1 - RANGE_TOLERANCE)):
         raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
@@ -160,7 +164,7 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
     limit = None if profile.beyond_power_mode else caps
     cpu = CpuTarget()
     if present["cpu"] and "cpu" in profile.sections:
-        cpu = _cpu_target(profile, board, requested, limit)
+        cpu = _cpu_target(profile, board, requested, limit, notes)
     gpu = GpuTarget()
     nvml: Tuple[NvmlGpuTarget, ...] = ()
     if present["gpu"] and "gpu" in profile.sections and board.nvml_gpus:
@@ -175,7 +179,7 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
         cap = Cap(limit.gpu_max_hz, limit, "the GPU") \
             if limit is not None and limit.gpu_max_hz is not None else None
         lo, hi = _range(profile, "[gpu]", profile.gpu_freq, g.available_hz, g.min_hz, g.max_hz,
-                        requested, "gpu", cap)
+                        requested, "gpu", cap, notes)
         gpu = GpuTarget(min_hz=lo, max_hz=hi, railgate=profile.gpu_railgate)
     emc = EmcTarget()
     if present["emc"] and profile.emc_freq is not None:
@@ -283,6 +287,7 @@ def _power_limit_mw(profile: Profile, gpu: NvmlGpu, where: str,
 def _range(
     profile: Profile, where: str, freq: Optional[FreqRange], table: Sequence[int], lo: int,
     hi: int, requested: List[Requested], domain: str, cap: Optional[Cap] = None,
+    notes: Optional[List[str]] = None,
 ) -> Tuple[Optional[int], Optional[int]]:
     if freq is None:
         return None, None
@@ -290,20 +295,34 @@ def _range(
         if freq.min is not None else None
     new_hi = resolve_spec(profile, f"{where} max_freq", freq.max, table, lo, hi, cap) \
         if freq.max is not None else None
+
+    def runs(hz: Optional[int]) -> Optional[int]:
+        """What the kernel runs for a knob value: a cap that is no table entry runs the
+        highest entry not above it (hw/clocks/runs.py), said once in the notes."""
+        if hz is None or cap is None or is_entry(table, hz):
+            return hz
+        entry = at_or_below(table, hz)
+        clock = cap.clock[4:] if cap.clock.startswith("the ") else cap.clock
+        said = (f"{clock}: cap {format_hz(hz)} -> {format_hz(entry)} runs (power mode "
+                f"{cap.caps.mode.text}'s cap is no table entry: the kernel runs the highest "
+                "entry not above it)")
+        if notes is not None and said not in notes:
+            notes.append(said)
+        return entry
     if freq.pinned:
-        requested.append(Requested(domain, "freq", _spec_text(freq.min), new_lo))
+        requested.append(Requested(domain, "freq", _spec_text(freq.min), runs(new_lo)))
     else:
         if new_lo is not None:
-            requested.append(Requested(domain, "min_freq", _spec_text(freq.min), new_lo))
+            requested.append(Requested(domain, "min_freq", _spec_text(freq.min), runs(new_lo)))
         if new_hi is not None:
-            requested.append(Requested(domain, "max_freq", _spec_text(freq.max), new_hi))
+            requested.append(Requested(domain, "max_freq", _spec_text(freq.max), runs(new_hi)))
     if new_lo is not None and new_hi is not None and new_lo > new_hi:
         raise _fail(profile, where, "min_freq resolves above max_freq")
     return new_lo, new_hi
 
 
 def _cpu_target(profile: Profile, board: Board, requested: List[Requested],
-                limit: Optional[ModeCaps]) -> CpuTarget:
+                limit: Optional[ModeCaps], notes: List[str]) -> CpuTarget:
     governor = None
     if profile.cpu_governors:
         common = set(board.cpu.policies[0].governors)
@@ -325,9 +344,12 @@ def _cpu_target(profile: Profile, board: Board, requested: List[Requested],
             cap_hz = limit.cpu_max_hz.get(policy.path) if limit is not None else None
             cap = Cap(cap_hz, limit, f"CPU {policy.name}") \
                 if limit is not None and cap_hz is not None else None
+            first_cap = limit.cpu_max_hz.get(policies[0].path) if limit is not None else None
+            # one note per distinct cap (Thor's 14 one-core policies share theirs)
+            said = notes if policy is policies[0] or cap_hz != first_cap else None
             lo, hi = _range(profile, f"[cpu] ({policy.name})", profile.cpu_freq,
                             policy.available_hz, policy.min_hz, policy.max_hz,
-                            requested if policy is policies[0] else [], "cpu", cap)
+                            requested if policy is policies[0] else [], "cpu", cap, said)
             per_policy.append((policy.path, lo, hi))
     if governor:
         requested.append(Requested("cpu", "governor", governor, None))

@@ -4,11 +4,12 @@ and cpuquiet/cluster switching on TX1 with L4T R24. cpufreq files are in kHz."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from ..board import Board, CpuPolicy
 from ..fs import Root
 from ..mode_caps import cpu_online_file
+from .runs import cpufreq_runs
 from .steps import ordered_min_max, write_if_changed
 from .types import ClockReading, CpuTarget, Step, Write
 
@@ -118,9 +119,21 @@ def _policy_writes(root: Root, policy: CpuPolicy, target: CpuTarget) -> List[Wri
     )
     if target.setspeed and hi is not None and target.governor == "userspace":
         # Only meaningful (and only writable) under the userspace governor, set just above.
+        # The entry that runs under min/max (hw/clocks/runs.py): the file reads back the
+        # running clock, so under a cap that is no table entry (min = max = 918000 kHz on a
+        # Nano in 5 W) the entry below the cap is written, and read back as written.
         setspeed = f"{policy.path}/scaling_setspeed"
         old = root.read(setspeed, default="")
-        value = str(hi // 1000)
+        value = str(setspeed_runs_khz(root, policy, lo, hi))
         if old != value:
             writes.append(Write(setspeed, value, old))
     return writes
+
+
+def setspeed_runs_khz(root: Root, policy: CpuPolicy, lo: Optional[int], hi: int) -> int:
+    """The entry (kHz) the policy runs once min/max hold `lo`/`hi` (Hz; None: the min file
+    as it is) and scaling_setspeed holds `hi`."""
+    lo_khz = lo // 1000 if lo is not None else root.read_int(
+        f"{policy.path}/scaling_min_freq", default=0)
+    table = [f // 1000 for f in policy.available_hz] or [hi // 1000]
+    return cpufreq_runs(table, lo_khz, hi // 1000, hi // 1000)

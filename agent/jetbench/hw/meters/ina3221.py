@@ -116,19 +116,24 @@ class RailSource:
 
     @property
     def period_s(self) -> float:
-        """The sensor's update interval: hwmon `update_interval` (largest of the devices)."""
+        """How often the sensor's readings refresh: hwmon `update_interval` x `samples` (the
+        slowest of the devices), else the family's default period."""
         if self._period_s is None:
             self._period_s = self._read_period()
         return self._period_s
 
     def _read_period(self) -> float:
-        """The slowest device's interval file (ms), else its family's default period."""
+        """The slowest device's conversion cycle (ms) times its averaging count, else its
+        family's default period (a driver that shows neither: docs/hardware.md)."""
         periods = []
         for dev, fam in sorted({(r.device, _family(r)) for r in self.rails},
                                key=lambda x: x[0]):
             ms = self.root.read_int(f"{dev}/{fam.interval_file}", default=None) \
                 if fam.interval_file else None
-            periods.append(ms / 1000.0 if ms else fam.default_period_s)
+            samples = self.root.read_int(f"{dev}/{fam.samples_file}", default=None) \
+                if fam.samples_file else None
+            period = ms / 1000.0 if ms else fam.default_period_s
+            periods.append(period * samples if ms and samples and samples > 0 else period)
         return max(periods, default=0.01)
 
     def open(self) -> None:

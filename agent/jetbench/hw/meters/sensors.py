@@ -36,8 +36,9 @@ class SensorFamily:
     power_w_per_unit: float
     volt_file: str  # bus voltage, mV
     curr_file: str  # current, mA
-    interval_file: Optional[str]  # update interval, ms
+    interval_file: Optional[str]  # one conversion cycle, ms (hwmon `update_interval`)
     default_period_s: float
+    samples_file: Optional[str] = None  # averaging count: a reading refreshes every cycle x it
 
     def label(self, n: int) -> Optional[str]:
         return self.label_file.format(n=n) if self.label_file else None
@@ -80,7 +81,10 @@ FAMILIES: Tuple[SensorFamily, ...] = (
         label_file="in{n}_label", default_label=None, point=None,
         power_file=None, power_w_per_unit=MV_X_MA_TO_W,  # no power file: P = V x I
         volt_file="in{n}_input", curr_file="curr{n}_input",
-        interval_file="update_interval", default_period_s=0.01,
+        # The mainline driver's update_interval is one conversion cycle, channels x (bus +
+        # shunt conversion time), without the averaging (NVIDIA's 2022 fix made writing it
+        # agree): a reading refreshes every update_interval x samples (TI SBOS576 8.4.2.2).
+        interval_file="update_interval", default_period_s=0.01, samples_file="samples",
     ),
 )
 BY_KEY = {f.key: f for f in FAMILIES}
