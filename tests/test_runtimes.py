@@ -622,3 +622,26 @@ def test_the_compile_flag_compiles_at_build_not_in_the_warm_up(monkeypatch):
     assert len(calls) == 1  # at build
     work.step()
     assert len(calls) == 2
+
+
+def test_a_16_bit_export_the_cpu_cannot_run_is_made_on_the_gpu(monkeypatch, cache):
+    """N7: the exporter runs the network once, and NVIDIA's JetPack 5 torch has no CPU half
+    convolution: every fp16 ONNX Runtime row was unavailable on a Jetson with a GPU."""
+    import torch
+
+    tried = []
+
+    def export_on(torch_, net, example, path, device):
+        tried.append(device)
+        if device == "cpu":
+            raise RuntimeError('"slow_conv2d_cpu" not implemented for \'Half\'')
+        Path(path).write_bytes(b"ONNX")
+
+    monkeypatch.setattr(onnx_export, "_export_on", export_on)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    path = onnx_export.exported_onnx("resnet18", "fp16", 1, 0, SMALL)
+    assert tried == ["cpu", "cuda"] and path.read_bytes() == b"ONNX"
+    tried.clear()
+    with pytest.raises(PrecisionUnavailable, match="slow_conv2d_cpu"):  # the CPU's reason
+        onnx_export.exported_onnx("resnet18", "fp32", 2, 0, SMALL)  # fp32: never the GPU
+    assert tried == ["cpu"]

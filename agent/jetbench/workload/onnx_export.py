@@ -63,12 +63,23 @@ def exported_onnx(model: str, precision: str, batch: int, seed: int = 0,
         return path
     net = spec.build(seed).eval().to(getattr(torch, dtype))
     example = torch.full((batch, *shape), 0.5, dtype=getattr(torch, dtype))
-    try:
-        return write_cached(path, lambda tmp: _export(torch, net, example, tmp))
-    except Exception as err:  # noqa: BLE001 - any exporter failure is this runtime's problem
-        raise PrecisionUnavailable(f"{model} {precision}: torch {torch.__version__} could not "
-                                   f"export it to ONNX ({first_line(err)})",
-                                   hint="try fp32, or another runtime") from err
+    # The exporter runs the network once: a 16-bit network on a torch without CPU half
+    # kernels (NVIDIA's JetPack 5 wheels) runs on the GPU instead; the file is the same.
+    devices = ["cpu"] + (["cuda"] if dtype != "float32" and torch.cuda.is_available() else [])
+    failure: Optional[BaseException] = None
+    for device in devices:
+        try:
+            return write_cached(path, lambda tmp, on=device: _export_on(torch, net, example,
+                                                                        tmp, on))
+        except Exception as err:  # noqa: BLE001 - any exporter failure is this runtime's problem
+            failure = failure or err  # the CPU's reason: the one a user can act on
+    raise PrecisionUnavailable(f"{model} {precision}: torch {torch.__version__} could not "
+                               f"export it to ONNX ({first_line(failure)})",
+                               hint="try fp32, or another runtime") from failure
+
+
+def _export_on(torch: Any, net: Any, example: Any, path: str, device: str) -> None:
+    _export(torch, net.to(device), example.to(device), path)
 
 
 def _export(torch: Any, net: Any, example: Any, path: str) -> None:
