@@ -325,7 +325,14 @@ class ShapeTensorEngine(FakeEngine):
 
 
 class TwoProfileEngine(FakeEngine):
+    """Two profiles, as `trtexec --profile` builds them: batches 1-8 and 9-32."""
+
     num_optimization_profiles = 2
+    profile = (1, 32)  # the context takes what either profile holds
+
+    def get_tensor_profile_shape(self, name, index):
+        lo, hi = ((1, 8), (9, 32))[index]
+        return [(lo, 3, 8, 8), (lo, 3, 8, 8), (hi, 3, 8, 8)]
 
     def create_execution_context(self) -> FakeContext:
         context = super().create_execution_context()
@@ -351,6 +358,19 @@ def test_an_engine_with_several_profiles_runs_profile_0_and_says_so(engine_file:
     assert ("set_optimization_profile_async", 0, 0xABC) in log
     assert names.index("set_optimization_profile_async") < names.index("set_input_shape")
     assert any("profile 0" in n for n in run.notes)
+
+
+def test_a_batch_only_another_profile_holds_runs_on_that_profile(engine_file: Path) -> None:
+    """A batch of 16 is outside profile 0 (1-8) and inside profile 1 (9-32): it ran on profile
+    0 and was refused as outside the engine's profile."""
+    log: List[Tuple] = []
+    run = load_engine(_trt_with(log, TwoProfileEngine), str(engine_file), 16, None, "constant",
+                      FakeBuffers())
+    assert ("set_optimization_profile_async", 1, 0xABC) in log
+    assert any("profile 1" in n for n in run.notes)
+    with pytest.raises(UsageError, match=r"profile 0: batch 1\.\.8, profile 1: batch 9\.\.32"):
+        load_engine(_trt_with([], TwoProfileEngine), str(engine_file), 64, None, "constant",
+                    FakeBuffers())
 
 
 def test_inputs_are_filled_on_the_engines_own_stream() -> None:

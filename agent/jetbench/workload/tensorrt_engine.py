@@ -121,8 +121,10 @@ def load_engine(trt: Any, path: str, batch: int, input_shape: Optional[InputShap
     stream = buffers.stream_handle()
     profiles = int(getattr(engine, "num_optimization_profiles", 1) or 1)
     if profiles > 1:
-        context.set_optimization_profile_async(0, stream)
-        notes.append(f"the engine has {profiles} optimization profiles: profile 0 is used")
+        chosen = covering_profile(engine, profiles, shapes, path)
+        context.set_optimization_profile_async(chosen, stream)
+        notes.append(f"the engine has {profiles} optimization profiles: profile {chosen}, the "
+                     "first whose ranges hold these input shapes, is used")
     for name, shape in shapes.items():
         if not context.set_input_shape(name, shape):
             raise UsageError(f"{path}: input {name!r} shape {'x'.join(map(str, shape))} is "
@@ -150,6 +152,34 @@ def load_engine(trt: Any, path: str, batch: int, input_shape: Optional[InputShap
                                       fill if is_input[name] and floating else None)
         context.set_tensor_address(name, buffers.address(tensors[name]))
     return EngineRun(engine, context, shapes, outputs, dtypes, tensors, stream, tuple(notes))
+
+
+def covering_profile(engine: Any, profiles: int, shapes: Dict[str, Tuple[int, ...]],
+                     path: str) -> int:
+    """The first optimization profile whose (min, max) ranges hold every input shape
+    (`get_tensor_profile_shape(name, k)` gives min, opt, max); profile 0 where the engine does
+    not say (its ranges are then checked by set_input_shape). None holds them: a UsageError
+    listing each profile's batch range."""
+    ranges = getattr(engine, "get_tensor_profile_shape", None)
+    if ranges is None:
+        return 0
+
+    def holds(k: int) -> bool:
+        for name, shape in shapes.items():
+            lo, _opt, hi = (tuple(d) for d in ranges(name, k))
+            if len(lo) != len(shape) or not all(a <= d <= b for a, d, b in zip(lo, shape, hi)):
+                return False
+        return True
+
+    for k in range(profiles):
+        if holds(k):
+            return k
+    first = next(iter(shapes))
+    listed = ", ".join(f"profile {k}: batch {ranges(first, k)[0][0]}..{ranges(first, k)[2][0]}"
+                       for k in range(profiles))
+    raise UsageError(f"{path}: no optimization profile holds input {first!r} shape "
+                     f"{'x'.join(map(str, shapes[first]))} ({listed})",
+                     hint="use a --batch/--input-shape one of the engine's profiles covers")
 
 
 def split_ultralytics(data: bytes) -> Tuple[bytes, Optional[Dict[str, Any]]]:
