@@ -166,3 +166,15 @@ def test_another_sensor_family_is_unknown_not_ina3221(tmp_path):
     acc = channel_accuracies(root, [Ina3221Source(root, rails)], "orin-nano")
     assert acc[f"ina3221/{rails[0].name}"].worst_case_w(10.0) is None
     assert "ina238" in acc[f"ina3221/{rails[0].name}"].basis
+
+
+def test_nvml_energy_is_never_called_exact():
+    """N16: NVML's energy counter was called exact; on A100/H100 its sensor samples about a
+    quarter of the time (arXiv 2312.02741). Its accuracy stays unknown, and says why."""
+    from jetbench.hw.fs import Root
+    from jetbench.hw.meters.accuracy import channel_accuracies
+    from jetbench.hw.meters.nvml import NvmlSource
+
+    (acc,) = channel_accuracies(Root("/"), [NvmlSource()]).values()
+    assert not acc.known and acc.worst_case_w(300.0) is None
+    assert "samples only part of the time" in acc.basis

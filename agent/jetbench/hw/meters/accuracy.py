@@ -7,7 +7,8 @@
   Without a shunt resistance the offset term cannot be computed: the accuracy is "unknown".
 - External meters: `?accuracy=READING%+RANGEW` in the meter spec (e.g. `0.1%+0.05W`: 0.1% of the
   reading plus 0.05 W). Without it: the WT310 family's published figure, else "unknown".
-- Anything else (RAPL, NVML, jtop): "unknown".
+- Anything else (RAPL, NVML, jtop): "unknown" (NVML says why: its energy counter integrates a
+  sensor that samples only part of the time on A100/H100).
 
 `channel_accuracies()` reads the few files it needs (shunt resistors, bus voltages) once.
 """
@@ -134,6 +135,7 @@ def channel_accuracies(root: Root, sources: Sequence[Any],
                 out[ch.key] = _ina_accuracy(root, rails[ch.name], family)
             elif protocol is not None or given:
                 out[ch.key] = meter_accuracy(str(protocol), given)
-            else:
-                out[ch.key] = UNKNOWN
+            else:  # a source may say why its accuracy is unknown (NVML's energy counter)
+                why = getattr(source, "accuracy_unknown_because", None)
+                out[ch.key] = Accuracy(why, known=False) if why else UNKNOWN
     return out

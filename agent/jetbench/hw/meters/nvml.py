@@ -23,6 +23,11 @@ SOURCE_NAME = "nvml"
 
 class NvmlSource:
     pushed = False
+    # what the result's uncertainty says of it (hw/meters/accuracy.py)
+    accuracy_unknown_because = (
+        "NVML publishes no accuracy; its energy counter integrates a power sensor that samples "
+        "only part of the time on A100/H100 (about a quarter: arXiv 2312.02741), so short "
+        "windows can miss or double bursts")
 
     def __init__(self, index: int = 0, *, name: str = SOURCE_NAME,
                  gpu: Optional[CudaGpu] = None):
