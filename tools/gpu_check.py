@@ -14,6 +14,7 @@ fails, hangs or crashes is that path's row and the others still run:
 - `tune --budget 4 --knobs gpu` on the same GPU (its NVML clocks);
 - several runtimes and precisions in one `time` (a row that cannot run is its own row), and
   a CUDA graph replayed under TorchScript with its output check;
+- ONNX Runtime's TensorRT provider twice on one engine cache (the second session faster);
 - `--devices 2` where there are two GPUs.
 
     python3 tools/gpu_check.py [--out DIR] [--runtimes torch,onnxruntime] [--limit-s 600]
@@ -65,12 +66,14 @@ class Check:
         self.rows: List[Dict[str, object]] = []
         self.started = time.monotonic()
 
-    def jetbench(self, *args: str, timeout_s: float = 300) -> Dict[str, object]:
+    def jetbench(self, *args: str, timeout_s: float = 300,
+                 env: Optional[Dict[str, str]] = None) -> Dict[str, object]:
         """One CLI run: exit code, stdout, stderr, seconds (exit None: it hit its limit)."""
         left = self.limit_s - (time.monotonic() - self.started)
         timeout_s = max(1.0, min(timeout_s, left))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(REPO / "agent"), os.environ.get("PYTHONPATH", "")]), COLUMNS="200")
+            [str(REPO / "agent"), os.environ.get("PYTHONPATH", "")]), COLUMNS="200",
+            **(env or {}))
         t0 = time.monotonic()
         try:
             proc = subprocess.run([sys.executable, "-m", "jetbench.cli.main", *args],
@@ -167,6 +170,30 @@ def check_cuda_graph(c: Check, out: Path) -> None:
           f"{(res.get('throughput') or {}).get('images_per_s', 0):.4g} img/s, output check "
           f"max diff {check.get('max_abs_diff', '?')}" if res.get("status") == "ok"
           else str(res.get("message"))[:300], run)
+
+
+def check_ort_tensorrt_cache(c: Check, out: Path) -> None:
+    """ONNX Runtime's TensorRT provider twice in one cache: the second session loads the
+    engine the first built (its build is the difference between the two runs' seconds)."""
+    path = "onnxruntime tensorrt provider: engine cache (second session faster)"
+    cache = {"JETBENCH_CACHE_DIR": str(c.work / "ort-trt-cache")}
+    runs = []
+    for _ in range(2):
+        run = c.jetbench("time", "--model", MODEL, "--batch", BATCH, "--device", "cuda",
+                         "--runtime", "onnxruntime", "--provider", "tensorrt", "--precision",
+                         "fp16", *SHORT, "--json", timeout_s=300, env=cache)
+        try:
+            (res,) = json.loads(str(run["out"]))["results"]
+        except (ValueError, KeyError, TypeError):
+            c.row(path, "failed", _first_error(run), run)
+            return
+        if res.get("status") != "ok":
+            c.row(path, str(res.get("status")), str(res.get("message"))[:300], run)
+            return
+        runs.append(run)
+    first, second = (float(str(r["s"])) for r in runs)
+    c.row(path, "ok" if second < first else "failed",
+          f"first session {first} s, second {second} s", runs[1], first + second)
 
 
 def check_nvml(c: Check, out: Path) -> None:
@@ -296,7 +323,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     c = Check(Path("/"), work, args.limit_s)
     for step in (check_nvml, check_clocks, check_tune, check_rows_together,
-                 check_cuda_graph):  # the short ones first
+                 check_cuda_graph, check_ort_tensorrt_cache):  # the short ones first
         if c.out_of_time():
             c.row(step.__name__, "skipped", "gpu-check's time limit", None, 0.0)
         else:
