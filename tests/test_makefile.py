@@ -87,3 +87,22 @@ def test_test_target_provides_the_system_programs_and_ci_runs_only_make_test(tmp
              if ln.strip() and not ln.lstrip().startswith("#")]
     assert lines[-1] == "make test"
     assert not any("apt-get" in ln for ln in lines)
+
+
+def test_gpu_check_on_a_machine_without_a_gpu_says_so_in_one_line(tmp_path):
+    """`make gpu-check` (tools/gpu_check.py) where nvidia-smi lists no GPU: one line, exit 0."""
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"  # a driver that sees no GPU: lists nothing
+    smi.write_text("#!/bin/sh\nexit 0\n")
+    smi.chmod(0o755)
+    res = subprocess.run([sys.executable, str(REPO / "tools/gpu_check.py")],
+                         capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "gpu-check: no NVIDIA GPU here (nvidia-smi lists none): nothing to check"]
+    assert "gpu-check:" in (REPO / "Makefile").read_text()
