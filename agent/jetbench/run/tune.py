@@ -313,7 +313,7 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
             for k, v in enumerate(violations):
                 trial.set_constraint(f"c{k}", v)
         values = [metrics.get(o) for o in req.objectives]
-        best = _best_line(study, req)
+        best = _best_line(study, req, space)
         say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
             f"{_metrics_text(metrics)}{'' if valid else ' (invalid)'}"
             f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
@@ -339,7 +339,7 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
     if count() < search:
         study.optimize(objective, n_trials=search - count(), catch=(Exception,),
                        callbacks=[optuna.study.MaxTrialsCallback(search, states=states)])
-    again = _to_confirm(study.get_trials(deepcopy=False), req.objectives[0],
+    again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
                         req.budget - count())
     for params in again:
         study.enqueue_trial(params, user_attrs={"confirms": True})
@@ -394,8 +394,10 @@ def _recover(optuna: Any, root: Root, study: Any, board: str,
 
 # -- the answer -----------------------------------------------------------------------------------
 def feasible(trial: Any) -> bool:
+    violations = trial.user_attrs.get("constraints", [1.0])
     return (trial.state.name == "COMPLETE" and trial.user_attrs.get("valid") is True
-            and all(v <= 0 for v in trial.user_attrs.get("constraints", [1.0])))
+            and isinstance(violations, list) and all(
+                type(v) in (int, float) and v <= 0 for v in violations))
 
 
 def _key(t: Any) -> str:
@@ -465,20 +467,31 @@ def _tied(a: Any, b: Any) -> bool:
     return abs(ja - jb) <= ja * ua / 100 + jb * ub / 100
 
 
+def _usable(trials: Sequence[Any], space: Dict[str, List[int]]) -> List[Any]:
+    return [t for t in trials if trial_problem(t, space) is None]
+
+
 def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
               simulated: bool) -> Dict[str, Any]:
     trials = study.get_trials(deepcopy=False)
-    best = choose_best(trials, req.objectives[0])
+    problems = {t.number: trial_problem(t, space) for t in trials}
+    best = choose_best(_usable(trials, space), req.objectives[0])
     front = [t for t in (study.best_trials if len(req.objectives) > 1 else [best] if best else [])
-             if feasible(t)]
+             if feasible(t) and problems.get(t.number) is None]
 
     def trial_doc(t: Any) -> Dict[str, Any]:
+        problem = problems.get(t.number)
+        reasons = t.user_attrs.get("reasons", [])
+        metrics = t.user_attrs.get("metrics")
         return {"number": t.number, "state": t.state.name, "board": t.user_attrs.get("board"),
                 "readings": t.user_attrs.get("readings", 1),
                 "confirms": bool(t.user_attrs.get("confirms")),
-                "settings": t.user_attrs.get("settings"), "metrics": t.user_attrs.get("metrics"),
-                "valid": t.user_attrs.get("valid"), "feasible": feasible(t),
-                "reasons": t.user_attrs.get("reasons", []),
+                "settings": t.user_attrs.get("settings"),
+                "metrics": None if metrics_problem(metrics) else metrics,
+                "valid": t.user_attrs.get("valid"),
+                "feasible": feasible(t) and problem is None,
+                "reasons": (list(reasons) if isinstance(reasons, list) else [])
+                + ([f"not a point of this board: {problem}"] if problem else []),
                 "constraint_violations": t.user_attrs.get("constraints"),
                 "result": t.user_attrs.get("result")}
 
@@ -492,8 +505,8 @@ def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def _best_line(study: Any, req: TuneRequest) -> str:
-    best = choose_best(study.get_trials(deepcopy=False), req.objectives[0])
+def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> str:
+    best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
     if best is None:
         return ""
     attrs = best.user_attrs
@@ -514,40 +527,90 @@ def _metrics_text(m: Dict[str, Any]) -> str:
 
 
 # -- the profile ----------------------------------------------------------------------------------
+def settings_problem(settings: Any, space: Dict[str, List[int]]) -> Optional[str]:
+    """Why a trial's settings (read from a study anyone with the storage can edit) are not a
+    point of this board's space; None when they are. A clock is an int of its knob's list."""
+    if not isinstance(settings, dict):
+        return "its settings are not a table"
+    for knob, values in space.items():
+        hz = settings.get(f"{knob}_hz")
+        if type(hz) is not int or hz not in values:
+            return f"{knob}_hz {str(hz)[:40]!r} is not in this board's space"
+    extra = sorted(k for k in settings if str(k).endswith("_hz") and k[:-3] not in space)
+    if extra:
+        return f"{str(extra[0])[:40]!r} is not a knob of this study"
+    for key in ("model", "precision"):
+        if not isinstance(settings.get(key), str):
+            return f"its {key} is not a string"
+    batch = settings.get("batch")
+    if type(batch) is not int or batch < 1:
+        return "its batch is not a positive integer"
+    return None
+
+
+def metrics_problem(metrics: Any) -> Optional[str]:
+    """Why a trial's metrics are not numbers (None: they are, or unknown)."""
+    if metrics is None:
+        return None
+    if not isinstance(metrics, dict):
+        return "its metrics are not a table"
+    for key, value in metrics.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            return f"metric {str(key)[:40]!r} is not a finite number"
+    return None
+
+
+def trial_problem(trial: Any, space: Dict[str, List[int]]) -> Optional[str]:
+    """A finished trial that this board cannot take as a point: hostile or foreign settings
+    or metrics in a shared study. Such a trial is never chosen nor written to a profile."""
+    if trial.state.name != "COMPLETE":
+        return None
+    return (settings_problem(trial.user_attrs.get("settings"), space)
+            or metrics_problem(trial.user_attrs.get("metrics")))
+
+
 def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
-    """The best point as a profile `apply` and the daemon take, saying what chose it."""
+    """The best point as a profile `apply` and the daemon take, saying what chose it. Its
+    settings are checked against this board's space again and written by a TOML writer."""
+    from ..tuning.profile import profile_toml
+
     best = doc["best"]
     s = best["settings"]
-    lines = [f"# Written by `jetbench tune` on {doc['created']}: the best point of study "
-             f"{doc['study']!r}",
-             f"# workload: {s['model']} {s['precision']} batch {s['batch']}; objective: "
-             f"{', '.join(doc['objectives'])}; constraints: "
-             f"{', '.join(doc['constraints']) or 'none'}",
-             f"# measured: {_metrics_text(best['metrics'])}"
-             + (" (SIMULATED board)" if doc["simulated"] else ""),
-             f'description = "tuned by jetbench tune for {s["model"]} {s["precision"]} '
-             f'batch {s["batch"]}"', "", "[match]", f'family = ["{board.family}"]']
+    problem = settings_problem(s, doc["space"]) or metrics_problem(best.get("metrics"))
+    if problem:
+        raise UsageError(f"the best trial's point cannot be a profile: {problem}",
+                         hint="the study was edited, or holds another board's trials: "
+                              "no profile written")
+    table: Dict[str, Any] = {
+        "description": f"tuned by jetbench tune for {s['model']} {s['precision']} "
+                       f"batch {s['batch']}",
+        "match": {"family": [board.family]}}
     if "cpu_hz" in s:
-        lines += ["", "[cpu]", f'freq = "{s["cpu_hz"]}"', "online = true"]
+        table["cpu"] = {"freq": str(s["cpu_hz"]), "online": True}
     if "gpu_hz" in s:
-        lines += ["", "[gpu]", f'freq = "{s["gpu_hz"]}"', "railgate = false"]
+        table["gpu"] = {"freq": str(s["gpu_hz"]), "railgate": False}
     if "emc_hz" in s:
-        lines += ["", "[emc]", f'freq = "{s["emc_hz"]}"']
-    return "\n".join(lines) + "\n"
+        table["emc"] = {"freq": str(s["emc_hz"])}
+    return profile_toml(table, [
+        f"Written by `jetbench tune` on {doc['created']}: the best point of study "
+        f"{doc['study']!r}",
+        f"workload: {s['model']} {s['precision']} batch {s['batch']}; objective: "
+        f"{', '.join(doc['objectives'])}; constraints: {', '.join(doc['constraints']) or 'none'}",
+        f"measured: {_metrics_text(best['metrics'])}"
+        + (" (SIMULATED board)" if doc["simulated"] else "")])
 
 
 def save_profile(root: Root, board: Board, doc: Dict[str, Any], name: str) -> Path:
     from ..ownership.wire import PROFILE_NAME
+    from ..tuning.profile import write_profile_file
 
     if not PROFILE_NAME.match(name):
         raise UsageError(f"--save-profile {name!r}: letters, digits, '.', '_' and '-' only")
     if doc.get("best") is None:
         raise UsageError("no trial met the constraints with a valid result: no profile written",
                          hint="relax a --constraint, or raise --budget")
-    path = Path(root.base) / "etc" / "jetbench" / "profiles" / f"{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(profile_text(doc, board, name))
-    return path
+    return write_profile_file(root.base, name, profile_text(doc, board, name))
 
 
 def pareto_plot(doc: Dict[str, Any], path: Path) -> Optional[Path]:

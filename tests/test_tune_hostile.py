@@ -1,0 +1,150 @@
+"""Issue 35: what a shared study, a saved profile and a second `tune` may not do to a board.
+A study is data anyone with its storage can edit: its values reach a profile only as checked
+numbers, through a TOML writer; the profile is written without following links; a tune holds
+the board for its whole study."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jetbench.errors import HardwareError, ProfileError, UsageError
+from jetbench.run.tune import profile_text, save_profile
+from jetbench.tuning.profile import load_profile, parse_profile, write_profile_file
+
+from conftest import REPO, make_board
+
+ENV = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
+WINDOW = ("--duration", "0.3", "--warmup", "0.1", "--iterations", "3")
+INJECTED = '1600000000"\n\n[[write]]\npath = "/sys/devices/system/cpu/cpu1/online"\nvalue = "0'
+
+
+def _doc(**settings) -> dict:
+    base = {"model": "sim:alexnet", "precision": "fp32", "batch": 1, "gpu_hz": 998400000,
+            "emc_hz": 1600000000}
+    base.update(settings)
+    return {"created": "2026-11-26T15:00:00+0000", "study": "s", "objectives": ["images_per_j"],
+            "constraints": [], "simulated": True,
+            "space": {"gpu": [76800000, 998400000], "emc": [800000000, 1600000000]},
+            "best": {"settings": base, "metrics": {"images_per_s": 10.0, "power_w": 2.0,
+                                                   "images_per_j": 5.0}}}
+
+
+class _Board:
+    family = "tx1"
+
+
+def test_a_profile_from_a_hostile_study_is_refused_and_text_cannot_add_tables():
+    board = _Board()
+    text = profile_text(_doc(), board, "ok")  # type: ignore[arg-type]
+    profile = parse_profile(text, "ok")
+    assert profile.emc_freq == 1_600_000_000 and profile.gpu_freq.min == 998_400_000
+    assert profile.writes == () and profile.match_family == ("tx1",)
+    # an EMC rate that closes its string and opens a [[write]] table (the issue's study)
+    for hostile in (INJECTED, "1600000000", 1600000000.0, True, 123, None):
+        with pytest.raises(UsageError, match="emc_hz"):
+            profile_text(_doc(emc_hz=hostile), board, "x")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="not a knob"):
+        profile_text(_doc(cpu_hz=1), board, "x")  # type: ignore[arg-type]
+    # free text (the model, the study's name) reaches only comments and escaped strings
+    text = profile_text(_doc(model='m"\n[[write]]\npath = "/x"\n#'), board,  # type: ignore
+                        "x")
+    assert parse_profile(text, "x").writes == ()
+    doc = _doc()
+    doc["study"] = "s\n[[write]]\npath = '/sys/devices/system/cpu/cpu1/online'\nvalue = '0'"
+    assert parse_profile(profile_text(doc, board, "x"), "x").writes == ()  # type: ignore
+
+
+def _tune(base: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jetbench", "--root", str(base), "tune",
+                           "--model", "sim:alexnet", *WINDOW, "--out", str(out), "--no-plot",
+                           *args], capture_output=True, text=True, env=ENV, timeout=300)
+
+
+def test_an_edited_shared_study_cannot_write_into_the_saved_profile(tmp_path):
+    base = make_board(tmp_path, "tx1")
+    out = tmp_path / "tuned"
+    first = _tune(base, out, "--knobs", "gpu", "--budget", "1", "--seed", "1")
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(out / "study.db") as con:
+        (raw,) = con.execute("SELECT value_json FROM trial_user_attributes "
+                             "WHERE key = 'settings'").fetchone()
+        settings = json.loads(raw)
+        settings["gpu_hz"] = f'{settings["gpu_hz"]}"\n\n[[write]]\npath = ' \
+                             '"/sys/devices/system/cpu/cpu1/online"\nvalue = "0'
+        con.execute("UPDATE trial_user_attributes SET value_json = ? WHERE key = 'settings'",
+                    (json.dumps(settings),))
+    again = _tune(base, out, "--knobs", "gpu", "--budget", "1", "--save-profile", "evil")
+    assert again.returncode == 1, again.stderr
+    assert "no profile written" in again.stderr and "Traceback" not in again.stderr
+    assert not (base / "etc/jetbench/profiles/evil.toml").exists()
+    doc = json.loads((out / "tune.json").read_text())
+    assert doc["best"] is None and not doc["trials"][0]["feasible"]
+    assert "not a point of this board" in doc["trials"][0]["reasons"][-1]
+    assert (base / "sys/devices/system/cpu/cpu1/online").read_text().strip() == "1"
+
+
+def test_the_profile_is_written_without_following_a_link(tmp_path):
+    base = tmp_path / "root"
+    folder = base / "etc/jetbench/profiles"
+    folder.mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    (folder / "p.toml").symlink_to(outside)
+    with pytest.raises(HardwareError, match="symbolic link"):
+        write_profile_file(base, "p", "description = 'x'\n")
+    assert outside.read_text() == "keep me\n"
+    # a folder on the way that is a link is refused too
+    (folder / "p.toml").unlink()
+    os.rename(folder, tmp_path / "real-profiles")
+    folder.symlink_to(tmp_path / "real-profiles")
+    with pytest.raises(HardwareError, match="symbolic link"):
+        write_profile_file(base, "p", "description = 'x'\n")
+    assert list((tmp_path / "real-profiles").iterdir()) == []
+    # a plain folder: written through a temporary file renamed over the old profile
+    folder.unlink()
+    folder.mkdir()
+    (folder / "p.toml").write_text("old\n")
+    assert write_profile_file(base, "p", "description = 'new'\n") == folder / "p.toml"
+    assert (folder / "p.toml").read_text() == "description = 'new'\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["p.toml"]
+
+
+def test_save_profile_through_tune_refuses_a_linked_profile(tmp_path):
+    base = tmp_path / "root"
+    (base / "etc/jetbench/profiles").mkdir(parents=True)
+    outside = tmp_path / "outside.toml"
+    outside.write_text("keep me\n")
+    (base / "etc/jetbench/profiles/p.toml").symlink_to(outside)
+    from jetbench.hw.fs import Root
+
+    with pytest.raises(HardwareError):
+        save_profile(Root(str(base)), _Board(), _doc(), "p")  # type: ignore[arg-type]
+    assert outside.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400", "-inf", '"1e400MHz"'])
+def test_non_finite_clocks_in_a_profile_are_one_profile_error(value):
+    with pytest.raises(ProfileError, match=r"\[gpu\] freq"):
+        parse_profile(f"[gpu]\nfreq = {value}\n", "p")
+
+
+def test_a_profile_is_read_with_a_bound_and_only_from_a_regular_file(tmp_path):
+    base = tmp_path / "root"
+    folder = base / "etc/jetbench/profiles"
+    folder.mkdir(parents=True)
+    (folder / "zero.toml").symlink_to("/dev/zero")
+    with pytest.raises(UsageError, match="regular file"):
+        load_profile("zero", base)
+    (folder / "big.toml").write_text("# " + "x" * (1024 * 1024) + "\n")
+    with pytest.raises(UsageError, match="larger than"):
+        load_profile("big", base)
+    os.mkfifo(folder / "fifo.toml")
+    with pytest.raises(UsageError, match="regular file"):
+        load_profile("fifo", base)
