@@ -10,6 +10,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,118 @@ def test_a_profile_is_read_with_a_bound_and_only_from_a_regular_file(tmp_path):
     os.mkfifo(folder / "fifo.toml")
     with pytest.raises(UsageError, match="regular file"):
         load_profile("fifo", base)
+
+
+# -- item 3: a tune holds the board for its whole study --------------------------------------
+def _trial_states(db: Path):
+    try:
+        with sqlite3.connect(db) as con:
+            return [s for (s,) in con.execute("SELECT state FROM trials")]
+    except sqlite3.OperationalError:  # "no such table" while Optuna creates it
+        return []
+
+
+def test_a_second_tune_is_refused_while_the_first_finishes_its_budget(tmp_path):
+    base = make_board(tmp_path, "tx1")
+    out = tmp_path / "tuned"
+    first = subprocess.Popen([sys.executable, "-m", "jetbench", "--root", str(base), "tune",
+                              "--model", "sim:alexnet", *WINDOW, "--out", str(out), "--no-plot",
+                              "--knobs", "gpu", "--budget", "4", "--seed", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    journal = base / "var/lib/jetbench/journal.json"
+    deadline = time.monotonic() + 120
+    while not journal.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # the first trial holds its pin: the first tune owns the board
+    assert first.poll() is None, first.communicate()
+    for other in (out, tmp_path / "other"):  # the same study, or another one
+        second = _tune(base, other, "--knobs", "gpu", "--budget", "4")
+        assert second.returncode == 2, second.stderr
+        assert f"in use by pid {first.pid} (jetbench tune" in second.stderr
+        assert "Traceback" not in second.stderr and "trial" not in second.stderr
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert _trial_states(out / "study.db") == ["COMPLETE"] * 4
+    assert not journal.exists()
+
+
+# -- item 9: every bad study is one message -------------------------------------------------
+def _request(out: Path, storage=None):
+    from jetbench.run.request import MeasureOptions
+    from jetbench.run.tune import TuneRequest
+
+    return TuneRequest(MeasureOptions(model="sim:alexnet", duration="0.3", warmup="0.1",
+                                      iterations=3), out, budget=1, storage=storage)
+
+
+def _board_files(base: Path):
+    return {p: p.read_bytes() for p in sorted(base.joinpath("sys").rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def test_bad_studies_and_storage_urls_are_one_message_before_the_board(tmp_path):
+    from jetbench.errors import JetbenchError
+    from jetbench.hw.fs import Root
+    from jetbench.run.tune import tune
+
+    base = make_board(tmp_path, "tx1")
+    before = _board_files(base)
+    root = Root(str(base))
+
+    def refused(out: Path, storage=None, code=2, match=""):
+        with pytest.raises(JetbenchError, match=match) as caught:
+            tune(root, _request(out, storage))
+        assert caught.value.exit_code == code, caught.value
+        return caught.value
+
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "study.db").write_bytes(b"not a database\n" * 300)
+    refused(garbage, match="not a database")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "study.db").symlink_to(garbage / "study.db")
+    refused(linked, match="symbolic link")
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "study.db")  # SQLite would block on it for ever
+    refused(fifo, match="FIFO")
+    folder = tmp_path / "folder"
+    (folder / "study.db").mkdir(parents=True)
+    refused(folder, match="not a regular file")
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    refused(tmp_path / "ro", f"sqlite:///file:{empty}?mode=ro&uri=true", match="readonly")
+    for url in ("not a url", "garbage://x", "sqlite:"):
+        refused(tmp_path / "url", url, code=1, match="--storage")
+    if os.geteuid() == 0:  # a study another user can write would write this board's profile
+        foreign = tmp_path / "foreign"
+        foreign.mkdir()
+        sqlite3.connect(foreign / "study.db").close()
+        os.chown(foreign / "study.db", 65534, 65534)
+        refused(foreign, match="owned by uid 65534")
+    assert _board_files(base) == before
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+
+
+def test_a_full_disk_under_the_study_is_one_message():
+    from sqlalchemy.exc import OperationalError
+
+    from jetbench.run.tune import storage_errors
+
+    with pytest.raises(HardwareError, match="disk is full"):
+        with storage_errors("sqlite:////x/study.db"):
+            raise OperationalError("INSERT INTO trials", {},
+                                   sqlite3.OperationalError("database or disk is full"))
+    with pytest.raises(ZeroDivisionError):  # a bug is not dressed up as a storage error
+        with storage_errors("sqlite:////x/study.db"):
+            raise ZeroDivisionError()
+
+
+def test_a_fifo_study_is_refused_by_the_cli_without_hanging(tmp_path):
+    base = make_board(tmp_path, "tx1")
+    out = tmp_path / "tuned"
+    out.mkdir()
+    os.mkfifo(out / "study.db")
+    done = _tune(base, out, "--budget", "1")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("error") == 1 and "FIFO" in done.stderr

@@ -122,13 +122,34 @@ def own_board(root: Root, command: str,
         time.sleep(_POLL_S)
 
 
+# The guards this process holds, by root: a borrow inside a borrow (each trial of a `tune`
+# inside the study's) shares the outer one, so the board is never let go between them.
+_HELD: Dict[str, Guard] = {}
+
+
 @contextmanager
 def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Iterator[Guard]:
     """The board for a measurement: the board lock, or a lease from the daemon that holds it
     (it stops re-pinning until the lease's connection closes, then pins its profile again).
     A lease already lent to someone else counts as busy (`wait_s` applies). Yields the guard
     every batch of writes goes through (ownership/lease.py): under a lease, it refuses to write
-    once the daemon has taken the board back."""
+    once the daemon has taken the board back. Re-entrant: inside a borrow of the same root
+    (`tune` holds the board for its whole study) it yields the guard already held."""
+    key = str(root.base)
+    held = _HELD.get(key)
+    if held is not None:
+        yield held
+        return
+    with _borrow(root, command, wait_s) as guard:
+        _HELD[key] = guard
+        try:
+            yield guard
+        finally:
+            _HELD.pop(key, None)
+
+
+@contextmanager
+def _borrow(root: Root, command: str, wait_s: Optional[float]) -> Iterator[Guard]:
     end = _deadline(wait_s)
     while True:
         with own_board(root, command, wait_s=max(0.0, end - time.monotonic())
