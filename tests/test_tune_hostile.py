@@ -264,3 +264,102 @@ def test_a_fifo_study_is_refused_by_the_cli_without_hanging(tmp_path):
     done = _tune(base, out, "--budget", "1")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count("error") == 1 and "FIFO" in done.stderr
+
+
+# -- items 4, 6, 7: under the daemon; kill -9 at each phase ----------------------------------
+def _state(base: Path):
+    from test_daemon_service import _state as state
+
+    return state(base)
+
+
+def _popen_tune(base: Path, out: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "jetbench", "--root", str(base), "tune",
+                             "--model", "sim:alexnet", *WINDOW, "--out", str(out), "--no-plot",
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ENV)
+
+
+@pytest.mark.parametrize("key", ["tx1", "orin-nano"])
+def test_tune_gpu_emc_runs_its_budget_under_the_daemon(tmp_path, started, key):
+    """The EMC lists no rates on either: the probe borrows the board from the daemon too."""
+    from test_daemon_service import Daemon
+
+    base = make_board(tmp_path, key)
+    before = _state(base)
+    d = Daemon(tmp_path, base, "--profile", "maxperf")
+    started.append(d)
+    d.ready()
+    pinned = _state(base)
+    out = tmp_path / "tuned"
+    first = _popen_tune(base, out, "--knobs", "gpu,emc", "--budget", "3", "--seed", "1")
+    deadline = time.monotonic() + 120
+    while first.poll() is None and time.monotonic() < deadline:
+        lease = d.ask("status").get("lease")
+        if lease and lease["who"] == "tune":
+            break
+        time.sleep(0.05)
+    second = _tune(base, tmp_path / "other", "--knobs", "gpu", "--budget", "1")
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
+    assert _trial_states(out / "study.db") == ["COMPLETE"] * 3
+    doc = json.loads((out / "tune.json").read_text())
+    assert len(doc["space"]["emc"]) >= 2
+    deadline = time.monotonic() + 30  # the daemon pins its profile again once lent back
+    while _state(base) != pinned and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _state(base) == pinned
+    assert d.stop() == 0
+    assert _state(base) == before
+
+
+def _kill_when(proc: subprocess.Popen, ready, what: str) -> None:
+    deadline = time.monotonic() + 120
+    while not ready():
+        assert proc.poll() is None and time.monotonic() < deadline, \
+            (what, proc.communicate(timeout=5) if proc.poll() is not None else "timed out")
+        time.sleep(0.01)
+    proc.kill()
+    proc.communicate(timeout=30)
+
+
+def test_a_tune_killed_in_a_trial_resumes_with_the_same_space_on_a_power_mode_board(tmp_path):
+    """orin-nano: the GPU's space is capped by the power mode; a trial's pin must not be
+    taken for that cap when the study resumes."""
+    import optuna
+
+    base = make_board(tmp_path, "orin-nano")
+    before = _state(base)
+    out = tmp_path / "tuned"
+    journal = base / "var/lib/jetbench/journal.json"
+    # seed 5: TPE's first trial takes index 0, the lowest GPU clock (a pin at the top would
+    # look like the mode's cap and hide the bug)
+    args = ("--knobs", "gpu", "--budget", "3", "--seed", "5", "--study", "s")
+    proc = _popen_tune(base, out, *args)
+    _kill_when(proc, lambda: journal.exists() and "RUNNING" in _trial_states(out / "study.db")
+               and _state(base) != before, "a trial's pin")
+    space = optuna.load_study(study_name="s", storage=f"sqlite:///{out / 'study.db'}"
+                              ).user_attrs["space"]
+    resumed = _tune(base, out, *args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((out / "tune.json").read_text())["space"] == space
+    assert _state(base) == before and not journal.exists()
+
+
+@pytest.mark.parametrize("key", ["tx1", "orin-nano"])
+def test_a_tune_killed_in_the_emc_probe_resumes_to_the_original_board(tmp_path, key):
+    base = make_board(tmp_path, key)
+    before = _state(base)
+    out = tmp_path / "tuned"
+    journal = base / "var/lib/jetbench/journal.json"
+    args = ("--knobs", "gpu,emc", "--budget", "1", "--seed", "1")
+    proc = _popen_tune(base, out, *args)
+    # pinned by the probe: before the first trial, the journal written and a knob moved
+    _kill_when(proc, lambda: journal.exists() and (out / "study.db").exists()
+               and _state(base) != before and not _trial_states(out / "study.db"),
+               "the EMC probe's pin")
+    resumed = _tune(base, out, *args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "restored from the journal" in resumed.stderr
+    assert _state(base) == before and not journal.exists()
