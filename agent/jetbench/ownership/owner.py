@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Union
 
 from ..errors import JetbenchError, PermissionDenied, UsageError
 from ..hw.fs import Root
-from .client import LeaseRefused, error_from_reply, open_lease, request
+from .client import DaemonBusy, LeaseRefused, error_from_reply, open_lease, request
 from .lease import Guard
 from .lock import _POLL_S, BoardBusy, BoardLock, Holder
 from .wire import BUSY, SERVICE
@@ -85,6 +85,8 @@ class DaemonOwner:
                 reply = request(self.socket_path, cmd, timeout_s=60.0, **fields)
             except PermissionDenied:
                 raise self.unreachable("is not open to you") from None
+            except DaemonBusy:
+                raise  # its own message: a flood, not a permission
             except JetbenchError as err:
                 raise self.unreachable(f"does not answer ({err.message})") from None
             if reply.get("ok"):
@@ -161,10 +163,11 @@ def _borrow(root: Root, command: str, wait_s: Optional[float]) -> Iterator[Guard
                 lease = open_lease(broker.socket_path, command)
             except PermissionDenied:
                 raise broker.unreachable("is not open to you") from None
-            except LeaseRefused as refused:
+            except (LeaseRefused, DaemonBusy) as refused:
                 if time.monotonic() >= end:
                     raise BoardBusy(broker.holder, broker.lock_path,
-                                    hint=f"{refused}; pass --wait [SECONDS] to queue") from None
+                                    hint=f"{refused.message}; pass --wait [SECONDS] to "
+                                         "queue") from None
             except JetbenchError as err:
                 raise broker.unreachable(f"does not answer ({err.message})") from None
             else:
