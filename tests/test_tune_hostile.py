@@ -363,3 +363,22 @@ def test_a_tune_killed_in_the_emc_probe_resumes_to_the_original_board(tmp_path, 
     assert resumed.returncode == 0, resumed.stderr
     assert "restored from the journal" in resumed.stderr
     assert _state(base) == before and not journal.exists()
+
+
+def test_a_point_read_again_takes_its_params_from_checked_settings_not_stored_params():
+    from types import SimpleNamespace
+
+    from jetbench.run.tune import _params_of, _to_confirm, _usable
+
+    space = {"gpu": [76800000, 998400000]}
+    settings = {"model": "sim:alexnet", "precision": "fp32", "batch": 1, "gpu_hz": 998400000}
+    trial = SimpleNamespace(number=0, state=SimpleNamespace(name="COMPLETE"),
+                            params={"gpu_index": 999},  # edited in the storage
+                            user_attrs={"valid": True, "constraints": [0.0],
+                                        "settings": settings,
+                                        "metrics": {"images_per_j": 3.0}})
+    again = _to_confirm(_usable([trial], space), "images_per_j", 1)
+    choices = {"model": ["sim:alexnet"], "precision": ["fp32"], "batch": [1]}
+    assert [_params_of(s, space, choices) for s in again] == [
+        {"model": "sim:alexnet", "precision": "fp32", "batch": 1, "gpu_index": 1}]
+    assert _params_of(dict(settings, model="other"), space, choices) is None

@@ -323,11 +323,11 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         options = _options_for(req.options, settings, out)
         try:
             report = measure(root, build_request(options), command="tune")
-        except JetbenchError as err:
-            # One line, not Optuna's traceback; the board is lost (taken back, busy, its
-            # sampler gone): the study stops here, with this error.
+        except Exception as err:
+            # One line (Optuna's own log, with its traceback, is off); a trial that lost the
+            # board (taken back, busy, its sampler gone) ends the study with its error.
             say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
-                f"failed: {err}")
+                f"failed: {err if isinstance(err, JetbenchError) else first_line(err)}")
             trial.set_user_attr("error", str(err)[:300])
             if isinstance(err, (BoardBusy, LeaseRevoked, SamplerDied)):
                 fatal.append(err)
@@ -380,6 +380,8 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         raise fatal[0]
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
                         req.budget - count())
+    choices = {"model": models, "precision": precisions, "batch": batches}
+    again = [p for p in (_params_of(s, space, choices) for s in again) if p is not None]
     for params in again:
         study.enqueue_trial(params, user_attrs={"confirms": True})
     if again:
@@ -536,14 +538,30 @@ def _pooled(trials: Sequence[Any]) -> Dict[str, Any]:
 
 
 def _to_confirm(trials: Sequence[Any], objective: str, room: int) -> List[Dict[str, Any]]:
-    """The params of the best feasible points read only once, best first, at most `room`."""
+    """The settings of the best feasible points read only once, best first, at most `room`
+    (trials whose settings are checked: `_usable`)."""
     if room <= 0 or objective not in OBJECTIVES:
         return []
     sign = 1 if OBJECTIVES[objective] == "maximize" else -1
     once = [p for p in _pooled(trials).values() if p["feasible"] and len(p["trials"]) == 1
             and p["metrics"].get(objective) is not None]
     once.sort(key=lambda p: -sign * p["metrics"][objective])
-    return [dict(p["trials"][0].params) for p in once[:room]]
+    return [dict(p["trials"][0].user_attrs["settings"]) for p in once[:room]]
+
+
+def _params_of(settings: Dict[str, Any], space: Dict[str, List[int]],
+               choices: Dict[str, List[Any]]) -> Optional[Dict[str, Any]]:
+    """Optuna's params for a point, rebuilt from its checked settings (never the stored
+    params, which a shared study's editor could point past a table); None when the point is
+    not one of this run's choices (another workload's trial)."""
+    params: Dict[str, Any] = {}
+    for key, options in choices.items():
+        if settings.get(key) not in options:
+            return None
+        params[key] = settings[key]
+    for knob, values in space.items():
+        params[f"{knob}_index"] = values.index(settings[f"{knob}_hz"])
+    return params
 
 
 def choose_best(trials: Sequence[Any], objective: str) -> Optional[Any]:
