@@ -324,29 +324,6 @@ def _kill_when(proc: subprocess.Popen, ready, what: str) -> None:
     proc.communicate(timeout=30)
 
 
-def test_a_tune_killed_in_a_trial_resumes_with_the_same_space_on_a_power_mode_board(tmp_path):
-    """orin-nano: the GPU's space is capped by the power mode; a trial's pin must not be
-    taken for that cap when the study resumes."""
-    import optuna
-
-    base = make_board(tmp_path, "orin-nano")
-    before = _state(base)
-    out = tmp_path / "tuned"
-    journal = base / "var/lib/jetbench/journal.json"
-    # seed 5: TPE's first trial takes index 0, the lowest GPU clock (a pin at the top would
-    # look like the mode's cap and hide the bug)
-    args = ("--knobs", "gpu", "--budget", "3", "--seed", "5", "--study", "s")
-    proc = _popen_tune(base, out, *args)
-    _kill_when(proc, lambda: journal.exists() and "RUNNING" in _trial_states(out / "study.db")
-               and _state(base) != before, "a trial's pin")
-    space = optuna.load_study(study_name="s", storage=f"sqlite:///{out / 'study.db'}"
-                              ).user_attrs["space"]
-    resumed = _tune(base, out, *args)
-    assert resumed.returncode == 0, resumed.stderr
-    assert json.loads((out / "tune.json").read_text())["space"] == space
-    assert _state(base) == before and not journal.exists()
-
-
 @pytest.mark.parametrize("key", ["tx1", "orin-nano"])
 def test_a_tune_killed_in_the_emc_probe_resumes_to_the_original_board(tmp_path, key):
     base = make_board(tmp_path, key)
@@ -382,3 +359,31 @@ def test_a_point_read_again_takes_its_params_from_checked_settings_not_stored_pa
     assert [_params_of(s, space, choices) for s in again] == [
         {"model": "sim:alexnet", "precision": "fp32", "batch": 1, "gpu_index": 1}]
     assert _params_of(dict(settings, model="other"), space, choices) is None
+
+
+@pytest.mark.parametrize("phase", ["pinned", "window-open", "window-closed"])
+def test_a_tune_killed_at_each_phase_of_a_trial_resumes_to_the_original_board(tmp_path,
+                                                                              phase):
+    """kill -9 exactly at one of measure's boundaries inside tune's first trial (the hook
+    point of tests/interrupt_at.py): the resumed study searches the same space and the board
+    ends byte-identical."""
+    import optuna
+
+    base = make_board(tmp_path, "orin-nano")
+    before = _state(base)
+    out = tmp_path / "tuned"
+    args = ("--model", "sim:alexnet", *WINDOW, "--out", str(out), "--no-plot",
+            "--knobs", "gpu,emc", "--budget", "2", "--seed", "5", "--study", "s")
+    killed = subprocess.run([sys.executable, str(REPO / "tests" / "interrupt_at.py"), "--root",
+                             str(base), "tune", *args], capture_output=True, text=True,
+                            env=dict(ENV, INTERRUPT_AT=f"{phase}:SIGKILL"), timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    space = optuna.load_study(study_name="s", storage=f"sqlite:///{out / 'study.db'}"
+                              ).user_attrs["space"]
+    resumed = subprocess.run([sys.executable, "-m", "jetbench", "--root", str(base), "tune",
+                              *args], capture_output=True, text=True, env=ENV, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "restored from the journal" in resumed.stderr
+    assert json.loads((out / "tune.json").read_text())["space"] == space
+    assert _state(base) == before
+    assert not (base / "var/lib/jetbench/journal.json").exists()
