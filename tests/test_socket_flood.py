@@ -72,3 +72,14 @@ def test_measure_on_a_flooded_daemon_says_busy(tmp_path, flooded):
     assert "busy" in done.stderr and "Errno" not in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert snapshot(base, exclude=("var",)) == before
+
+
+def test_every_command_name_becomes_a_lease_name_the_daemon_takes():
+    """Issue 35 item 4: 'tune (EMC rates)' was refused by the daemon's check (wire.WHO)."""
+    from jetbench.ownership.owner import lease_name
+    from jetbench.ownership.wire import WHO
+
+    for command in ("measure", "sweep", "tune", "tune (EMC rates)", "x" * 100, "(((", "",
+                    "a\nb", "é"):
+        assert WHO.match(lease_name(command)), command
+    assert lease_name("tune") == "tune" and lease_name("sweep 1/2") == "sweep 1/2"

@@ -15,6 +15,7 @@ the daemon that holds it (`DaemonOwner`, the broker), over its control socket (d
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ..hw.fs import Root
 from .client import DaemonBusy, LeaseRefused, error_from_reply, open_lease, request
 from .lease import Guard
 from .lock import _POLL_S, BoardBusy, BoardLock, Holder
-from .wire import BUSY, SERVICE
+from .wire import BUSY, SERVICE, WHO
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,14 @@ def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Ite
             _HELD.pop(key, None)
 
 
+def lease_name(command: str) -> str:
+    """`command` as a lease holder's name the daemon takes (wire.WHO: letters, digits, space
+    and `_.:/-`, 64 at most): 'tune (EMC rates)' was refused, and the refusal read as a
+    permission problem."""
+    name = re.sub(r"[^A-Za-z0-9 _.:/-]+", "-", command).strip(" -_.:/")[:64]
+    return name if WHO.match(name) else "jetbench"
+
+
 @contextmanager
 def _borrow(root: Root, command: str, wait_s: Optional[float]) -> Iterator[Guard]:
     end = _deadline(wait_s)
@@ -160,7 +169,7 @@ def _borrow(root: Root, command: str, wait_s: Optional[float]) -> Iterator[Guard
                 yield Guard(root, None)
                 return
             try:
-                lease = open_lease(broker.socket_path, command)
+                lease = open_lease(broker.socket_path, lease_name(command))
             except PermissionDenied:
                 raise broker.unreachable("is not open to you") from None
             except (LeaseRefused, DaemonBusy) as refused:
