@@ -71,7 +71,10 @@ def compile_user_pattern(pattern: str, multiline: bool = False) -> Any:
     import re2
 
     options = re2.Options()
-    options.log_errors = False  # the error is our one message, not RE2's log line
+    try:
+        options.log_errors = False  # the error is our one message, not RE2's log line
+    except AttributeError:  # pragma: no cover - a google-re2 without the option
+        pass
     try:
         return re2.compile(("(?m)" if multiline else "") + pattern, options)
     except re2.error as err:
