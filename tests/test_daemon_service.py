@@ -469,11 +469,49 @@ def test_monitor_only_bad_profile_and_a_second_daemon(tmp_path, started):
     assert (base / "var/lib/jetbench/journal.json").exists()
     assert d.stop() == 0
     assert diff(before, _state(base)) == []
-    # A profile that does not fit the board: exit 1, nothing written, no traceback.
+    # A profile that does not fit the board: it starts pinning nothing (never a crash loop
+    # under Restart=on-failure), says why, wrote nothing, no traceback.
     bad = Daemon(tmp_path, base, "--profile", "orin-agx-816mhz", name="bad")
     started.append(bad)
-    assert bad.proc.wait(timeout=30) == 1
-    assert "[match]" in bad.output() and "Traceback" not in bad.output()
+    assert "STATUS=not pinning (profile orin-agx-816mhz refused)" in bad.ready()
+    status = bad.ask("status")
+    assert status["pinned"] is False and "[match]" in status["profile_refused"]
+    assert "[match]" in bad.output()
+    assert bad.stop() == 0
+    assert "Traceback" not in bad.log_path.read_text()
+    assert diff(before, _state(base)) == []
+
+
+def test_a_profile_with_an_infinite_clock_never_kills_the_daemon(tmp_path, started):
+    """Issue 35 item 5: freq = inf / nan / 1e400 at start and on SIGHUP."""
+    base = _pristine(tmp_path, "tx2")
+    before = _state(base)
+    gpu = base / "sys/devices/17000000.gp10b/devfreq/17000000.gp10b"
+    table = (gpu / "available_frequencies").read_text().split()
+    profile = tmp_path / "mine.toml"
+    profile.write_text("[gpu]\nfreq = inf\n")
+    d = Daemon(tmp_path, base, "--profile", str(profile))
+    started.append(d)
+    assert "STATUS=not pinning (profile " in d.ready()
+    assert "[gpu] freq" in d.ask("status")["profile_refused"]
+    assert diff(before, _state(base)) == []
+    profile.write_text(f"[gpu]\nfreq = {table[3]}\n")
+    seen = len(d.messages)
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for("READY=1", timeout=10, after=seen)
+    assert (gpu / "min_freq").read_text().split() == [table[3]]
+    assert d.ask("status")["profile_refused"] is None
+    for value in ("nan", "1e400", "-inf"):
+        profile.write_text(f"[gpu]\nfreq = {value}\n")
+        seen = len(d.messages)
+        d.proc.send_signal(signal.SIGHUP)
+        d.wait_for("READY=1", timeout=10, after=seen)
+        assert d.proc.poll() is None
+        assert (gpu / "min_freq").read_text().split() == [table[3]]
+    assert d.ask("status")["pinned"] is True
+    assert d.stop() == 0
+    log = d.log_path.read_text()
+    assert "reload failed" in log and "Traceback" not in log
     assert diff(before, _state(base)) == []
 
 

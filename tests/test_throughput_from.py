@@ -167,3 +167,37 @@ def test_blocks_give_the_same_answer_as_lines():
     assert trt.value is None and trt.latency_ms == {}
     trt.feed_block("[I] x\n[I] Throughput: 12 qps\n[I] Latency: min = 1 ms, median = 2 ms")
     assert trt.value == 12.0 and trt.latency_ms == {"min": 1.0, "p50": 2.0}
+
+
+# -- issue 35, item 8: a user's pattern runs in linear time ---------------------------------
+CATASTROPHIC = r"regex:^(?:a+)+b([0-9])$"  # Python's re backtracks 2^34 ways on 34 a's
+
+
+def test_a_catastrophic_pattern_is_matched_in_linear_time():
+    """In a child with a bound: Python's re would run past it (the issue: over 90 s)."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from jetbench.workload.throughput_from import OutputParser, parse_throughput_from\n"
+            f"p = OutputParser(parse_throughput_from({CATASTROPHIC!r}))\n"
+            "p.feed_block('a' * 34 + '\\n' + 'a' * 5000)\n"
+            "for n in range(30, 40): p.feed('a' * n)\n"
+            "p.feed('aaab7')\n"
+            "print(p.value)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent.parent / "agent")],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "7.0"
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1([0-9]+)", r"(?<=rate: )([0-9]+)",
+                                     r"([0-9]+)(?= tok)"])
+def test_a_pattern_re2_cannot_run_is_one_usage_error(pattern, capfd):
+    with pytest.raises(UsageError, match="linear time") as caught:
+        parse_throughput_from("regex:" + pattern)
+    assert "\n" not in caught.value.message
+    assert "re2.cc" not in capfd.readouterr().err  # RE2's own log line is not printed
+
+
+@pytest.mark.parametrize("text", ["items:inf", "items:nan", "items:1e400", "items:-inf"])
+def test_items_must_be_a_finite_count(text):
+    with pytest.raises(UsageError, match="positive number"):
+        parse_throughput_from(text)

@@ -1,5 +1,5 @@
 """`python -m jetbench ...`: the CLI, also as `torchrun --nproc-per-node N -m jetbench measure`."""
 
-from .cli.main import main
+from .cli import entry
 
-main()
+entry()

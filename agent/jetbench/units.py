@@ -15,6 +15,7 @@ FreqSpec = Union[int, str]  # Hz, or MAX / MIN
 
 _FREQ_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmg]?hz)?\s*$", re.IGNORECASE)
 BARE_HZ_MIN = 1_000_000  # a bare number below 1 MHz is a forgotten unit, not a clock
+HZ_LIMIT = 10**12  # no clock runs at a terahertz: past it a value is a typo or hostile (1e400)
 _FREQ_SCALE = {None: 1, "hz": 1, "khz": 1_000, "mhz": 1_000_000, "ghz": 1_000_000_000}
 
 
@@ -23,8 +24,9 @@ def parse_freq(text: Union[str, int, float]) -> FreqSpec:
     if isinstance(text, bool):
         raise UsageError(f"not a frequency: {text!r}")
     if isinstance(text, (int, float)):
-        if text <= 0:
-            raise UsageError(f"frequency must be positive: {text!r}")
+        if not 0 < text < HZ_LIMIT:  # also refuses nan and inf (TOML's 1e400 is inf)
+            raise UsageError(f"frequency must be a positive number of Hz below 1 THz: "
+                             f"{text!r}")
         return int(round(text))
     word = str(text).strip().lower()
     if word in (MAX, MIN):
@@ -36,7 +38,10 @@ def parse_freq(text: Union[str, int, float]) -> FreqSpec:
             hint="use e.g. 690MHz, 0.69GHz, 690000000 (Hz), max or min",
         )
     number, unit = match.groups()
-    hz = int(round(float(number) * _FREQ_SCALE[unit.lower() if unit else None]))
+    value = float(number) * _FREQ_SCALE[unit.lower() if unit else None]
+    if not value < HZ_LIMIT:  # a thousand digits reads as inf
+        raise UsageError(f"frequency must be below 1 THz: {str(text)[:40]!r}")
+    hz = int(round(value))
     if hz <= 0:
         raise UsageError(f"frequency must be positive: {text!r}")
     if unit is None and hz < BARE_HZ_MIN:

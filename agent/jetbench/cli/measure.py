@@ -277,7 +277,8 @@ _THROUGHPUT_FROM = typer.Option(None, "--throughput-from", rich_help_panel="Any 
                                 metavar="SOURCE",
                                 help="With --cmd: trtexec "
                                 "(its Throughput line x the batch), regex:PATTERN (one group, "
-                                "items/s; the last match wins) or items:N (N / its run time).")
+                                "items/s; the last match wins; RE2 syntax, linear time) "
+                                "or items:N (N / its run time).")
 _UNIT = typer.Option(None, "--unit", rich_help_panel="Any command (--cmd)", metavar="UNIT",
                      help="With --cmd: what it counts: images (default), "
                      "tokens, frames, queries.")

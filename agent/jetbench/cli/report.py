@@ -48,7 +48,11 @@ def report(
         by_runtime.check_by(by)
         _by_runtime(results, plot, markdown, as_json)
         return
-    docs = load_results(results)
+    skipped: List[Path] = []
+    docs = load_results(results, skipped=skipped)
+    for path in skipped:
+        print_note(console(stderr=True), "skipped", f"{path}: not a regular file (a FIFO, a "
+                   "device or a socket)")
     if not docs:
         raise UsageError("no jetbench results found in " + ", ".join(map(str, results)))
     if compare is not None:

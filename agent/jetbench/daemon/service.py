@@ -98,6 +98,7 @@ class Daemon(Drift, Lending):
         self.profile: Optional[Profile] = None
         self.targets: Optional[Targets] = None
         self.pinned = False
+        self.profile_refused: Optional[str] = None  # why the configured profile is not held
         self.counters = {"checks": 0, "repins": 0, "throttle_events": 0, "errors": 0}
         self.throttle_reasons: Tuple[str, ...] = ()
         self.below_pin: Tuple[str, ...] = ()
@@ -197,8 +198,16 @@ class Daemon(Drift, Lending):
                 log.info("restored %d value(s), %d already in place", len(result.written),
                          result.unchanged)
             if self.config.profile:
-                profile = load_profile(self.config.profile, self.root.base, allow_paths=True)
-                self._pin_new(profile)
+                try:
+                    profile = load_profile(self.config.profile, self.root.base,
+                                           allow_paths=True)
+                    self._pin_new(profile)
+                except UsageError as err:
+                    # A bad profile file at start: monitor on none rather than exit and be
+                    # restarted by systemd for ever; SIGHUP tries the file again.
+                    self.profile_refused = str(err)
+                    self._error(f"profile {self.config.profile} refused, pinning nothing "
+                                f"(fix it, then systemctl reload jetbench): {err}")
         self._layout = thermal.scan(self.root, board)
         self._open_sources(board)
         self._wait_settled(board)
@@ -340,6 +349,7 @@ class Daemon(Drift, Lending):
                 self.board = detect(self.root)
                 if self.config.profile:
                     self._pin_new(load_profile(self.config.profile, self.root.base))
+                    self.profile_refused = None
                 log.info("reloaded: %s", self.summary())
             except JetbenchError as err:
                 self._error(f"reload failed, keeping the current state: {err}")
@@ -371,6 +381,8 @@ class Daemon(Drift, Lending):
             if hz:
                 parts.append(f"{domain} {format_hz(max(hz))}")
         what = f"holding {self.profile.name}" if self.pinned and self.profile else "not pinning"
+        if self.profile_refused and not self.pinned:
+            what += f" (profile {self.config.profile} refused)"
         if self.lease is not None:
             what = f"lent to {self.lease.who} (pid {self.lease.pid})"
         text = what + (": " + ", ".join(parts) if parts else "")
@@ -396,6 +408,7 @@ class Daemon(Drift, Lending):
             "profile": self.profile.name if self.profile else None,
             "profile_source": self.profile.source if self.profile else None,
             "pinned": self.pinned,
+            "profile_refused": self.profile_refused,
             "summary": self.summary(),
             "interval_s": self.config.interval_s,
             "socket": str(self.config.socket_path),
@@ -424,6 +437,7 @@ class Daemon(Drift, Lending):
                 doc.update(pinned=self.pinned, summary=self.summary(),
                            counters=dict(self.counters), last_error=self.last_error,
                            profile=self.profile.name if self.profile else None,
+                           profile_refused=self.profile_refused,
                            lease=self.lease.doc() if self.lease is not None else None)
                 return {"ok": True, **doc}
             if request.cmd == "readings":

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import array
+import errno
 import json
 import os
 import socket
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -17,6 +19,14 @@ from ..interrupts import interrupt_main
 from .wire import BUSY, REVOKED
 
 MAX_REPLY_BYTES = 4 * 1024 * 1024
+# A daemon whose listen queue is full (a flood of connections) answers connect() with EAGAIN:
+# tried again for this long, then "busy" (the daemon cuts idle and excess clients off within
+# seconds, docs/daemon.md).
+CONNECT_BUSY_S = 5.0
+
+
+class DaemonBusy(HardwareError):
+    """The daemon's control socket takes no new connection now (its queue is full)."""
 
 
 def request(path: Path, cmd: str, *, profile: Optional[str] = None,
@@ -54,6 +64,26 @@ def _exchange(sock: socket.socket, path: Path, doc: Dict[str, Any], timeout_s: f
 
 
 def _connect(sock: socket.socket, path: Path) -> None:
+    end = time.monotonic() + CONNECT_BUSY_S
+    pause = 0.01
+    while True:
+        try:
+            _connect_once(sock, path)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EWOULDBLOCK):
+                raise
+            if time.monotonic() >= end:
+                raise DaemonBusy(
+                    f"the jetbench daemon is busy: its control socket took no connection "
+                    f"for {CONNECT_BUSY_S:g} s (its queue is full)", path=str(path),
+                    hint="try again in a moment (the daemon cuts idle and excess clients "
+                         "off); with measure/tune, --wait keeps trying") from None
+            time.sleep(pause)  # the queue drains as the daemon accepts or cuts clients off
+            pause = min(pause * 2, 0.2)
+
+
+def _connect_once(sock: socket.socket, path: Path) -> None:
     try:
         sock.connect(str(path))
     except FileNotFoundError:

@@ -15,6 +15,7 @@ the daemon that holds it (`DaemonOwner`, the broker), over its control socket (d
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,10 +24,10 @@ from typing import Any, Callable, Dict, Iterator, Optional, Union
 
 from ..errors import JetbenchError, PermissionDenied, UsageError
 from ..hw.fs import Root
-from .client import LeaseRefused, error_from_reply, open_lease, request
+from .client import DaemonBusy, LeaseRefused, error_from_reply, open_lease, request
 from .lease import Guard
 from .lock import _POLL_S, BoardBusy, BoardLock, Holder
-from .wire import BUSY, SERVICE
+from .wire import BUSY, SERVICE, WHO
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ class DaemonOwner:
                 reply = request(self.socket_path, cmd, timeout_s=60.0, **fields)
             except PermissionDenied:
                 raise self.unreachable("is not open to you") from None
+            except DaemonBusy:
+                raise  # its own message: a flood, not a permission
             except JetbenchError as err:
                 raise self.unreachable(f"does not answer ({err.message})") from None
             if reply.get("ok"):
@@ -122,13 +125,42 @@ def own_board(root: Root, command: str,
         time.sleep(_POLL_S)
 
 
+# The guards this process holds, by root: a borrow inside a borrow (each trial of a `tune`
+# inside the study's) shares the outer one, so the board is never let go between them.
+_HELD: Dict[str, Guard] = {}
+
+
 @contextmanager
 def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Iterator[Guard]:
     """The board for a measurement: the board lock, or a lease from the daemon that holds it
     (it stops re-pinning until the lease's connection closes, then pins its profile again).
     A lease already lent to someone else counts as busy (`wait_s` applies). Yields the guard
     every batch of writes goes through (ownership/lease.py): under a lease, it refuses to write
-    once the daemon has taken the board back."""
+    once the daemon has taken the board back. Re-entrant: inside a borrow of the same root
+    (`tune` holds the board for its whole study) it yields the guard already held."""
+    key = str(root.base)
+    held = _HELD.get(key)
+    if held is not None:
+        yield held
+        return
+    with _borrow(root, command, wait_s) as guard:
+        _HELD[key] = guard
+        try:
+            yield guard
+        finally:
+            _HELD.pop(key, None)
+
+
+def lease_name(command: str) -> str:
+    """`command` as a lease holder's name the daemon takes (wire.WHO: letters, digits, space
+    and `_.:/-`, 64 at most): 'tune (EMC rates)' was refused, and the refusal read as a
+    permission problem."""
+    name = re.sub(r"[^A-Za-z0-9 _.:/-]+", "-", command).strip(" -_.:/")[:64]
+    return name if WHO.match(name) else "jetbench"
+
+
+@contextmanager
+def _borrow(root: Root, command: str, wait_s: Optional[float]) -> Iterator[Guard]:
     end = _deadline(wait_s)
     while True:
         with own_board(root, command, wait_s=max(0.0, end - time.monotonic())
@@ -137,13 +169,14 @@ def borrow_board(root: Root, command: str, wait_s: Optional[float] = 0.0) -> Ite
                 yield Guard(root, None)
                 return
             try:
-                lease = open_lease(broker.socket_path, command)
+                lease = open_lease(broker.socket_path, lease_name(command))
             except PermissionDenied:
                 raise broker.unreachable("is not open to you") from None
-            except LeaseRefused as refused:
+            except (LeaseRefused, DaemonBusy) as refused:
                 if time.monotonic() >= end:
                     raise BoardBusy(broker.holder, broker.lock_path,
-                                    hint=f"{refused}; pass --wait [SECONDS] to queue") from None
+                                    hint=f"{refused.message}; pass --wait [SECONDS] to "
+                                         "queue") from None
             except JetbenchError as err:
                 raise broker.unreachable(f"does not answer ({err.message})") from None
             else:

@@ -16,7 +16,6 @@ configuration). A result without `workload.runtime` ran under torch (or, older, 
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from ..errors import UsageError
 from ..workload.runtimes import RUNTIMES  # their order is the columns'
 from . import schema
 from .figures import significant
-from .io import expand
+from .io import expand, read_json
 from .plots import SIZE_IN, _caveat, _legend_outside, _plt, _save, _suffix
 from .schema import TIME_SCHEMA
 
@@ -185,7 +184,7 @@ def load_records(paths: Iterable[Any]) -> List[Record]:
     for path in map(Path, paths):
         for file in expand([path]):
             try:
-                doc = json.loads(file.read_text(encoding="utf-8"))
+                doc = read_json(file)
                 out += records_of(doc, str(file))
             except (OSError, ValueError, UsageError) as err:
                 if not path.is_dir():

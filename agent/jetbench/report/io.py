@@ -17,6 +17,7 @@ import contextlib
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
@@ -29,6 +30,70 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 STALE_TMP_AGE_S = 60.0  # a temporary this old belongs to no running writer
+# What a reader takes from a result file: a result is kilobytes (a many-device run's, a few
+# hundred); past these a file is not one of ours, and is refused rather than read.
+MAX_RESULT_BYTES = 32 * 1024 * 1024
+MAX_JSON_DEPTH = 64  # a result nests 5 deep
+
+
+def json_depth(doc: Any) -> int:
+    """How deeply lists and objects nest (iterative: a hostile file cannot recurse us)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            break
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def regular_file(path: PathLike) -> bool:
+    """A regular file (through a link), not a FIFO, device, socket or folder."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_json(path: PathLike, what: str = "result") -> Any:
+    """A JSON file's document, read with bounds: a regular file only (opened without blocking,
+    so a FIFO named *.json never hangs), at most MAX_RESULT_BYTES, nested at most
+    MAX_JSON_DEPTH deep. UsageError naming the file otherwise."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as err:
+        raise UsageError(f"no such {what} file: {path}") from err
+    except OSError as err:
+        raise UsageError(f"{path}: unreadable {what} ({err.strerror})") from err
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path}: not a regular file (a FIFO, a device or a socket)")
+        chunks, size = [], 0
+        while size <= MAX_RESULT_BYTES:
+            chunk = os.read(fd, min(1 << 20, MAX_RESULT_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as err:
+        raise UsageError(f"{path}: unreadable {what} ({err.strerror})") from err
+    finally:
+        os.close(fd)
+    if size > MAX_RESULT_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_RESULT_BYTES >> 20} MiB, not a {what}")
+    try:
+        doc = json.loads(b"".join(chunks).decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"{path}: nested deeper than {MAX_JSON_DEPTH} levels, "
+                         f"not a {what}") from None
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        raise UsageError(f"{path}: unreadable {what} ({str(err)[:200]})") from None
+    if json_depth(doc) > MAX_JSON_DEPTH:
+        raise UsageError(f"{path}: nested deeper than {MAX_JSON_DEPTH} levels, not a {what}")
+    return doc
 
 
 def _umask() -> int:
@@ -213,23 +278,23 @@ def read_trace_csv(path: PathLike) -> Dict[str, Any]:
 
 def load_result(path: PathLike) -> Dict[str, Any]:
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise UsageError(f"no such result file: {path}") from err
-    except (OSError, ValueError) as err:
-        raise UsageError(f"{path}: unreadable result ({err})") from err
-    doc = check(doc, str(path))
+    doc = check(read_json(path), str(path))
     doc.setdefault("_path", str(path))  # where it came from, for the trace CSV beside it
     return doc
 
 
-def expand(paths: Iterable[PathLike]) -> List[Path]:
-    """Result files from files and directories (a directory: its *.json, recursively)."""
+def expand(paths: Iterable[PathLike], skipped: Optional[List[Path]] = None) -> List[Path]:
+    """Result files from files and directories (a directory: its *.json, recursively; what
+    there is not a regular file, a FIFO or a link to a device, is left out and added to
+    `skipped`)."""
     out: List[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(q for q in p.rglob("*.json") if not q.name.startswith("."))
+            for q in sorted(q for q in p.rglob("*.json") if not q.name.startswith(".")):
+                if regular_file(q):
+                    out.append(q)
+                elif skipped is not None:
+                    skipped.append(q)
         elif p.exists():
             out.append(p)
         else:
@@ -237,13 +302,15 @@ def expand(paths: Iterable[PathLike]) -> List[Path]:
     return out
 
 
-def load_results(paths: Iterable[PathLike], skip_foreign: bool = True) -> List[Dict[str, Any]]:
+def load_results(paths: Iterable[PathLike], skip_foreign: bool = True,
+                 skipped: Optional[List[Path]] = None) -> List[Dict[str, Any]]:
     """Every result under `paths`. In directories, JSON files that are not results (a
-    sweep's summary, `jetbench time` output) are skipped; a file named explicitly must be one."""
+    sweep's summary, `jetbench time` output) are skipped, and what is not a regular file is
+    added to `skipped`; a file named explicitly must be a result."""
     docs = []
     for p in map(Path, paths):
         if p.is_dir():
-            for q in expand([p]):
+            for q in expand([p], skipped):
                 try:
                     docs.append(load_result(q))
                 except UsageError:

@@ -36,15 +36,97 @@ def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> s
     return stem
 
 
+# The types of what readers (tables, plots, --compare, --by runtime) take from a result, so
+# a file with a wrong type anywhere is one message, not a TypeError deep in a table. A dict is
+# an object with these keys (others are free; "NAME!" must be there and not null); [X] a list
+# of X (never null); "*" any key. Other keys may be absent or null ("not measured").
+NUM, STR, BOOL, INT = "number", "string", "boolean", "integer"
+_POINT = {"name!": STR, "point!": STR, "source!": STR, "kind": STR, "mean_w": NUM,
+          "energy_j": NUM, "images_per_j": NUM, "items_per_j": NUM,
+          "mean_w_uncertainty_pct": NUM, "samples": NUM, "coverage": NUM}
+RESULT_TYPES: Dict[str, Any] = {
+    "schema": STR, "status": STR, "simulated": BOOL, "id": STR, "message": STR,
+    "created": STR, "warnings": [STR], "notes": [STR], "interrupted": STR,
+    "board": {"model": STR, "soc": STR, "l4t": STR, "family": STR,
+              "power_mode": {"text": STR, "caps_lifted": BOOL}},
+    "settings": {"requested": {"*": None}, "applied": {"gpu_hz": NUM, "*": None}},
+    "workload": {"model": STR, "precision": STR, "batch": INT, "framework": STR,
+                 "provider": STR, "runtime": STR, "device": STR, "unit": STR},
+    "throughput": {"images_per_s": NUM, "items_per_s": NUM, "unit": STR, "cv": NUM,
+                   "latency_ms": {"*": NUM}},
+    "power": {"total": _POINT, "totals": [_POINT], "channels": [_POINT],
+              "phases_s": {"*": NUM}, "trace_csv": STR,
+              "idle": {"total": _POINT}, "idle_unpinned": {"total": _POINT}},
+    "devices": [{"device!": STR, "throughput": {"images_per_s": NUM}}],
+    "scaling": {"efficiency": NUM, "devices": NUM, "baseline_images_per_s": NUM},
+    "efficiency": {"images_per_j": NUM, "items_per_j": NUM, "by_point": [_POINT],
+                   "above_idle": {"mean_w": NUM, "images_per_j": NUM, "items_per_j": NUM,
+                                  "mean_w_uncertainty_pct": NUM},
+                   "pre_regulation_estimate": {"regulator_efficiency!": NUM, "mean_w": NUM,
+                                               "images_per_j": NUM, "items_per_j": NUM},
+                   "uncertainty": {"power_pct": NUM, "throughput_pct": NUM,
+                                   "images_per_j_pct": NUM, "basis": STR,
+                                   "lower_it": [STR]}},
+    "thermal": {"throttled": BOOL},
+    "validity": {"valid": BOOL, "reasons": [STR]},
+}
+_REQUIRED = {"schema", "status", "simulated"}  # never null
+_KIND = {NUM: (int, float), STR: (str,), BOOL: (bool,), INT: (int,)}
+
+
+def type_problem(value: Any, spec: Any, where: str) -> Optional[str]:
+    """Where a document leaves `spec` (see RESULT_TYPES), first found; None when it fits."""
+    stack = [(value, spec, where, True)]
+    while stack:
+        node, want, at, nullable = stack.pop()
+        if want is None:
+            continue
+        if node is None:
+            if nullable:
+                continue
+            return f"{at} is null"
+        if isinstance(want, dict):
+            if not isinstance(node, dict):
+                return f"{at} is {_what(node)}, expected an object"
+            for key in want:
+                if key.endswith("!") and node.get(key[:-1]) is None:
+                    return f"{at}.{key[:-1]} is missing or null"
+            for key, sub in node.items():
+                inner = want.get(key, want.get(f"{key}!", want.get("*")))
+                stack.append((sub, inner, f"{at}.{key}" if at else str(key), True))
+        elif isinstance(want, list):
+            if not isinstance(node, list):
+                return f"{at} is {_what(node)}, expected a list"
+            # a list's items are never null
+            stack.extend((item, want[0], f"{at}[{k}]", False) for k, item in enumerate(node))
+        elif not isinstance(node, _KIND[want]) or (want != BOOL and isinstance(node, bool)):
+            return f"{at} is {_what(node)}, expected {'an' if want == INT else 'a'} {want}"
+        elif want in (NUM, INT) and not (isinstance(node, float) and node != node) \
+                and abs(node) > 1e300:
+            return f"{at} is out of range"
+    return None
+
+
+def _what(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
+
+
 def check(doc: Any, where: str = "result") -> Dict[str, Any]:
     """The document if it is a jetbench result; a UsageError naming `where` otherwise."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise UsageError(f"{where}: not a jetbench result (schema {found!r}, "
+        raise UsageError(f"{where}: not a jetbench result (schema {str(found)[:80]!r}, "
                          f"expected {SCHEMA!r})")
     for key in ("simulated", "board", "settings", "workload", "status"):
         if key not in doc:
             raise UsageError(f"{where}: a {SCHEMA} document without {key!r}")
+    for key in _REQUIRED:
+        if doc[key] is None:
+            raise UsageError(f"{where}: {key} is null")
+    problem = type_problem(doc, RESULT_TYPES, "")
+    if problem:
+        raise UsageError(f"{where}: not a valid {SCHEMA} document: {problem[:200]}")
     work = doc["workload"] if isinstance(doc["workload"], dict) else {}
     if isinstance(doc["workload"], dict) and framework(doc) not in FRAMEWORKS:
         raise UsageError(f"{where}: workload.framework {work.get('framework')!r} is none of "
@@ -122,7 +204,7 @@ def total_label(doc: Dict[str, Any]) -> Optional[str]:
     total = _get(doc, "power", "total")
     if not total:
         return None
-    return f"{total['name']}, {total['point'].replace('_', ' ')}"
+    return f"{total.get('name') or '?'}, {str(total.get('point') or '?').replace('_', ' ')}"
 
 
 def images_per_j(doc: Dict[str, Any]) -> Optional[float]:

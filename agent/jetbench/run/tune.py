@@ -25,19 +25,25 @@ import copy
 import dataclasses
 import json
 import math
+import os
 import re
 import socket
+import stat
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..errors import UsageError
+from ..errors import HardwareError, JetbenchError, SamplerDied, UsageError, first_line
 from ..hw.board import Board
 from ..hw.fs import Root
 from ..hw.mode_caps import read_mode_caps
 from ..ownership import journal
-from ..ownership.owner import LocalOwner, own_board
+from ..ownership.lease import Guard, LeaseRevoked
+from ..ownership.lock import BoardBusy
+from ..ownership.owner import borrow_board
+from ..report import io
 from ..report.io import removed_if_left_empty
 from ..units import format_hz
 from .request import MeasureOptions, build_request, split_list
@@ -135,7 +141,8 @@ def load_optuna() -> Any:
                          hint="pip install 'jetbench[tune]' (optuna)") from None
     import warnings
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # ERROR: a failed trial is our one line, not Optuna's warning with a traceback
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     return optuna
 
@@ -188,14 +195,14 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
     from ..hw.clocks.domains import read_clocks
     from ..hw.readings import settled
     from ..open_board import open_board
-    from ..ownership.owner import borrow_board
     from ..tuning.apply import apply_profile
     from ..tuning.profile import Profile
     from .pinning import put_back
     from .request import MeasureRequest
 
     rates = set()
-    with borrow_board(root, "tune (EMC rates)", 0.0) as guard, open_board(root) as board:
+    # (inside tune's own borrow, which this shares; "tune" is a lease name the daemon takes)
+    with borrow_board(root, "tune", 0.0) as guard, open_board(root) as board:
         had_journal = bool(journal.load(root))
         steps: List[Any] = []
         try:
@@ -261,23 +268,20 @@ def tune(root: Root, req: TuneRequest,
     probe = build_request(dataclasses.replace(req.options, out=None))  # every option rule
     batches = list(probe.batches)
     made = not req.out_dir.exists()
-    req.out_dir.mkdir(parents=True, exist_ok=True)
     with removed_if_left_empty(req.out_dir if made else None):
-        return _tune(root, req, optuna, say, models, precisions, batches)
+        io.check_out_dir(req.out_dir)  # before any work: a bad --out costs nothing
+        storage = req.storage or f"sqlite:///{os.path.abspath(req.out_dir / STUDY_FILE)}"
+        check_storage(storage)
+        with storage_errors(storage):
+            return _tune(root, req, optuna, say, models, precisions, batches, storage,
+                         probe.wait_s)
 
 
 def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
-          models: List[str], precisions: List[str], batches: List[int]) -> TuneReport:
+          models: List[str], precisions: List[str], batches: List[int], storage: str,
+          wait_s: Optional[float]) -> TuneReport:
     from ..open_board import open_board
-    from .measure import measure
 
-    with open_board(root, simulate_power=False) as board:
-        space = search_space(root, board, req.knobs, req.options.beyond_power_mode)
-        simulated = board.simulated
-        listed = bool(board.emc and board.emc.available_hz)
-    if "emc" in space and not listed:  # the kernel lists no rates: ask it what it runs
-        space["emc"] = probe_emc_rates(root, space["emc"], req.options.beyond_power_mode)
-    storage = req.storage or f"sqlite:///{(req.out_dir / STUDY_FILE).resolve()}"
     name = req.study or "jetbench-" + "-".join([*models, *precisions, *map(str, batches),
                                                 *req.knobs])
     directions = [OBJECTIVES[o] for o in req.objectives]
@@ -296,7 +300,29 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
                if len(directions) == 1 else
                optuna.samplers.NSGAIISampler(seed=req.seed, **given))
     study = _open_study(optuna, name, storage, directions, sampler)
-    _recover(optuna, root, study, req.board_name, say)
+    # The board is ours for the whole study (the lock, or one lease from the daemon): a second
+    # tune or a measure is refused with who holds it, and no trial is lent away half-way.
+    with borrow_board(root, "tune", wait_s) as guard:
+        # Put back what a killed run left before reading the space: its pinned clocks are not
+        # the power mode's caps.
+        _recover(optuna, root, guard, study, req.board_name, say)
+        with open_board(root, simulate_power=False) as board:
+            space = search_space(root, board, req.knobs, req.options.beyond_power_mode)
+            simulated = board.simulated
+            listed = bool(board.emc and board.emc.available_hz)
+        if "emc" in space and not listed:  # the kernel lists no rates: ask it what it runs
+            space["emc"] = probe_emc_rates(root, space["emc"], req.options.beyond_power_mode)
+        return _study(root, req, optuna, say, study, space, simulated, models, precisions,
+                      batches, directions, modern)
+
+
+def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None], study: Any,
+           space: Dict[str, List[int]], simulated: bool, models: List[str],
+           precisions: List[str], batches: List[int], directions: List[str],
+           modern: bool) -> TuneReport:
+    from .measure import measure
+
+    fatal: List[BaseException] = []
     study.set_user_attr("space", {k: v for k, v in space.items()})
     study.set_user_attr("objectives", list(req.objectives))
     study.set_user_attr("constraints", [str(c) for c in req.constraints])
@@ -307,7 +333,18 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
         trial.set_user_attr("settings", settings)
         out = req.out_dir / "trials" / f"{trial.number:04d}"
         options = _options_for(req.options, settings, out)
-        report = measure(root, build_request(options), command="tune")
+        try:
+            report = measure(root, build_request(options), command="tune")
+        except Exception as err:
+            # One line (Optuna's own log, with its traceback, is off); a trial that lost the
+            # board (taken back, busy, its sampler gone) ends the study with its error.
+            say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
+                f"failed: {err if isinstance(err, JetbenchError) else first_line(err)}")
+            trial.set_user_attr("error", str(err)[:300])
+            if isinstance(err, (BoardBusy, LeaseRevoked, SamplerDied)):
+                fatal.append(err)
+                study.stop()
+            raise
         doc = report.results[0] if report.results else {}
         metrics = metrics_of(doc)
         valid = doc.get("status") == "ok" and (doc.get("validity") or {}).get("valid", False)
@@ -325,7 +362,7 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
             for k, v in enumerate(violations):
                 trial.set_constraint(f"c{k}", v)
         values = [metrics.get(o) for o in req.objectives]
-        best = _best_line(study, req)
+        best = _best_line(study, req, space)
         say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
             f"{_metrics_text(metrics)}{'' if valid else ' (invalid)'}"
             f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
@@ -351,17 +388,89 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
     if count() < search:
         study.optimize(objective, n_trials=search - count(), catch=(Exception,),
                        callbacks=[optuna.study.MaxTrialsCallback(search, states=states)])
-    again = _to_confirm(study.get_trials(deepcopy=False), req.objectives[0],
+    if fatal:
+        raise fatal[0]
+    again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
                         req.budget - count())
+    choices = {"model": models, "precision": precisions, "batch": batches}
+    again = [p for p in (_params_of(s, space, choices) for s in again) if p is not None]
     for params in again:
         study.enqueue_trial(params, user_attrs={"confirms": True})
     if again:
         study.optimize(objective, n_trials=len(again), catch=(Exception,),
                        callbacks=[optuna.study.MaxTrialsCallback(req.budget, states=states)])
+    if fatal:
+        raise fatal[0]
     doc = study_doc(study, req, space, simulated)
     path = req.out_dir / "tune.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return TuneReport(doc, path)
+
+
+def _shown(storage: str) -> str:
+    """A storage URL as it may be printed: its password hidden."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(storage).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy parses: shown as given, cut
+        return repr(storage[:120])
+
+
+def check_storage(storage: str) -> None:
+    """Before Optuna opens it: an SQLite study file must be a regular file of this user's (or
+    missing). A link could carry the study elsewhere, a FIFO blocks SQLite for ever, and a
+    file someone else owns is a study they can write into this board's profile."""
+    if not storage.startswith("sqlite:///"):
+        return
+    path = storage[len("sqlite:///"):].split("?", 1)[0]
+    if path.startswith("file:"):
+        path = path[len("file:"):]
+    if not path or path == ":memory:":
+        return
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise HardwareError(f"cannot use the study file ({err.strerror})", path=path) from err
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        raise HardwareError("the study file is a symbolic link, a FIFO or not a regular file: "
+                            "refused", path=path,
+                            hint="give tune another --out, or remove it (a study is a plain "
+                                 "SQLite file)")
+    if st.st_uid != os.geteuid():
+        raise HardwareError(f"the study file is owned by uid {st.st_uid}, not by you "
+                            f"(uid {os.geteuid()}): refused", path=path,
+                            hint="a study someone else can write can add to this board's "
+                                 "profile: copy it, or give tune another --out")
+
+
+@contextmanager
+def storage_errors(storage: str) -> Iterator[None]:
+    """The storage's failures as one message: a URL no database driver takes (exit 1), a
+    study file that is not a database, read-only, on a full disk, unreachable (exit 2)."""
+    try:
+        yield
+    except JetbenchError:
+        raise
+    except Exception as err:
+        kind = type(err)
+        module = kind.__module__ or ""
+        if not module.startswith(("sqlalchemy", "sqlite3", "optuna", "psycopg2", "pymysql")) \
+                and not isinstance(err, ImportError):
+            raise
+        if kind.__name__ in ("ArgumentError", "NoSuchModuleError") or isinstance(err,
+                                                                              ImportError):
+            raise UsageError(f"--storage {_shown(storage)}: not a database URL jetbench can "
+                             f"open ({first_line(err)})",
+                             hint="sqlite:///PATH, postgresql://..., mysql://... (with its "
+                                  "driver installed)") from None
+        raise HardwareError(f"the study's storage {_shown(storage)} failed: "
+                            f"{first_line(err)}",
+                            hint="a study file that is not an SQLite database, read-only, on a "
+                                 "full disk, or a server that is down: fix it or give tune "
+                                 "another --out / --storage") from None
 
 
 def _open_study(optuna: Any, name: str, storage: str, directions: List[str],
@@ -374,9 +483,10 @@ def _open_study(optuna: Any, name: str, storage: str, directions: List[str],
             return optuna.create_study(study_name=name, storage=storage, directions=directions,
                                        sampler=sampler, load_if_exists=True)
         except Exception as err:  # noqa: BLE001 - SQLAlchemy's and Optuna's, whichever won
-            if attempt == 19 or "already exists" not in str(err) and \
-                    type(err).__name__ not in ("OperationalError", "IntegrityError",
-                                               "DuplicatedStudyError"):
+            text = str(err)
+            racing = any(w in text for w in ("already exists", "locked", "no such table")) \
+                or type(err).__name__ in ("IntegrityError", "DuplicatedStudyError")
+            if attempt == 19 or not racing:
                 raise
             time.sleep(0.1 + 0.05 * attempt)
     raise AssertionError("unreachable")
@@ -386,28 +496,34 @@ def _worst(direction: str) -> float:
     return -1e30 if direction == "maximize" else 1e30
 
 
-def _recover(optuna: Any, root: Root, study: Any, board: str,
+def _recover(optuna: Any, root: Root, guard: Guard, study: Any, board: str,
              say: Callable[[str], None]) -> None:
-    """Trials this board left RUNNING (a kill -9, a reboot) are failed, and the clocks they
-    pinned are put back from the journal before anything else runs."""
+    """Under the board we now hold: a journal a killed run left (in a trial, in the EMC probe,
+    in a put-back) is restored first, so the board is its original before the space is read;
+    trials this board left RUNNING (a kill -9, a reboot) are failed. (Under the daemon's lease
+    the daemon restored what a killed borrower left when its lease closed.)"""
+    restored = False
+    if guard.token is None and journal.load(root):
+        journal.restore(root)
+        restored = True
     running = optuna.trial.TrialState.RUNNING
     stale = [t for t in study.get_trials(deepcopy=False, states=(running,))
              if t.user_attrs.get("board") == board]
-    if not stale:
-        return
-    with own_board(root, "tune (restore)", 0.0) as owner:
-        if isinstance(owner, LocalOwner) and journal.load(root):
-            journal.restore(root)  # (a daemon holding the board restores it itself)
     for t in stale:
         study.tell(t.number, state=optuna.trial.TrialState.FAIL)
-    say(f"tune: {len(stale)} trial(s) of an earlier run on this board had not finished "
-        "(interrupted): marked failed, the board restored from the journal")
+    if stale:
+        say(f"tune: {len(stale)} trial(s) of an earlier run on this board had not finished "
+            "(interrupted): marked failed")
+    if restored:
+        say("tune: an interrupted run had left the board pinned: restored from the journal")
 
 
 # -- the answer -----------------------------------------------------------------------------------
 def feasible(trial: Any) -> bool:
+    violations = trial.user_attrs.get("constraints", [1.0])
     return (trial.state.name == "COMPLETE" and trial.user_attrs.get("valid") is True
-            and all(v <= 0 for v in trial.user_attrs.get("constraints", [1.0])))
+            and isinstance(violations, list) and all(
+                type(v) in (int, float) and v <= 0 for v in violations))
 
 
 def _key(t: Any) -> str:
@@ -434,14 +550,30 @@ def _pooled(trials: Sequence[Any]) -> Dict[str, Any]:
 
 
 def _to_confirm(trials: Sequence[Any], objective: str, room: int) -> List[Dict[str, Any]]:
-    """The params of the best feasible points read only once, best first, at most `room`."""
+    """The settings of the best feasible points read only once, best first, at most `room`
+    (trials whose settings are checked: `_usable`)."""
     if room <= 0 or objective not in OBJECTIVES:
         return []
     sign = 1 if OBJECTIVES[objective] == "maximize" else -1
     once = [p for p in _pooled(trials).values() if p["feasible"] and len(p["trials"]) == 1
             and p["metrics"].get(objective) is not None]
     once.sort(key=lambda p: -sign * p["metrics"][objective])
-    return [dict(p["trials"][0].params) for p in once[:room]]
+    return [dict(p["trials"][0].user_attrs["settings"]) for p in once[:room]]
+
+
+def _params_of(settings: Dict[str, Any], space: Dict[str, List[int]],
+               choices: Dict[str, List[Any]]) -> Optional[Dict[str, Any]]:
+    """Optuna's params for a point, rebuilt from its checked settings (never the stored
+    params, which a shared study's editor could point past a table); None when the point is
+    not one of this run's choices (another workload's trial)."""
+    params: Dict[str, Any] = {}
+    for key, options in choices.items():
+        if settings.get(key) not in options:
+            return None
+        params[key] = settings[key]
+    for knob, values in space.items():
+        params[f"{knob}_index"] = values.index(settings[f"{knob}_hz"])
+    return params
 
 
 def choose_best(trials: Sequence[Any], objective: str) -> Optional[Any]:
@@ -477,20 +609,31 @@ def _tied(a: Any, b: Any) -> bool:
     return abs(ja - jb) <= ja * ua / 100 + jb * ub / 100
 
 
+def _usable(trials: Sequence[Any], space: Dict[str, List[int]]) -> List[Any]:
+    return [t for t in trials if trial_problem(t, space) is None]
+
+
 def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
               simulated: bool) -> Dict[str, Any]:
     trials = study.get_trials(deepcopy=False)
-    best = choose_best(trials, req.objectives[0])
+    problems = {t.number: trial_problem(t, space) for t in trials}
+    best = choose_best(_usable(trials, space), req.objectives[0])
     front = [t for t in (study.best_trials if len(req.objectives) > 1 else [best] if best else [])
-             if feasible(t)]
+             if feasible(t) and problems.get(t.number) is None]
 
     def trial_doc(t: Any) -> Dict[str, Any]:
+        problem = problems.get(t.number)
+        reasons = t.user_attrs.get("reasons", [])
+        metrics = t.user_attrs.get("metrics")
         return {"number": t.number, "state": t.state.name, "board": t.user_attrs.get("board"),
                 "readings": t.user_attrs.get("readings", 1),
                 "confirms": bool(t.user_attrs.get("confirms")),
-                "settings": t.user_attrs.get("settings"), "metrics": t.user_attrs.get("metrics"),
-                "valid": t.user_attrs.get("valid"), "feasible": feasible(t),
-                "reasons": t.user_attrs.get("reasons", []),
+                "settings": t.user_attrs.get("settings"),
+                "metrics": None if metrics_problem(metrics) else metrics,
+                "valid": t.user_attrs.get("valid"),
+                "feasible": feasible(t) and problem is None,
+                "reasons": (list(reasons) if isinstance(reasons, list) else [])
+                + ([f"not a point of this board: {problem}"] if problem else []),
                 "constraint_violations": t.user_attrs.get("constraints"),
                 "result": t.user_attrs.get("result")}
 
@@ -504,8 +647,8 @@ def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def _best_line(study: Any, req: TuneRequest) -> str:
-    best = choose_best(study.get_trials(deepcopy=False), req.objectives[0])
+def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> str:
+    best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
     if best is None:
         return ""
     attrs = best.user_attrs
@@ -526,40 +669,90 @@ def _metrics_text(m: Dict[str, Any]) -> str:
 
 
 # -- the profile ----------------------------------------------------------------------------------
+def settings_problem(settings: Any, space: Dict[str, List[int]]) -> Optional[str]:
+    """Why a trial's settings (read from a study anyone with the storage can edit) are not a
+    point of this board's space; None when they are. A clock is an int of its knob's list."""
+    if not isinstance(settings, dict):
+        return "its settings are not a table"
+    for knob, values in space.items():
+        hz = settings.get(f"{knob}_hz")
+        if type(hz) is not int or hz not in values:
+            return f"{knob}_hz {str(hz)[:40]!r} is not in this board's space"
+    extra = sorted(k for k in settings if str(k).endswith("_hz") and k[:-3] not in space)
+    if extra:
+        return f"{str(extra[0])[:40]!r} is not a knob of this study"
+    for key in ("model", "precision"):
+        if not isinstance(settings.get(key), str):
+            return f"its {key} is not a string"
+    batch = settings.get("batch")
+    if type(batch) is not int or batch < 1:
+        return "its batch is not a positive integer"
+    return None
+
+
+def metrics_problem(metrics: Any) -> Optional[str]:
+    """Why a trial's metrics are not numbers (None: they are, or unknown)."""
+    if metrics is None:
+        return None
+    if not isinstance(metrics, dict):
+        return "its metrics are not a table"
+    for key, value in metrics.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            return f"metric {str(key)[:40]!r} is not a finite number"
+    return None
+
+
+def trial_problem(trial: Any, space: Dict[str, List[int]]) -> Optional[str]:
+    """A finished trial that this board cannot take as a point: hostile or foreign settings
+    or metrics in a shared study. Such a trial is never chosen nor written to a profile."""
+    if trial.state.name != "COMPLETE":
+        return None
+    return (settings_problem(trial.user_attrs.get("settings"), space)
+            or metrics_problem(trial.user_attrs.get("metrics")))
+
+
 def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
-    """The best point as a profile `apply` and the daemon take, saying what chose it."""
+    """The best point as a profile `apply` and the daemon take, saying what chose it. Its
+    settings are checked against this board's space again and written by a TOML writer."""
+    from ..tuning.profile import profile_toml
+
     best = doc["best"]
     s = best["settings"]
-    lines = [f"# Written by `jetbench tune` on {doc['created']}: the best point of study "
-             f"{doc['study']!r}",
-             f"# workload: {s['model']} {s['precision']} batch {s['batch']}; objective: "
-             f"{', '.join(doc['objectives'])}; constraints: "
-             f"{', '.join(doc['constraints']) or 'none'}",
-             f"# measured: {_metrics_text(best['metrics'])}"
-             + (" (SIMULATED board)" if doc["simulated"] else ""),
-             f'description = "tuned by jetbench tune for {s["model"]} {s["precision"]} '
-             f'batch {s["batch"]}"', "", "[match]", f'family = ["{board.family}"]']
+    problem = settings_problem(s, doc["space"]) or metrics_problem(best.get("metrics"))
+    if problem:
+        raise UsageError(f"the best trial's point cannot be a profile: {problem}",
+                         hint="the study was edited, or holds another board's trials: "
+                              "no profile written")
+    table: Dict[str, Any] = {
+        "description": f"tuned by jetbench tune for {s['model']} {s['precision']} "
+                       f"batch {s['batch']}",
+        "match": {"family": [board.family]}}
     if "cpu_hz" in s:
-        lines += ["", "[cpu]", f'freq = "{s["cpu_hz"]}"', "online = true"]
+        table["cpu"] = {"freq": str(s["cpu_hz"]), "online": True}
     if "gpu_hz" in s:
-        lines += ["", "[gpu]", f'freq = "{s["gpu_hz"]}"', "railgate = false"]
+        table["gpu"] = {"freq": str(s["gpu_hz"]), "railgate": False}
     if "emc_hz" in s:
-        lines += ["", "[emc]", f'freq = "{s["emc_hz"]}"']
-    return "\n".join(lines) + "\n"
+        table["emc"] = {"freq": str(s["emc_hz"])}
+    return profile_toml(table, [
+        f"Written by `jetbench tune` on {doc['created']}: the best point of study "
+        f"{doc['study']!r}",
+        f"workload: {s['model']} {s['precision']} batch {s['batch']}; objective: "
+        f"{', '.join(doc['objectives'])}; constraints: {', '.join(doc['constraints']) or 'none'}",
+        f"measured: {_metrics_text(best['metrics'])}"
+        + (" (SIMULATED board)" if doc["simulated"] else "")])
 
 
 def save_profile(root: Root, board: Board, doc: Dict[str, Any], name: str) -> Path:
     from ..ownership.wire import PROFILE_NAME
+    from ..tuning.profile import write_profile_file
 
     if not PROFILE_NAME.match(name):
         raise UsageError(f"--save-profile {name!r}: letters, digits, '.', '_' and '-' only")
     if doc.get("best") is None:
         raise UsageError("no trial met the constraints with a valid result: no profile written",
                          hint="relax a --constraint, or raise --budget")
-    path = Path(root.base) / "etc" / "jetbench" / "profiles" / f"{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(profile_text(doc, board, name))
-    return path
+    return write_profile_file(root.base, name, profile_text(doc, board, name))
 
 
 def pareto_plot(doc: Dict[str, Any], path: Path) -> Optional[Path]:

@@ -3,7 +3,9 @@ figures out (the command runner in command.py feeds it).
 
     trtexec        trtexec's performance summary: `Throughput: N qps`, its latency and GPU
                    compute time statistics, the inference span
-    regex:PATTERN  one group, a number in items/s; the last match wins
+    regex:PATTERN  one group, a number in items/s; the last match wins. Matched by RE2 (no
+                   backtracking: time linear in the line, whatever the pattern), so no
+                   backreferences or lookaround; refused with one message before anything runs
     items:N        the command processes N items; the rate is N / its run time
 
 trtexec's line formats come from its source, NVIDIA/TensorRT samples/common/sampleReporting.cpp
@@ -27,9 +29,10 @@ inference of the whole engine batch: so items/s = qps x the batch in `--shapes` 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 
@@ -61,6 +64,28 @@ class ThroughputFrom:
         return self.kind
 
 
+def compile_user_pattern(pattern: str, multiline: bool = False) -> Any:
+    """A user's pattern compiled by RE2, which matches in time linear in the text (Python's
+    re backtracks: `^(?:a+)+b([0-9])$` on 34 a's runs for minutes). UsageError where RE2
+    cannot run it (a syntax error, a backreference, lookaround)."""
+    import re2
+
+    options = re2.Options()
+    try:
+        options.log_errors = False  # the error is our one message, not RE2's log line
+    except AttributeError:  # pragma: no cover - a google-re2 without the option
+        pass
+    try:
+        return re2.compile(("(?m)" if multiline else "") + pattern, options)
+    except re2.error as err:
+        why = err.args[0] if err.args else err
+        why = why.decode(errors="replace") if isinstance(why, bytes) else str(why)
+        raise UsageError(f"--throughput-from regex:{pattern}: not a regular expression "
+                         f"jetbench can match in linear time ({why})",
+                         hint="RE2 syntax: no backreferences (\\1) or lookaround (?=...); "
+                              r"e.g. regex:^eval rate: +([0-9.]+) tokens/s") from None
+
+
 def parse_throughput_from(text: str) -> ThroughputFrom:
     """'trtexec', 'regex:PATTERN' (exactly one group) or 'items:N' (N > 0); UsageError else."""
     kind, sep, arg = text.partition(":")
@@ -68,11 +93,7 @@ def parse_throughput_from(text: str) -> ThroughputFrom:
     if kind == "trtexec" and not sep:
         return ThroughputFrom("trtexec")
     if kind == "regex" and sep:
-        try:
-            groups = re.compile(arg).groups
-        except re.error as err:
-            raise UsageError(f"--throughput-from regex:{arg}: not a regular expression "
-                             f"({err})") from None
+        groups = compile_user_pattern(arg).groups
         if groups != 1:
             raise UsageError(f"--throughput-from regex:{arg}: needs exactly one group, the "
                              f"number (it has {groups})",
@@ -83,7 +104,7 @@ def parse_throughput_from(text: str) -> ThroughputFrom:
             items = float(arg)
         except ValueError:
             items = 0.0
-        if not items > 0:
+        if not (items > 0 and math.isfinite(items)):
             raise UsageError(f"--throughput-from items:{arg}: N must be a positive number")
         return ThroughputFrom("items", items=items)
     raise UsageError(f"--throughput-from {text!r}: expected one of {', '.join(KINDS)}")
@@ -119,9 +140,11 @@ class OutputParser:
     walltime_s: Optional[float] = None
 
     def __post_init__(self) -> None:
-        self._regex = re.compile(self.spec.pattern) if self.spec.kind == "regex" else None
+        pattern = self.spec.pattern
+        self._regex = compile_user_pattern(pattern) if pattern is not None else None
         # a block of lines holds a line's match only if this finds one: a cheap first look
-        self._in_block = re.compile(self.spec.pattern, re.M) if self._regex else None
+        self._in_block = compile_user_pattern(pattern, multiline=True) \
+            if pattern is not None else None
 
     def feed_block(self, text: str, t_s: Optional[float] = None) -> None:
         """Whole lines joined by newlines, as they arrived together: looked at line by line
