@@ -5,8 +5,9 @@ measurement, through measure's test-only hook point (`measure.PHASE_HOOK`).
 
 PHASE: a phase name measure passes its hook ("pinned", "window-opening", "window-open",
 "window-closed", "figures"), "json-write" (inside the result's write: its CSV written, its
-JSON not yet) or "table" (the CLI printing the finished run's table); #N: the N-th time it is
-reached (a sweep's second point), 1 by default.
+JSON not yet), "put-back" (inside a journal restore, after its first write: the board half put
+back; once per restore) or "table" (the CLI printing the finished run's table); #N: the N-th
+time it is reached (a sweep's second point), 1 by default.
 CAUSE: SIGINT or SIGTERM, raised at this process (its handler has run when the hook
 returns), or revoke:PID: SIGTERM to the daemon with that pid, which takes back the board it
 lent; the hook returns once this process has received that (an event, not a sleep).
@@ -68,6 +69,27 @@ def main() -> None:
         return real_rich_table(*args, **kwargs)
 
     tables.rich_table = rich_table
+    import jetbench.hw.knob_io as knob_io
+    import jetbench.ownership.journal as journal
+
+    real_restore, real_write_raw = journal.restore, knob_io.write_raw
+    first_write = [False]  # inside a restore whose first write has not been made yet
+
+    def restore(*args, **kwargs):  # the put-back of what a run pinned (and `restore`)
+        first_write[0] = True
+        try:
+            return real_restore(*args, **kwargs)
+        finally:
+            first_write[0] = False
+
+    def write_raw(*args, **kwargs):  # "put-back": after a restore's first write (once each)
+        done = real_write_raw(*args, **kwargs)
+        if first_write[0]:
+            first_write[0] = False
+            at("put-back")
+        return done
+
+    journal.restore, knob_io.write_raw = restore, write_raw
     from jetbench.cli.main import main as cli
 
     sys.argv = ["jetbench", *sys.argv[1:]]

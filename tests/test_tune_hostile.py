@@ -361,7 +361,8 @@ def test_a_point_read_again_takes_its_params_from_checked_settings_not_stored_pa
     assert _params_of(dict(settings, model="other"), space, choices) is None
 
 
-@pytest.mark.parametrize("phase", ["pinned", "window-open", "window-closed"])
+# put-back#2: the first trial's put-back (#1 is the EMC probe's, Orin Nano listing no rates)
+@pytest.mark.parametrize("phase", ["pinned", "window-open", "window-closed", "put-back#2"])
 def test_a_tune_killed_at_each_phase_of_a_trial_resumes_to_the_original_board(tmp_path,
                                                                               phase):
     """kill -9 exactly at one of measure's boundaries inside tune's first trial (the hook
