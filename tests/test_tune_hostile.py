@@ -19,7 +19,7 @@ from jetbench.errors import HardwareError, ProfileError, UsageError
 from jetbench.run.tune import profile_text, save_profile
 from jetbench.tuning.profile import load_profile, parse_profile, write_profile_file
 
-from conftest import REPO, make_board
+from conftest import REPO, bound_s, make_board, wait_until
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
 WINDOW = ("--duration", "0.3", "--warmup", "0.1", "--iterations", "3")
@@ -168,9 +168,8 @@ def test_a_second_tune_is_refused_while_the_first_finishes_its_budget(tmp_path):
                               "--knobs", "gpu", "--budget", "4", "--seed", "2"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     journal = base / "var/lib/jetbench/journal.json"
-    deadline = time.monotonic() + 120
-    while not journal.exists() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)  # the first trial holds its pin: the first tune owns the board
+    # the first trial holds its pin: the first tune owns the board
+    assert wait_until(lambda: journal.exists() or first.poll() is not None, step=0.02)
     assert first.poll() is None, first.communicate()
     for other in (out, tmp_path / "other"):  # the same study, or another one
         second = _tune(base, other, "--knobs", "gpu", "--budget", "4")
@@ -181,6 +180,26 @@ def test_a_second_tune_is_refused_while_the_first_finishes_its_budget(tmp_path):
     assert first.returncode == 0, err
     assert _trial_states(out / "study.db") == ["COMPLETE"] * 4
     assert not journal.exists()
+
+
+def test_a_second_tune_with_wait_runs_once_the_first_is_done(tmp_path):
+    """`--wait`: the second tune queues behind the first instead of being refused, then runs
+    its own budget on the board the first gave back."""
+    base = make_board(tmp_path, "tx1")
+    before = _state(base)
+    first = subprocess.Popen([sys.executable, "-m", "jetbench", "--root", str(base), "tune",
+                              "--model", "sim:alexnet", *WINDOW, "--out", str(tmp_path / "a"),
+                              "--no-plot", "--knobs", "gpu", "--budget", "2", "--seed", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    journal = base / "var/lib/jetbench/journal.json"
+    assert wait_until(lambda: journal.exists() or first.poll() is not None, step=0.02)
+    assert first.poll() is None, first.communicate()  # the first holds the board now
+    second = _tune(base, tmp_path / "b", "--knobs", "gpu", "--budget", "2", "--wait", "300")
+    _, err = first.communicate(timeout=bound_s(300))
+    assert first.returncode == 0, err
+    assert second.returncode == 0, second.stderr
+    assert _trial_states(tmp_path / "b" / "study.db") == ["COMPLETE"] * 2
+    assert _state(base) == before and not journal.exists()
 
 
 # -- item 9: every bad study is one message -------------------------------------------------
