@@ -41,6 +41,15 @@ def test_piped_monitor_prints_one_line_per_interval(tmp_path):
     assert times == sorted(times)
 
 
+def test_a_bare_interval_is_milliseconds_as_tegrastats(tmp_path):
+    """`--interval 300` is 300 ms (tegrastats' unit), not 300 s: several lines in 1.5 s."""
+    base = make_board(tmp_path, "orin-nano")
+    proc = _monitor(base, "--interval", "300", "--duration", "1.5")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert len(out.splitlines()) >= 4, out
+
+
 def test_ctrl_c_ends_the_monitor_normally(tmp_path):
     base = make_board(tmp_path, "tx1")
     proc = _monitor(base, "--interval", "100ms", "--lines")

@@ -42,3 +42,11 @@ def test_durations_and_format():
     assert format_hz(691_200_000) == "691.2 MHz"
     assert format_hz(1_912_500_000) == "1.913 GHz"
     assert format_hz(None) == "-"
+
+
+def test_a_bare_monitor_interval_is_milliseconds_as_tegrastats():
+    """`monitor --interval 250` was 250 seconds; tegrastats' --interval 250 is 250 ms."""
+    from jetbench.units import parse_duration_s
+
+    assert parse_duration_s("250", bare="ms") == pytest.approx(0.25)
+    assert parse_duration_s("1s", bare="ms") == 1.0 and parse_duration_s("250") == 250.0

@@ -78,16 +78,17 @@ _DUR_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(us|ms|s|m|min|h)?\s
 _DUR_SCALE = {None: 1.0, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
-def parse_duration_s(text: Union[str, float, int]) -> float:
-    """'10ms', '2.5s', '3m', '30' (seconds) -> seconds."""
+def parse_duration_s(text: Union[str, float, int], bare: str = "s") -> float:
+    """'10ms', '2.5s', '3m', '30' (seconds; `bare="ms"`: milliseconds, as tegrastats'
+    --interval) -> seconds."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
+        value = float(text) * _DUR_SCALE[bare]
     else:
         match = _DUR_RE.match(str(text))
         if not match:
             raise UsageError(f"not a duration: {text!r}", hint="use e.g. 10ms, 2.5s, 3m")
         number, unit = match.groups()
-        value = float(number) * _DUR_SCALE[unit.lower() if unit else None]
+        value = float(number) * _DUR_SCALE[unit.lower() if unit else bare]
     if value < 0:
         raise UsageError(f"duration must not be negative: {text!r}")
     return value

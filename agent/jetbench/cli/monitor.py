@@ -21,7 +21,8 @@ def monitor(
         "none, or PROTOCOL:PORT[?options] (scpi, wt310, stream, um25c); ?interval=1ms "
         "reads a source that often, whatever --interval says. Default: auto."),
     interval: str = typer.Option("250ms", "--interval", "-i", metavar="DURATION",
-                                 help="Sampling and refresh interval, e.g. 10ms, 0.5s."),
+                                 help="Sampling and refresh interval, e.g. 10ms, 0.5s; a bare "
+                                 "number is milliseconds, as tegrastats' --interval."),
     duration: Optional[str] = typer.Option(
         None, "--duration", "-d",
         metavar="DURATION", help="Stop after this long, e.g. 30s (default: Ctrl-C)."),
@@ -49,7 +50,7 @@ def monitor(
     from ..units import parse_duration_s
     from .render import monitor_table
 
-    interval_s = parse_duration_s(interval)
+    interval_s = parse_duration_s(interval, bare="ms")  # tegrastats: --interval 250 is 250 ms
     if interval_s < 0.001:
         raise UsageError("--interval must be at least 1ms")
     end = time.monotonic() + parse_duration_s(duration) if duration else None
