@@ -188,7 +188,18 @@ def test_an_unknown_sim_network_is_a_usage_error(tmp_path):
     base = make_board(tmp_path, "tx1")
     res = run_cli("--root", str(base), "measure", "--model", "sim:alexnetz")
     assert res.returncode == 1
-    assert "unknown model" in res.stderr and "alexnet" in res.stderr
+    # the suggestion as the user would type it: with `sim:` (issue 39: it said 'alexnet')
+    assert "unknown model: 'sim:alexnetz' (did you mean 'sim:alexnet'?)" in res.stderr
+
+
+def test_a_misspelt_simulated_board_gets_the_closest_name(tmp_path):
+    """`sim create` and `sim mount` alike (sim mount said only "see `jetbench sim list`")."""
+    for cmd in (["sim", "create", "--board", "orin-nanoo", str(tmp_path / "a")],
+                ["sim", "mount", "--board", "orin-nanoo", str(tmp_path / "b")]):
+        res = run_cli(*cmd)
+        assert res.returncode == 1, res.stderr
+        assert "unknown simulated board 'orin-nanoo' (did you mean 'orin-nano'?)" in res.stderr
+        assert "Traceback" not in res.stderr
 
 
 def test_the_sim_modules_import_nothing_of_torch():

@@ -104,11 +104,10 @@ def mount(
     import os
 
     from ..errors import UsageError
-    from ..sim.boards import BOARDS
+    from ..sim.boards import BOARDS, board_key
     from ..sim.fuse_board import serve, unavailable_reason
 
-    if board not in BOARDS:
-        raise UsageError(f"unknown simulated board {board!r}", hint="see `jetbench sim list`")
+    board = board_key(board)  # another name of a board is that board; a typo: the closest
     reason = unavailable_reason()
     if reason:
         raise UsageError(f"cannot serve a FUSE board here: {reason}",

@@ -498,15 +498,25 @@ NOT_ONE_BOARD = {
 
 
 def get(key: str) -> SimBoard:
+    return BOARDS[board_key(key)]
+
+
+def board_key(key: str) -> str:
+    """The simulated board's key for `key` (a key or another name of it); else a UsageError
+    with the closest names."""
     word = key.lower()
     if word in NOT_ONE_BOARD:
         raise UsageError(f"unknown simulated board {key!r}: {NOT_ONE_BOARD[word]}",
                          hint="`jetbench sim list` shows the boards and their other names")
     name = ALIASES.get(word, word)
     if name not in BOARDS:
+        import difflib
+
+        close = difflib.get_close_matches(word, [*BOARDS, *ALIASES], n=1, cutoff=0.6)
         raise UsageError(
-            f"unknown simulated board {key!r}",
+            f"unknown simulated board {key!r}"
+            + (f" (did you mean {ALIASES.get(close[0], close[0])!r}?)" if close else ""),
             hint="choose one of: " + ", ".join(sorted(BOARDS))
             + " (`jetbench sim list` shows their other names)",
         )
-    return BOARDS[name]
+    return name

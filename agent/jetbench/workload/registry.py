@@ -92,7 +92,9 @@ def list_specs() -> List[ModelSpec]:
     return list(_SPECS)
 
 
-def get_spec(name: str) -> ModelSpec:
+def get_spec(name: str, prefix: str = "") -> ModelSpec:
+    """The built-in network `name`; else a UsageError naming the closest (written with
+    `prefix`, as the user wrote the name: `sim:resnet18` for `sim:resnet19`)."""
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in _BY_NAME:
@@ -101,8 +103,8 @@ def get_spec(name: str) -> ModelSpec:
         close = difflib.get_close_matches(key, [*_BY_NAME, *_ALIASES], n=1, cutoff=0.6)
         hint = "`jetbench models` lists the built-in networks; your own model is a TorchScript " \
             "file (model.pt) or module:callable with --input-shape"
-        raise UsageError(f"unknown model: {name!r}"
-                         + (f" (did you mean {close[0]!r}?)" if close else ""), hint=hint)
+        raise UsageError(f"unknown model: {prefix + name!r}"
+                         + (f" (did you mean {prefix + close[0]!r}?)" if close else ""), hint=hint)
     return _BY_NAME[key]
 
 
@@ -113,7 +115,7 @@ def check_model_names(names: Any) -> None:
     for name in names:
         kind = model_kind(name)
         if kind == SIM:
-            get_spec(name.strip()[len(SIM_PREFIX):])  # sim:NAME takes a built-in network
+            get_spec(name.strip()[len(SIM_PREFIX):], prefix=SIM_PREFIX)  # a built-in network
         elif kind != PYTORCH:
             check_model_file(name)
         elif not is_builtin(name) and not looks_custom(name):

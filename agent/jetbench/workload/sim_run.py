@@ -57,7 +57,7 @@ FIXED_CPU_GOVERNORS = ("userspace", "performance", "powersave")
 
 def network_of(model: str) -> ModelSpec:
     """`sim:alexnet` -> the built-in network's spec (an unknown name: its usage error)."""
-    return get_spec(model.strip()[len(SIM_PREFIX):])
+    return get_spec(model.strip()[len(SIM_PREFIX):], prefix=SIM_PREFIX)
 
 
 def check_simulated(models: Any, board: Board) -> None:
