@@ -356,3 +356,14 @@ def test_the_refusal_comes_before_anything_is_pinned(tmp_path):
     with pytest.raises(UsageError, match="simulated board only"):
         plan_points(MeasureRequest(models=("alexnet", "sim:alexnet")), board)
     assert plan_points(MeasureRequest(models=("alexnet",)), board)  # a real network: planned
+
+
+def test_a_bad_batch_for_measure_never_suggests_batch_sweep(tmp_path):
+    """`--batch 0` suggested `sweep`, which measure and sweep then refuse (it is time's)."""
+    base = make_board(tmp_path, "tx1")
+    for cmd in ("measure", "sweep"):
+        res = run_cli("--root", str(base), cmd, "--model", "sim:alexnet", "--batch", "0",
+                      "--freq", "max")
+        assert res.returncode == 1, res.stderr
+        assert "batch sizes start at 1" in res.stderr and "sweep" not in res.stderr.split(
+            "hint:")[1], res.stderr

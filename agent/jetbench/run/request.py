@@ -139,9 +139,7 @@ def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
     `ranked`: this run is one of several devices (--devices, or under torchrun)."""
     if o.cmd is None:
         check_model_names(split_list(o.model))  # a misspelt name: at once, before torch loads
-    batches = parse_batches(o.batch)
-    if isinstance(batches, str):
-        raise UsageError("--batch sweep belongs to `jetbench time`; give sizes, e.g. 1,2,4,8")
+    batches = parse_batches(o.batch, sweep=False)
     if ranked and o.cmd is not None:
         raise UsageError("--cmd runs one command; several devices (--devices, torchrun) run "
                          "a network on each", hint="measure the command alone, without ranks")

@@ -119,17 +119,21 @@ def parse_bytes(text: str) -> int:
     return int(float(match.group(1)) * _BYTE_UNITS[match.group(2)])
 
 
-def parse_batches(text: str) -> Union[Tuple[int, ...], str]:
-    """'1,32' -> (1, 32); 'sweep' -> 'sweep'."""
-    if text.strip().lower() == SWEEP:
+def parse_batches(text: str, sweep: bool = True) -> Union[Tuple[int, ...], str]:
+    """'1,32' -> (1, 32); 'sweep' -> 'sweep' (`time`'s alone: `sweep=False` for measure and
+    sweep, whose hints then never offer it)."""
+    if sweep and text.strip().lower() == SWEEP:
         return SWEEP
+    hint = "use e.g. 1,32 or sweep" if sweep else "use e.g. 1,2,4,8"
     try:
         sizes = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError as err:
-        raise UsageError(f"not a batch list: {text!r}", hint="use e.g. 1,32 or sweep") from err
+        if text.strip().lower() == SWEEP:
+            raise UsageError("--batch sweep belongs to `jetbench time`; give sizes, e.g. "
+                             "1,2,4,8") from err
+        raise UsageError(f"not a batch list: {text!r}", hint=hint) from err
     if not sizes or min(sizes) < 1:
-        raise UsageError(f"not a batch list: {text!r} (batch sizes start at 1)",
-                         hint="use e.g. 1,32 or sweep")
+        raise UsageError(f"not a batch list: {text!r} (batch sizes start at 1)", hint=hint)
     return sizes
 
 
