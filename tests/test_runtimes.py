@@ -583,7 +583,7 @@ def test_a_runtime_that_raises_is_a_failed_row_and_the_others_are_timed(monkeypa
     assert [(r.runtime, r.status) for r in report.rows] == [
         ("torch", "ok"), ("torchscript", "failed"), ("onnxruntime", "ok")]
     failed = report.to_dict()["results"][1]
-    assert failed["message"] == "tracer exploded"
+    assert failed["message"] == "RuntimeError: tracer exploded"  # its first line, typed
     assert failed["workload"]["runtime"] == "torchscript"
 
 

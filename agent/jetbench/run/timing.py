@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import NOT_RUN, OutOfMemory, UsageError, first_line, not_run
+from ..errors import NOT_RUN, JetbenchError, OutOfMemory, UsageError, first_line, not_run
 from ..report.figures import significant
 from ..report.schema import TIME_SCHEMA
 from ..workload.build import build_workload
@@ -234,7 +234,9 @@ def _failed(model: str, precision: str, batch: int, device: str, runtime: str,
     err = sys.exc_info()[1]
     assert err is not None
     hint = getattr(err, "hint", None)
-    message = first_line(err) + (f" ({hint})" if hint else "")
+    named = first_line(err) if isinstance(err, JetbenchError) else \
+        f"{type(err).__name__}: {first_line(err)}"  # a library's (or a bug's) own type
+    message = named + (f" ({hint})" if hint else "")
     return TimeRow(model, precision, batch, device, "failed", message=message, runtime=runtime,
                    mode=mode)
 
