@@ -16,7 +16,7 @@ from jetbench.hw.fs import Root
 from jetbench.run.measure import measure
 from jetbench.sim.create import create_board
 
-from conftest import REPO, run_cli
+from conftest import REPO, make_board, run_cli
 
 FAST = ["--model", "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2",
         "--warmup", "0", "--device", "cpu", "--duration", "0.5s"]
@@ -215,3 +215,39 @@ def test_sweep_writes_every_point_and_exits_3_when_any_is_invalid(tmp_path):
     assert "gpu 57000000.gpu ran at 76.8 MHz, 691.2 MHz was applied" in proc.stderr
     assert "2 invalid point(s) left out" in proc.stdout
     assert "does not follow the simulated GPU clock" in proc.stdout
+
+
+def test_the_pin_waits_for_the_kernel_to_run_what_was_applied(tmp_path, monkeypatch):
+    """Seen under load (the stress run): the simulated kernel moved cur_freq after measure's
+    settle had taken two equal reads of the *old* clock, so the window's first samples showed
+    the boot clock and a good pin was judged invalid. The pin now waits (bounded) until the
+    clocks run what the knobs hold. Here the first three reads lag, as a busy host's would."""
+    import contextlib
+    import dataclasses
+    from types import SimpleNamespace
+
+    from jetbench.open_board import open_board
+    from jetbench.run import pinning
+    from jetbench.run.request import MeasureRequest
+
+    base = make_board(tmp_path, "tx1")
+    root = Root(base)
+    real, calls = pinning.read_clocks, [0]
+
+    def lagging(root_, board_):
+        calls[0] += 1
+        clocks = real(root_, board_)
+        if calls[0] <= 3:  # the kernel has not moved the GPU yet: it still runs 76.8 MHz
+            return [dataclasses.replace(c, cur_hz=76_800_000) if c.domain == "gpu" else c
+                    for c in clocks]
+        return clocks
+
+    monkeypatch.setattr(pinning, "read_clocks", lagging)
+    guard = SimpleNamespace(writing=contextlib.nullcontext)
+    with open_board(root) as board:
+        pin = pinning.Pin(root, board, MeasureRequest(), guard)
+        pin.to("690MHz")
+        journal_restore = pinning.put_back(root, MeasureRequest(), False, pin.steps)
+    gpu = next(c for c in pin.clocks if c.domain == "gpu")
+    assert gpu.cur_hz == 691_200_000 and calls[0] > 3
+    assert journal_restore == "restored"

@@ -5,19 +5,24 @@ clocks once they have settled, the knobs as the kernel kept them, and the put-ba
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..hw.board import Board
 from ..hw.clocks.domains import read_applied, read_clocks
 from ..hw.clocks.steps import undo_writes
 from ..hw.fs import Root
-from ..hw.readings import settled
+from ..hw.readings import SETTLE_INTERVAL_S, settled
 from ..ownership import journal
 from ..tuning.apply import apply_profile
 from ..tuning.profile import FreqRange, Profile, load_profile
 from ..tuning.targets import COMMAND_LINE
 from ..units import parse_freq
 from .request import MeasureRequest
+from .validity import activity_counter_cpu, expected_range
+
+# How long a pin waits for the clocks to run what was applied before the window opens.
+PIN_SETTLE_S = 2.0
 
 
 def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: Any) -> Any:
@@ -53,6 +58,20 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
 
 def applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
     return read_applied(root, board)
+
+
+def runs_as_applied(clocks: Sequence[Any], applied: Sequence[Dict[str, Any]],
+                    soc: Optional[str]) -> bool:
+    """Every clock judged exactly (not a CPU read from activity counters) runs inside what its
+    knobs let the kernel run (validity.expected_range)."""
+    ranges = {(a["domain"], a["name"]): expected_range(a) for a in applied}
+    for c in clocks:
+        if c.cur_hz is None or (c.domain == "cpu" and activity_counter_cpu(soc)):
+            continue
+        lo, hi = ranges.get((c.domain, c.name), (None, None))
+        if (lo is not None and c.cur_hz < lo) or (hi is not None and c.cur_hz > hi):
+            return False
+    return True
 
 
 def put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: List[Any]) -> str:
@@ -94,6 +113,22 @@ class Pin:
         self.notes: Tuple[str, ...] = ()
         self.caps_lifted: Tuple[str, ...] = ()  # --beyond-power-mode: the caps this pin passed
 
+    def settle(self) -> Tuple[Any, ...]:
+        """The clocks once they run what was applied (a kernel moves the current frequency a
+        little after the write; a simulated one on a busy host, later still), at most
+        PIN_SETTLE_S, then until two reads agree. A clock that never gets there (throttled,
+        capped by something else) is read as it is and judged by the window."""
+        def read() -> Any:
+            return read_clocks(self.root, self.board)
+
+        deadline = time.monotonic() + PIN_SETTLE_S
+        clocks = read()
+        while not runs_as_applied(clocks, self.applied_clocks, self.board.soc) and \
+                time.monotonic() < deadline:
+            time.sleep(SETTLE_INTERVAL_S)
+            clocks = read()
+        return tuple(settled(read))
+
     def to(self, gpu_freq: Optional[str],
            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> None:
         if gpu_freq == self.pinned_for:
@@ -107,8 +142,8 @@ class Pin:
             self.notes = result.targets.notes
             self.caps_lifted = result.targets.caps_lifted
             self.profile_name = profile.name
-        self.clocks = settled(lambda: read_clocks(self.root, self.board))
         self.applied_clocks = applied_clocks(self.root, self.board)
+        self.clocks = self.settle()
         self.pinned_for = gpu_freq
         if on_applied is not None:
             on_applied(self.requested, self.clocks)

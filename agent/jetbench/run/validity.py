@@ -131,7 +131,7 @@ def applied_summary(applied_clocks: Sequence[Dict[str, Any]]) -> Dict[str, Optio
     return out
 
 
-def _expected(applied: Dict[str, Any]) -> Tuple[Optional[int], Optional[int]]:
+def expected_range(applied: Dict[str, Any]) -> Tuple[Optional[int], Optional[int]]:
     """The range the running clock must stay in, by the kernel's rules (hw/clocks/runs.py):
     an override rate runs at the highest table entry not above it; min/max knobs run among
     the table entries inside them, or, where none lies inside (a power mode's cap that is no
@@ -165,7 +165,7 @@ def judge(applied_clocks: Sequence[Dict[str, Any]], observed: Sequence[Dict[str,
         applied = by_key.get((obs["domain"], obs["name"]))
         if applied is None or not obs.get("samples"):
             continue
-        lo, hi = _expected(applied)
+        lo, hi = expected_range(applied)
         who = f"{obs['domain']} {obs['name']}"
         if obs["domain"] == "cpu" and activity_counter_cpu(soc):
             reason = _judge_mean(who, obs, lo, hi)
@@ -226,7 +226,7 @@ def below_pin(applied_clocks: Sequence[Dict[str, Any]], clocks: Sequence[Any],
     out = []
     for m in judge(applied_clocks, observed, soc):
         if m.direction == "below":
-            floor = _expected(by_key[(m.domain, m.name)])[0]
+            floor = expected_range(by_key[(m.domain, m.name)])[0]
             out.append(f"{m.domain} {m.name} below its pin ({format_hz(now[(m.domain, m.name)])}"
                        f", pinned floor {format_hz(floor)}), cause unknown")
     return tuple(out)
