@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
+from ..bounded import nesting_depth
 from ..errors import UsageError
 from .figures import csv_cell, stored
 from .schema import check
@@ -34,19 +35,6 @@ STALE_TMP_AGE_S = 60.0  # a temporary this old belongs to no running writer
 # hundred); past these a file is not one of ours, and is refused rather than read.
 MAX_RESULT_BYTES = 32 * 1024 * 1024
 MAX_JSON_DEPTH = 64  # a result nests 5 deep
-
-
-def json_depth(doc: Any) -> int:
-    """How deeply lists and objects nest (iterative: a hostile file cannot recurse us)."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        if level > MAX_JSON_DEPTH:
-            break
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
-    return deepest
 
 
 def regular_file(path: PathLike) -> bool:
@@ -91,7 +79,7 @@ def read_json(path: PathLike, what: str = "result") -> Any:
                          f"not a {what}") from None
     except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
         raise UsageError(f"{path}: unreadable {what} ({str(err)[:200]})") from None
-    if json_depth(doc) > MAX_JSON_DEPTH:
+    if nesting_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise UsageError(f"{path}: nested deeper than {MAX_JSON_DEPTH} levels, not a {what}")
     return doc
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from ..bounded import nesting_depth
 from ..errors import HardwareError, ProfileError, UnsafePath, UsageError
 from ..hw.fs import MAX_KNOB_BYTES, check_knob_value
 from ..units import FreqSpec, format_hz, parse_freq
@@ -155,7 +156,7 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
         raise check.fail("TOML", str(err)) from err
     except RecursionError:
         raise check.fail("TOML", f"nested deeper than {MAX_NESTING} levels") from None
-    if _depth(doc) > MAX_NESTING:
+    if nesting_depth(doc, MAX_NESTING) > MAX_NESTING:
         raise check.fail("TOML", f"nested deeper than {MAX_NESTING} levels")
     check.keys("top level", doc, _TOP_KEYS)
     for section, allowed in _SECTION_KEYS.items():
@@ -243,19 +244,6 @@ def parse_power_limit(check: _Checker, value: Any) -> Union[str, int]:
         raise check.fail(where, f"expected max, min, default or watts like \"250W\", "
                                 f"got {value!r}")
     return int(round(watts * 1000))
-
-
-def _depth(doc: Any) -> int:
-    """How deeply tables and arrays nest (iterative: a hostile file cannot recurse us)."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        if level > MAX_NESTING:
-            break
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
-    return deepest
 
 
 def profile_dirs(root_base: Union[str, os.PathLike]) -> List[Path]:

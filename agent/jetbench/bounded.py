@@ -1,0 +1,20 @@
+"""Limits on documents jetbench reads from files others can write (result JSON, profile
+TOML): how deeply a parsed document nests, counted without recursion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def nesting_depth(doc: Any, limit: int) -> int:
+    """How deeply lists and dicts (JSON arrays and objects, TOML arrays and tables) nest, up to
+    just past `limit` (iterative: a hostile file cannot recurse us)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > limit:
+            break
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
