@@ -8,7 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from jetbench.cli.main import app
-from jetbench.sim.kernel import SimKernel
+from jetbench.sim.create import create_board
 
 from conftest import make_board
 
@@ -34,22 +34,10 @@ def test_r24_cluster_switch_writes_force_0_as_nvidia_does(tmp_path):
     assert read(base, "/sys/kernel/cluster/force") == "0"
 
 
-def _capped_gpu(monkeypatch, gpu_name: str, cap_hz: int) -> None:
-    """The running GPU clock held below the table's top, whatever is pinned."""
-    original = SimKernel._devfreq_node
-
-    def capped(self, device, name, table, *more):
-        cur = original(self, device, name, table, *more)
-        if name == gpu_name and cur is not None and cur > cap_hz:
-            (self.p(f"{device}/devfreq/{name}") / "cur_freq").write_text(f"{cap_hz}\n")
-        return cur
-
-    monkeypatch.setattr(SimKernel, "_devfreq_node", capped)
-
-
-def test_a_capped_gpu_on_xavier_does_not_blame_the_super_firmware(tmp_path, monkeypatch):
-    _capped_gpu(monkeypatch, "17000000.gv11b", 828_750_000)
-    base = make_board(tmp_path, "xavier-agx")
+def test_a_capped_gpu_on_xavier_does_not_blame_the_super_firmware(tmp_path):
+    # qos-cap: the running GPU clock held at half the table's top, whatever is pinned.
+    base = tmp_path / "xavier-agx"
+    create_board("xavier-agx", base, quirks=["qos-cap"])
     result = cli(base, "maxperf", "--json")
     assert result.exit_code == 0, result.output
     notes = [n for n in json.loads(result.output)["notes"] if "below the table's top" in n]

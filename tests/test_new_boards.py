@@ -18,6 +18,7 @@ from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.hw.meters.ina3221 import rail_sources, scan_rails
 from jetbench.hw.nvpmodel import parse_mode_names, parse_status, read_power_mode
+from jetbench.sim.attributes import SimulatedKernel
 from jetbench.sim.kernel import SimKernel
 
 from conftest import diff, make_board, snapshot
@@ -210,15 +211,9 @@ def test_orin_nano_super_maxperf_reaches_1020mhz_and_3199mhz(tmp_path):
 
 def test_old_bpmp_firmware_cap_is_named(tmp_path, monkeypatch):
     """The Super device tree lists 1020 MHz, but old BPMP firmware keeps the GPU at 624.75 MHz."""
-    original = SimKernel._devfreq_node
-
-    def capped(self, device, name, table, *more):
-        cur = original(self, device, name, table, *more)
-        if name == "17000000.gpu" and cur is not None and cur > 624_750_000:
-            (self.p(f"{device}/devfreq/{name}") / "cur_freq").write_text("624750000\n")
-        return cur
-
-    monkeypatch.setattr(SimKernel, "_devfreq_node", capped)
+    # The running GPU clock held at 624.75 MHz whatever is pinned (the simulated kernel's
+    # cap hook, as its qos-cap quirk uses; the knobs untouched).
+    monkeypatch.setattr(SimulatedKernel, "_capped", lambda self, hz: min(hz, 624_750_000))
     base = make_board(tmp_path, "orin-nano-super")
     result = cli(base, "maxperf", "--json")
     assert result.exit_code == 0, result.output

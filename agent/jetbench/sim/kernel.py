@@ -2,11 +2,13 @@
 
 jetbench writes a simulated tree exactly as it writes a real one (plain files under --root, no
 special path in the hardware code). This module plays the kernel's part beside it:
-- current-frequency files follow the governor, min/max, `scaling_setspeed` and the EMC/GPU
-  overrides, as the kernel would make them;
-- a write the kernel would refuse (min above max, a rate above the clock's maximum) is undone,
-  the way a rejected write leaves the old value (asynchronously here: tests that need a
-  synchronous refusal inject a real OS error instead);
+- each pass feeds the writes it finds in the knobs to the FUSE board's own attributes
+  (`sim/attributes.py`'s `SimulatedKernel`: one description per attribute, one copy of the
+  drivers' rules) and writes back what they keep: a write the driver refuses (min above max,
+  a rate outside the clock's range) is undone, the way a rejected write leaves the old value
+  (after the fact here: tests of refusals and errnos run on the FUSE board), an accepted one
+  reads as the driver keeps it (clamped, rounded), and the current-frequency files show what
+  runs;
 - the INA3221 rail files are updated from the power model (`power_model.py`) driven by the clocks
   in the tree and by the real CPU load of this process;
 - a board created with quirks (`sim/quirks.py`, listed in its marker) shows them: a `cur_freq`
@@ -29,15 +31,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import gpu_load
 from . import quirks as Q
-from .attributes import (
-    cpufreq_relation_l,
-    devfreq_running,
-    highest_at_or_below,
-    ina3221_period_s,
-    override_running,
-    round_emc,
-)
-from .boards import EMC_DEVFREQ_DEVICE, SimBoard, get
+from .attributes import HostLoad, Refused, SimulatedKernel, ina3221_period_s
+from .boards import SimBoard, get
 from .power_model import (
     ClockState,
     component_powers_w,
@@ -128,6 +123,21 @@ def _hide_setspeed(policy: Path, seen: str) -> None:
         os.close(fd)
 
 
+def _unjudged(board_path: str, board: SimBoard) -> bool:
+    """Knobs a pass does not judge: `scaling_setspeed` (read beside its governor, below),
+    cpuidle's `disable` files (many, and only ever 0/1) and the GPU's load file (a simulated
+    workload's, read by the power model)."""
+    return (board_path.endswith("/scaling_setspeed") or "/cpuidle/" in board_path
+            or board_path == f"{board.gpu_device}/load")
+
+
+def _derived(board_path: str) -> bool:
+    """Files the model computes that a pass writes: current clocks and the fan's PWM; not the
+    CPUs' (written beside their policy: amu-cpu) nor the INA readings (`*_input`, written by
+    the power pass from this process's load, once per conversion period)."""
+    return "/cpufreq/" not in board_path and not board_path.endswith("_input")
+
+
 class SimKernel:
     """Reacts to writes in a simulated tree. Constructing one touches nothing."""
 
@@ -144,13 +154,15 @@ class SimKernel:
         self.power = power
         self._activity_fn = activity
         self._board: Optional[SimBoard] = None
-        self._accepted: Dict[Path, str] = {}  # last value the "kernel" accepted, per knob
+        self._model: Optional[SimulatedKernel] = None  # the attributes (sim/attributes.py)
+        self._judged: List[str] = []  # knobs whose writes the model judges, per pass
+        self._watched: List[str] = []  # those and the CPUs' scaling_setspeed
+        self._derived: List[str] = []  # files the model computes (current clocks, fan PWM)
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
         self._cpu_mark: Tuple[float, float] = (time.monotonic(), time.process_time())
         self._activity = 0.0
         self._quirks: Optional[Tuple[str, ...]] = None
-        self._cpu_set_khz: Dict[Path, int] = {}  # amu-cpu: the clock set, apart from readings
         self._started_at: Optional[float] = None
         self._load_mark: Tuple[float, float, float] = (time.monotonic(), time.process_time(),
                                                        time.thread_time())
@@ -215,10 +227,7 @@ class SimKernel:
         activity = self.activity()
         if "late-gpu" in self.quirks:
             self._late_gpu()
-        cpu_hz = self._sync_cpufreq(activity)
-        gpu_hz = self._sync_devfreq() if self.board.gpu_kind == "devfreq" else self._sync_gbus()
-        emc_hz = self._sync_emc()
-        self._sync_fan()
+        cpu_hz, gpu_hz, emc_hz = self._sync_clocks()
         if self.power and self.board.inas:
             self._sync_rails(cpu_hz, gpu_hz, emc_hz, activity)
         self.passes += 1
@@ -239,185 +248,98 @@ class SimKernel:
         if not link.is_symlink():
             os.symlink(os.path.relpath(target, link.parent), link)
 
-    def _gpu_cap_hz(self, table: Tuple[int, ...]) -> Optional[int]:
-        """qos-cap: the highest table entry at or below QOS_CAP_FRACTION of the table's top."""
-        if "qos-cap" not in self.quirks:
-            return None
-        limit = table[-1] * Q.QOS_CAP_FRACTION
-        return max((f for f in table if f <= limit), default=table[0])
+    # -- the clocks: sim/attributes.py's model, fed the writes found in the tree ----------------
+    @property
+    def model(self) -> SimulatedKernel:
+        """The board's attributes as `sim/attributes.py` describes them (the FUSE board's
+        own): built from the tree on the first pass; each pass feeds it the writes found."""
+        if self._model is None:
+            model = SimulatedKernel(self.board, self._initial, self.quirks,
+                                    load=HostLoad(fixed=0.0))
+            self._judged = [path for path, attr in model.attrs.items()
+                            if attr.writable and not _unjudged(path, self.board)]
+            self._watched = self._judged + [f"{model.policy_dir(c.cpus)}/scaling_setspeed"
+                                            for c in self.board.clusters]
+            self._derived = [path for path, attr in model.attrs.items()
+                             if not attr.writable and _derived(path)]
+            self._model = model
+        return self._model
 
-    def _guard(self, path: Path, valid: bool) -> str:
-        """Undo a value the kernel would have refused; remember accepted ones."""
-        current = _read(path)
-        if not current:
-            # Between jetbench's truncate and write: not a value, never undo anything on it.
-            return self._accepted.get(path, "")
-        if valid:
-            self._accepted[path] = current
-            return current
-        previous = self._accepted.get(path)
-        if previous is not None and previous != current:
-            _poke(path, previous)
-            return previous
-        return current
+    def _initial(self, board_path: str) -> str:
+        """A file's first content, from the tree (late-gpu: from where its node is staged)."""
+        path = self.p(board_path)
+        node = f"{self.board.gpu_device}/devfreq/"
+        if not path.exists() and board_path.startswith(node):
+            path = self.base / Q.LATE_GPU_STAGING / "devfreq" / board_path[len(node):]
+        try:
+            return path.read_text()
+        except (OSError, UnicodeDecodeError):
+            return ""  # unreadable (a fault-injection test made it a directory): no value
 
-    def _sync_cpufreq(self, activity: float) -> List[float]:
-        freqs: List[float] = []
+    def _judge(self) -> Dict[str, str]:
+        """Feed the writes found in the tree to the model's store functions, and show what it
+        keeps: a write the driver refuses is undone (a file cannot fail a write when it is
+        made), an accepted one reads as the driver keeps it (clamped, rounded). The order two
+        writes came in cannot be seen: the one that refuses fewest is taken. A directory with
+        a file read empty (jetbench's truncate-then-write in flight, or a node not there yet)
+        waits for the next pass. Returns what was read, per watched path."""
+        model = self.model
+        seen = {path: _read(self.p(path)) for path in self._watched}
+        busy = {path.rsplit("/", 1)[0] for path, text in seen.items() if not text}
+        changed = {path: seen[path] for path in self._judged
+                   if path.rsplit("/", 1)[0] not in busy
+                   and seen[path] != model.attrs[path].show()}
+        pending = dict(changed)
+        while pending:
+            accepted = False
+            for path, text in list(pending.items()):
+                try:
+                    model.attrs[path].store(text)
+                except Refused:
+                    continue
+                del pending[path]
+                accepted = True
+            if not accepted:
+                break
+        for path, text in changed.items():
+            _poke(self.p(path), model.attrs[path].show(), expect=text)
+        return {path: text for path, text in seen.items()
+                if path.rsplit("/", 1)[0] not in busy}
+
+    def _sync_clocks(self) -> Tuple[List[float], float, float]:
+        """One pass over the clocks: the CPU, GPU and EMC rates that run (Hz)."""
+        seen = self._judge()
+        model = self.model
         amu = "amu-cpu" in self.quirks
         busy = amu and self._load() >= Q.AMU_BUSY_CORE_SHARE
-        for cluster in self.board.clusters:
-            owner = min(cluster.cpus)
-            if self.board.policy_dirs:
-                d = self.p(f"/sys/devices/system/cpu/cpufreq/policy{owner}")
-            else:
-                d = self.p(f"/sys/devices/system/cpu/cpu{owner}/cpufreq")
-            if _mid_write(d, "scaling_min_freq", "scaling_max_freq", "scaling_governor",
-                          "scaling_setspeed"):
+        cpu_hz: List[float] = []
+        for cluster, policy in zip(self.board.clusters, model.policies):
+            d = model.policy_dir(cluster.cpus)
+            setspeed_path = f"{d}/scaling_setspeed"
+            if setspeed_path not in seen:
                 continue
-            lo_hw, hi_hw = cluster.freqs_khz[0], cluster.freqs_khz[-1]
-            lo = _read_int(d / "scaling_min_freq", lo_hw)
-            hi = _read_int(d / "scaling_max_freq", hi_hw)
-            ok = lo_hw <= lo <= hi <= hi_hw
-            lo = int(self._guard(d / "scaling_min_freq", ok) or lo)
-            hi = int(self._guard(d / "scaling_max_freq", ok) or hi)
-            governor = _read(d / "scaling_governor")
-            if not governor:
-                continue
-            if governor not in self.board.cpu_governors:
-                governor = self._guard(d / "scaling_governor", False)
-            else:
-                self._guard(d / "scaling_governor", True)
-            setspeed_file = d / "scaling_setspeed"
-            setspeed = _read(setspeed_file)
+            setspeed = _read(self.p(setspeed_path))
             # The governor again, read *after* setspeed: jetbench writes `userspace` before the
             # speed, so a number beside a governor read before both is a pin in progress, not
             # a leftover to hide (hiding it raced with jetbench's read-back of its own write).
-            governor_after = _read(d / "scaling_governor")
-            if governor == "userspace":
-                # Until someone writes scaling_setspeed the frequency stays where it was. (The
-                # kernel shows that frequency in the file at once; rewriting it from here would
-                # race with jetbench's own write of the file, so it is left as it was.)
-                start = self._cpu_set_khz.get(d) or _read_int(d / "scaling_cur_freq", lo)
-                target = int(setspeed) if setspeed.isdigit() else start
-            else:
-                if setspeed != "<unsupported>" and governor_after not in ("", "userspace"):
-                    _hide_setspeed(d, setspeed)
-                target = hi if governor == "performance" else lo
-            # The rule of sim/attributes.py (one copy): RELATION_L inside min..max.
-            cur = cpufreq_relation_l(cluster.freqs_khz, lo, hi, target)
-            self._cpu_set_khz[d] = cur
+            governor_after = _read(self.p(f"{d}/scaling_governor"))
+            if policy.governor == "userspace":
+                # The file keeps what was written (the kernel shows the running clock there;
+                # rewriting it from here would race with jetbench's own write of the file).
+                if setspeed.isdigit():
+                    policy.speed_khz = int(setspeed)
+            elif setspeed != "<unsupported>" and governor_after not in ("", "userspace"):
+                _hide_setspeed(self.p(d), setspeed)
+            cur = policy.target_khz(0.0)
             shown = cur
             if amu:  # measured from activity counters: a little low when busy, far low idle
                 shown = int(cur * (1 - Q.AMU_BUSY_ERROR) if busy else cur * Q.AMU_IDLE_FRACTION)
-            _poke(d / "scaling_cur_freq", shown)
-            _poke(d / "cpuinfo_cur_freq", shown)
-            freqs.append(cur * 1000.0)
-        return freqs
-
-    def _sync_devfreq(self) -> float:
-        gpu_hz = 0.0
-        nodes = [(self.board.gpu_device, self.board.gpu_devfreq_name, self.board.gpu_freqs_hz)]
-        for device, name, _node in self.board.extra_devfreq:
-            nodes.append((device, name, (115200000, 332800000, 601600000)))
-        for device, name, table in nodes:
-            is_gpu = name == self.board.gpu_devfreq_name
-            cur = self._devfreq_node(device, name, table, is_gpu)
-            if cur is not None and is_gpu:
-                gpu_hz = float(cur)
-        return gpu_hz
-
-    def _devfreq_node(self, device: str, name: str, table: Tuple[int, ...],
-                      is_gpu: bool = False) -> Optional[int]:
-        """One devfreq node: undo refused min/max, set cur_freq from them and the governor
-        (and the quirks: a QoS cap on the GPU, a cur_freq that never follows)."""
-        d = self.p(f"{device}/devfreq/{name}")
-        if _mid_write(d, "min_freq", "max_freq", "governor"):
-            return None
-        lo = _read_int(d / "min_freq", table[0])
-        hi = _read_int(d / "max_freq", table[-1])
-        ok = table[0] <= lo <= hi <= table[-1]
-        lo = int(self._guard(d / "min_freq", ok) or lo)
-        hi = int(self._guard(d / "max_freq", ok) or hi)
-        cur = devfreq_running(table, lo, hi, _read(d / "governor"))
-        cap = self._gpu_cap_hz(tuple(table)) if is_gpu else None
-        if cap is not None:
-            cur = min(cur, cap)
-        if "static-cur" in self.quirks:
-            return _read_int(d / "cur_freq", table[0])  # the file never follows a pin
-        _poke(d / "cur_freq", cur)
-        _poke(d / "target_freq", cur)
-        return cur
-
-    def _sync_gbus(self) -> float:
-        clock = self.p("/sys/kernel/debug/clock")
-        table = self.board.gpu_freqs_hz
-        if _mid_write(clock, "override.gbus/rate", "override.gbus/state"):
-            return float(_read_int(clock / "gbus/rate"))
-        rate = _read_int(clock / "override.gbus/rate")
-        ok = 0 <= rate <= table[-1]
-        rate = int(self._guard(clock / "override.gbus/rate", ok) or rate)
-        on = _read(clock / "override.gbus/state") == "1"
-        cur = override_running(table, rate, on, table[0])
-        cap = self._gpu_cap_hz(tuple(table))
-        if cap is not None:
-            cur = min(cur, cap)
-        if "static-cur" in self.quirks:
-            return float(_read_int(clock / "gbus/rate", table[0]))
-        _poke(clock / "gbus/rate", cur)
-        return float(cur)
-
-    def _sync_emc(self) -> float:
-        table = self.board.emc_freqs_hz
-        kind = self.board.emc_kind
-        if kind == "devfreq":
-            cur = self._devfreq_node(EMC_DEVFREQ_DEVICE, "bwmgr", table)
-            return float(cur if cur is not None else table[-1])
-        if kind == "bpmp":
-            rate = self.p("/sys/kernel/debug/bpmp/debug/clk/emc/rate")
-            if _mid_write(rate.parent, "rate", "mrq_rate_locked"):
-                return float(table[-1])
-            value = _read_int(rate, table[-1])
-            value = int(self._guard(rate, table[0] <= value <= table[-1]) or value)
-            # Accepted, and the file shows what was kept: a table rate not above it (round-emc:
-            # the controller's step), as sim/attributes.py's BpmpEmc.
-            kept = round_emc(value) if "round-emc" in self.quirks else \
-                highest_at_or_below(table, value)
-            if kept != value:
-                _poke(rate, kept)
-                self._accepted[rate] = str(kept)
-            return float(kept)
-        if kind == "debugfs-clk":
-            over = self.p("/sys/kernel/debug/clk/override.emc")
-            cur_file = self.p("/sys/kernel/debug/clk/emc/clk_rate")
-            rate_file, state_file = over / "clk_update_rate", over / "clk_state"
-            cur = self._sync_emc_clk(over, cur_file, rate_file, state_file, table)
-            if (over / "clk_rate").exists():  # the override clock runs at the EMC's rate
-                _poke(over / "clk_rate", int(cur))
-            return cur
-        over = self.p("/sys/kernel/debug/clock/override.emc")
-        cur_file = self.p("/sys/kernel/debug/clock/emc/rate")
-        return self._sync_emc_clk(over, cur_file, over / "rate", over / "state", table)
-
-    def _sync_emc_clk(self, over: Path, cur_file: Path, rate_file: Path, state_file: Path,
-                      table) -> float:
-        """A tegra210 debugfs EMC override: the running rate from its rate and state."""
-        if _mid_write(over, rate_file.name, state_file.name):
-            return float(_read_int(cur_file))
-        rate = _read_int(rate_file)
-        rate = int(self._guard(rate_file, 0 <= rate <= table[-1]) or rate)
-        on = _read(state_file) == "1"
-        if "round-emc" in self.quirks and on and rate > 0:
-            cur = round_emc(rate)
-        else:
-            cur = override_running(table, rate, on, table[-1])
-        _poke(cur_file, cur)
-        return float(cur)
-
-    def _sync_fan(self) -> None:
-        fan = self.p("/sys/devices/pwm-fan")
-        if (fan / "cur_pwm").exists():
-            manual = _read(fan / "temp_control") == "0"
-            _poke(fan / "cur_pwm", _read_int(fan / "target_pwm") if manual else 0)
+            _poke(self.p(f"{d}/scaling_cur_freq"), shown)
+            _poke(self.p(f"{d}/cpuinfo_cur_freq"), shown)
+            cpu_hz.append(cur * 1000.0)
+        for path in self._derived:
+            _poke(self.p(path), model.attrs[path].show())
+        return cpu_hz, model.gpu_hz(), model.emc_hz()
 
     # -- power -------------------------------------------------------------------------------
     def activity(self) -> float:
