@@ -10,7 +10,9 @@ back; once per restore) or "table" (the CLI printing the finished run's table); 
 time it is reached (a sweep's second point), 1 by default.
 CAUSE: SIGINT or SIGTERM, raised at this process (its handler has run when the hook
 returns), or revoke:PID: SIGTERM to the daemon with that pid, which takes back the board it
-lent; the hook returns once this process has received that (an event, not a sleep).
+lent; the hook returns once this process has received that (an event, not a sleep), or
+hold:PATH: the process writes PATH.held and waits there until the test creates PATH (so a
+test acts while a run is known to be at that boundary, however slow the machine).
 
 The variable is read here only: jetbench itself has no such switch."""
 
@@ -32,6 +34,15 @@ def _fire(cause: str) -> None:
             if time.monotonic() > deadline:
                 raise SystemExit("interrupt_at: the daemon never took the board back")
             time.sleep(0.01)  # a KeyboardInterrupt lands here when nothing holds it
+    elif cause.startswith("hold:"):
+        release = cause.split(":", 1)[1]
+        with open(release + ".held", "w"):
+            pass
+        deadline = time.monotonic() + 600  # a failure bound: the test releases it
+        while not os.path.exists(release):
+            if time.monotonic() > deadline:
+                raise SystemExit("interrupt_at: never released")
+            time.sleep(0.01)
     else:
         signal.raise_signal(getattr(signal, cause))  # the handler runs before this returns
 

@@ -163,20 +163,28 @@ def _trial_states(db: Path):
 def test_a_second_tune_is_refused_while_the_first_finishes_its_budget(tmp_path):
     base = make_board(tmp_path, "tx1")
     out = tmp_path / "tuned"
-    first = subprocess.Popen([sys.executable, "-m", "jetbench", "--root", str(base), "tune",
-                              "--model", "sim:alexnet", *WINDOW, "--out", str(out), "--no-plot",
-                              "--knobs", "gpu", "--budget", "4", "--seed", "2"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    release = tmp_path / "release"
+    # The first tune holds at its second trial's pin (tests/interrupt_at.py) until released:
+    # the second tunes run while it owns the board, however slow the machine.
+    first = subprocess.Popen([sys.executable, str(REPO / "tests/interrupt_at.py"), "--root",
+                              str(base), "tune", "--model", "sim:alexnet", *WINDOW,
+                              "--out", str(out), "--no-plot", "--knobs", "gpu", "--budget",
+                              "4", "--seed", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(ENV, INTERRUPT_AT=f"pinned#2:hold:{release}"))
     journal = base / "var/lib/jetbench/journal.json"
-    # the first trial holds its pin: the first tune owns the board
-    assert wait_until(lambda: journal.exists() or first.poll() is not None, step=0.02)
+    held = tmp_path / "release.held"
+    assert wait_until(lambda: held.exists() or first.poll() is not None, step=0.02)
     assert first.poll() is None, first.communicate()
+    assert journal.exists()  # the second trial's pin: the first tune owns the board
     for other in (out, tmp_path / "other"):  # the same study, or another one
         second = _tune(base, other, "--knobs", "gpu", "--budget", "4")
         assert second.returncode == 2, second.stderr
-        assert f"in use by pid {first.pid} (jetbench tune" in second.stderr
+        assert f"in use by pid {first.pid} (" in second.stderr
+        assert "tune" in second.stderr
         assert "Traceback" not in second.stderr and "trial" not in second.stderr
-    _, err = first.communicate(timeout=300)
+    release.touch()
+    _, err = first.communicate(timeout=bound_s(300))
     assert first.returncode == 0, err
     assert _trial_states(out / "study.db") == ["COMPLETE"] * 4
     assert not journal.exists()
