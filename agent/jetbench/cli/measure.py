@@ -359,8 +359,12 @@ def measure(
     report = _run(ctx, _options(ctx, locals()), lambda root, req, **kw: run(root, req, **kw),
                   as_json)
     if report is not None:
+        from ..run.sweep import summarize
+
+        # the answer (as sweep's) where there is a choice: more than one configuration
+        answer = summarize(report.results).answer() if len(report.results) > 1 else []
         with InterruptLatch():  # Ctrl-C or SIGTERM while the table prints: still 130, not -15
-            _finish(report, as_json, plot, "jetbench measure")
+            _finish(report, as_json, plot, "jetbench measure", answer=answer)
 
 
 def sweep(

@@ -15,8 +15,9 @@ violation is infeasible). The study lives in Optuna's storage (DIR/study.db, SQL
 kill -9 or a reboot, and several boards can work on one study at once (--storage, --study);
 each trial records the board that ran it.
 
-"The best" follows measure's uncertainty rule: points whose img/J differ by less than their
-combined uncertainty are a tie, and the one drawing less power wins.
+"The best" follows measure's uncertainty rule: points whose img/J
+intervals overlap (report/figures.separated, the rule of every comparison printed) are a
+tie, and the one drawing less power wins.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from ..ownership.lease import Guard, LeaseRevoked
 from ..ownership.lock import BoardBusy
 from ..ownership.owner import borrow_board
 from ..report import io
+from ..report.figures import separated
 from ..report.io import removed_if_left_empty
 from ..units import format_hz
 from .request import MeasureOptions, build_request, split_list
@@ -605,8 +607,7 @@ def _tied(a: Any, b: Any) -> bool:
         return True
     if ua is None or ub is None:
         return False  # unknown uncertainty: no tie can be claimed
-    ja, jb = ma["images_per_j"], mb["images_per_j"]
-    return abs(ja - jb) <= ja * ua / 100 + jb * ub / 100
+    return not separated(ma["images_per_j"], ua, mb["images_per_j"], ub)
 
 
 def _usable(trials: Sequence[Any], space: Dict[str, List[int]]) -> List[Any]:
