@@ -191,4 +191,9 @@ def test_grouped_warnings_name_their_configurations():
         "clocks not pinned [all 3 configurations]"]
     assert grouped(same, 3) == ["clocks not pinned [FP16 b1, FP32 b1]"]
     assert grouped([("FP16 b8", "latency varies 14%"), ("FP32 b8", "latency varies 9%")],
-                   2) == ["latency varies X [X: FP16 b8 14%, FP32 b8 9%]"]
+                   2) == ["latency varies 9%..14% [FP16 b8 14%, FP32 b8 9%]"]
+    # issue 39: named by what tells them apart from every configuration of the output
+    every = [f"sim:resnet18 FP16 b1 (sim) @ {mhz} MHz" for mhz in (306, 408, 510)]
+    assert grouped([(every[0], "latency varies 2.9% (over 2.5%)"),
+                    (every[2], "latency varies 4.7% (over 2.5%)")], 3, every) == [
+        "latency varies 2.9%..4.7% (over 2.5%) [306 MHz 2.9%, 510 MHz 4.7%]"]

@@ -102,8 +102,9 @@ def tune(
         board_name=host if str(root.base) == "/" else f"{host}:{root.base}")
 
     def say(line: str) -> None:
-        if not as_json:
-            console(stderr=True).print(line, soft_wrap=True, highlight=False, markup=False)
+        if not as_json:  # wrapped at spaces on a terminal, one line each when piped
+            err = console(stderr=True)
+            err.print(line, soft_wrap=not err.is_terminal, highlight=False, markup=False)
 
     with InterruptLatch():
         report = run(root, request, progress=say)

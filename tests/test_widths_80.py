@@ -1,0 +1,68 @@
+"""Issue 39: at 80 columns on a terminal (rich's terminal mode: COLUMNS, TTY_COMPATIBLE), no
+line of tune's progress, measure's warnings or their answer is wider than the terminal (a
+path is printed whole: those lines are left out), a warning whose figure differs per
+configuration reads as a range and short names, and tune names its best point only when it
+changes."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, bound_s, make_board
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+COLUMNS = 80
+
+
+def _terminal(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "agent"), COLUMNS=str(COLUMNS),
+               TTY_COMPATIBLE="1", FORCE_COLOR="1")
+    res = subprocess.run([sys.executable, "-m", "jetbench.cli.main", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=bound_s(300), env=env, cwd=cwd)
+    lines = [ln for ln in _ANSI.sub("", res.stdout).splitlines() if "━" not in ln]
+    return res.returncode, lines
+
+
+def _too_wide(lines, base):
+    return [ln for ln in lines if len(ln) > COLUMNS and str(base) not in ln
+            and not ln.startswith(("results:", "profile:", "plot:"))]
+
+
+def test_measure_warnings_and_answer_fit_and_read(tmp_path):
+    board = make_board(tmp_path, "orin-nano")
+    rc, lines = _terminal("--root", str(board), "measure", "--model", "sim:resnet18",
+                          "--precision", "fp16,fp32", "--batch", "1,8", "--duration", "0.3s",
+                          "--iterations", "3", "--warmup", "0.2s", "--out",
+                          str(tmp_path / "m"), cwd=tmp_path)
+    assert rc == 0, "\n".join(lines)
+    assert not _too_wide(lines, tmp_path), "\n".join(lines)
+    text = " ".join(lines)
+    assert "[X:" not in text and " X " not in text
+    # the img/s/W uncertainty of each configuration, named by precision and batch only (the
+    # network and the clock are the same in every row and said above the table)
+    assert re.search(r"uncertainty \d+\.\d%\.\.\d+\.\d% exceeds 1%", text), text
+    assert "[FP16 b1 " in text
+    # measure ran four configurations: its answer, as sweep's (docs/measure.md)
+    assert any(ln.startswith(("most efficient", "fastest")) for ln in lines), "\n".join(lines)
+
+
+def test_tune_progress_fits_and_names_the_best_once_per_change(tmp_path):
+    pytest.importorskip("optuna")
+    board = make_board(tmp_path, "orin-nano")
+    budget = 5
+    rc, lines = _terminal("--root", str(board), "tune", "--model", "sim:resnet18",
+                          "--precision", "fp16", "--batch", "1,8", "--knobs", "gpu,emc",
+                          "--budget", str(budget), "--seed", "1", "--duration", "0.3s",
+                          "--iterations", "3", "--warmup", "0.2s", "--no-plot",
+                          "--out", str(tmp_path / "t"), cwd=tmp_path)
+    assert rc == 0, "\n".join(lines)
+    assert not _too_wide(lines, tmp_path), "\n".join(lines)
+    text = "\n".join(lines)
+    assert len(re.findall(r"^trial \d/5: ", text, re.M)) == budget, text
+    # the first feasible trial is the best so far; five trials cannot change the best five
+    # times and still say it on every line (the old progress repeated it on each)
+    assert 1 <= text.count("best so far") < budget, text
