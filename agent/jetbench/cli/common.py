@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,10 +59,22 @@ def check_root(path: Path) -> None:
         raise UsageError(f"{given} {path}: has no sys/ directory (not a board root)", hint=hint)
 
 
+class ReaderGone(BrokenPipeError):
+    """The reader of jetbench's output went away (`jetbench sweep | head`): main exits 0."""
+
+
 def console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich's own exits 1: a closed pipe is no error
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, (sys.stderr if stderr else sys.stdout).fileno())
+            os.close(devnull)
+            raise ReaderGone()
+
+    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def print_json(document: Any) -> None:
@@ -72,11 +85,17 @@ def print_json(document: Any) -> None:
 
 
 # time, measure and sweep: the workload in a child under another interpreter (child.py)
+_WORKLOAD_PYTHON_HELP = (
+    "Run the built-in network in a child process under this interpreter (JetPack 4: "
+    "/usr/bin/python3, Python 3.6 with NVIDIA's torch 1.10 wheel); {keeps}. "
+    "fp32/fp16/bf16, inference.")
 WORKLOAD_PYTHON = typer.Option(
     None, "--workload-python", metavar="PYTHON", rich_help_panel="Workload",
-    help="Run the built-in network in a child process under this interpreter (JetPack 4: "
-    "/usr/bin/python3, Python 3.6 with NVIDIA's torch 1.10 wheel); jetbench keeps the clocks "
-    "and the power window. fp32/fp16/bf16, inference.")
+    help=_WORKLOAD_PYTHON_HELP.format(keeps="jetbench keeps the clocks and the power window"))
+# `time` pins nothing and samples no power: only the timing is the child's
+WORKLOAD_PYTHON_TIME = typer.Option(
+    None, "--workload-python", metavar="PYTHON", rich_help_panel="Workload",
+    help=_WORKLOAD_PYTHON_HELP.format(keeps="jetbench reads its timings"))
 
 
 BEYOND_POWER_MODE_HELP = (
