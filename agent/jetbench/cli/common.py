@@ -86,12 +86,11 @@ def print_json(document: Any) -> None:
 
 # time, measure and sweep: the workload in a child under another interpreter (child.py)
 _WORKLOAD_PYTHON_HELP = (
-    "Run the built-in network in a child process under this interpreter (JetPack 4: "
-    "/usr/bin/python3, Python 3.6 with NVIDIA's torch 1.10 wheel); {keeps}. "
-    "fp32/fp16/bf16, inference.")
+    "JetPack 4: run the built-in network in a child under this interpreter "
+    "(/usr/bin/python3); {keeps} (docs/workloads.md).")
 WORKLOAD_PYTHON = typer.Option(
     None, "--workload-python", metavar="PYTHON", rich_help_panel="Workload",
-    help=_WORKLOAD_PYTHON_HELP.format(keeps="jetbench keeps the clocks and the power window"))
+    help=_WORKLOAD_PYTHON_HELP.format(keeps="jetbench keeps clocks and power"))
 # `time` pins nothing and samples no power: only the timing is the child's
 WORKLOAD_PYTHON_TIME = typer.Option(
     None, "--workload-python", metavar="PYTHON", rich_help_panel="Workload",
@@ -99,16 +98,13 @@ WORKLOAD_PYTHON_TIME = typer.Option(
 
 
 BEYOND_POWER_MODE_HELP = (
-    "Go past the active power mode's caps (nvpmodel): max becomes the hardware's, offline "
-    "cores come online. Without it, max is the mode's max, as jetson_clocks does, and a "
-    "request above the mode is refused. Warned, and recorded in every result.")
+    "Go past the power mode's caps (nvpmodel): max becomes the hardware's; warned and "
+    "recorded (docs/clocks.md).")
 
 RUNTIME = typer.Option(
     None, "--runtime", "-r", rich_help_panel="Workload", metavar="RUNTIMES",
-    help="Run each built-in network under these, comma-separated: torch (eager, the default), "
-    "torchscript, compile, onnxruntime, tensorrt; exported and built once (cached, never in a "
-    "timed window) and checked against torch's outputs before timing. A row (result) per "
-    "runtime.")
+    help="torch (default), torchscript, compile, onnxruntime, tensorrt: a row per runtime, "
+    "outputs checked first (docs/workloads.md).")
 
 
 def beyond_power_mode_option() -> Any:

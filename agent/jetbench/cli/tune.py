@@ -76,13 +76,10 @@ def tune(
     beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
     """Find the most efficient clocks (and batch, precision) for a workload under constraints:
-    every trial a real measure point (pinned, warmed up, windowed, validated, restored), chosen
-    by Optuna's TPE sampler (NSGA-II for several objectives). It holds the board for the whole
-    study (a second tune or a measure is refused, or waits with --wait). The study is kept in
-    DIR/study.db:
-    Ctrl-C, kill -9 or a reboot lose nothing, and several boards can share one study
-    (--storage, --study). Prints the best point and the Pareto front, writes DIR/tune.json and
-    DIR/pareto.png, and with --save-profile the profile the daemon can hold."""
+    every trial a real measure point, chosen by Optuna (docs/tune.md). It holds the board for
+    the whole study; the study in DIR/study.db survives Ctrl-C, kill -9 or a reboot, and
+    several boards can share one (--storage, --study). Writes DIR/tune.json, DIR/pareto.png
+    and, with --save-profile, a profile the daemon can hold."""
     from ..interrupts import InterruptLatch
     from ..open_board import open_board
     from ..run.request import split_list
