@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, bound_s, make_board
+from conftest import REPO, SIM_BOARDS, bound_s, make_board
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 COLUMNS = 80
@@ -66,3 +66,23 @@ def test_tune_progress_fits_and_names_the_best_once_per_change(tmp_path):
     # the first feasible trial is the best so far; five trials cannot change the best five
     # times and still say it on every line (the old progress repeated it on each)
     assert 1 <= text.count("best so far") < budget, text
+
+
+INFO_LINES = 30  # issue 39: `info` within 30 lines at 80 columns (it was 56 on an Orin Nano)
+
+
+@pytest.mark.parametrize("key", SIM_BOARDS)
+def test_info_fits_30_lines_at_80_columns_without_splitting_a_value(tmp_path, key):
+    board = make_board(tmp_path, key)
+    rc, lines = _terminal("--root", str(board), "info", cwd=tmp_path)
+    assert rc == 0, "\n".join(lines)
+    # the root row holds pytest's long folder, folded over lines of its own: one line of them
+    path_lines = [ln for ln in lines if ln.strip() and ln.strip() in str(board)]
+    assert len(lines) - len(path_lines) <= INFO_LINES, "\n".join(lines)
+    assert not [ln for ln in lines if len(ln) > COLUMNS], "\n".join(lines)
+    text = "\n".join(lines)
+    assert "…" not in text
+    # no value cut or split: every clock figure stands whole beside its unit on one line
+    assert not re.search(r"^\s*[MG]Hz\b", text, re.M), text
+    for row in ("model", "power mode", "Clocks", "current"):
+        assert row in text, row
