@@ -6,6 +6,7 @@ changes."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -86,3 +87,26 @@ def test_info_fits_30_lines_at_80_columns_without_splitting_a_value(tmp_path, ke
     assert not re.search(r"^\s*[MG]Hz\b", text, re.M), text
     for row in ("model", "power mode", "Clocks", "current"):
         assert row in text, row
+
+
+def test_report_of_two_directories_says_each_rows_directory(tmp_path):
+    # the issue's case: the same configuration in r1 and r2 printed as two identical rows
+    # (rich took the `[r1]` that tells them apart for a style tag and dropped it)
+    board = make_board(tmp_path, "orin-nano")
+    rc, lines = _terminal("--root", str(board), "measure", "--model", "sim:resnet18",
+                          "--precision", "fp16,fp32", "--duration", "0.3s", "--iterations", "3",
+                          "--warmup", "0.2s", "--out", str(tmp_path / "r1"), cwd=tmp_path)
+    assert rc == 0, "\n".join(lines)
+    shutil.copytree(tmp_path / "r1", tmp_path / "r2")
+    rc, lines = _terminal("report", "r1", "r2", cwd=tmp_path)
+    assert rc == 0, "\n".join(lines)
+    assert not _too_wide(lines, tmp_path), "\n".join(lines)
+    header = next(ln for ln in lines if ln.startswith("configuration"))
+    assert header.split()[:2] == ["configuration", "dir"], header
+    rows = [ln.split() for ln in lines if ln.startswith(("FP16 b1", "FP32 b1"))]
+    # each configuration once per directory in the first part of the table: 2 x 2 rows,
+    # each row naming its directory once, none repeating the clock in its label
+    first = rows[:4]
+    assert sorted((r[0], r[3]) for r in first) == [("FP16", "r1"), ("FP16", "r2"),
+                                                   ("FP32", "r1"), ("FP32", "r2")], lines
+    assert not any("@" in ln for ln in lines if ln.startswith(("FP16", "FP32"))), lines

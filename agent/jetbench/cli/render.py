@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
@@ -370,6 +371,8 @@ def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
     per configuration; `short` abbreviates the row labels that become headers."""
     from rich.table import Table
 
+    from rich.markup import escape
+
     labels = [str(x) for x in table.columns[0].cells]
     names = [str(col.header) for col in table.columns[1:]]
     first = {n.split(" ", 1)[0] for n in names}
@@ -378,14 +381,24 @@ def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
         common = first.pop()  # the same network in every configuration: said once
         title = f"{title or ''}\n{common}".strip("\n")
         names = [n.split(" ", 1)[1] for n in names]
+    if any(label.strip().startswith("GPU clock") for label in labels):
+        names = [_AT_CLOCK.sub("", n) for n in names]  # the clock has its column: said once
+    runs = [m.group(1) if m else "" for m in (_RUN_DIR.search(n) for n in names)]
     out = Table(title=title, title_justify="left")
     out.add_column("configuration", no_wrap=True)
+    if any(runs):  # results from several directories (`report r1 r2`): a column of its own
+        names = [_RUN_DIR.sub("", n) for n in names]
+        out.add_column("dir", no_wrap=True)
     for label in labels:
         text = (short or {}).get(label.strip(), label.strip())
         out.add_column(text, justify="right", no_wrap=True)
-    for name, col in zip(names, table.columns[1:]):
-        out.add_row(name, *(str(x) for x in col.cells))
+    for name, run, col in zip(names, runs, table.columns[1:]):
+        out.add_row(name, *([escape(run)] if any(runs) else []), *(str(x) for x in col.cells))
     return out
+
+
+_AT_CLOCK = re.compile(r" @ \d+(?:\.\d+)? [kMG]?Hz")
+_RUN_DIR = re.compile(r" \\?\[([^\]\[]+)\]")  # ' [r1]', escaped for rich or not
 
 
 def print_results_table(con: Any, table: Any, short: Optional[Dict[str, str]] = None) -> None:

@@ -77,6 +77,11 @@ def distinguishing(docs: Sequence[Dict[str, Any]]) -> List[str]:
                 break  # every column already distinct
         for k, i in enumerate(members):
             out[i] = " ".join(parts[k])
+    if len({_run_dir(d) for d in docs}) > 1:  # from several directories: each says its own
+        for i, d in enumerate(docs):
+            run = f"[{_run_dir(d) or '?'}]"
+            if run not in out[i]:
+                out[i] = f"{out[i]} {run}".strip()
     return out
 
 
@@ -245,13 +250,16 @@ def short_label(label: str) -> str:
 
 
 def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     headers, rows = table_cells(docs)
     table = Table(title=title(docs, what), title_justify="left")
     table.add_column("")
     for h in headers:
-        table.add_column(h, justify="right")
+        # escaped: a run directory is said as `[r1]`, which rich would take for a style tag
+        # and drop (issue 39: `report r1 r2` printed two identical rows)
+        table.add_column(escape(h), justify="right")
     for label, cells in rows:
         table.add_row(label, *cells)
     return table
