@@ -309,7 +309,9 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
         return
     n = len(table.columns)
     rows = max((len(list(c.cells)) for c in table.columns), default=0)
-    same = [i for i in range(key_columns, n) if rows > 1 and
+    # a column whose every cell is the same is said once above (a key column too, but never
+    # the first)
+    same = [i for i in range(1, n) if rows > 1 and
             len({str(x) for x in table.columns[i].cells}) == 1 and
             str(list(table.columns[i].cells)[0]) not in ("", "-")]
     keep = [i for i in range(n) if i not in same]
@@ -328,7 +330,10 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
             head()
             con.print(compact)
             return
-    keys, rest = keep[:key_columns], keep[key_columns:]
+    # what tells the rows apart (time's model, runtime, precision, batch, device) starts every
+    # part of a split table (issue 39: six identical `mobilenet_v2` rows)
+    keys = [i for i in keep if i < key_columns]
+    rest = [i for i in keep if i >= key_columns]
     chunks: List[List[int]] = []
     for i in rest:
         trial = (chunks[-1] + [i]) if chunks else [i]

@@ -163,7 +163,7 @@ def _render(report: Any, out: Optional[Path]) -> None:
         table.add_row(*head, f"{r.images_per_s:.1f}", f"{lat.mean_ms:.2f}", f"{lat.p50_ms:.2f}",
                       f"{lat.p90_ms:.2f}", f"{lat.p99_ms:.2f}", f"{r.cv:.1%}",
                       "-" if r.gflops is None else f"{r.gflops:.1f}", row.status)
-    print_table(con, table)
+    print_table(con, table, key_columns=len(columns) - 8)  # model .. device: every part
     for row in report.rows:
         if row.layers is not None:
             _render_layers(con, row)
