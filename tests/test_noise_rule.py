@@ -93,3 +93,18 @@ def test_sweeps_most_efficient_and_fastest_are_not_drawn_from_noise():
     answer = summarize(docs).answer()
     assert len(answer) == 1
     assert answer[0].startswith("most efficient and fastest: sim:resnet18 FP16 b1 @ 306 MHz")
+
+
+def test_the_peak_of_a_plotted_series_follows_the_rule():
+    from jetbench.report.plots import peak_point
+
+    one = [{"mhz": 624.75, "images_per_j": 12.0, "images_per_j_err": 0.5}]
+    assert peak_point(one) is None  # a single point is no peak
+    # 12.6 +- 0.6 (4.8%) against 12.5 +- 0.6 (4.8%): 12.6 / 1.048 = 12.0 < 12.5 * 1.048
+    close = [{"mhz": 306.0, "images_per_j": 12.6, "images_per_j_err": 0.6},
+             {"mhz": 408.0, "images_per_j": 12.5, "images_per_j_err": 0.6}]
+    assert peak_point(close) is None
+    # 12.6 +- 0.1 against 11.6 +- 0.1: 12.6 / 1.0079 = 12.5 > 11.6 * 1.0086 = 11.7: the peak
+    apart = [{"mhz": 306.0, "images_per_j": 12.6, "images_per_j_err": 0.1},
+             {"mhz": 624.75, "images_per_j": 11.6, "images_per_j_err": 0.1}]
+    assert peak_point(apart) is apart[0]
