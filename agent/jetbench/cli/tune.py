@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ..units import format_hz
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .measure import (
     _BATCH,
@@ -139,7 +140,8 @@ def _render(doc: Dict[str, Any]) -> None:
         or t["number"] != doc["best"]["number"]]
     for label, t in rows:
         s, m = t["settings"], t["metrics"]
-        clocks = " ".join(f"{k[:-3]} {v / 1e6:.0f}MHz" for k, v in s.items() if k.endswith("_hz"))
+        # as the progress lines say them (2.133 GHz there, not 2133MHz here)
+        clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items() if k.endswith("_hz"))
         table.add_row(label, f"{s['model']} {s['precision']} b{s['batch']} {clocks}",
                       _num(m.get("images_per_s")), _num(m.get("power_w")),
                       _num(m.get("images_per_j")), _num(m.get("latency_p99_ms")))
