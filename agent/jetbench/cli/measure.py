@@ -115,6 +115,13 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
         print_note(err, "warning", report.fallback)
     for line in tables.uncertainty_advice(docs):
         print_note(err, "uncertainty", line)
+    shorter = getattr(report, "shorter_windows", [])
+    if shorter:  # issue 39: --resume mixed window lengths silently
+        windows = sorted({f"{w:.3g} s" for _, w in shorter})
+        print_note(err, "warning", (
+            f"--resume mixes window lengths: {len(shorter)} resumed point(s) were measured over "
+            f"{', '.join(windows)}, shorter than --duration asks now; measure them again "
+            f"(another --out, or delete them): {', '.join(pid for pid, _ in shorter)}"))
     print_invalid(docs)
     # the answer and where it is, last: what a reader looks for after the table
     for line in answer:
