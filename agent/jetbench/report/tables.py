@@ -423,8 +423,13 @@ def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
             continue
         eff = efficiency_label(schema.unit(d))
         if pct is None:
-            text = (f"{eff} uncertainty is unknown, so it cannot be shown "
-                    f"within {UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
+            # why, once: the reason every power cell above reads `+- unknown`
+            why = (((d.get("power") or {}).get("total") or {}).get("uncertainty")
+                   or {}).get("basis")
+            text = (f"{eff} uncertainty is unknown"
+                    + (f" (so every power figure reads +- unknown: {why})" if why else "")
+                    + f", so it cannot be shown within {UNCERTAINTY_BOUND_PCT:g}% "
+                    "(MLPerf Power's bound)")
         else:
             text = (f"{eff} uncertainty {pct:.1f}% exceeds "
                     f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
