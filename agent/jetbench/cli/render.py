@@ -374,9 +374,8 @@ def _blocks(con: Any, table: Any) -> None:
 def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
     """A table whose columns are configurations (first column: row labels) turned into one row
     per configuration; `short` abbreviates the row labels that become headers."""
-    from rich.table import Table
-
     from rich.markup import escape
+    from rich.table import Table
 
     labels = [str(x) for x in table.columns[0].cells]
     names = [str(col.header) for col in table.columns[1:]]
