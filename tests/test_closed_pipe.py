@@ -23,6 +23,8 @@ def test_sweep_into_a_closed_pipe_exits_0(tmp_path):
     err = err.decode()
     assert b"jetbench sweep" in first
     assert proc.returncode == 0, err
-    assert "Traceback" not in err and "BrokenPipe" not in err and "error" not in err, err
+    # (a warning's "standard error" is no error: jetbench's own say `jetbench: error:`)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert "jetbench: error" not in err and "Exception ignored" not in err, err
     # the sweep ran whole before its table: both points written, the clocks put back
     assert len(list((tmp_path / "s").glob("*.json"))) == 2
