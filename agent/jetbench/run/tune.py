@@ -370,7 +370,7 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
             f"{_metrics_text(metrics)}{'' if valid else ' (invalid)'}"
             f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
-            + _best_news(best, shown, f"{_metrics_text(metrics)} at {_settings_text(settings)}"))
+            + _best_news(best, shown))
         if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
             return tuple(_worst(d) for d in directions) if len(values) > 1 else _worst(
                 directions[0])
@@ -658,14 +658,14 @@ def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> str
     return f"{_metrics_text(attrs['metrics'])} at {_settings_text(attrs['settings'])}"
 
 
-def _best_news(best: str, shown: List[str], this: str) -> str:
-    """What a progress line says of the best point: nothing while it is the one already named
-    (a line per trial repeating it ran to 206 characters), '; the best so far' when this trial
-    is it, else '; best so far now ...'."""
+def _best_news(best: str, shown: List[str]) -> str:
+    """What a progress line says of the best point of the trials finished before it: nothing
+    while it is the one already named (a line per trial repeating it ran to 206 characters),
+    else '; best so far now ...'."""
     if not best or best == shown[0]:
         return ""
     shown[0] = best
-    return "; the best so far" if best == this else f"; best so far now {best}"
+    return f"; best so far now {best}"
 
 
 def _settings_text(s: Dict[str, Any]) -> str:
