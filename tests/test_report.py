@@ -86,6 +86,11 @@ def test_unknown_uncertainty_is_said_never_zero():
     assert len(advice) == 1 and "uncertainty is unknown" in advice[0] and "1%" in advice[0]
     assert tables.uncertainty_advice([result(691.2, power_pct=0.5, throughput_pct=0.3)]) == []
     assert "a longer window" in tables.uncertainty_advice([result(691.2)])[0]
+    # issue 39: why every power cell reads `+- unknown`, said once (the result's own basis)
+    why = "INA3221 VDD_IN: shunt resistance unknown"
+    doc["power"]["total"]["uncertainty"] = {"basis": why}
+    advice = tables.uncertainty_advice([doc, doc])
+    assert len(advice) == 1 and f"every power figure reads +- unknown: {why}" in advice[0]
 
 
 def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):

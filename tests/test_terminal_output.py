@@ -121,9 +121,13 @@ def test_time_two_batches_one_row_each_at_80_columns(tmp_path):
     assert res.returncode == 0, res.stderr
     lines = _lines(res.stdout)
     assert max(len(ln) for ln in lines) <= 80
+    parts = len([ln for ln in lines if ln.startswith("model ")])
+    assert parts >= 1
     for batch in ("1", "128"):
         rows = [ln for ln in lines if re.match(rf"jb_tinynet:tiny\s+{batch}\s", ln)]
-        assert len(rows) == 1, lines  # the row with its figures, not a block per row
+        # the row with its figures, not a block per row; in a split table, each part's row
+        # names its batch (issue 39)
+        assert len(rows) == parts, lines
     assert len(lines) <= 14, "\n".join(lines)
     assert res.stderr.count("latency varies") <= 1  # once, with the configurations
 
@@ -191,4 +195,9 @@ def test_grouped_warnings_name_their_configurations():
         "clocks not pinned [all 3 configurations]"]
     assert grouped(same, 3) == ["clocks not pinned [FP16 b1, FP32 b1]"]
     assert grouped([("FP16 b8", "latency varies 14%"), ("FP32 b8", "latency varies 9%")],
-                   2) == ["latency varies X [X: FP16 b8 14%, FP32 b8 9%]"]
+                   2) == ["latency varies 9%..14% [FP16 b8 14%, FP32 b8 9%]"]
+    # issue 39: named by what tells them apart from every configuration of the output
+    every = [f"sim:resnet18 FP16 b1 (sim) @ {mhz} MHz" for mhz in (306, 408, 510)]
+    assert grouped([(every[0], "latency varies 2.9% (over 2.5%)"),
+                    (every[2], "latency varies 4.7% (over 2.5%)")], 3, every) == [
+        "latency varies 2.9%..4.7% (over 2.5%) [306 MHz 2.9%, 510 MHz 4.7%]"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,10 +59,22 @@ def check_root(path: Path) -> None:
         raise UsageError(f"{given} {path}: has no sys/ directory (not a board root)", hint=hint)
 
 
+class ReaderGone(BrokenPipeError):
+    """The reader of jetbench's output went away (`jetbench sweep | head`): main exits 0."""
+
+
 def console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich's own exits 1: a closed pipe is no error
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, (sys.stderr if stderr else sys.stdout).fileno())
+            os.close(devnull)
+            raise ReaderGone()
+
+    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def print_json(document: Any) -> None:
@@ -72,24 +85,26 @@ def print_json(document: Any) -> None:
 
 
 # time, measure and sweep: the workload in a child under another interpreter (child.py)
+_WORKLOAD_PYTHON_HELP = (
+    "JetPack 4: run the built-in network in a child under this interpreter "
+    "(/usr/bin/python3); {keeps} (docs/workloads.md).")
 WORKLOAD_PYTHON = typer.Option(
     None, "--workload-python", metavar="PYTHON", rich_help_panel="Workload",
-    help="Run the built-in network in a child process under this interpreter (JetPack 4: "
-    "/usr/bin/python3, Python 3.6 with NVIDIA's torch 1.10 wheel); jetbench keeps the clocks "
-    "and the power window. fp32/fp16/bf16, inference.")
+    help=_WORKLOAD_PYTHON_HELP.format(keeps="jetbench keeps clocks and power"))
+# `time` pins nothing and samples no power: only the timing is the child's
+WORKLOAD_PYTHON_TIME = typer.Option(
+    None, "--workload-python", metavar="PYTHON", rich_help_panel="Workload",
+    help=_WORKLOAD_PYTHON_HELP.format(keeps="jetbench reads its timings"))
 
 
 BEYOND_POWER_MODE_HELP = (
-    "Go past the active power mode's caps (nvpmodel): max becomes the hardware's, offline "
-    "cores come online. Without it, max is the mode's max, as jetson_clocks does, and a "
-    "request above the mode is refused. Warned, and recorded in every result.")
+    "Go past the power mode's caps (nvpmodel): max becomes the hardware's; warned and "
+    "recorded (docs/clocks.md).")
 
 RUNTIME = typer.Option(
     None, "--runtime", "-r", rich_help_panel="Workload", metavar="RUNTIMES",
-    help="Run each built-in network under these, comma-separated: torch (eager, the default), "
-    "torchscript, compile, onnxruntime, tensorrt; exported and built once (cached, never in a "
-    "timed window) and checked against torch's outputs before timing. A row (result) per "
-    "runtime.")
+    help="torch (default), torchscript, compile, onnxruntime, tensorrt: a row per runtime, "
+    "outputs checked first (docs/workloads.md).")
 
 
 def beyond_power_mode_option() -> Any:

@@ -3,6 +3,7 @@ errors become messages and exit codes."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -12,7 +13,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from ..errors import EXIT_HARDWARE, EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
-from .common import GlobalOptions, set_invocation
+from .common import GlobalOptions, ReaderGone, set_invocation
 
 
 def _click_errors() -> tuple:
@@ -105,6 +106,12 @@ class _JetbenchGroup(TyperGroup):
             err.show()
             # A bare `jetbench` shows the help: not an error.
             code = 0 if type(err).__name__ == "NoArgsIsHelpError" else EXIT_USAGE
+        except BrokenPipeError as err:
+            if not isinstance(err, ReaderGone) and not _stdout_closed():
+                sys.stderr.write("jetbench: error: a pipe or socket closed under jetbench\n")
+                code = EXIT_HARDWARE
+            else:  # `jetbench sweep | head`: the reader had what it wanted, not an error
+                _quiet_stdout()
         except OSError as err:
             # An OS error no jetbench layer expected: still a message, not a traceback.
             sys.stderr.write(f"jetbench: error: {err}\n")
@@ -116,6 +123,30 @@ class _JetbenchGroup(TyperGroup):
 
         leave(code)  # a rank of a multi-device run ends here, without finalizing (teardown.py)
         sys.exit(code)
+
+
+def _stdout_closed() -> bool:
+    """Has the reader of stdout gone (a pipe's read end closed: `| head`)? Linux reports
+    POLLERR on the write end then; a socket closed under jetbench (the daemon's) is not it."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """stdout to /dev/null, so the interpreter's last flush finds no closed pipe (no 'Exception
+    ignored ... BrokenPipeError' on stderr, no exit 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _interrupt_notes() -> str:

@@ -115,6 +115,13 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
         print_note(err, "warning", report.fallback)
     for line in tables.uncertainty_advice(docs):
         print_note(err, "uncertainty", line)
+    shorter = getattr(report, "shorter_windows", [])
+    if shorter:  # issue 39: --resume mixed window lengths silently
+        windows = sorted({f"{w:.3g} s" for _, w in shorter})
+        print_note(err, "warning", (
+            f"--resume mixes window lengths: {len(shorter)} resumed point(s) were measured over "
+            f"{', '.join(windows)}, shorter than --duration asks now; measure them again "
+            f"(another --out, or delete them): {', '.join(pid for pid, _ in shorter)}"))
     print_invalid(docs)
     # the answer and where it is, last: what a reader looks for after the table
     for line in answer:
@@ -151,9 +158,8 @@ def _exit_if_invalid(report: Any) -> None:
 
 
 _MODEL = typer.Option("alexnet", "--model", "-m", rich_help_panel="Workload", metavar="MODELS",
-                      help="Networks, comma-separated "
-                      "(`jetbench models`), a TorchScript file, module:callable, an ONNX model "
-                      "(.onnx) or a TensorRT engine (.engine, .plan).")
+                      help="Networks (`jetbench models`), comma-separated, "
+                      "or a TorchScript, .onnx or .engine file, module:callable.")
 _PRECISION = typer.Option("fp32", "--precision", "-p", rich_help_panel="Workload",
                           metavar="PRECISIONS",
                           help="fp32 (IEEE), tf32 (Ampere+), "
@@ -161,16 +167,15 @@ _PRECISION = typer.Option("fp32", "--precision", "-p", rich_help_panel="Workload
 _BATCH = typer.Option("1", "--batch", "-b", rich_help_panel="Workload", metavar="SIZES",
                       help="Batch sizes, comma-separated.")
 _CPU = typer.Option(None, "--cpu-freq", rich_help_panel="Clocks", metavar="FREQ",
-                    help="Pin the CPU clusters (nearest table entry).")
+                    help="Pin the CPU clusters (nearest entry).")
 _EMC = typer.Option(None, "--emc-freq", rich_help_panel="Clocks", metavar="FREQ",
                     help="Pin the memory clock (EMC).")
 _PROFILE = typer.Option(None, "--profile", rich_help_panel="Clocks", metavar="PROFILE",
                         help="A profile (`jetbench profiles`) or TOML "
-                        "file; --freq/--cpu-freq/--emc-freq override its clocks.")
+                        "file; --freq etc. override it.")
 _METER = typer.Option(None, "--meter", rich_help_panel="Power", metavar="SPEC",
-                      help="Power source (repeatable): auto (default), "
-                      "ina3221, rapl, nvml, jtop, none, or PROTOCOL:PORT (docs/power.md); "
-                      "?interval=1ms reads a source that often.")
+                      help="Power source (repeatable): auto, ina3221, "
+                      "rapl, nvml, jtop, none, PROTOCOL:PORT (docs/power.md).")
 _ITER = typer.Option(10, "--iterations", "-n", rich_help_panel="Timing window", metavar="N",
                      help="Minimum timed iterations.")
 _DURATION = typer.Option("3s", "--duration", rich_help_panel="Timing window", metavar="DURATION",
@@ -178,48 +183,39 @@ _DURATION = typer.Option("3s", "--duration", rich_help_panel="Timing window", me
 _WARMUP = typer.Option("1s", "--warmup", rich_help_panel="Timing window", metavar="DURATION",
                        help="Minimum warm-up (then until latency is stable).")
 _IDLE = typer.Option("0", "--idle", rich_help_panel="Power", metavar="DURATION",
-                     help="Sample idle power this long before the window, "
-                     "with the clocks as pinned (MLPerf's active idle; gives the energy above "
-                     "idle).")
+                     help="Sample idle power this long first, "
+                     "clocks pinned (energy above idle).")
 _IDLE_UNPINNED = typer.Option(False, "--idle-unpinned", rich_help_panel="Power",
-                              help="Also sample idle power with the "
-                              "board's own governors, before pinning (--idle's duration, 2 s "
-                              "without it): a locked idle can read far higher.")
+                              help="Also sample idle power unpinned, "
+                              "before pinning (docs/measure.md).")
 _KEEP = typer.Option(False, "--keep-clocks", rich_help_panel="Clocks",
                      help="Leave the clocks pinned afterwards.")
 _REG = typer.Option(None, "--regulator-efficiency", rich_help_panel="Power", metavar="FRACTION",
-                    help="Also give an ESTIMATED "
-                    "pre-regulation figure: total / this (the whitepaper assumed 0.8).")
+                    help="Also an ESTIMATED "
+                    "pre-regulator figure: total / this (e.g. 0.8).")
 _DEVICE = typer.Option("auto", "--device", rich_help_panel="Workload", metavar="DEVICE",
                        help="auto (cuda if present), cuda, cpu.")
 _SHAPE = typer.Option(None, "--input-shape", rich_help_panel="Workload", metavar="SHAPE",
-                      help="One sample's shape for a user model, "
-                      "e.g. 3,224,224; for an ONNX model or engine's open dimensions also "
-                      "1x3x224x224 or NAME:1x3x224x224,NAME2:... (the batch is --batch).")
+                      help="A user model's sample shape, e.g. 3,224,224 "
+                      "(docs/workloads.md).")
 _PROVIDER = typer.Option(None, "--provider", rich_help_panel="Workload", metavar="PROVIDER",
-                         help="ONNX Runtime execution provider for an "
-                         ".onnx model: tensorrt, cuda, cpu (default: the best present).")
+                         help="ONNX Runtime's: tensorrt, cuda, cpu "
+                         "(default: the best present).")
 _PLOT = typer.Option(False, "--plot", rich_help_panel="Output",
                      help="Draw each run's power trace (PNG beside it).")
 _JSON = typer.Option(False, "--json", rich_help_panel="Output",
                      help="Print the result documents as JSON.")
 _WAIT = typer.Option(None, "--wait", rich_help_panel="Clocks", metavar="[SECONDS]",
-                     help="When another jetbench command "
-                     "holds the board (or the daemon has lent it to another measurement): wait "
-                     "for it (for ever, or at most SECONDS) instead of failing at once. While "
-                     "the daemon holds a profile, measure borrows the board from it.")
+                     help="Wait for a board another command "
+                     "holds (for ever, or SECONDS) instead of failing (docs/clocks.md).")
 
 
 _DEVICES = typer.Option(None, "--devices", rich_help_panel="Several devices", metavar="N|I,J,...",
                         help="Several devices as one run: a count (2) or "
-                        "CUDA indices (0,1,2,3). One process per device, started by "
-                        "torch.distributed's launcher (as torchrun would; `torchrun "
-                        "--nproc-per-node N -m jetbench measure` works too); rank 0 owns the "
-                        "board. img/s is the sum; the result lists devices[]. On a CPU each "
-                        "rank gets its share of the cores.")
+                        "CUDA indices (0,1); docs/measure.md.")
 _SCALING = typer.Option(False, "--scaling", rich_help_panel="Several devices",
-                        help="With several devices: time one device alone "
-                        "first, and report scaling.efficiency = img/s / (N x one device's).")
+                        help="With --devices: report the scaling against "
+                        "one device alone.")
 
 
 def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: Any) -> Any:
@@ -269,22 +265,17 @@ def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scal
 
 
 _CMD = typer.Option(None, "--cmd", rich_help_panel="Any command (--cmd)", metavar="COMMAND",
-                    help="Measure this command instead of a network (e.g. "
-                    "\"trtexec --loadEngine=m.engine\"): clocks pinned, power sampled over its "
-                    "run, throughput read with --throughput-from. Split like a shell line; "
-                    "no shell runs it (use sh -c '...' for pipes).")
+                    help="Measure this command instead of a network (split "
+                    "like a shell line, no shell; docs/measure.md).")
 _THROUGHPUT_FROM = typer.Option(None, "--throughput-from", rich_help_panel="Any command (--cmd)",
                                 metavar="SOURCE",
-                                help="With --cmd: trtexec "
-                                "(its Throughput line x the batch), regex:PATTERN (one group, "
-                                "items/s; the last match wins; RE2 syntax, linear time) "
-                                "or items:N (N / its run time).")
+                                help="With --cmd: trtexec, "
+                                "regex:PATTERN (items/s) or items:N (docs/measure.md).")
 _UNIT = typer.Option(None, "--unit", rich_help_panel="Any command (--cmd)", metavar="UNIT",
-                     help="With --cmd: what it counts: images (default), "
-                     "tokens, frames, queries.")
+                     help="With --cmd: images (default), tokens, "
+                     "frames, queries.")
 _CMD_LOG = typer.Option(None, "--cmd-log", rich_help_panel="Any command (--cmd)", metavar="FILE",
-                        help="With --cmd: append its stdout/stderr to "
-                        "this file instead of the terminal.")
+                        help="With --cmd: its output to this file.")
 
 
 def _options(ctx: typer.Context, given: Dict[str, Any]) -> Any:
@@ -330,8 +321,7 @@ def measure(
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
     freq: Optional[str] = typer.Option(None, "--freq", rich_help_panel="Clocks", metavar="FREQ",
                                        help="GPU clock, e.g. 690MHz (nearest "
-                                       "table entry; requested and applied both reported; on "
-                                       "a discrete GPU an NVML locked clock)."),
+                                       "table entry; NVML's locked clock on a discrete GPU)."),
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
@@ -350,17 +340,19 @@ def measure(
     beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
-    power exactly around the timed iterations, restore the clocks, write one JSON result and
-    its raw power trace per configuration, print the whitepaper-style table. With --cmd, any
-    command is the workload (the window is its run, or trtexec's timed queries; --duration the
-    shortest window accepted)."""
+    power exactly around the timed iterations, restore the clocks, write a JSON result and
+    its power trace per configuration. With --cmd, any command is the workload."""
     from ..run.measure import measure as run
 
     report = _run(ctx, _options(ctx, locals()), lambda root, req, **kw: run(root, req, **kw),
                   as_json)
     if report is not None:
+        from ..run.sweep import summarize
+
+        # the answer (as sweep's) where there is a choice: more than one configuration
+        answer = summarize(report.results).answer() if len(report.results) > 1 else []
         with InterruptLatch():  # Ctrl-C or SIGTERM while the table prints: still 130, not -15
-            _finish(report, as_json, plot, "jetbench measure")
+            _finish(report, as_json, plot, "jetbench measure", answer=answer)
 
 
 def sweep(

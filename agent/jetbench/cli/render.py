@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
@@ -12,29 +13,47 @@ def sim_tag(simulated: bool) -> str:
     return " [bold magenta](SIMULATED board: not hardware)[/]" if simulated else ""
 
 
-def _table_range(available: Sequence[int]) -> str:
-    if not available:
-        return "-"
-    return f"{format_hz(min(available))} .. {format_hz(max(available))} ({len(available)})"
+def _table_size(available: Sequence[int]) -> str:
+    """How many entries a clock's table has ('-': none listed); `info --json` has them all."""
+    return str(len(available)) if available else "-"
+
+
+def _compact_table(title: str, *columns: str, header: bool = True) -> Any:
+    """info's tables: no frame, cells never wrapped (a value split over two lines,
+    `1.651 | GHz`, is worse than a narrow column), so `info` is about 30 lines at 80 columns,
+    as `jetson_clocks --show` is about 15. A table without a header is key / value: the value
+    may wrap at spaces (notes, channel lists)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_header=header, box=None,
+                  pad_edge=False, header_style="bold underline")
+    for k, col in enumerate(columns):
+        wraps = not header and k == len(columns) - 1
+        table.add_column(col, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",
+                         style="bold" if not header and k == 0 else None)
+    return table
 
 
 def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
-    from rich.table import Table
+    from ..inventory import cpu_label
 
     board = doc["board"]
-    head = Table(title="Board" + sim_tag(doc["simulated"]), show_header=False, title_justify="left")
-    head.add_column("key", style="bold")
-    head.add_column("value")
-    for key in ("model", "family", "soc", "l4t", "root"):
-        head.add_row(key, str(board.get(key) or "-"))
+    head = _compact_table("Board" + sim_tag(doc["simulated"]), "key", "value", header=False)
+    head.add_row("model", str(board.get("model") or "-"))
+    head.add_row("release", ", ".join(f"{key} {board.get(key) or '-'}"
+                                      for key in ("family", "soc", "l4t")))
+    head.add_row("root", str(board.get("root") or "-"))
     mode = board.get("power_mode")
     head.add_row("power mode", mode["text"] if mode else "- (no nvpmodel)")
+    gpu = []
+    if doc["gpu"] and doc["gpu"].get("load_pct") is not None:
+        gpu.append(f"load {doc['gpu']['load_pct']:.1f} %")
+    if doc["gpu"] and doc["gpu"]["railgate"] is not None:
+        gpu.append(f"railgate {doc['gpu']['railgate']} ({doc['gpu']['railgate_file']})")
+    if gpu:
+        head.add_row("gpu", ", ".join(gpu))
     if doc["fan"]:
         head.add_row("fan pwm", str(doc["fan"]["pwm"]))
-    if doc["gpu"] and doc["gpu"]["railgate"] is not None:
-        head.add_row("gpu railgate", f"{doc['gpu']['railgate']} ({doc['gpu']['railgate_file']})")
-    if doc["gpu"] and doc["gpu"].get("load_pct") is not None:
-        head.add_row("gpu load", f"{doc['gpu']['load_pct']:.1f} %")
     for g in doc.get("nvml_gpus", ()):
         limit = "-" if g["power_limit_mw"] is None else f"{g['power_limit_mw'] / 1000:g} W"
         bounds = g["power_limits_mw"]
@@ -42,8 +61,6 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
             limit += f" (settable {bounds[0] / 1000:g} .. {bounds[1] / 1000:g} W)"
         head.add_row(f"gpu {g['bus_id']}", f"{g['name']} via NVML; power limit {limit}")
     cpu = doc.get("cpu") or {}
-    from ..inventory import cpu_label
-
     if cpu.get("offline"):
         head.add_row("cpus online", f"{cpu_label(cpu['online'])} ({cpu_label(cpu['offline'])} "
                                     "offline)")
@@ -53,58 +70,63 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
             by_states.setdefault(tuple(states), []).append(int(name[3:]))
         head.add_row("idle disabled", "; ".join(
             f"{cpu_label(cpus)}: {', '.join(states)}" for states, cpus in by_states.items()))
+    if doc["thermal"]:
+        head.add_row("temperatures", ", ".join(
+            f"{z['name']} {'-' if z['temp_c'] is None else format(z['temp_c'], '.1f') + ' C'}"
+            for z in doc["thermal"]))
     for note in doc["notes"]:
         head.add_row("note", note)
     if doc["restore_pending"]:
         head.add_row("state", "[yellow]clocks changed by jetbench: `jetbench restore` undoes[/]")
     yield head
 
-    clocks = Table(title="Clocks", title_justify="left")
-    for col in ("domain", "name", "governor", "min", "max", "current", "table"):
-        clocks.add_column(col)
-    for g in doc.get("cpu_clusters", []):  # one row per cluster, with its cores
+    clocks = _compact_table("Clocks", "clock", "governor", "min", "max", "current", "steps")
+    # one row per cluster, with its cores; clusters whose every cell reads the same are one
+    # row on the screen (Xavier's four: `cpu0-7 (4 policies)`; `info --json` keeps each)
+    rows: Dict[Tuple[str, ...], Tuple[List[int], int]] = {}
+    for g in doc.get("cpu_clusters", []):
         cur = [c for c in g["cur_hz"] if c is not None]
         now = format_hz(cur[0]) if cur and min(cur) == max(cur) else \
-            (f"{format_hz(min(cur))} .. {format_hz(max(cur))}" if cur else "-")
-        clocks.add_row("cpu", f"{g['name']} ({len(g['policies'])} "
-                       f"polic{'y' if len(g['policies']) == 1 else 'ies'})", g["governor"] or "-",
-                       format_hz(g["min_hz"]), format_hz(g["max_hz"]), now,
-                       _table_range(g["available_hz"]))
+            (f"{format_hz(min(cur))}..{format_hz(max(cur))}" if cur else "-")
+        cells = (g["governor"] or "-", format_hz(g["min_hz"]), format_hz(g["max_hz"]), now,
+                 _table_size(g["available_hz"]))
+        if g.get("offline") or not g.get("cpus"):
+            cells = (g["name"],) + cells  # a row of its own: its name says what is offline
+        cpus, policies = rows.get(cells, ([], 0))
+        rows[cells] = (cpus + list(g.get("cpus") or []), policies + len(g["policies"]))
+    for cells, (cpus, policies) in rows.items():
+        name = cells[0] if len(cells) == 6 else cpu_label(cpus)
+        clocks.add_row(f"{name} ({policies} polic{'y' if policies == 1 else 'ies'})",
+                       *cells[-5:])
     for c in doc["clocks"]:
         if c["domain"] == "cpu" and "cpu_clusters" in doc:
             continue
-        clocks.add_row(c["domain"], c["name"], c["governor"] or "-", format_hz(c["min_hz"]),
+        name = c["name"] if c["name"] == c["domain"] else f"{c['domain']} {c['name']}"
+        clocks.add_row(name, c["governor"] or "-", format_hz(c["min_hz"]),
                        format_hz(c["max_hz"]), format_hz(c["cur_hz"]),
-                       _table_range(c["available_hz"]))
+                       _table_size(c["available_hz"]))
     if not doc["clocks"]:
-        clocks.add_row("-", "nothing to pin here", "", "", "", "", "")
+        clocks.add_row("nothing to pin here", "", "", "", "", "")
     yield clocks
 
     if doc["rails"]:
-        rails = Table(title=f"Power rails - total: {doc['total']}", title_justify="left")
-        for col in ("rail", "sensor", "channel", "driver", "measures"):
-            rails.add_column(col)
+        total = doc["total"] if len(str(doc["total"])) <= 40 else "a sum (sources, below)"
+        rails = _compact_table(f"Power rails - total: {total}",
+                               "rail", "sensor", "channel", "driver", "measures")
         for r in doc["rails"]:
             rails.add_row(r["name"] + (" (total)" if r["is_total"] else ""), r["sensor"],
                           str(r["channel"]), f"{r.get('chip', 'ina3221')} {r['layout']}",
                           r["point"].replace("_", " "))
         yield rails
     if doc.get("sources"):
-        sources = Table(title="Power sources (what a measurement records)", title_justify="left")
-        for col in ("source", "channels (measurement point)", "total", "period"):
-            sources.add_column(col, overflow="fold")
+        sources = _compact_table("Power sources (what a measurement records)", "source",
+                                 "what", header=False)
         for src in doc["sources"]:
             chans = ", ".join(f"{c['name']} ({c['point'].replace('_', ' ')})"
                               for c in src["channels"]) or "none: power is not measured"
-            sources.add_row(src["name"], chans, src["total"] or "-", f"{src['period_s']:g} s")
+            sources.add_row(src["name"], f"{chans}; total {src['total'] or '-'}; every "
+                                         f"{src['period_s']:g} s")
         yield sources
-    if doc["thermal"]:
-        thermal = Table(title="Thermal zones", title_justify="left")
-        thermal.add_column("zone")
-        thermal.add_column("temp")
-        for z in doc["thermal"]:
-            thermal.add_row(z["name"], "-" if z["temp_c"] is None else f"{z['temp_c']:.1f} C")
-        yield thermal
 
 
 def plan_lines(steps, title: str, simulated: bool, dry_run: bool) -> List[str]:
@@ -287,7 +309,9 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
         return
     n = len(table.columns)
     rows = max((len(list(c.cells)) for c in table.columns), default=0)
-    same = [i for i in range(key_columns, n) if rows > 1 and
+    # a column whose every cell is the same is said once above (a key column too, but never
+    # the first)
+    same = [i for i in range(1, n) if rows > 1 and
             len({str(x) for x in table.columns[i].cells}) == 1 and
             str(list(table.columns[i].cells)[0]) not in ("", "-")]
     keep = [i for i in range(n) if i not in same]
@@ -306,7 +330,10 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
             head()
             con.print(compact)
             return
-    keys, rest = keep[:key_columns], keep[key_columns:]
+    # what tells the rows apart (time's model, runtime, precision, batch, device) starts every
+    # part of a split table (issue 39: six identical `mobilenet_v2` rows)
+    keys = [i for i in keep if i < key_columns]
+    rest = [i for i in keep if i >= key_columns]
     chunks: List[List[int]] = []
     for i in rest:
         trial = (chunks[-1] + [i]) if chunks else [i]
@@ -347,6 +374,7 @@ def _blocks(con: Any, table: Any) -> None:
 def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
     """A table whose columns are configurations (first column: row labels) turned into one row
     per configuration; `short` abbreviates the row labels that become headers."""
+    from rich.markup import escape
     from rich.table import Table
 
     labels = [str(x) for x in table.columns[0].cells]
@@ -357,14 +385,24 @@ def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
         common = first.pop()  # the same network in every configuration: said once
         title = f"{title or ''}\n{common}".strip("\n")
         names = [n.split(" ", 1)[1] for n in names]
+    if any(label.strip().startswith("GPU clock") for label in labels):
+        names = [_AT_CLOCK.sub("", n) for n in names]  # the clock has its column: said once
+    runs = [m.group(1) if m else "" for m in (_RUN_DIR.search(n) for n in names)]
     out = Table(title=title, title_justify="left")
     out.add_column("configuration", no_wrap=True)
+    if any(runs):  # results from several directories (`report r1 r2`): a column of its own
+        names = [_RUN_DIR.sub("", n) for n in names]
+        out.add_column("dir", no_wrap=True)
     for label in labels:
         text = (short or {}).get(label.strip(), label.strip())
         out.add_column(text, justify="right", no_wrap=True)
-    for name, col in zip(names, table.columns[1:]):
-        out.add_row(name, *(str(x) for x in col.cells))
+    for name, run, col in zip(names, runs, table.columns[1:]):
+        out.add_row(name, *([escape(run)] if any(runs) else []), *(str(x) for x in col.cells))
     return out
+
+
+_AT_CLOCK = re.compile(r" @ \d+(?:\.\d+)? [kMG]?Hz")
+_RUN_DIR = re.compile(r" \\?\[([^\]\[]+)\]")  # ' [r1]', escaped for rich or not
 
 
 def print_results_table(con: Any, table: Any, short: Optional[Dict[str, str]] = None) -> None:

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ..units import format_hz
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .measure import (
     _BATCH,
@@ -76,13 +77,10 @@ def tune(
     beyond_power_mode: bool = beyond_power_mode_option(),
 ) -> None:
     """Find the most efficient clocks (and batch, precision) for a workload under constraints:
-    every trial a real measure point (pinned, warmed up, windowed, validated, restored), chosen
-    by Optuna's TPE sampler (NSGA-II for several objectives). It holds the board for the whole
-    study (a second tune or a measure is refused, or waits with --wait). The study is kept in
-    DIR/study.db:
-    Ctrl-C, kill -9 or a reboot lose nothing, and several boards can share one study
-    (--storage, --study). Prints the best point and the Pareto front, writes DIR/tune.json and
-    DIR/pareto.png, and with --save-profile the profile the daemon can hold."""
+    every trial a real measure point, chosen by Optuna (docs/tune.md). It holds the board for
+    the whole study; the study in DIR/study.db survives Ctrl-C, kill -9 or a reboot, and
+    several boards can share one (--storage, --study). Writes DIR/tune.json, DIR/pareto.png
+    and, with --save-profile, a profile the daemon can hold."""
     from ..interrupts import InterruptLatch
     from ..open_board import open_board
     from ..run.request import split_list
@@ -102,8 +100,9 @@ def tune(
         board_name=host if str(root.base) == "/" else f"{host}:{root.base}")
 
     def say(line: str) -> None:
-        if not as_json:
-            console(stderr=True).print(line, soft_wrap=True, highlight=False, markup=False)
+        if not as_json:  # wrapped at spaces on a terminal, one line each when piped
+            err = console(stderr=True)
+            err.print(line, soft_wrap=not err.is_terminal, highlight=False, markup=False)
 
     with InterruptLatch():
         report = run(root, request, progress=say)
@@ -141,7 +140,8 @@ def _render(doc: Dict[str, Any]) -> None:
         or t["number"] != doc["best"]["number"]]
     for label, t in rows:
         s, m = t["settings"], t["metrics"]
-        clocks = " ".join(f"{k[:-3]} {v / 1e6:.0f}MHz" for k, v in s.items() if k.endswith("_hz"))
+        # as the progress lines say them (2.133 GHz there, not 2133MHz here)
+        clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items() if k.endswith("_hz"))
         table.add_row(label, f"{s['model']} {s['precision']} b{s['batch']} {clocks}",
                       _num(m.get("images_per_s")), _num(m.get("power_w")),
                       _num(m.get("images_per_j")), _num(m.get("latency_p99_ms")))

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import typer
 
-from .common import RUNTIME, WORKLOAD_PYTHON, console, print_json
+from .common import RUNTIME, WORKLOAD_PYTHON_TIME, console, print_json
 from .render import print_table
 
 _PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
@@ -67,7 +67,7 @@ def time_cmd(
                              metavar="N", help="Seed of the Gaussian weights and input."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON document."),
     out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Write DIR/time.json."),
-    workload_python: Optional[str] = WORKLOAD_PYTHON,
+    workload_python: Optional[str] = WORKLOAD_PYTHON_TIME,
 ) -> None:
     """Time networks like `caffe time`, done right: warm-up until stable, then timed iterations
     until both --iterations and --duration are met; img/s, latency percentiles, CV, GFLOP/s."""
@@ -163,7 +163,7 @@ def _render(report: Any, out: Optional[Path]) -> None:
         table.add_row(*head, f"{r.images_per_s:.1f}", f"{lat.mean_ms:.2f}", f"{lat.p50_ms:.2f}",
                       f"{lat.p90_ms:.2f}", f"{lat.p99_ms:.2f}", f"{r.cv:.1%}",
                       "-" if r.gflops is None else f"{r.gflops:.1f}", row.status)
-    print_table(con, table)
+    print_table(con, table, key_columns=len(columns) - 8)  # model .. device: every part
     for row in report.rows:
         if row.layers is not None:
             _render_layers(con, row)

@@ -78,3 +78,21 @@ def stored(doc: Any) -> Any:
 def csv_cell(x: float) -> str:
     """A trace CSV cell: the value to CSV_DECIMALS decimals, shortest form."""
     return repr(round(float(x), CSV_DECIMALS))
+
+
+def separated(a: float, a_pct: Optional[float], b: float, b_pct: Optional[float]) -> bool:
+    """The one rule behind every comparison jetbench prints ("fp16 is 1.5x slower", "most
+    efficient", "fastest", "1.22x PyTorch eager", tune's best): `a` and `b` differ only when
+    their intervals do not overlap. A spread p % is taken as a factor: x reaches from
+    x / (1 + p/100) to x * (1 + p/100), which for a few percent is x +- p % and for a latency
+    CV near or above 100% still says something (a rate is never within noise of zero). An
+    unknown uncertainty (None) cannot make a tie: the figures are then compared as they are."""
+    if a_pct is None or b_pct is None:
+        return a != b
+    (lo, lo_pct), (hi, hi_pct) = sorted(((a, a_pct), (b, b_pct)))
+    return hi / (1 + hi_pct / 100) > lo * (1 + lo_pct / 100)
+
+
+def noise_words(pct: Optional[float], what: str = "CV") -> str:
+    """'CV 69%': the spread that made two figures a tie, as the tie's message says it."""
+    return f"{what} {pct:.0f}%" if pct is not None and pct >= 1 else f"{what} {pct or 0:.1g}%"

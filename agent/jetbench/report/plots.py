@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..units import format_hz
 from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 from . import schema
+from .figures import separated
 from .io import read_trace_csv, trace_path
 
 DPI = 100
@@ -189,10 +191,31 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
     return out
 
 
+def _pct(value: Optional[float], err: Optional[float]) -> Optional[float]:
+    return None if err is None or not value else abs(err) / abs(value) * 100
+
+
+def peak_point(points: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The point of a series marked "peak": the most efficient, only where there is a
+    series (two points or more) and its img/s/W stands apart from every other point's by the
+    rule of every comparison jetbench makes (figures.separated); else None (issue 39: a
+    single-point series was marked, and so was a peak within noise)."""
+    if len(points) < 2:
+        return None
+    best = max(points, key=lambda p: p["images_per_j"])
+    pct = _pct(best["images_per_j"], best.get("images_per_j_err"))
+    if all(separated(best["images_per_j"], pct, p["images_per_j"],
+                     _pct(p["images_per_j"], p.get("images_per_j_err")))
+           for p in points if p is not best):
+        return best
+    return None
+
+
 def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     """img/s (top, error bars from the latency CV), W (middle, the stated uncertainty) and
     img/s/W (bottom, error bars) against the applied GPU clock, one line per
-    model/precision/batch; the most efficient valid point of each line is marked. Invalid
+    model/precision/batch; the most efficient valid point of a line is marked where it stands
+    apart from the others (peak_point). Invalid
     results are drawn apart (red crosses), never joined to the lines."""
     plt = _plt()
     fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(SIZE_IN[0], 9.0), sharex=True,
@@ -220,11 +243,13 @@ def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
             errs = [p["images_per_j_err"] or 0.0 for p in eff]
             line = bottom.errorbar([p["mhz"] for p in eff], [p["images_per_j"] for p in eff],
                                    yerr=errs, marker="o", capsize=3, color=colour, label=name)
-            best = max(eff, key=lambda p: p["images_per_j"])
-            bottom.plot([best["mhz"]], [best["images_per_j"]], marker="*", markersize=16,
-                        color=line[0].get_color())
-            bottom.annotate(f"peak {best['mhz']:.0f} MHz", (best["mhz"], best["images_per_j"]),
-                            textcoords="offset points", xytext=(6, 6), fontsize="small")
+            best = peak_point(eff)
+            if best is not None:
+                bottom.plot([best["mhz"]], [best["images_per_j"]], marker="*", markersize=16,
+                            color=line[0].get_color())
+                bottom.annotate(f"peak {format_hz(best['mhz'] * 1e6)}",
+                                (best["mhz"], best["images_per_j"]),
+                                textcoords="offset points", xytext=(6, 6), fontsize="small")
         for ax, key in ((top, "images_per_s"), (bottom, "images_per_j")):
             shown = [p for p in bad if p[key] is not None]
             if shown:

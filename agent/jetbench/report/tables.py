@@ -77,6 +77,11 @@ def distinguishing(docs: Sequence[Dict[str, Any]]) -> List[str]:
                 break  # every column already distinct
         for k, i in enumerate(members):
             out[i] = " ".join(parts[k])
+    if len({_run_dir(d) for d in docs}) > 1:  # from several directories: each says its own
+        for i, d in enumerate(docs):
+            run = f"[{_run_dir(d) or '?'}]"
+            if run not in out[i]:
+                out[i] = f"{out[i]} {run}".strip()
     return out
 
 
@@ -245,13 +250,16 @@ def short_label(label: str) -> str:
 
 
 def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     headers, rows = table_cells(docs)
     table = Table(title=title(docs, what), title_justify="left")
     table.add_column("")
     for h in headers:
-        table.add_column(h, justify="right")
+        # escaped: a run directory is said as `[r1]`, which rich would take for a style tag
+        # and drop (issue 39: `report r1 r2` printed two identical rows)
+        table.add_column(escape(h), justify="right")
     for label, cells in rows:
         table.add_row(label, *cells)
     return table
@@ -323,18 +331,21 @@ def warnings_of(docs: Sequence[Dict[str, Any]]) -> List[str]:
             pairs.append((schema.label(d), w))
         if d.get("message"):
             pairs.append((schema.label(d), d["message"]))
-    return grouped(pairs, len(docs))
+    return grouped(pairs, len(docs), [schema.label(d) for d in docs])
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?%?")
 
 
-def grouped(pairs: Sequence[Tuple[str, str]], total: int = 0) -> List[str]:
+def grouped(pairs: Sequence[Tuple[str, str]], total: int = 0,
+            labels_of_all: Sequence[str] = ()) -> List[str]:
     """(configuration, text) pairs as one line per kind of text: texts that differ only in
-    their numbers are one kind; the numbers that differ are listed per configuration.
+    their numbers are one kind; a number that differs is said as its range in the text and
+    listed per configuration, each configuration named by what tells it from the others
+    (`short_labels`, over `labels_of_all`: every configuration of the output).
 
         clocks not pinned (...) [all 4 configurations]
-        latency varies X between iterations (over 2.5%): ... [X: FP16 b1 5.3%, FP16 b8 15.6%]
+        latency varies 5.3%..15.6% between iterations (over 2.5%): ... [b1 5.3%, b8 15.6%]
     """
     kinds: Dict[str, List[Tuple[str, str]]] = {}
     for label, text in pairs:
@@ -359,10 +370,45 @@ def grouped(pairs: Sequence[Tuple[str, str]], total: int = 0) -> List[str]:
         for k, piece in enumerate(split[0]):
             parts.append(piece)
             if k < len(nums[0]):
-                parts.append("X" if k in differ else nums[0][k])
-        values = ", ".join(f"{label} {' / '.join(n[k] for k in differ)}"
+                parts.append(_range([n[k] for n in nums]) if k in differ else nums[0][k])
+        short = short_labels(labels_of_all) if labels_of_all else {}
+        values = ", ".join(f"{short.get(label, label)} {' / '.join(n[k] for k in differ)}"
                            for (label, _), n in zip(members, nums))
-        out.append(f"{''.join(parts)} [X: {values}]")
+        out.append(f"{''.join(parts)} [{values}]")
+    return out
+
+
+def _range(numbers: Sequence[str]) -> str:
+    """'2.9%..4.7%': the smallest and the largest of numbers that differ."""
+    ordered = sorted(numbers, key=lambda n: float(n.rstrip("%")))
+    return f"{ordered[0]}..{ordered[-1]}"
+
+
+_UNIT_AFTER = re.compile(r" (MHz|GHz)\b")
+
+
+def short_labels(labels: Sequence[str]) -> Dict[str, str]:
+    """Each configuration label without the words every label shares at its start or its end
+    (the network, the clock of a measure, said above the table): 'sim:resnet18 FP16 b1 (sim)
+    @ 625 MHz' -> 'FP16 b1' beside 'sim:resnet18 FP32 b8 (sim) @ 625 MHz'. A clock keeps its
+    unit; a label is never emptied."""
+    words = {lb: _UNIT_AFTER.sub("\u00a0\\1", lb).split(" ") for lb in labels}
+    if len(set(labels)) < 2:
+        return {lb: lb for lb in labels}
+    shortest = min(len(w) for w in words.values())
+    head = 0
+    while head < shortest - 1 and len({w[head] for w in words.values()}) == 1:
+        head += 1
+    tail = 0
+    while (tail < shortest - head - 1
+           and len({w[len(w) - 1 - tail] for w in words.values()}) == 1):
+        tail += 1
+    out = {}
+    for lb, w in words.items():
+        kept = w[head:len(w) - tail]
+        if kept and kept[0] == "@" and len(kept) > 1:
+            kept = kept[1:]
+        out[lb] = " ".join(kept).replace("\u00a0", " ")
     return out
 
 
@@ -377,15 +423,20 @@ def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
             continue
         eff = efficiency_label(schema.unit(d))
         if pct is None:
-            text = (f"{eff} uncertainty is unknown, so it cannot be shown "
-                    f"within {UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
+            # why, once: the reason every power cell above reads `+- unknown`
+            why = (((d.get("power") or {}).get("total") or {}).get("uncertainty")
+                   or {}).get("basis")
+            text = (f"{eff} uncertainty is unknown"
+                    + (f" (so every power figure reads +- unknown: {why})" if why else "")
+                    + f", so it cannot be shown within {UNCERTAINTY_BOUND_PCT:g}% "
+                    "(MLPerf Power's bound)")
         else:
             text = (f"{eff} uncertainty {pct:.1f}% exceeds "
                     f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
         lower = unc.get("lower_it") or []
         pairs.append((schema.label(d),
                       text + (": lower it with " + "; or ".join(lower) if lower else "")))
-    return grouped(pairs, len(docs))
+    return grouped(pairs, len(docs), [schema.label(d) for d in docs])
 
 
 def _mode_text(mode: Any) -> str:

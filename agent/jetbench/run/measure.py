@@ -74,6 +74,9 @@ class MeasureReport:
     results: List[Dict[str, Any]] = field(default_factory=list)  # in point order
     paths: List[Path] = field(default_factory=list)  # JSON files written (or resumed)
     skipped: List[str] = field(default_factory=list)  # point ids resumed from disk
+    # resumed points whose power window was shorter than this run's --duration asks:
+    # (point id, its window in s); their figures come from another window length
+    shorter_windows: List[Any] = field(default_factory=list)
     simulated: bool = False
     board: Dict[str, Any] = field(default_factory=dict)
     out_dir: Optional[Path] = None
@@ -199,6 +202,11 @@ class _State:
                     doc = None  # a point that failed is tried again
                 if doc is not None:
                     doc.pop("_path", None)
+                    window = ((doc.get("power") or {}).get("window") or {}).get("duration_s")
+                    # a window is never shorter than the --duration that opened it
+                    if isinstance(window, (int, float)) and \
+                            window < self.request.duration_s * 0.99:
+                        self.report.shorter_windows.append((point.id, float(window)))
                     self.report.results.append(doc)
                     self.report.paths.append(json_path)
                     self.report.skipped.append(point.id)

@@ -245,5 +245,6 @@ def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
         groups.setdefault(key, []).append(SimpleNamespace(
             model=work.get("model"), precision=work.get("precision"), batch=work.get("batch"),
             device=work.get("device"), runtime=work.get("runtime", "torch"), status="ok",
-            images_per_s=doc.get("throughput", {}).get("images_per_s")))
+            images_per_s=doc.get("throughput", {}).get("images_per_s"),
+            cv=doc.get("throughput", {}).get("cv")))
     return [line for rows in groups.values() for line in advise(rows)]

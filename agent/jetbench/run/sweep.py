@@ -20,7 +20,7 @@ from ..errors import PowerModeCap, UsageError
 from ..hw.board import detect
 from ..hw.fs import Root
 from ..report import schema
-from ..report.figures import plus_minus_pct
+from ..report.figures import noise_words, plus_minus_pct, separated
 from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now, table_hint
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
@@ -107,6 +107,10 @@ class SweepSummary:
     invalid: int = 0
     failed: List[str] = dataclasses.field(default_factory=list)
     modelled: bool = False  # every point a sim:NAME network: img/s follows the simulated clocks
+    # the other points whose interval overlaps the most efficient's / the fastest's
+    # (figures.separated): then no single point is named
+    efficient_ties: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    fastest_ties: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def lines(self) -> List[str]:
         """What is worth knowing about the points, then the answer last: the most efficient
@@ -121,12 +125,24 @@ class SweepSummary:
                        "table and the plots; reasons printed in red)")
         if self.simulated:
             out.append(MODELLED_THROUGHPUT_NOTE if self.modelled else SIMULATED_THROUGHPUT_NOTE)
-        same = self.fastest is not None and self.fastest is self.most_efficient
+        return out + self.answer()
+
+    def answer(self) -> List[str]:
+        """The most efficient point and the fastest (one line when they are the same point),
+        each only where its interval separates from every other point's (figures.separated);
+        else which points are within noise."""
+        out = []
+        same = (self.fastest is not None and self.fastest is self.most_efficient
+                and not self.efficient_ties and not self.fastest_ties)
         for word, doc, efficient in (
                 ("most efficient and fastest" if same else "most efficient",
                  self.most_efficient, True),
                 ("fastest", None if same else self.fastest, False)):
             if doc is None:
+                continue
+            ties = self.efficient_ties if efficient else self.fastest_ties
+            if ties:
+                out.append(_tie_line(word, doc, ties, efficient))
                 continue
             rate, eff = rate_label(schema.unit(doc)), efficiency_label(schema.unit(doc))
             ips, ipj = schema.items_per_s(doc), schema.items_per_j(doc)
@@ -137,6 +153,40 @@ class SweepSummary:
                 figure, rest = f"{ips:.1f} {rate}", f"{_w(doc)}, {ipj_text} {eff}"
             out.append(f"{word}: {schema.label(doc)}: {figure} ({rest})")
         return out
+
+
+_TIES_NAMED = 3  # a tie names this many points, then "and N more"
+
+
+def _cv_pct(doc: Dict[str, Any]) -> Optional[float]:
+    cv = (doc.get("throughput") or {}).get("cv")
+    return None if cv is None else float(cv) * 100
+
+
+def _ties(top: Optional[Dict[str, Any]], docs: Sequence[Dict[str, Any]], value: Any,
+          pct: Any) -> List[Dict[str, Any]]:
+    """The points of `docs` whose interval overlaps `top`'s (the rule: figures.separated)."""
+    if top is None:
+        return []
+    return [d for d in docs if d is not top
+            and not separated(value(top), pct(top), value(d) or 0.0, pct(d))]
+
+
+def _tie_line(word: str, top: Dict[str, Any], ties: Sequence[Dict[str, Any]],
+              efficient: bool) -> str:
+    docs = [top, *ties]
+    names = [schema.label(d) for d in docs[:_TIES_NAMED]]
+    if len(docs) > _TIES_NAMED:
+        names.append(f"{len(docs) - _TIES_NAMED} more")
+    listed = ", ".join(names[:-1]) + " and " + names[-1]
+    if efficient:
+        worst = max((p for p in map(schema.images_per_j_pct, docs) if p is not None), default=0)
+        eff = efficiency_label(schema.unit(top))
+        return (f"{word}: none: {listed} are within noise ({eff} {noise_words(worst, '+-')}; "
+                "a meter with a stated accuracy narrows it)")
+    worst = max((p for p in map(_cv_pct, docs) if p is not None), default=0)
+    return (f"{word}: none: {listed} are within noise ({noise_words(worst)}; "
+            "lengthen --duration)")
 
 
 def _pm(x: Optional[float], pct: Optional[float]) -> str:
@@ -161,9 +211,12 @@ MODELLED_THROUGHPUT_NOTE = (
 def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
     ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
     eff = [d for d in ok if schema.items_per_j(d) is not None]
+    most_efficient = max(eff, key=schema.items_per_j) if eff else None
+    fastest = max(ok, key=lambda d: schema.items_per_s(d) or 0.0) if ok else None
     return SweepSummary(
-        most_efficient=max(eff, key=schema.items_per_j) if eff else None,
-        fastest=max(ok, key=lambda d: schema.items_per_s(d) or 0.0) if ok else None,
+        most_efficient=most_efficient, fastest=fastest,
+        efficient_ties=_ties(most_efficient, eff, schema.items_per_j, schema.images_per_j_pct),
+        fastest_ties=_ties(fastest, ok, schema.items_per_s, _cv_pct),
         oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
         points=len(results),
         simulated=simulated or schema.simulated_any(list(results)),

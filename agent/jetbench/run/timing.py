@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import NOT_RUN, JetbenchError, OutOfMemory, UsageError, first_line, not_run
-from ..report.figures import significant
+from ..report.figures import noise_words, separated, significant
 from ..report.schema import TIME_SCHEMA
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
@@ -250,32 +250,61 @@ def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:
         return []  # the timing rows say so
 
 
-def _speeds(rows: Sequence[TimeRow], group: Callable[[TimeRow], Tuple[Any, ...]],
-            name: Callable[[TimeRow], str]) -> Dict[Tuple[Any, ...], Dict[str, float]]:
-    """img/s of the rows that ran, grouped by `group`, keyed within a group by `name`."""
-    out: Dict[Tuple[Any, ...], Dict[str, float]] = {}
+def _cv_pct(row: Any) -> Optional[float]:
+    """A row's latency CV in % (the spread its img/s is compared with), None if unknown."""
+    cv = getattr(row, "cv", None)
+    if cv is None and getattr(row, "result", None) is not None:
+        cv = getattr(row.result, "cv", None)
+    return None if cv is None else float(cv) * 100
+
+
+def _speeds(rows: Sequence[Any], group: Callable[[Any], Tuple[Any, ...]],
+            name: Callable[[Any], str]
+            ) -> Dict[Tuple[Any, ...], Dict[str, Tuple[float, Optional[float]]]]:
+    """(img/s, latency CV %) of the rows that ran, grouped by `group`, keyed within a group
+    by `name`."""
+    out: Dict[Tuple[Any, ...], Dict[str, Tuple[float, Optional[float]]]] = {}
     for row in rows:
         if row.status == "ok" and row.images_per_s:
-            out.setdefault(group(row), {})[name(row)] = row.images_per_s
+            out.setdefault(group(row), {})[name(row)] = (row.images_per_s, _cv_pct(row))
     return out
 
 
-def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
+NOISE_HINT = "lengthen --duration (and lock the clocks: `jetbench maxperf`)"
+
+
+def within_noise(names: Sequence[str], figures: Sequence[Tuple[float, Optional[float]]],
+                 what: str) -> str:
+    """'fp16 and fp32 are within noise for ...: CV 69%, lengthen --duration': the line said
+    instead of a comparison whose intervals overlap (figures.separated)."""
+    worst = max((pct for _, pct in figures if pct is not None), default=None)
+    listed = " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + \
+        names[-1]
+    return f"{listed} are within noise {what}: {noise_words(worst)}, {NOISE_HINT}"
+
+
+def precision_advice(rows: Sequence[Any]) -> List[str]:
     """For each model/batch/device: every precision slower than FP32, how much slower, and
-    the fastest choice measured (the seed's "FP16 is 15x slower on the CPU")."""
+    the fastest choice measured (the seed's "FP16 is 15x slower on the CPU"); where the two
+    figures' spreads overlap (figures.separated), that they are within noise instead."""
     groups = _speeds(rows, lambda r: (r.model, r.batch, r.device, r.runtime),
                      lambda r: r.precision)
     advice: List[str] = []
     for (model, batch, device, runtime), speeds in groups.items():
         where = device if runtime == TORCH else f"{device} under {runtime}"
-        fp32 = speeds.get("fp32")
-        if fp32 is None:
+        if "fp32" not in speeds:
             continue
-        best = max(speeds, key=lambda p: speeds[p])
-        for precision, ips in speeds.items():
+        fp32, fp32_pct = speeds["fp32"]
+        best = max(speeds, key=lambda p: speeds[p][0])
+        for precision, (ips, pct) in speeds.items():
             if precision == "fp32" or ips >= fp32 * (1 - _ADVICE_MARGIN):
                 continue
-            tip = f"use {best} ({speeds[best]:.1f} img/s)"
+            if not separated(ips, pct, fp32, fp32_pct):
+                advice.append(within_noise(
+                    [precision, "fp32"], [speeds[precision], speeds["fp32"]],
+                    f"for {model} batch {batch} on {where} ({ips:.1f} vs {fp32:.1f} img/s)"))
+                continue
+            tip = f"use {best} ({speeds[best][0]:.1f} img/s)"
             if best == "fp32" and "bf16" not in speeds and device == "cpu":
                 tip += "; bf16 was not measured: try it"
             advice.append(
@@ -288,18 +317,26 @@ def precision_advice(rows: Sequence[TimeRow]) -> List[str]:
 
 def fastest_runtime(rows: Sequence[TimeRow]) -> List[str]:
     """For each model/precision/batch/device timed under several runtimes: the fastest, and
-    how much faster than PyTorch eager (the Addfor table's question, one line each)."""
+    how much faster than PyTorch eager (the Addfor table's question, one line each); where
+    the fastest's spread overlaps another runtime's (figures.separated), which are within
+    noise instead."""
     groups = _speeds(rows, lambda r: (r.model, r.precision, r.batch, r.device),
                      lambda r: r.runtime)
     lines: List[str] = []
     for (model, precision, batch, device), speeds in groups.items():
         if len(speeds) < 2:
             continue
-        best = max(speeds, key=lambda r: speeds[r])
-        others = ", ".join(f"{r} {significant(speeds[r])}" for r in speeds if r != best)
-        line = (f"fastest for {model} {precision} batch {batch} on {device}: {best} "
-                f"({significant(speeds[best])} img/s; {others})")
+        best = max(speeds, key=lambda r: speeds[r][0])
+        others = ", ".join(f"{r} {significant(speeds[r][0])}" for r in speeds if r != best)
+        what = f"for {model} {precision} batch {batch} on {device}"
+        tied = [r for r in speeds if r != best and not separated(*speeds[best], *speeds[r])]
+        if tied:
+            lines.append(within_noise([best, *tied], [speeds[r] for r in [best, *tied]],
+                                      f"{what} ({significant(speeds[best][0])} img/s; "
+                                      f"{others})"))
+            continue
+        line = (f"fastest {what}: {best} ({significant(speeds[best][0])} img/s; {others})")
         if best != TORCH and TORCH in speeds:
-            line += f", {speeds[best] / speeds[TORCH]:.2f}x PyTorch eager"
+            line += f", {speeds[best][0] / speeds[TORCH][0]:.2f}x PyTorch eager"
         lines.append(line)
     return lines

@@ -15,8 +15,9 @@ violation is infeasible). The study lives in Optuna's storage (DIR/study.db, SQL
 kill -9 or a reboot, and several boards can work on one study at once (--storage, --study);
 each trial records the board that ran it.
 
-"The best" follows measure's uncertainty rule: points whose img/J differ by less than their
-combined uncertainty are a tie, and the one drawing less power wins.
+"The best" follows measure's uncertainty rule: points whose img/J
+intervals overlap (report/figures.separated, the rule of every comparison printed) are a
+tie, and the one drawing less power wins.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from ..ownership.lease import Guard, LeaseRevoked
 from ..ownership.lock import BoardBusy
 from ..ownership.owner import borrow_board
 from ..report import io
+from ..report.figures import separated
 from ..report.io import removed_if_left_empty
 from ..units import format_hz
 from .request import MeasureOptions, build_request, split_list
@@ -327,6 +329,8 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
     study.set_user_attr("objectives", list(req.objectives))
     study.set_user_attr("constraints", [str(c) for c in req.constraints])
 
+    shown = [""]  # the best point the progress last named: named again only when it changes
+
     def objective(trial: Any) -> Any:
         settings = _suggest(trial, space, models, precisions, batches)
         trial.set_user_attr("board", req.board_name)
@@ -366,7 +370,7 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
             f"{_metrics_text(metrics)}{'' if valid else ' (invalid)'}"
             f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
-            + (f"; best so far {best}" if best else ""))
+            + _best_news(best, shown))
         if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
             return tuple(_worst(d) for d in directions) if len(values) > 1 else _worst(
                 directions[0])
@@ -605,8 +609,7 @@ def _tied(a: Any, b: Any) -> bool:
         return True
     if ua is None or ub is None:
         return False  # unknown uncertainty: no tie can be claimed
-    ja, jb = ma["images_per_j"], mb["images_per_j"]
-    return abs(ja - jb) <= ja * ua / 100 + jb * ub / 100
+    return not separated(ma["images_per_j"], ua, mb["images_per_j"], ub)
 
 
 def _usable(trials: Sequence[Any], space: Dict[str, List[int]]) -> List[Any]:
@@ -653,6 +656,16 @@ def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> str
         return ""
     attrs = best.user_attrs
     return f"{_metrics_text(attrs['metrics'])} at {_settings_text(attrs['settings'])}"
+
+
+def _best_news(best: str, shown: List[str]) -> str:
+    """What a progress line says of the best point of the trials finished before it: nothing
+    while it is the one already named (a line per trial repeating it ran to 206 characters),
+    else '; best so far now ...'."""
+    if not best or best == shown[0]:
+        return ""
+    shown[0] = best
+    return f"; best so far now {best}"
 
 
 def _settings_text(s: Dict[str, Any]) -> str:
