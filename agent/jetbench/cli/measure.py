@@ -176,6 +176,8 @@ _PROFILE = typer.Option(None, "--profile", rich_help_panel="Clocks", metavar="PR
 _METER = typer.Option(None, "--meter", rich_help_panel="Power", metavar="SPEC",
                       help="Power source (repeatable): auto, ina3221, "
                       "rapl, nvml, jtop, none, PROTOCOL:PORT (docs/power.md).")
+_SAMPLE_RATE = typer.Option(None, "--sample-rate", rich_help_panel="Power", metavar="HZ",
+                            help="Power read rate; default: sensor's.")
 _ITER = typer.Option(10, "--iterations", "-n", rich_help_panel="Timing window", metavar="N",
                      help="Minimum timed iterations.")
 _DURATION = typer.Option("3s", "--duration", rich_help_panel="Timing window", metavar="DURATION",
@@ -291,7 +293,10 @@ def _options(ctx: typer.Context, given: Dict[str, Any]) -> Any:
         source = ctx.get_parameter_source(name)
         return source is not None and source.name != "DEFAULT"
 
-    return MeasureOptions(**typed, meter=tuple(given.get("meter") or ()),
+    from ..hw.meters.registry import with_sample_rate
+
+    meters = with_sample_rate(given.get("meter") or (), given.get("sample_rate"))
+    return MeasureOptions(**typed, meter=tuple(meters),
                           wait_s=wait_seconds(given.get("wait")),
                           cmd_output_to_stderr=bool(given.get("as_json")),
                           given=frozenset(n for n in given if from_command_line(n)))
@@ -324,6 +329,7 @@ def measure(
                                        "table entry; NVML's locked clock on a discrete GPU)."),
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
+    sample_rate: Optional[str] = _SAMPLE_RATE,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
     idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
     regulator_efficiency: Optional[float] = _REG,
@@ -363,6 +369,7 @@ def sweep(
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
     cpu_freq: Optional[str] = _CPU, emc_freq: Optional[str] = _EMC,
     profile: Optional[str] = _PROFILE, meter: Optional[List[str]] = _METER,
+    sample_rate: Optional[str] = _SAMPLE_RATE,
     iterations: int = _ITER, duration: str = _DURATION, warmup: str = _WARMUP,
     idle: str = _IDLE, idle_unpinned: bool = _IDLE_UNPINNED, keep_clocks: bool = _KEEP,
     regulator_efficiency: Optional[float] = _REG,

@@ -18,6 +18,7 @@ to RAPL, then NVML, then nothing (EmptySource).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
@@ -121,6 +122,36 @@ def _with_interval(sources: List[PowerSource], spec: MeterSpec) -> List[PowerSou
         for source in sources:
             source.sample_interval_s = interval_s  # type: ignore[attr-defined]
     return sources
+
+
+_RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(k?hz)?\s*$", re.IGNORECASE)
+
+
+def with_sample_rate(specs: Sequence[str], rate: Optional[str]) -> List[str]:
+    """`--sample-rate RATE` (`200Hz`, `1kHz`; a bare number is Hz): the meter specs with
+    `?interval=` added to every source that has none of its own (an explicit one wins; `none`
+    takes nothing). Without it each source is read no faster than its sensor refreshes; a
+    rate above that is allowed and the result says once that the extra samples repeat
+    readings (sampling/rates.py)."""
+    if rate is None:
+        return list(specs)
+    match = _RATE_RE.match(rate)
+    hz = float(match.group(1)) * (1000.0 if (match.group(2) or "").lower() == "khz" else 1.0) \
+        if match else 0.0
+    if not hz > 0:
+        raise UsageError(f"not a sample rate: {rate!r}", hint="use e.g. 200Hz, 1kHz or 50")
+    if 1.0 / hz < MIN_INTERVAL_S:
+        raise UsageError(f"sample rate {rate!r} is above {1e-3 / MIN_INTERVAL_S:g} kHz",
+                         hint="no sensor jetbench reads refreshes faster")
+    interval = f"interval={1000.0 / hz:.6g}ms"
+    out: List[str] = []
+    for text in specs or ["auto"]:
+        spec = parse_meter_spec(text)
+        if spec.kind == "none" or "interval" in spec.options:
+            out.append(text)
+        else:
+            out.append(text + ("&" if "?" in text else "?") + interval)
+    return out
 
 
 def _serial_kwargs(spec: MeterSpec) -> Dict[str, object]:
