@@ -39,6 +39,9 @@ def test_piped_monitor_prints_one_line_per_interval(tmp_path):
         assert "CPU [" in line and "GPU " in line and "EMC @" in line and "fan " in line
     times = [float(line.split("s |", 1)[0][2:]) for line in lines]
     assert times == sorted(times)
+    # --duration 1.5 is 1.5 s of rows (t=0 when sampling starts), not 1.5 s from the command's
+    # start: the last row is at t=1.5 (issue 39 saw t=1.2 for --duration 3).
+    assert times[-1] >= 1.5, out
 
 
 def test_a_bare_interval_is_milliseconds_as_tegrastats(tmp_path):

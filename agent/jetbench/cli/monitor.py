@@ -53,7 +53,7 @@ def monitor(
     interval_s = parse_duration_s(interval, bare="ms")  # tegrastats: --interval 250 is 250 ms
     if interval_s < 0.001:
         raise UsageError("--interval must be at least 1ms")
-    end = time.monotonic() + parse_duration_s(duration) if duration else None
+    duration_s = parse_duration_s(duration) if duration else None
     root = open_root(ctx)
     # One snapshot (--once) reads best as the table; a stream piped somewhere, as lines.
     line_mode = (not once and not sys.stdout.isatty()) if lines is None else lines
@@ -65,6 +65,9 @@ def monitor(
             with Monitor(root, board, ProcessSampler(sources, interval_s=interval_s),
                          sources) as mon:
                 mon.wait_first()
+                # --duration counts from the monitor's t=0 (its sampler started), not from the
+                # command's start: opening the board and the sampler take a second or more.
+                end = mon.t0 + duration_s if duration_s is not None else None
                 if not once and not as_json and not line_mode:
                     from rich.live import Live
 
