@@ -86,3 +86,28 @@ def test_cpu_load_and_memory_from_proc_under_the_root(tmp_path):
     assert total == pytest.approx(3956000 / 1024)
     assert used == pytest.approx((3956000 - 2931040) / 1024)
     assert memory_mb(Root(str(tmp_path / "nothing"))) is None
+
+
+def test_the_live_screen_shows_each_core_ram_and_fan(tmp_path):
+    """The screen says what the piped line says (README): each core's load at its clock, RAM
+    and the fan, besides rails and clocks. /proc under the root: cpu0 and cpu1 busy 30 and
+    100 of 100 ticks between the two reads is not controllable here, so the loads read '?'
+    on the first row; RAM: 3956000 - 2931040 kB used = 1001 of 3863 MB."""
+    from typer.testing import CliRunner
+
+    from jetbench.cli.main import app
+
+    base = make_board(tmp_path, "orin-nano")
+    (base / "proc").mkdir(exist_ok=True)
+    (base / "proc" / "stat").write_text("cpu  0 0 0 0 0 0 0 0\ncpu0 1 0 0 9 0 0 0 0\n"
+                                         "cpu1 1 0 0 9 0 0 0 0\n")
+    (base / "proc" / "meminfo").write_text("MemTotal:        3956000 kB\n"
+                                           "MemAvailable:    2931040 kB\n")
+    (base / "sys/devices/platform/pwm-fan/hwmon/hwmon0/pwm1").write_text("128\n")
+    result = CliRunner().invoke(app, ["--root", str(base), "monitor", "--once"],
+                                env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "cpu cores" in out and "?@" in out and ", off," in out  # cores 2-5 offline (/proc)
+    assert "1001/3863 MB" in out
+    assert "128/255" in out

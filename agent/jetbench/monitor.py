@@ -153,7 +153,7 @@ def line(row: Row, board: Board, simulated: bool) -> str:
              if c.name != row.total_name]
     if rails:
         parts.append(" ".join(rails))
-    parts.append(_cpu_part(row, board))
+    parts.append(cpu_part(row, board))
     for clock in row.clocks:
         if clock.domain == "gpu":
             load = "?" if row.gpu_load_pct is None else f"{row.gpu_load_pct:.0f}%"
@@ -181,7 +181,7 @@ def _w(watts: Optional[float], err_w: Optional[float]) -> str:
     return f"{watts:.2f}W" + (f"+-{err_w:.2f}" if err_w is not None else "")
 
 
-def _cpu_part(row: Row, board: Board) -> str:
+def cpu_part(row: Row, board: Board) -> str:
     """CPU [12%@1479,off,...]MHz: each core's load at its policy's clock, in core order."""
     hz_of = {}
     for policy, clock in zip(board.cpu.policies, [c for c in row.clocks if c.domain == "cpu"]):

@@ -84,12 +84,12 @@ def monitor(
                             sys.stdout.write(json.dumps(row.to_dict(board.simulated)) + "\n")
                             sys.stdout.flush()
                         elif once and not line_mode:
-                            console().print(monitor_table(row, board.simulated))
+                            console().print(monitor_table(row, board, board.simulated))
                         elif line_mode:
                             sys.stdout.write(line(row, board, board.simulated) + "\n")
                             sys.stdout.flush()
                         else:
-                            live.update(monitor_table(row, board.simulated), refresh=True)
+                            live.update(monitor_table(row, board, board.simulated), refresh=True)
                         if once or (end is not None and time.monotonic() >= end):
                             break
                         pause = max(interval_s, 0.1) if not line_mode else interval_s

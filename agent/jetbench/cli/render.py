@@ -190,14 +190,17 @@ def _watts_pm(watts: Optional[float], err_w: Optional[float]) -> str:
     return f"{watts:.3f} +- {err_w:.3f} W"
 
 
-def monitor_table(row, simulated: bool):
-    """One monitor reading: rails and total, clocks, temperatures."""
+def monitor_table(row, board, simulated: bool):
+    """One monitor reading: rails and total, clocks, each core's load, GPU load, RAM, fan,
+    power mode, temperatures (what a piped monitor's line says)."""
     from rich.table import Table
+
+    from ..monitor import cpu_part
 
     table = Table(title=f"jetbench monitor  t={row.t_s:7.1f} s{sim_tag(simulated)}",
                   title_justify="left")
     for col in ("what", "name", "value", "where"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold" if col == "value" else "ellipsis")
     for channel, watts in row.channels:
         if channel.name == row.total_name:
             continue  # shown once, as the total
@@ -210,8 +213,16 @@ def monitor_table(row, simulated: bool):
     for name, clock in _grouped_clocks(row.clocks):
         table.add_row("clock", f"{clock.domain} {name}", format_hz(clock.cur_hz),
                       clock.governor or "")
+    cores = cpu_part(row, board)
+    cores = cores[len("CPU "):] if cores.startswith("CPU ") else cores
+    table.add_row("load", "cpu cores", cores.replace(",", ", "),  # wraps between cores
+                  "% @ MHz" if row.cpu_load_pct else "")
     if row.gpu_load_pct is not None:
         table.add_row("load", "gpu", f"{row.gpu_load_pct:.1f} %", "")
+    ram = "?" if row.memory_mb is None else f"{row.memory_mb[0]:.0f}/{row.memory_mb[1]:.0f} MB"
+    table.add_row("memory", "RAM", ram, "used/total")
+    if row.fan_pwm is not None:
+        table.add_row("fan", "pwm", f"{row.fan_pwm}/255", "")
     if row.power_mode:
         table.add_row("mode", "nvpmodel", row.power_mode["text"], "")
     for name, temp in row.temps_c.items():
