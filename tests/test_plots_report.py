@@ -99,4 +99,4 @@ def test_batch_figure_draws_a_line_per_runtime(figures, tmp_path):
     plots.plot_vs_batch(docs + onnx, tmp_path / "b.png")
     ax = figures[0].axes[0]
     labels = sorted(c.get_label() for c in ax.containers)
-    assert labels == ["alexnet FP32 @ 691 MHz", "alexnet FP32, onnxruntime (cpu) @ 691 MHz"]
+    assert labels == ["alexnet FP32 @ 691.2 MHz", "alexnet FP32, onnxruntime (cpu) @ 691.2 MHz"]

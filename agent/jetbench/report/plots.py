@@ -148,7 +148,7 @@ def _series_key_batch(d: Dict[str, Any]) -> str:
     `--runtime torch,onnxruntime` over batches draws two lines, not one that zigzags."""
     w = d.get("workload") or {}
     hz = schema.gpu_hz(d)
-    clock = f" @ {hz / 1e6:.0f} MHz" if hz else ""
+    clock = f" @ {format_hz(hz)}" if hz else ""
     runtime = schema.runtime_label(w)
     ran = "" if runtime == "torch" else f", {runtime}"
     return f"{w.get('model')} {str(w.get('precision')).upper()}{ran}{clock}"

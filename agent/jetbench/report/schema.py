@@ -11,6 +11,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..errors import UsageError
+from ..units import format_hz
 from ..work_units import DEFAULT_UNIT
 from ..workload.onnx_providers import short_name
 
@@ -223,7 +224,7 @@ def gpu_hz(doc: Dict[str, Any]) -> Optional[int]:
 
 
 def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
-    """'alexnet FP32 b1 @ 691 MHz' for table columns and plot legends."""
+    """'alexnet FP32 b1 @ 691.2 MHz' for table columns and plot legends."""
     w = doc.get("workload") or {}
     text = f"{w.get('model', '?')} {str(w.get('precision', '?')).upper()} b{w.get('batch', '?')}"
     if framework(doc) in ("onnxruntime", "tensorrt"):
@@ -233,7 +234,7 @@ def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
         text += f" ({w['runtime']})"  # torchscript, compile
     hz = gpu_hz(doc)
     if with_clock and hz:
-        text += f" @ {hz / 1e6:.0f} MHz"
+        text += f" @ {format_hz(hz)}"  # as every table and progress line writes a clock
     return text
 
 
