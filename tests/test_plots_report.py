@@ -100,3 +100,5 @@ def test_batch_figure_draws_a_line_per_runtime(figures, tmp_path):
     ax = figures[0].axes[0]
     labels = sorted(c.get_label() for c in ax.containers)
     assert labels == ["alexnet FP32 @ 691.2 MHz", "alexnet FP32, onnxruntime (cpu) @ 691.2 MHz"]
+    # the batch sizes as numbers, not powers of two (2^0, 2^2, 2^3)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "8"]

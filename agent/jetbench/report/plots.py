@@ -290,6 +290,10 @@ def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
                     marker="o", capsize=3, label=name)
     ax.set_xscale("log", base=2)
+    batches = sorted({b for b in ((d.get("workload") or {}).get("batch") for d in docs)
+                      if isinstance(b, int)})
+    ax.set_xticks(batches, [str(b) for b in batches])  # 1, 8, 32: not 2^0, 2^3, 2^5
+    ax.minorticks_off()
     ax.set_xlabel("batch size")
     unit = common_unit(schema.unit(d) for d in docs) or "items"
     ax.set_ylabel(f"{rate_label(unit)}\n(bars: latency CV)")
