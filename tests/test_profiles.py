@@ -123,3 +123,22 @@ def test_profiles_commands(tmp_path):
     assert result.exit_code == 0 and "690 MHz" in result.output, result.output
     result = runner.invoke(app, ["profiles", "show", "nope"])
     assert result.exit_code == 1 and "no profile named" in result.output
+
+
+def test_the_profile_list_is_a_line_each_at_80_columns(tmp_path):
+    """Eleven shipped profiles: a title, a header, a line each (one profile for two boards
+    folds its "for" cell onto a second line), the closing hint; every line within 80, every
+    name whole. A broken profile file is its own row, never the end of the list."""
+
+    base = make_board(tmp_path, "tx1")
+    (base / "etc/jetbench/profiles").mkdir(parents=True, exist_ok=True)
+    (base / "etc/jetbench/profiles/broken.toml").write_text("[gpu\n")
+    names = [name for name, _ in list_profiles(base)]
+    result = runner.invoke(app, ["--root", str(base), "profiles"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), result.output
+    assert len(lines) <= len(names) + 3 + 2, result.output
+    for name in names:
+        assert any(line.startswith(name + " ") for line in lines), name
+    assert any(line.startswith("broken ") and "invalid" in line for line in lines)

@@ -281,20 +281,34 @@ def _profiles_default(ctx: typer.Context) -> None:
 def profiles_list(ctx: typer.Context) -> None:
     """Every profile `apply` accepts, with its description."""
     from rich.table import Table
+    from rich.text import Text
 
     from ..tuning.profile import list_profiles, parse_profile
 
-    table = Table(title="Profiles", title_justify="left")
-    for col in ("name", "for", "description"):
-        table.add_column(col, overflow="fold")
+    rows = []
     for name, path in list_profiles(open_root(ctx).base):
         try:
             p = parse_profile(path.read_text(encoding="utf-8"), name, str(path))
             target = ", ".join(p.match_family or p.match_soc) or "any board"
-            table.add_row(name, target, p.description)
+            rows.append((name, target, p.description, ""))
         except Exception as err:  # a broken file must not hide the others
-            table.add_row(name, "?", f"[red]invalid: {err}[/]")
-    console().print(table)
+            rows.append((name, "?", f"invalid: {err}", "red"))
+    out = console()
+    name_w = max((len(r[0]) for r in rows), default=4)
+    for_w = min(max((len(r[1]) for r in rows), default=3), 16)
+    # One line each where the screen allows (64 lines at 80 columns before): the name whole,
+    # the boards folded, the description cut to the rest (`show` prints it whole).
+    text_w = max(out.width - name_w - for_w - 4, 20)
+    table = Table(title="Profiles", title_justify="left", box=None, pad_edge=False)
+    table.add_column("name", no_wrap=True, width=name_w)
+    table.add_column("for", overflow="fold", width=for_w)
+    table.add_column("description", no_wrap=True, width=text_w)
+    for name, target, text, style in rows:
+        cut = text if len(text) <= text_w else text[:text_w - 1] + "…"
+        table.add_row(Text(name), Text(target), Text(cut, style=style))
+    out.print(table)
+    console().print("`jetbench profiles show NAME`: one profile whole (description, clocks).")
+
 
 
 @profiles_app.command("show")
