@@ -425,12 +425,14 @@ def demo(
     con = console()
     con.print("jetbench demo: a SIMULATED Jetson TX1 (L4T R24) in a temporary directory, "
               f"profile tx1-690mhz (GPU 690 MHz, CPU and EMC at max), {model} FP32 and FP16, "
-              "batch 1. Short runs: 3 iterations / 2 s each.", soft_wrap=True)
+              "batch 1. Short runs: 3 iterations / 2 s each.")  # wrapped at words
     with InterruptLatch() as latch, _Bar(enabled=True) as bar:
         result = run_demo(out, progress=_interruptible(bar.update, latch), model=model)
-    if not con.is_terminal:
+    width = con.width
+    if not con.is_terminal:  # piped: the table whole, the prose at the screen's width
         con.width = max(con.width, 140)
     print_results(con, tables.rich_table(result.report.results, "jetbench demo: Table 1"))
+    con.width = width
     for w in tables.warnings_of(result.report.results):
         print_note(console(stderr=True), "warning", w)
     for line in result.report.advice:
@@ -444,13 +446,12 @@ def demo(
     if is_sim(model):
         con.print(f"(the figures come from the simulated board's latency model, calibrated on "
                   f"the TX1 whitepaper, and its power model: SIMULATED, not a TX1. img/s and W "
-                  f"both follow the simulated clocks. {time.monotonic() - t0:.0f} s)",
-                  soft_wrap=True)
+                  f"both follow the simulated clocks. {time.monotonic() - t0:.0f} s)")
     else:
         con.print(f"(the figures are this machine's CPU running {model} with the simulated "
                   f"board's power model: SIMULATED, not a TX1. img/s comes from this machine's "
                   f"CPU and does not follow the simulated GPU clock; only the simulated power "
-                  f"does. {time.monotonic() - t0:.0f} s)", soft_wrap=True)
+                  f"does. {time.monotonic() - t0:.0f} s)")
     print_invalid(result.report.results)
     _exit_if_invalid(result.report)
 
