@@ -65,7 +65,7 @@ _METRICS: List[Tuple[str, _Getter, Optional[bool], Optional[_Getter]]] = [
     ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False, _cv_pct),
     ("power (W)", schema.total_w, False, _power_pct),
     ("efficiency", schema.items_per_j, True, schema.images_per_j_pct),
-    ("GPU clock (MHz)", lambda d: None if not schema.gpu_hz(d) else schema.gpu_hz(d) / 1e6,
+    ("GPU clock (MHz)", lambda d: hz / 1e6 if (hz := schema.gpu_hz(d)) else None,
      None, None),
 ]
 

@@ -8,7 +8,7 @@ Units are in key names (`_hz`, `_w`, `_j`, `_s`, `_ms`); `None` means "not measu
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import UsageError
 from ..work_units import DEFAULT_UNIT
@@ -102,7 +102,7 @@ def type_problem(value: Any, spec: Any, where: str) -> Optional[str]:
         elif not isinstance(node, _KIND[want]) or (want != BOOL and isinstance(node, bool)):
             return f"{at} is {_what(node)}, expected {'an' if want == INT else 'a'} {want}"
         elif want in (NUM, INT) and not (isinstance(node, float) and node != node) \
-                and abs(node) > 1e300:
+                and isinstance(node, (int, float)) and abs(node) > 1e300:
             return f"{at} is out of range"
     return None
 
@@ -251,5 +251,5 @@ def invalid_reasons(doc: Dict[str, Any]) -> List[str]:
     return list((doc.get("validity") or {}).get("reasons") or [])
 
 
-def simulated_any(docs: List[Dict[str, Any]]) -> bool:
+def simulated_any(docs: Sequence[Dict[str, Any]]) -> bool:
     return any(bool(d.get("simulated")) for d in docs)

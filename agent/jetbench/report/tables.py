@@ -51,7 +51,7 @@ def _run_dir(doc: Dict[str, Any]) -> str:
 # What can tell two results of the same network apart, in the order shown.
 _DIFFERS = (
     ("board", lambda d: (d.get("board") or {}).get("model") or ""),
-    ("clock", lambda d: f"@ {schema.gpu_hz(d) / 1e6:.0f} MHz" if schema.gpu_hz(d) else ""),
+    ("clock", lambda d: f"@ {hz / 1e6:.0f} MHz" if (hz := schema.gpu_hz(d)) else ""),
     ("run", lambda d: f"[{_run_dir(d)}]" if _run_dir(d) else ""),
     ("date", lambda d: str(d.get("created") or "")[:16].replace("T", " ")),
 )

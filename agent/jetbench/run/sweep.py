@@ -162,7 +162,7 @@ def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> Swe
     ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
     eff = [d for d in ok if schema.items_per_j(d) is not None]
     return SweepSummary(
-        most_efficient=max(eff, key=schema.items_per_j) if eff else None,
+        most_efficient=max(eff, key=lambda d: schema.items_per_j(d) or 0.0) if eff else None,
         fastest=max(ok, key=lambda d: schema.items_per_s(d) or 0.0) if ok else None,
         oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
         points=len(results),
