@@ -167,7 +167,7 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
             ips = schema.items_per_s(d)
             cv = (d.get("throughput") or {}).get("cv")
             w = schema.total_w(d)
-            w_pct = ((d.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+            w_pct = schema.total_w_pct(d)
             pts.append({"mhz": hz / 1e6, "images_per_s": ips,
                         "images_per_s_err": None if ips is None or cv is None else ips * cv,
                         "watts": w,

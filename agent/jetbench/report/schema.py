@@ -200,6 +200,11 @@ def total_w(doc: Dict[str, Any]) -> Optional[float]:
     return _get(doc, "power", "total", "mean_w")
 
 
+def total_w_pct(doc: Dict[str, Any]) -> Optional[float]:
+    """The total power's uncertainty in percent (None: unknown or not recorded)."""
+    return _get(doc, "power", "total", "mean_w_uncertainty_pct")
+
+
 def total_label(doc: Dict[str, Any]) -> Optional[str]:
     total = _get(doc, "power", "total")
     if not total:

@@ -145,7 +145,7 @@ def _pm(x: Optional[float], pct: Optional[float]) -> str:
 
 def _w(doc: Dict[str, Any]) -> str:
     w = schema.total_w(doc)
-    pct = ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+    pct = schema.total_w_pct(doc)
     return "- W" if w is None else f"{_pm(w, pct)} W"
 
 
