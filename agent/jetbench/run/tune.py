@@ -43,7 +43,7 @@ from ..ownership import journal
 from ..ownership.lease import Guard, LeaseRevoked
 from ..ownership.lock import BoardBusy
 from ..ownership.owner import borrow_board
-from ..report import io, schema
+from ..report import io
 from ..report.io import removed_if_left_empty
 from ..units import format_hz
 from .request import MeasureOptions, build_request, split_list
@@ -221,12 +221,16 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
 
 # -- one trial ------------------------------------------------------------------------------------
 def metrics_of(doc: Dict[str, Any]) -> Dict[str, Optional[float]]:
-    """A trial's figures, read through report/schema.py's accessors."""
-    return {"images_per_s": schema.images_per_s(doc),
-            "images_per_j": schema.images_per_j(doc),
-            "latency_p99_ms": schema.latency_ms(doc, "p99"),
-            "power_w": schema.total_w(doc),
-            "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc)}
+    throughput = doc.get("throughput") or {}
+    latency = throughput.get("latency_ms") or {}
+    total = (doc.get("power") or {}).get("total") or {}
+    eff = doc.get("efficiency") or {}
+    return {"images_per_s": throughput.get("images_per_s"),
+            "images_per_j": eff.get("images_per_j"),
+            "latency_p99_ms": latency.get("p99"),
+            "power_w": total.get("mean_w"),
+            "images_per_j_uncertainty_pct": (eff.get("uncertainty") or {}).get(
+                "images_per_j_pct")}
 
 
 def _options_for(base: MeasureOptions, settings: Dict[str, Any], out: Path) -> MeasureOptions:
