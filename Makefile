@@ -70,6 +70,7 @@ gpu-check: setup
 
 lint: setup
 	$(PY) -m ruff check agent tests benchmarks
+	$(PY) -m pytest -n 0 -q tests/test_types.py  # mypy against its baseline (TESTING.md)
 
 bench: setup
 	$(PY) benchmarks/run_all.py

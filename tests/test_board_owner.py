@@ -45,6 +45,42 @@ main()
 """
 
 
+# The CLI, marking the moment it is first refused and starts waiting (`--wait`): a busy board
+# lock (own_board polls try_acquire) or a daemon answering "busy" (the board is lent). The
+# marker file is created then; a test waits for it instead of sleeping.
+_MARKING_WAITER = r"""
+import sys
+from pathlib import Path
+import jetbench.ownership.owner as owner_mod
+from jetbench.ownership.lock import BoardLock
+from jetbench.ownership.wire import BUSY
+marker = Path(sys.argv.pop(1))
+real_try, real_request = BoardLock.try_acquire, owner_mod.request
+def try_acquire(self):
+    holder = real_try(self)
+    if holder is not None and not holder.is_daemon:  # a daemon is asked next, not waited on
+        marker.touch()
+    return holder
+def request(*args, **kw):
+    reply = real_request(*args, **kw)
+    if reply.get("error") == BUSY:
+        marker.touch()
+    return reply
+BoardLock.try_acquire = try_acquire
+owner_mod.request = request
+from jetbench.cli.main import main
+sys.argv = ["jetbench", *sys.argv[1:]]
+main()
+"""
+
+
+def _waiting_jetbench(marker: Path, *args: str, **kw) -> subprocess.Popen:
+    """`jetbench ARGS` that creates `marker` once it has been refused and is waiting."""
+    return subprocess.Popen([sys.executable, "-c", _MARKING_WAITER, str(marker), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO, **kw)
+
+
 def _stopped(pid: int) -> bool:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0] == "T"
@@ -79,9 +115,13 @@ def test_maxperf_fan_and_apply_cannot_interleave(tmp_path):
         info = run_cli("--root", str(base), "info", "--json")
         assert info.returncode == 0, info.stderr
         # A queued apply goes after maxperf has finished.
-        queued = _jetbench("--root", str(base), "apply", "--wait", "60", "nano-614mhz")
-        time.sleep(1.0)
-        assert queued.poll() is None  # still waiting behind the stopped maxperf
+        marker = tmp_path / "queued-is-waiting"
+        queued = _waiting_jetbench(marker, "--root", str(base), "apply", "--wait", "60",
+                                   "nano-614mhz")
+        # Refused once and waiting (not still starting): it waits behind the stopped maxperf.
+        assert _wait(lambda: marker.exists() or queued.poll() is not None, timeout=60)
+        assert queued.poll() is None, queued.communicate()
+        assert _stopped(writer.pid)
         os.kill(writer.pid, signal.SIGCONT)
         assert writer.wait(timeout=60) == 0, writer.stderr.read()
         out, err = queued.communicate(timeout=60)
@@ -322,9 +362,13 @@ def test_a_second_measure_waits_for_the_lease(tmp_path, started):
         refused = run_cli("--root", str(base), "apply", "maxperf")
         assert refused.returncode == 2 and "lent to measure" in refused.stderr
         assert "--wait" in refused.stderr
-        queued = _jetbench("--root", str(base), "apply", "maxperf", "--wait", "60")
-        time.sleep(1.5)
-        assert queued.poll() is None
+        marker = tmp_path / "queued-is-waiting"
+        queued = _waiting_jetbench(marker, "--root", str(base), "apply", "maxperf", "--wait",
+                                   "60")
+        # Told "busy" by the daemon once and waiting (not still starting): it queues.
+        assert _wait(lambda: marker.exists() or queued.poll() is not None, timeout=60)
+        assert queued.poll() is None, queued.communicate()
+        assert _lease_of(d) is not None
     finally:
         first.kill()
         first.communicate()

@@ -317,7 +317,7 @@ def test_watchdog_is_fed_only_while_checks_succeed(tmp_path, healthy):
 
     def check():
         if not healthy:
-            daemon._failed_checks += 1
+            daemon.drift.failed_checks += 1
 
     daemon.check = check
     threading.Timer(0.6, daemon._on_stop, (signal.SIGTERM, None)).start()

@@ -1,27 +1,30 @@
-"""The daemon's periodic check (its `Drift` half): read the board, say throttling only with
-evidence (hw/thermal.py) and a clock below its pin as just that (run/validity.py's rule, once
-the clocks had SETTLE_GRACE_S to settle after a pin), and write back any knob something else
-moved (nvpmodel, another tool), in every state: writing the knobs back does not fight a kernel
-cap (caps act through QoS and cooling devices). Nothing is ever left drifted on purpose.
+"""The daemon's periodic check (`Drift`, a part the daemon composes): read the board, say
+throttling only with evidence (hw/thermal.py) and a clock below its pin as just that
+(run/validity.py's rule, once the clocks had SETTLE_GRACE_S to settle after a pin), and write
+back any knob something else moved (nvpmodel, another tool), in every state: writing the knobs
+back does not fight a kernel cap (caps act through QoS and cooling devices). Nothing is ever
+left drifted on purpose.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from typing import Any, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError
 from ..hw import thermal
 from ..hw.board import Board
 from ..hw.clocks.domains import read_applied, read_clocks
 from ..hw.clocks.steps import apply_step
-from ..hw.clocks.types import Step
+from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
 from ..hw.readings import settled
 from ..ownership import journal
 from ..run.validity import below_pin
 from ..tuning.apply import build_plan
+from .held import Held
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -51,23 +54,42 @@ class _PrePinValues:
 
 
 class Drift:
-    """Mixed into `Daemon` (service.py): its state lives there."""
+    """The periodic check over what the daemon holds (`held`, under `lock`): `error` counts
+    and logs a failure, `read` reads the board and its rails, `publish` takes each check's
+    readings (the status document). What it found stays here: throttling, clocks below their
+    pin, the last re-pin, the consecutive failed checks (the watchdog reads them)."""
 
-    def _wait_settled(self, board: Board) -> None:
+    def __init__(self, root: Root, held: Held, lock: threading.RLock,
+                 error: Callable[[str], None],
+                 read: Callable[[Board, Sequence[ClockReading]], Dict[str, Any]],
+                 publish: Callable[[Dict[str, Any]], None]):
+        self.root = root
+        self.held = held
+        self._lock = lock
+        self._error = error
+        self._read = read
+        self._publish = publish
+        self.layout = thermal.ThermalLayout((), ())  # the daemon's scan, once it has the board
+        self.throttle_reasons: Tuple[str, ...] = ()
+        self.below_pin: Tuple[str, ...] = ()
+        self.last_repin: Optional[Dict[str, Any]] = None
+        self.failed_checks = 0
+
+    def wait_settled(self, board: Board) -> None:
         """The kernel takes a moment to move the clocks after a pin, and the first judgement
         must not see that moment (at most SETTLE_TIMEOUT_S)."""
         settled(lambda: read_clocks(self.root, board), SETTLE_TIMEOUT_S)
 
-    def _repin(self, steps: Sequence[Step]) -> None:
+    def repin(self, steps: Sequence[Step]) -> None:
         """Write a drift plan back. Knobs the pin did not write held their pinned value before
         it: journal that value for them (not the value something else moved them to)."""
         known = {e.path for e in journal.load(self.root)}
         prepin = {w.path: w.value + "\n" for s in steps for w in s.writes if w.path not in known}
-        assert self.board is not None
+        assert self.held.board is not None
         journal.record(_PrePinValues(self.root, prepin),  # type: ignore[arg-type]
                        ((w.path, s.label, w.value) if w.verify else (w.path, s.label)
                         for s in steps for w in s.writes),
-                       board_family=self.board.family)
+                       board_family=self.held.board.family)
         for step in steps:
             apply_step(self.root, step)
 
@@ -76,50 +98,51 @@ class Drift:
         with self._lock:
             try:
                 self._check()
-                self._failed_checks = 0
+                self.failed_checks = 0
             except JetbenchError as err:
-                self._failed_checks += 1
+                self.failed_checks += 1
                 self._error(f"check failed: {err}")
             except Exception as err:  # a bug must be logged and counted, not end the service
-                self._failed_checks += 1
+                self.failed_checks += 1
                 log.exception("check failed")
                 self._error(f"check failed: {type(err).__name__}: {err}")
 
     def _check(self) -> None:
-        board = self.board
+        held = self.held
+        board = held.board
         assert board is not None
-        self.counters["checks"] += 1
+        held.counters["checks"] += 1
         clocks = read_clocks(self.root, board)
         readings = self._read(board, clocks)
-        if self.lease is not None:  # lent: the borrower's clocks are neither drift nor throttle
-            self._snapshot = self._status_doc(readings)
+        if held.lease is not None:  # lent: the borrower's clocks are neither drift nor throttle
+            self._publish(readings)
             return
-        reasons = thermal.assess(readings["temperatures_c"], self._layout.trips,
-                                 thermal.cooling_states(self.root, self._layout))
+        reasons = thermal.assess(readings["temperatures_c"], self.layout.trips,
+                                 thermal.cooling_states(self.root, self.layout))
         if reasons and not self.throttle_reasons:
-            self.counters["throttle_events"] += 1
+            held.counters["throttle_events"] += 1
             log.warning("thermal throttling (evidence: %s)", "; ".join(reasons))
         elif self.throttle_reasons and not reasons:
             log.info("thermal throttling ended")
         self.throttle_reasons = reasons
         below: Tuple[str, ...] = ()
-        if self.pinned and time.monotonic() >= self._judge_after:
+        if held.pinned and time.monotonic() >= held.judge_after:
             below = below_pin(read_applied(self.root, board), clocks, board.soc)
         if below and below != self.below_pin:
             log.warning("%s", "; ".join(below))
         self.below_pin = below
-        if self.pinned and self.targets is not None:
+        if held.pinned and held.targets is not None:
             # A blind step (an NVML lock NVML cannot read back) is planned every time: no drift.
-            steps = [s for s in build_plan(self.root, board, self.targets) if not s.blind]
+            steps = [s for s in build_plan(self.root, board, held.targets) if not s.blind]
             if steps:
                 moved = [f"{w.path}: {w.old} (pinned: {w.value})" for s in steps for w in s.writes]
                 try:
-                    self._repin(steps)
+                    self.repin(steps)
                 except JetbenchError as err:
                     self._error(f"re-pin failed: {err}")
                 else:
-                    self.counters["repins"] += 1
+                    held.counters["repins"] += 1
                     self.last_repin = {"at": iso(time.time()), "moved": moved}
                     log.warning("clocks moved behind jetbench's back, re-pinned (%d so "
-                                "far): %s", self.counters["repins"], ", ".join(moved))
-        self._snapshot = self._status_doc(readings)
+                                "far): %s", held.counters["repins"], ", ".join(moved))
+        self._publish(readings)

@@ -1,4 +1,4 @@
-"""Lending the board (the `Lending` half of the daemon): `measure` and `sweep` borrow it over
+"""Lending the board (`Lending`, a part the daemon composes): `measure` and `sweep` borrow it over
 the control socket (`{"cmd": "lease"}`): no re-pin, no simulated kernel of the daemon's own, no
 write at all until the lease's connection closes. Then what the borrower left changed (a killed
 one) is restored from the journal and the daemon's profile is pinned again. Before it writes
@@ -10,39 +10,32 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import knob_io
+from ..hw.fs import Root
 from ..ownership import journal
 from ..ownership import lease as lease_file
+from ..ownership.lock import BoardLock
 from ..ownership.wire import BUSY, REVOKED, Request
 from ..tuning.apply import build_plan
-from .control import FDS, HOLD, Peer
-from .drift import SETTLE_GRACE_S, iso
+from ..tuning.profile import Profile
+from .control import FDS, HOLD, ControlServer, Peer
+from .drift import SETTLE_GRACE_S, Drift, iso
+from .held import Held, Lease
+from .notify import Notifier
+
+if TYPE_CHECKING:
+    from ..sim.kernel import SimKernel
 
 log = logging.getLogger("jetbench.daemon")
 
 LEASE_STOP_WAIT_S = 20.0  # on SIGTERM, how long a borrower gets to put the board back (< the
 #                           unit's TimeoutStopSec=30s)
 LEASE_REVOKE_WAIT_S = 2.0  # then how long a borrower inside a batch of writes gets to finish it
-
-
-@dataclass(frozen=True)
-class Lease:
-    """The board lent to one control connection (a running `measure` or `sweep`)."""
-
-    conn: int
-    pid: int
-    uid: int
-    who: str
-    since: str
-    token: str = ""  # ownership/lease.py: the borrower writes only while the file holds it
-
-    def doc(self) -> Dict[str, Any]:
-        return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
 
 
 class BoardLent(HardwareError):
@@ -52,12 +45,35 @@ class BoardLent(HardwareError):
 
 
 class Lending:
-    """Mixed into `Daemon` (service.py): its state (`lease`, the board lock) lives there."""
+    """Leases over what the daemon holds (`held.lease`, under `lock`): `drift` re-pins and
+    checks after a lease, `pin_new` pins a profile anew, `summary` is the STATUS= line. The
+    control server, the simulated kernel and the board lock are given with `attach` once the
+    daemon has started them (nothing is lent before it is ready)."""
 
-    def _wait_for_lease_end(self, timeout_s: float) -> None:
+    def __init__(self, root: Root, held: Held, lock: threading.RLock, notifier: Notifier,
+                 drift: Drift, error: Callable[[str], None],
+                 pin_new: Callable[[Profile], None], summary: Callable[[], str]):
+        self.root = root
+        self.held = held
+        self._lock = lock
+        self.notifier = notifier
+        self.drift = drift
+        self._error = error
+        self._pin_new = pin_new
+        self._summary = summary
+        self._control: Optional[ControlServer] = None
+        self._sim: Optional[SimKernel] = None
+        self._board_lock: Optional[BoardLock] = None
+        self._lease_known: frozenset = frozenset()  # journalled paths when the lease began
+
+    def attach(self, control: Optional[ControlServer], sim: Optional[SimKernel],
+               board_lock: Optional[BoardLock]) -> None:
+        self._control, self._sim, self._board_lock = control, sim, board_lock
+
+    def wait_for_end(self, timeout_s: float) -> None:
         """A borrower puts the board back itself; the journal is restored after it has (or,
         past the timeout, over whatever it left: the journal holds the originals either way)."""
-        lease = self.lease
+        lease = self.held.lease
         if lease is None:
             return
         log.info("taking the board back from %s (pid %d): waiting up to %.0f s for it to put "
@@ -67,14 +83,14 @@ class Lending:
                                                   "message": "the daemon is stopping"})
         self.notifier.send(STATUS=f"stopping: waiting for {lease.who} (pid {lease.pid})")
         end = time.monotonic() + timeout_s
-        while self.lease is not None and time.monotonic() < end:
+        while self.held.lease is not None and time.monotonic() < end:
             time.sleep(0.05)
-        if self.lease is not None:
+        if self.held.lease is not None:
             log.warning("%s (pid %d) still holds its lease: restoring the board anyway",
                         lease.who, lease.pid)
 
     # -- leases ------------------------------------------------------------------------------
-    def _lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:
+    def lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:
         """Lend the board to this connection: no re-pin, no write, and on a simulated board no
         simulated kernel of ours (the borrower runs its own: one kernel per board)."""
         if peer is None:
@@ -83,46 +99,48 @@ class Lending:
         token = secrets.token_hex(16)
         who = request.who or "client"
         lease_file.grant(self.root, token, peer.pid, who)
-        self.lease = Lease(peer.conn, peer.pid, peer.uid, who, iso(time.time()), token)
+        lease = self.held.lease = Lease(peer.conn, peer.pid, peer.uid, who, iso(time.time()),
+                                        token)
         if self._sim is not None:
             self._sim.stop()
         log.info("board lent to %s (pid %d, uid %d): not re-pinning until it hands it back",
-                 self.lease.who, peer.pid, peer.uid)
-        self.notifier.send(STATUS=self.summary())
+                 lease.who, peer.pid, peer.uid)
+        self.notifier.send(STATUS=self._summary())
         lock_fd = self._board_lock.fileno() if self._board_lock is not None else None
-        return {"ok": True, "lease": self.lease.doc(), "token": token,
-                "profile": self.profile.name
-                if self.profile else None, "pinned": self.pinned, HOLD: True,
+        profile = self.held.profile
+        return {"ok": True, "lease": lease.doc(), "token": token,
+                "profile": profile.name
+                if profile else None, "pinned": self.held.pinned, HOLD: True,
                 FDS: [lock_fd] if lock_fd is not None else []}
 
-    def _connection_closed(self, peer: Peer) -> None:
+    def connection_closed(self, peer: Peer) -> None:
         """A lease's connection closed (its holder finished, or was killed): take the board
         back, then pin our own profile again."""
         with self._lock:
-            lease = self.lease
+            lease = self.held.lease
             if lease is None or lease.conn != peer.conn:
                 return
             if not lease_file.revoke(self.root, LEASE_REVOKE_WAIT_S):
                 # Its connection closed, yet something still holds the lease file mid-write
                 # (a process it left behind): writing now would race it.
-                self.lease = None
+                self.held.lease = None
                 self._error(f"{lease.who} (pid {lease.pid}) closed its lease in the middle of "
                             "writing: not taking the board back; `jetbench restore` when it "
                             "has ended")
                 return
             if self._sim is not None:
                 self._sim.start()
-            self._judge_after = time.monotonic() + SETTLE_GRACE_S  # clocks coming back
+            self.held.judge_after = time.monotonic() + SETTLE_GRACE_S  # clocks coming back
             try:
                 self._take_back()
             except JetbenchError as err:
                 self._error(f"taking the board back from {lease.who} failed: {err}")
             finally:
-                self.lease = None
+                self.held.lease = None
             log.info("%s (pid %d) handed the board back: %s", lease.who, lease.pid,
-                     self.summary())
-        self.check()
-        self.notifier.send(STATUS=self.summary())
+                     self._summary())
+        self.drift.check()
+        self.notifier.send(STATUS=self._summary())
 
 
     def _take_back(self) -> None:
@@ -135,13 +153,14 @@ class Lending:
         if left:
             log.warning("the borrower left %d knob(s) changed (%s...): restoring the journal",
                         len(left), left[0])
-        if self.pinned and self.profile is not None and self.targets is not None:
+        held = self.held
+        if held.pinned and held.profile is not None and held.targets is not None:
             if left:
-                self._pin_new(self.profile)  # restores the journal first
+                self._pin_new(held.profile)  # restores the journal first
                 return
-            assert self.board is not None
-            steps = build_plan(self.root, self.board, self.targets)
+            assert held.board is not None
+            steps = build_plan(self.root, held.board, held.targets)
             if steps:
-                self._repin(steps)
+                self.drift.repin(steps)
         elif journal.load(self.root):
             journal.restore(self.root)

@@ -156,7 +156,7 @@ def _buffered(handler_cls: type) -> type:
     and writing its reply into memory: http.server parses, prometheus-client renders, the
     selector loop does the (non-blocking) I/O."""
 
-    class Buffered(handler_cls):  # type: ignore[misc, valid-type]
+    class Buffered(handler_cls):
         def setup(self) -> None:
             self.rfile = io.BytesIO(self.request)
             self.wfile = io.BytesIO()
@@ -320,7 +320,7 @@ class MetricsServer:
             raise UsageError("--metrics needs prometheus-client",
                              hint="pip install 'jetbench[metrics]'") from None
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Collector(self.snapshot))  # type: ignore[arg-type]
+        registry.register(_Collector(self.snapshot))
         try:
             self._httpd = BoundedHTTPServer(self.host, self.port,
                                             MetricsHandler.factory(registry))

@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import thermal
@@ -45,13 +45,18 @@ from ..ownership.lock import BoardLock, Holder
 from ..ownership.wire import DEFAULT_SOCKET, Request
 from ..tuning.apply import apply_profile, build_plan
 from ..tuning.profile import Profile, load_profile
-from ..tuning.targets import Targets, resolve
+from ..tuning.targets import resolve
 from ..units import format_hz
 from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
-from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, BoardLent, Lease, Lending
+from .held import Held
+from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, BoardLent, Lending
 from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
+
+if TYPE_CHECKING:  # imported where used: only on a simulated board, only with --metrics
+    from ..sim.kernel import SimKernel
+    from .metrics import MetricsServer
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -84,9 +89,10 @@ def _log_moved(result: journal.RestoreResult) -> None:
                     changed.note())
 
 
-class Daemon(Drift, Lending):
+class Daemon:
     """The service. Constructing one touches nothing; `run()` does everything and returns the
-    exit status."""
+    exit status. Its parts: `drift` (the periodic check) and `lending` (leases), each given
+    what it uses; what they share is `held` (held.py), under one lock."""
 
     def __init__(self, root: Root, config: DaemonConfig,
                  env: Optional[Mapping[str, str]] = None):
@@ -94,18 +100,8 @@ class Daemon(Drift, Lending):
         self.config = config
         self.env = dict(os.environ if env is None else env)
         self.notifier = Notifier.from_env(self.env)
-        self.board: Optional[Board] = None
-        self.profile: Optional[Profile] = None
-        self.targets: Optional[Targets] = None
-        self.pinned = False
+        self.held = Held()  # the board, profile, lease, counters: shared with the parts below
         self.profile_refused: Optional[str] = None  # why the configured profile is not held
-        self.counters = {"checks": 0, "repins": 0, "throttle_events": 0, "errors": 0}
-        self.throttle_reasons: Tuple[str, ...] = ()
-        self.below_pin: Tuple[str, ...] = ()
-        self._judge_after = 0.0  # monotonic time before which a low clock is not judged
-        self.last_repin: Optional[Dict[str, Any]] = None
-        self.last_error: Optional[str] = None
-        self._failed_checks = 0
         self._lock = threading.RLock()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -115,14 +111,22 @@ class Daemon(Drift, Lending):
         self._started = time.time()
         self._ready = False
         self._snapshot: Dict[str, Any] = {}
-        self._layout = thermal.ThermalLayout((), ())
         self._rails = RailMeter([], self._error)
-        self._sim = None
-        self._control = None
-        self._metrics = None
+        self._sim: Optional[SimKernel] = None
+        self._control: Optional[ControlServer] = None
+        self._metrics: Optional[MetricsServer] = None
         self._board_lock: Optional[BoardLock] = None
-        self.lease: Optional[Lease] = None
-        self._lease_known: frozenset = frozenset()  # journalled paths when the lease began
+        # The parts, each given what it uses (as prometheus_client composes collectors).
+        self.drift = Drift(root, self.held, self._lock, self._error, self._read, self._publish)
+        self.lending = Lending(root, self.held, self._lock, self.notifier, self.drift,
+                               self._error, self._pin_new, self.summary)
+
+    def check(self) -> None:
+        """The periodic check (drift.py); the loop calls it every interval."""
+        self.drift.check()
+
+    def _publish(self, readings: Dict[str, Any]) -> None:
+        self._snapshot = self._status_doc(readings)
 
     # -- signals -----------------------------------------------------------------------------
     # Handlers only set a flag and write a byte to a pipe the loop waits on (never Event.set:
@@ -176,11 +180,11 @@ class Daemon(Drift, Lending):
         lease_file.revoke(self.root, wait_s=0.0)
         self._control = ControlServer(self.config.socket_path, self.handle,
                                       client_timeout_s=self.config.client_timeout_s,
-                                      on_disconnect=self._connection_closed)
+                                      on_disconnect=self.lending.connection_closed)
         self._control.start()
         log.info("control socket: %s", self.config.socket_path)
         board = detect(self.root)
-        self.board = board
+        self.held.board = board
         if board.simulated and self.config.sim_kernel and not served_kernel(self.root):
             from ..sim.kernel import SimKernel
 
@@ -208,9 +212,10 @@ class Daemon(Drift, Lending):
                     self.profile_refused = str(err)
                     self._error(f"profile {self.config.profile} refused, pinning nothing "
                                 f"(fix it, then systemctl reload jetbench): {err}")
-        self._layout = thermal.scan(self.root, board)
+        self.drift.layout = thermal.scan(self.root, board)
         self._open_sources(board)
-        self._wait_settled(board)
+        self.lending.attach(self._control, self._sim, self._board_lock)
+        self.drift.wait_settled(board)
         if self.config.metrics:
             from .metrics import MetricsServer
 
@@ -254,7 +259,7 @@ class Daemon(Drift, Lending):
                 self.check()
                 next_check += interval * max(1, int((now - next_check) // interval) + 1)
             if wd_period is not None and now >= next_wd:
-                if self._failed_checks < UNHEALTHY_AFTER:
+                if self.drift.failed_checks < UNHEALTHY_AFTER:
                     self.notifier.send(WATCHDOG="1")
                 next_wd = now + wd_period
 
@@ -265,8 +270,8 @@ class Daemon(Drift, Lending):
             log.info("%s: restoring the board and stopping",
                      signal.Signals(self._stop_signal).name)
         self.notifier.send(STOPPING="1", STATUS="restoring the board")
-        self._wait_for_lease_end(self.config.lease_stop_wait_s)
-        stuck = self.lease  # a borrower that did not hand the board back (stopped, say)
+        self.lending.wait_for_end(self.config.lease_stop_wait_s)
+        stuck = self.held.lease  # a borrower that did not hand the board back (stopped, say)
         if stuck is not None and not lease_file.revoke(self.root, LEASE_REVOKE_WAIT_S):
             # Stopped inside a batch of writes: it will finish that batch when it resumes.
             # Writing now would race it; the journal keeps the originals for `restore`.
@@ -274,7 +279,7 @@ class Daemon(Drift, Lending):
                       "restoring; the journal is kept, and the board stays locked to it. Once "
                       "it has ended (kill -CONT %d, or kill %d): jetbench restore",
                       stuck.who, stuck.pid, stuck.pid, stuck.pid)
-            self.board = None  # nothing below writes
+            self.held.board = None  # nothing below writes
             code = HardwareError.exit_code
         for server in (self._control, self._metrics):
             if server is not None:
@@ -284,7 +289,7 @@ class Daemon(Drift, Lending):
                     log.warning("stopping %s: %s", type(server).__name__, err)
         with self._lock:
             try:
-                if self.board is None:
+                if self.held.board is None:
                     # Refused before touching the board (another daemon holds the socket, say):
                     # the journal, if any, is not this process's to restore. Or a borrower
                     # stopped mid-write holds it: not ours to write under.
@@ -294,7 +299,7 @@ class Daemon(Drift, Lending):
                 if result.had_journal:
                     log.info("restored %d value(s) (%d already in place); journal removed",
                              len(result.written), result.unchanged)
-                self.pinned = False
+                self.held.pinned = False
             except JetbenchError as err:
                 log.error("restore failed: %s (the journal is kept: `jetbench restore`)", err)
                 code = err.exit_code
@@ -323,15 +328,15 @@ class Daemon(Drift, Lending):
     def _pin_new(self, profile: Profile) -> None:
         """Pin a (new) profile: validated whole against the board first; if one is pinned
         already, the board goes back to its journalled state before the new one is written."""
-        assert self.board is not None
+        assert self.held.board is not None
         profile = dataclasses.replace(profile, beyond_power_mode=self.config.beyond_power_mode)
-        resolve(profile, self.board, self.root)  # raises ProfileError: nothing changed
+        resolve(profile, self.held.board, self.root)  # raises ProfileError: nothing changed
         if journal.load(self.root):
             journal.restore(self.root)
-            self.pinned = False
-        result = apply_profile(self.root, self.board, profile)
-        self._judge_after = time.monotonic() + SETTLE_GRACE_S
-        self.profile, self.targets, self.pinned = profile, result.targets, True
+            self.held.pinned = False
+        result = apply_profile(self.root, self.held.board, profile)
+        self.held.judge_after = time.monotonic() + SETTLE_GRACE_S
+        self.held.profile, self.held.targets, self.held.pinned = profile, result.targets, True
         writes = sum(len(s.writes) for s in result.steps)
         log.info("pinned profile %s (%d write(s))", profile.name, writes)
 
@@ -339,14 +344,14 @@ class Daemon(Drift, Lending):
         """SIGHUP: re-detect the board, re-read the configured profile and pin it. A profile
         that no longer loads or validates keeps the old one pinned."""
         with self._lock:
-            if self.lease is not None:  # nothing is written under a borrower: try again later
-                log.info("reload deferred: the board is lent to %s", self.lease.who)
+            if self.held.lease is not None:  # nothing is written under a borrower: try again later
+                log.info("reload deferred: the board is lent to %s", self.held.lease.who)
                 self._reload = True
                 return
         self.notifier.send(RELOADING="1", STATUS="reloading the profile")
         with self._lock:
             try:
-                self.board = detect(self.root)
+                self.held.board = detect(self.root)
                 if self.config.profile:
                     self._pin_new(load_profile(self.config.profile, self.root.base))
                     self.profile_refused = None
@@ -356,10 +361,10 @@ class Daemon(Drift, Lending):
         self.notifier.send(READY="1", STATUS=self.summary())
 
     def _error(self, message: str) -> None:
-        self.counters["errors"] += 1
-        if message != self.last_error:  # the same failure every interval is logged once
+        self.held.counters["errors"] += 1
+        if message != self.held.last_error:  # the same failure every interval is logged once
             log.error("%s", message)
-        self.last_error = message
+        self.held.last_error = message
 
     def _read(self, board: Board,
               clock_readings: Optional[Sequence[ClockReading]] = None) -> Dict[str, Any]:
@@ -373,30 +378,31 @@ class Daemon(Drift, Lending):
     # -- what the socket and metrics see -----------------------------------------------------
     def summary(self) -> str:
         """The STATUS= line: what is pinned, at which clocks."""
-        board = self.board
+        board = self.held.board
         clocks = self._snapshot.get("clocks") or []
         parts = []
         for domain in ("cpu", "gpu", "emc"):
             hz = [c["cur_hz"] for c in clocks if c["domain"] == domain and c["cur_hz"]]
             if hz:
                 parts.append(f"{domain} {format_hz(max(hz))}")
-        what = f"holding {self.profile.name}" if self.pinned and self.profile else "not pinning"
-        if self.profile_refused and not self.pinned:
+        profile = self.held.profile
+        what = f"holding {profile.name}" if self.held.pinned and profile else "not pinning"
+        if self.profile_refused and not self.held.pinned:
             what += f" (profile {self.config.profile} refused)"
-        if self.lease is not None:
-            what = f"lent to {self.lease.who} (pid {self.lease.pid})"
+        if self.held.lease is not None:
+            what = f"lent to {self.held.lease.who} (pid {self.held.lease.pid})"
         text = what + (": " + ", ".join(parts) if parts else "")
-        if self.throttle_reasons:
+        if self.drift.throttle_reasons:
             text += " (throttling)"
-        elif self.below_pin:
-            domains = sorted({b.split(" ", 1)[0] for b in self.below_pin})
+        elif self.drift.below_pin:
+            domains = sorted({b.split(" ", 1)[0] for b in self.drift.below_pin})
             text += f" ({', '.join(domains)} below its pin, cause unknown)"
         if board is not None and board.simulated:
             text += " [simulated board]"
         return text
 
     def _status_doc(self, readings: Dict[str, Any]) -> Dict[str, Any]:
-        board = self.board
+        board = self.held.board
         assert board is not None
         return {
             "schema": "jetbench.status/1",
@@ -405,21 +411,21 @@ class Daemon(Drift, Lending):
             "uptime_s": round(time.time() - self._started, 1),
             "simulated": board.simulated,
             "board": identity(self.root, board),
-            "profile": self.profile.name if self.profile else None,
-            "profile_source": self.profile.source if self.profile else None,
-            "pinned": self.pinned,
+            "profile": self.held.profile.name if self.held.profile else None,
+            "profile_source": self.held.profile.source if self.held.profile else None,
+            "pinned": self.held.pinned,
             "profile_refused": self.profile_refused,
             "summary": self.summary(),
             "interval_s": self.config.interval_s,
             "socket": str(self.config.socket_path),
             "metrics": self._metrics.address if self._metrics is not None else None,
-            "throttling": bool(self.throttle_reasons),
-            "throttle_reasons": list(self.throttle_reasons),
-            "below_pin": list(self.below_pin),
-            "counters": dict(self.counters),
-            "last_repin": self.last_repin,
-            "last_error": self.last_error,
-            "lease": self.lease.doc() if self.lease is not None else None,
+            "throttling": bool(self.drift.throttle_reasons),
+            "throttle_reasons": list(self.drift.throttle_reasons),
+            "below_pin": list(self.drift.below_pin),
+            "counters": dict(self.held.counters),
+            "last_repin": self.drift.last_repin,
+            "last_error": self.held.last_error,
+            "lease": self.held.lease.doc() if self.held.lease is not None else None,
             **readings,
         }
 
@@ -434,26 +440,26 @@ class Daemon(Drift, Lending):
         with self._lock:
             if request.cmd == "status":
                 doc = dict(self._snapshot)
-                doc.update(pinned=self.pinned, summary=self.summary(),
-                           counters=dict(self.counters), last_error=self.last_error,
-                           profile=self.profile.name if self.profile else None,
+                doc.update(pinned=self.held.pinned, summary=self.summary(),
+                           counters=dict(self.held.counters), last_error=self.held.last_error,
+                           profile=self.held.profile.name if self.held.profile else None,
                            profile_refused=self.profile_refused,
-                           lease=self.lease.doc() if self.lease is not None else None)
+                           lease=self.held.lease.doc() if self.held.lease is not None else None)
                 return {"ok": True, **doc}
             if request.cmd == "readings":
-                assert self.board is not None
-                return {"ok": True, **self._read(self.board)}
-            if self.lease is not None:
-                lease = self.lease
+                assert self.held.board is not None
+                return {"ok": True, **self._read(self.held.board)}
+            if self.held.lease is not None:
+                lease = self.held.lease
                 raise BoardLent(f"the board is lent to {lease.who} (pid {lease.pid}, since "
                                 f"{lease.since})",
                                 hint="ask again when it has finished (`jetbench status` shows "
                                      "the lease)")
             if request.cmd == "lease":
-                return self._lend(request, peer)
+                return self.lending.lend(request, peer)
             if request.cmd == "restore":
                 result = journal.restore(self.root)
-                self.pinned = False
+                self.held.pinned = False
                 log.info("restore requested: %d value(s) written; not pinning until `pin` or "
                          "`apply`", len(result.written))
                 self.check()
@@ -462,18 +468,18 @@ class Daemon(Drift, Lending):
                         "moved": [m.note() for m in result.moved],
                         "changed": [c.note() for c in result.changed]}
             if request.cmd == "pin":
-                if self.profile is None:
+                if self.held.profile is None:
                     raise UsageError("no profile to pin: start the daemon with --profile, or "
                                      "send apply")
-                if self.pinned and self.targets is not None:
-                    steps = build_plan(self.root, self.board, self.targets)  # type: ignore
+                if self.held.pinned and self.held.targets is not None:
+                    steps = build_plan(self.root, self.held.board, self.held.targets)  # type: ignore
                     if steps:
-                        self._repin(steps)
+                        self.drift.repin(steps)
                 else:
-                    self._pin_new(self.profile)
+                    self._pin_new(self.held.profile)
                 log.info("pin requested: %s", self.summary())
                 self.check()
-                return {"ok": True, "profile": self.profile.name, "pinned": True}
+                return {"ok": True, "profile": self.held.profile.name, "pinned": True}
             if request.cmd in ("apply", "maxperf"):
                 if request.cmd == "maxperf":
                     profile = load_profile("maxperf", self.root.base, allow_paths=False)

@@ -310,8 +310,8 @@ def _detect_cpu(root: Root) -> CpuInfo:
             if root.exists(f"{base}/{name}/cpufreq/scaling_governor"):
                 real = root.resolve(f"{base}/{name}/cpufreq")
                 groups.setdefault(real, []).append(int(name[3:]))
-        for real, cpus in groups.items():
-            policies.append(_policy(root, f"cpu{min(cpus)}", real, tuple(cpus)))
+        for real, group in groups.items():
+            policies.append(_policy(root, f"cpu{min(group)}", real, tuple(group)))
     policies = [p for p in policies if p.governors]
     online = tuple(f"{base}/{n}/online" for n in cpu_dirs if root.exists(f"{base}/{n}/online"))
     idle: List[str] = []
@@ -403,9 +403,10 @@ def _detect_gpu(root: Root, notes: List[str]) -> Optional[GpuInfo]:
         unit = _devfreq_unit(raw or (root.read_int(f"{real}/max_freq", default=0),), "GPU",
                              notes)
         table = tuple(v * unit for v in raw)
-        railgate: Optional[str] = f"{device}/railgate_enable"
+        enable = f"{device}/railgate_enable"
+        railgate: Optional[str] = enable
         values = ("0", "1")
-        if not root.exists(railgate):
+        if not root.exists(enable):
             # No railgate_enable (Thor): the GPU is a PCI device, gated by runtime PM.
             railgate, values = _pci_railgate(root, device), ("on", "auto")
         side = tuple(
@@ -432,15 +433,15 @@ def _detect_gpu(root: Root, notes: List[str]) -> Optional[GpuInfo]:
         table = _khz_to_hz(rates)
         hi = root.read_int("/sys/kernel/debug/clock/gbus/max", default=max(table, default=0))
         lo = root.read_int("/sys/kernel/debug/clock/gbus/min", default=min(table, default=0))
-        device = next(iter(root.glob("/sys/devices/platform/host1x/gpu.0")), None) or next(
+        gpu_device = next(iter(root.glob("/sys/devices/platform/host1x/gpu.0")), None) or next(
             iter(root.glob("/sys/devices/gpu.0")), None
         )
-        railgate = f"{device}/railgate_enable" if device else None
+        railgate = f"{gpu_device}/railgate_enable" if gpu_device else None
         return GpuInfo(
             kind="debugfs",
             name="gbus",
             control=override,
-            device=device,
+            device=gpu_device,
             available_hz=table,
             max_hz=hi,
             min_hz=lo,

@@ -34,7 +34,8 @@ def identity(root: Root, board: Board) -> Dict[str, Any]:
 
 def clock_doc(r: ClockReading, table: bool = False) -> Dict[str, Any]:
     """One clock as documents carry it; `table` adds the frequencies it can run at."""
-    doc = {"domain": r.domain, "name": r.name, "governor": r.governor, "min_hz": r.min_hz,
+    doc: Dict[str, Any] = {"domain": r.domain, "name": r.name, "governor": r.governor,
+                           "min_hz": r.min_hz,
            "max_hz": r.max_hz, "cur_hz": r.cur_hz, "locked": r.locked}
     if table:
         doc["available_hz"] = list(r.available_hz)

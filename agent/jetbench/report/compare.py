@@ -51,9 +51,6 @@ def _cv_pct(doc: Dict[str, Any]) -> Optional[float]:
     return None if cv is None else float(cv) * 100
 
 
-def _power_pct(doc: Dict[str, Any]) -> Optional[float]:
-    return ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
-
 
 _Getter = Callable[[Dict[str, Any]], Any]
 # (name: 'rate'/'efficiency' take the unit's labels; figure; higher is better, None for a
@@ -63,9 +60,9 @@ _METRICS: List[Tuple[str, _Getter, Optional[bool], Optional[_Getter]]] = [
     ("rate", schema.items_per_s, True, _cv_pct),
     ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False, _cv_pct),
     ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False, _cv_pct),
-    ("power (W)", schema.total_w, False, _power_pct),
+    ("power (W)", schema.total_w, False, schema.total_w_pct),
     ("efficiency", schema.items_per_j, True, schema.images_per_j_pct),
-    ("GPU clock (MHz)", lambda d: None if not schema.gpu_hz(d) else schema.gpu_hz(d) / 1e6,
+    ("GPU clock (MHz)", lambda d: hz / 1e6 if (hz := schema.gpu_hz(d)) else None,
      None, None),
 ]
 

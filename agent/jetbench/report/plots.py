@@ -160,7 +160,7 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
     the result is valid."""
     out: Dict[str, List[Dict[str, Any]]] = {}
     for name, group in _groups(docs, _series_key_freq(docs)).items():
-        pts = []
+        pts: List[Dict[str, Any]] = []
         for d in group:
             hz, ipj = schema.gpu_hz(d), schema.items_per_j(d)  # in the result's own unit
             if not hz:
@@ -169,7 +169,7 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
             ips = schema.items_per_s(d)
             cv = (d.get("throughput") or {}).get("cv")
             w = schema.total_w(d)
-            w_pct = ((d.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+            w_pct = schema.total_w_pct(d)
             pts.append({"mhz": hz / 1e6, "images_per_s": ips,
                         "images_per_s_err": None if ips is None or cv is None else ips * cv,
                         "watts": w,
@@ -280,7 +280,7 @@ def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     fig, ax = plt.subplots(figsize=SIZE_IN, layout="constrained")
     groups = _groups(docs, _series_key_batch)
     for name, group in groups.items():
-        pts = []
+        pts: List[Tuple[Any, Optional[float], float]] = []  # (batch, img/s, its spread)
         for d in group:
             ips = schema.items_per_s(d)
             cv = (d.get("throughput") or {}).get("cv")

@@ -8,7 +8,7 @@ Units are in key names (`_hz`, `_w`, `_j`, `_s`, `_ms`); `None` means "not measu
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import UsageError
 from ..units import format_hz
@@ -103,7 +103,7 @@ def type_problem(value: Any, spec: Any, where: str) -> Optional[str]:
         elif not isinstance(node, _KIND[want]) or (want != BOOL and isinstance(node, bool)):
             return f"{at} is {_what(node)}, expected {'an' if want == INT else 'a'} {want}"
         elif want in (NUM, INT) and not (isinstance(node, float) and node != node) \
-                and abs(node) > 1e300:
+                and isinstance(node, (int, float)) and abs(node) > 1e300:
             return f"{at} is out of range"
     return None
 
@@ -201,6 +201,11 @@ def total_w(doc: Dict[str, Any]) -> Optional[float]:
     return _get(doc, "power", "total", "mean_w")
 
 
+def total_w_pct(doc: Dict[str, Any]) -> Optional[float]:
+    """The total power's uncertainty in percent (None: unknown or not recorded)."""
+    return _get(doc, "power", "total", "mean_w_uncertainty_pct")
+
+
 def total_label(doc: Dict[str, Any]) -> Optional[str]:
     total = _get(doc, "power", "total")
     if not total:
@@ -252,5 +257,5 @@ def invalid_reasons(doc: Dict[str, Any]) -> List[str]:
     return list((doc.get("validity") or {}).get("reasons") or [])
 
 
-def simulated_any(docs: List[Dict[str, Any]]) -> bool:
+def simulated_any(docs: Sequence[Dict[str, Any]]) -> bool:
     return any(bool(d.get("simulated")) for d in docs)

@@ -217,7 +217,7 @@ def _pre(doc: Dict[str, Any], field: str, digits: int) -> str:
     p = (doc.get("efficiency") or {}).get("pre_regulation_estimate")
     if not p:
         return "-"
-    pct = _get_total_pct(doc)  # the measured part's; the assumed efficiency is not included
+    pct = schema.total_w_pct(doc)  # the measured part's; the assumed efficiency is not included
     if field == "items_per_j":
         pct = _ipj_pct(doc, pct)
     value = per_j(p) if field == "items_per_j" else p.get(field)
@@ -301,7 +301,7 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
             status += " (throttled)"
         if not schema.is_valid(d):
             status += " INVALID"
-        power_pct = _get_total_pct(d)
+        power_pct = schema.total_w_pct(d)
         cells = [format_hz(hz) if hz else "-", str(w.get("model")), str(w.get("precision")),
                  str(w.get("batch")), _num(schema.items_per_s(d)),
                  _pm(schema.total_w(d), power_pct, 2),
@@ -314,8 +314,6 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
     return table
 
 
-def _get_total_pct(doc: Dict[str, Any]) -> Optional[float]:
-    return ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
 
 
 def invalid_lines(docs: Sequence[Dict[str, Any]]) -> List[str]:

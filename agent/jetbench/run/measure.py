@@ -275,8 +275,9 @@ class _State:
     def one(self, point: Point, k: int, total: int,
             hold: Optional[Hold] = None) -> Tuple[Dict[str, Any], Optional[str]]:
         req = self.request
-        report = None if self.progress is None else (
-            lambda phase, f: self.progress(k, total, point.label, phase, f))
+        progress = self.progress
+        report = None if progress is None else (
+            lambda phase, f: progress(k, total, point.label, phase, f))
         marks: Dict[str, float] = {"start": time.monotonic()}
         temps_before = build.temperatures(self.root, self.board)
         watch = ClockSampler(lambda: read_clocks(self.root, self.board))

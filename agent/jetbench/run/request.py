@@ -140,6 +140,7 @@ def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
     if o.cmd is None:
         check_model_names(split_list(o.model))  # a misspelt name: at once, before torch loads
     batches = parse_batches(o.batch, sweep=False)
+    assert not isinstance(batches, str)  # sweep=False: sizes only
     if ranked and o.cmd is not None:
         raise UsageError("--cmd runs one command; several devices (--devices, torchrun) run "
                          "a network on each", hint="measure the command alone, without ranks")

@@ -195,7 +195,7 @@ def _pm(x: Optional[float], pct: Optional[float]) -> str:
 
 def _w(doc: Dict[str, Any]) -> str:
     w = schema.total_w(doc)
-    pct = ((doc.get("power") or {}).get("total") or {}).get("mean_w_uncertainty_pct")
+    pct = schema.total_w_pct(doc)
     return "- W" if w is None else f"{_pm(w, pct)} W"
 
 
@@ -211,7 +211,7 @@ MODELLED_THROUGHPUT_NOTE = (
 def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
     ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
     eff = [d for d in ok if schema.items_per_j(d) is not None]
-    most_efficient = max(eff, key=schema.items_per_j) if eff else None
+    most_efficient = max(eff, key=lambda d: schema.items_per_j(d) or 0.0) if eff else None
     fastest = max(ok, key=lambda d: schema.items_per_s(d) or 0.0) if ok else None
     return SweepSummary(
         most_efficient=most_efficient, fastest=fastest,

@@ -181,7 +181,7 @@ def time_models(request: TimeRequest, on_row: Optional[RowCallback] = None,
 
 
 def _batches(batches: Union[Tuple[int, ...], str], largest: int) -> Sequence[int]:
-    if batches == SWEEP:
+    if isinstance(batches, str):  # SWEEP
         sizes, b = [], 1
         while b <= largest:
             sizes.append(b)
@@ -242,7 +242,7 @@ def _failed(model: str, precision: str, batch: int, device: str, runtime: str,
 
 
 def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:
-    batch = 1 if request.batches == SWEEP else min(request.batches)
+    batch = 1 if isinstance(request.batches, str) else min(request.batches)  # str: SWEEP
     try:
         return check_precisions(model, request.precisions, batch, device, request.input_mode,
                                 request.options, request.input_shape, skip_unavailable=True)

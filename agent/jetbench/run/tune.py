@@ -34,7 +34,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import HardwareError, JetbenchError, SamplerDied, UsageError, first_line
 from ..hw.board import Board
@@ -202,7 +202,7 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
     from .pinning import put_back
     from .request import MeasureRequest
 
-    rates = set()
+    rates: Set[int] = set()
     # (inside tune's own borrow, which this shares; "tune" is a lease name the daemon takes)
     with borrow_board(root, "tune", 0.0) as guard, open_board(root) as board:
         had_journal = bool(journal.load(root))
@@ -396,7 +396,8 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         raise fatal[0]
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
                         req.budget - count())
-    choices = {"model": models, "precision": precisions, "batch": batches}
+    choices: Dict[str, List[Any]] = {"model": models, "precision": precisions,
+                                     "batch": batches}
     again = [p for p in (_params_of(s, space, choices) for s in again) if p is not None]
     for params in again:
         study.enqueue_trial(params, user_attrs={"confirms": True})
@@ -781,8 +782,10 @@ def pareto_plot(doc: Dict[str, Any], path: Path) -> Optional[Path]:
     if not points:
         return None
     fig, ax = plt.subplots(figsize=(7, 4.8))
-    for ok, style in ((False, dict(facecolors="none", edgecolors="0.6", label="infeasible or "
-                                    "invalid")), (True, dict(color="tab:blue", label="feasible"))):
+    styles: Tuple[Tuple[bool, Dict[str, Any]], ...] = (
+        (False, dict(facecolors="none", edgecolors="0.6", label="infeasible or invalid")),
+        (True, dict(color="tab:blue", label="feasible")))
+    for ok, style in styles:
         xs = [t["metrics"]["images_per_j"] for t in points if t["feasible"] is ok]
         ys = [t["metrics"]["images_per_s"] for t in points if t["feasible"] is ok]
         if xs:

@@ -78,9 +78,8 @@ class Window:
     def __enter__(self) -> Window:
         return self
 
-    def __exit__(self, *exc: object) -> bool:
-        self._result = self._sampler.end(self, check=False)
-        return False  # never swallow the body's exception
+    def __exit__(self, *exc: object) -> None:
+        self._result = self._sampler.end(self, check=False)  # the body's exception goes on
 
     @property
     def result(self) -> WindowResult:

@@ -13,7 +13,7 @@ import bisect
 import math
 import threading
 from array import array
-from typing import IO, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -40,13 +40,13 @@ class Trace:
 
     def append(self, t_s: float, values: Sequence[Optional[float]]) -> None:
         """Add one sample; `values` in channel order, None for not available."""
-        if None in values:
-            values = [NAN if v is None else v for v in values]
+        floats = ([NAN if v is None else v for v in values] if None in values
+                  else cast("Sequence[float]", values))  # no None in it
         with self._lock:
             if self._t and t_s < self._t[-1]:
                 t_s = self._t[-1]  # keep time sorted even if a clock read raced
             self._t.append(t_s)
-            self._v.extend(values)
+            self._v.extend(floats)
 
     def extend(self, t_s: np.ndarray, values: np.ndarray) -> None:
         """Add a block of samples at once: t_s[n] and values[n, >= n_channels] (the first

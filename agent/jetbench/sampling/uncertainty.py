@@ -90,10 +90,11 @@ def window_uncertainty(res: Any, traces: Sequence[Any], accuracies: Mapping[str,
                         "basis": basis or "unknown"}
             continue
         w = math.fsum(known)
+        known_parts = [p for p in parts if p is not None]  # all of them: none is None here
         out[key] = {"mean_w_uncertainty_w": w,
                     "mean_w_uncertainty_pct": 100.0 * w / abs(total.mean_w)
                     if total.mean_w else None,
-                    "basis": parts[0]["basis"] if len(parts) == 1 else
+                    "basis": known_parts[0]["basis"] if len(parts) == 1 else
                     "sum of the channels' worst-case uncertainties"}
     return out
 

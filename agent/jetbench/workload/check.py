@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from .build import build_workload
+from .model_arg import InputShape
 from .output_check import compare_outputs
 from .precision import PrecisionUnavailable
 from .workload import RunOptions
@@ -39,7 +40,7 @@ def check_precisions(
     device: str = "auto",
     input_mode: str = "constant",
     options: Optional[RunOptions] = None,
-    input_shape: Optional[Sequence[int]] = None,
+    input_shape: Optional[InputShape] = None,
     skip_unavailable: bool = False,
 ) -> List[Agreement]:
     """One forward pass per precision, each against the FP32 output of the same weights (same

@@ -21,6 +21,7 @@ from typing import IO, Any, Dict, Optional, Tuple
 from ..errors import HardwareError, JetbenchError, OutOfMemory, UsageError
 from .custom import looks_custom
 from .loop import Progress
+from .model_arg import InputShape
 from .precision import PrecisionUnavailable
 from .registry import get_spec, is_builtin
 from .runner import Callback, TimingResult, check_timing, timing_result
@@ -45,7 +46,7 @@ class ChildWorkload:
     device: str = "auto"
     input_mode: str = "constant"
     options: RunOptions = field(default_factory=RunOptions)
-    input_shape: Optional[Tuple[int, ...]] = None
+    input_shape: Optional[InputShape] = None  # named inputs are refused (check_child)
 
     @property
     def label(self) -> str:

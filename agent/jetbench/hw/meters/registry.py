@@ -30,6 +30,7 @@ from .base import EmptySource, PowerSource
 from .ina3221 import rail_sources, scan_rails
 from .rapl import RaplSource, rapl_zones, unreadable_reason
 from .scpi import ScpiMeter, Wt310Meter
+from .serial_meter import SerialMeter
 from .stream import StreamMeter
 from .um25c import Um25cMeter
 
@@ -175,7 +176,7 @@ def serial_source(spec: MeterSpec) -> PowerSource:
     """The driver for a PROTOCOL:PORT spec (nothing is opened)."""
     assert spec.port is not None
     kwargs = _serial_kwargs(spec)
-    source: PowerSource
+    source: SerialMeter
     if spec.kind == "scpi":
         if ("vquery" in kwargs) != ("iquery" in kwargs):
             raise UsageError("scpi meters take vquery and iquery together")
@@ -185,8 +186,8 @@ def serial_source(spec: MeterSpec) -> PowerSource:
     elif spec.kind == "stream":
         source = StreamMeter(spec.port, **kwargs)  # type: ignore[arg-type]
     else:
-        source = Um25cMeter(spec.port, protocol=spec.kind, **kwargs)  # type: ignore[arg-type]
-    source.accuracy_spec = spec.options.get("accuracy")  # type: ignore[attr-defined]
+        source = Um25cMeter(spec.port, protocol=spec.kind, **kwargs)
+    source.accuracy_spec = spec.options.get("accuracy")
     return source
 
 

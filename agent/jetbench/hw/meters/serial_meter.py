@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Type
 
 from ...errors import HardwareError, PermissionDenied
 from .base import Channel, SourceFault, Total
@@ -30,7 +30,7 @@ def _serial():  # pyserial is a hard dependency, but import it only when a meter
     return serial
 
 
-def _port_errors() -> Tuple[type, ...]:
+def _port_errors() -> Tuple[Type[BaseException], ...]:
     """What a port that went away raises: pyserial's SerialException, OSError, and on POSIX
     termios.error, which pyserial lets through from tcflush (an unplugged USB adapter or a
     closed pty answers EIO there) and which is not an OSError."""
@@ -51,6 +51,7 @@ class SerialMeter:
     default_period_s = 0.1
     channel_name = "P"
     channel_unit = "W"
+    accuracy_spec: Optional[str] = None  # the spec's accuracy= option (accuracy.py reads it)
 
     def __init__(
         self,
@@ -202,7 +203,7 @@ def parse_numbers(reply: str, name: str) -> Tuple[Optional[float], ...]:
     words = [w for w in re.split(r"[,;\s]+", reply.strip()) if w]
     if not words:
         raise SourceFault("garbage", f"{name}: empty reply")
-    out = []
+    out: List[Optional[float]] = []
     for word in words:
         try:
             value = float(word)

@@ -108,7 +108,7 @@ class StreamMeter(SerialMeter):
                 parsed.append(fault)
         # timestamps: the newest line is "now"; earlier ones are back-dated by device time
         good = [p for p in parsed if not isinstance(p, SourceFault)]
-        dev_last = next((d for d, _ in reversed(good) if d is not None), None)  # type: ignore[misc]
+        dev_last = next((d for d, _ in reversed(good) if d is not None), None)
         for item in parsed:
             if isinstance(item, SourceFault):
                 self._pending.append(item)
