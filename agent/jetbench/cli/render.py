@@ -88,10 +88,10 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
         cur = [c for c in g["cur_hz"] if c is not None]
         now = format_hz(cur[0]) if cur and min(cur) == max(cur) else \
             (f"{format_hz(min(cur))}..{format_hz(max(cur))}" if cur else "-")
-        cells = (g["governor"] or "-", format_hz(g["min_hz"]), format_hz(g["max_hz"]), now,
-                 _table_size(g["available_hz"]))
+        cells: Tuple[str, ...] = (str(g["governor"] or "-"), format_hz(g["min_hz"]),
+                                  format_hz(g["max_hz"]), now, _table_size(g["available_hz"]))
         if g.get("offline") or not g.get("cpus"):
-            cells = (g["name"],) + cells  # a row of its own: its name says what is offline
+            cells = (str(g["name"]),) + cells  # a row of its own: its name says what is offline
         cpus, policies = rows.get(cells, ([], 0))
         rows[cells] = (cpus + list(g.get("cpus") or []), policies + len(g["policies"]))
     for cells, (cpus, policies) in rows.items():
