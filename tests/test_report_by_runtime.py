@@ -170,7 +170,8 @@ def test_markdown(results_dir):
     assert "| resnet18 | 41.5 | - | 57.2* | n/a |" in md
     assert "| alexnet | 351 | OOM |" in md
     assert "*forward+backward: FP32, batch 8 (device cpu)*" in md
-    assert "- *: the fastest runtime for that network (highest img/s)" in md
+    assert "- *: the fastest runtime for that network (highest img/s, apart from the others " \
+        "beyond their latency CV)" in md
 
 
 def test_json(results_dir):
@@ -277,3 +278,22 @@ def test_seven_runtimes_with_img_per_j_split_at_80_columns(tmp_path):
     assert "(tensorrt)" in text and "(cuda)" in text
     assert len([ln for ln in lines if ln.startswith("resnet18 ")]) >= 2  # split in parts
     assert re.search(r"alexnet\s.*1250\* / 250", text), text  # 1247.5, the fastest
+
+
+@pytest.mark.parametrize("cv_torch, cv_onnx, marked", [
+    # 57.25 vs 41.5 img/s; the rule (report/figures.separated): apart when
+    # 57.25 / (1 + cv_onnx) > 41.5 * (1 + cv_torch)
+    (0.05, 0.05, True),    # 54.52 > 43.58
+    (0.20, 0.20, False),   # 47.71 < 49.80: within noise, no mark
+    (None, None, True),    # no spread known: compared as they are
+])
+def test_the_fastest_mark_follows_the_one_noise_rule(cv_torch, cv_onnx, marked):
+    rows = [_row("resnet18", "torch", 1, 41.5), _row("resnet18", "onnxruntime", 1, 57.25)]
+    for row, cv in zip(rows, (cv_torch, cv_onnx)):
+        if cv is not None:
+            row["throughput"]["cv"] = cv
+    doc = {"schema": timing.SCHEMA, "device": "cpu", "results": rows, "check": [],
+           "warnings": []}
+    (table,) = by_runtime.tables_of(by_runtime._from_time(doc))
+    ((network, cells),) = table.rows
+    assert [c.fastest for c in cells] == [False, marked]

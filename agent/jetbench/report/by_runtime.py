@@ -16,6 +16,7 @@ configuration). A result without `workload.runtime` ran under torch (or, older, 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from ..errors import UsageError
 from ..workload.runtimes import RUNTIMES  # their order is the columns'
 from . import schema
-from .figures import significant
+from .figures import separated, significant
 from .io import expand, read_json
 from .plots import SIZE_IN, _caveat, _legend_outside, _plt, _save, _suffix
 from .schema import TIME_SCHEMA
@@ -56,6 +57,7 @@ class Record:
     where: str  # the board's model; for a `time` row: 'device cpu', 'device cuda:0'
     simulated: bool
     framework: str  # workload.framework ('sim' for a simulated network)
+    cv_pct: Optional[float] = None  # the rate's spread (latency CV), for the fastest mark
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class Cell:
     images_per_j: Optional[float] = None
     repeats: int = 0  # results averaged (0: none usable)
     fastest: bool = False
+    cv_pct: Optional[float] = None  # the largest spread of the results averaged
 
     def text(self) -> str:
         """'1230* / 45.6' (img/s, the fastest mark, img/J); 'OOM', 'n/a', 'differs'..."""
@@ -128,7 +131,7 @@ def check_by(by: str) -> str:
 
 # -- reading --------------------------------------------------------------------------------
 def _record(work: Any, status: str, ips: Optional[float], ipj: Optional[float], where: str,
-            simulated: bool) -> Optional[Record]:
+            simulated: bool, cv_pct: Optional[float] = None) -> Optional[Record]:
     if not isinstance(work, dict) or not work.get("model"):
         return None
     try:
@@ -140,7 +143,7 @@ def _record(work: Any, status: str, ips: Optional[float], ipj: Optional[float], 
     return Record(str(work["model"]), schema.runtime_label(work),
                   str(work.get("mode") or "inference"), str(work.get("precision") or "?"),
                   batch, status, ips, ipj, where, simulated,
-                  str(work.get("framework") or "pytorch"))
+                  str(work.get("framework") or "pytorch"), cv_pct)
 
 
 def _from_result(doc: Dict[str, Any]) -> List[Record]:
@@ -150,7 +153,8 @@ def _from_result(doc: Dict[str, Any]) -> List[Record]:
     where = (doc.get("board") or {}).get("model") or \
         f"device {(doc.get('workload') or {}).get('device') or '?'}"
     record = _record(doc.get("workload"), status, schema.images_per_s(doc),
-                     schema.images_per_j(doc), where, bool(doc.get("simulated")))
+                     schema.images_per_j(doc), where, bool(doc.get("simulated")),
+                     schema.cv_pct(doc))
     return [record] if record else []
 
 
@@ -162,7 +166,8 @@ def _from_time(doc: Dict[str, Any]) -> List[Record]:
         work = row.get("workload") or {}
         ips = (row.get("throughput") or {}).get("images_per_s")
         where = f"device {doc.get('device') or work.get('device') or '?'}"
-        record = _record(work, str(row.get("status")), ips, None, where, False)
+        record = _record(work, str(row.get("status")), ips, None, where, False,
+                         schema.cv_pct(row))
         if record:
             out.append(record)
     return out
@@ -208,8 +213,10 @@ def _cell(records: Sequence[Record]) -> Cell:
     ok = [r for r in records if r.status == "ok" and r.images_per_s is not None]
     if ok:
         per_j = [r.images_per_j for r in ok if r.images_per_j is not None]
+        spreads = [r.cv_pct for r in ok]
         return Cell("ok", statistics.fmean(r.images_per_s for r in ok),  # type: ignore[misc]
-                    statistics.fmean(per_j) if per_j else None, len(ok))
+                    statistics.fmean(per_j) if per_j else None, len(ok),
+                    cv_pct=None if None in spreads else max(spreads))  # type: ignore[type-var]
     for status in STATUS_TEXT:
         if status in statuses:
             return Cell(status)
@@ -217,14 +224,16 @@ def _cell(records: Sequence[Record]) -> Cell:
 
 
 def _mark_fastest(cells: List[Optional[Cell]]) -> List[Optional[Cell]]:
-    """The highest img/s of a row marked, when at least two runtimes ran it."""
-    speeds = [c.images_per_s for c in cells if c is not None and c.status == "ok"]
-    if len(speeds) < 2:
+    """The highest img/s of a row marked, when at least two runtimes ran it and it stands
+    apart from every other by their spreads (report/figures.separated): no mark from noise."""
+    ok = [c for c in cells if c is not None and c.status == "ok" and c.images_per_s is not None]
+    if len(ok) < 2:
         return cells
-    best = max(speeds)  # type: ignore[type-var]
-    return [Cell(c.status, c.images_per_s, c.images_per_j, c.repeats, True)
-            if c is not None and c.status == "ok" and c.images_per_s == best else c
-            for c in cells]
+    best = max(ok, key=lambda c: c.images_per_s or 0.0)
+    if not all(separated(best.images_per_s or 0.0, best.cv_pct, c.images_per_s or 0.0, c.cv_pct)
+               for c in ok if c is not best):
+        return cells
+    return [dataclasses.replace(c, fastest=True) if c is best else c for c in cells]
 
 
 def tables_of(records: Sequence[Record]) -> List[Table]:
@@ -262,7 +271,8 @@ def legend(tables: Sequence[Table]) -> List[str]:
     lines = ["cells: img/s, then img/J where power was measured (img/s / img/J)"]
     texts = {c.text() for t in tables for _, cells in t.rows for c in cells if c is not None}
     if any(c.fastest for t in tables for _, cells in t.rows for c in cells if c is not None):
-        lines.append(f"{FASTEST}: the fastest runtime for that network (highest img/s)")
+        lines.append(f"{FASTEST}: the fastest runtime for that network (highest img/s, apart "
+                     "from the others beyond their latency CV)")
     meaning = {"OOM": "out of memory", "n/a": "the runtime or precision is unavailable",
                "differs": "outputs differ from PyTorch's: refused",
                "failed": "the run failed", "invalid": "clocks or window did not hold: left out",

@@ -46,10 +46,6 @@ class Change:
                 "change": self.ratio, "noise_pct": self.noise_pct, "verdict": self.verdict}
 
 
-def _cv_pct(doc: Dict[str, Any]) -> Optional[float]:
-    cv = (doc.get("throughput") or {}).get("cv")
-    return None if cv is None else float(cv) * 100
-
 
 
 _Getter = Callable[[Dict[str, Any]], Any]
@@ -57,9 +53,9 @@ _Getter = Callable[[Dict[str, Any]], Any]
 # setting; its spread in % of itself: the latency CV for img/s and latency, the stated
 # uncertainty for W and img/s/W)
 _METRICS: List[Tuple[str, _Getter, Optional[bool], Optional[_Getter]]] = [
-    ("rate", schema.items_per_s, True, _cv_pct),
-    ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False, _cv_pct),
-    ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False, _cv_pct),
+    ("rate", schema.items_per_s, True, schema.cv_pct),
+    ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False, schema.cv_pct),
+    ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False, schema.cv_pct),
     ("power (W)", schema.total_w, False, schema.total_w_pct),
     ("efficiency", schema.items_per_j, True, schema.images_per_j_pct),
     ("GPU clock (MHz)", lambda d: hz / 1e6 if (hz := schema.gpu_hz(d)) else None,

@@ -228,6 +228,13 @@ def gpu_hz(doc: Dict[str, Any]) -> Optional[int]:
     return _get(doc, "settings", "applied", "gpu_hz")
 
 
+def cv_pct(doc: Dict[str, Any]) -> Optional[float]:
+    """The rate's spread, %: the latency CV of its window (None where it was not measured),
+    the uncertainty every img/s comparison uses (report/figures.separated)."""
+    cv = (doc.get("throughput") or {}).get("cv")
+    return None if cv is None else float(cv) * 100
+
+
 def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
     """'alexnet FP32 b1 @ 691.2 MHz' for table columns and plot legends."""
     w = doc.get("workload") or {}

@@ -158,10 +158,6 @@ class SweepSummary:
 _TIES_NAMED = 3  # a tie names this many points, then "and N more"
 
 
-def _cv_pct(doc: Dict[str, Any]) -> Optional[float]:
-    cv = (doc.get("throughput") or {}).get("cv")
-    return None if cv is None else float(cv) * 100
-
 
 def _ties(top: Optional[Dict[str, Any]], docs: Sequence[Dict[str, Any]], value: Any,
           pct: Any) -> List[Dict[str, Any]]:
@@ -184,7 +180,7 @@ def _tie_line(word: str, top: Dict[str, Any], ties: Sequence[Dict[str, Any]],
         eff = efficiency_label(schema.unit(top))
         return (f"{word}: none: {listed} are within noise ({eff} {noise_words(worst, '+-')}; "
                 "a meter with a stated accuracy narrows it)")
-    worst = max((p for p in map(_cv_pct, docs) if p is not None), default=0)
+    worst = max((p for p in map(schema.cv_pct, docs) if p is not None), default=0)
     return (f"{word}: none: {listed} are within noise ({noise_words(worst)}; "
             "lengthen --duration)")
 
@@ -216,7 +212,7 @@ def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> Swe
     return SweepSummary(
         most_efficient=most_efficient, fastest=fastest,
         efficient_ties=_ties(most_efficient, eff, schema.items_per_j, schema.images_per_j_pct),
-        fastest_ties=_ties(fastest, ok, schema.items_per_s, _cv_pct),
+        fastest_ties=_ties(fastest, ok, schema.items_per_s, schema.cv_pct),
         oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
         points=len(results),
         simulated=simulated or schema.simulated_any(list(results)),
