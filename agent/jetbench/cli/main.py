@@ -157,9 +157,26 @@ def _interrupt_notes() -> str:
 
 
 def _report(err: JetbenchError) -> None:
-    sys.stderr.write(f"jetbench: error: {err}\n")
+    sys.stderr.write(_wrapped(f"jetbench: error: {err}", "  "))
     if err.hint:
-        sys.stderr.write(f"  hint: {err.hint}\n")
+        sys.stderr.write(_wrapped(f"  hint: {err.hint}", "        "))
+
+
+def _wrapped(text: str, indent: str) -> str:
+    """One message, wrapped at words to a terminal's width (a path or URL is never split);
+    piped or redirected, one line as written (what scripts and logs grep)."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return text + "\n"
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    return "\n".join(textwrap.wrap(text, width=max(width, 40), subsequent_indent=indent,
+                                    break_long_words=False, break_on_hyphens=False)) + "\n"
 
 
 app = typer.Typer(
