@@ -105,3 +105,19 @@ def test_a_pin_going_down_is_accepted_whichever_write_the_pass_sees_first(tmp_pa
     assert (policy / "scaling_min_freq").read_text().strip() == "499200"
     assert (policy / "scaling_max_freq").read_text().strip() == "499200"
     assert (policy / "scaling_cur_freq").read_text().strip() == "499200"
+
+
+def test_a_knob_left_empty_by_a_killed_writer_waits_for_its_value(tmp_path):
+    """kill -9 between jetbench's truncate and write leaves a knob empty: the file-based
+    kernel started on that tree (by `restore`) must not fail; once the value is written back,
+    its next pass runs the clocks from it."""
+    base = tmp_path / "b"
+    create_board("tx2", base)
+    gpu = base / GPU.lstrip("/")
+    (gpu / "max_freq").write_text("")
+    kernel = SimKernel(base, power=False)
+    kernel.sync()  # no state to start from: nothing judged, nothing raised
+    (gpu / "max_freq").write_text("624750000\n")
+    (gpu / "governor").write_text("performance\n")
+    kernel.sync()
+    assert (gpu / "cur_freq").read_text().strip() == "624750000"

@@ -307,7 +307,15 @@ class SimKernel:
                 if path.rsplit("/", 1)[0] not in busy}
 
     def _sync_clocks(self) -> Tuple[List[float], float, float]:
-        """One pass over the clocks: the CPU, GPU and EMC rates that run (Hz)."""
+        """One pass over the clocks: the CPU, GPU and EMC rates that run (Hz). A tree whose
+        knob reads empty when the model is first built (a writer killed between its truncate
+        and its write: `kill -9` mid-`maxperf`) has no state to start from: the clocks wait
+        for a later pass (`restore` writes the value back), the board idle meanwhile."""
+        if self._model is None:
+            try:
+                self._model = self.model
+            except (ValueError, IndexError):
+                return [], float(self.board.gpu_freqs_hz[0]), float(self.board.emc_freqs_hz[-1])
         seen = self._judge()
         model = self.model
         amu = "amu-cpu" in self.quirks
