@@ -38,4 +38,7 @@ def test_demo_with_out_leaves_no_temporary_directory(tmp_path, tiny, monkeypatch
                            duration_s=0.3, iterations=2, warmup_s=0.0, idle_s=0.2,
                            input_shape=(3, 16, 16))
     result = run_demo(out, request=request)
-    assert result.report.paths and list(scratch.iterdir()) == []
+    # jetbench's own (jetbench-demo-*) is gone; torch may leave its inductor cache there
+    # (torchinductor_USER), depending on what ran before in this process: not the demo's.
+    left = [p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor_")]
+    assert result.report.paths and left == []
