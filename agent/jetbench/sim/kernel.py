@@ -311,13 +311,11 @@ class SimKernel:
         knob reads empty when the model is first built (a writer killed between its truncate
         and its write: `kill -9` mid-`maxperf`) has no state to start from: the clocks wait
         for a later pass (`restore` writes the value back), the board idle meanwhile."""
-        if self._model is None:
-            try:
-                self._model = self.model
-            except (ValueError, IndexError):
-                return [], float(self.board.gpu_freqs_hz[0]), float(self.board.emc_freqs_hz[-1])
+        try:
+            model = self.model
+        except (ValueError, IndexError):
+            return [], float(self.board.gpu_freqs_hz[0]), float(self.board.emc_freqs_hz[-1])
         seen = self._judge()
-        model = self.model
         amu = "amu-cpu" in self.quirks
         busy = amu and self._load() >= Q.AMU_BUSY_CORE_SHARE
         cpu_hz: List[float] = []
