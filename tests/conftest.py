@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -106,6 +106,69 @@ def run_cli(*args: str, timeout: float = 60, **kwargs) -> subprocess.CompletedPr
         [sys.executable, "-m", "jetbench.cli.main", *args],
         capture_output=True, text=True, timeout=bound_s(timeout), **kwargs,
     )
+
+
+# -- a real terminal: a pty of a given width, its bytes rendered by a terminal emulator ----------
+SCREEN_COLUMNS = 400  # wider than any terminal a test asks for: what passes the width shows
+
+
+def on_terminal(*args: str, columns: int, cwd: Path, timeout: float = 300,
+                env: Optional[Dict[str, str]] = None) -> Tuple[int, List[str]]:
+    """jetbench on a pty `columns` wide (its window size set as a terminal sets it; no COLUMNS),
+    rendered by pyte on a screen wider than that: a live redraw counts once, as a user sees
+    it, and a line the program wrote wider than its terminal stays visible as such instead of
+    being wrapped. Returns the exit code and the screen's lines (trailing blanks dropped)."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    import pyte
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    base = env if env is not None else os.environ
+    child_env = dict(base, TERM="xterm-256color", PYTHONPATH=os.pathsep.join(
+        [str(REPO / "agent")] + ([env["PYTHONPATH"]] if env and env.get("PYTHONPATH") else [])))
+    for name in ("COLUMNS", "LINES", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        child_env.pop(name, None)
+    proc = subprocess.Popen([sys.executable, "-m", "jetbench.cli.main", *args], stdin=slave,
+                            stdout=slave, stderr=slave, cwd=cwd, env=child_env,
+                            start_new_session=True)
+    os.close(slave)
+    data = bytearray()
+    deadline = time.monotonic() + bound_s(timeout)
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if not ready:
+                if proc.poll() is not None and not select.select([master], [], [], 0)[0]:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the pty has closed it
+                break
+            if not chunk:
+                break
+            data += chunk
+        else:
+            proc.kill()
+            raise AssertionError(f"jetbench {' '.join(args)}: no end within {timeout} s:\n"
+                                 + data.decode(errors="replace")[-2000:])
+        rc = proc.wait(timeout=bound_s(30))
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    screen = pyte.Screen(SCREEN_COLUMNS, max(200, data.count(b"\n") + 50))
+    pyte.ByteStream(screen).feed(bytes(data))
+    lines = [ln.rstrip() for ln in screen.display]
+    while lines and not lines[-1]:
+        lines.pop()
+    return rc, lines
 
 
 # -- FUSE-served boards (tests marked `kernel`) --------------------------------------------------

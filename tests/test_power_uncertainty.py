@@ -131,12 +131,12 @@ def test_throughput_sem_and_combined_efficiency():
     # latencies 10, 12, 14 ms: sample sd 2, SEM 2/sqrt(3) = 1.1547 ms, of 12 ms = 9.6225%
     assert throughput_sem_pct([10.0, 12.0, 14.0]) == pytest.approx(100 * 2 / math.sqrt(3) / 12)
     assert throughput_sem_pct([10.0]) is None
-    unc = efficiency_uncertainty(1.62, 0.3, "INA3221", 3.0, external_meter=False)
+    unc = efficiency_uncertainty(1.62, 0.3, "INA3221", external_meter=False)
     assert unc["images_per_j_pct"] == pytest.approx(1.92)
     assert unc["power_pct"] == 1.62 and unc["throughput_pct"] == 0.3
     assert any("external meter" in w for w in unc["lower_it"])
     assert not any("longer window" in w for w in unc["lower_it"])
-    low = efficiency_uncertainty(0.4, 0.2, "meter", 60.0, external_meter=True)
+    low = efficiency_uncertainty(0.4, 0.2, "meter", external_meter=True)
     assert low["images_per_j_pct"] == pytest.approx(0.6) and low["lower_it"] == []
 
 

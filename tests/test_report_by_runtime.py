@@ -208,10 +208,14 @@ def test_plots_one_png_per_runtime(results_dir, tmp_path):
         assert f"plot: {p}" in res.stdout
     series = by_runtime.batch_series(by_runtime.load_records([results_dir]), "torch")
     # ms per image = 1000 / img/s, one line per network (and board or device when several)
-    assert series["alexnet (device cpu)"] == [(1, pytest.approx(1000 / 151.0)),
-                                              (8, pytest.approx(1000 / 351.0))]
-    assert series["resnet18 (NVIDIA Jetson TX1 Developer Kit)"] == [
+    assert [p[:2] for p in series["alexnet (device cpu)"]] == [
+        (1, pytest.approx(1000 / 151.0)), (8, pytest.approx(1000 / 351.0))]
+    assert [p[:2] for p in series["resnet18 (NVIDIA Jetson TX1 Developer Kit)"]] == [
         (1, pytest.approx((1000 / 47.0 + 1000 / 49.0) / 2))]
+    # each point's error bar: its ms per image times the largest latency CV of its repeats
+    for pts in series.values():
+        for _, ms, err in pts:
+            assert 0.0 <= err < ms
     assert "resnet18 forward+backward (device cpu)" in series
 
 

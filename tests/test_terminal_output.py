@@ -84,7 +84,7 @@ def test_measure_two_by_two_at_80_columns(measured):
     text = " ".join(lines)
     assert text.count("clocks not pinned") == 1
     assert "[all 4 configurations]" in text
-    assert text.count("simulated workload: its latency") == 1
+    assert text.count("simulated workload: latency from") == 1
     # the answer and where it is come last
     assert lines[-1].startswith("results: ")
     assert lines[-2].startswith("clocks: ")

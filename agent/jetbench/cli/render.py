@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -130,13 +131,21 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
 
 
 def plan_lines(steps, title: str, simulated: bool, dry_run: bool) -> List[str]:
-    """One line per write (path, old value, new value): readable, greppable, never folded."""
+    """Each step, the folder its writes share on a line of its own, then one line per write
+    (file, old value, new value): sysfs paths are up to 90 characters, so a write's whole path
+    on one line would not fit an 80-column terminal."""
     verb = "planned (dry run: nothing written)" if dry_run else "written"
     lines = [f"[bold]{title}: {verb}[/]{sim_tag(simulated)}"]
     for step in steps:
         lines.append(f"  [cyan]{step.label}[/]")
-        for write in step.writes:
-            lines.append(f"    {write.path}: {write.old or '(empty)'} -> {write.value}")
+        paths = [str(write.path) for write in step.writes]
+        folder = posixpath.dirname(posixpath.commonprefix(paths)) if paths else ""
+        folder = "" if folder in ("", "/") else folder
+        if folder:
+            lines.append(f"    {folder}/")
+        for write, path in zip(step.writes, paths):
+            name = path[len(folder) + 1:] if folder else path
+            lines.append(f"      {name}: {write.old or '(empty)'} -> {write.value}")
     if not steps:
         lines.append("  nothing to change: already set")
     return lines
@@ -144,29 +153,35 @@ def plan_lines(steps, title: str, simulated: bool, dry_run: bool) -> List[str]:
 
 def requested_table(requested, applied, simulated: bool, dry_run: bool = False):
     """Requested values against what reads back from the board (after the writes; on a dry
-    run, the board as it is: nothing was applied)."""
+    run, the board as it is: nothing was applied). Each read-back figure has a column of its
+    own, so no clock is split from its unit at 80 columns; equal CPU policies are one row."""
     from rich.table import Table
 
     title = ("Requested (dry run: nothing applied) vs the board now" if dry_run
-             else "Requested vs applied")
+             else "Requested vs applied: what reads back")
     table = Table(title=title + sim_tag(simulated), title_justify="left")
-    now = "now" if dry_run else "reads back"
-    for col in ("domain", "setting", "requested", "resolved", f"{now} (min / max / cur)"):
-        table.add_column(col)
+    for col in ("knob", "requested", "resolved", "min", "max", "now"):
+        table.add_column(col, no_wrap=col != "knob")
     by_domain: Dict[str, list] = {}
     for reading in applied:
         by_domain.setdefault(reading.domain, []).append(reading)
     for req in requested:
         readings = by_domain.get(req.domain, [])
         if req.setting == "governor":  # a governor reads back as a governor, not clocks
-            back = "; ".join(_counted(str(r.governor or "-") for r in readings))
+            back = [("", "", str(r.governor or "-")) for r in readings]
         else:
-            back = "; ".join(_counted(
-                f"{format_hz(r.min_hz)} / {format_hz(r.max_hz)} / {format_hz(r.cur_hz)}"
-                for r in readings
-            ))
-        table.add_row(req.domain, req.setting, req.requested,
-                      format_hz(req.resolved_hz) if req.resolved_hz else "-", back or "-")
+            back = [(format_hz(r.min_hz), format_hz(r.max_hz), format_hz(r.cur_hz))
+                    for r in readings]
+        counts: Dict[Tuple[str, str, str], int] = {}
+        for figures in back:
+            counts[figures] = counts.get(figures, 0) + 1
+        resolved = format_hz(req.resolved_hz) if req.resolved_hz else "-"
+        for i, (figures, n) in enumerate(counts.items() or [(("-", "-", "-"), 1)]):
+            knob = f"{req.domain} {req.setting}" + (f" (x{n})" if n > 1 else "")
+            if i:
+                table.add_row(knob, "", "", *figures)
+            else:
+                table.add_row(knob, req.requested, resolved, *figures)
     return table
 
 
@@ -228,14 +243,6 @@ def monitor_table(row, board, simulated: bool):
     for name, temp in row.temps_c.items():
         table.add_row("temp", name, f"{temp:.1f} C", "")
     return table
-
-
-def _counted(items: Iterable[str]) -> List[str]:
-    """Identical entries once, with their count: 14 equal CPU policies are one entry."""
-    counts: Dict[str, int] = {}
-    for item in items:
-        counts[item] = counts.get(item, 0) + 1
-    return [f"{k} (x{n})" if n > 1 else k for k, n in counts.items()]
 
 
 def _grouped_clocks(clocks: Sequence[Any]) -> List[Any]:
@@ -367,7 +374,7 @@ def _blocks(con: Any, table: Any) -> None:
     from rich.table import Table
 
     if table.title:
-        con.print(table.title, soft_wrap=True)
+        con.print(table.title, soft_wrap=not con.is_terminal)
     headers = [" ".join(str(c.header).split()) for c in table.columns]
     cells = [list(c.cells) for c in table.columns]
     rows = max((len(c) for c in cells), default=0)
@@ -443,11 +450,14 @@ def print_results(con: Any, table: Any) -> None:
 
 
 def print_invalid(docs: List[Dict[str, Any]]) -> None:
-    """Each invalid result's reasons, in red, on stderr."""
+    """Each invalid result's reasons, in red, on stderr (wrapped as one paragraph each)."""
+    from rich.text import Text
+
     from ..report import schema
 
     err = console(stderr=True)
     for d in docs:
         for reason in (d.get("validity") or {}).get("reasons") or []:
-            err.print(f"[bold red]INVALID[/] {schema.label(d)}: ", end="")
-            err.print(reason, soft_wrap=True, highlight=False, markup=False, style="red")
+            err.print(Text.assemble(("INVALID", "bold red"), f" {schema.label(d)}: ",
+                                    (reason, "red")), highlight=False,
+                      soft_wrap=not err.is_terminal)

@@ -150,4 +150,5 @@ def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: 
               "latency, the stated uncertainty for power and efficiency); a change within it "
               "is no finding", highlight=False)
     for note in notes:
-        console(stderr=True).print(f"[yellow]note:[/] {note}", soft_wrap=True)
+        err = console(stderr=True)
+        err.print(f"[yellow]note:[/] {note}", soft_wrap=not err.is_terminal)

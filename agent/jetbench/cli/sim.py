@@ -67,9 +67,11 @@ def run(
     if not (directory / "etc/jetbench/simulated.json").is_file():
         raise UsageError(f"not a simulated board: {directory}")
     until = f"for {duration:g} s" if duration > 0 else "until Ctrl-C"
-    console(stderr=True).print(
+    err = console(stderr=True)
+    err.print(
         f"simulating the kernel of {directory} {until}: clocks follow writes, rails follow the "
-        "power model (other tools can read the tree now)", soft_wrap=True, markup=False,
+        "power model (other tools can read the tree now)", markup=False,
+        soft_wrap=not err.is_terminal,
         highlight=False)
     with SimKernel(directory):
         end = time.monotonic() + duration if duration > 0 else None

@@ -152,7 +152,8 @@ def _render(doc: Dict[str, Any]) -> None:
     done = [t for t in doc["trials"] if t["state"] == "COMPLETE"]
     out.print(f"{len(done)} trial(s) complete, {sum(1 for t in done if t['feasible'])} "
               f"feasible; objective {', '.join(doc['objectives'])}; constraints "
-              f"{', '.join(doc['constraints']) or 'none'}", soft_wrap=True, highlight=False)
+              f"{', '.join(doc['constraints']) or 'none'}", highlight=False,
+              soft_wrap=not out.is_terminal)
     if not doc["best"]:
         out.print("no trial met the constraints with a valid result", style="bold red")
 

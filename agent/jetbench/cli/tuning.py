@@ -62,11 +62,12 @@ def _render_brokered(done: Any, title: str, as_json: bool) -> None:
     if as_json:
         print_json({"daemon": {"pid": done.daemon.pid, "socket": str(done.socket)}, **reply})
         return
-    console().print(f"{title}: done by the jetbench daemon (pid {done.daemon.pid}), which "
-                    f"holds the board: {reply.get('summary', '')}", soft_wrap=True,
-                    highlight=False, markup=False)
-    console().print("It re-pins this profile until told otherwise; `jetbench restore` asks it "
-                    "to put the board back.", soft_wrap=True, highlight=False)
+    out = console()
+    out.print(f"{title}: done by the jetbench daemon (pid {done.daemon.pid}), which holds the "
+              f"board: {reply.get('summary', '')}", highlight=False, markup=False,
+              soft_wrap=not out.is_terminal)
+    out.print("It re-pins this profile until told otherwise; `jetbench restore` asks it to put "
+              "the board back.", highlight=False, soft_wrap=not out.is_terminal)
 
 
 def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool,
@@ -133,12 +134,13 @@ def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: boo
         return
     out = console()
     for line in plan_lines(result.steps, title, board.simulated, dry_run):
-        out.print(line, soft_wrap=True)
+        out.print(line, soft_wrap=not out.is_terminal)
     if result.targets.requested:
         out.print(requested_table(result.targets.requested, applied, board.simulated,
                                   dry_run=dry_run))
     for note in notes:
-        out.print(f"note: {note}", soft_wrap=True, markup=False, highlight=False)
+        out.print(f"note: {note}", markup=False, highlight=False,
+                  soft_wrap=not out.is_terminal)
     if not dry_run and result.steps:
         out.print("Original values are journalled: [bold]jetbench restore[/] puts them back.")
 
@@ -226,7 +228,7 @@ def restore(
                         f"{reply.get('restored', 0)} value(s) written "
                         f"({reply.get('unchanged', 0)} already at their original value). "
                         "It keeps running and pins nothing until `jetbench apply NAME`.",
-                        soft_wrap=True, highlight=False)
+                        highlight=False, soft_wrap=not console().is_terminal)
         _print_moved([str(m) for m in reply.get("moved", ())],
                      [str(c) for c in reply.get("changed", ())])
         return
@@ -248,15 +250,15 @@ def _print_moved(moved: List[str], changed: List[str]) -> None:
     never wrote as that tool set them (changed); either way, say so."""
     out = console()
     for note in moved:
-        out.print(f"Note: moved by another tool since: {note}", soft_wrap=True,
-                  highlight=False, markup=False)
+        out.print(f"Note: moved by another tool since: {note}", highlight=False,
+                  markup=False, soft_wrap=not out.is_terminal)
     for note in changed:
         out.print(f"Note: changed since jetbench began, by another tool (or the kernel): {note}",
-                  soft_wrap=True, highlight=False, markup=False)
+                  highlight=False, markup=False, soft_wrap=not out.is_terminal)
     if changed:
         out.print("Those were never jetbench's to restore: put them back with the tool that "
-                  "changed them (`jetson_clocks --restore`, nvpmodel).", soft_wrap=True,
-                  highlight=False)
+                  "changed them (`jetson_clocks --restore`, nvpmodel).", highlight=False,
+                  soft_wrap=not out.is_terminal)
 
 
 def _discard(root) -> None:

@@ -334,23 +334,30 @@ def rich_tables(tables: Sequence[Table]) -> List[Tuple[str, Any]]:
 
 
 # -- the minibatch-efficiency plot ----------------------------------------------------------
-def batch_series(records: Sequence[Record], runtime: str) -> Dict[str, List[Tuple[int, float]]]:
+def batch_series(records: Sequence[Record],
+                 runtime: str) -> Dict[str, List[Tuple[int, float, float]]]:
     """Per line (network, plus precision, board or device when several, plus the pass when
-    training), (batch, ms per image)
-    for `runtime`'s usable results; repeats averaged (pure, for tests)."""
+    training), (batch, ms per image, its spread in ms) for `runtime`'s usable results; repeats
+    averaged, the spread the largest latency CV among them (0 where none is known; pure, for
+    tests)."""
     mine = [r for r in records if r.runtime == runtime and r.status == "ok"
             and r.images_per_s]
     precisions = len({r.precision for r in mine}) > 1
     wheres = len({r.where for r in mine}) > 1
-    points: Dict[str, Dict[int, List[float]]] = {}
+    points: Dict[str, Dict[int, List[Record]]] = {}
     for r in mine:
         name = r.model + (f" {r.precision.upper()}" if precisions else "") + \
             (f" {PASSES.get(r.mode, r.mode)}" if r.mode != "inference" else "") + \
             (f" ({r.where})" if wheres else "")
-        points.setdefault(name, {}).setdefault(r.batch, []).append(
-            1000.0 / r.images_per_s)  # type: ignore[operator]
-    return {name: sorted((b, statistics.fmean(ms)) for b, ms in by_batch.items())
-            for name, by_batch in sorted(points.items())}
+        points.setdefault(name, {}).setdefault(r.batch, []).append(r)
+    out: Dict[str, List[Tuple[int, float, float]]] = {}
+    for name, by_batch in sorted(points.items()):
+        out[name] = []
+        for batch, rs in sorted(by_batch.items()):
+            ms = statistics.fmean(1000.0 / (r.images_per_s or 1.0) for r in rs)
+            cv = max((r.cv_pct for r in rs if r.cv_pct is not None), default=0.0)
+            out[name].append((batch, ms, ms * cv / 100.0))
+    return out
 
 
 def plot_file(out_dir: Path, runtime: str) -> Path:
@@ -369,8 +376,9 @@ def _where_title(records: Sequence[Record]) -> str:
 
 
 def plot_batch_efficiency(records: Sequence[Record], out_dir: Path) -> List[Path]:
-    """Per runtime with usable results: time per image (ms) against batch size (log2 axis),
-    one line per network; titled with the boards/devices; SIMULATED said where it is."""
+    """Per runtime with usable results: time per image (ms) against batch size (log2 axis,
+    error bars from the latency CV), one line per network; titled with the boards/devices;
+    SIMULATED said where it is."""
     written: List[Path] = []
     for runtime in sorted({r.runtime for r in records}, key=_column_order):
         series = batch_series(records, runtime)
@@ -379,13 +387,14 @@ def plot_batch_efficiency(records: Sequence[Record], out_dir: Path) -> List[Path
         mine = [r for r in records if r.runtime == runtime]
         plt = _plt()
         fig, ax = plt.subplots(figsize=SIZE_IN, layout="constrained")
-        batches = sorted({b for pts in series.values() for b, _ in pts})
+        batches = sorted({p[0] for pts in series.values() for p in pts})
         for name, pts in series.items():
-            ax.plot([b for b, _ in pts], [ms for _, ms in pts], marker="o", label=name)
+            ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
+                        marker="o", capsize=3, label=name)
         ax.set_xscale("log", base=2)
         ax.set_xticks(batches, [str(b) for b in batches])
         ax.set_xlabel("batch size")
-        ax.set_ylabel("time per image (ms)")
+        ax.set_ylabel("time per image (ms)\n(bars: latency CV)")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.set_title(f"Minibatch efficiency: {runtime}\n{_where_title(mine)}",

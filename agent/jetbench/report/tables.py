@@ -351,11 +351,13 @@ def grouped(pairs: Sequence[Tuple[str, str]], total: int = 0,
         if (label, text) not in kinds[_NUMBER.sub("#", text)]:
             kinds[_NUMBER.sub("#", text)].append((label, text))
     out: List[str] = []
+    short = short_labels(labels_of_all) if labels_of_all else {}
     for members in kinds.values():
         labels = list(dict.fromkeys(label for label, _ in members))
         texts = [t for _, t in members]
         if len(set(texts)) == 1:
-            where = (", ".join(labels) if total < 2 or len(labels) != total
+            where = (", ".join(short.get(lb, lb) for lb in labels)
+                     if total < 2 or len(labels) != total
                      else "both configurations" if total == 2
                      else f"all {total} configurations")
             out.append(f"{texts[0]} [{where}]" if len(labels) > 1 or total > 1 else
@@ -369,7 +371,6 @@ def grouped(pairs: Sequence[Tuple[str, str]], total: int = 0,
             parts.append(piece)
             if k < len(nums[0]):
                 parts.append(_range([n[k] for n in nums]) if k in differ else nums[0][k])
-        short = short_labels(labels_of_all) if labels_of_all else {}
         values = ", ".join(f"{short.get(label, label)} {' / '.join(n[k] for k in differ)}"
                            for (label, _), n in zip(members, nums))
         out.append(f"{''.join(parts)} [{values}]")

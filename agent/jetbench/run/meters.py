@@ -73,7 +73,7 @@ class Meters:
         external = any(getattr(s, "protocol", None) for s in self.sources)
         return efficiency_uncertainty(power.get("mean_w_uncertainty_pct"),
                                       throughput_sem_pct(timing.latencies_ms),
-                                      power.get("basis", "unknown"), res.duration_s, external)
+                                      power.get("basis", "unknown"), external)
 
     def check_window(self, res: Any) -> List[str]:
         """Why img/s/W is refused for this window (too short for the sensors, or too poorly

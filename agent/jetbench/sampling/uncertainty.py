@@ -110,8 +110,7 @@ def throughput_sem_pct(latencies_ms: Sequence[float]) -> Optional[float]:
 
 
 def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[float],
-                           power_basis: str, window_s: float,
-                           external_meter: bool) -> Dict[str, Any]:
+                           power_basis: str, external_meter: bool) -> Dict[str, Any]:
     """`efficiency.uncertainty`: power, throughput and their combination (linear), with what
     would lower it when above BOUND_PCT."""
     combined = None
@@ -120,11 +119,11 @@ def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[
     lower: List[str] = []
     if combined is None or combined > BOUND_PCT:
         if throughput_pct is None or throughput_pct > BOUND_PCT / 2:
-            lower.append(f"a longer window (--duration, now {window_s:.3g} s) or more "
-                         "--iterations: the throughput's standard error falls as 1/sqrt(n)")
+            # the throughput's standard error falls as 1/sqrt(n): docs/measure.md says so
+            lower.append("a longer window (--duration) or more --iterations")
         if power_pct is None or power_pct > BOUND_PCT / 2:
-            lower.append("an external meter with a stated accuracy (--meter "
-                         "wt310:PORT, or ?accuracy=0.1%+0.05W)" if not external_meter else
+            lower.append("an external meter with a stated accuracy (--meter wt310:PORT)"
+                         if not external_meter else
                          "a meter range closer to the load (the range part dominates)")
     return {"power_pct": power_pct, "throughput_pct": throughput_pct,
             "images_per_j_pct": combined,

@@ -214,8 +214,8 @@ def build_sim_workload(root: Root, board: Board, model: str, precision: str,
                        0),
         footprint_bytes=0, step=network.step, sync=lambda: None,
         context=contextlib.nullcontext,
-        notes=("simulated workload: its latency comes from the simulated board's model "
-               "(sim/workload_model.py), never a claim about hardware",),
+        notes=("simulated workload: latency from the board's model (sim/workload_model.py), "
+               "no claim about hardware",),
         framework=SIM, details=details, frame=lambda label: contextlib.nullcontext(),
         host_timed=True)
     return workload, network
