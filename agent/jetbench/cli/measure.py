@@ -302,6 +302,20 @@ def _options(ctx: typer.Context, given: Dict[str, Any]) -> Any:
                           given=frozenset(n for n in given if from_command_line(n)))
 
 
+def _measure(root: Any, request: Any, **kw: Any) -> Any:
+    """run/measure.py's measure, imported once the request is built: a bad option is refused
+    before numpy and the sampler load."""
+    from ..run.measure import measure
+
+    return measure(root, request, **kw)
+
+
+def _sweep(root: Any, request: Any, freq: Any, **kw: Any) -> Any:
+    from ..run.sweep import sweep
+
+    return sweep(root, request, freq, **kw)
+
+
 def _run(ctx: typer.Context, options: Any, run: Any, as_json: bool) -> Any:
     """The request built (or a usage error, nothing started), then the run: here, or as one
     rank of a multi-device job. The report; None on a rank other than 0."""
@@ -348,10 +362,7 @@ def measure(
     """img/s, latency, W and img/s/W at chosen clocks: pin (state journalled), warm up, sample
     power exactly around the timed iterations, restore the clocks, write a JSON result and
     its power trace per configuration. With --cmd, any command is the workload."""
-    from ..run.measure import measure as run
-
-    report = _run(ctx, _options(ctx, locals()), lambda root, req, **kw: run(root, req, **kw),
-                  as_json)
+    report = _run(ctx, _options(ctx, locals()), _measure, as_json)
     if report is not None:
         from ..run.sweep import summarize
 
@@ -392,13 +403,12 @@ def sweep(
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
     the command is run once per clock."""
-    from ..run.sweep import summarize
-    from ..run.sweep import sweep as run
-
     report = _run(ctx, _options(ctx, locals()),
-                  lambda root, req, **kw: run(root, req, freq, **kw), as_json)
+                  lambda root, req, **kw: _sweep(root, req, freq, **kw), as_json)
     if report is None:
         return  # not rank 0: rank 0 reports for the run
+    from ..run.sweep import summarize
+
     with InterruptLatch():  # Ctrl-C or SIGTERM while the tables print: still 130, not -15
         _finish(report, as_json, plot, "jetbench sweep", long=True,
                 answer=summarize(report.results, report.simulated).lines())
