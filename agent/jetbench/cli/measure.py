@@ -116,7 +116,7 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     for line in tables.uncertainty_advice(docs):
         print_note(err, "uncertainty", line)
     shorter = getattr(report, "shorter_windows", [])
-    if shorter:  # issue 39: --resume mixed window lengths silently
+    if shorter:  # --resume kept points measured with a shorter window: said, never mixed silently
         windows = sorted({f"{w:.3g} s" for _, w in shorter})
         print_note(err, "warning", (
             f"--resume mixes window lengths: {len(shorter)} resumed point(s) were measured over "

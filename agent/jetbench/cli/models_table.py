@@ -1,4 +1,4 @@
-"""The `jetbench models` table: one line per network, within the terminal's width (issue 25.4).
+"""The `jetbench models` table: one line per network, within the terminal's width.
 
 Names and figures are never cut; the description takes what is left of the line and ends in
 an ellipsis where it does not fit (`--json` has every field whole). Below a usable description

@@ -349,7 +349,7 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
             con.print(compact)
             return
     # what tells the rows apart (time's model, runtime, precision, batch, device) starts every
-    # part of a split table (issue 39: six identical `mobilenet_v2` rows)
+    # part of a split table (else its second part is rows of one model name, nothing more)
     keys = [i for i in keep if i < key_columns]
     rest = [i for i in keep if i >= key_columns]
     chunks: List[List[int]] = []

@@ -1,7 +1,7 @@
 """How a rank process ends, and how the launcher tells a finished run from a failed one
 (no torch here: the CLI calls `leave` on every exit).
 
-Why a rank ends with os._exit (the abort of issue 28, seen in a core dump): gloo runs each
+Why a rank ends with os._exit (an abort at exit, seen in a core dump): gloo runs each
 collective on a worker thread (pt_gloo_runloop), which drops its Work object, and with it the
 last references to the collective's tensors, only after the caller has been woken. Those
 tensors were made in Python (all_gather_object, broadcast_object_list), so dropping them takes

@@ -1,4 +1,4 @@
-"""A lease's token: a borrower never writes after the daemon took the board back (issue 21).
+"""A lease's token: a borrower never writes after the daemon took the board back.
 
 The daemon lends the board to `measure`/`sweep` and passes it its board-lock descriptor, so the
 two share one `flock` and it cannot keep them apart. This file can: `/var/lib/jetbench/

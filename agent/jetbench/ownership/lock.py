@@ -11,7 +11,7 @@ than one process may hold it. The file is therefore removed only by a holder tha
 its descriptor on (the sole holder: `maxperf`, `apply`, `restore`, `measure` on its own): it
 unlinks, then closes, and a waiter that had opened the removed file notices after locking it
 (the path no longer names the file it locked) and takes the new one. A lock whose descriptor
-was passed on (`fileno()`: the daemon's, once it lent the board) is never removed (issue 21):
+was passed on (`fileno()`: the daemon's, once it lent the board) is never removed:
 removing it while a stopped borrower still held it let the next writer create a new, unlocked
 file and write under the borrower. A kill -9 leaves an unlocked file, which the next holder
 reuses.

@@ -198,8 +198,8 @@ def _pct(value: Optional[float], err: Optional[float]) -> Optional[float]:
 def peak_point(points: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The point of a series marked "peak": the most efficient, only where there is a
     series (two points or more) and its img/s/W stands apart from every other point's by the
-    rule of every comparison jetbench makes (figures.separated); else None (issue 39: a
-    single-point series was marked, and so was a peak within noise)."""
+    rule of every comparison jetbench makes (figures.separated); else None: a single-point
+    series has no peak, and neither has one whose best is within noise of the next."""
     if len(points) < 2:
         return None
     best = max(points, key=lambda p: p["images_per_j"])

@@ -258,7 +258,7 @@ def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -
     table.add_column("")
     for h in headers:
         # escaped: a run directory is said as `[r1]`, which rich would take for a style tag
-        # and drop (issue 39: `report r1 r2` printed two identical rows)
+        # and drop (`report r1 r2` would print two identical rows)
         table.add_column(escape(h), justify="right")
     for label, cells in rows:
         table.add_row(label, *cells)

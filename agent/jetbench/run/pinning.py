@@ -106,7 +106,7 @@ class Pin:
         self.root, self.board, self.request, self.guard = root, board, request, guard
         self.steps: List[Any] = []  # every Step written, in order
         self.pinned_for: Any = object()
-        self.applied_clocks: List[Dict[str, Any]] = []  # knobs read back (hw/clocks/applied.py)
+        self.applied_clocks: List[Dict[str, Any]] = []  # knobs read back (domains.read_applied)
         self.requested: List[Any] = []
         self.clocks: Tuple[Any, ...] = ()
         self.profile_name: Optional[str] = None

@@ -1,6 +1,6 @@
 """A point's result document, built in one place: its skeleton (board, settings, workload),
 the power figures and their uncertainty, img/J for the total and each measured point, the
-thermal verdict. The schema is report/schema.py's; `MeasureRun` fills it."""
+thermal verdict. The schema is report/schema.py's; run/measure.py's run state fills it."""
 
 from __future__ import annotations
 
