@@ -22,8 +22,8 @@ from typing import Any, Dict, List
 import torch
 
 from jetbench.workload.build import build_workload
-from jetbench.workload.child import ChildWorkload, run_in_child
-from jetbench.workload.runner import run_timed
+from jetbench.workload.child.parent import ChildWorkload, run_in_child
+from jetbench.workload.timing.runner import run_timed
 
 
 def bench_one(python: str, model: str, rounds: int, seconds: float) -> Dict[str, Any]:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 from jetbench.workload.build import build_workload
-from jetbench.workload.runner import run_timed
-from jetbench.workload.workload import RunOptions
+from jetbench.workload.pytorch import RunOptions
+from jetbench.workload.timing.runner import run_timed
 
 
 def export(name: str, directory: Path) -> Path:

@@ -1,4 +1,4 @@
-"""The output check before a `--runtime` row is timed (workload/output_check.py): the whole
+"""The output check before a `--runtime` row is timed (workload/runtimes/output_check.py): the whole
 check, the runtime's forward pass included, with the CPU reference on the batch's first
 `SAMPLES` samples (now) against the reference on the whole batch (before 2026-11-26: set
 `SAMPLES` to the batch, which is exactly the old code path). Same built workload, same process,
@@ -20,9 +20,9 @@ from typing import Dict, List
 
 import torch
 
-from jetbench.workload import output_check
 from jetbench.workload.build import build_workload
-from jetbench.workload.workload import RunOptions
+from jetbench.workload.pytorch import RunOptions
+from jetbench.workload.runtimes import output_check
 
 
 def main() -> int:

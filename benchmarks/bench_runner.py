@@ -20,8 +20,8 @@ from typing import Any, Dict, List
 import torch
 
 from jetbench.workload.build import build_workload
-from jetbench.workload.runner import run_timed
-from jetbench.workload.workload import RunOptions
+from jetbench.workload.pytorch import RunOptions
+from jetbench.workload.timing.runner import run_timed
 
 
 def bare_loop(model: Any, x: Any, iterations: int) -> float:

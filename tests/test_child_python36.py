@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jetbench.workload import child_runner
+from jetbench.workload.child import runner as child_runner
 
 from conftest import REPO
 

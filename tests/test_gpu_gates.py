@@ -13,11 +13,11 @@ import pytest
 
 from jetbench.errors import OutOfMemory, UsageError
 from jetbench.workload import precision as prec
-from jetbench.workload import workload as wl
+from jetbench.workload import pytorch as wl
 from jetbench.workload.build import build_workload
 from jetbench.workload.precision import PrecisionUnavailable, apply_precision, tensorrt_int8
-from jetbench.workload.runner import run_timed
-from jetbench.workload.workload import RunOptions, resolve_device
+from jetbench.workload.pytorch import RunOptions, resolve_device
+from jetbench.workload.timing.runner import run_timed
 
 torch = pytest.importorskip("torch")
 
@@ -300,7 +300,7 @@ def test_a_cuda_graph_replay_gives_the_graphs_outputs():
     import contextlib
     from types import SimpleNamespace
 
-    from jetbench.workload.workload import _capture_graph
+    from jetbench.workload.pytorch import _capture_graph
 
     class Graph:
         replays = 0
@@ -327,7 +327,7 @@ def test_compile_on_cuda_needs_triton_and_compute_capability_7():
     builds, as an unavailable row, on a Nano/TX1/TX2 (5.3, 5.3, 6.2) or without Triton."""
     from types import SimpleNamespace
 
-    from jetbench.workload.workload import compile_unavailable_reason
+    from jetbench.workload.pytorch import compile_unavailable_reason
 
     def torch(triton: bool, capability):
         return SimpleNamespace(utils=SimpleNamespace(_triton=SimpleNamespace(

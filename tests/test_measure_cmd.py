@@ -253,7 +253,7 @@ def test_an_interrupt_as_the_command_starts_still_ends_its_group(tmp_path, monke
     ends the command's process group too: nothing is left running."""
     import threading
 
-    from jetbench.workload import command
+    from jetbench.workload.command import run as command
 
     marker = tmp_path / "running"
     spec = command.command_spec(fake("fake_hang.py", str(marker)), "items:1")

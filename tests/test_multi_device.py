@@ -34,8 +34,8 @@ from jetbench.distributed.rows import (
 )
 from jetbench.errors import RankFailed, UsageError
 from jetbench.report import tables
-from jetbench.workload.runner import TimingResult
-from jetbench.workload.stats import latency_stats
+from jetbench.workload.timing.runner import TimingResult
+from jetbench.workload.timing.stats import latency_stats
 
 from conftest import REPO, bound_s, diff, make_board, sigint_as_on_a_terminal
 

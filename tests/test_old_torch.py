@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from jetbench.workload import macs  # noqa: E402
 from jetbench.workload.build import build_workload  # noqa: E402
 from jetbench.workload.precision import PrecisionUnavailable  # noqa: E402
-from jetbench.workload.workload import oom_guard  # noqa: E402
+from jetbench.workload.pytorch import oom_guard  # noqa: E402
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from jetbench.errors import HardwareError
-from jetbench.workload.onnx_model import open_session
-from jetbench.workload.onnx_providers import CPU_EP, CUDA_EP, TENSORRT_EP, choose
-from jetbench.workload.workload import RunOptions
+from jetbench.workload.pytorch import RunOptions
+from jetbench.workload.runtimes.onnx.model import open_session
+from jetbench.workload.runtimes.onnx.providers import CPU_EP, CUDA_EP, TENSORRT_EP, choose
 
 MISSING = ("[W:onnxruntime:Default, provider_bridge_ort.cc:1862 TryGetProviderInfo_TensorRT] "
            "Failed to load library libonnxruntime_providers_tensorrt.so with error: "
@@ -118,9 +118,9 @@ def test_fp16_weights_behind_fp32_inputs_are_labelled_fp16(tmp_path):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from jetbench.workload.onnx_model import _weights
-    from jetbench.workload.onnx_providers import check_precision, model_precision
     from jetbench.workload.precision import PrecisionUnavailable
+    from jetbench.workload.runtimes.onnx.model import _weights
+    from jetbench.workload.runtimes.onnx.providers import check_precision, model_precision
 
     weight = np.ones((4, 3, 3, 3), dtype=np.float16)
     graph = helper.make_graph(
@@ -194,7 +194,7 @@ def test_an_option_this_ort_refuses_is_dropped_and_said():
 
 def test_timing_cache_options_from_the_ort_versions_that_have_them():
     """trt_timing_cache_enable since ORT 1.15, trt_timing_cache_path since 1.17 (a review of
-    ORT's sources; the constants in onnx_providers.py)."""
+    ORT's sources; the constants in workload/runtimes/onnx/providers.py)."""
     cache = "/tmp/c"
     before = choose([TENSORRT_EP, CPU_EP], None, "auto", "fp16", (1, 14), cache)
     assert "trt_timing_cache_enable" not in before.options

@@ -19,7 +19,8 @@ from jetbench.report.schema import check as check_result
 from jetbench.run.measure import measure
 from jetbench.run.request import MeasureRequest
 from jetbench.workload.model_arg import parse_shape_option, resolve_shapes
-from jetbench.workload.onnx_providers import (
+from jetbench.workload.precision import PrecisionUnavailable
+from jetbench.workload.runtimes.onnx.providers import (
     CPU_EP,
     CUDA_EP,
     TENSORRT_EP,
@@ -28,7 +29,6 @@ from jetbench.workload.onnx_providers import (
     model_precision,
     pick_provider,
 )
-from jetbench.workload.precision import PrecisionUnavailable
 
 from conftest import make_board, run_cli
 
@@ -284,7 +284,7 @@ def test_schema_rejects_an_onnx_result_without_its_provider() -> None:
 def test_provider_with_a_pytorch_network_is_a_usage_error() -> None:
     pytest.importorskip("torch")
     from jetbench.workload.build import build_workload
-    from jetbench.workload.workload import RunOptions
+    from jetbench.workload.pytorch import RunOptions
 
     with pytest.raises(UsageError, match="--provider applies to ONNX models"):
         build_workload("alexnet", options=RunOptions(provider="cpu"))

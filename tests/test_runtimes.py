@@ -16,16 +16,18 @@ import pytest
 
 from jetbench.errors import HardwareError, OutputMismatch, UsageError
 from jetbench.run.timing import TimeRequest, time_models
-from jetbench.workload import engine_build, onnx_export, runtime_build
 from jetbench.workload.build import build_workload
-from jetbench.workload.output_check import RELATIVE_TOLERANCE
 from jetbench.workload.precision import PrecisionUnavailable
+from jetbench.workload.pytorch import RunOptions
 from jetbench.workload.runtimes import (
     RuntimeUnavailable,
     check_runtimes,
     parse_runtimes,
 )
-from jetbench.workload.workload import RunOptions
+from jetbench.workload.runtimes import build as runtime_build
+from jetbench.workload.runtimes.onnx import export as onnx_export
+from jetbench.workload.runtimes.output_check import RELATIVE_TOLERANCE
+from jetbench.workload.runtimes.tensorrt import build as engine_build
 
 from conftest import REPO, make_board
 
@@ -95,7 +97,7 @@ def test_onnxruntime_runs_the_same_network_and_says_so(cache, monkeypatch):
 
 def test_the_reference_runs_the_batchs_first_samples(monkeypatch):
     """A large batch is not run on the CPU whole to check it: its first SAMPLES samples are."""
-    from jetbench.workload import output_check
+    from jetbench.workload.runtimes import output_check
 
     seen = []
     real = output_check.get_spec
@@ -143,8 +145,8 @@ def test_fp32_that_may_run_in_tf32_is_judged_as_tf32_and_says_so():
     an "fp32" row was refused as a mismatch: emulated TF32 gives vgg16 1.43e-3 against fp32's
     1e-3. Here a workload whose outputs are eager's plus 0.2% of the largest output."""
     from jetbench.errors import OutputMismatch
-    from jetbench.workload.onnx_providers import CUDA_EP, TENSORRT_EP, choose
-    from jetbench.workload.output_check import check_outputs
+    from jetbench.workload.runtimes.onnx.providers import CUDA_EP, TENSORRT_EP, choose
+    from jetbench.workload.runtimes.output_check import check_outputs
 
     work = build_workload("resnet18", "fp32", 1, "cpu", input_shape=SMALL)
     clean = work.step

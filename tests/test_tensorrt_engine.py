@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from jetbench.errors import HardwareError, UsageError
-from jetbench.workload.tensorrt_engine import import_tensorrt, load_engine
+from jetbench.workload.runtimes.tensorrt.engine import import_tensorrt, load_engine
 
 from conftest import run_cli
 
@@ -205,7 +205,7 @@ def test_engine_needs_a_cuda_device(engine_file: Path, monkeypatch) -> None:
     with pytest.raises(UsageError, match="runs on a CUDA GPU, not on cpu"):
         build_workload(str(engine_file), "fp16", 1, "auto")
     with pytest.raises(UsageError, match="--provider applies to ONNX models"):
-        from jetbench.workload.workload import RunOptions
+        from jetbench.workload.pytorch import RunOptions
 
         build_workload(str(engine_file), "fp16", 1, "auto", options=RunOptions(provider="cpu"))
 
@@ -378,7 +378,7 @@ def test_inputs_are_filled_on_the_engines_own_stream() -> None:
     they are written (issue 24, item 11): every fill happens inside torch.cuda.stream(engine's)."""
     import contextlib
 
-    from jetbench.workload.tensorrt_engine import TorchBuffers
+    from jetbench.workload.runtimes.tensorrt.engine import TorchBuffers
 
     events: List[Tuple] = []
     current: List[Any] = [None]

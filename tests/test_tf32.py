@@ -43,7 +43,7 @@ def test_fp32_turns_tf32_off_through_whichever_api_the_torch_has():
 
 def test_a_workload_runs_fp32_as_ieee_and_puts_the_setting_back():
     torch = pytest.importorskip("torch")
-    from jetbench.workload.workload import RunOptions, backend_settings
+    from jetbench.workload.pytorch import RunOptions, backend_settings
 
     conv = torch.backends.cudnn.conv
     before = conv.fp32_precision

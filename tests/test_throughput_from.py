@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from jetbench.errors import UsageError
-from jetbench.workload.command import command_spec
-from jetbench.workload.throughput_from import (
+from jetbench.workload.command.run import command_spec
+from jetbench.workload.command.throughput_from import (
     OutputParser,
     parse_throughput_from,
     shapes_batch,
@@ -137,7 +137,7 @@ def test_the_runner_reads_chunks_whole_lines_and_a_last_line_without_newline(tmp
     chunks, the last one without a newline), and every byte reaches --cmd-log."""
     import dataclasses
 
-    from jetbench.workload.command import run_command
+    from jetbench.workload.command.run import run_command
 
     code = ("import sys\nfor i in range(20000): sys.stdout.write('line %d of padding\\n' % i)\n"
             "sys.stdout.write('[I] Throughput: 7.5 qps')")
@@ -176,7 +176,8 @@ CATASTROPHIC = r"regex:^(?:a+)+b([0-9])$"  # Python's re backtracks 2^34 ways on
 def test_a_catastrophic_pattern_is_matched_in_linear_time():
     """In a child with a bound: Python's re would run past it (the issue: over 90 s)."""
     code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
-            "from jetbench.workload.throughput_from import OutputParser, parse_throughput_from\n"
+            "from jetbench.workload.command.throughput_from import OutputParser, "
+            "parse_throughput_from\n"
             f"p = OutputParser(parse_throughput_from({CATASTROPHIC!r}))\n"
             "p.feed_block('a' * 34 + '\\n' + 'a' * 5000)\n"
             "for n in range(30, 40): p.feed('a' * n)\n"

@@ -32,8 +32,10 @@ def test_maxperf_dry_run_says_nothing_was_applied(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "Requested vs applied" not in res.stdout
     assert "dry run: nothing applied" in res.stdout
-    governor = next(ln for ln in res.stdout.splitlines() if "│ governor" in ln)
-    assert not re.search(r"\d (MHz|GHz)", governor.split("│")[-2]), governor
+    # the governor's row reads back a governor, never a clock (min, max and now)
+    governor = next(ln for ln in res.stdout.splitlines() if "│ cpu governor" in ln)
+    assert not re.search(r"\d (MHz|GHz)", " ".join(governor.split("│")[4:7])), governor
+    assert "schedutil" in governor.split("│")[6], governor
 
 
 def test_skipped_section_note_has_a_reason(tmp_path):

@@ -1,6 +1,6 @@
-"""--workload-python: the workload child (child_runner.py) under a real interpreter through its
-pipe protocol, in `time` and `measure` on a simulated board; its errors as jetbench errors; the
-child dying with its parent. (tests/test_child_python36.py: vermin, Python 3.6.)"""
+"""--workload-python: the workload child (workload/child/runner.py) under a real interpreter
+through its pipe protocol, in `time` and `measure` on a simulated board; its errors as jetbench
+errors; the child dying with its parent. (tests/test_child_python36.py: vermin, Python 3.6.)"""
 
 import json
 import os
@@ -16,8 +16,8 @@ from jetbench.errors import HardwareError, OutOfMemory, UsageError
 from jetbench.hw.fs import Root
 from jetbench.run.measure import measure
 from jetbench.run.request import MeasureRequest
-from jetbench.workload import child
-from jetbench.workload.child import ChildWorkload, run_in_child
+from jetbench.workload.child import parent as child
+from jetbench.workload.child.parent import ChildWorkload, run_in_child
 from jetbench.workload.precision import PrecisionUnavailable
 
 from conftest import bound_s, make_board, run_cli, sigint_as_on_a_terminal
@@ -127,7 +127,7 @@ def test_a_child_that_ends_without_a_word_is_a_hardware_error(tmp_path):
 
 
 def test_what_the_child_cannot_do_is_refused_before_it_starts(tmp_path):
-    from jetbench.workload.workload import RunOptions
+    from jetbench.workload.pytorch import RunOptions
 
     never = str(tmp_path / "never-started")
     with pytest.raises(UsageError, match="built-in networks only"):
@@ -170,7 +170,7 @@ def _start_long_time_run() -> tuple:
     kids: list = []
     while not kids and time.monotonic() < deadline and parent.poll() is None:
         kids = [k for k in _children(parent.pid)
-                if b"child_runner" in Path(f"/proc/{k}/cmdline").read_bytes()]
+                if b"workload/child/runner.py" in Path(f"/proc/{k}/cmdline").read_bytes()]
         time.sleep(0.05)
     if not kids:
         parent.kill()
@@ -204,7 +204,7 @@ def test_the_child_ends_with_its_parent(sig, exit_code):
 
 def test_a_child_that_does_not_speak_the_protocol_is_a_hardware_error(tmp_path):
     script = tmp_path / "python-chatty"
-    # called as `python child_runner.py PROTOCOL_FD PARENT_PID`
+    # called as `python child/runner.py PROTOCOL_FD PARENT_PID`
     speak = "import os, sys; os.write(int(sys.argv[2]), b'hello\\n')"
     script.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{speak}" "$@"\n')
     script.chmod(0o755)

@@ -9,12 +9,17 @@ import pytest
 
 from jetbench.errors import OutOfMemory, UsageError
 from jetbench.run.timing import TimeRequest, TimeRow, parse_batches, precision_advice, time_models
-from jetbench.workload import loop
 from jetbench.workload.build import build_workload
 from jetbench.workload.macs import ModelCost
-from jetbench.workload.runner import run_timed
-from jetbench.workload.stats import coefficient_of_variation, is_stable, latency_stats, percentile
-from jetbench.workload.workload import RunOptions, Workload, oom_guard
+from jetbench.workload.pytorch import RunOptions, Workload, oom_guard
+from jetbench.workload.timing import loop
+from jetbench.workload.timing.runner import run_timed
+from jetbench.workload.timing.stats import (
+    coefficient_of_variation,
+    is_stable,
+    latency_stats,
+    percentile,
+)
 
 torch = pytest.importorskip("torch")
 

@@ -84,7 +84,7 @@ def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(stored(document), indent=2, sort_keys=False) + "\n")
 
 
-# time, measure and sweep: the workload in a child under another interpreter (child.py)
+# time, measure and sweep: the workload in a child under another interpreter (workload/child/)
 _WORKLOAD_PYTHON_HELP = (
     "JetPack 4: run the built-in network in a child under this interpreter "
     "(/usr/bin/python3); {keeps} (docs/workloads.md).")

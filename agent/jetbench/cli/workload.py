@@ -75,9 +75,9 @@ def time_cmd(
     from ..units import parse_duration_s
     from ..workload.model_arg import parse_shape_option
     from ..workload.precision import parse_precisions
+    from ..workload.pytorch import RunOptions
     from ..workload.registry import check_model_names
     from ..workload.runtimes import parse_runtimes
-    from ..workload.workload import RunOptions
 
     check_model_names(m.strip() for m in model.split(",") if m.strip())  # before torch loads
     runtimes = parse_runtimes(runtime)

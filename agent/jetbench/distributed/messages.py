@@ -23,8 +23,8 @@ from ..errors import JetbenchError, RankFailed, RankLost
 from ..hw.meters.nvml import NvmlSource
 from ..hw.nvml import cuda_gpu
 from ..workload.build import build_workload
-from ..workload.runner import run_timed
-from ..workload.timed import TimedRun
+from ..workload.timing.runner import run_timed
+from ..workload.timing.timed import TimedRun
 from .group import RankGroup
 from .rows import RankRow, aggregate_timing, device_docs, devices_power_sum, scaling_doc
 

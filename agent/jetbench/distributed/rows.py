@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..workload.runner import TimingResult
-from ..workload.stats import coefficient_of_variation, latency_stats
+from ..workload.timing.runner import TimingResult
+from ..workload.timing.stats import coefficient_of_variation, latency_stats
 from .devices import describe_devices
 
 NVML_SOURCE = "nvml"  # hw/meters/nvml.py names GPU i's source nvml (i = 0) or nvml<i>

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..errors import UsageError
 from ..units import format_hz
 from ..work_units import DEFAULT_UNIT
-from ..workload.onnx_providers import short_name
+from ..workload.runtimes.onnx.providers import short_name
 
 SCHEMA = "jetbench.result/1"
 TIME_SCHEMA = "jetbench.time/1"  # `jetbench time`'s document (run/timing.py)

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 from ..work_units import common_unit, efficiency_label, per_j, rate_label
-from ..workload.stats import CV_NOISY
+from ..workload.timing.stats import CV_NOISY
 from . import schema
 from .figures import plus_minus_pct
 

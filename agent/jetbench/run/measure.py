@@ -10,7 +10,7 @@ and put back in a `finally` (success, failure, Ctrl-C); a kill -9 leaves the jou
 existed), only this run's own writes are undone and that journal is left as it was.
 
 One path for every kind of workload: `_State.timed_run` picks the `TimedRun`
-(workload/timed.py: in process, a child under another Python, `--cmd`, or every rank of a
+(workload/timing/timed.py: in process, a child under another Python, `--cmd`, or every rank of a
 multi-device run) and `_State.one` measures it the same way. The pieces live beside this file:
 request.py (what is asked), pinning.py (the clocks), meters.py (the power side), result.py
 (the document).
@@ -44,7 +44,7 @@ from ..sampling.rates import sampling_doc
 from ..workload.model_arg import is_sim
 from ..workload.runtimes import TORCH
 from ..workload.sim_run import SimRun
-from ..workload.timed import ChildRun, InProcessRun, TimedRun
+from ..workload.timing.timed import ChildRun, InProcessRun, TimedRun
 from . import result as build
 from .meters import Meters
 from .pinning import Pin, put_back
@@ -258,7 +258,7 @@ class _State:
         """The one choice of what runs the point; measuring it is the same for every kind."""
         req = self.request
         if req.command is not None:
-            from ..workload.command import CommandTimedRun
+            from ..workload.command.run import CommandTimedRun
 
             return CommandTimedRun(req.command)
         if is_sim(point.model):  # a built-in network on the simulated board's latency model

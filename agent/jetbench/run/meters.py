@@ -16,7 +16,7 @@ from ..sampling.rates import faster_than_sensor
 from ..sampling.sampler_process import ProcessSampler
 from ..sampling.uncertainty import efficiency_uncertainty, throughput_sem_pct, window_uncertainty
 from ..workload.model_arg import PYTORCH, model_kind
-from ..workload.workload import resolve_device
+from ..workload.pytorch import resolve_device
 from .request import MeasureRequest
 
 

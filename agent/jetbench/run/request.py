@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..hw.board import Board
 from ..report.schema import point_id
 from ..units import format_hz, parse_duration_s, parse_freq, resolve_freq
-from ..workload.command import command_request, command_spec
+from ..workload.command.run import command_request, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
 from ..workload.precision import parse_precisions
 from ..workload.registry import check_model_names
@@ -51,7 +51,7 @@ class MeasureRequest:
     wait_s: Optional[float] = 0.0  # for the board lock / the daemon's lease (None: for ever)
     keep_going: bool = False  # a point that fails is recorded (status "failed"), not fatal
     workload_python: Optional[str] = None  # run the workload in a child under this interpreter
-    runtimes: Tuple[str, ...] = DEFAULT  # --runtime (workload/runtimes.py)
+    runtimes: Tuple[str, ...] = DEFAULT  # --runtime (workload/runtimes/)
 
 
 @dataclass(frozen=True)

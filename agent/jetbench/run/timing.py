@@ -14,12 +14,12 @@ from ..report.figures import noise_words, separated, significant
 from ..report.schema import TIME_SCHEMA
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
-from ..workload.child import ChildWorkload, run_in_child
+from ..workload.child.parent import ChildWorkload, run_in_child
 from ..workload.layers import LayerTimes, time_layers
 from ..workload.model_arg import ONNX, PYTORCH, SIM, InputShape, model_kind
-from ..workload.runner import TimingResult, run_timed
+from ..workload.pytorch import RunOptions, resolve_device
 from ..workload.runtimes import DEFAULT, TORCH, check_runtimes, with_runtime
-from ..workload.workload import RunOptions, resolve_device
+from ..workload.timing.runner import TimingResult, run_timed
 
 SCHEMA = TIME_SCHEMA
 SWEEP = "sweep"
@@ -49,8 +49,8 @@ class TimeRequest:
     layer_iterations: int = 10
     check: bool = False
     sweep_max_batch: int = SWEEP_MAX_BATCH
-    workload_python: Optional[str] = None  # time in a child under this interpreter (child.py)
-    runtimes: Tuple[str, ...] = DEFAULT  # --runtime (workload/runtimes.py)
+    workload_python: Optional[str] = None  # time in a child under this interpreter (child/)
+    runtimes: Tuple[str, ...] = DEFAULT  # --runtime (workload/runtimes/)
 
 
 @dataclass(frozen=True)

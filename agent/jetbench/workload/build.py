@@ -1,6 +1,6 @@
-"""Building any workload from a `--model`: a PyTorch network (workload.py), an ONNX model
-(ONNX Runtime, onnx_model.py) or a TensorRT engine (tensorrt_engine.py); a built-in network
-under another `--runtime` (runtime_build.py).
+"""Building any workload from a `--model`: a PyTorch network (pytorch.py), an ONNX model (ONNX
+Runtime, runtimes/onnx/model.py) or a TensorRT engine (runtimes/tensorrt/engine.py); a built-in
+network under another `--runtime` (runtimes/build.py).
 
 Each comes back as a `Workload` whose `frame` and `host_timed` tell the runner how to time it,
 so `run_timed` (warm-up, timed loop, the power window's hooks) is the same for every kind.
@@ -12,11 +12,11 @@ from typing import Any, Optional
 
 from ..errors import UsageError
 from .model_arg import ONNX, PYTORCH, SIM, TENSORRT, InputShape, check_model_file, model_kind
-from .onnx_model import build_onnx_workload
-from .runtime_build import build_for_runtime
+from .pytorch import INPUT_MODES, RunOptions, Workload, build_torch_workload
 from .runtimes import TORCH
-from .tensorrt_engine import build_engine_workload
-from .workload import INPUT_MODES, RunOptions, Workload, build_torch_workload
+from .runtimes.build import build_for_runtime
+from .runtimes.onnx.model import build_onnx_workload
+from .runtimes.tensorrt.engine import build_engine_workload
 
 # RunOptions that only mean something to PyTorch, with what they are called on the command line
 _TORCH_ONLY = (("mode", "inference", "--mode train"), ("cudnn", True, "--no-cudnn"),

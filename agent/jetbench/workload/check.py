@@ -9,9 +9,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .build import build_workload
 from .model_arg import InputShape
-from .output_check import compare_outputs
 from .precision import PrecisionUnavailable
-from .workload import RunOptions
+from .pytorch import RunOptions
+from .runtimes.output_check import compare_outputs
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The facts of building a workload that the child runner (child_runner.py, under JetPack 4's
+"""The facts of building a workload that the child runner (child/runner.py, under JetPack 4's
 Python 3.6 with torch >= 1.10) needs as much as the in-process path: the input, which devices
 are CUDA, whether bf16 is native, and how an allocation failure reads.
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from .workload import Workload, backend_settings, oom_guard
+from .pytorch import Workload, backend_settings, oom_guard
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,10 @@ from ..sim.workload_model import (
 from .macs import ModelCost
 from .model_arg import SIM, SIM_PREFIX
 from .precision import PrecisionUnavailable
+from .pytorch import RunOptions, Workload
 from .registry import ModelSpec, get_spec
-from .runner import run_timed
-from .timed import Hook, Progress, TimedRun
-from .workload import RunOptions, Workload
+from .timing.runner import run_timed
+from .timing.timed import Hook, Progress, TimedRun
 
 CLOCK_READ_EVERY_S = 0.005  # clocks re-read at most this often (every batch of 5 ms or more)
 DEVICE = "sim"
@@ -222,7 +222,7 @@ def build_sim_workload(root: Root, board: Board, model: str, precision: str,
 
 
 class SimRun(TimedRun):
-    """measure's TimedRun for `sim:NAME` (workload/timed.py's protocol)."""
+    """measure's TimedRun for `sim:NAME` (workload/timing/timed.py's protocol)."""
 
     framework = SIM
 

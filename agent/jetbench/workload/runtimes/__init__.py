@@ -11,7 +11,7 @@ Jetson runtimes).
 This module holds the names, what each needs installed, which train, and every rule on which
 options go with which runtimes (one place, for `time`, `measure` and `sweep`). Building is
 `build.build_workload` with `RunOptions.runtime`; the export, the engine and the output check
-are onnx_export.py, engine_build.py and output_check.py.
+are onnx/export.py, tensorrt/build.py and output_check.py here.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import replace
 from difflib import get_close_matches
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
-from ..errors import Unavailable, UsageError
-from .registry import is_builtin
+from ...errors import Unavailable, UsageError
+from ..registry import is_builtin
 
 TORCH, TORCHSCRIPT, COMPILE, ONNXRUNTIME, TENSORRT = (
     "torch", "torchscript", "compile", "onnxruntime", "tensorrt")

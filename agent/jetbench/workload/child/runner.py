@@ -1,12 +1,13 @@
 """The workload child: builds a built-in network and times it under another interpreter
 (JetPack 4: Python 3.6 and NVIDIA's torch 1.10 wheels), for a parent jetbench that owns the
-clocks and the power window (`--workload-python`, parent side in child.py).
+clocks and the power window (`--workload-python`, parent side in workload/child/parent.py).
 
-Run as a script: `PYTHON child_runner.py PROTOCOL_FD PARENT_PID`. It loads only this package's
-3.6-clean modules (jetbench/__init__.py, workload/__init__.py, loop.py, device_facts.py and the
-network definitions in models/), by file location, so nothing else of the parent's environment
-is put on this interpreter's path. Keep this file to Python 3.6 syntax (no dataclasses, no
-walrus, no `from __future__ import annotations`): tests/test_workload_child.py runs vermin.
+Run as a script: `PYTHON child/runner.py PROTOCOL_FD PARENT_PID`. It loads only this package's
+3.6-clean modules (jetbench/__init__.py, workload/__init__.py, workload/timing/loop.py,
+device_facts.py and the network definitions in models/), by file location, so nothing else of
+the parent's environment is put on this interpreter's path. Keep this file to Python 3.6 syntax
+(no dataclasses, no walrus, no `from __future__ import annotations`):
+tests/test_workload_child.py runs vermin.
 
 The protocol, one JSON object a line. The parent writes the request on stdin, then `go` when
 its power window is open. The child writes on PROTOCOL_FD:
@@ -31,7 +32,8 @@ from typing import Any, Dict, Optional
 
 PACKAGE = "jetbench"
 # What the child imports from the package: the vermin test checks exactly these (and models/).
-PORTABLE_MODULES = ("jetbench.workload.loop", "jetbench.workload.device_facts", "jetbench.procs")
+PORTABLE_MODULES = ("jetbench.workload.timing.loop", "jetbench.workload.device_facts",
+                    "jetbench.procs")
 
 
 class ChildFailure(Exception):
@@ -62,7 +64,7 @@ class Channel:
 
 
 def load_package() -> None:
-    """Registers the `jetbench` package from the directory this file lives in (two levels up),
+    """Registers the `jetbench` package from its directory (above workload/child/, here),
     without putting that directory's parent (perhaps a site-packages of another Python) on
     sys.path; submodules then import through the package's own __path__."""
     if PACKAGE in sys.modules:
@@ -70,7 +72,7 @@ def load_package() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
         del sys.path[0]  # the script's directory: its modules would shadow top-level ones
-    root = os.path.dirname(here)
+    root = os.path.dirname(os.path.dirname(here))  # workload/child/ -> jetbench/
     spec = importlib.util.spec_from_file_location(
         PACKAGE, os.path.join(root, "__init__.py"), submodule_search_locations=[root])
     module = importlib.util.module_from_spec(spec)

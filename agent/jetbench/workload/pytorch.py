@@ -48,7 +48,7 @@ class RunOptions:
     memory_limit_bytes: Optional[int] = None
     seed: int = 0
     provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
-    runtime: str = TORCH  # --runtime (runtimes.py): torchscript and compile are built here
+    runtime: str = TORCH  # --runtime (workload/runtimes/): torchscript and compile are built here
 
 
 @dataclass
@@ -106,7 +106,7 @@ class Workload:
 
     @property
     def runtime(self) -> str:
-        """The --runtime this is (runtimes.py): a PyTorch network's from its options (the
+        """The --runtime this is (workload/runtimes/): a PyTorch network's from its options (the
         --compile flag is the runtime `compile`), else its framework's."""
         if self.framework != "pytorch":
             return self.framework

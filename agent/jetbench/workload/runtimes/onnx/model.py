@@ -14,11 +14,12 @@ import os
 import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..errors import HardwareError, OutOfMemory, Unavailable, UsageError
-from ..interrupts import held_sigint
-from .cache_dir import cache_dir
-from .model_arg import InputShape, resolve_shapes
-from .onnx_providers import (
+from ....errors import HardwareError, OutOfMemory, Unavailable, UsageError
+from ....interrupts import held_sigint
+from ...model_arg import InputShape, resolve_shapes
+from ...pytorch import CONSTANT_INPUT, RunOptions, Workload
+from ..cache_dir import cache_dir
+from .providers import (
     CUDA_EP,
     TENSORRT_EP,
     ProviderChoice,
@@ -29,7 +30,6 @@ from .onnx_providers import (
     short_name,
     weights_precision,
 )
-from .workload import CONSTANT_INPUT, RunOptions, Workload
 
 INSTALL_HINT = ("pip install 'jetbench[onnx]' (ONNX Runtime's CPU build); on a Jetson, "
                 "NVIDIA's onnxruntime-gpu wheel for your JetPack, which jetbench uses as found")
@@ -54,7 +54,7 @@ def import_onnxruntime() -> Any:
 
 def build_onnx_workload(model: str, precision: str, batch: int, device: str, input_mode: str,
                         options: RunOptions, input_shape: Optional[InputShape]) -> Workload:
-    """The model on the chosen provider (see onnx_providers.py), its inputs (constant 0.5 or
+    """The model on the chosen provider (providers.py), its inputs (constant 0.5 or
     seeded Gaussian floats; zeros for integer inputs) shaped by the model, `input_shape` and
     `batch`. Raises UsageError (not an ONNX model, shapes), PrecisionUnavailable, HardwareError
     (the provider did not load)."""

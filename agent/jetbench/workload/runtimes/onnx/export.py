@@ -22,11 +22,11 @@ import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..errors import HardwareError, first_line
-from ._torch import import_torch
-from .cache_dir import cache_dir, write_cached
-from .precision import PrecisionUnavailable
-from .registry import get_spec
+from ....errors import HardwareError, first_line
+from ..._torch import import_torch
+from ...precision import PrecisionUnavailable
+from ...registry import get_spec
+from ..cache_dir import cache_dir, write_cached
 
 OPSET = 17  # ONNX Runtime 1.14+ and TensorRT 8.6+ read it (JetPack 5.1.2 and newer)
 _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Deque, Dict, List, Optional, Tuple
 
-from ..errors import MeasurementInvalid, UsageError
-from ..procs import end_process_group
-from ..sampling.window import compute_window
-from ..work_units import DEFAULT_UNIT, UNITS, efficiency_label
+from ...errors import MeasurementInvalid, UsageError
+from ...procs import end_process_group
+from ...sampling.window import compute_window
+from ...work_units import DEFAULT_UNIT, UNITS, efficiency_label
+from ..timing.timed import TimedRun
 from .throughput_from import (
     OutputParser,
     ThroughputFrom,
@@ -39,7 +40,6 @@ from .throughput_from import (
     parse_throughput_from,
     shapes_batch,
 )
-from .timed import TimedRun
 
 TAIL_LINES = 20  # of the command's output, kept in the result and shown on failure
 POLL_S = 0.1  # how often the wait for the command checks for Ctrl-C and reports progress
@@ -106,7 +106,7 @@ def _batch(argv: Tuple[str, ...], spec: ThroughputFrom, given: Optional[int]
            ) -> Tuple[int, str, int, List[str]]:
     """(batch, where it came from, qps multiplier, notes). trtexec's qps counts queries of
     one engine batch each (explicit batch) but samples when trtexec itself has --batch=N
-    (implicit batch): see throughput_from.py."""
+    (implicit batch): see workload/command/throughput_from.py."""
     if spec.kind != "trtexec":
         return (given or 1), ("--batch" if given else "default"), 1, []
     own = implicit_batch(argv)

@@ -5,7 +5,7 @@ the sampler and the power window.
 `run_in_child()` is `run_timed()` for that case: same arguments, same callbacks (the window
 opens in `on_timed_start` before the child starts its first timed iteration, and closes in
 `on_timed_end` as soon as the child says the last one has been synchronised), same
-TimingResult. The child is child_runner.py; the protocol is described there.
+TimingResult. The child is child/runner.py; the protocol is described there.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Dict, Optional, Tuple
 
-from ..errors import HardwareError, JetbenchError, OutOfMemory, UsageError
-from .custom import looks_custom
-from .loop import Progress
-from .model_arg import InputShape
-from .precision import PrecisionUnavailable
-from .registry import get_spec, is_builtin
-from .runner import Callback, TimingResult, check_timing, timing_result
-from .workload import RunOptions
+from ...errors import HardwareError, JetbenchError, OutOfMemory, UsageError
+from ..custom import looks_custom
+from ..model_arg import InputShape
+from ..precision import PrecisionUnavailable
+from ..pytorch import RunOptions
+from ..registry import get_spec, is_builtin
+from ..timing.loop import Progress
+from ..timing.runner import Callback, TimingResult, check_timing, timing_result
 
-RUNNER_PATH = Path(__file__).with_name("child_runner.py")
+RUNNER_PATH = Path(__file__).with_name("runner.py")
 TORCH_HINT = ("install PyTorch for that interpreter: on JetPack 4.6, NVIDIA's torch 1.10 wheel "
               "for Python 3.6 (https://developer.nvidia.com/embedded/downloads, "
               "'PyTorch for Jetson')")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import Unavailable, UsageError
-from .precision import PrecisionUnavailable
+from ....errors import Unavailable, UsageError
+from ...precision import PrecisionUnavailable
 
 TENSORRT_EP, CUDA_EP, CPU_EP = ("TensorrtExecutionProvider", "CUDAExecutionProvider",
                                 "CPUExecutionProvider")

@@ -1,5 +1,5 @@
 """The timing loop's rules, shared by the in-process runner (runner.py) and the child runner
-(child_runner.py, which runs under JetPack 4's Python 3.6 with torch >= 1.10).
+(child/runner.py, which runs under JetPack 4's Python 3.6 with torch >= 1.10).
 
 Python 3.6 and the standard library only (torch is passed in, never imported here): no
 `from __future__ import annotations`, no walrus, no positional-only parameters, no dataclasses.

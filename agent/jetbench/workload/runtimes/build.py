@@ -1,7 +1,7 @@
-"""A built-in network under a runtime other than PyTorch eager (`--runtime`, runtimes.py), as
+"""A built-in network under a runtime other than PyTorch eager (`--runtime`, workload/runtimes/), as
 the `Workload` the runner times: TorchScript and torch.compile are built by
-`build_torch_workload`; ONNX Runtime runs jetbench's cached export (onnx_export.py), TensorRT
-an engine built from it (engine_build.py). Each is checked against PyTorch eager before it is
+`build_torch_workload`; ONNX Runtime runs jetbench's cached export (onnx/export.py), TensorRT
+an engine built from it (tensorrt/build.py). Each is checked against PyTorch eager before it is
 returned (output_check.py): the result's `workload.output_check` says by how much it agreed.
 
 A runtime that cannot run here (not installed, no CUDA GPU for TensorRT, training in an
@@ -14,19 +14,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Optional
 
-from ..errors import HardwareError
-from ._torch import import_torch
-from .engine_build import built_engine, strongly_typed
-from .macs import builtin_cost
-from .model_arg import InputShape, torch_shape
-from .onnx_export import exported_onnx
-from .onnx_model import build_onnx_workload, import_onnxruntime
-from .output_check import check_outputs
-from .precision import PrecisionUnavailable
-from .registry import get_spec
-from .runtimes import EXPORTED, ONNXRUNTIME, TENSORRT, RuntimeUnavailable
-from .tensorrt_engine import build_engine_workload, import_tensorrt
-from .workload import (
+from ...errors import HardwareError
+from .._torch import import_torch
+from ..macs import builtin_cost
+from ..model_arg import InputShape, torch_shape
+from ..precision import PrecisionUnavailable
+from ..pytorch import (
     RunOptions,
     Workload,
     build_torch_workload,
@@ -34,6 +27,13 @@ from .workload import (
     is_cuda,
     resolve_device,
 )
+from ..registry import get_spec
+from . import EXPORTED, ONNXRUNTIME, TENSORRT, RuntimeUnavailable
+from .onnx.export import exported_onnx
+from .onnx.model import build_onnx_workload, import_onnxruntime
+from .output_check import check_outputs
+from .tensorrt.build import built_engine, strongly_typed
+from .tensorrt.engine import build_engine_workload, import_tensorrt
 
 
 def build_for_runtime(model: str, precision: str, batch: int, device: str, input_mode: str,

@@ -20,9 +20,9 @@ import re
 from pathlib import Path
 from typing import Any, List, Optional
 
-from ..errors import HardwareError
-from .cache_dir import cache_dir, write_cached
-from .precision import PrecisionUnavailable
+from ....errors import HardwareError
+from ...precision import PrecisionUnavailable
+from ..cache_dir import cache_dir, write_cached
 
 
 def engine_name(onnx_path: Path, precision: str, trt_version: str, gpu: str) -> str:

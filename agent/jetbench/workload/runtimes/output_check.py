@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ..errors import OutputMismatch
-from ._torch import import_torch
-from .registry import get_spec
+from ...errors import OutputMismatch
+from .._torch import import_torch
+from ..registry import get_spec
 
 # max |runtime - reference| / max |reference| allowed, per precision: fp32 differs only in the
 # order of sums; TF32 keeps 10 mantissa bits, fp16 10 and bf16 7, over tens of layers.

@@ -1,5 +1,5 @@
 """`--throughput-from`: how a command's throughput is read from its output. Pure: lines in,
-figures out (the command runner in command.py feeds it).
+figures out (the command runner in workload/command/run.py feeds it).
 
     trtexec        trtexec's performance summary: `Throughput: N qps`, its latency and GPU
                    compute time statistics, the inference span
@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 KINDS = ("trtexec", "regex:PATTERN", "items:N")
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
