@@ -254,9 +254,10 @@ def test_an_interrupt_as_the_command_starts_still_ends_its_group(tmp_path, monke
     import threading
 
     from jetbench.workload.command import run as command
+    from jetbench.workload.command.spec import command_spec
 
     marker = tmp_path / "running"
-    spec = command.command_spec(fake("fake_hang.py", str(marker)), "items:1")
+    spec = command_spec(fake("fake_hang.py", str(marker)), "items:1")
     real_start = threading.Thread.start
 
     def start(self):  # the interrupt arrives once the command is running, before the readers

@@ -141,7 +141,7 @@ def test_a_cpu_torch_workload_under_device_auto_is_metered_as_the_cpus(tmp_path,
     from jetbench.run import meters as run_meters
     from jetbench.run.meters import Meters
     from jetbench.run.request import MeasureRequest
-    from jetbench.workload.command.run import command_spec
+    from jetbench.workload.command.spec import command_spec
 
     monkeypatch.setattr(run_meters, "resolve_device", lambda device: "cpu")  # the CPU torch
     board = detect(Root(tmp_path))

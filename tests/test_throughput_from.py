@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jetbench.errors import UsageError
-from jetbench.workload.command.run import command_spec
+from jetbench.workload.command.spec import command_spec
 from jetbench.workload.command.throughput_from import (
     OutputParser,
     parse_throughput_from,

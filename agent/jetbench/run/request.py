@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..hw.board import Board
 from ..report.schema import point_id
 from ..units import format_hz, parse_duration_s, parse_freq, resolve_freq
-from ..workload.command.run import command_request, command_spec
+from ..workload.command.spec import command_request, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
 from ..workload.precision import parse_precisions
 from ..workload.registry import check_model_names
