@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
+from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
-from jetbench.workload.pytorch import RunOptions
 from jetbench.workload.timing.runner import run_timed
 
 

@@ -20,8 +20,8 @@ from typing import Dict, List
 
 import torch
 
+from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
-from jetbench.workload.pytorch import RunOptions
 from jetbench.workload.runtimes import output_check
 
 

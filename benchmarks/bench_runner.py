@@ -19,8 +19,8 @@ from typing import Any, Dict, List
 
 import torch
 
+from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
-from jetbench.workload.pytorch import RunOptions
 from jetbench.workload.timing.runner import run_timed
 
 

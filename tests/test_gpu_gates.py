@@ -14,9 +14,10 @@ import pytest
 from jetbench.errors import OutOfMemory, UsageError
 from jetbench.workload import precision as prec
 from jetbench.workload import pytorch as wl
+from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
 from jetbench.workload.precision import PrecisionUnavailable, apply_precision, tensorrt_int8
-from jetbench.workload.pytorch import RunOptions, resolve_device
+from jetbench.workload.pytorch import resolve_device
 from jetbench.workload.timing.runner import run_timed
 
 torch = pytest.importorskip("torch")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from jetbench.errors import HardwareError
-from jetbench.workload.pytorch import RunOptions
+from jetbench.workload.base import RunOptions
 from jetbench.workload.runtimes.onnx.model import open_session
 from jetbench.workload.runtimes.onnx.providers import CPU_EP, CUDA_EP, TENSORRT_EP, choose
 

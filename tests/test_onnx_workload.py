@@ -283,8 +283,8 @@ def test_schema_rejects_an_onnx_result_without_its_provider() -> None:
 
 def test_provider_with_a_pytorch_network_is_a_usage_error() -> None:
     pytest.importorskip("torch")
+    from jetbench.workload.base import RunOptions
     from jetbench.workload.build import build_workload
-    from jetbench.workload.pytorch import RunOptions
 
     with pytest.raises(UsageError, match="--provider applies to ONNX models"):
         build_workload("alexnet", options=RunOptions(provider="cpu"))

@@ -16,9 +16,9 @@ import pytest
 
 from jetbench.errors import HardwareError, OutputMismatch, UsageError
 from jetbench.run.timing import TimeRequest, time_models
+from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
 from jetbench.workload.precision import PrecisionUnavailable
-from jetbench.workload.pytorch import RunOptions
 from jetbench.workload.runtimes import (
     RuntimeUnavailable,
     check_runtimes,

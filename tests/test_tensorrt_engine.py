@@ -205,7 +205,7 @@ def test_engine_needs_a_cuda_device(engine_file: Path, monkeypatch) -> None:
     with pytest.raises(UsageError, match="runs on a CUDA GPU, not on cpu"):
         build_workload(str(engine_file), "fp16", 1, "auto")
     with pytest.raises(UsageError, match="--provider applies to ONNX models"):
-        from jetbench.workload.pytorch import RunOptions
+        from jetbench.workload.base import RunOptions
 
         build_workload(str(engine_file), "fp16", 1, "auto", options=RunOptions(provider="cpu"))
 

@@ -43,7 +43,8 @@ def test_fp32_turns_tf32_off_through_whichever_api_the_torch_has():
 
 def test_a_workload_runs_fp32_as_ieee_and_puts_the_setting_back():
     torch = pytest.importorskip("torch")
-    from jetbench.workload.pytorch import RunOptions, backend_settings
+    from jetbench.workload.base import RunOptions
+    from jetbench.workload.pytorch import backend_settings
 
     conv = torch.backends.cudnn.conv
     before = conv.fp32_precision

@@ -127,7 +127,7 @@ def test_a_child_that_ends_without_a_word_is_a_hardware_error(tmp_path):
 
 
 def test_what_the_child_cannot_do_is_refused_before_it_starts(tmp_path):
-    from jetbench.workload.pytorch import RunOptions
+    from jetbench.workload.base import RunOptions
 
     never = str(tmp_path / "never-started")
     with pytest.raises(UsageError, match="built-in networks only"):

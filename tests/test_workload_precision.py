@@ -8,10 +8,10 @@ import sys
 import pytest
 
 from jetbench.errors import UsageError
+from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
 from jetbench.workload.check import check_precisions, compare_outputs
 from jetbench.workload.precision import PrecisionUnavailable, parse_precisions, tensorrt_int8
-from jetbench.workload.pytorch import RunOptions
 from jetbench.workload.timing.runner import run_timed
 
 torch = pytest.importorskip("torch")

@@ -9,9 +9,10 @@ import pytest
 
 from jetbench.errors import OutOfMemory, UsageError
 from jetbench.run.timing import TimeRequest, TimeRow, parse_batches, precision_advice, time_models
+from jetbench.workload.base import RunOptions, Workload
 from jetbench.workload.build import build_workload
 from jetbench.workload.macs import ModelCost
-from jetbench.workload.pytorch import RunOptions, Workload, oom_guard
+from jetbench.workload.pytorch import oom_guard
 from jetbench.workload.timing import loop
 from jetbench.workload.timing.runner import run_timed
 from jetbench.workload.timing.stats import (

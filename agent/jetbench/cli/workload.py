@@ -73,9 +73,9 @@ def time_cmd(
     until both --iterations and --duration are met; img/s, latency percentiles, CV, GFLOP/s."""
     from ..run.timing import TimeRequest, parse_batches, parse_bytes, time_models
     from ..units import parse_duration_s
+    from ..workload.base import RunOptions
     from ..workload.model_arg import parse_shape_option
     from ..workload.precision import parse_precisions
-    from ..workload.pytorch import RunOptions
     from ..workload.registry import check_model_names
     from ..workload.runtimes import parse_runtimes
 

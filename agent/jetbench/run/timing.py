@@ -12,12 +12,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..errors import NOT_RUN, JetbenchError, OutOfMemory, UsageError, first_line, not_run
 from ..report.figures import noise_words, separated, significant
 from ..report.schema import TIME_SCHEMA
+from ..workload.base import RunOptions
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
 from ..workload.child.parent import ChildWorkload, run_in_child
 from ..workload.layers import LayerTimes, time_layers
 from ..workload.model_arg import ONNX, PYTORCH, SIM, InputShape, model_kind
-from ..workload.pytorch import RunOptions, resolve_device
+from ..workload.pytorch import resolve_device
 from ..workload.runtimes import DEFAULT, TORCH, check_runtimes, with_runtime
 from ..workload.timing.runner import TimingResult, run_timed
 

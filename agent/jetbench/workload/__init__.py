@@ -4,7 +4,7 @@ Nothing here imports torch at import time; torch loads inside the functions that
 The API the measure orchestrator uses:
 
     from jetbench.workload.build import build_workload
-    from jetbench.workload.pytorch import RunOptions
+    from jetbench.workload.base import RunOptions
     from jetbench.workload.timing.runner import run_timed, TimingResult
 
 `jetbench time` as one call: `jetbench.run.timing.time_models(TimeRequest(...))`.

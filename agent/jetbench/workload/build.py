@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..errors import UsageError
+from .base import RunOptions, Workload
 from .model_arg import ONNX, PYTORCH, SIM, TENSORRT, InputShape, check_model_file, model_kind
-from .pytorch import INPUT_MODES, RunOptions, Workload, build_torch_workload
+from .pytorch import INPUT_MODES, build_torch_workload
 from .runtimes import TORCH
 from .runtimes.build import build_for_runtime
 from .runtimes.onnx.model import build_onnx_workload

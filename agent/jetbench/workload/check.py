@@ -7,10 +7,10 @@ import copy
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
+from .base import RunOptions
 from .build import build_workload
 from .model_arg import InputShape
 from .precision import PrecisionUnavailable
-from .pytorch import RunOptions
 from .runtimes.output_check import compare_outputs
 
 

@@ -8,7 +8,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from .pytorch import Workload, backend_settings, oom_guard
+from .base import Workload
+from .pytorch import backend_settings, oom_guard
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import OutOfMemory, UsageError, first_line
 from . import device_facts as portable
 from ._torch import import_torch
+from .base import MODES, RunOptions, Workload
 from .custom import load_custom, looks_custom
 from .device_facts import (  # noqa: F401
     CONSTANT_INPUT,
@@ -27,94 +27,14 @@ from .macs import ModelCost, builtin_cost, macs_or_none
 from .model_arg import InputShape, torch_shape
 from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
 from .registry import get_spec, is_builtin
-from .runtimes import COMPILE, TORCH, TORCHSCRIPT, RuntimeUnavailable
-
-MODES = ("inference", "train")
+from .runtimes import COMPILE, TORCHSCRIPT, RuntimeUnavailable
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """How to run (framework settings). `threads` None keeps torch's default.
-    `memory_limit_bytes` refuses a workload whose estimated footprint exceeds it, through the
-    same path as a real allocator OOM (and caps the CUDA caching allocator to it)."""
-
-    mode: str = "inference"
-    cudnn: bool = True
-    cudnn_benchmark: bool = False
-    channels_last: bool = False
-    cuda_graph: bool = False
-    compile: bool = False
-    threads: Optional[int] = None
-    memory_limit_bytes: Optional[int] = None
-    seed: int = 0
-    provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
-    runtime: str = TORCH  # --runtime (workload/runtimes/): torchscript and compile are built here
-
-
-@dataclass
-class Workload:
-    """A ready-to-time workload. `step()` runs one iteration (forward, or forward+backward)
-    without synchronising; `sync()` waits for the device; `context()` is entered once around
-    a loop of steps (inference_mode for inference).
-
-    Another framework (ONNX Runtime, TensorRT) fills `framework`, `details` (more of the
-    result's `workload` object), `frame` (its context around a whole timed run, in place of
-    PyTorch's settings, device and OOM mapping) and `host_timed` (time with the host clock
-    even on a GPU: a call that returns only when the device is done)."""
-
-    model: str
-    precision: str
-    batch: int
-    device: str
-    input_mode: str
-    options: RunOptions
-    module: Any
-    input: Any
-    cost: Optional[ModelCost]
-    footprint_bytes: int
-    step: Callable[[], Any]
-    sync: Callable[[], None]
-    context: Callable[[], Any]
-    notes: Tuple[str, ...] = field(default=())
-    framework: str = "pytorch"
-    details: Dict[str, Any] = field(default_factory=dict)
-    frame: Optional[Callable[[str], ContextManager[Any]]] = None
-    host_timed: bool = False
-    outputs: Optional[Callable[[], Any]] = None  # one step, then its first output (None: step())
-
-    @property
-    def mode(self) -> str:
-        return self.options.mode
-
-    @property
-    def flops_per_iteration(self) -> Optional[float]:
-        """2 flops per MAC; training counts backward as twice the forward (grad wrt inputs and
-        weights), so 3 x forward."""
-        if self.cost is None:
-            return None
-        passes = 3 if self.mode == "train" else 1
-        return 2.0 * self.cost.macs_per_image * self.batch * passes
-
-    def describe(self) -> Dict[str, Any]:
-        """The result schema's `workload` object."""
-        return {"model": self.model, "precision": self.precision, "batch": self.batch,
-                "device": self.device, "mode": self.mode, "input": self.input_mode,
-                "input_shape": list(self.input.shape[1:]),
-                "gmacs_per_image": None if self.cost is None else self.cost.gmacs_per_image,
-                "params": None if self.cost is None else self.cost.params,
-                "framework": self.framework, "runtime": self.runtime, **self.details}
-
-    @property
-    def runtime(self) -> str:
-        """The --runtime this is (workload/runtimes/): a PyTorch network's from its options (the
-        --compile flag is the runtime `compile`), else its framework's."""
-        if self.framework != "pytorch":
-            return self.framework
-        return COMPILE if self.options.compile else self.options.runtime
+class TorchWorkload(Workload):
+    """A PyTorch network: timed inside PyTorch's settings (cuDNN, TF32, threads), its device
+    made current and its out-of-memory errors turned into jetbench's."""
 
     def running(self, label: str) -> ContextManager[Any]:
-        """What a timed run of this workload happens inside: the framework's settings, the
-        device made current, its errors turned into jetbench's, and `context()`."""
         if self.frame is not None:
             return self.frame(label)
         return _torch_frame(self, label)
@@ -268,7 +188,7 @@ def build_torch_workload(
         if options.cuda_graph:
             step = _capture_graph(torch, step, context, dev)
     notes = ("no MAC count for this model (graph not traceable)",) if cost is None else ()
-    return Workload(model, precision, batch, dev, input_mode, options, net, example, cost,
+    return TorchWorkload(model, precision, batch, dev, input_mode, options, net, example, cost,
                     footprint, step, sync, context, notes)
 
 

@@ -41,10 +41,10 @@ from ..sim.workload_model import (
     batch_time,
     family_constants,
 )
+from .base import RunOptions, Workload
 from .macs import ModelCost
 from .model_arg import SIM, SIM_PREFIX
 from .precision import PrecisionUnavailable
-from .pytorch import RunOptions, Workload
 from .registry import ModelSpec, get_spec
 from .timing.runner import run_timed
 from .timing.timed import Hook, Progress, TimedRun

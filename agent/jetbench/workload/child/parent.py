@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import IO, Any, Dict, Optional, Tuple
 
 from ...errors import HardwareError, JetbenchError, OutOfMemory, UsageError
+from ..base import RunOptions
 from ..custom import looks_custom
 from ..model_arg import InputShape
 from ..precision import PrecisionUnavailable
-from ..pytorch import RunOptions
 from ..registry import get_spec, is_builtin
 from ..timing.loop import Progress
 from ..timing.runner import Callback, TimingResult, check_timing, timing_result

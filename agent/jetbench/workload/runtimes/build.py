@@ -16,17 +16,11 @@ from typing import Any, Optional
 
 from ...errors import HardwareError
 from .._torch import import_torch
+from ..base import RunOptions, Workload
 from ..macs import builtin_cost
 from ..model_arg import InputShape, torch_shape
 from ..precision import PrecisionUnavailable
-from ..pytorch import (
-    RunOptions,
-    Workload,
-    build_torch_workload,
-    cuda_index,
-    is_cuda,
-    resolve_device,
-)
+from ..pytorch import build_torch_workload, cuda_index, is_cuda, resolve_device
 from ..registry import get_spec
 from . import EXPORTED, ONNXRUNTIME, TENSORRT, RuntimeUnavailable
 from .onnx.export import exported_onnx

@@ -12,7 +12,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...errors import UsageError
 from .._torch import import_torch
-from ..pytorch import Workload, is_cuda
+from ..base import Workload
+from ..pytorch import is_cuda
 from .loop import Progress, cuda_loop, host_loop, warm_then_time, warmup_cap_s
 from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s
 from .stats import latency_stats as _latency_stats

@@ -17,10 +17,10 @@ from __future__ import annotations
 import gc
 from typing import Any, Callable, Dict, Optional
 
+from ..base import RunOptions
 from ..build import build_workload
 from ..child.parent import ChildWorkload, run_in_child
 from ..model_arg import InputShape, model_kind
-from ..pytorch import RunOptions
 from ..runtimes import EXPORTED, TORCH, with_runtime
 from .runner import run_timed
 

@@ -16,8 +16,9 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ....errors import HardwareError, OutOfMemory, Unavailable, UsageError
 from ....interrupts import held_sigint
+from ...base import RunOptions, Workload
 from ...model_arg import InputShape, resolve_shapes
-from ...pytorch import CONSTANT_INPUT, RunOptions, Workload
+from ...pytorch import CONSTANT_INPUT
 from ..cache_dir import cache_dir
 from .providers import (
     CUDA_EP,

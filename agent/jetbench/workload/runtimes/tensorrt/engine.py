@@ -20,8 +20,9 @@ from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
 from ....errors import HardwareError, OutOfMemory, UsageError
 from ....interrupts import held_sigint
 from ..._torch import import_torch
+from ...base import RunOptions, Workload
 from ...model_arg import InputShape, resolve_shapes
-from ...pytorch import CONSTANT_INPUT, RunOptions, Workload, device_context, is_cuda, resolve_device
+from ...pytorch import CONSTANT_INPUT, device_context, is_cuda, resolve_device
 
 INSTALL_HINT = ("TensorRT engines need TensorRT's Python package and a CUDA build of PyTorch: "
                 "on a Jetson both come with JetPack (`sudo apt install python3-libnvinfer` and "
