@@ -23,6 +23,7 @@ import torch
 
 from jetbench.workload.build import build_workload
 from jetbench.workload.child.parent import ChildWorkload, run_in_child
+from jetbench.workload.timing.plan import TimingPlan
 from jetbench.workload.timing.runner import run_timed
 
 
@@ -32,7 +33,7 @@ def bench_one(python: str, model: str, rounds: int, seconds: float) -> Dict[str,
     start_s: List[float] = []
     for _ in range(rounds):
         work = build_workload(model, "fp32", 1, "cpu")
-        inproc.append(run_timed(work, iterations=1, duration_s=seconds, warmup_s=0.5)
+        inproc.append(run_timed(work, TimingPlan(iterations=1, duration_s=seconds, warmup_s=0.5))
                       .images_per_s)
         del work
         t0 = time.monotonic()
@@ -41,8 +42,10 @@ def bench_one(python: str, model: str, rounds: int, seconds: float) -> Dict[str,
         def first_progress(phase: str, fraction: float, marks: Dict[str, float] = marks) -> None:
             marks.setdefault("ready", time.monotonic())
 
-        result = run_in_child(ChildWorkload(python, model, device="cpu"), iterations=1,
-                              duration_s=seconds, warmup_s=0.5, progress=first_progress)
+        result = run_in_child(ChildWorkload(python, model, device="cpu"), TimingPlan(iterations=1,
+                                                                                     duration_s=seconds,
+                                                                                     warmup_s=0.5,
+                                                                                     progress=first_progress))
         child.append(result.images_per_s)
         start_s.append(marks.get("ready", time.monotonic()) - t0)
     ratios = [c / i for c, i in zip(child, inproc)]

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List
 
 from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
+from jetbench.workload.timing.plan import TimingPlan
 from jetbench.workload.timing.runner import run_timed
 
 
@@ -65,8 +66,9 @@ def bench_one(path: Path, batch: int, rounds: int, seconds: float, threads: int
     for _ in range(rounds):
         out["run"].append(rate(plain, iterations, batch))
         out["iobinding"].append(rate(bound, iterations, batch))
-        out["runner"].append(run_timed(work, iterations=iterations, duration_s=0, warmup_s=0,
-                                       warmup_iterations=0).images_per_s)
+        out["runner"].append(run_timed(work, TimingPlan(iterations=iterations, duration_s=0,
+                                                        warmup_s=0,
+                                                        warmup_iterations=0)).images_per_s)
     med = {k: statistics.median(v) for k, v in out.items()}
     return {"model": path.stem, "batch": batch, "iterations": iterations, "rounds": rounds,
             "onnxruntime": ort.__version__, **{f"{k}_images_per_s": v for k, v in med.items()},

@@ -21,6 +21,7 @@ import torch
 
 from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
+from jetbench.workload.timing.plan import TimingPlan
 from jetbench.workload.timing.runner import run_timed
 
 
@@ -51,8 +52,8 @@ def bench_one(model: str, precision: str, batch: int, rounds: int, seconds: floa
     runner: List[float] = []
     for _ in range(rounds):
         bare.append(bare_loop(work.module, work.input, iterations))
-        result = run_timed(work, iterations=iterations, duration_s=0, warmup_s=0,
-                           warmup_iterations=0)
+        result = run_timed(work, TimingPlan(iterations=iterations, duration_s=0, warmup_s=0,
+                                            warmup_iterations=0))
         runner.append(result.images_per_s)
     ratios = [r / b for r, b in zip(runner, bare)]
     ratio = statistics.median(ratios)

@@ -18,6 +18,7 @@ from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
 from jetbench.workload.precision import PrecisionUnavailable, apply_precision, tensorrt_int8
 from jetbench.workload.pytorch import resolve_device
+from jetbench.workload.timing.plan import TimingPlan
 from jetbench.workload.timing.runner import run_timed
 
 torch = pytest.importorskip("torch")
@@ -181,7 +182,7 @@ class _TegraOom(torch.nn.Module):
 def test_tegra_nvml_assert_is_out_of_memory():
     work = build_workload("tegra", "fp32", 1, "cpu", input_shape=TINY, module=_TegraOom())
     with pytest.raises(OutOfMemory):
-        run_timed(work, iterations=1, duration_s=0, warmup_s=0, warmup_iterations=0)
+        run_timed(work, TimingPlan(iterations=1, duration_s=0, warmup_s=0, warmup_iterations=0))
 
 
 # -- 7: old torch ---------------------------------------------------------------------------
@@ -281,7 +282,7 @@ def test_cuda_n_times_with_events_and_sync_on_that_device(monkeypatch):
     fake = FakeCuda(monkeypatch, count=2)
     work = dataclasses.replace(work, device="cuda:1", sync=wl._cuda_sync(torch, "cuda:1"),
                                step=lambda: None)
-    run_timed(work, iterations=3, duration_s=0, warmup_s=0, warmup_iterations=0)
+    run_timed(work, TimingPlan(iterations=3, duration_s=0, warmup_s=0, warmup_iterations=0))
     events = [d for what, d in fake.log if what == "event"]
     assert events and set(events) == {1}
     assert ("sync", 1) in fake.log and fake.current == 0

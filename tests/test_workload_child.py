@@ -19,6 +19,7 @@ from jetbench.run.request import MeasureRequest
 from jetbench.workload.child import parent as child
 from jetbench.workload.child.parent import ChildWorkload, run_in_child
 from jetbench.workload.precision import PrecisionUnavailable
+from jetbench.workload.timing.plan import TimingPlan
 
 from conftest import bound_s, make_board, run_cli, sigint_as_on_a_terminal
 
@@ -115,7 +116,7 @@ def test_child_errors_come_back_with_the_childs_message(args, message):
 
 def test_an_interpreter_that_does_not_start_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="cannot start it"):
-        run_in_child(ChildWorkload(str(tmp_path / "nope"), "resnet18"), iterations=1)
+        run_in_child(ChildWorkload(str(tmp_path / "nope"), "resnet18"), TimingPlan(iterations=1))
 
 
 def test_a_child_that_ends_without_a_word_is_a_hardware_error(tmp_path):
@@ -123,7 +124,7 @@ def test_a_child_that_ends_without_a_word_is_a_hardware_error(tmp_path):
     script.write_text("#!/bin/sh\necho 'Segmentation fault' >&2\nexit 139\n")
     script.chmod(0o755)
     with pytest.raises(HardwareError, match="exit status 139.*Segmentation fault"):
-        run_in_child(ChildWorkload(str(script), "resnet18"), iterations=1)
+        run_in_child(ChildWorkload(str(script), "resnet18"), TimingPlan(iterations=1))
 
 
 def test_what_the_child_cannot_do_is_refused_before_it_starts(tmp_path):
@@ -131,7 +132,7 @@ def test_what_the_child_cannot_do_is_refused_before_it_starts(tmp_path):
 
     never = str(tmp_path / "never-started")
     with pytest.raises(UsageError, match="built-in networks only"):
-        run_in_child(ChildWorkload(never, "my_module:build"), iterations=1)
+        run_in_child(ChildWorkload(never, "my_module:build"), TimingPlan(iterations=1))
     with pytest.raises(UsageError, match="not with --cuda-graph, --compile"):
         run_in_child(ChildWorkload(never, "alexnet", options=RunOptions(cuda_graph=True,
                                                                          compile=True)))
@@ -209,7 +210,7 @@ def test_a_child_that_does_not_speak_the_protocol_is_a_hardware_error(tmp_path):
     script.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{speak}" "$@"\n')
     script.chmod(0o755)
     with pytest.raises(HardwareError, match="not the protocol: 'hello'"):
-        run_in_child(ChildWorkload(str(script), "resnet18"), iterations=1)
+        run_in_child(ChildWorkload(str(script), "resnet18"), TimingPlan(iterations=1))
 
 
 def test_out_of_memory_in_the_child_is_an_oom_row():

@@ -12,6 +12,7 @@ from jetbench.workload.base import RunOptions
 from jetbench.workload.build import build_workload
 from jetbench.workload.check import check_precisions, compare_outputs
 from jetbench.workload.precision import PrecisionUnavailable, parse_precisions, tensorrt_int8
+from jetbench.workload.timing.plan import TimingPlan
 from jetbench.workload.timing.runner import run_timed
 
 torch = pytest.importorskip("torch")
@@ -30,7 +31,8 @@ def test_parse_precisions() -> None:
                                              ("bf16", "bfloat16")])
 def test_each_precision_runs_on_cpu(precision: str, dtype: str) -> None:
     work = build_workload("resnet18", precision, 2, "cpu", input_shape=TINY)
-    result = run_timed(work, iterations=2, duration_s=0, warmup_s=0, warmup_iterations=1)
+    result = run_timed(work, TimingPlan(iterations=2, duration_s=0, warmup_s=0,
+                                        warmup_iterations=1))
     assert result.iterations == 2 and result.images_per_s > 0
     assert result.workload["precision"] == precision
     with torch.inference_mode():
@@ -47,7 +49,8 @@ def test_int8_runs_quantized_and_agrees_roughly() -> None:
     assert any("quantized" in k for k in kinds)
     lrn = [m for m in work.module.modules() if type(m).__name__ == "CaffeLRN"]
     assert len(lrn) == 2  # kept as float leaves between dequantize/quantize
-    result = run_timed(work, iterations=1, duration_s=0, warmup_s=0, warmup_iterations=0)
+    result = run_timed(work, TimingPlan(iterations=1, duration_s=0, warmup_s=0,
+                                        warmup_iterations=0))
     assert result.images_per_s > 0
     ref = build_workload("googlenet", "fp32", 2, "cpu", "random", input_shape=shape)
     with torch.inference_mode():
@@ -99,7 +102,8 @@ def test_int8_training_is_refused() -> None:
 def test_training_step_runs(precision: str) -> None:
     work = build_workload("resnet18", precision, 2, "cpu", input_shape=TINY,
                           options=RunOptions(mode="train"))
-    result = run_timed(work, iterations=1, duration_s=0, warmup_s=0, warmup_iterations=0)
+    result = run_timed(work, TimingPlan(iterations=1, duration_s=0, warmup_s=0,
+                                        warmup_iterations=0))
     assert result.workload["mode"] == "train"
     assert work.module.head[2].weight.grad is not None
     assert result.gflops == pytest.approx(
@@ -111,7 +115,7 @@ def test_channels_last_and_threads() -> None:
     work = build_workload("mobilenet_v2", "fp32", 1, "cpu", input_shape=TINY,
                           options=RunOptions(channels_last=True, threads=1))
     assert work.input.is_contiguous(memory_format=torch.channels_last)
-    run_timed(work, iterations=1, duration_s=0, warmup_s=0, warmup_iterations=0)
+    run_timed(work, TimingPlan(iterations=1, duration_s=0, warmup_s=0, warmup_iterations=0))
     assert torch.get_num_threads() == before  # settings are put back
 
 

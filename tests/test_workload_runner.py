@@ -14,6 +14,7 @@ from jetbench.workload.build import build_workload
 from jetbench.workload.macs import ModelCost
 from jetbench.workload.pytorch import oom_guard
 from jetbench.workload.timing import loop
+from jetbench.workload.timing.plan import TimingPlan
 from jetbench.workload.timing.runner import run_timed
 from jetbench.workload.timing.stats import (
     coefficient_of_variation,
@@ -82,8 +83,8 @@ def test_percentiles_and_stats() -> None:
 
 def test_timed_phase_meets_both_count_and_duration(clock: FakeClock) -> None:
     # 10 ms iterations: 5 iterations are not enough for 0.1 s, so it runs 10
-    result = run_timed(fake_workload(clock), iterations=5, duration_s=0.1, warmup_s=0,
-                       warmup_iterations=0)
+    result = run_timed(fake_workload(clock), TimingPlan(iterations=5, duration_s=0.1, warmup_s=0,
+                                                        warmup_iterations=0))
     assert result.iterations == 10
     assert result.wall_s == pytest.approx(0.1)
     assert result.images_per_s == pytest.approx(4 * 10 / 0.1)
@@ -91,8 +92,8 @@ def test_timed_phase_meets_both_count_and_duration(clock: FakeClock) -> None:
     assert result.cv == pytest.approx(0.0, abs=1e-9)
     assert result.gflops == pytest.approx(2 * 1e6 * 4 * 10 / 0.1 / 1e9)
     # and the count wins when the duration is short
-    result = run_timed(fake_workload(clock), iterations=25, duration_s=0.01, warmup_s=0,
-                       warmup_iterations=0)
+    result = run_timed(fake_workload(clock), TimingPlan(iterations=25, duration_s=0.01, warmup_s=0,
+                                                        warmup_iterations=0))
     assert result.iterations == 25
 
 
@@ -100,8 +101,8 @@ def test_known_latencies_give_known_statistics(monkeypatch: pytest.MonkeyPatch) 
     timings = [0.010, 0.020, 0.030, 0.040, 0.050]
     fake = FakeClock(iter(timings))
     monkeypatch.setattr(loop.time, "perf_counter", fake)
-    result = run_timed(fake_workload(fake, batch=1), iterations=5, duration_s=0, warmup_s=0,
-                       warmup_iterations=0)
+    result = run_timed(fake_workload(fake, batch=1), TimingPlan(iterations=5, duration_s=0,
+                                                                warmup_s=0, warmup_iterations=0))
     assert result.latencies_ms == pytest.approx((10, 20, 30, 40, 50))
     lat = result.latency_ms
     assert (lat.min_ms, lat.mean_ms, lat.p50_ms, lat.max_ms) == pytest.approx((10, 30, 30, 50))
@@ -114,8 +115,8 @@ def test_warmup_runs_until_stable(monkeypatch: pytest.MonkeyPatch) -> None:
     # slow first iterations (caches, autotuning), then steady 10 ms
     fake = FakeClock(iter([0.5, 0.2, 0.1, 0.05] + [0.010] * 1000))
     monkeypatch.setattr(loop.time, "perf_counter", fake)
-    result = run_timed(fake_workload(fake), iterations=3, duration_s=0, warmup_s=0,
-                       warmup_iterations=2)
+    result = run_timed(fake_workload(fake), TimingPlan(iterations=3, duration_s=0, warmup_s=0,
+                                                       warmup_iterations=2))
     # medians of the last two windows of 3 agree at 9: [.05, .01, .01] vs [.01, .01, .01]
     assert result.warmup_iterations == 9
     assert result.latency_ms.max_ms == pytest.approx(10.0)
@@ -125,25 +126,24 @@ def test_warmup_runs_until_stable(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_warmup_respects_minimum_time_and_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeClock(constant(0.010))
     monkeypatch.setattr(loop.time, "perf_counter", fake)
-    result = run_timed(fake_workload(fake), iterations=1, duration_s=0, warmup_s=0.2)
+    result = run_timed(fake_workload(fake), TimingPlan(iterations=1, duration_s=0, warmup_s=0.2))
     assert result.warmup_s == pytest.approx(0.2)
     # never stable (alternating), so the cap ends it, with a warning
     fake2 = FakeClock(iter([0.01, 0.03] * 10000))
     monkeypatch.setattr(loop.time, "perf_counter", fake2)
-    result = run_timed(fake_workload(fake2), iterations=1, duration_s=0, warmup_s=0.1,
-                       max_warmup_s=0.5)
+    result = run_timed(fake_workload(fake2), TimingPlan(iterations=1, duration_s=0, warmup_s=0.1,
+                                                        max_warmup_s=0.5))
     assert 0.5 <= result.warmup_s < 0.55
     assert any("still changing" in w for w in result.warnings)
 
 
 def test_callbacks_bracket_exactly_the_timed_iterations(clock: FakeClock) -> None:
     seen: List[tuple] = []
-    result = run_timed(
-        fake_workload(clock), iterations=4, duration_s=0, warmup_s=0, warmup_iterations=3,
-        max_warmup_s=0.0,
-        on_timed_start=lambda: seen.append(("start", clock.steps, clock.now)),
-        on_timed_end=lambda: seen.append(("end", clock.steps, clock.now)),
-    )
+    plan = TimingPlan(iterations=4, duration_s=0, warmup_s=0, warmup_iterations=3,
+                      max_warmup_s=0.0,
+                      on_timed_start=lambda: seen.append(("start", clock.steps, clock.now)),
+                      on_timed_end=lambda: seen.append(("end", clock.steps, clock.now)))
+    result = run_timed(fake_workload(clock), plan)
     (_, steps0, t0), (_, steps1, t1) = seen
     assert steps0 == result.warmup_iterations == 3
     assert steps1 - steps0 == result.iterations == 4
@@ -152,15 +152,15 @@ def test_callbacks_bracket_exactly_the_timed_iterations(clock: FakeClock) -> Non
 
 def test_progress_is_reported(clock: FakeClock) -> None:
     calls: List[tuple] = []
-    run_timed(fake_workload(clock), iterations=1, duration_s=1.0, warmup_s=0.5,
-              progress=lambda phase, f: calls.append((phase, f)))
+    run_timed(fake_workload(clock), TimingPlan(iterations=1, duration_s=1.0, warmup_s=0.5,
+                                               progress=lambda phase, f: calls.append((phase, f))))
     assert {"warmup", "timed"} <= {p for p, _ in calls}
     assert all(0.0 <= f <= 1.0 for _, f in calls)
 
 
 def test_bad_arguments(clock: FakeClock) -> None:
     with pytest.raises(UsageError):
-        run_timed(fake_workload(clock), iterations=0)
+        run_timed(fake_workload(clock), TimingPlan(iterations=0))
     with pytest.raises(UsageError):
         parse_batches("1,x")
     assert parse_batches("1, 32") == (1, 32) and parse_batches("SWEEP") == "sweep"
@@ -169,7 +169,8 @@ def test_bad_arguments(clock: FakeClock) -> None:
 def test_real_workload_runs_on_cpu() -> None:
     work = build_workload("resnet18", "fp32", 2, "cpu", input_shape=TINY,
                           options=RunOptions(threads=1))
-    result = run_timed(work, iterations=3, duration_s=0, warmup_s=0, warmup_iterations=1)
+    result = run_timed(work, TimingPlan(iterations=3, duration_s=0, warmup_s=0,
+                                        warmup_iterations=1))
     assert result.iterations == 3 and result.images_per_s > 0
     assert result.workload["model"] == "resnet18" and result.gflops > 0
     doc = result.to_dict()

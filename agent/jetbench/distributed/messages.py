@@ -23,6 +23,7 @@ from ..errors import JetbenchError, RankFailed, RankLost
 from ..hw.meters.nvml import NvmlSource
 from ..hw.nvml import cuda_gpu
 from ..workload.build import build_workload
+from ..workload.timing.plan import TimingPlan
 from ..workload.timing.runner import run_timed
 from ..workload.timing.timed import TimedRun
 from .group import RankGroup
@@ -61,9 +62,10 @@ def build(order: PointOrder, device: str) -> Any:
 
 def timed(workload: Any, order: PointOrder, on_start: Callback = None, on_end: Callback = None,
           progress: Any = None) -> Any:
-    return run_timed(workload, order.iterations, order.duration_s, order.warmup_s,
-                     warmup_iterations=1 if order.warmup_s > 0 else 0,
-                     on_timed_start=on_start, on_timed_end=on_end, progress=progress)
+    return run_timed(workload, TimingPlan(order.iterations, order.duration_s, order.warmup_s,
+                                          warmup_iterations=1 if order.warmup_s > 0 else 0,
+                                          on_timed_start=on_start, on_timed_end=on_end,
+                                          progress=progress))
 
 
 def _raise_first_error(values: Sequence[Any]) -> None:
@@ -251,10 +253,10 @@ class RanksRun(TimedRun):
     def __init__(self, leader: Leader, point: Any, request: Any):
         self.leader, self.point, self.request = leader, point, request
 
-    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Any,
-            on_timed_end: Any, progress: Any = None) -> Any:
-        return self.leader.run_point(self.point, self.request, on_timed_start, on_timed_end,
-                                     progress)
+    def run(self, plan: Any) -> Any:
+        """Every rank times the request's own plan; the hooks here open the one window."""
+        return self.leader.run_point(self.point, self.request, plan.on_timed_start,
+                                     plan.on_timed_end, plan.progress)
 
     def annotate(self, doc: Dict[str, Any]) -> None:
         self.leader.annotate(doc)

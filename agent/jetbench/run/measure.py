@@ -44,6 +44,7 @@ from ..sampling.rates import sampling_doc
 from ..workload.model_arg import is_sim
 from ..workload.runtimes import TORCH
 from ..workload.sim_run import SimRun
+from ..workload.timing.plan import TimingPlan
 from ..workload.timing.timed import ChildRun, InProcessRun, TimedRun
 from . import result as build
 from .meters import Meters
@@ -312,8 +313,10 @@ class _State:
             run.prepare()
             if run.warms_up:
                 marks["warmup_start"] = time.monotonic()
-            timing = run.run(req.iterations, req.duration_s, req.warmup_s, timed_start,
-                             timed_end, report)
+            timing = run.run(TimingPlan(req.iterations, req.duration_s, req.warmup_s,
+                                        warmup_iterations=1 if req.warmup_s > 0 else 0,
+                                        on_timed_start=timed_start, on_timed_end=timed_end,
+                                        progress=report))
             windows["result"] = run.window(timing, self.meters.sampler, windows.get("result"))
         except NOT_RUN as err:
             status, message = not_run(err)

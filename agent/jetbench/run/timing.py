@@ -20,6 +20,7 @@ from ..workload.layers import LayerTimes, time_layers
 from ..workload.model_arg import ONNX, PYTORCH, SIM, InputShape, model_kind
 from ..workload.pytorch import resolve_device
 from ..workload.runtimes import DEFAULT, TORCH, check_runtimes, with_runtime
+from ..workload.timing.plan import TimingPlan
 from ..workload.timing.runner import TimingResult, run_timed
 
 SCHEMA = TIME_SCHEMA
@@ -201,15 +202,17 @@ def _one(request: TimeRequest, model: str, runtime: str, precision: str, batch: 
         if request.workload_python:
             work = ChildWorkload(request.workload_python, model, precision, batch, device,
                                  request.input_mode, request.options, request.input_shape)
-            result = run_in_child(work, request.iterations, request.duration_s,
-                                  request.warmup_s, progress=report)
+            result = run_in_child(work, TimingPlan(iterations=request.iterations,
+                                                   duration_s=request.duration_s,
+                                                   warmup_s=request.warmup_s, progress=report))
             return TimeRow(model, precision, batch, result.workload["device"], "ok", result)
         if report:
             report("build", 0.0)
         workload = build_workload(model, precision, batch, device, request.input_mode,
                                   options, request.input_shape)
-        result = run_timed(workload, request.iterations, request.duration_s, request.warmup_s,
-                           progress=report)
+        result = run_timed(workload, TimingPlan(iterations=request.iterations,
+                                                duration_s=request.duration_s,
+                                                warmup_s=request.warmup_s, progress=report))
         layers = time_layers(workload, request.layer_iterations) if request.layers else None
         return TimeRow(model, precision, batch, workload.device, "ok", result, layers,
                        runtime=runtime, mode=options.mode)

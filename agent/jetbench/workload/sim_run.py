@@ -46,8 +46,9 @@ from .macs import ModelCost
 from .model_arg import SIM, SIM_PREFIX
 from .precision import PrecisionUnavailable
 from .registry import ModelSpec, get_spec
+from .timing.plan import TimingPlan
 from .timing.runner import run_timed
-from .timing.timed import Hook, Progress, TimedRun
+from .timing.timed import TimedRun
 
 CLOCK_READ_EVERY_S = 0.005  # clocks re-read at most this often (every batch of 5 ms or more)
 DEVICE = "sim"
@@ -234,21 +235,18 @@ class SimRun(TimedRun):
     def prepare(self) -> None:
         self._workload, self._network = build_sim_workload(*self._args)
 
-    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
-            on_timed_end: Hook, progress: Progress = None) -> Any:
+    def run(self, plan: TimingPlan) -> Any:
         assert self._workload is not None and self._network is not None
         network = self._network
 
         def timed_start() -> None:
             network.idle()  # no batch runs in measure's --idle baseline, taken here
-            on_timed_start()
+            if plan.on_timed_start is not None:
+                plan.on_timed_start()
             network.restart()  # the window's schedule starts at its first batch
 
         try:
-            result = run_timed(self._workload, iterations, duration_s, warmup_s,
-                               warmup_iterations=1 if warmup_s > 0 else 0,
-                               on_timed_start=timed_start, on_timed_end=on_timed_end,
-                               progress=progress)
+            result = run_timed(self._workload, replace(plan, on_timed_start=timed_start))
         finally:
             network.idle()
         late = network.pace.warning()  # the timed window's pace (restarted at its start)

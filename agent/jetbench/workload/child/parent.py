@@ -24,8 +24,8 @@ from ..custom import looks_custom
 from ..model_arg import InputShape
 from ..precision import PrecisionUnavailable
 from ..registry import get_spec, is_builtin
-from ..timing.loop import Progress
-from ..timing.runner import Callback, TimingResult, check_timing, timing_result
+from ..timing.plan import TimingPlan
+from ..timing.runner import TimingResult, timing_result
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 TORCH_HINT = ("install PyTorch for that interpreter: on JetPack 4.6, NVIDIA's torch 1.10 wheel "
@@ -75,8 +75,7 @@ def check_child_workload(work: ChildWorkload) -> None:
                          hint="run without --workload-python for these")
 
 
-def child_request(work: ChildWorkload, iterations: int, duration_s: float, warmup_s: float,
-                  warmup_iterations: int, max_warmup_s: Optional[float]) -> Dict[str, Any]:
+def child_request(work: ChildWorkload, plan: TimingPlan) -> Dict[str, Any]:
     """The request line: the registry's factory for the network (the one place that names it)."""
     spec = get_spec(work.model)
     opts = work.options
@@ -85,34 +84,24 @@ def child_request(work: ChildWorkload, iterations: int, duration_s: float, warmu
             "precision": work.precision, "batch": work.batch, "device": work.device,
             "input_mode": work.input_mode, "threads": opts.threads, "cudnn": opts.cudnn,
             "cudnn_benchmark": opts.cudnn_benchmark, "channels_last": opts.channels_last,
-            "iterations": iterations, "duration_s": duration_s, "warmup_s": warmup_s,
-            "warmup_iterations": warmup_iterations, "max_warmup_s": max_warmup_s}
+            "iterations": plan.iterations, "duration_s": plan.duration_s,
+            "warmup_s": plan.warmup_s, "warmup_iterations": plan.warmup_iterations,
+            "max_warmup_s": plan.max_warmup_s}
 
 
-def run_in_child(
-    work: ChildWorkload,
-    iterations: int = 10,
-    duration_s: float = 3.0,
-    warmup_s: float = 1.0,
-    warmup_iterations: int = 2,
-    max_warmup_s: Optional[float] = None,
-    on_timed_start: Optional[Callback] = None,
-    on_timed_end: Optional[Callback] = None,
-    progress: Optional[Progress] = None,
-) -> TimingResult:
+def run_in_child(work: ChildWorkload, plan: TimingPlan = TimingPlan()) -> TimingResult:
     """`run_timed()` of `work` in a child under `work.python`. Raises OutOfMemory,
     PrecisionUnavailable, UsageError or HardwareError with the child's message; the child is
     killed whenever this returns or raises (and dies with this process: PR_SET_PDEATHSIG)."""
-    check_timing(iterations, duration_s, warmup_s)
+    plan.check()
     check_child_workload(work)
-    request = child_request(work, iterations, duration_s, warmup_s, warmup_iterations,
-                            max_warmup_s)
+    request = child_request(work, plan)
     with tempfile.TemporaryFile() as output:
         proc, events = _start(work.python, output)
         doc: Dict[str, Any] = {}
         try:
             _send(proc, json.dumps(request))
-            ready, doc = _converse(proc, events, on_timed_start, on_timed_end, progress)
+            ready, doc = _converse(proc, events, plan)
         except BrokenPipeError:  # the child died before reading: its exit says why
             ready, doc = {}, {"event": "exit"}
         finally:
@@ -149,8 +138,7 @@ def _send(proc: subprocess.Popen, line: str) -> None:
 
 
 def _converse(proc: subprocess.Popen, events: IO[str],
-              on_timed_start: Optional[Callback], on_timed_end: Optional[Callback],
-              progress: Optional[Progress]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+              plan: TimingPlan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """Follows the child's lines to its result or error: (its `ready` line, the last line)."""
     ready: Dict[str, Any] = {}
     for line in events:
@@ -162,15 +150,15 @@ def _converse(proc: subprocess.Popen, events: IO[str],
         if event == "ready":
             ready = doc
         elif event == "progress":
-            if progress is not None:
-                progress(doc["phase"], doc["fraction"])
+            if plan.progress is not None:
+                plan.progress(doc["phase"], doc["fraction"])
         elif event == "timed_start":
-            if on_timed_start is not None:
-                on_timed_start()
+            if plan.on_timed_start is not None:
+                plan.on_timed_start()
             _send(proc, "go")
         elif event == "timed_end":
-            if on_timed_end is not None:
-                on_timed_end()
+            if plan.on_timed_end is not None:
+                plan.on_timed_end()
         elif event in ("result", "error"):
             return ready, doc
     return ready, {"event": "exit"}

@@ -28,6 +28,7 @@ from ...errors import MeasurementInvalid, UsageError
 from ...procs import end_process_group
 from ...sampling.window import compute_window
 from ...work_units import efficiency_label
+from ..timing.plan import TimingPlan
 from ..timing.timed import TimedRun
 from .spec import PRECISION, CommandSpec
 from .throughput_from import (
@@ -352,12 +353,17 @@ class CommandTimedRun(TimedRun):
     def __init__(self, spec: CommandSpec):
         self.spec = spec
 
-    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Any,
-            on_timed_end: Any, progress: Any = None) -> CommandTiming:
-        return run_point(self.spec, on_timed_start, on_timed_end, duration_s, progress)
+    def run(self, plan: TimingPlan) -> CommandTiming:
+        """The command once, its run the window (it has no iterations of jetbench's)."""
+        return run_point(self.spec, plan.on_timed_start or _nothing,
+                         plan.on_timed_end or _nothing, plan.duration_s, plan.progress)
 
     def window(self, timing: Any, sampler: Any, whole: Any) -> Any:
         return command_window(timing, sampler, whole)
 
     def finish(self, doc: Dict[str, Any], timing: Any, duration_s: float) -> None:
         finish_doc(doc, timing, duration_s)
+
+
+def _nothing() -> None:
+    """A hook nobody gave."""

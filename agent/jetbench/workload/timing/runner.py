@@ -8,17 +8,15 @@ window exactly around the timed iterations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from ...errors import UsageError
 from .._torch import import_torch
 from ..base import Workload
 from ..pytorch import is_cuda
-from .loop import Progress, cuda_loop, host_loop, warm_then_time, warmup_cap_s
+from .loop import Progress, cuda_loop, host_loop, warm_then_time
+from .plan import TimingPlan
 from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s
 from .stats import latency_stats as _latency_stats
-
-Callback = Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -57,29 +55,10 @@ class TimingResult:
         return {"workload": workload, "throughput": throughput, "warnings": list(self.warnings)}
 
 
-def run_timed(
-    workload: Workload,
-    iterations: int = 10,
-    duration_s: float = 3.0,
-    warmup_s: float = 1.0,
-    warmup_iterations: int = 2,
-    max_warmup_s: Optional[float] = None,
-    on_timed_start: Optional[Callback] = None,
-    on_timed_end: Optional[Callback] = None,
-    progress: Optional[Progress] = None,
-) -> TimingResult:
-    """Warm `workload` up, then time it.
-
-    Warm-up runs at least `warmup_iterations` and `warmup_s`, then until the median latency of
-    the last 3 iterations is within 5% of the 3 before (stable), or `max_warmup_s` (default
-    3 x warmup_s + 2 s) has passed. The timed phase runs until at least `iterations` iterations
-    AND `duration_s` seconds are done. Each iteration is synchronised (CUDA events on a GPU).
-
-    `on_timed_start()` fires immediately before the first timed iteration starts, and
-    `on_timed_end()` immediately after the last one has been synchronised (both outside the
-    timed interval). `progress(phase, fraction)` is called at most every 0.1 s.
-    Raises OutOfMemory if the device runs out of memory."""
-    check_timing(iterations, duration_s, warmup_s)
+def run_timed(workload: Workload, plan: TimingPlan = TimingPlan()) -> TimingResult:
+    """Warm `workload` up, then time it as `plan` says; each iteration synchronised (CUDA events
+    on a GPU). Raises OutOfMemory if the device runs out of memory."""
+    plan.check()
     # CUDA events for a CUDA workload PyTorch times; the host clock otherwise (ONNX, engines)
     torch = import_torch() if is_cuda(workload.device) and not workload.host_timed else None
     label = f"{workload.model} {workload.precision} batch {workload.batch}"
@@ -91,18 +70,10 @@ def run_timed(
             return host_loop(workload.step, workload.sync, done, phase, report)
 
         warm, timed, wall_s, warnings = warm_then_time(
-            loop, iterations, duration_s, warmup_s, warmup_iterations,
-            warmup_cap_s(warmup_s, max_warmup_s), on_timed_start, on_timed_end, progress)
+            loop, plan.iterations, plan.duration_s, plan.warmup_s, plan.warmup_iterations,
+            plan.warmup_cap_s, plan.on_timed_start, plan.on_timed_end, plan.progress)
     return timing_result(workload.describe(), workload.batch, workload.flops_per_iteration,
                          timed, wall_s, warm, list(workload.notes) + warnings)
-
-
-def check_timing(iterations: int, duration_s: float, warmup_s: float) -> None:
-    """The timing arguments' rules, for the in-process runner and the child alike."""
-    if iterations < 1:
-        raise UsageError(f"iterations must be at least 1, not {iterations}")
-    if duration_s < 0 or warmup_s < 0:
-        raise UsageError("durations must not be negative")
 
 
 def timing_result(workload: Dict[str, Any], batch: int, flops_per_iteration: Optional[float],

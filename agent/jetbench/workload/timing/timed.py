@@ -2,12 +2,12 @@
 
     run = InProcessRun(...)          # or ChildRun, command.CommandTimedRun, distributed's RanksRun
     run.prepare()                    # build the network, load the engine: never in a window
-    timing = run.run(iterations, duration_s, warmup_s, on_timed_start, on_timed_end, progress)
+    timing = run.run(plan)           # a TimingPlan: the loop's numbers and its hooks
     result = run.window(timing, sampler, result)   # the power window the figures use
     run.annotate(doc); run.finish(doc, timing, duration_s)
     run.close()
 
-`on_timed_start`/`on_timed_end` open and close the power window exactly around the timed
+The plan's `on_timed_start`/`on_timed_end` open and close the power window exactly around the timed
 iterations (or the command's run). A kind overrides only what differs; the defaults are the
 in-process network's.
 """
@@ -15,17 +15,15 @@ in-process network's.
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 from ..base import RunOptions
 from ..build import build_workload
 from ..child.parent import ChildWorkload, run_in_child
 from ..model_arg import InputShape, model_kind
 from ..runtimes import EXPORTED, TORCH, with_runtime
+from .plan import TimingPlan
 from .runner import run_timed
-
-Hook = Callable[[], None]
-Progress = Optional[Callable[[str, float], None]]
 
 
 class TimedRun:
@@ -37,8 +35,7 @@ class TimedRun:
     def prepare(self) -> None:
         """Everything before the warm-up (outside every window)."""
 
-    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
-            on_timed_end: Hook, progress: Progress = None) -> Any:
+    def run(self, plan: TimingPlan) -> Any:
         raise NotImplementedError
 
     def window(self, timing: Any, sampler: Any, whole: Any) -> Any:
@@ -74,10 +71,9 @@ class InProcessRun(TimedRun):
         self._workload = build_workload(model, precision, batch, device,
                                         input_shape=self._input_shape, options=self._options)
 
-    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
-            on_timed_end: Hook, progress: Progress = None) -> Any:
-        return _timed(run_timed, self._workload, iterations, duration_s, warmup_s,
-                      on_timed_start, on_timed_end, progress)
+    def run(self, plan: TimingPlan) -> Any:
+        assert self._workload is not None
+        return run_timed(self._workload, plan)
 
     def close(self) -> None:
         self._workload = None
@@ -92,15 +88,6 @@ class ChildRun(TimedRun):
         self._work = ChildWorkload(python, model, precision, batch, device,
                                    input_shape=input_shape)
 
-    def run(self, iterations: int, duration_s: float, warmup_s: float, on_timed_start: Hook,
-            on_timed_end: Hook, progress: Progress = None) -> Any:
-        return _timed(run_in_child, self._work, iterations, duration_s, warmup_s,
-                      on_timed_start, on_timed_end, progress)
+    def run(self, plan: TimingPlan) -> Any:
+        return run_in_child(self._work, plan)
 
-
-def _timed(timer: Callable[..., Any], target: Any, iterations: int, duration_s: float,
-           warmup_s: float, on_timed_start: Hook, on_timed_end: Hook, progress: Progress) -> Any:
-    """run_timed (in process) and run_in_child take the same loop options: given once here."""
-    return timer(target, iterations, duration_s, warmup_s,
-                 warmup_iterations=1 if warmup_s > 0 else 0,
-                 on_timed_start=on_timed_start, on_timed_end=on_timed_end, progress=progress)
