@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from jetbench.hw.board import detect, parse_l4t_release
+from jetbench.hw.board import detect
+from jetbench.hw.board_tables import parse_l4t_release
 from jetbench.hw.fs import Root
 
 from conftest import SIM_BOARDS, make_board, make_generic_host

@@ -13,8 +13,8 @@ control socket) and is the broker: `apply`, `restore` and `maxperf` from the CLI
 requests (`handle`), and `measure`/`sweep` borrow the board with a lease (lending.py). Inside
 the process, one lock guards the board: the loop and the socket's thread never write at once.
 
-This file: lifecycle, signals, commands and status. drift.py: the periodic check. lending.py:
-leases. rails.py: the power readings and energy totals.
+This file: lifecycle, signals, pinning and status. commands.py: the control requests. drift.py:
+the periodic check. lending.py: leases. rails.py: the power readings and energy totals.
 """
 
 from __future__ import annotations
@@ -43,14 +43,15 @@ from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock, Holder
 from ..ownership.wire import DEFAULT_SOCKET, Request
-from ..tuning.apply import apply_profile, build_plan
+from ..tuning.apply import apply_profile
 from ..tuning.profile import Profile, load_profile
 from ..tuning.targets import resolve
 from ..units import format_hz
+from .commands import Commands
 from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
 from .held import Held
-from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, BoardLent, Lending
+from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, Lending
 from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
 
@@ -91,8 +92,9 @@ def _log_moved(result: journal.RestoreResult) -> None:
 
 class Daemon:
     """The service. Constructing one touches nothing; `run()` does everything and returns the
-    exit status. Its parts: `drift` (the periodic check) and `lending` (leases), each given
-    what it uses; what they share is `held` (held.py), under one lock."""
+    exit status. Its parts: `drift` (the periodic check), `lending` (leases) and `commands`
+    (the control requests), each given what it uses; what they share is `held` (held.py),
+    under one lock."""
 
     def __init__(self, root: Root, config: DaemonConfig,
                  env: Optional[Mapping[str, str]] = None):
@@ -120,6 +122,11 @@ class Daemon:
         self.drift = Drift(root, self.held, self._lock, self._error, self._read, self._publish)
         self.lending = Lending(root, self.held, self._lock, self.notifier, self.drift,
                                self._error, self._pin_new, self.summary)
+        self.commands = Commands(root, self.held, self._lock, self.drift, self.lending,
+                                 snapshot=self.snapshot,
+                                 profile_refused=lambda: self.profile_refused,
+                                 summary=self.summary, read=self._read, pin_new=self._pin_new,
+                                 check=lambda: self.check())
 
     def check(self) -> None:
         """The periodic check (drift.py); the loop calls it every interval."""
@@ -434,67 +441,12 @@ class Daemon:
         return self._snapshot
 
     def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, Any]:
-        """A validated control request -> its reply (called from the control thread)."""
+        """A validated control request -> its reply (called from the control thread;
+        commands.py answers it)."""
         if not self._ready:
             raise HardwareError("the daemon is starting (restoring, pinning): ask again")
-        with self._lock:
-            if request.cmd == "status":
-                doc = dict(self._snapshot)
-                doc.update(pinned=self.held.pinned, summary=self.summary(),
-                           counters=dict(self.held.counters), last_error=self.held.last_error,
-                           profile=self.held.profile.name if self.held.profile else None,
-                           profile_refused=self.profile_refused,
-                           lease=self.held.lease.doc() if self.held.lease is not None else None)
-                return {"ok": True, **doc}
-            if request.cmd == "readings":
-                assert self.held.board is not None
-                return {"ok": True, **self._read(self.held.board)}
-            if self.held.lease is not None:
-                lease = self.held.lease
-                raise BoardLent(f"the board is lent to {lease.who} (pid {lease.pid}, since "
-                                f"{lease.since})",
-                                hint="ask again when it has finished (`jetbench status` shows "
-                                     "the lease)")
-            if request.cmd == "lease":
-                return self.lending.lend(request, peer)
-            if request.cmd == "restore":
-                result = journal.restore(self.root)
-                self.held.pinned = False
-                log.info("restore requested: %d value(s) written; not pinning until `pin` or "
-                         "`apply`", len(result.written))
-                self.check()
-                return {"ok": True, "restored": len(result.written),
-                        "unchanged": result.unchanged, "pinned": False,
-                        "moved": [m.note() for m in result.moved],
-                        "changed": [c.note() for c in result.changed]}
-            if request.cmd == "pin":
-                if self.held.profile is None:
-                    raise UsageError("no profile to pin: start the daemon with --profile, or "
-                                     "send apply")
-                if self.held.pinned and self.held.targets is not None:
-                    steps = build_plan(self.root, self.held.board, self.held.targets)  # type: ignore
-                    if steps:
-                        self.drift.repin(steps)
-                else:
-                    self._pin_new(self.held.profile)
-                log.info("pin requested: %s", self.summary())
-                self.check()
-                return {"ok": True, "profile": self.held.profile.name, "pinned": True}
-            if request.cmd in ("apply", "maxperf"):
-                if request.cmd == "maxperf":
-                    profile = load_profile("maxperf", self.root.base, allow_paths=False)
-                    if request.fan:
-                        profile = profile.with_fan(255)
-                else:
-                    assert request.profile is not None
-                    profile = load_profile(request.profile, self.root.base, allow_paths=False)
-                self._pin_new(profile)
-                log.info("%s requested: %s", request.cmd if request.cmd == "maxperf" else
-                         f"apply {profile.name}", self.summary())
-                self.check()
-                return {"ok": True, "profile": profile.name, "pinned": True,
-                        "summary": self.summary()}
-        raise UsageError(f"unknown command {request.cmd!r}")  # wire.py lets none through
+        return self.commands.handle(request, peer)
+
 
 class _JournaldFormatter(logging.Formatter):
     """`<N>message`: journald reads the syslog priority from the prefix (SyslogLevelPrefix=)."""

@@ -1,8 +1,9 @@
 """Board detection: read the tree under a Root and describe what is there.
 
 The result is data (`Board`), not behaviour: clock domains in `hw/clocks/` read and write through
-the paths found here. Families are known from the device tree; the knobs themselves are found by
-looking at which files exist, so an L4T release that moves a file is a data change, not a branch.
+the paths found here. Families are known from the device tree (the tables, and identification by
+them, are `board_tables.py`); the knobs themselves are found by looking at which files exist, so
+an L4T release that moves a file is a data change, not a branch.
 """
 
 from __future__ import annotations
@@ -13,73 +14,30 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .board_tables import (
+    EMC_DEVFREQ_ENTRIES,
+    EMC_OVERRIDES,
+    GPU_ENTRY_PATTERNS,
+    GPU_OF_NODE_NAMES,
+    GPU_SANE_HZ,
+    GPU_SIDE_ENTRY_PATTERNS,
+    SOC_NAMES,
+    TOTAL_RAIL_NAMES,
+    identify_family,
+    parse_l4t_release,
+    soc_from_compatible,
+)
 from .fs import Root
 from .meters.sensors import FAMILIES as SENSOR_FAMILIES
-from .meters.sensors import MODULE_INPUT_NAMES, SensorFamily, point_for
+from .meters.sensors import SensorFamily, point_for
 from .nvml import NvmlGpu
 from .nvml import detect as detect_nvml_gpus
 from .nvpmodel import PowerMode, read_power_mode
 
 SIM_MARKER = "/etc/jetbench/simulated.json"
 
-SOC_NAMES = {
-    "tegra210": "Tegra X1 (T210)",
-    "tegra186": "Tegra X2 (T186)",
-    "tegra194": "Xavier (T194)",
-    "tegra234": "Orin (T234)",
-    "tegra264": "Thor (T264)",
-}
-# How the GPU's devfreq node is recognised (node names are not a closed list): by the device-tree
-# node name of its device (tegra210..tegra234), or by its class entry name where the device has
-# no of_node (tegra264: the GPC clock, the one to pin).
-GPU_OF_NODE_NAMES = ("gpu", "gp10b", "gv11b", "ga10b")
-GPU_ENTRY_PATTERNS = ("gpu-gpc-*",)
-# Other GPU-side clocks: shown beside the GPU, never pinned (Thor's gpu-nvd-*, meaning unconfirmed).
-GPU_SIDE_ENTRY_PATTERNS = ("gpu-nvd-*",)
-# EMC as a devfreq node (tegra264's bandwidth manager): pinned min = max.
-EMC_DEVFREQ_ENTRIES = ("bwmgr",)
-# A GPU clock lies between these (docs/hardware.md): devfreq values outside are checked as kHz.
-GPU_SANE_HZ = (50_000_000, 4_000_000_000)
 # Where the NVIDIA driver lists its GPUs by PCI address (Thor: railgating is PCI runtime PM).
 NVIDIA_GPUS_DIR = "/proc/driver/nvidia/gpus"
-
-
-@dataclass(frozen=True)
-class Family:
-    key: str
-    soc: str
-    compatible: Tuple[str, ...]  # board part numbers that identify it
-    model_words: Tuple[str, ...]  # words of /proc/device-tree/model that identify it
-    total_rail: Optional[str]  # whole-module total rail; None = sum of connected channels
-    compatible_suffix: str = ""  # JetPack 6.2's Super device trees end their part numbers "-super"
-
-    def matches(self, compatible: List[str]) -> bool:
-        return any(c.startswith(p) and c.endswith(self.compatible_suffix)
-                   for c in compatible for p in self.compatible)
-
-
-# Order matters: the first family whose part number or model words match wins.
-FAMILIES: Tuple[Family, ...] = (
-    Family("nano", "tegra210", ("nvidia,p3450-0000", "nvidia,p3448"), ("nano",), "POM_5V_IN"),
-    Family("tx1", "tegra210", ("nvidia,p2371-2180", "nvidia,p2180"), ("tx1",), "VDD_IN"),
-    Family("tx2-nx", "tegra186", ("nvidia,p3509-0000+p3636-0001", "nvidia,p3636"), ("tx2 nx",),
-           "VDD_IN"),
-    Family("tx2", "tegra186", ("nvidia,p2771-0000", "nvidia,p3310", "nvidia,p3489"), ("tx2",),
-           "VDD_IN"),
-    Family("xavier-nx", "tegra194", ("nvidia,p3668", "nvidia,p3509-0000+p3668-0000"),
-           ("xavier nx",), "VDD_IN"),
-    Family("xavier-agx", "tegra194", ("nvidia,p2972-0000", "nvidia,p2888"), ("agx xavier",),
-           None),
-    # Orin Nano / Orin NX "Super" (JetPack 6.2): GPU to 1020 MHz (Nano), EMC to 3199 MHz.
-    Family("orin-nano-super", "tegra234", ("nvidia,p3767", "nvidia,p3768"),
-           ("nano super", "nx super", "developer kit super"), "VDD_IN", "-super"),
-    Family("orin-nano", "tegra234", ("nvidia,p3767", "nvidia,p3768"), ("orin nano", "orin nx"),
-           "VDD_IN"),
-    Family("orin-agx", "tegra234", ("nvidia,p3701", "nvidia,p3737"), ("agx orin",), None),
-    # The carrier board's INA238 input is the whole board's total (VIN_SYS_5V0 never is).
-    Family("thor", "tegra264", ("nvidia,p3834", "nvidia,p4071"), ("thor",), "VIN"),
-)
-TOTAL_RAIL_NAMES = MODULE_INPUT_NAMES
 
 
 @dataclass(frozen=True)
@@ -189,36 +147,6 @@ class Board:
     def can_pin(self) -> bool:
         return (bool(self.cpu.policies) or self.gpu is not None or self.emc is not None
                 or bool(self.nvml_gpus))
-
-
-# -- identification ------------------------------------------------------------------------------
-
-
-def parse_l4t_release(text: str) -> Optional[str]:
-    """'# R32 (release), REVISION: 7.1, ...' -> 'R32.7.1'."""
-    match = re.search(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*([0-9.]+)", text)
-    if not match:
-        return None
-    return f"R{match.group(1)}.{match.group(2).rstrip('.')}"
-
-
-def identify_family(model: str, compatible: List[str]) -> Optional[Family]:
-    lowered = model.lower()
-    for family in FAMILIES:
-        if family.matches(compatible):
-            return family
-    for family in FAMILIES:
-        if any(word in lowered for word in family.model_words):
-            return family
-    return None
-
-
-def soc_from_compatible(compatible: List[str]) -> Optional[str]:
-    for entry in compatible:
-        match = re.match(r"nvidia,(tegra\d+)$", entry)
-        if match:
-            return match.group(1)
-    return None
 
 
 # -- detection -----------------------------------------------------------------------------------
@@ -455,18 +383,6 @@ def _detect_gpu(root: Root, notes: List[str]) -> Optional[GpuInfo]:
     return None
 
 
-# tegra210's debugfs EMC overrides, newest first: (kind, override dir, lock file, rate file,
-# max-rate file, possible-rates file (kHz), current-rate file).
-_EMC_OVERRIDES = (
-    ("debugfs-clk", "/sys/kernel/debug/clk/override.emc", "clk_state", "clk_update_rate",
-     "/sys/kernel/debug/tegra_bwmgr/emc_max_rate", "/sys/kernel/debug/clk/emc/clk_possible_rates",
-     "/sys/kernel/debug/clk/emc/clk_rate"),  # L4T R28+
-    ("debugfs-clock", "/sys/kernel/debug/clock/override.emc", "state", "rate",
-     "/sys/kernel/debug/clock/emc/max", "/sys/kernel/debug/clock/emc/possible_rates",
-     "/sys/kernel/debug/clock/emc/rate"),  # L4T R24
-)
-
-
 def _detect_emc(root: Root) -> Optional[EmcInfo]:
     for entry in EMC_DEVFREQ_ENTRIES:
         node = f"/sys/class/devfreq/{entry}"
@@ -501,7 +417,7 @@ def _detect_emc(root: Root) -> Optional[EmcInfo]:
             cur_freq=f"{bpmp}/rate",
             iso_cap_hz=cap or None,
         )
-    for kind, override, lock, rate, max_file, rates_file, cur in _EMC_OVERRIDES:
+    for kind, override, lock, rate, max_file, rates_file, cur in EMC_OVERRIDES:
         if root.exists(f"{override}/{rate}"):
             return EmcInfo(
                 kind=kind,

@@ -23,7 +23,8 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ...errors import HardwareError
-from ..board import TOTAL_RAIL_NAMES, Rail, detect_rails
+from ..board import Rail, detect_rails
+from ..board_tables import TOTAL_RAIL_NAMES
 from ..fs import Root
 from .base import Channel, Reading, Total
 from .sensors import SensorFamily, family_for
