@@ -53,7 +53,7 @@ _MAXWELL_PASCAL = {"fp32": 2.0, "fp16": 4.0}  # native FP16x2: twice the FP32 ra
 # Volta/Ampere tensor cores (dense): FP16 8x the FP32 CUDA-core rate, INT8 16x.
 _TENSOR = {"fp32": 2.0, "tf32": 8.0, "fp16": 16.0, "bf16": 16.0, "int8": 32.0}
 
-# ONE table of the simulated boards' GPU and memory, by board family (hw/board.py's names).
+# ONE table of the simulated boards' GPU and memory, by board family (hw/board_tables.py's).
 FAMILIES: Dict[str, FamilyConstants] = {
     "tx1": FamilyConstants(256, _MAXWELL_PASCAL, 64,
                            "TX1 whitepaper / module datasheet: 256 Maxwell CUDA cores, FP16 at "
