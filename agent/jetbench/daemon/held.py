@@ -1,6 +1,5 @@
-"""What the daemon holds, shared by its parts (service.py, drift.py, lending.py,
-commands.py), each given
-it explicitly: the board, the profile pinned on it, the lease, the counters. The daemon's one
+"""What the daemon holds, shared by its parts (service.py, drift.py, lending.py, commands.py),
+each given it explicitly: the board, the profile pinned on it, the lease, the counters. The daemon's one
 lock (an RLock, given to each part beside this) guards every field."""
 
 from __future__ import annotations
