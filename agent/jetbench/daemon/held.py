@@ -1,6 +1,6 @@
 """What the daemon holds, shared by its parts (service.py, drift.py, lending.py, commands.py),
-each given it explicitly: the board, the profile pinned on it, the lease, the counters. The daemon's one
-lock (an RLock, given to each part beside this) guards every field."""
+each given it explicitly: the board, the profile pinned on it, the lease, the counters. The
+daemon's one lock (an RLock, given to each part beside this) guards every field."""
 
 from __future__ import annotations
 
