@@ -27,7 +27,9 @@ from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.run.measure import measure
 from jetbench.run.request import MeasureOptions, build_request
-from jetbench.run.tune import TuneRequest, probe_emc_rates, search_space, tune
+from jetbench.run.tune.options import TuneRequest
+from jetbench.run.tune.space import probe_emc_rates, search_space
+from jetbench.run.tune.study import tune
 from jetbench.sim.create import create_board
 
 WINDOW = dict(duration="0.3", warmup="0.1", iterations=3)

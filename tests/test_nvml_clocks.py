@@ -307,7 +307,7 @@ def test_locks_with_persistence_mode_say_nothing_of_it(gpu_host):
 def test_tune_searches_a_discrete_gpus_nvml_clocks(gpu_host):
     """N12: `tune --knobs gpu` needed a devfreq table; on a PC it refused the NVML GPU whose
     clocks `measure --freq` locks."""
-    from jetbench.run.tune import search_space
+    from jetbench.run.tune.space import search_space
 
     base, state = gpu_host
     root = Root(base)

@@ -21,7 +21,8 @@ from typing import Optional
 import pytest
 
 from jetbench.errors import UsageError
-from jetbench.run.tune import Constraint, choose_best
+from jetbench.run.tune.choice import choose_best
+from jetbench.run.tune.options import Constraint
 
 from conftest import REPO, bound_s, make_board
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jetbench.errors import HardwareError, ProfileError, UsageError
-from jetbench.run.tune import profile_text, save_profile
+from jetbench.run.tune.output import profile_text, save_profile
 from jetbench.tuning.profile import load_profile, parse_profile, write_profile_file
 
 from conftest import REPO, bound_s, make_board, wait_until
@@ -213,7 +213,7 @@ def test_a_second_tune_with_wait_runs_once_the_first_is_done(tmp_path):
 # -- item 9: every bad study is one message -------------------------------------------------
 def _request(out: Path, storage=None):
     from jetbench.run.request import MeasureOptions
-    from jetbench.run.tune import TuneRequest
+    from jetbench.run.tune.options import TuneRequest
 
     return TuneRequest(MeasureOptions(model="sim:alexnet", duration="0.3", warmup="0.1",
                                       iterations=3), out, budget=1, storage=storage)
@@ -227,7 +227,7 @@ def _board_files(base: Path):
 def test_bad_studies_and_storage_urls_are_one_message_before_the_board(tmp_path):
     from jetbench.errors import JetbenchError
     from jetbench.hw.fs import Root
-    from jetbench.run.tune import tune
+    from jetbench.run.tune.study import tune
 
     base = make_board(tmp_path, "tx1")
     before = _board_files(base)
@@ -272,7 +272,7 @@ def test_bad_studies_and_storage_urls_are_one_message_before_the_board(tmp_path)
 def test_a_full_disk_under_the_study_is_one_message():
     from sqlalchemy.exc import OperationalError
 
-    from jetbench.run.tune import storage_errors
+    from jetbench.run.tune.storage import storage_errors
 
     with pytest.raises(HardwareError, match="disk is full"):
         with storage_errors("sqlite:////x/study.db"):
@@ -372,7 +372,7 @@ def test_a_tune_killed_in_the_emc_probe_resumes_to_the_original_board(tmp_path, 
 def test_a_point_read_again_takes_its_params_from_checked_settings_not_stored_params():
     from types import SimpleNamespace
 
-    from jetbench.run.tune import _params_of, _to_confirm, _usable
+    from jetbench.run.tune.choice import _params_of, _to_confirm, _usable
 
     space = {"gpu": [76800000, 998400000]}
     settings = {"model": "sim:alexnet", "precision": "fp32", "batch": 1, "gpu_hz": 998400000}

@@ -86,9 +86,10 @@ def tune(
     from ..interrupts import InterruptLatch
     from ..open_board import open_board
     from ..run.request import split_list
-    from ..run.tune import Constraint, TuneRequest, pareto_plot
-    from ..run.tune import save_profile as write_profile
-    from ..run.tune import tune as run
+    from ..run.tune.options import Constraint, TuneRequest
+    from ..run.tune.output import pareto_plot
+    from ..run.tune.output import save_profile as write_profile
+    from ..run.tune.study import tune as run
 
     given: Dict[str, Any] = dict(locals())
     options = _options(ctx, given)

@@ -352,6 +352,53 @@ def _unused(out_dir: Path, csv: Path, written: List[Path]) -> Path:
     return path
 
 
+def plot_pareto(doc: Dict[str, Any], path: Path,
+                limits: Sequence[Tuple[str, float, str]] = ()) -> Optional[Path]:
+    """`jetbench tune`'s study (tune.json's document): img/s against img/J of every trial,
+    feasible ones filled, the front joined, the best marked, `limits` (metric, value, label:
+    the constraints on these two axes) drawn; the caveat when simulated."""
+    points = [t for t in doc["trials"] if t.get("metrics")
+              and t["metrics"].get("images_per_s") and t["metrics"].get("images_per_j")]
+    if not points:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    styles: Tuple[Tuple[bool, Dict[str, Any]], ...] = (
+        (False, dict(facecolors="none", edgecolors="0.6", label="infeasible or invalid")),
+        (True, dict(color="tab:blue", label="feasible")))
+    for ok, style in styles:
+        xs = [t["metrics"]["images_per_j"] for t in points if t["feasible"] is ok]
+        ys = [t["metrics"]["images_per_s"] for t in points if t["feasible"] is ok]
+        if xs:
+            ax.scatter(xs, ys, s=28, **style)
+    front = sorted(doc["pareto"], key=lambda t: t["metrics"]["images_per_j"])
+    if len(front) > 1:
+        ax.plot([t["metrics"]["images_per_j"] for t in front],
+                [t["metrics"]["images_per_s"] for t in front], color="tab:orange", lw=1,
+                label="Pareto front")
+    for metric, value, label in limits:
+        line = ax.axhline if metric == "images_per_s" else ax.axvline
+        line(value, color="tab:red", ls="--", lw=1, label=label)
+    best = doc.get("best")
+    if best:
+        ax.scatter([best["metrics"]["images_per_j"]], [best["metrics"]["images_per_s"]],
+                   marker="*", s=220, color="tab:green", zorder=5, label="best")
+    s = (best or points[0])["settings"]
+    title = f"jetbench tune: {s['model']} {s['precision']} ({len(points)} trials)"
+    ax.set_title(title + (" [SIMULATED]" if doc["simulated"] else ""))
+    ax.set_xlabel("img/J (images per joule)")
+    ax.set_ylabel("img/s")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    if doc["simulated"]:
+        fig.text(0.01, 0.01, "simulated board: figures from jetbench's models, not hardware",
+                 fontsize=7, color="0.4")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def png_size(path: Path) -> Tuple[int, int]:
     """(width, height) from a PNG's header, without matplotlib (for tests and checks)."""
     head = Path(path).read_bytes()[:24]

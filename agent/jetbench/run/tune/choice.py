@@ -1,0 +1,161 @@
+"""Choosing: the metrics of a trial, which trials are feasible, the best one by measure's
+uncertainty rule (a tie goes to the one drawing less power), the points read again."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any, Dict, List, Optional, Sequence
+
+from ...report.figures import separated
+from .options import OBJECTIVES
+
+
+def metrics_of(doc: Dict[str, Any]) -> Dict[str, Optional[float]]:
+    throughput = doc.get("throughput") or {}
+    latency = throughput.get("latency_ms") or {}
+    total = (doc.get("power") or {}).get("total") or {}
+    eff = doc.get("efficiency") or {}
+    return {"images_per_s": throughput.get("images_per_s"),
+            "images_per_j": eff.get("images_per_j"),
+            "latency_p99_ms": latency.get("p99"),
+            "power_w": total.get("mean_w"),
+            "images_per_j_uncertainty_pct": (eff.get("uncertainty") or {}).get(
+                "images_per_j_pct")}
+
+
+def feasible(trial: Any) -> bool:
+    violations = trial.user_attrs.get("constraints", [1.0])
+    return (trial.state.name == "COMPLETE" and trial.user_attrs.get("valid") is True
+            and isinstance(violations, list) and all(
+                type(v) in (int, float) and v <= 0 for v in violations))
+
+
+def _key(t: Any) -> str:
+    settings = t.user_attrs.get("settings")
+    return json.dumps(settings, sort_keys=True) if settings else f"#{t.number}"
+
+
+def _pooled(trials: Sequence[Any]) -> Dict[str, Any]:
+    """Trials of the same settings as one point: its readings' mean metrics (a point with a
+    reading that is invalid or breaks a constraint is not feasible)."""
+    groups: Dict[str, List[Any]] = {}
+    for t in trials:
+        if t.state.name == "COMPLETE":
+            groups.setdefault(_key(t), []).append(t)
+    pooled = {}
+    for key, group in groups.items():
+        metrics: Dict[str, Any] = {}
+        for name in group[0].user_attrs.get("metrics", {}):
+            values = [t.user_attrs["metrics"].get(name) for t in group]
+            metrics[name] = None if None in values else sum(values) / len(values)
+        pooled[key] = {"trials": group, "metrics": metrics,
+                       "feasible": all(feasible(t) for t in group)}
+    return pooled
+
+
+def _to_confirm(trials: Sequence[Any], objective: str, room: int) -> List[Dict[str, Any]]:
+    """The settings of the best feasible points read only once, best first, at most `room`
+    (trials whose settings are checked: `_usable`)."""
+    if room <= 0 or objective not in OBJECTIVES:
+        return []
+    sign = 1 if OBJECTIVES[objective] == "maximize" else -1
+    once = [p for p in _pooled(trials).values() if p["feasible"] and len(p["trials"]) == 1
+            and p["metrics"].get(objective) is not None]
+    once.sort(key=lambda p: -sign * p["metrics"][objective])
+    return [dict(p["trials"][0].user_attrs["settings"]) for p in once[:room]]
+
+
+def _params_of(settings: Dict[str, Any], space: Dict[str, List[int]],
+               choices: Dict[str, List[Any]]) -> Optional[Dict[str, Any]]:
+    """Optuna's params for a point, rebuilt from its checked settings (never the stored
+    params, which a shared study's editor could point past a table); None when the point is
+    not one of this run's choices (another workload's trial)."""
+    params: Dict[str, Any] = {}
+    for key, options in choices.items():
+        if settings.get(key) not in options:
+            return None
+        params[key] = settings[key]
+    for knob, values in space.items():
+        params[f"{knob}_index"] = values.index(settings[f"{knob}_hz"])
+    return params
+
+
+def choose_best(trials: Sequence[Any], objective: str) -> Optional[Any]:
+    """The best feasible point on `objective` (a trial standing for it; points measured more
+    than once count by their mean); for images_per_j, points whose img/J differ by less than
+    their combined uncertainty are a tie and the one drawing less power wins."""
+    points = {k: p for k, p in _pooled(trials).items()
+              if p["feasible"] and p["metrics"].get(objective) is not None}
+    ok = []
+    for p in points.values():
+        stand_in = copy.copy(p["trials"][-1])
+        stand_in.user_attrs = {**stand_in.user_attrs, "metrics": p["metrics"],
+                               "readings": len(p["trials"])}
+        ok.append(stand_in)
+    if not ok:
+        return None
+    sign = 1 if OBJECTIVES[objective] == "maximize" else -1
+    top = max(ok, key=lambda t: sign * t.user_attrs["metrics"][objective])
+    if objective != "images_per_j":
+        return top
+    ties = [t for t in ok if _tied(t, top)]
+    return min(ties, key=lambda t: t.user_attrs["metrics"].get("power_w") or math.inf)
+
+
+def _tied(a: Any, b: Any) -> bool:
+    ma, mb = a.user_attrs["metrics"], b.user_attrs["metrics"]
+    ua, ub = ma.get("images_per_j_uncertainty_pct"), mb.get("images_per_j_uncertainty_pct")
+    if a is b:
+        return True
+    if ua is None or ub is None:
+        return False  # unknown uncertainty: no tie can be claimed
+    return not separated(ma["images_per_j"], ua, mb["images_per_j"], ub)
+
+
+def _usable(trials: Sequence[Any], space: Dict[str, List[int]]) -> List[Any]:
+    return [t for t in trials if trial_problem(t, space) is None]
+
+
+def settings_problem(settings: Any, space: Dict[str, List[int]]) -> Optional[str]:
+    """Why a trial's settings (read from a study anyone with the storage can edit) are not a
+    point of this board's space; None when they are. A clock is an int of its knob's list."""
+    if not isinstance(settings, dict):
+        return "its settings are not a table"
+    for knob, values in space.items():
+        hz = settings.get(f"{knob}_hz")
+        if type(hz) is not int or hz not in values:
+            return f"{knob}_hz {str(hz)[:40]!r} is not in this board's space"
+    extra = sorted(k for k in settings if str(k).endswith("_hz") and k[:-3] not in space)
+    if extra:
+        return f"{str(extra[0])[:40]!r} is not a knob of this study"
+    for key in ("model", "precision"):
+        if not isinstance(settings.get(key), str):
+            return f"its {key} is not a string"
+    batch = settings.get("batch")
+    if type(batch) is not int or batch < 1:
+        return "its batch is not a positive integer"
+    return None
+
+
+def metrics_problem(metrics: Any) -> Optional[str]:
+    """Why a trial's metrics are not numbers (None: they are, or unknown)."""
+    if metrics is None:
+        return None
+    if not isinstance(metrics, dict):
+        return "its metrics are not a table"
+    for key, value in metrics.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            return f"metric {str(key)[:40]!r} is not a finite number"
+    return None
+
+
+def trial_problem(trial: Any, space: Dict[str, List[int]]) -> Optional[str]:
+    """A finished trial that this board cannot take as a point: hostile or foreign settings
+    or metrics in a shared study. Such a trial is never chosen nor written to a profile."""
+    if trial.state.name != "COMPLETE":
+        return None
+    return (settings_problem(trial.user_attrs.get("settings"), space)
+            or metrics_problem(trial.user_attrs.get("metrics")))

@@ -1,0 +1,115 @@
+"""What `jetbench tune` is asked: objectives, constraints, knobs and budget, checked before
+any work; Optuna, loaded where a study needs it."""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from ...errors import UsageError
+from ..request import MeasureOptions
+
+# name -> Optuna's direction
+OBJECTIVES = {"images_per_j": "maximize", "images_per_s": "maximize",
+              "latency_p99_ms": "minimize", "power_w": "minimize"}
+
+
+KNOBS = ("gpu", "emc", "cpu")
+
+
+STUDY_FILE = "study.db"
+
+
+CONFIRM = 3  # the best distinct points measured once more at the end of the budget
+
+
+_CONSTRAINT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    name: str
+    op: str  # ">=" or "<="
+    value: float
+
+    @staticmethod
+    def parse(text: str) -> Constraint:
+        m = _CONSTRAINT.match(text)
+        if not m or m.group(1) not in OBJECTIVES:
+            raise UsageError(f"--constraint {text!r}: expected NAME>=VALUE or NAME<=VALUE",
+                             hint="NAME is one of " + ", ".join(OBJECTIVES)
+                             + "; e.g. --constraint 'images_per_s>=30'")
+        try:
+            value = float(m.group(3))
+        except ValueError:
+            raise UsageError(f"--constraint {text!r}: {m.group(3)!r} is not a number") from None
+        return Constraint(m.group(1), m.group(2), value)
+
+    def violation(self, metrics: Dict[str, Optional[float]]) -> float:
+        """<= 0 when met; how far off otherwise (1e9 when the metric is unknown)."""
+        got = metrics.get(self.name)
+        if got is None:
+            return 1e9
+        return self.value - got if self.op == ">=" else got - self.value
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.op}{self.value:g}"
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    options: MeasureOptions  # the workload and window; model/precision/batch may be lists
+    out_dir: Path
+    objectives: Tuple[str, ...] = ("images_per_j",)
+    constraints: Tuple[Constraint, ...] = ()
+    knobs: Tuple[str, ...] = ("gpu",)
+    budget: int = 20  # trials in the whole study (every board's)
+    storage: Optional[str] = None  # an Optuna storage URL; None: sqlite in out_dir
+    study: Optional[str] = None  # the study's name; None: one derived from the workload
+    seed: Optional[int] = None
+    board_name: str = field(default_factory=socket.gethostname)
+
+
+@dataclass
+class TuneReport:
+    doc: Dict[str, Any]
+    path: Path
+    plot: Optional[Path] = None
+    profile: Optional[Path] = None
+
+
+def check(req: TuneRequest) -> None:
+    """Every rule before any work: a bad objective, knob or budget costs no run."""
+    for name in req.objectives:
+        if name not in OBJECTIVES:
+            raise UsageError(f"--objective {name!r}: expected one of " + ", ".join(OBJECTIVES))
+    if not req.objectives:
+        raise UsageError("--objective needs at least one of " + ", ".join(OBJECTIVES))
+    for knob in req.knobs:
+        if knob not in KNOBS:
+            raise UsageError(f"--knobs {knob!r}: expected a list of " + ", ".join(KNOBS))
+    if req.budget < 1:
+        raise UsageError("--budget must be at least 1 trial")
+    for name in ("freq", "cpu_freq", "emc_freq", "profile"):
+        if getattr(req.options, name):
+            raise UsageError(f"--{name.replace('_', '-')} does not go with tune: the clocks "
+                             "are what it searches (--knobs)")
+    if req.options.devices:
+        raise UsageError("tune runs one device: not with --devices")
+
+
+def load_optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise UsageError("jetbench tune needs Optuna",
+                         hint="pip install 'jetbench[tune]' (optuna)") from None
+    import warnings
+
+    # ERROR: a failed trial is our one line, not Optuna's warning with a traceback
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna

@@ -1,0 +1,135 @@
+"""What a study says: tune.json, the progress lines, the best point as a profile, the Pareto
+plot."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ...errors import UsageError
+from ...hw.board import Board
+from ...hw.fs import Root
+from ...units import format_hz
+from .choice import _usable, choose_best, feasible, metrics_problem, settings_problem, trial_problem
+from .options import _CONSTRAINT, TuneRequest
+
+
+def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
+              simulated: bool) -> Dict[str, Any]:
+    trials = study.get_trials(deepcopy=False)
+    problems = {t.number: trial_problem(t, space) for t in trials}
+    best = choose_best(_usable(trials, space), req.objectives[0])
+    front = [t for t in (study.best_trials if len(req.objectives) > 1 else [best] if best else [])
+             if feasible(t) and problems.get(t.number) is None]
+
+    def trial_doc(t: Any) -> Dict[str, Any]:
+        problem = problems.get(t.number)
+        reasons = t.user_attrs.get("reasons", [])
+        metrics = t.user_attrs.get("metrics")
+        return {"number": t.number, "state": t.state.name, "board": t.user_attrs.get("board"),
+                "readings": t.user_attrs.get("readings", 1),
+                "confirms": bool(t.user_attrs.get("confirms")),
+                "settings": t.user_attrs.get("settings"),
+                "metrics": None if metrics_problem(metrics) else metrics,
+                "valid": t.user_attrs.get("valid"),
+                "feasible": feasible(t) and problem is None,
+                "reasons": (list(reasons) if isinstance(reasons, list) else [])
+                + ([f"not a point of this board: {problem}"] if problem else []),
+                "constraint_violations": t.user_attrs.get("constraints"),
+                "result": t.user_attrs.get("result")}
+
+    return {"schema": "jetbench.tune/1", "simulated": simulated, "study": study.study_name,
+            "objectives": list(req.objectives), "constraints": [str(c) for c in req.constraints],
+            "knobs": list(req.knobs), "budget": req.budget,
+            "space": {k: list(v) for k, v in space.items()},
+            "trials": [trial_doc(t) for t in trials],
+            "best": trial_doc(best) if best else None,
+            "pareto": [trial_doc(t) for t in front],
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> str:
+    best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
+    if best is None:
+        return ""
+    attrs = best.user_attrs
+    return f"{_metrics_text(attrs['metrics'])} at {_settings_text(attrs['settings'])}"
+
+
+def _best_news(best: str, shown: List[str]) -> str:
+    """What a progress line says of the best point of the trials finished before it: nothing
+    while it is the one already named (a line per trial repeating it ran to 206 characters),
+    else '; best so far now ...'."""
+    if not best or best == shown[0]:
+        return ""
+    shown[0] = best
+    return f"; best so far now {best}"
+
+
+def _settings_text(s: Dict[str, Any]) -> str:
+    clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items() if k.endswith("_hz"))
+    return f"{s['model']} {s['precision']} b{s['batch']}" + (f" {clocks}" if clocks else "")
+
+
+def _metrics_text(m: Dict[str, Any]) -> str:
+    def g(name: str, unit: str) -> str:
+        v = m.get(name)
+        return f"{v:.3g} {unit}" if v is not None else f"? {unit}"
+
+    return ", ".join((g("images_per_s", "img/s"), g("power_w", "W"), g("images_per_j", "img/J")))
+
+
+def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
+    """The best point as a profile `apply` and the daemon take, saying what chose it. Its
+    settings are checked against this board's space again and written by a TOML writer."""
+    from ...tuning.profile import profile_toml
+
+    best = doc["best"]
+    s = best["settings"]
+    problem = settings_problem(s, doc["space"]) or metrics_problem(best.get("metrics"))
+    if problem:
+        raise UsageError(f"the best trial's point cannot be a profile: {problem}",
+                         hint="the study was edited, or holds another board's trials: "
+                              "no profile written")
+    table: Dict[str, Any] = {
+        "description": f"tuned by jetbench tune for {s['model']} {s['precision']} "
+                       f"batch {s['batch']}",
+        "match": {"family": [board.family]}}
+    if "cpu_hz" in s:
+        table["cpu"] = {"freq": str(s["cpu_hz"]), "online": True}
+    if "gpu_hz" in s:
+        table["gpu"] = {"freq": str(s["gpu_hz"]), "railgate": False}
+    if "emc_hz" in s:
+        table["emc"] = {"freq": str(s["emc_hz"])}
+    return profile_toml(table, [
+        f"Written by `jetbench tune` on {doc['created']}: the best point of study "
+        f"{doc['study']!r}",
+        f"workload: {s['model']} {s['precision']} batch {s['batch']}; objective: "
+        f"{', '.join(doc['objectives'])}; constraints: {', '.join(doc['constraints']) or 'none'}",
+        f"measured: {_metrics_text(best['metrics'])}"
+        + (" (SIMULATED board)" if doc["simulated"] else "")])
+
+
+def save_profile(root: Root, board: Board, doc: Dict[str, Any], name: str) -> Path:
+    from ...ownership.wire import PROFILE_NAME
+    from ...tuning.profile import write_profile_file
+
+    if not PROFILE_NAME.match(name):
+        raise UsageError(f"--save-profile {name!r}: letters, digits, '.', '_' and '-' only")
+    if doc.get("best") is None:
+        raise UsageError("no trial met the constraints with a valid result: no profile written",
+                         hint="relax a --constraint, or raise --budget")
+    return write_profile_file(root.base, name, profile_text(doc, board, name))
+
+
+def pareto_plot(doc: Dict[str, Any], path: Path) -> Optional[Path]:
+    """report/plots.py's Pareto plot of the study, with the constraints on its two axes."""
+    from ...report.plots import plot_pareto
+
+    limits = []
+    for c in doc["constraints"]:
+        m = _CONSTRAINT.match(c)
+        if m and m.group(1) in ("images_per_s", "images_per_j"):
+            limits.append((m.group(1), float(m.group(3)), c))
+    return plot_pareto(doc, path, limits)

@@ -1,0 +1,126 @@
+"""Where a study lives (Optuna's storage: SQLite in the output directory, or a server) and
+how a storage's failures read as one message; a study recovered after a kill."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, List
+
+from ...errors import HardwareError, JetbenchError, UsageError, first_line
+from ...hw.fs import Root
+from ...ownership import journal
+from ...ownership.lease import Guard
+
+
+def _shown(storage: str) -> str:
+    """A storage URL as it may be printed: its password hidden."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(storage).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy parses: shown as given, cut
+        return repr(storage[:120])
+
+
+def check_storage(storage: str) -> None:
+    """Before Optuna opens it: an SQLite study file must be a regular file of this user's (or
+    missing). A link could carry the study elsewhere, a FIFO blocks SQLite for ever, and a
+    file someone else owns is a study they can write into this board's profile."""
+    if not storage.startswith("sqlite:///"):
+        return
+    path = storage[len("sqlite:///"):].split("?", 1)[0]
+    if path.startswith("file:"):
+        path = path[len("file:"):]
+    if not path or path == ":memory:":
+        return
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise HardwareError(f"cannot use the study file ({err.strerror})", path=path) from err
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        raise HardwareError("the study file is a symbolic link, a FIFO or not a regular file: "
+                            "refused", path=path,
+                            hint="give tune another --out, or remove it (a study is a plain "
+                                 "SQLite file)")
+    if st.st_uid != os.geteuid():
+        raise HardwareError(f"the study file is owned by uid {st.st_uid}, not by you "
+                            f"(uid {os.geteuid()}): refused", path=path,
+                            hint="a study someone else can write can add to this board's "
+                                 "profile: copy it, or give tune another --out")
+
+
+@contextmanager
+def storage_errors(storage: str) -> Iterator[None]:
+    """The storage's failures as one message: a URL no database driver takes (exit 1), a
+    study file that is not a database, read-only, on a full disk, unreachable (exit 2)."""
+    try:
+        yield
+    except JetbenchError:
+        raise
+    except Exception as err:
+        kind = type(err)
+        module = kind.__module__ or ""
+        if not module.startswith(("sqlalchemy", "sqlite3", "optuna", "psycopg2", "pymysql")) \
+                and not isinstance(err, ImportError):
+            raise
+        if kind.__name__ in ("ArgumentError", "NoSuchModuleError") or isinstance(err,
+                                                                              ImportError):
+            raise UsageError(f"--storage {_shown(storage)}: not a database URL jetbench can "
+                             f"open ({first_line(err)})",
+                             hint="sqlite:///PATH, postgresql://..., mysql://... (with its "
+                                  "driver installed)") from None
+        raise HardwareError(f"the study's storage {_shown(storage)} failed: "
+                            f"{first_line(err)}",
+                            hint="a study file that is not an SQLite database, read-only, on a "
+                                 "full disk, or a server that is down: fix it or give tune "
+                                 "another --out / --storage") from None
+
+
+def _open_study(optuna: Any, name: str, storage: str, directions: List[str],
+                sampler: Any) -> Any:
+    """The study, created or joined. Boards starting together on a new database race to create
+    Optuna's tables ("table alembic_version already exists", a duplicated study): the one that
+    loses tries again and joins what the other made."""
+    for attempt in range(20):
+        try:
+            return optuna.create_study(study_name=name, storage=storage, directions=directions,
+                                       sampler=sampler, load_if_exists=True)
+        except Exception as err:  # noqa: BLE001 - SQLAlchemy's and Optuna's, whichever won
+            text = str(err)
+            racing = any(w in text for w in ("already exists", "locked", "no such table")) \
+                or type(err).__name__ in ("IntegrityError", "DuplicatedStudyError")
+            if attempt == 19 or not racing:
+                raise
+            time.sleep(0.1 + 0.05 * attempt)
+    raise AssertionError("unreachable")
+
+
+def _worst(direction: str) -> float:
+    return -1e30 if direction == "maximize" else 1e30
+
+
+def _recover(optuna: Any, root: Root, guard: Guard, study: Any, board: str,
+             say: Callable[[str], None]) -> None:
+    """Under the board we now hold: a journal a killed run left (in a trial, in the EMC probe,
+    in a put-back) is restored first, so the board is its original before the space is read;
+    trials this board left RUNNING (a kill -9, a reboot) are failed. (Under the daemon's lease
+    the daemon restored what a killed borrower left when its lease closed.)"""
+    restored = False
+    if guard.token is None and journal.load(root):
+        journal.restore(root)
+        restored = True
+    running = optuna.trial.TrialState.RUNNING
+    stale = [t for t in study.get_trials(deepcopy=False, states=(running,))
+             if t.user_attrs.get("board") == board]
+    for t in stale:
+        study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+    if stale:
+        say(f"tune: {len(stale)} trial(s) of an earlier run on this board had not finished "
+            "(interrupted): marked failed")
+    if restored:
+        say("tune: an interrupted run had left the board pinned: restored from the journal")

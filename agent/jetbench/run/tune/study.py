@@ -1,0 +1,220 @@
+"""`jetbench tune`: find the most efficient clocks (and batch, precision) for a workload, under
+constraints, with Optuna; every trial a real `measure` point.
+
+    report = tune(root, TuneRequest(MeasureOptions(model="sim:alexnet"), knobs=("gpu", "emc"),
+                                    constraints=(Constraint.parse("images_per_s>=20"),),
+                                    budget=30, out_dir=Path("tuned")))
+
+The search space is the board's own tables (the GPU's devfreq table, the first CPU policy's
+table, EMC rates where the kernel lists them, else EMC_FRACTIONS of its max), within the power
+mode's caps unless --beyond-power-mode. Each trial pins its point, warms up, measures in a
+window, validates and restores (run/measure.py); a trial whose result is invalid, or that
+breaks a constraint, is recorded as such and never chosen (Optuna's constraints: a positive
+violation is infeasible). The study lives in Optuna's storage (DIR/study.db, SQLite, unless
+--storage names another database), so `tune` again with the same DIR continues it after Ctrl-C,
+kill -9 or a reboot, and several boards can work on one study at once (--storage, --study);
+each trial records the board that ran it.
+
+"The best" follows measure's uncertainty rule: points whose img/J
+intervals overlap (report/figures.separated, the rule of every comparison printed) are a
+tie, and the one drawing less power wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ...errors import JetbenchError, SamplerDied, first_line
+from ...hw.fs import Root
+from ...ownership.lease import LeaseRevoked
+from ...ownership.lock import BoardBusy
+from ...ownership.owner import borrow_board
+from ...report import io
+from ...report.io import removed_if_left_empty
+from ..request import MeasureOptions, build_request, split_list
+from .choice import _params_of, _to_confirm, _usable, metrics_of
+from .options import CONFIRM, OBJECTIVES, STUDY_FILE, TuneReport, TuneRequest, check, load_optuna
+from .output import _best_line, _best_news, _metrics_text, _settings_text, study_doc
+from .space import probe_emc_rates, search_space
+from .storage import _open_study, _recover, _worst, check_storage, storage_errors
+
+
+def _options_for(base: MeasureOptions, settings: Dict[str, Any], out: Path) -> MeasureOptions:
+    return dataclasses.replace(
+        base, model=base.model if base.cmd else settings["model"],
+        precision=settings["precision"], batch=str(settings["batch"]), out=out,
+        freq=f"{settings['gpu_hz']}" if "gpu_hz" in settings else None,
+        emc_freq=f"{settings['emc_hz']}" if "emc_hz" in settings else None,
+        cpu_freq=f"{settings['cpu_hz']}" if "cpu_hz" in settings else None)
+
+
+def _suggest(trial: Any, space: Dict[str, List[int]], models: List[str],
+             precisions: List[str], batches: List[int]) -> Dict[str, Any]:
+    settings: Dict[str, Any] = {
+        "model": trial.suggest_categorical("model", models),
+        "precision": trial.suggest_categorical("precision", precisions),
+        "batch": trial.suggest_categorical("batch", batches)}
+    for knob, values in space.items():
+        # A clock is ordered, and img/J changes smoothly along it: searched as its index in
+        # the table (TPE models neighbours), not as unrelated categories.
+        settings[f"{knob}_hz"] = values[trial.suggest_int(f"{knob}_index", 0, len(values) - 1)]
+    return settings
+
+
+def tune(root: Root, req: TuneRequest,
+         progress: Optional[Callable[[str], None]] = None) -> TuneReport:
+    """Run trials until the study has `req.budget` of them; see the module docstring."""
+
+    check(req)
+    optuna = load_optuna()
+    say = progress or (lambda line: None)
+    models = ["command"] if req.options.cmd else split_list(req.options.model)
+    precisions = split_list(req.options.precision)
+    probe = build_request(dataclasses.replace(req.options, out=None))  # every option rule
+    batches = list(probe.batches)
+    made = not req.out_dir.exists()
+    with removed_if_left_empty(req.out_dir if made else None):
+        io.check_out_dir(req.out_dir)  # before any work: a bad --out costs nothing
+        storage = req.storage or f"sqlite:///{os.path.abspath(req.out_dir / STUDY_FILE)}"
+        check_storage(storage)
+        with storage_errors(storage):
+            return _tune(root, req, optuna, say, models, precisions, batches, storage,
+                         probe.wait_s)
+
+
+def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
+          models: List[str], precisions: List[str], batches: List[int], storage: str,
+          wait_s: Optional[float]) -> TuneReport:
+    from ...open_board import open_board
+
+    name = req.study or "jetbench-" + "-".join([*models, *precisions, *map(str, batches),
+                                                *req.knobs])
+    directions = [OBJECTIVES[o] for o in req.objectives]
+
+    def constraints(trial: Any) -> Sequence[float]:
+        return trial.user_attrs.get("constraints", [1e9])
+
+    # Optuna 5 takes constraints from the trial (Trial.set_constraint); older ones from the
+    # sampler's constraints_func (deprecated in 5.0).
+    modern = hasattr(optuna.trial.Trial, "set_constraint")
+    given = {} if modern else {"constraints_func": constraints}
+    # TPE's random start-up, scaled to the budget (its default, 10, is half of a 20-trial study)
+    startup = min(10, max(3, req.budget // 5))
+    sampler = (optuna.samplers.TPESampler(seed=req.seed, multivariate=True, group=True,
+                                          n_startup_trials=startup, **given)
+               if len(directions) == 1 else
+               optuna.samplers.NSGAIISampler(seed=req.seed, **given))
+    study = _open_study(optuna, name, storage, directions, sampler)
+    # The board is ours for the whole study (the lock, or one lease from the daemon): a second
+    # tune or a measure is refused with who holds it, and no trial is lent away half-way.
+    with borrow_board(root, "tune", wait_s) as guard:
+        # Put back what a killed run left before reading the space: its pinned clocks are not
+        # the power mode's caps.
+        _recover(optuna, root, guard, study, req.board_name, say)
+        with open_board(root, simulate_power=False) as board:
+            space = search_space(root, board, req.knobs, req.options.beyond_power_mode)
+            simulated = board.simulated
+            listed = bool(board.emc and board.emc.available_hz)
+        if "emc" in space and not listed:  # the kernel lists no rates: ask it what it runs
+            space["emc"] = probe_emc_rates(root, space["emc"], req.options.beyond_power_mode)
+        return _study(root, req, optuna, say, study, space, simulated, models, precisions,
+                      batches, directions, modern)
+
+
+def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None], study: Any,
+           space: Dict[str, List[int]], simulated: bool, models: List[str],
+           precisions: List[str], batches: List[int], directions: List[str],
+           modern: bool) -> TuneReport:
+    from ..measure import measure
+
+    fatal: List[BaseException] = []
+    study.set_user_attr("space", {k: v for k, v in space.items()})
+    study.set_user_attr("objectives", list(req.objectives))
+    study.set_user_attr("constraints", [str(c) for c in req.constraints])
+
+    shown = [""]  # the best point the progress last named: named again only when it changes
+
+    def objective(trial: Any) -> Any:
+        settings = _suggest(trial, space, models, precisions, batches)
+        trial.set_user_attr("board", req.board_name)
+        trial.set_user_attr("settings", settings)
+        out = req.out_dir / "trials" / f"{trial.number:04d}"
+        options = _options_for(req.options, settings, out)
+        try:
+            report = measure(root, build_request(options), command="tune")
+        except Exception as err:
+            # One line (Optuna's own log, with its traceback, is off); a trial that lost the
+            # board (taken back, busy, its sampler gone) ends the study with its error.
+            say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
+                f"failed: {err if isinstance(err, JetbenchError) else first_line(err)}")
+            trial.set_user_attr("error", str(err)[:300])
+            if isinstance(err, (BoardBusy, LeaseRevoked, SamplerDied)):
+                fatal.append(err)
+                study.stop()
+            raise
+        doc = report.results[0] if report.results else {}
+        metrics = metrics_of(doc)
+        valid = doc.get("status") == "ok" and (doc.get("validity") or {}).get("valid", False)
+        violations = [c.violation(metrics) for c in req.constraints]
+        # an invalid result is infeasible whatever it measured (its clocks were not the ones
+        # claimed, or its power window was refused)
+        violations.append(0.0 if valid else 1.0)
+        trial.set_user_attr("metrics", metrics)
+        trial.set_user_attr("valid", valid)
+        trial.set_user_attr("status", doc.get("status"))
+        trial.set_user_attr("reasons", list((doc.get("validity") or {}).get("reasons", [])))
+        trial.set_user_attr("result", str(report.paths[0]) if report.paths else None)
+        trial.set_user_attr("constraints", violations)
+        if modern:
+            for k, v in enumerate(violations):
+                trial.set_constraint(f"c{k}", v)
+        values = [metrics.get(o) for o in req.objectives]
+        best = _best_line(study, req, space)
+        say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
+            f"{_metrics_text(metrics)}{'' if valid else ' (invalid)'}"
+            f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
+            + _best_news(best, shown))
+        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+            return tuple(_worst(d) for d in directions) if len(values) > 1 else _worst(
+                directions[0])
+        return tuple(values) if len(values) > 1 else values[0]
+
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
+              optuna.trial.TrialState.PRUNED)
+    def count() -> int:
+        return len(study.get_trials(deepcopy=False, states=states))
+
+    # The last trials of the budget measure the best points found once more: a search keeps
+    # the luckiest of many noisy readings, and a second reading is what tells a real peak.
+    confirm = min(CONFIRM, req.budget // 5) if len(directions) == 1 else 0
+    search = req.budget - confirm
+    if count() < req.budget:
+        say(f"tune: {req.budget - count()} trial(s) to run here ({req.budget} in the study, "
+            f"{count()} done, the last {confirm} measuring the best points again); space: "
+            + ", ".join(f"{k} {len(v)}" for k, v in space.items()))
+    if count() < search:
+        study.optimize(objective, n_trials=search - count(), catch=(Exception,),
+                       callbacks=[optuna.study.MaxTrialsCallback(search, states=states)])
+    if fatal:
+        raise fatal[0]
+    again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
+                        req.budget - count())
+    choices: Dict[str, List[Any]] = {"model": models, "precision": precisions,
+                                     "batch": batches}
+    again = [p for p in (_params_of(s, space, choices) for s in again) if p is not None]
+    for params in again:
+        study.enqueue_trial(params, user_attrs={"confirms": True})
+    if again:
+        study.optimize(objective, n_trials=len(again), catch=(Exception,),
+                       callbacks=[optuna.study.MaxTrialsCallback(req.budget, states=states)])
+    if fatal:
+        raise fatal[0]
+    doc = study_doc(study, req, space, simulated)
+    path = req.out_dir / "tune.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return TuneReport(doc, path)
