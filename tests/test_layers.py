@@ -148,3 +148,12 @@ def test_the_checks_see_a_circle_and_an_upward_import(tmp_path):
     edges = imports(modules(pkg))
     assert circles(edges) == [["jetbench.hw.a", "jetbench.run.b"]]
     assert upward(edges) == ["jetbench.hw.a (layer 1) imports jetbench.run.b (layer 8)"]
+
+
+def test_the_readmes_layout_names_every_package():
+    """README's "Layout" says where a behaviour lives: every package and sub-package is in it."""
+    readme = (PACKAGE.parents[1] / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    missing = [str(init.parent.relative_to(PACKAGE)) for init in PACKAGE.rglob("__init__.py")
+               if init.parent != PACKAGE and f"`{init.parent.name}/`" not in layout]
+    assert not missing, f"packages the README's layout does not name: {missing}"
