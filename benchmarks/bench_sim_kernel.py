@@ -1,4 +1,4 @@
-"""The file-based simulated kernel's pass (sim/kernel.py), now judged by sim/attributes.py's
+"""The file-based simulated kernel's pass (sim/file_kernel.py), now judged by sim/attributes.py's
 model, against the kernel before (aea69d1, its own acceptance checks), side by side in one
 process: interleaved repeats of 200 passes per board, median and spread. Run from the repo."""
 
@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 from jetbench.sim.create import create_board
-from jetbench.sim.kernel import SimKernel
+from jetbench.sim.file_kernel import FileKernel
 
 BEFORE = "aea69d1"
 
 
 def _old_kernel():
-    src = subprocess.run(["git", "show", f"{BEFORE}:agent/jetbench/sim/kernel.py"],
+    src = subprocess.run(["git", "show", f"{BEFORE}:agent/jetbench/sim/file_kernel.py"],
                          capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / "kernel_before.py"
     path.write_text(src)
@@ -25,7 +25,7 @@ def _old_kernel():
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return module.SimKernel
+    return module.FileKernel
 
 
 def _pass_ms(kernel_cls, base, n=200):
@@ -46,7 +46,7 @@ def main():
         old, new = [], []
         for _ in range(5):  # interleaved repeats
             old.append(_pass_ms(old_cls, base))
-            new.append(_pass_ms(SimKernel, base))
+            new.append(_pass_ms(FileKernel, base))
         ratios = [b / a for a, b in zip(old, new)]
         print(f"{board:12} {statistics.median(old):8.3f}          {statistics.median(new):8.3f}"
               f"        {statistics.median(ratios):.2f} ({min(ratios):.2f}..{max(ratios):.2f})")

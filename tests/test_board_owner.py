@@ -30,7 +30,7 @@ NANO_384_HZ = 384_000_000
 # holds: the test decides what runs in between, then sends SIGCONT.
 _STOPPING_WRITER = r"""
 import os, signal, sys
-import jetbench.tuning.apply as apply_mod
+import jetbench.profiles.apply as apply_mod
 real = apply_mod.apply_step
 calls = []
 def step_then_stop(root, step):

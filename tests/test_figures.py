@@ -8,7 +8,7 @@ import pytest
 from test_report import result
 
 from jetbench.report import compare, io, tables
-from jetbench.report.figures import csv_cell, plus_minus, plus_minus_pct, significant, stored
+from jetbench.report.digits import csv_cell, plus_minus, plus_minus_pct, significant, stored
 from jetbench.run.sweep import summarize
 
 

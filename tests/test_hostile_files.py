@@ -22,7 +22,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from jetbench.cli.main import app  # noqa: E402
 from jetbench.errors import ProfileError, UsageError  # noqa: E402
-from jetbench.tuning.profile import parse_profile  # noqa: E402
+from jetbench.profiles.profile import parse_profile  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 

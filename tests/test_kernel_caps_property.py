@@ -117,9 +117,9 @@ def pin_at(root: Path, board, entry_hz: int) -> Optional[str]:
     process: None when pinned, else the refusal (a power mode's cap: nothing written)."""
     from jetbench.errors import JetbenchError
     from jetbench.hw.fs import Root
+    from jetbench.profiles.apply import apply_profile
     from jetbench.run.pinning import build_profile
     from jetbench.run.request import MeasureRequest
-    from jetbench.tuning.apply import apply_profile
 
     profile = build_profile(MeasureRequest(), str(entry_hz), root)
     try:
@@ -134,7 +134,7 @@ def pin_at(root: Path, board, entry_hz: int) -> Optional[str]:
 def test_every_command_pins_what_the_kernel_runs_within_the_mode(tmp_path, key, mode):
     from jetbench.hw.board import detect
     from jetbench.hw.fs import Root
-    from jetbench.tuning.profile import list_profiles
+    from jetbench.profiles.profile import list_profiles
 
     with fuse_board(tmp_path, key, power_mode=mode) as b:
         root = b.root

@@ -17,7 +17,7 @@ LAYERS: Sequence[Tuple[str, ...]] = (
     ("jetbench.hw",),
     ("jetbench.sim",),
     ("jetbench.open_board", "jetbench.sampling", "jetbench.ownership"),
-    ("jetbench.tuning",),
+    ("jetbench.profiles",),
     ("jetbench.workload",),
     ("jetbench.distributed",),
     ("jetbench.report",),

@@ -18,8 +18,8 @@ from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.hw.meters.ina3221 import rail_sources, scan_rails
 from jetbench.hw.nvpmodel import parse_mode_names, parse_status, read_power_mode
-from jetbench.sim.attributes import SimulatedKernel
-from jetbench.sim.kernel import SimKernel
+from jetbench.sim.attributes import KernelModel
+from jetbench.sim.file_kernel import FileKernel
 
 from conftest import diff, make_board, snapshot
 
@@ -213,7 +213,7 @@ def test_old_bpmp_firmware_cap_is_named(tmp_path, monkeypatch):
     """The Super device tree lists 1020 MHz, but old BPMP firmware keeps the GPU at 624.75 MHz."""
     # The running GPU clock held at 624.75 MHz whatever is pinned (the simulated kernel's
     # cap hook, as its qos-cap quirk uses; the knobs untouched).
-    monkeypatch.setattr(SimulatedKernel, "_capped", lambda self, hz: min(hz, 624_750_000))
+    monkeypatch.setattr(KernelModel, "_capped", lambda self, hz: min(hz, 624_750_000))
     base = make_board(tmp_path, "orin-nano-super")
     result = cli(base, "maxperf", "--json")
     assert result.exit_code == 0, result.output
@@ -287,7 +287,7 @@ def _monitor(base: Path) -> dict:
 def test_monitor_total_is_the_ina238_power1_input_on_thor(tmp_path, monkeypatch):
     base = make_board(tmp_path, "thor")
     # Rail files frozen (the simulated kernel still runs the clocks): an exact comparison.
-    monkeypatch.setattr(SimKernel, "_sync_rails", lambda self, *a: None)
+    monkeypatch.setattr(FileKernel, "_sync_rails", lambda self, *a: None)
     doc = _monitor(base)
     micro_w = int(read(base, f"{THOR_INA238}/power1_input"))
     assert doc["total"]["name"] == "VIN"
@@ -300,7 +300,7 @@ def test_monitor_total_is_the_ina238_power1_input_on_thor(tmp_path, monkeypatch)
 
 def test_monitor_total_is_vdd_in_on_orin_nano_super(tmp_path, monkeypatch):
     base = make_board(tmp_path, "orin-nano-super")
-    monkeypatch.setattr(SimKernel, "_sync_rails", lambda self, *a: None)
+    monkeypatch.setattr(FileKernel, "_sync_rails", lambda self, *a: None)
     doc = _monitor(base)
     mv, ma = int(read(base, f"{NANO_SUPER_INA}/in1_input")), \
         int(read(base, f"{NANO_SUPER_INA}/curr1_input"))

@@ -1,5 +1,5 @@
 """Issue 39: no printed comparison or advice is drawn from noise. One rule
-(report/figures.separated) decides measure's and time's precision advice, time's fastest
+(report/digits.separated) decides measure's and time's precision advice, time's fastest
 runtime, sweep's and measure's most efficient / fastest, and tune's tie: two figures differ
 only when their intervals (value +- its spread) do not overlap. Every expected figure below is
 computed by hand in the comment beside it."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from jetbench.report.figures import separated
+from jetbench.report.digits import separated
 from jetbench.run.result import precision_advice as measure_advice
 from jetbench.run.sweep import summarize
 from jetbench.run.timing import fastest_runtime, precision_advice

@@ -25,8 +25,8 @@ from jetbench.errors import JetbenchError, ProfileError
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.ownership import journal
-from jetbench.tuning.apply import apply_profile
-from jetbench.tuning.profile import load_profile, parse_profile
+from jetbench.profiles.apply import apply_profile
+from jetbench.profiles.profile import load_profile, parse_profile
 
 from conftest import REPO, bound_s, make_generic_host, run_cli
 

@@ -1,4 +1,4 @@
-"""One kernel model: the file-based simulated kernel (sim/kernel.py) judges the writes it finds
+"""One kernel model: the file-based simulated kernel (sim/file_kernel.py) judges the writes it finds
 with the FUSE board's own store functions (sim/attributes.py) and shows what they keep. The same
 writes, made on a plain tree (then one pass) and through the attributes (as the FUSE server
 serves them), leave every knob and current clock reading the same; the expected values are the
@@ -6,9 +6,9 @@ drivers' rules worked out by hand for a TX2 (its tables in docs/hardware.md)."""
 
 import pytest
 
-from jetbench.sim.attributes import HostLoad, Refused, SimulatedKernel, read_initial
+from jetbench.sim.attributes import HostLoad, KernelModel, Refused, read_initial
 from jetbench.sim.create import create_board
-from jetbench.sim.kernel import SimKernel
+from jetbench.sim.file_kernel import FileKernel
 
 POLICY = "/sys/devices/system/cpu/cpufreq/policy0"
 GPU = "/sys/devices/17000000.gp10b/devfreq/17000000.gp10b"
@@ -59,7 +59,7 @@ STEPS = [
 ]
 
 
-def _through_attributes(model: SimulatedKernel, writes) -> None:
+def _through_attributes(model: KernelModel, writes) -> None:
     for path, value in writes:
         try:
             model.attrs[path].store(value)
@@ -71,11 +71,11 @@ def test_the_file_based_kernel_keeps_what_the_fuse_board_keeps(tmp_path):
     plain, served = tmp_path / "plain", tmp_path / "served"
     create_board("tx2", plain)
     create_board("tx2", served)
-    kernel = SimKernel(plain, power=False)
+    kernel = FileKernel(plain, power=False)
     kernel.sync()
     # The file-based kernel runs a dynamic governor (schedutil) as idle; so does a FUSE board
     # on an idle host (the served one reads the host's load): both at load 0 here.
-    model = SimulatedKernel(kernel.board, read_initial(served), load=HostLoad(fixed=0.0))
+    model = KernelModel(kernel.board, read_initial(served), load=HostLoad(fixed=0.0))
     watched = sorted({path for _, writes, want in STEPS
                       for path in [p for p, _ in writes] + list(want)})
     for name, writes, want in STEPS:
@@ -95,7 +95,7 @@ def test_a_pin_going_down_is_accepted_whichever_write_the_pass_sees_first(tmp_pa
     which came first and takes the order that refuses neither."""
     base = tmp_path / "b"
     create_board("tx2", base)
-    kernel = SimKernel(base, power=False)
+    kernel = FileKernel(base, power=False)
     kernel.sync()
     values = {"min": "499200", "max": "499200"}
     for key in (first, "max" if first == "min" else "min"):
@@ -115,7 +115,7 @@ def test_a_knob_left_empty_by_a_killed_writer_waits_for_its_value(tmp_path):
     create_board("tx2", base)
     gpu = base / GPU.lstrip("/")
     (gpu / "max_freq").write_text("")
-    kernel = SimKernel(base, power=False)
+    kernel = FileKernel(base, power=False)
     kernel.sync()  # no state to start from: nothing judged, nothing raised
     (gpu / "max_freq").write_text("624750000\n")
     (gpu / "governor").write_text("performance\n")

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from jetbench.cli.main import app
 from jetbench.errors import ProfileError, UnsafePath, UsageError
 from jetbench.hw.fs import Root
-from jetbench.tuning.profile import load_profile, parse_profile
+from jetbench.profiles.profile import load_profile, parse_profile
 
 from conftest import diff, make_board, run_cli, snapshot
 

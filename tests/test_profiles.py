@@ -7,7 +7,7 @@ from jetbench.cli.main import app
 from jetbench.errors import ProfileError
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
-from jetbench.tuning.profile import PACKAGE_PROFILES, list_profiles, parse_profile
+from jetbench.profiles.profile import PACKAGE_PROFILES, list_profiles, parse_profile
 
 from conftest import SIM_BOARDS, diff, make_board, snapshot
 

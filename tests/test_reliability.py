@@ -106,7 +106,7 @@ def test_restore_keeps_journal_when_a_write_fails(tmp_path):
 _CHILD = """
 import sys
 from jetbench.cli.main import app
-import jetbench.cli.tuning, jetbench.tuning.apply, jetbench.ownership.journal
+import jetbench.cli.clocks, jetbench.profiles.apply, jetbench.ownership.journal
 sys.stdout.write("ready\\n")
 sys.stdout.flush()
 sys.stdin.readline()

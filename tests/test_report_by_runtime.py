@@ -285,7 +285,7 @@ def test_seven_runtimes_with_img_per_j_split_at_80_columns(tmp_path):
 
 
 @pytest.mark.parametrize("cv_torch, cv_onnx, marked", [
-    # 57.25 vs 41.5 img/s; the rule (report/figures.separated): apart when
+    # 57.25 vs 41.5 img/s; the rule (report/digits.separated): apart when
     # 57.25 / (1 + cv_onnx) > 41.5 * (1 + cv_torch)
     (0.05, 0.05, True),    # 54.52 > 43.58
     (0.20, 0.20, False),   # 47.71 < 49.80: within noise, no mark

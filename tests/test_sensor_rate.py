@@ -34,12 +34,12 @@ def test_the_refresh_period_is_the_conversion_cycle_times_the_averaging(tmp_path
 def test_the_simulated_ina3221_holds_a_reading_for_its_whole_period(tmp_path):
     """The FUSE board's model: a reading changes only when a new period (update_interval x
     samples = 4 ms) begins, whatever the load does in between."""
-    from jetbench.sim.attributes import HostLoad, SimulatedKernel, read_initial
+    from jetbench.sim.attributes import HostLoad, KernelModel, read_initial
     from jetbench.sim.boards import get
 
     create_board("orin-nano", tmp_path)
     now = [10.001]  # inside period 2500 (10.001 / 0.004 = 2500.25)
-    kernel = SimulatedKernel(get("orin-nano"), read_initial(tmp_path), (), HostLoad(0.1),
+    kernel = KernelModel(get("orin-nano"), read_initial(tmp_path), (), HostLoad(0.1),
                              clock=lambda: now[0])
     curr = kernel.attrs["/" + HWMON + "/curr1_input"]
     first = curr.show()
@@ -82,15 +82,15 @@ def test_the_file_based_ina3221_holds_a_reading_for_its_whole_period(tmp_path, m
     import time
     from types import SimpleNamespace
 
-    import jetbench.sim.kernel as kernel_module
-    from jetbench.sim.kernel import SimKernel
+    import jetbench.sim.file_kernel as kernel_module
+    from jetbench.sim.file_kernel import FileKernel
 
     now = [10.001]  # inside period 2500 (10.001 / 0.004 = 2500.25)
     monkeypatch.setattr(kernel_module, "time", SimpleNamespace(
         monotonic=lambda: now[0], process_time=time.process_time,
         thread_time=time.thread_time))
     create_board("orin-nano", tmp_path)
-    kernel = SimKernel(tmp_path, activity=lambda: 0.0)
+    kernel = FileKernel(tmp_path, activity=lambda: 0.0)
     kernel.sync()
     curr = tmp_path / HWMON / "curr1_input"
     first = curr.read_text()

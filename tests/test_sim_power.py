@@ -11,7 +11,7 @@ from jetbench.cli.main import app
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.hw.meters.ina3221 import Ina3221Source
-from jetbench.sim.kernel import SimKernel
+from jetbench.sim.file_kernel import FileKernel
 
 from conftest import SIM_BOARDS, bound_s, make_board
 
@@ -19,7 +19,7 @@ runner = CliRunner()
 
 
 def _read(base, activity=0.5):
-    SimKernel(base, activity=lambda: activity).sync()
+    FileKernel(base, activity=lambda: activity).sync()
     board = detect(Root(base))
     source = Ina3221Source(Root(base), board.rails, board.total_rail)
     source.open()
@@ -83,7 +83,7 @@ def test_rails_follow_real_cpu_load(tmp_path):
             else:
                 time.sleep(0.005)
 
-    with SimKernel(base, interval_s=0.02) as kernel:
+    with FileKernel(base, interval_s=0.02) as kernel:
         passes_made(kernel, 3, busy=False)  # passes that saw only idle time
         idle = cpu_watts()
         passes_made(kernel, 3, busy=True)  # the last two saw only busy time

@@ -9,7 +9,7 @@ from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.sim import quirks
 from jetbench.sim.create import create_board
-from jetbench.sim.kernel import SimKernel
+from jetbench.sim.file_kernel import FileKernel
 
 from conftest import run_cli, wait_until
 
@@ -44,7 +44,7 @@ def test_default_board_follows_the_pin(tmp_path):
     base = tmp_path / "b"
     create_board("tx1", base)
     node = _pin_gpu(base, 691_200_000)
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     assert _read(node / "cur_freq") == 691_200_000
 
 
@@ -52,7 +52,7 @@ def test_static_cur_never_follows(tmp_path):
     base = tmp_path / "b"
     create_board("nano", base, quirks=["static-cur"])
     node = _pin_gpu(base, 691_200_000)
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     assert _read(node / "cur_freq") == 76_800_000  # the table's first entry, as at boot
     assert _read(node / "max_freq") == 691_200_000  # the knobs are kept
 
@@ -63,7 +63,7 @@ def test_static_cur_on_the_tegra210_debugfs_override(tmp_path):
     clock = base / "sys/kernel/debug/clock"
     (clock / "override.gbus/rate").write_text("691200000\n")
     (clock / "override.gbus/state").write_text("1\n")
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     assert _read(clock / "gbus/rate") == 76_800_000  # never follows the override
 
 
@@ -71,7 +71,7 @@ def test_qos_cap_holds_the_clock_below_the_pin(tmp_path):
     base = tmp_path / "b"
     create_board("tx1", base, quirks=["qos-cap"])
     node = _pin_gpu(base, 921_600_000)
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     # Half of the 998.4 MHz top is 499.2 MHz: the highest entry at or below it is 460.8 MHz.
     assert _read(node / "cur_freq") == 460_800_000
     assert _read(node / "min_freq") == 921_600_000  # knobs untouched
@@ -82,7 +82,7 @@ def test_amu_cpu_reads_low_when_idle_and_a_little_low_when_busy(tmp_path):
     create_board("orin-nano", base, quirks=["amu-cpu"])
     policy = base / "sys/devices/system/cpu/cpufreq/policy0"
     (policy / "scaling_governor").write_text("performance\n")
-    kernel = SimKernel(base, power=False)
+    kernel = FileKernel(base, power=False)
     kernel._load = lambda: 0.0  # idle
     kernel.sync()
     top_khz = 1_651_200  # the Orin Nano table top (kHz, as the file says)
@@ -98,7 +98,7 @@ def test_round_emc_runs_the_nearest_step(tmp_path):
     over = base / "sys/kernel/debug/clk/override.emc"
     (over / "clk_update_rate").write_text("1000000000\n")
     (over / "clk_state").write_text("1\n")
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     # 1000 MHz / 6.4 MHz = 156.25 steps -> 156 x 6.4 MHz = 998.4 MHz
     assert _read(base / "sys/kernel/debug/clk/emc/clk_rate") == 998_400_000
     assert _read(over / "clk_update_rate") == 1_000_000_000  # the knob kept what was written
@@ -109,7 +109,7 @@ def test_late_gpu_appears_after_the_kernel_starts(tmp_path, monkeypatch):
     base = tmp_path / "b"
     create_board("orin-nano", base, quirks=["late-gpu"])
     assert detect(Root(base)).gpu is None
-    with SimKernel(base):
+    with FileKernel(base):
         wait_until(lambda: detect(Root(base)).gpu is not None)
     gpu = detect(Root(base)).gpu
     assert gpu is not None and gpu.available_hz[-1] == 624_750_000

@@ -3,9 +3,9 @@ under any governor but userspace; the simulation must hide a leftover number wit
 undoing a pin that began while it was looking (a CI run once read its own write back as '')."""
 
 from jetbench.hw.fs import Root
-from jetbench.sim import kernel as sim_kernel
+from jetbench.sim import file_kernel as sim_kernel
 from jetbench.sim.create import create_board
-from jetbench.sim.kernel import SimKernel
+from jetbench.sim.file_kernel import FileKernel
 
 POLICY = "/sys/devices/system/cpu/cpufreq/policy8"
 
@@ -20,10 +20,10 @@ def test_a_number_left_under_schedutil_is_hidden(tmp_path):
     base, root = _board(tmp_path)
     root.write(f"{POLICY}/scaling_governor", "userspace")
     root.write(f"{POLICY}/scaling_setspeed", "2201600")
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     assert root.read(f"{POLICY}/scaling_setspeed") == "2201600"  # pinned: shown as written
     root.write(f"{POLICY}/scaling_governor", "schedutil")  # restored: the number is stale
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     assert root.read(f"{POLICY}/scaling_setspeed") == "<unsupported>"
 
 
@@ -43,7 +43,7 @@ def test_a_pin_made_between_the_simulations_reads_is_left_alone(tmp_path, monkey
         return real_read(path)
 
     monkeypatch.setattr(sim_kernel, "_read", pin_before_the_speed_is_read)
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     assert len(speed_reads) >= 2
     assert root.read(f"{POLICY}/scaling_setspeed") == "2201600"
 

@@ -80,12 +80,12 @@ def test_images_per_joule_has_an_optimum_inside_the_gpu_table():
 
 
 def test_the_gpu_load_file_drives_the_simulated_power(tmp_path):
-    from jetbench.sim.kernel import SimKernel
+    from jetbench.sim.file_kernel import FileKernel
 
     base = make_board(tmp_path, "tx1")
     load = base / boards.get("tx1").gpu_device.lstrip("/") / "load"
     rail = next(base.glob("sys/devices/*/i2c-1/1-0040/iio:device0/in_power1_input"))  # VDD_GPU
-    kernel = SimKernel(base, activity=lambda: 0.0)
+    kernel = FileKernel(base, activity=lambda: 0.0)
     kernel.sync()
     idle_mw = int(rail.read_text())
     load.write_text("1000\n")
@@ -315,11 +315,11 @@ def test_a_host_that_falls_a_batch_behind_is_said_and_caught_up(tmp_path, monkey
 def test_a_fuse_served_board_takes_the_gpu_load_too(tmp_path):
     """The FUSE server's attributes (sim mount) keep the load file and feed it to the power
     model, as the file-based kernel does."""
-    from jetbench.sim.attributes import HostLoad, Refused, SimulatedKernel
+    from jetbench.sim.attributes import HostLoad, KernelModel, Refused
 
     base = make_board(tmp_path, "tx1")
     board = boards.get("tx1")
-    kernel = SimulatedKernel(board, lambda p: (base / p.lstrip("/")).read_text(),
+    kernel = KernelModel(board, lambda p: (base / p.lstrip("/")).read_text(),
                              load=HostLoad(0.0))
     attr = kernel.attrs[f"{board.gpu_device}/load"]
     idle = kernel.rails_w()["VDD_GPU"]

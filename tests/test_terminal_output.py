@@ -53,7 +53,7 @@ def measured(tmp_path_factory):
 
 
 def _one_row_per_configuration(lines, docs, columns):
-    from jetbench.report.figures import plus_minus_pct
+    from jetbench.report.digits import plus_minus_pct
 
     assert max(len(ln) for ln in lines) <= columns, "\n".join(lines)
     assert not any("…" in ln for ln in lines)

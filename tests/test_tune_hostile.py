@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from jetbench.errors import HardwareError, ProfileError, UsageError
+from jetbench.profiles.profile import load_profile, parse_profile, write_profile_file
 from jetbench.run.tune.output import profile_text, save_profile
-from jetbench.tuning.profile import load_profile, parse_profile, write_profile_file
 
 from conftest import REPO, bound_s, make_board, wait_until
 

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from .hw.board import SIM_MARKER, Board, detect
 from .hw.fs import Root
-from .sim.kernel import SimKernel
+from .sim.file_kernel import FileKernel
 
 
 def served_kernel(root: Root) -> bool:
@@ -30,5 +30,5 @@ def open_board(root: Root, simulate_power: bool = True) -> Iterator[Board]:
         yield board  # hardware, or a board whose kernel is its FUSE server (sim mount)
         return
 
-    with SimKernel(root.base, power=simulate_power):
+    with FileKernel(root.base, power=simulate_power):
         yield board

@@ -78,8 +78,8 @@ def console(stderr: bool = False):
 
 
 def print_json(document: Any) -> None:
-    """JSON on stdout, its floats rounded as in a result file (report/figures.py: stored)."""
-    from ..report.figures import stored
+    """JSON on stdout, its floats rounded as in a result file (report/digits.py: stored)."""
+    from ..report.digits import stored
 
     sys.stdout.write(json.dumps(stored(document), indent=2, sort_keys=False) + "\n")
 

@@ -81,7 +81,7 @@ class _JetbenchGroup(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["standalone_mode"] = False
-        from .tuning import optional_wait_value  # `--wait` alone: wait for the board for ever
+        from .clocks import optional_wait_value  # `--wait` alone: wait for the board for ever
 
         if args:
             argv = sys.argv[1:] if args[0] is None else args[0]
@@ -285,17 +285,17 @@ def _epilog(examples: Any) -> str:
 
 def _register() -> None:
     # Command modules import only typer at module level: heavy libraries load inside commands.
-    from . import daemon, info, measure, monitor, report, sim, tune, tuning, workload
+    from . import clocks, daemon, info, measure, monitor, report, sim, tune, workload
 
     functions = {
-        "info": info.info, "maxperf": tuning.maxperf, "restore": tuning.restore,
-        "apply": tuning.apply, "monitor": monitor.monitor, "time": workload.time_cmd,
+        "info": info.info, "maxperf": clocks.maxperf, "restore": clocks.restore,
+        "apply": clocks.apply, "monitor": monitor.monitor, "time": workload.time_cmd,
         "models": workload.models_cmd, "measure": measure.measure, "sweep": measure.sweep,
         "report": report.report, "tune": tune.tune, "demo": measure.demo, "daemon": daemon.daemon,
         "status": daemon.status, "install-service": daemon.install_service,
         "uninstall-service": daemon.uninstall_service,
     }
-    groups = {"sim": sim.sim_app, "profiles": tuning.profiles_app}
+    groups = {"sim": sim.sim_app, "profiles": clocks.profiles_app}
     for name, panel, short, examples in COMMANDS:
         if name in groups:
             app.add_typer(groups[name], name=name, rich_help_panel=panel, short_help=short,

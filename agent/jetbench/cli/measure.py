@@ -284,7 +284,7 @@ def _options(ctx: typer.Context, given: Dict[str, Any]) -> Any:
     """measure's/sweep's parameters as typed, for run/request.build_request (every rule on
     which options go together is there, not here)."""
     from ..run.request import MeasureOptions
-    from .tuning import wait_seconds
+    from .clocks import wait_seconds
 
     names = {f.name for f in dataclasses.fields(MeasureOptions)} - {"given", "wait_s", "meter"}
     typed = {k: v for k, v in given.items() if k in names}

@@ -129,7 +129,7 @@ def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: 
         return
     from rich.table import Table
 
-    from ..report.figures import significant
+    from ..report.digits import significant
 
     table = Table(title=title([a, b], "jetbench compare"), title_justify="left")
     for name in ("metric", "A", "B", "change", "noise", "verdict"):

@@ -62,7 +62,7 @@ def run(
     """Run the simulated kernel in the foreground: clocks follow writes, rails follow the power
     model, for tools other than jetbench that read the tree."""
     from ..errors import UsageError
-    from ..sim.kernel import SimKernel
+    from ..sim.file_kernel import FileKernel
 
     if not (directory / "etc/jetbench/simulated.json").is_file():
         raise UsageError(f"not a simulated board: {directory}")
@@ -73,7 +73,7 @@ def run(
         "power model (other tools can read the tree now)", markup=False,
         soft_wrap=not err.is_terminal,
         highlight=False)
-    with SimKernel(directory):
+    with FileKernel(directory):
         end = time.monotonic() + duration if duration > 0 else None
         while end is None or time.monotonic() < end:
             time.sleep(0.1)

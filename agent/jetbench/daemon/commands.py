@@ -17,8 +17,8 @@ from ..hw.board import Board
 from ..hw.fs import Root
 from ..ownership import journal
 from ..ownership.wire import Request
-from ..tuning.apply import build_plan
-from ..tuning.profile import Profile, load_profile
+from ..profiles.apply import build_plan
+from ..profiles.profile import Profile, load_profile
 from .control import Peer
 from .drift import Drift
 from .held import Held

@@ -22,8 +22,8 @@ from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
 from ..hw.readings import settled
 from ..ownership import journal
+from ..profiles.apply import build_plan
 from ..run.validity import below_pin
-from ..tuning.apply import build_plan
 from .held import Held
 
 log = logging.getLogger("jetbench.daemon")

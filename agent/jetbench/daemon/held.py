@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from ..hw.board import Board
-from ..tuning.profile import Profile
-from ..tuning.targets import Targets
+from ..profiles.profile import Profile
+from ..profiles.targets import Targets
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,15 @@ from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock
 from ..ownership.wire import BUSY, REVOKED, Request
-from ..tuning.apply import build_plan
-from ..tuning.profile import Profile
+from ..profiles.apply import build_plan
+from ..profiles.profile import Profile
 from .control import FDS, HOLD, ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
 from .held import Held, Lease
 from .notify import Notifier
 
 if TYPE_CHECKING:
-    from ..sim.kernel import SimKernel
+    from ..sim.file_kernel import FileKernel
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -62,11 +62,11 @@ class Lending:
         self._pin_new = pin_new
         self._summary = summary
         self._control: Optional[ControlServer] = None
-        self._sim: Optional[SimKernel] = None
+        self._sim: Optional[FileKernel] = None
         self._board_lock: Optional[BoardLock] = None
         self._lease_known: frozenset = frozenset()  # journalled paths when the lease began
 
-    def attach(self, control: Optional[ControlServer], sim: Optional[SimKernel],
+    def attach(self, control: Optional[ControlServer], sim: Optional[FileKernel],
                board_lock: Optional[BoardLock]) -> None:
         self._control, self._sim, self._board_lock = control, sim, board_lock
 

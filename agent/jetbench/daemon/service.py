@@ -43,9 +43,9 @@ from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock, Holder
 from ..ownership.wire import DEFAULT_SOCKET, Request
-from ..tuning.apply import apply_profile
-from ..tuning.profile import Profile, load_profile
-from ..tuning.targets import resolve
+from ..profiles.apply import apply_profile
+from ..profiles.profile import Profile, load_profile
+from ..profiles.targets import resolve
 from ..units import format_hz
 from .commands import Commands
 from .control import ControlServer, Peer
@@ -56,7 +56,7 @@ from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
 
 if TYPE_CHECKING:  # imported where used: only on a simulated board, only with --metrics
-    from ..sim.kernel import SimKernel
+    from ..sim.file_kernel import FileKernel
     from .metrics import MetricsServer
 
 log = logging.getLogger("jetbench.daemon")
@@ -114,7 +114,7 @@ class Daemon:
         self._ready = False
         self._snapshot: Dict[str, Any] = {}
         self._rails = RailMeter([], self._error)
-        self._sim: Optional[SimKernel] = None
+        self._sim: Optional[FileKernel] = None
         self._control: Optional[ControlServer] = None
         self._metrics: Optional[MetricsServer] = None
         self._board_lock: Optional[BoardLock] = None
@@ -193,9 +193,9 @@ class Daemon:
         board = detect(self.root)
         self.held.board = board
         if board.simulated and self.config.sim_kernel and not served_kernel(self.root):
-            from ..sim.kernel import SimKernel
+            from ..sim.file_kernel import FileKernel
 
-            self._sim = SimKernel(self.root.base, interval_s=SIM_KERNEL_INTERVAL_S)
+            self._sim = FileKernel(self.root.base, interval_s=SIM_KERNEL_INTERVAL_S)
             self._sim.start()
         log.info("board: %s (%s)%s, root %s", board.model, board.family,
                  " [simulated]" if board.simulated else "", self.root.base)

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from ..errors import UsageError
 from ..workload.runtimes import RUNTIMES  # their order is the columns'
 from . import schema
-from .figures import separated, significant
+from .digits import separated, significant
 from .io import expand, read_json
 from .plots import SIZE_IN, _caveat, _legend_outside, _plt, _save, _suffix
 from .schema import TIME_SCHEMA
@@ -225,7 +225,7 @@ def _cell(records: Sequence[Record]) -> Cell:
 
 def _mark_fastest(cells: List[Optional[Cell]]) -> List[Optional[Cell]]:
     """The highest img/s of a row marked, when at least two runtimes ran it and it stands
-    apart from every other by their spreads (report/figures.separated): no mark from noise."""
+    apart from every other by their spreads (report/digits.separated): no mark from noise."""
     ok = [c for c in cells if c is not None and c.status == "ok" and c.images_per_s is not None]
     if len(ok) < 2:
         return cells

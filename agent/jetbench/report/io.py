@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Unio
 
 from ..bounded import nesting_depth
 from ..errors import UsageError
-from .figures import csv_cell, stored
+from .digits import csv_cell, stored
 from .schema import check
 
 PathLike = Union[str, "os.PathLike[str]"]

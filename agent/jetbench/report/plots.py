@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ..units import format_hz
 from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 from . import schema
-from .figures import separated
+from .digits import separated
 from .io import read_trace_csv, trace_path
 
 DPI = 100
@@ -198,7 +198,7 @@ def _pct(value: Optional[float], err: Optional[float]) -> Optional[float]:
 def peak_point(points: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The point of a series marked "peak": the most efficient, only where there is a
     series (two points or more) and its img/s/W stands apart from every other point's by the
-    rule of every comparison jetbench makes (figures.separated); else None: a single-point
+    rule of every comparison jetbench makes (digits.separated); else None: a single-point
     series has no peak, and neither has one whose best is within noise of the next."""
     if len(points) < 2:
         return None

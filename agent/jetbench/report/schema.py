@@ -230,7 +230,7 @@ def gpu_hz(doc: Dict[str, Any]) -> Optional[int]:
 
 def cv_pct(doc: Dict[str, Any]) -> Optional[float]:
     """The rate's spread, %: the latency CV of its window (None where it was not measured),
-    the uncertainty every img/s comparison uses (report/figures.separated)."""
+    the uncertainty every img/s comparison uses (report/digits.separated)."""
     cv = (doc.get("throughput") or {}).get("cv")
     return None if cv is None else float(cv) * 100
 

@@ -16,7 +16,7 @@ from ..units import format_hz
 from ..work_units import common_unit, efficiency_label, per_j, rate_label
 from ..workload.timing.stats import CV_NOISY
 from . import schema
-from .figures import plus_minus_pct
+from .digits import plus_minus_pct
 
 Rows = List[Tuple[str, List[str]]]
 UNCERTAINTY_BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure
@@ -27,7 +27,7 @@ def _num(x: Optional[float], digits: int = 1) -> str:
 
 
 def _pm(x: Optional[float], pct: Optional[float], digits: int = 0) -> str:
-    """'12.8 +- 0.6' (the uncertainty from its percentage, digits to match: figures.py);
+    """'12.8 +- 0.6' (the uncertainty from its percentage, digits to match: digits.py);
     'unknown' when there is none. `digits` is ignored (kept for callers)."""
     return plus_minus_pct(x, pct)
 

@@ -14,9 +14,9 @@ from ..hw.clocks.steps import undo_writes
 from ..hw.fs import Root
 from ..hw.readings import SETTLE_INTERVAL_S, settled
 from ..ownership import journal
-from ..tuning.apply import apply_profile
-from ..tuning.profile import FreqRange, Profile, load_profile
-from ..tuning.targets import COMMAND_LINE
+from ..profiles.apply import apply_profile
+from ..profiles.profile import FreqRange, Profile, load_profile
+from ..profiles.targets import COMMAND_LINE
 from ..units import parse_freq
 from .request import MeasureRequest
 from .validity import activity_counter_cpu, expected_range

@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..errors import PowerModeCap, UsageError
 from ..hw.board import detect
 from ..hw.fs import Root
+from ..profiles.targets import RANGE_TOLERANCE, mode_caps_now, table_hint
 from ..report import schema
-from ..report.figures import noise_words, plus_minus_pct, separated
-from ..tuning.targets import RANGE_TOLERANCE, mode_caps_now, table_hint
+from ..report.digits import noise_words, plus_minus_pct, separated
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
 from ..workload.model_arg import SIM
@@ -108,7 +108,7 @@ class SweepSummary:
     failed: List[str] = dataclasses.field(default_factory=list)
     modelled: bool = False  # every point a sim:NAME network: img/s follows the simulated clocks
     # the other points whose interval overlaps the most efficient's / the fastest's
-    # (figures.separated): then no single point is named
+    # (digits.separated): then no single point is named
     efficient_ties: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     fastest_ties: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
@@ -129,7 +129,7 @@ class SweepSummary:
 
     def answer(self) -> List[str]:
         """The most efficient point and the fastest (one line when they are the same point),
-        each only where its interval separates from every other point's (figures.separated);
+        each only where its interval separates from every other point's (digits.separated);
         else which points are within noise."""
         out = []
         same = (self.fastest is not None and self.fastest is self.most_efficient
@@ -161,7 +161,7 @@ _TIES_NAMED = 3  # a tie names this many points, then "and N more"
 
 def _ties(top: Optional[Dict[str, Any]], docs: Sequence[Dict[str, Any]], value: Any,
           pct: Any) -> List[Dict[str, Any]]:
-    """The points of `docs` whose interval overlaps `top`'s (the rule: figures.separated)."""
+    """The points of `docs` whose interval overlaps `top`'s (the rule: digits.separated)."""
     if top is None:
         return []
     return [d for d in docs if d is not top

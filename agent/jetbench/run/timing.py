@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import NOT_RUN, JetbenchError, OutOfMemory, UsageError, first_line, not_run
-from ..report.figures import noise_words, separated, significant
+from ..report.digits import noise_words, separated, significant
 from ..report.schema import TIME_SCHEMA
 from ..workload.base import RunOptions
 from ..workload.build import build_workload
@@ -280,7 +280,7 @@ NOISE_HINT = "lengthen --duration (and lock the clocks: `jetbench maxperf`)"
 def within_noise(names: Sequence[str], figures: Sequence[Tuple[float, Optional[float]]],
                  what: str) -> str:
     """'fp16 and fp32 are within noise for ...: CV 69%, lengthen --duration': the line said
-    instead of a comparison whose intervals overlap (figures.separated)."""
+    instead of a comparison whose intervals overlap (digits.separated)."""
     worst = max((pct for _, pct in figures if pct is not None), default=None)
     listed = " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + \
         names[-1]
@@ -290,7 +290,7 @@ def within_noise(names: Sequence[str], figures: Sequence[Tuple[float, Optional[f
 def precision_advice(rows: Sequence[Any]) -> List[str]:
     """For each model/batch/device: every precision slower than FP32, how much slower, and
     the fastest choice measured (the seed's "FP16 is 15x slower on the CPU"); where the two
-    figures' spreads overlap (figures.separated), that they are within noise instead."""
+    figures' spreads overlap (digits.separated), that they are within noise instead."""
     groups = _speeds(rows, lambda r: (r.model, r.batch, r.device, r.runtime),
                      lambda r: r.precision)
     advice: List[str] = []
@@ -322,7 +322,7 @@ def precision_advice(rows: Sequence[Any]) -> List[str]:
 def fastest_runtime(rows: Sequence[TimeRow]) -> List[str]:
     """For each model/precision/batch/device timed under several runtimes: the fastest, and
     how much faster than PyTorch eager (the Addfor table's question, one line each); where
-    the fastest's spread overlaps another runtime's (figures.separated), which are within
+    the fastest's spread overlaps another runtime's (digits.separated), which are within
     noise instead."""
     groups = _speeds(rows, lambda r: (r.model, r.precision, r.batch, r.device),
                      lambda r: r.runtime)

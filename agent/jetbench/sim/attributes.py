@@ -1,7 +1,7 @@
 """A simulated board's kernel, attribute by attribute: what each sysfs/debugfs file shows and
 how its store function answers a write, as the drivers do (served by `sim/fuse_board.py`).
 
-Unlike the file-based simulator (`sim/kernel.py`, which undoes refused values later from a
+Unlike the file-based simulator (`sim/file_kernel.py`, which undoes refused values later from a
 thread), every write here is judged *synchronously*, the moment it is made, and a refused write
 fails with the errno the driver returns. Reads are computed when they are made. The rules that
 decide what runs (`cpufreq_relation_l`, `devfreq_running`, `override_running`,
@@ -335,7 +335,7 @@ def _runtime_pm(data: str) -> str:
     return text
 
 
-class SimulatedKernel:
+class KernelModel:
     """Every attribute of one simulated board, keyed by board path ('/sys/...').
 
     `initial` reads the starting values from a tree written by `sim/create.py` (one description

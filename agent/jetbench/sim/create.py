@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..hw.board import SIM_MARKER
 from . import quirks as Q
 from .boards import EMC_DEVFREQ_DEVICE, SimBoard, SimIna, SimModeCaps, get
-from .kernel import SimKernel, idle_rails_mw, rail_mv
+from .file_kernel import FileKernel, idle_rails_mw, rail_mv
 
 DYNAMIC_GOVERNOR_NOTE = "simulated: dynamic governors idle at the table minimum"
 GPU_PLATFORM_ALIAS = "/sys/devices/platform/gpu.0"  # R35+: a link to the GPU's device
@@ -89,7 +89,7 @@ def create_board(key: str, directory: Union[str, os.PathLike],
         _apply_mode_caps(tree, board, caps)
     tree.dir("/var/lib/jetbench")  # the state journal's directory, as after `jetbench` runs
     # The kernel's derived files (current frequencies) from the initial settings.
-    SimKernel(base).sync()
+    FileKernel(base).sync()
     if "late-gpu" in wanted:  # staged: the simulated kernel moves it in LATE_GPU_S after start
         staging = base / Q.LATE_GPU_STAGING
         staging.mkdir(parents=True)

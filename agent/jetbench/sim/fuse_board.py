@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, TextIO
 
 from ..hw.board import SIM_MARKER
-from .attributes import HostLoad, Refused, SimulatedKernel, read_initial
+from .attributes import HostLoad, KernelModel, Refused, read_initial
 from .boards import get
 from .create import create_board
 from .quirks import check
@@ -60,7 +60,7 @@ class BoardFS:
 
     use_ns = True
 
-    def __init__(self, kernel: SimulatedKernel, backing: Path, log: Optional[TextIO] = None,
+    def __init__(self, kernel: KernelModel, backing: Path, log: Optional[TextIO] = None,
                  on_ready=None):
         self.kernel = kernel
         self.backing = backing
@@ -250,7 +250,7 @@ def serve(board_key: str, mountpoint: Path, quirks: Sequence[str] = (),
     log = open(write_log, "a", encoding="utf-8") if write_log else None
     try:
         prepare(board_key, backing, names, power_mode)
-        kernel = SimulatedKernel(get(board_key), read_initial(backing), names, HostLoad(load),
+        kernel = KernelModel(get(board_key), read_initial(backing), names, HostLoad(load),
                                  clock=time.monotonic)
         fs = BoardFS(kernel, backing, log, on_ready)
         try:

@@ -2,7 +2,7 @@
 
 One place for their names and meaning. A board created with quirks lists them in its marker
 (`/etc/jetbench/simulated.json`, key `"quirks"`); both simulated kernels (the file-based thread in
-`sim/kernel.py` and the FUSE-served board) read that list and behave accordingly. The default
+`sim/file_kernel.py` and the FUSE-served board) read that list and behave accordingly. The default
 boards have none and behave as before.
 """
 

@@ -3,7 +3,7 @@ knobs read back as kept (what a result calls `settings.applied`).
 
 A plan, a read of the clocks and the applied knobs all walk DOMAINS in this order, the order
 a pin writes in (CPU first, so the cores are up before the GPU and EMC move; the fan last).
-Adding a domain is adding one entry (and its target's field on tuning.targets.Targets).
+Adding a domain is adding one entry (and its target's field on profiles.targets.Targets).
 
 The applied knobs are not the current-frequency files: those are *observed* (docs/hardware.md, "What
 real kernels do"). Per clock: governor, min/max (cpufreq/devfreq knobs, kHz converted to Hz)
@@ -28,7 +28,7 @@ Kept = Tuple[Optional[int], Optional[int], Optional[int]]
 
 @dataclass(frozen=True)
 class Domain:
-    name: str  # also the field of tuning.targets.Targets holding its target
+    name: str  # also the field of profiles.targets.Targets holding its target
     plan: Callable[[Root, Board, Any], List[Step]]
     read: Optional[Callable[[Root, Board], List[ClockReading]]] = None  # None: not a clock
     kept: Optional[Callable[[Root, Board, ClockReading], Kept]] = None

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
-from ...report.figures import separated
+from ...report.digits import separated
 from .options import OBJECTIVES
 
 

@@ -83,7 +83,7 @@ def _metrics_text(m: Dict[str, Any]) -> str:
 def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
     """The best point as a profile `apply` and the daemon take, saying what chose it. Its
     settings are checked against this board's space again and written by a TOML writer."""
-    from ...tuning.profile import profile_toml
+    from ...profiles.profile import profile_toml
 
     best = doc["best"]
     s = best["settings"]
@@ -113,7 +113,7 @@ def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
 
 def save_profile(root: Root, board: Board, doc: Dict[str, Any], name: str) -> Path:
     from ...ownership.wire import PROFILE_NAME
-    from ...tuning.profile import write_profile_file
+    from ...profiles.profile import write_profile_file
 
     if not PROFILE_NAME.match(name):
         raise UsageError(f"--save-profile {name!r}: letters, digits, '.', '_' and '-' only")

@@ -65,8 +65,8 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
     from ...hw.clocks.domains import read_clocks
     from ...hw.readings import settled
     from ...open_board import open_board
-    from ...tuning.apply import apply_profile
-    from ...tuning.profile import Profile
+    from ...profiles.apply import apply_profile
+    from ...profiles.profile import Profile
     from ..pinning import put_back
     from ..request import MeasureRequest
 

@@ -16,7 +16,7 @@ kill -9 or a reboot, and several boards can work on one study at once (--storage
 each trial records the board that ran it.
 
 "The best" follows measure's uncertainty rule: points whose img/J
-intervals overlap (report/figures.separated, the rule of every comparison printed) are a
+intervals overlap (report/digits.separated, the rule of every comparison printed) are a
 tie, and the one drawing less power wins.
 """
 

@@ -36,7 +36,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python < 3.11 on JetPack 5/6
     import tomli as tomllib
 
-PACKAGE_PROFILES = Path(__file__).resolve().parent.parent / "profiles"
+PACKAGE_PROFILES = Path(__file__).resolve().parent / "shipped"
 SYSTEM_PROFILES = "/etc/jetbench/profiles"  # under the root
 
 # The largest profile read (a shipped one is under 2 KiB): a file past it, or a device such

@@ -76,7 +76,7 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
     from ..errors import UsageError
     from ..open_board import open_board
     from ..ownership.owner import own_board
-    from ..tuning.apply import apply_profile
+    from ..profiles.apply import apply_profile
 
     root = open_root(ctx)
     if dry_run:  # reads only: never takes the board
@@ -113,7 +113,7 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
 def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: bool,
                     dry_run: bool) -> None:
     from ..hw.clocks.domains import read_clocks
-    from ..tuning.apply import pin_notes
+    from ..profiles.apply import pin_notes
     from .render import plan_lines, requested_table
 
     applied = read_clocks(root, board)  # after the simulated kernel's last pass, if simulated
@@ -161,7 +161,7 @@ def maxperf(
     (nvpmodel), max is the active mode's max and the cores it took offline stay offline, unless
     --beyond-power-mode. The state is journalled first: `jetbench restore` undoes. While the
     jetbench daemon holds the board, the daemon does it."""
-    from ..tuning.profile import load_profile
+    from ..profiles.profile import load_profile
 
     profile = load_profile("maxperf", open_root(ctx).base)
     if fan:
@@ -185,7 +185,7 @@ def apply(
     and every clock within the active power mode's caps, unless --beyond-power-mode). While
     the jetbench daemon holds the board, the daemon pins it (named profiles only)."""
     from ..ownership.wire import PROFILE_NAME
-    from ..tuning.profile import load_profile
+    from ..profiles.profile import load_profile
 
     loaded = dataclasses.replace(load_profile(profile, open_root(ctx).base),
                                  beyond_power_mode=beyond_power_mode)
@@ -285,7 +285,7 @@ def profiles_list(ctx: typer.Context) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..tuning.profile import list_profiles, parse_profile
+    from ..profiles.profile import list_profiles, parse_profile
 
     rows = []
     for name, path in list_profiles(open_root(ctx).base):
@@ -322,7 +322,7 @@ def profiles_show(
     """One profile's settings."""
     from pathlib import Path
 
-    from ..tuning.profile import describe, load_profile
+    from ..profiles.profile import describe, load_profile
     from .render import kv
 
     profile = load_profile(name, open_root(ctx).base)

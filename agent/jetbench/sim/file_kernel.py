@@ -3,7 +3,7 @@
 jetbench writes a simulated tree exactly as it writes a real one (plain files under --root, no
 special path in the hardware code). This module plays the kernel's part beside it:
 - each pass feeds the writes it finds in the knobs to the FUSE board's own attributes
-  (`sim/attributes.py`'s `SimulatedKernel`: one description per attribute, one copy of the
+  (`sim/attributes.py`'s `KernelModel`: one description per attribute, one copy of the
   drivers' rules) and writes back what they keep: a write the driver refuses (min above max,
   a rate outside the clock's range) is undone, the way a rejected write leaves the old value
   (after the fact here: tests of refusals and errnos run on the FUSE board), an accepted one
@@ -16,7 +16,7 @@ special path in the hardware code). This module plays the kernel's part beside i
   CPU readings from activity counters (amu-cpu), a GPU node that appears late (late-gpu), EMC
   rates rounded by the memory controller (round-emc).
 
-`sync()` does one pass; `start()`/`stop()` (or `with SimKernel(dir):`) run passes in a thread.
+`sync()` does one pass; `start()`/`stop()` (or `with FileKernel(dir):`) run passes in a thread.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import gpu_load
 from . import quirks as Q
-from .attributes import HostLoad, Refused, SimulatedKernel, ina3221_period_s
+from .attributes import HostLoad, KernelModel, Refused, ina3221_period_s
 from .boards import SimBoard, get
 from .power_model import (
     ClockState,
@@ -41,7 +41,7 @@ from .power_model import (
     rail_powers_w,
 )
 
-__all__ = ["SimKernel", "idle_rails_mw", "rail_mv"]
+__all__ = ["FileKernel", "idle_rails_mw", "rail_mv"]
 
 ACTIVITY_TAU_S = 0.03
 
@@ -138,7 +138,7 @@ def _derived(board_path: str) -> bool:
     return "/cpufreq/" not in board_path and not board_path.endswith("_input")
 
 
-class SimKernel:
+class FileKernel:
     """Reacts to writes in a simulated tree. Constructing one touches nothing."""
 
     def __init__(
@@ -154,7 +154,7 @@ class SimKernel:
         self.power = power
         self._activity_fn = activity
         self._board: Optional[SimBoard] = None
-        self._model: Optional[SimulatedKernel] = None  # the attributes (sim/attributes.py)
+        self._model: Optional[KernelModel] = None  # the attributes (sim/attributes.py)
         self._judged: List[str] = []  # knobs whose writes the model judges, per pass
         self._watched: List[str] = []  # those and the CPUs' scaling_setspeed
         self._derived: List[str] = []  # files the model computes (current clocks, fan PWM)
@@ -172,7 +172,7 @@ class SimKernel:
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def __enter__(self) -> SimKernel:
+    def __enter__(self) -> FileKernel:
         self.start()
         return self
 
@@ -250,11 +250,11 @@ class SimKernel:
 
     # -- the clocks: sim/attributes.py's model, fed the writes found in the tree ----------------
     @property
-    def model(self) -> SimulatedKernel:
+    def model(self) -> KernelModel:
         """The board's attributes as `sim/attributes.py` describes them (the FUSE board's
         own): built from the tree on the first pass; each pass feeds it the writes found."""
         if self._model is None:
-            model = SimulatedKernel(self.board, self._initial, self.quirks,
+            model = KernelModel(self.board, self._initial, self.quirks,
                                     load=HostLoad(fixed=0.0))
             self._judged = [path for path, attr in model.attrs.items()
                             if attr.writable and not _unjudged(path, self.board)]
