@@ -108,6 +108,36 @@ def run_cli(*args: str, timeout: float = 60, **kwargs) -> subprocess.CompletedPr
     )
 
 
+@pytest.fixture
+def tiny(tmp_path, monkeypatch) -> str:
+    """The tiny network (helpers/workloads.py) written here and importable: its --model."""
+    from helpers.workloads import write_tiny
+
+    write_tiny(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "jb_tinynet:tiny"
+
+
+def cli(root: Path, *args: str):
+    """jetbench in this process (typer's CliRunner) with --root: the result has exit_code and
+    output."""
+    from typer.testing import CliRunner
+
+    from jetbench.cli.main import app
+
+    return CliRunner().invoke(app, ["--root", str(root), *args])
+
+
+def jetbench_env(**extra: str) -> Dict[str, str]:
+    """The environment a jetbench subprocess gets: this checkout's package first."""
+    return dict(os.environ, PYTHONPATH=str(REPO / "agent"), **extra)
+
+
+def terminal_env(columns: int) -> Dict[str, str]:
+    """jetbench's output as rich renders it on a terminal `columns` wide."""
+    return jetbench_env(COLUMNS=str(columns), TTY_COMPATIBLE="1", FORCE_COLOR="1")
+
+
 # -- a real terminal: a pty of a given width, its bytes rendered by a terminal emulator ----------
 SCREEN_COLUMNS = 400  # wider than any terminal a test asks for: what passes the width shows
 

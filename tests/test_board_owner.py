@@ -15,10 +15,12 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-from test_daemon_service import Daemon, _state, _wait
-from test_measure_e2e import write_tiny
+from helpers.daemons import Daemon, board_state
+from helpers.processes import is_stopped
+from helpers.workloads import write_tiny
 
 from conftest import REPO, diff, make_board, run_cli, snapshot
+from conftest import wait_until as _wait
 
 NANO_GPU = "sys/devices/57000000.gpu/devfreq/57000000.gpu"
 # docs/hardware.md, Nano GPU table: 614.4 MHz is the nano-614mhz profile's entry, and 400 MHz
@@ -81,11 +83,6 @@ def _waiting_jetbench(marker: Path, *args: str, **kw) -> subprocess.Popen:
                             cwd=REPO, **kw)
 
 
-def _stopped(pid: int) -> bool:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "T"
-
-
 def _jetbench(*args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "jetbench.cli.main", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -106,7 +103,7 @@ def test_maxperf_fan_and_apply_cannot_interleave(tmp_path):
                                "maxperf", "--fan"], cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait(lambda: _stopped(writer.pid), timeout=60), writer.stderr
+        assert _wait(lambda: is_stopped(writer.pid), timeout=60), writer.stderr
         refused = run_cli("--root", str(base), "apply", "nano-614mhz")
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert f"in use by pid {writer.pid} (jetbench maxperf" in refused.stderr
@@ -121,7 +118,7 @@ def test_maxperf_fan_and_apply_cannot_interleave(tmp_path):
         # Refused once and waiting (not still starting): it waits behind the stopped maxperf.
         assert _wait(lambda: marker.exists() or queued.poll() is not None, timeout=60)
         assert queued.poll() is None, queued.communicate()
-        assert _stopped(writer.pid)
+        assert is_stopped(writer.pid)
         os.kill(writer.pid, signal.SIGCONT)
         assert writer.wait(timeout=60) == 0, writer.stderr.read()
         out, err = queued.communicate(timeout=60)
@@ -145,7 +142,7 @@ def test_lock_wait_gives_up_after_its_timeout_and_a_kill9_frees_the_board(tmp_pa
     writer = subprocess.Popen([sys.executable, "-c", _STOPPING_WRITER, "--root", str(base),
                                "maxperf"], cwd=REPO)
     try:
-        assert _wait(lambda: _stopped(writer.pid), timeout=60)
+        assert _wait(lambda: is_stopped(writer.pid), timeout=60)
         t0 = time.monotonic()
         waited = run_cli("--root", str(base), "restore", "--wait", "1.5")
         assert waited.returncode == 2 and "in use by pid" in waited.stderr
@@ -164,7 +161,7 @@ def test_restore_while_the_daemon_holds_a_profile_keeps_the_originals(tmp_path, 
     daemon, which then stops holding: nothing is re-pinned, nothing pinned is ever journalled
     as an original, and the board ends as it began."""
     base = make_board(tmp_path, "nano")
-    before = _state(base)
+    before = board_state(base)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
@@ -172,9 +169,9 @@ def test_restore_while_the_daemon_holds_a_profile_keeps_the_originals(tmp_path, 
     result = run_cli("--root", str(base), "restore")
     assert result.returncode == 0, result.stderr
     assert f"jetbench daemon (pid {d.proc.pid})" in result.stdout
-    assert _wait(lambda: diff(before, _state(base)) == []), diff(before, _state(base))
+    assert _wait(lambda: diff(before, board_state(base)) == []), diff(before, board_state(base))
     time.sleep(0.5)  # five intervals: the daemon must not pin again
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     assert d.ask("status")["pinned"] is False
     assert not (base / "var/lib/jetbench/journal.json").exists()
     # maxperf and apply go through the daemon too, and a stop still ends at the originals.
@@ -190,7 +187,7 @@ def test_restore_while_the_daemon_holds_a_profile_keeps_the_originals(tmp_path, 
     refused = run_cli("--root", str(base), "apply", str(own))
     assert refused.returncode == 1 and "named profiles only" in refused.stderr
     assert d.stop() == 0, d.output()
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     after = run_cli("--root", str(base), "restore")
     assert "Nothing to restore" in after.stdout
     assert "Traceback" not in d.log_path.read_text()
@@ -200,12 +197,12 @@ def test_a_second_daemon_on_the_board_exits_with_a_clear_message(tmp_path, start
     """Item 2: two daemons on one board with different sockets: the second is refused before
     it writes anything; after the first stops, the board is the original one."""
     base = make_board(tmp_path, "tx1")
-    before = _state(base)
+    before = board_state(base)
     first = Daemon(tmp_path, base, "--profile", "maxperf", name="first")
     started.append(first)
     first.ready()
     time.sleep(0.3)
-    pinned = _state(base)
+    pinned = board_state(base)
     second = Daemon(tmp_path, base, "--profile", "tx1-690mhz", name="second")
     started.append(second)
     assert second.proc.wait(timeout=60) == 2
@@ -214,10 +211,10 @@ def test_a_second_daemon_on_the_board_exits_with_a_clear_message(tmp_path, start
     assert "systemctl stop jetbench" in text and "Traceback" not in text
     assert not second.sock_path.exists()
     time.sleep(0.5)
-    assert diff(pinned, _state(base)) == []
+    assert diff(pinned, board_state(base)) == []
     assert first.ask("status")["counters"]["repins"] == 0
     assert first.stop() == 0
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
 
 
@@ -274,7 +271,7 @@ def test_measure_under_the_daemon_runs_at_the_clock_it_claims(tmp_path, started)
     board: it stops re-pinning, measure runs at 384 MHz for its whole window, the result says
     384 MHz, then the daemon's 614.4 MHz comes back."""
     base = make_board(tmp_path, "nano")
-    before = _state(base)
+    before = board_state(base)
     write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
@@ -306,7 +303,7 @@ def test_measure_under_the_daemon_runs_at_the_clock_it_claims(tmp_path, started)
     assert status["counters"]["repins"] == 0  # nothing fought the borrower
     assert status["pinned"] and status["lease"] is None
     assert d.stop() == 0
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     assert "Traceback" not in d.log_path.read_text()
 
 
@@ -314,7 +311,7 @@ def test_kill9_of_a_lease_holder_gives_the_board_back(tmp_path, started):
     """A lease ends when its connection closes: a measure killed with SIGKILL mid-run cannot
     leave the daemon paused, and what it had pinned is put back."""
     base = make_board(tmp_path, "nano")
-    before = _state(base)
+    before = board_state(base)
     write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
@@ -338,7 +335,7 @@ def test_kill9_of_a_lease_holder_gives_the_board_back(tmp_path, started):
     assert "handed the board back" in d.output()
     assert d.ask("status")["pinned"]
     assert d.stop() == 0
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
 
 
@@ -395,7 +392,7 @@ def test_stopping_the_daemon_during_a_lease_interrupts_the_borrower_first(tmp_pa
     SIGTERM is sent from inside measure's window (tests/interrupt_at.py), not at a guess; the
     other boundaries are in test_interrupt_boundaries.py."""
     base = make_board(tmp_path, "nano")
-    before = _state(base)
+    before = board_state(base)
     write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
@@ -409,7 +406,7 @@ def test_stopping_the_daemon_during_a_lease_interrupts_the_borrower_first(tmp_pa
     assert proc.returncode == 130, proc.stderr
     assert "daemon is stopping" in proc.stderr and "Traceback" not in proc.stderr
     assert d.proc.wait(timeout=60) == 0  # it stops of its own accord once measure is done
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
     assert not list((tmp_path / "r").glob("*.json"))
 
@@ -420,7 +417,7 @@ def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(
     passed it its descriptor), so a `restore` cannot run under it; once it has finished,
     `restore` brings back the original board."""
     base = make_board(tmp_path, "nano")
-    before = _state(base)
+    before = board_state(base)
     write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
@@ -442,7 +439,7 @@ def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-from test_daemon_service import Daemon, _wait
+from helpers.daemons import Daemon
 
 from jetbench.ownership.client import open_lease
 from jetbench.sampling.energy_totals import EnergyTotals
 
 from conftest import REPO, make_board
+from conftest import wait_until as _wait
 
 pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
@@ -62,7 +63,7 @@ def _next_change(url: str, rail: str, after: float, timeout: float = 10.0) -> Tu
     raise AssertionError(f"{rail} energy stayed at {after} for {timeout} s")
 
 
-def test_energy_counter_grows_at_the_rails_power(tmp_path, started):  # noqa: F811
+def test_energy_counter_grows_at_the_rails_power(tmp_path, started):
     base = make_board(tmp_path, "orin-nano")
     d = Daemon(tmp_path, base, "--metrics", "127.0.0.1:0", interval="0.1s")
     started.append(d)
@@ -86,7 +87,7 @@ def test_energy_counter_grows_at_the_rails_power(tmp_path, started):  # noqa: F8
     assert d.stop() == 0, d.output()
 
 
-def test_energy_counter_is_monotonic_across_repins_and_leases(tmp_path, started):  # noqa: F811
+def test_energy_counter_is_monotonic_across_repins_and_leases(tmp_path, started):
     base = make_board(tmp_path, "orin-nano")
     d = Daemon(tmp_path, base, "--profile", "maxperf", "--metrics", "127.0.0.1:0",
                interval="0.1s")
@@ -152,7 +153,7 @@ def _exported_names(metrics) -> set:
     return {name for name, _labels in metrics}
 
 
-def test_dashboard_and_scrape_config_query_only_exported_metrics(tmp_path, started):  # noqa: F811
+def test_dashboard_and_scrape_config_query_only_exported_metrics(tmp_path, started):
     dashboard = json.loads((DATA / "grafana-dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", ())]
     exprs += [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]

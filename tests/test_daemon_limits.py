@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from test_daemon_service import Daemon
+from helpers.daemons import Daemon
 
 from jetbench.ownership.client import request
 

@@ -6,124 +6,20 @@ metrics over HTTP on loopback, throttling left to the kernel, SIGHUP reload."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-import uuid
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
-from jetbench.ownership.client import request
+from helpers.daemons import Daemon, board_state
 
-from conftest import REPO, bound_s, diff, make_board, snapshot, wait_until
-
-# Rail sensor files follow the simulated power model while the simulated kernel runs: they are
-# readings, not state jetbench changes, so byte-for-byte comparisons leave them out.
-_RAIL_FILES = ("in_power", "in_current", "in_voltage", "curr", "power")
-
-
-def _state(base: Path) -> Dict[str, str]:
-    snap = snapshot(base, exclude=("var",))
-    return {k: v for k, v in snap.items()
-            if not (os.path.basename(k).startswith(_RAIL_FILES) and "input" in k)}
-
-
-class Daemon:
-    """A daemon subprocess with a notify socket (abstract namespace, as systemd may use)."""
-
-    def __init__(self, tmp_path: Path, base: Path, *args: str, interval: str = "0.3s",
-                 watchdog_usec: Optional[int] = None, name: str = "d", sock: str = ""):
-        self.base = base
-        self.sock_path = tmp_path / f"{sock or name}.sock"
-        self.log_path = tmp_path / f"{name}.log"
-        self.notify_name = f"jbtest-{uuid.uuid4().hex}"
-        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.notify.bind("\0" + self.notify_name)
-        self.notify.settimeout(0.1)
-        self.messages: List[str] = []
-        self._arrived = threading.Condition()
-        self._closed = False
-        env = dict(os.environ, NOTIFY_SOCKET="@" + self.notify_name)
-        env.pop("WATCHDOG_USEC", None)
-        env.pop("WATCHDOG_PID", None)
-        if watchdog_usec is not None:
-            env["WATCHDOG_USEC"] = str(watchdog_usec)
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "daemon",
-             "--socket", str(self.sock_path), "--interval", interval, *args],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
-        self._listener = threading.Thread(target=self._listen, daemon=True)
-        self._listener.start()
-
-    def _listen(self) -> None:
-        """Read datagrams as systemd does, all the time (an unread queue blocks the sender)."""
-        while not self._closed:
-            try:
-                text = self.notify.recv(4096).decode()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            with self._arrived:
-                self.messages.append(text)
-                self._arrived.notify_all()
-
-    def wait_for(self, key: str, timeout: float = 30.0, after: int = 0) -> str:
-        """The first message from index `after` on that has line `key`."""
-        end = time.monotonic() + bound_s(timeout)
-        seen = after
-        with self._arrived:
-            while True:
-                for text in self.messages[seen:]:
-                    if key in text.split("\n"):
-                        return text
-                seen = len(self.messages)
-                if self.proc.poll() is not None and key != "STOPPING=1":
-                    raise AssertionError(f"daemon exited {self.proc.returncode}: "
-                                         f"{self.output()}")
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"no {key} within {bound_s(timeout)} s: "
-                                         f"{self.messages[-5:]} {self.output()}")
-                self._arrived.wait(min(left, 0.2))
-
-    def ready(self) -> str:
-        return self.wait_for("READY=1")
-
-    def ask(self, cmd: str, **kw) -> dict:
-        return request(self.sock_path, cmd, timeout_s=10, **kw)
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=timeout)
-        time.sleep(0.15)  # the listener picks up what it sent on the way out
-        self.close()
-        return code
-
-    def kill9(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-        self.close()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._listener.join()
-        self.notify.close()
-        self.log.close()
-
-    def output(self) -> str:
-        self.log.flush()
-        return self.log_path.read_text(errors="replace")
+from conftest import REPO, diff, make_board, wait_until
 
 
 def _pristine(tmp_path: Path, key: str) -> Path:
@@ -136,7 +32,7 @@ _wait = wait_until  # the suite's one bounded wait (conftest: scaled, generous)
 
 def test_ready_watchdog_status_then_sigterm_restores(tmp_path, started):
     base = _pristine(tmp_path, "tx1")
-    before = _state(base)
+    before = board_state(base)
     d = Daemon(tmp_path, base, "--profile", "tx1-690mhz", watchdog_usec=400_000)
     started.append(d)
     ready = d.ready()
@@ -173,14 +69,14 @@ def test_ready_watchdog_status_then_sigterm_restores(tmp_path, started):
     assert json.loads(out.stdout)["counters"]["repins"] == 0
     assert d.stop() == 0, d.output()
     assert "STOPPING=1" in d.messages[-1].split("\n"), d.messages[-3:]
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
     assert not d.sock_path.exists()
 
 
 def test_drift_is_repinned_within_one_interval_and_metrics(tmp_path, started):
     base = _pristine(tmp_path, "xavier-nx")
-    before = _state(base)
+    before = board_state(base)
     d = Daemon(tmp_path, base, "--profile", "maxperf", "--metrics", "127.0.0.1:0",
                interval="0.5s")
     started.append(d)
@@ -216,7 +112,7 @@ def test_drift_is_repinned_within_one_interval_and_metrics(tmp_path, started):
     assert "VDD_IN" in watts and watts["VDD_IN"] > 0
     assert any(name == "jetbench_temperature_celsius" for name, _ in metrics)
     assert d.stop() == 0, d.output()
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
 
 
 def _settle(d: Daemon) -> None:
@@ -244,12 +140,12 @@ def _parse_metrics(text: str) -> Dict[tuple, float]:
 
 def test_kill9_then_a_new_daemon_restores_and_repins(tmp_path, started):
     base = _pristine(tmp_path, "orin-nano")
-    before = _state(base)
+    before = board_state(base)
     first = Daemon(tmp_path, base, "--profile", "maxperf", name="a")
     started.append(first)
     first.ready()
     _settle(first)
-    pinned = _state(base)
+    pinned = board_state(base)
     assert diff(before, pinned)
     first.kill9()
     journal = base / "var/lib/jetbench/journal.json"
@@ -259,16 +155,16 @@ def test_kill9_then_a_new_daemon_restores_and_repins(tmp_path, started):
     second.ready()
     _settle(second)
     assert "finishing an interrupted job" in second.output()
-    now = _state(base)
+    now = board_state(base)
     assert diff(pinned, now) == [], [(k, (base / k).read_text()) for k in diff(pinned, now)]
     assert second.ask("status")["pinned"]
     assert second.stop() == 0, second.output()
-    assert diff(before, _state(base)) == []  # the original state, not the first pin's
+    assert diff(before, board_state(base)) == []  # the original state, not the first pin's
 
 
 def test_hostile_clients_never_crash_or_hang_the_daemon(tmp_path, started):
     base = _pristine(tmp_path, "tx2")
-    before = _state(base)
+    before = board_state(base)
     d = Daemon(tmp_path, base, "--profile", "maxperf", "--client-timeout", "0.5s")
     started.append(d)
     d.ready()
@@ -353,16 +249,16 @@ def test_hostile_clients_never_crash_or_hang_the_daemon(tmp_path, started):
     # restore / pin / apply over the socket.
     assert d.ask("restore")["ok"]
     # (the simulated kernel brings the current-frequency files along within its period)
-    assert _wait(lambda: diff(before, _state(base)) == []), diff(before, _state(base))
+    assert _wait(lambda: diff(before, board_state(base)) == []), diff(before, board_state(base))
     assert d.ask("status")["pinned"] is False
     assert d.ask("pin")["pinned"] is True
-    assert diff(before, _state(base))
+    assert diff(before, board_state(base))
     applied = d.ask("apply", profile="tx2-828mhz")
     assert applied["ok"] and applied["profile"] == "tx2-828mhz", applied
     assert d.ask("status")["profile"] == "tx2-828mhz"
     assert "Traceback" not in d.output()
     assert d.stop() == 0, d.output()
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
 
 
 def _status_ok(d: Daemon) -> bool:
@@ -386,11 +282,11 @@ def _closed_within(s: socket.socket, timeout: float) -> bool:
 
 def test_throttling_is_reported_and_drift_still_repinned(tmp_path, started):
     base = _pristine(tmp_path, "nano")
-    before = _state(base)
+    before = board_state(base)
     zone = base / "sys/devices/virtual/thermal/thermal_zone1"  # the GPU zone
     (zone / "trip_point_1_type").write_text("passive\n")
     (zone / "trip_point_1_temp").write_text("50000\n")
-    before = _state(base)
+    before = board_state(base)
     d = Daemon(tmp_path, base, "--profile", "maxperf", interval="0.3s")
     started.append(d)
     d.ready()
@@ -413,13 +309,13 @@ def test_throttling_is_reported_and_drift_still_repinned(tmp_path, started):
     assert _wait(lambda: not d.ask("status")["throttling"])
     assert d.ask("status")["counters"]["throttle_events"] == 1
     assert d.stop() == 0
-    after = _state(base)
+    after = board_state(base)
     assert diff(before, after) == [str(Path(zone.relative_to(base)) / "temp")]
 
 
 def test_sighup_reloads_the_profile_file(tmp_path, started):
     base = _pristine(tmp_path, "tx2")
-    before = _state(base)
+    before = board_state(base)
     profile = tmp_path / "mine.toml"
     profile.write_text('[gpu]\nfreq = "max"\n')
     d = Daemon(tmp_path, base, "--profile", str(profile))
@@ -441,23 +337,23 @@ def test_sighup_reloads_the_profile_file(tmp_path, started):
     assert (gpu / "min_freq").read_text().split() == [table[3]]
     assert d.proc.poll() is None
     assert d.stop(signal.SIGINT) == 0
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
 
 
 def test_monitor_only_bad_profile_and_a_second_daemon(tmp_path, started):
     base = _pristine(tmp_path, "tx1")
-    before = _state(base)
+    before = board_state(base)
     # No profile: it monitors, pins nothing.
     d = Daemon(tmp_path, base)
     started.append(d)
     assert "STATUS=not pinning" in d.ready()
     assert d.ask("status")["pinned"] is False
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     pin = d.ask("pin")
     assert pin["ok"] is False and "no profile" in pin["message"]
     assert d.ask("apply", profile="tx1-690mhz")["pinned"]
     _settle(d)
-    pinned = _state(base)
+    pinned = board_state(base)
     # A second daemon on the same board (here the same socket too) is refused by the board
     # lock before it touches anything; the first one keeps serving, its pin and journal intact.
     other = Daemon(tmp_path, base, "--profile", "maxperf", name="e", sock="d")
@@ -466,10 +362,10 @@ def test_monitor_only_bad_profile_and_a_second_daemon(tmp_path, started):
     assert f"in use by pid {d.proc.pid} (jetbench daemon" in other.output()
     assert "Traceback" not in other.output()
     assert d.ask("status")["pinned"]
-    assert diff(pinned, _state(base)) == []
+    assert diff(pinned, board_state(base)) == []
     assert (base / "var/lib/jetbench/journal.json").exists()
     assert d.stop() == 0
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     # A profile that does not fit the board: it starts pinning nothing (never a crash loop
     # under Restart=on-failure), says why, wrote nothing, no traceback.
     bad = Daemon(tmp_path, base, "--profile", "orin-agx-816mhz", name="bad")
@@ -480,13 +376,13 @@ def test_monitor_only_bad_profile_and_a_second_daemon(tmp_path, started):
     assert "[match]" in bad.output()
     assert bad.stop() == 0
     assert "Traceback" not in bad.log_path.read_text()
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
 
 
 def test_a_profile_with_an_infinite_clock_never_kills_the_daemon(tmp_path, started):
     """Issue 35 item 5: freq = inf / nan / 1e400 at start and on SIGHUP."""
     base = _pristine(tmp_path, "tx2")
-    before = _state(base)
+    before = board_state(base)
     gpu = base / "sys/devices/17000000.gp10b/devfreq/17000000.gp10b"
     table = (gpu / "available_frequencies").read_text().split()
     profile = tmp_path / "mine.toml"
@@ -495,7 +391,7 @@ def test_a_profile_with_an_infinite_clock_never_kills_the_daemon(tmp_path, start
     started.append(d)
     assert "STATUS=not pinning (profile " in d.ready()
     assert "[gpu] freq" in d.ask("status")["profile_refused"]
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
     profile.write_text(f"[gpu]\nfreq = {table[3]}\n")
     seen = len(d.messages)
     d.proc.send_signal(signal.SIGHUP)
@@ -513,7 +409,7 @@ def test_a_profile_with_an_infinite_clock_never_kills_the_daemon(tmp_path, start
     assert d.stop() == 0
     log = d.log_path.read_text()
     assert "reload failed" in log and "Traceback" not in log
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
 
 
 def test_stale_socket_file_is_replaced_but_not_other_files(tmp_path, started):

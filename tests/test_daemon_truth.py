@@ -6,14 +6,16 @@ import subprocess
 import sys
 import time
 
-from test_daemon_service import Daemon, _wait
+from helpers.daemons import Daemon
 
 from jetbench.sim.create import create_board
+
+from conftest import wait_until as _wait
 
 NANO_GPU = "sys/devices/57000000.gpu/devfreq/57000000.gpu"
 
 
-def test_static_tree_no_throttling_claimed_and_drift_repinned(tmp_path, started):  # noqa: F811
+def test_static_tree_no_throttling_claimed_and_drift_repinned(tmp_path, started):
     base = tmp_path / "nano"
     create_board("nano", base, quirks=("static-cur",))
     d = Daemon(tmp_path, base, "--profile", "maxperf", interval="0.3s")
@@ -48,7 +50,7 @@ def test_static_tree_no_throttling_claimed_and_drift_repinned(tmp_path, started)
     assert d.stop() == 0
 
 
-def test_amu_cpu_at_rest_is_not_throttling(tmp_path, started):  # noqa: F811
+def test_amu_cpu_at_rest_is_not_throttling(tmp_path, started):
     base = tmp_path / "orin"
     create_board("orin-nano", base, quirks=("amu-cpu",))
     d = Daemon(tmp_path, base, "--profile", "maxperf", interval="0.3s")

@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from jetbench.cli.main import app
 from jetbench.hw import services
 from jetbench.hw.fs import Root
 
-from conftest import make_board
+from conftest import cli, make_board
 
 FAKE = Path(__file__).parent / "fake_commands" / "fake_systemctl.py"
 runner = CliRunner()
@@ -35,10 +34,6 @@ def calls(state: Path, verb: str = "") -> list:
     lines = log.read_text().splitlines() if log.exists() else []
     return [line for line in lines if line.startswith(verb)]
 
-
-def cli(base, *args):
-    result = runner.invoke(app, ["--root", str(base), *args])
-    return result
 
 
 def pwm(base: Path) -> str:
@@ -149,7 +144,9 @@ def test_a_journal_may_name_only_services_jetbench_manages(tmp_path):
 
 def test_the_daemon_stops_it_for_maxperf_fan_re_stops_it_and_starts_it_on_stop(
         tmp_path, systemd, started):
-    from test_daemon_service import Daemon, _wait
+    from helpers.daemons import Daemon
+
+    from conftest import wait_until as _wait
 
     base = make_board(tmp_path, "orin-nano")
     (systemd / "nvfancontrol").write_text("active\n")

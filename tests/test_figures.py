@@ -1,11 +1,11 @@
 """Figures worth reading (issue 27.2, 27.7): significant digits matching the uncertainty in
-every table, result files without float noise, the trust labels (valid but noisy, a change
+every table, result_doc files without float noise, the trust labels (valid but noisy, a change
 within noise), the simulated Orin Nano's power within its modes."""
 
 import json
 
 import pytest
-from test_report import result
+from helpers.results import result_doc
 
 from jetbench.report import compare, io, tables
 from jetbench.report.digits import csv_cell, plus_minus, plus_minus_pct, significant, stored
@@ -44,7 +44,7 @@ def test_significant():
 
 def test_table_sweep_and_report_print_the_same_figure():
     """One formatter: Table 1, the sweep's table and its summary agree on img/s/W."""
-    doc = result(691.2, ips=0.36, watts=5.5, power_pct=24.9, throughput_pct=1.0)
+    doc = result_doc(691.2, ips=0.36, watts=5.5, power_pct=24.9, throughput_pct=1.0)
     want = plus_minus_pct(0.36 / 5.5, 25.9)
     assert want == "0.065 +- 0.017"
     cells = dict(tables.table_cells([doc])[1])["Performance/W (img/s/W): VDD_IN"]
@@ -64,7 +64,7 @@ def test_result_json_and_trace_csv_hold_no_float_noise(tmp_path):
 
 
 def test_valid_but_noisy_is_said():
-    doc = result(691.2)
+    doc = result_doc(691.2)
     doc["throughput"]["cv"] = 0.53
     assert dict(tables.table_cells([doc])[1])["Valid"] == ["yes, noisy (CV 53%)"]
     doc["throughput"]["cv"] = 0.02
@@ -72,7 +72,7 @@ def test_valid_but_noisy_is_said():
 
 
 def test_compare_judges_noise():
-    a, b = result(691.2, ips=47.0), result(921.6, ips=38.7)
+    a, b = result_doc(691.2, ips=47.0), result_doc(921.6, ips=38.7)
     a["throughput"]["cv"], b["throughput"]["cv"] = 0.19, 0.45
     by = {c.metric: c for c in compare.compare(a, b)}
     assert by["img/s"].verdict == "within noise"  # -17.6% at 19% and 45% CV

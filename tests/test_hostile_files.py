@@ -1,4 +1,4 @@
-"""Issue 35: hostile result files and profiles. Whatever a file holds, `report` and the
+"""Issue 35: hostile result_doc files and profiles. Whatever a file holds, `report` and the
 profile loader answer with a table or one message (exit 0 or 1), never a traceback or a hang;
 `report DIR` skips what is not a regular file, naming it."""
 
@@ -15,9 +15,9 @@ from typing import Any, List, Tuple
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
+from helpers.results import result_doc  # noqa: E402
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_report import result  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from jetbench.cli.main import app  # noqa: E402
@@ -48,9 +48,9 @@ def _paths(node: Any, prefix: Tuple = ()) -> List[Tuple]:
     return out
 
 
-BASE = result(691.2, reasons=("observed gpu below its pin",))
+BASE = result_doc(691.2, reasons=("observed gpu below its pin",))
 PATHS = [p for p in _paths(BASE) if p != ("schema",)] + [
-    # keys readers take that this base result lacks
+    # keys readers take that this base result_doc lacks
     ("board", "power_mode"), ("devices",), ("scaling",), ("efficiency", "above_idle"),
     ("efficiency", "pre_regulation_estimate"), ("power", "idle"), ("throughput", "cv"),
     ("throughput", "unit"), ("workload", "runtime"), ("workload", "framework"),
@@ -122,7 +122,7 @@ def test_a_huge_result_file_is_refused_not_read(tmp_path):
 
 def test_report_dir_skips_a_fifo_and_a_link_naming_them(tmp_path):
     good = tmp_path / "good.json"
-    good.write_text(json.dumps(result(691.2)))
+    good.write_text(json.dumps(result_doc(691.2)))
     os.mkfifo(tmp_path / "fifo.json")
     (tmp_path / "zero.json").symlink_to("/dev/zero")
     done = subprocess.run([sys.executable, "-m", "jetbench", "report", str(tmp_path)],

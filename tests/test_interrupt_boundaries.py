@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_measure_e2e import board_snapshot
+from helpers.workloads import board_snapshot
 
 from jetbench.report.io import load_result
 from jetbench.report.schema import INTERRUPT_CAUSES
@@ -170,7 +170,7 @@ def test_the_interrupt_table_is_in_the_docs():
 @pytest.fixture
 def daemons(started):
     """Start a daemon holding nano-614mhz; conftest's `started` kills it whatever happens."""
-    from test_daemon_service import Daemon
+    from helpers.daemons import Daemon
 
     def start(tmp_path: Path, base: Path) -> "Daemon":
         d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
@@ -186,10 +186,10 @@ def daemons(started):
 def test_the_daemon_taking_its_board_back_at_each_boundary(tmp_path, daemons, phase, leaves):
     """`systemctl stop jetbench` while measure borrows the board, at each boundary: measure is
     interrupted (130) and puts its clocks back, then the daemon restores the board and exits."""
-    from test_daemon_service import _state
+    from helpers.daemons import board_state
 
     base = make_board(tmp_path, "nano")
-    before = _state(base)
+    before = board_state(base)
     d = daemons(tmp_path, base)
     out = tmp_path / "out"
     r = interrupted_run(tmp_path, base, f"{phase}:revoke:{d.proc.pid}", "measure", "--freq",
@@ -210,4 +210,4 @@ def test_the_daemon_taking_its_board_back_at_each_boundary(tmp_path, daemons, ph
         assert doc["settings"]["applied"]["gpu_hz"] == 384_000_000  # what measure pinned
         assert doc.get("interrupted") == ("lease revoked" if leaves == "marked" else None)
     assert not (base / JOURNAL).exists()
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []

@@ -2,8 +2,8 @@
 
 import signal
 
-from test_measure_cli import _start, _wait_for_window
-from test_measure_e2e import write_tiny
+from helpers.processes import start_measure, wait_for_window
+from helpers.workloads import write_tiny
 
 from conftest import make_board
 
@@ -11,8 +11,8 @@ from conftest import make_board
 def test_ctrl_c_names_the_clocks_and_the_results(tmp_path):
     write_tiny(tmp_path)
     base = make_board(tmp_path, "tx1")
-    proc = _start(tmp_path, base)
-    _wait_for_window(proc, base, tmp_path)
+    proc = start_measure(tmp_path, base)
+    wait_for_window(proc, base, tmp_path)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     text = err.decode()

@@ -7,16 +7,12 @@ import json
 
 from typer.testing import CliRunner
 
-from jetbench.cli.main import app
 from jetbench.sim.create import create_board
 
-from conftest import make_board
+from conftest import cli, make_board
 
 runner = CliRunner()
 
-
-def cli(base, *args):
-    return runner.invoke(app, ["--root", str(base), *args])
 
 
 def read(base, path):

@@ -7,7 +7,6 @@ import sys
 import types
 
 import pytest
-from test_measure_e2e import tiny  # noqa: F401 - fixture
 
 from jetbench.hw.fs import Root
 from jetbench.hw.meters.jtop import JtopSource
@@ -123,7 +122,7 @@ class jtop:
 """
 
 
-def test_measure_meter_jtop_is_not_dropped(tmp_path, tiny, monkeypatch):  # noqa: F811
+def test_measure_meter_jtop_is_not_dropped(tmp_path, tiny, monkeypatch):
     # measure opens its sources in the sampler process, which imports `jtop` itself: the
     # stand-in is a file on sys.path (which the sampler process is given), not a sys.modules
     # entry of this process.

@@ -24,10 +24,9 @@ from typing import Dict, List, Optional
 import pytest
 from typer.testing import CliRunner
 
-from jetbench.cli.main import app
 from jetbench.sim.boards import BOARDS
 
-from conftest import diff, fuse_board
+from conftest import cli, diff, fuse_board
 
 pytestmark = pytest.mark.kernel
 
@@ -39,9 +38,6 @@ CASES = [(key, mode) for key, b in sorted(BOARDS.items())
 NOT_SETTINGS = ("scaling_cur_freq", "cpuinfo_cur_freq", "cur_freq", "target_freq", "clk_rate",
                 "gbus/rate", "emc/rate", "cur_pwm", "scaling_setspeed")
 
-
-def cli(root: Path, *args: str):
-    return runner.invoke(app, ["--root", str(root), *args])
 
 
 def knob_files(root: Path) -> List[Path]:

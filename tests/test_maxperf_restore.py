@@ -6,17 +6,13 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from jetbench.cli.main import app
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 
-from conftest import SIM_BOARDS, diff, make_board, make_generic_host, snapshot
+from conftest import SIM_BOARDS, cli, diff, make_board, make_generic_host, snapshot
 
 runner = CliRunner()
 
-
-def cli(base, *args):
-    return runner.invoke(app, ["--root", str(base), *args])
 
 
 def read(base, path):

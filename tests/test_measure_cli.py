@@ -6,60 +6,22 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
-from test_measure_e2e import board_snapshot, write_tiny
+from helpers.processes import FAST, start_measure, wait_for_pin, wait_for_window
+from helpers.workloads import board_snapshot, write_tiny
 
 from jetbench.report.plots import png_size
 from jetbench.sim.meters import sim_for
 
-from conftest import REPO, diff, make_board, run_cli, sigint_as_on_a_terminal
-
-FAST = ["--model", "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2",
-        "--warmup", "0", "--device", "cpu"]
-
-
-def _env():
-    return dict(os.environ, PYTHONPATH=str(REPO / "agent"))
-
-
-def _start(tmp_path, base, *extra):
-    return subprocess.Popen(
-        [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure", *FAST,
-         "--model", "jb_tinynet:marked", "--freq", "690MHz", "--duration", "60",
-         "--out", str(tmp_path / "out"), *extra],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-        preexec_fn=sigint_as_on_a_terminal)
-
-
-def _wait_for_pin(proc, base, timeout=120):
-    """Until the clocks are pinned (the journal exists)."""
-    journal = base / "var/lib/jetbench/journal.json"
-    deadline = time.monotonic() + timeout
-    while not journal.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "measure never pinned the clocks"
-        time.sleep(0.02)
-
-
-def _wait_for_window(proc, base, tmp_path, timeout=120):
-    """Until the clocks are pinned and the network runs (jb_tinynet:marked leaves a file at
-    its first inference): an event, not a guess at how long loading torch takes."""
-    _wait_for_pin(proc, base, timeout)
-    deadline = time.monotonic() + timeout
-    while not (tmp_path / "inference.mark").exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the network never ran"
-        time.sleep(0.02)
-    assert proc.poll() is None, proc.communicate()
+from conftest import REPO, diff, jetbench_env, make_board, run_cli
 
 
 def test_ctrl_c_restores_the_clocks(tmp_path):
     write_tiny(tmp_path)
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
-    proc = _start(tmp_path, base)
-    _wait_for_window(proc, base, tmp_path)
+    proc = start_measure(tmp_path, base)
+    wait_for_window(proc, base, tmp_path)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -76,8 +38,8 @@ def test_ctrl_c_while_torch_loads_still_exits_130(tmp_path):
     write_tiny(tmp_path)
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
-    proc = _start(tmp_path, base)
-    _wait_for_pin(proc, base)
+    proc = start_measure(tmp_path, base)
+    wait_for_pin(proc, base)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -93,7 +55,7 @@ def test_sigterm_ends_a_measurement_like_ctrl_c(tmp_path):
     write_tiny(tmp_path)
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
-    env = dict(_env(), INTERRUPT_AT="window-open:SIGTERM")
+    env = dict(jetbench_env(), INTERRUPT_AT="window-open:SIGTERM")
     proc = subprocess.run(
         [sys.executable, str(REPO / "tests/interrupt_at.py"), "--root", str(base), "measure",
          *FAST, "--freq", "690MHz", "--duration", "60", "--out", str(tmp_path / "out")],
@@ -110,8 +72,8 @@ def test_kill9_then_restore_is_exact(tmp_path):
     write_tiny(tmp_path)
     base = make_board(tmp_path, "tx1-r24")
     before = board_snapshot(base, "tx1-r24")
-    proc = _start(tmp_path, base, "--cpu-freq", "max", "--emc-freq", "max")
-    _wait_for_window(proc, base, tmp_path)
+    proc = start_measure(tmp_path, base, "--cpu-freq", "max", "--emc-freq", "max")
+    wait_for_window(proc, base, tmp_path)
     assert diff(before, board_snapshot(base, "tx1-r24"))  # pinned right now
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -131,7 +93,7 @@ def test_window_too_short_exit_3_with_hint(tmp_path):
              "--meter", "auto", "--meter", meter.spec + "?interval=1s&timeout=5s",
              "--duration", "0.3",
              "--out", str(tmp_path / "out")],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env())
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, env=jetbench_env())
     assert result.returncode == 3, result.stderr
     assert "img/s/W refused" in result.stderr and "--duration" in result.stderr
     assert "Traceback" not in result.stderr
@@ -146,7 +108,7 @@ def test_measure_then_report_table_markdown_plots_and_compare(tmp_path):
         [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure", *FAST,
          "--freq", "690MHz", "--precision", "fp32", "--batch", "1,2", "--duration", "0.3",
          "--regulator-efficiency", "0.8", "--idle", "0.2", "--out", str(out), "--plot"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=180, env=_env())
+        cwd=tmp_path, capture_output=True, text=True, timeout=180, env=jetbench_env())
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "SIMULATED" in text

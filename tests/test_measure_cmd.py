@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_measure_e2e import board_snapshot
+from helpers.workloads import board_snapshot
 
 from conftest import REPO, bound_s, diff, make_board, run_cli, sigint_as_on_a_terminal, wait_until
 

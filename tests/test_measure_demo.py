@@ -1,14 +1,14 @@
 """The demo path (`jetbench demo`) on a small network: simulated TX1, the whitepaper's
 profile, table titled SIMULATED, a trace plot per configuration; the board tree removed."""
 
-from test_measure_e2e import tiny  # noqa: F401 - the fixture
+
 
 from jetbench.report import tables
 from jetbench.report.plots import png_size
 from jetbench.run.demo import demo_request, run_demo
 
 
-def test_demo_measures_fp32_and_fp16_on_a_simulated_tx1(tmp_path, tiny):  # noqa: F811
+def test_demo_measures_fp32_and_fp16_on_a_simulated_tx1(tmp_path, tiny):
     out = tmp_path / "demo"
     request = demo_request(out, models=("jb_tinynet:tiny",), duration_s=1.0, iterations=2,
                            warmup_s=0.0, idle_s=0.2, input_shape=(3, 16, 16))
@@ -27,7 +27,7 @@ def test_demo_measures_fp32_and_fp16_on_a_simulated_tx1(tmp_path, tiny):  # noqa
     assert sorted(p.suffix for p in out.iterdir()) == [".csv"] * 2 + [".json"] * 2 + [".png"] * 2
 
 
-def test_demo_with_out_leaves_no_temporary_directory(tmp_path, tiny, monkeypatch):  # noqa: F811
+def test_demo_with_out_leaves_no_temporary_directory(tmp_path, tiny, monkeypatch):
     import tempfile
 
     scratch = tmp_path / "tmp"

@@ -12,7 +12,7 @@ import time
 
 import psutil
 import pytest
-from test_measure_e2e import board_snapshot
+from helpers.workloads import board_snapshot
 
 from jetbench.distributed.devices import (
     DeviceSpec,

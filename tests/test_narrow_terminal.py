@@ -6,7 +6,7 @@ import os
 import re
 
 import pytest
-from test_measure_e2e import write_tiny
+from helpers.workloads import write_tiny
 
 from conftest import REPO, run_cli
 

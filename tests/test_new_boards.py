@@ -21,7 +21,7 @@ from jetbench.hw.nvpmodel import parse_mode_names, parse_status, read_power_mode
 from jetbench.sim.attributes import KernelModel
 from jetbench.sim.file_kernel import FileKernel
 
-from conftest import diff, make_board, snapshot
+from conftest import cli, diff, make_board, snapshot
 
 runner = CliRunner()
 
@@ -31,9 +31,6 @@ THOR_BWMGR = "sys/devices/platform/bwmgr/devfreq/bwmgr"
 THOR_INA238 = "sys/devices/platform/bus@0/c250000.i2c/i2c-2/2-0044/hwmon/hwmon2"
 NANO_SUPER_INA = "sys/devices/platform/bus@0/c240000.i2c/i2c-1/1-0040/hwmon/hwmon1"
 
-
-def cli(base: Path, *args: str):
-    return runner.invoke(app, ["--root", str(base), *args])
 
 
 def read(base: Path, path: str) -> str:
@@ -423,7 +420,7 @@ def test_sim_list_shows_the_new_boards():
 def test_measure_on_thor_records_the_mode_and_the_board_input(tmp_path):
     import subprocess
 
-    from test_measure_e2e import board_snapshot, write_tiny
+    from helpers.workloads import board_snapshot, write_tiny
 
     from conftest import REPO
 
@@ -450,7 +447,7 @@ def test_measure_on_thor_records_the_mode_and_the_board_input(tmp_path):
 
 
 def test_daemon_on_thor_status_has_the_power_mode(tmp_path):
-    from test_daemon_service import Daemon
+    from helpers.daemons import Daemon
 
     base = make_board(tmp_path, "thor")
     daemon = Daemon(tmp_path, base, "--profile", "thor-maxn")

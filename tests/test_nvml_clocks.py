@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_daemon_service import Daemon, _wait
-from test_measure_e2e import write_tiny
+from helpers.daemons import Daemon
+from helpers.workloads import write_tiny
 
 from jetbench.errors import JetbenchError, ProfileError
 from jetbench.hw.board import detect
@@ -29,6 +29,7 @@ from jetbench.profiles.apply import apply_profile
 from jetbench.profiles.profile import load_profile, parse_profile
 
 from conftest import REPO, bound_s, make_generic_host, run_cli
+from conftest import wait_until as _wait
 
 STAND_IN = REPO / "tests/nvml_stand_in"
 BUS = "0000:01:00.0"  # as /proc/driver/nvidia/gpus names it; NVML says 00000000:01:00.0
@@ -60,12 +61,12 @@ def gpu_host(tmp_path, monkeypatch):
     return _host_with_gpu(tmp_path / "host"), state
 
 
-def _state(path: Path) -> dict:
+def board_state(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
 def _calls(path: Path) -> list:
-    return [tuple(c) for c in _state(path)["calls"]]
+    return [tuple(c) for c in board_state(path)["calls"]]
 
 
 def test_detected_with_its_tables(gpu_host):
@@ -90,7 +91,7 @@ def test_maxperf_locks_at_max_journals_first_and_restore_puts_back(gpu_host):
         ("SetMemoryLockedClocks", "00000000:01:00.0", 1215, 1215),
         ("SetGpuLockedClocks", "00000000:01:00.0", 1410, 1410),
     ]
-    gpu = _state(state)["gpus"][0]
+    gpu = board_state(state)["gpus"][0]
     assert gpu["locked_gpu"] == [1410, 1410] and gpu["power_limit_mw"] == 400_000
     # The journal: an NVML entry kind, the original power limit, locks recorded as "default".
     doc = json.loads((base / "var/lib/jetbench/journal.json").read_text())
@@ -109,7 +110,7 @@ def test_maxperf_locks_at_max_journals_first_and_restore_puts_back(gpu_host):
         ("ResetMemoryLockedClocks", "00000000:01:00.0"),
         ("SetPowerManagementLimit", "00000000:01:00.0", 300_000),
     ]
-    gpu = _state(state)["gpus"][0]
+    gpu = board_state(state)["gpus"][0]
     assert gpu["locked_gpu"] is None and gpu["locked_mem"] is None
     assert gpu["power_limit_mw"] == 300_000
     assert not (base / "var/lib/jetbench/journal.json").exists()
@@ -131,23 +132,23 @@ def test_invalid_profile_makes_no_call(gpu_host, gpu_section, words):
 
 def test_a_refused_lock_rolls_its_step_back_and_restore_finishes(gpu_host, monkeypatch):
     base, state = gpu_host
-    doc = _state(state)
+    doc = board_state(state)
     doc["gpus"][0]["memory_lock_supported"] = False  # a board that refuses memory locks
     doc["gpus"][0]["architecture"] = None  # and does not say its architecture
     state.write_text(json.dumps(doc))
     root = Root(base)
     with pytest.raises(JetbenchError, match="not supported"):
         apply_profile(root, detect(root), load_profile("maxperf", base))
-    gpu = _state(state)["gpus"][0]
+    gpu = board_state(state)["gpus"][0]
     assert gpu["locked_gpu"] is None  # the graphics lock after it was never written
     assert gpu["power_limit_mw"] == 400_000  # an earlier step stays, journalled
     journal.restore(root)
-    assert _state(state)["gpus"][0]["power_limit_mw"] == 300_000
+    assert board_state(state)["gpus"][0]["power_limit_mw"] == 300_000
 
 
 def test_a_pre_ampere_gpu_is_pinned_without_a_memory_lock(gpu_host):
     base, state = gpu_host
-    doc = _state(state)
+    doc = board_state(state)
     doc["gpus"][0]["architecture"] = 6  # Turing: locked graphics clocks, no memory locks
     state.write_text(json.dumps(doc))
     root = Root(base)
@@ -220,25 +221,25 @@ def test_kill9_of_measure_then_restore_puts_nvml_back(tmp_path):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the network never ran"
             time.sleep(0.02)
-        assert _state(state)["gpus"][0]["locked_gpu"] == [1410, 1410]
+        assert board_state(state)["gpus"][0]["locked_gpu"] == [1410, 1410]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert _state(state)["gpus"][0]["locked_gpu"] == [1410, 1410]  # nothing ran to undo it
+    assert board_state(state)["gpus"][0]["locked_gpu"] == [1410, 1410]  # nothing ran to undo it
     out = run_cli("--root", str(base), "restore", env=_env(state))
     assert out.returncode == 0, out.stderr
     assert _calls(state) == [("SetGpuLockedClocks", "00000000:01:00.0", 1410, 1410),
                              ("ResetGpuLockedClocks", "00000000:01:00.0")]
-    assert _state(state)["gpus"][0]["locked_gpu"] is None
-    assert _state(state)["gpus"][0]["power_limit_mw"] == 300_000
+    assert board_state(state)["gpus"][0]["locked_gpu"] is None
+    assert board_state(state)["gpus"][0]["power_limit_mw"] == 300_000
     assert not (base / "var/lib/jetbench/journal.json").exists()
 
 
 def test_daemon_holds_the_locks_without_fighting_them_and_restores(tmp_path, monkeypatch,
-                                                                    started):  # noqa: F811
+                                                                    started):
     """NVML cannot read a lock back: the daemon locks once, never counts it as drift (no
     re-pin every interval), and resets it when stopped."""
     base, state = _subprocess_host(tmp_path)
@@ -254,7 +255,7 @@ def test_daemon_holds_the_locks_without_fighting_them_and_restores(tmp_path, mon
     assert [c[0] for c in _calls(state)] == [
         "SetPowerManagementLimit", "SetMemoryLockedClocks", "SetGpuLockedClocks"]
     assert d.stop() == 0, d.output()
-    gpu = _state(state)["gpus"][0]
+    gpu = board_state(state)["gpus"][0]
     assert gpu["locked_gpu"] is None and gpu["locked_mem"] is None
     assert gpu["power_limit_mw"] == 300_000
 

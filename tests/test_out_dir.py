@@ -5,7 +5,7 @@ import shutil
 import time
 
 import pytest
-from test_measure_e2e import quick, write_tiny
+from helpers.workloads import quick, write_tiny
 
 from jetbench.hw.fs import Root
 from jetbench.run.measure import measure

@@ -3,7 +3,7 @@ error bars from its CV, a power panel, the legend beside the data (never over it
 window's mean W on the trace, the simulation caveat on the figure itself."""
 
 import pytest
-from test_report import result
+from helpers.results import result_doc
 
 from jetbench.report import plots
 
@@ -31,7 +31,7 @@ def _legend_beside_data(fig, ax):
 
 
 def _sweep(framework=None):
-    docs = [result(m, ips=40 + m / 20, watts=3 + m / 200) for m in (307.2, 614.4, 998.4)]
+    docs = [result_doc(m, ips=40 + m / 20, watts=3 + m / 200) for m in (307.2, 614.4, 998.4)]
     for d in docs:
         d["throughput"]["cv"] = 0.05
         if framework:
@@ -62,7 +62,7 @@ def test_no_caveat_when_img_s_follows_the_clock(figures, tmp_path):
 
 
 def test_trace_figure(figures, tmp_path):
-    doc = result(691.2)
+    doc = result_doc(691.2)
     csv = tmp_path / "t.csv"
     csv.write_text("# trace\nt_s,ina3221/VDD_IN\n" +
                    "".join(f"{t / 10:.1f},{5.5 if t > 6 else 3.0}\n" for t in range(18)))
@@ -76,7 +76,7 @@ def test_trace_figure(figures, tmp_path):
 
 
 def test_batch_figure(figures, tmp_path):
-    docs = [result(691.2, batch=b, ips=40.0 * b) for b in (1, 4, 8)]
+    docs = [result_doc(691.2, batch=b, ips=40.0 * b) for b in (1, 4, 8)]
     for d in docs:
         d["throughput"]["cv"] = 0.1
     plots.plot_vs_batch(docs, tmp_path / "b.png")
@@ -92,8 +92,8 @@ def test_batch_figure(figures, tmp_path):
 
 
 def test_batch_figure_draws_a_line_per_runtime(figures, tmp_path):
-    docs = [result(691.2, batch=b, ips=40.0 * b) for b in (1, 4, 8)]
-    onnx = [result(691.2, batch=b, ips=50.0 * b) for b in (1, 4, 8)]
+    docs = [result_doc(691.2, batch=b, ips=40.0 * b) for b in (1, 4, 8)]
+    onnx = [result_doc(691.2, batch=b, ips=50.0 * b) for b in (1, 4, 8)]
     for d in onnx:
         d["workload"].update(runtime="onnxruntime", provider="CPUExecutionProvider")
     plots.plot_vs_batch(docs + onnx, tmp_path / "b.png")

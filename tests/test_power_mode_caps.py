@@ -14,10 +14,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from jetbench.cli.main import app
 from jetbench.sim.create import create_board
 
-from conftest import diff, snapshot
+from conftest import cli, diff, snapshot
 
 runner = CliRunner()
 CPU = "sys/devices/system/cpu"
@@ -26,9 +25,6 @@ TX2_GPU = "sys/devices/17000000.gp10b/devfreq/17000000.gp10b"
 DERIVED = ("scaling_cur_freq", "cpuinfo_cur_freq", "cur_freq", "target_freq", "clk_rate",
            "emc/rate", "cur_pwm")
 
-
-def cli(base, *args):
-    return runner.invoke(app, ["--root", str(base), *args])
 
 
 def read(base, path):
@@ -154,10 +150,10 @@ def test_the_mode_caps_come_from_the_journal_after_jetbench_went_past_them(tmp_p
 
 @pytest.mark.parametrize("beyond", [False, True])
 def test_the_daemon_pins_within_the_mode_unless_started_beyond_it(tmp_path, beyond, started):
-    from test_daemon_service import Daemon, _state
+    from helpers.daemons import Daemon, board_state
 
     base = board(tmp_path, "nano", 1)
-    before = _state(base)
+    before = board_state(base)
     d = Daemon(tmp_path, base, "--profile", "maxperf",
                *(["--beyond-power-mode"] if beyond else []))
     started.append(d)
@@ -168,7 +164,7 @@ def test_the_daemon_pins_within_the_mode_unless_started_beyond_it(tmp_path, beyo
     r = cli(base, "maxperf", "--beyond-power-mode")
     assert r.exit_code == 1 and "start the daemon with --beyond-power-mode" in r.output
     assert d.stop() == 0, d.output()
-    assert diff(before, _state(base)) == []
+    assert diff(before, board_state(base)) == []
 
 
 def test_a_board_without_nvpmodel_keeps_the_hardware_max(tmp_path):

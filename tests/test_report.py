@@ -1,5 +1,5 @@
 """report: the whitepaper table (pure cells, rich and Markdown), compare, plots (opened and
-checked for size and axes, not pixels), atomic result writes under kill -9."""
+checked for size and axes, not pixels), atomic result_doc writes under kill -9."""
 
 import json
 import os
@@ -10,54 +10,16 @@ import sys
 import time
 
 import pytest
+from helpers.results import result_doc
 
 from jetbench.errors import UsageError
 from jetbench.report import compare, io, plots, tables
-from jetbench.report.schema import SCHEMA, point_id
 
 from conftest import REPO, bound_s
 
 
-def result(mhz, batch=1, ips=47.0, watts=5.5, precision="fp32", simulated=True, path=None,
-           power_pct=4.0, throughput_pct=1.0, reasons=()):
-    doc = {
-        "schema": SCHEMA, "status": "ok", "simulated": simulated,
-        "id": point_id("alexnet", precision, batch, int(mhz * 1e6)),
-        "board": {"model": "NVIDIA Jetson TX1 Developer Kit"},
-        "settings": {"applied": {"gpu_hz": int(mhz * 1e6)}},
-        "workload": {"model": "alexnet", "precision": precision, "batch": batch},
-        "throughput": {"images_per_s": ips, "latency_ms": {"p50": 1000 / ips, "p99": 30.0}},
-        "power": {"total": {"name": "VDD_IN", "point": "module_input", "source": "ina3221",
-                            "mean_w": watts, "mean_w_uncertainty_pct": power_pct},
-                  "totals": [{"name": "VDD_IN", "point": "module_input",
-                              "source": "ina3221", "mean_w": watts}],
-                  "channels": [{"name": "VDD_IN", "point": "module_input",
-                                "source": "ina3221"},
-                               {"name": "VDD_GPU", "point": "rail", "source": "ina3221"}],
-                  "phases_s": {"start": 0.0, "warmup_start": 0.2, "timed_start": 0.6,
-                               "timed_end": 1.6, "end": 1.7},
-                  "trace_csv": "t.csv"},
-        "efficiency": {"images_per_j": ips / watts, "by_point": [
-            {"name": "VDD_IN", "source": "ina3221", "point": "module_input", "kind": "total",
-             "mean_w": watts, "images_per_j": ips / watts,
-             "mean_w_uncertainty_pct": power_pct},
-            {"name": "VDD_GPU", "source": "ina3221", "point": "rail", "kind": "channel",
-             "mean_w": 2.0, "images_per_j": ips / 2.0, "mean_w_uncertainty_pct": 10.0}],
-            "uncertainty": {"power_pct": power_pct, "throughput_pct": throughput_pct,
-                            "images_per_j_pct": None if power_pct is None
-                            else power_pct + throughput_pct,
-                            "basis": "test", "lower_it": ["a longer window"]}},
-        "thermal": {"throttled": False},
-        "validity": {"valid": not reasons, "reasons": list(reasons)},
-        "warnings": [],
-    }
-    if path is not None:
-        doc["_path"] = str(path)
-    return doc
-
-
 def test_whitepaper_table_cells():
-    docs = [result(691.2, ips=47, watts=5.5), result(691.2, ips=67, watts=5.1,
+    docs = [result_doc(691.2, ips=47, watts=5.5), result_doc(691.2, ips=67, watts=5.1,
                                                      precision="fp16")]
     headers, rows = tables.table_cells(docs)
     assert headers == ["alexnet FP32 b1", "alexnet FP16 b1"]
@@ -72,21 +34,21 @@ def test_whitepaper_table_cells():
     assert by["GPU clock (applied)"] == ["691.2 MHz", "691.2 MHz"]
     assert "ESTIMATE" not in " ".join(by)  # only when asked for
     assert "SIMULATED" in tables.title(docs)
-    assert "SIMULATED" not in tables.title([result(691.2, simulated=False)])
+    assert "SIMULATED" not in tables.title([result_doc(691.2, simulated=False)])
     md = tables.markdown(docs)
     assert "| Performance/W (img/s/W): VDD_IN | 8.55 +- 0.43 | 13.1 +- 0.7 |" in md
 
 
 def test_unknown_uncertainty_is_said_never_zero():
-    doc = result(691.2, power_pct=None)
+    doc = result_doc(691.2, power_pct=None)
     by = dict(tables.table_cells([doc])[1])
     assert by["Power (W): VDD_IN, module input"] == ["5.50 +- unknown"]
     assert by["Performance/W (img/s/W): VDD_IN"] == ["8.55 +- unknown"]
     advice = tables.uncertainty_advice([doc])
     assert len(advice) == 1 and "uncertainty is unknown" in advice[0] and "1%" in advice[0]
-    assert tables.uncertainty_advice([result(691.2, power_pct=0.5, throughput_pct=0.3)]) == []
-    assert "a longer window" in tables.uncertainty_advice([result(691.2)])[0]
-    # issue 39: why every power cell reads `+- unknown`, said once (the result's own basis)
+    assert tables.uncertainty_advice([result_doc(691.2, power_pct=0.5, throughput_pct=0.3)]) == []
+    assert "a longer window" in tables.uncertainty_advice([result_doc(691.2)])[0]
+    # issue 39: why every power cell reads `+- unknown`, said once (the result_doc's own basis)
     why = "INA3221 VDD_IN: shunt resistance unknown"
     doc["power"]["total"]["uncertainty"] = {"basis": why}
     advice = tables.uncertainty_advice([doc, doc])
@@ -95,9 +57,9 @@ def test_unknown_uncertainty_is_said_never_zero():
 
 def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
     reason = "gpu 57000000.gpu ran at 76.8 MHz, 691.2 MHz was applied"
-    docs = [result(614.4, ips=40, watts=5.0), result(691.2, ips=47, watts=5.5,
+    docs = [result_doc(614.4, ips=40, watts=5.0), result_doc(691.2, ips=47, watts=5.5,
                                                      reasons=(reason,)),
-            result(768.0, ips=52, watts=6.0)]
+            result_doc(768.0, ips=52, watts=6.0)]
     headers, rows = tables.table_cells(docs)
     # Same network, three clocks: each column says its clock (issue 13.5).
     # The clocks as every table writes them (614.4, not 614: issue 39).
@@ -108,7 +70,7 @@ def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
     assert f"- alexnet FP32 b1 @ 691.2 MHz: {reason}" in md
     series = plots.freq_series(docs)["alexnet FP32 b1"]
     assert [p["valid"] for p in series] == [True, False, True]
-    # Error bars: img/s/W x (4% + 1%), from the result's efficiency.uncertainty.
+    # Error bars: img/s/W x (4% + 1%), from the result_doc's efficiency.uncertainty.
     assert series[0]["images_per_j_err"] == pytest.approx(40 / 5.0 * 0.05)
     assert series[2]["images_per_j_err"] == pytest.approx(52 / 6.0 * 0.05)
     figs = []
@@ -135,19 +97,19 @@ def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
 
 def test_compare_change_per_metric():
     # uncertainties 1.5% each: the -6.4% img/s/W change is beyond them (no caveat)
-    a = result(691.2, ips=47, watts=5.5, power_pct=1.0, throughput_pct=0.5)
-    b = result(998.4, ips=60, watts=7.5, power_pct=1.0, throughput_pct=0.5)
+    a = result_doc(691.2, ips=47, watts=5.5, power_pct=1.0, throughput_pct=0.5)
+    b = result_doc(998.4, ips=60, watts=7.5, power_pct=1.0, throughput_pct=0.5)
     changes = {c.metric: c for c in compare.compare(a, b)}
     assert changes["img/s"].ratio == pytest.approx(60 / 47 - 1)
     assert changes["img/s"].verdict == "better"
     assert changes["power (W)"].verdict == "worse"
     assert changes["img/s/W"].verdict == "worse"  # 8.55 -> 8.0
     assert compare.caveats(a, b) == []
-    assert compare.caveats(a, result(691.2, simulated=False)) == [
-        "one result is from a SIMULATED board"]
+    assert compare.caveats(a, result_doc(691.2, simulated=False)) == [
+        "one result_doc is from a SIMULATED board"]
     # 47/5.5 = 8.545 vs 48/5.5 = 8.727: +2.1%, within 5% + 5%; and B invalid.
-    bad = result(691.2, ips=48, watts=5.5, reasons=("gpu ran at 76.8 MHz, 691.2 MHz applied",))
-    assert compare.caveats(result(691.2, ips=47, watts=5.5), bad) == [
+    bad = result_doc(691.2, ips=48, watts=5.5, reasons=("gpu ran at 76.8 MHz, 691.2 MHz applied",))
+    assert compare.caveats(result_doc(691.2, ips=47, watts=5.5), bad) == [
         "B is INVALID: gpu ran at 76.8 MHz, 691.2 MHz applied",
         "the img/s/W change (+2.1%) is within the two results' uncertainties (+-5.0% and "
         "+-5.0%)"]
@@ -166,7 +128,7 @@ def test_plots_are_pngs_with_the_right_axes(tmp_path, monkeypatch):
     csv.write_text("# jetbench power trace; SIMULATED board: not hardware\n"
                    "t_s,ina3221/VDD_IN,ina3221/VDD_GPU\n"
                    + "".join(f"{t / 10:.1f},{5 + t % 3},{2 + t % 2}\n" for t in range(18)))
-    docs = [result(mhz, batch=b, ips=10 * b + mhz / 100, path=tmp_path / "r.json")
+    docs = [result_doc(mhz, batch=b, ips=10 * b + mhz / 100, path=tmp_path / "r.json")
             for mhz in (307.2, 691.2, 998.4) for b in (1, 8)]
     written = plots.report_plots(docs, tmp_path / "plots")
     names = sorted(p.name for p in written)
@@ -195,12 +157,12 @@ def test_plots_are_pngs_with_the_right_axes(tmp_path, monkeypatch):
 
 
 def test_load_results_skips_foreign_json_in_directories(tmp_path):
-    io.write_json(tmp_path / "a.json", result(691.2))
+    io.write_json(tmp_path / "a.json", result_doc(691.2))
     (tmp_path / "time.json").write_text('{"schema": "jetbench.time/1"}')
     (tmp_path / ".a.json.x.tmp").write_text("{half")
     docs = io.load_results([tmp_path])
-    assert [d["id"] for d in docs] == [result(691.2)["id"]]
-    with pytest.raises(UsageError, match="not a jetbench result"):
+    assert [d["id"] for d in docs] == [result_doc(691.2)["id"]]
+    with pytest.raises(UsageError, match="not a jetbench result_doc"):
         io.load_results([tmp_path / "time.json"])
 
 
@@ -229,4 +191,4 @@ def test_result_writes_are_atomic_under_kill9(tmp_path):
         proc.wait()
         doc = json.loads(target.read_text())  # whole, never half-written
         assert doc["k"] >= 1 and len(doc["pad"]) == 2000
-    assert io.load_results([tmp_path], skip_foreign=True) == []  # not a full result: skipped
+    assert io.load_results([tmp_path], skip_foreign=True) == []  # not a full result_doc: skipped

@@ -7,14 +7,14 @@ import os
 import re
 
 import pytest
-from test_measure_e2e import write_tiny
-from test_report import result
+from helpers.results import result_doc
+from helpers.workloads import write_tiny
 
 from jetbench.errors import EXIT_USAGE, UsageError
 from jetbench.report import by_runtime, plots, schema
 from jetbench.run import timing
 
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, terminal_env
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -54,7 +54,7 @@ def results_dir(tmp_path):
     d.mkdir()
     (d / "time.json").write_text(json.dumps(time_doc()))
     for k, ips in enumerate((47.0, 49.0)):  # two repeats of one measured point on a TX1
-        doc = result(691.2, ips=ips, watts=5.0)
+        doc = result_doc(691.2, ips=ips, watts=5.0)
         doc["workload"]["model"] = "resnet18"
         (d / f"resnet18-{k}.json").write_text(json.dumps(doc))
     (d / "summary.json").write_text(json.dumps({"schema": "jetbench.sweep/1"}))  # foreign
@@ -85,7 +85,7 @@ def test_both_document_kinds_read_foreign_skipped(results_dir):
     assert len(records) == len(SPEED) + 3 + len(TRAIN) + 2
     wheres = {r.where for r in records}
     assert wheres == {"device cpu", "NVIDIA Jetson TX1 Developer Kit"}
-    with pytest.raises(UsageError, match="not a jetbench result"):
+    with pytest.raises(UsageError, match="not a jetbench result_doc"):
         by_runtime.load_records([results_dir / "summary.json"])  # named: must be one
 
 
@@ -141,14 +141,11 @@ def test_repeats_are_averaged_with_img_per_j_and_said(results_dir):
     assert "OOM: out of memory" in legend and "*: the fastest" in legend
 
 
-def _env(columns):
-    return dict(os.environ, PYTHONPATH=str(REPO / "agent"), COLUMNS=str(columns),
-                TTY_COMPATIBLE="1", FORCE_COLOR="1")
-
 
 @pytest.mark.parametrize("columns", [80, 100])
 def test_cli_fits_the_terminal(results_dir, columns):
-    res = run_cli("report", str(results_dir), "--by", "runtime", env=_env(columns), cwd=REPO)
+    res = run_cli("report", str(results_dir), "--by", "runtime", env=terminal_env(columns),
+                  cwd=REPO)
     assert res.returncode == 0, res.stderr
     lines = _ANSI.sub("", res.stdout).splitlines()
     assert max(len(ln) for ln in lines) <= columns, "\n".join(lines)
@@ -163,7 +160,7 @@ def test_cli_fits_the_terminal(results_dir, columns):
 
 def test_markdown(results_dir):
     res = run_cli("report", str(results_dir), "--by", "runtime", "--markdown",
-                  env=_env(80), cwd=REPO)
+                  env=terminal_env(80), cwd=REPO)
     assert res.returncode == 0, res.stderr
     md = res.stdout
     assert "| network | torch | compile | onnxruntime (cpu) | tensorrt |" in md
@@ -176,7 +173,7 @@ def test_markdown(results_dir):
 
 def test_json(results_dir):
     res = run_cli("report", str(results_dir), "--by", "runtime", "--json", cwd=REPO,
-                  env=_env(80))
+                  env=terminal_env(80))
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["by"] == "runtime" and doc["simulated"] is True
@@ -197,10 +194,10 @@ def test_json(results_dir):
 def test_plots_one_png_per_runtime(results_dir, tmp_path):
     out = tmp_path / "plots"
     res = run_cli("report", str(results_dir), "--by", "runtime", "--plot", str(out),
-                  env=_env(80), cwd=REPO)
+                  env=terminal_env(80), cwd=REPO)
     assert res.returncode == 0, res.stderr
     names = sorted(p.name for p in out.iterdir())
-    # tensorrt has no usable result: no plot of nothing
+    # tensorrt has no usable result_doc: no plot of nothing
     assert names == ["batch-efficiency-compile.png", "batch-efficiency-onnxruntime-cpu.png",
                      "batch-efficiency-torch.png"]
     for p in out.iterdir():
@@ -222,7 +219,7 @@ def test_plots_one_png_per_runtime(results_dir, tmp_path):
 def test_a_real_time_document(tmp_path):
     """`jetbench time --out` as written, read back by --by runtime (no runtime key: torch)."""
     write_tiny(tmp_path)
-    env = dict(_env(80), PYTHONPATH=f"{REPO / 'agent'}{os.pathsep}{tmp_path}")
+    env = dict(terminal_env(80), PYTHONPATH=f"{REPO / 'agent'}{os.pathsep}{tmp_path}")
     res = run_cli("time", "--model", "jb_tinynet:tiny", "--input-shape", "3,16,16",
                   "--device", "cpu", "--iterations", "2", "--duration", "0.05", "--warmup", "0",
                   "--batch", "1,2", "--out", str(tmp_path / "t"), env=env, cwd=tmp_path)
@@ -243,14 +240,14 @@ def test_a_real_time_document(tmp_path):
     (["--by", "runtime", "--compare", "x.json"], "--by and --compare do not go together"),
 ])
 def test_bad_usage(results_dir, args, message):
-    res = run_cli("report", str(results_dir), *args, cwd=REPO, env=_env(80))
+    res = run_cli("report", str(results_dir), *args, cwd=REPO, env=terminal_env(80))
     assert res.returncode == EXIT_USAGE, (res.stdout, res.stderr)
     assert message in res.stderr and "Traceback" not in res.stderr
 
 
 def test_no_results(tmp_path):
     (tmp_path / "other.json").write_text("{}")
-    res = run_cli("report", str(tmp_path), "--by", "runtime", cwd=REPO, env=_env(80))
+    res = run_cli("report", str(tmp_path), "--by", "runtime", cwd=REPO, env=terminal_env(80))
     assert res.returncode == EXIT_USAGE
     assert "no jetbench results or `jetbench time` documents found" in res.stderr
     assert "Traceback" not in res.stderr
@@ -266,13 +263,13 @@ def test_seven_runtimes_with_img_per_j_split_at_80_columns(tmp_path):
     k = 0
     for net in ("resnet18", "alexnet"):
         for runtime, provider in zip(runtimes, providers):
-            doc = result(691.2, ips=1234.5 + k, watts=5.0)
+            doc = result_doc(691.2, ips=1234.5 + k, watts=5.0)
             doc["workload"].update(model=net, runtime=runtime)
             if provider:
                 doc["workload"]["provider"] = provider
             (tmp_path / f"{k}.json").write_text(json.dumps(doc))
             k += 1
-    res = run_cli("report", str(tmp_path), "--by", "runtime", env=_env(80), cwd=REPO)
+    res = run_cli("report", str(tmp_path), "--by", "runtime", env=terminal_env(80), cwd=REPO)
     assert res.returncode == 0, res.stderr
     lines = _ANSI.sub("", res.stdout).splitlines()
     assert max(len(ln) for ln in lines) <= 80, "\n".join(lines)

@@ -5,7 +5,7 @@ import json
 import statistics
 
 import pytest
-from test_report import result
+from helpers.results import result_doc
 
 from jetbench.report import plots, tables
 from jetbench.report.io import load_results
@@ -22,26 +22,27 @@ def _write(directory, doc, created):
 
 
 def test_columns_name_the_run_directory_when_nothing_else_differs(tmp_path):
-    _write(tmp_path / "monday", result(691.2, ips=47), "2026-11-16T10:00:00+0000")
-    _write(tmp_path / "tuesday", result(691.2, ips=45), "2026-11-17T10:00:00+0000")
+    _write(tmp_path / "monday", result_doc(691.2, ips=47), "2026-11-16T10:00:00+0000")
+    _write(tmp_path / "tuesday", result_doc(691.2, ips=45), "2026-11-17T10:00:00+0000")
     docs = load_results([tmp_path / "monday", tmp_path / "tuesday"])
     headers, _rows = tables.table_cells(docs)
     assert headers == ["alexnet FP32 b1 [monday]", "alexnet FP32 b1 [tuesday]"]
 
 
 def test_columns_name_the_board_when_boards_differ():
-    a = result(691.2)
-    b = dict(result(691.2), board={"model": "NVIDIA Jetson Nano"})
+    a = result_doc(691.2)
+    b = dict(result_doc(691.2), board={"model": "NVIDIA Jetson Nano"})
     headers, _ = tables.table_cells([a, b])
     assert headers == ["alexnet FP32 b1 NVIDIA Jetson TX1 Developer Kit",
                        "alexnet FP32 b1 NVIDIA Jetson Nano"]
-    assert tables.distinguishing([result(691.2), result(691.2, precision="fp16")]) == ["", ""]
+    same_board = [result_doc(691.2), result_doc(691.2, precision="fp16")]
+    assert tables.distinguishing(same_board) == ["", ""]
 
 
 def test_repeats_are_one_mean_with_spread():
     # Two runs at three clocks: 8.0/9.0, 10.0/12.0, 9.0/9.0 img/s/W (watts fixed at 5).
     runs = [[40, 50, 45], [45, 60, 45]]
-    docs = [result(mhz, ips=ips, watts=5.0)
+    docs = [result_doc(mhz, ips=ips, watts=5.0)
             for run in runs for mhz, ips in zip((614.4, 691.2, 768.0), run)]
     series = plots.freq_series(docs)["alexnet FP32 b1"]
     assert [p["mhz"] for p in series] == pytest.approx([614.4, 691.2, 768.0])  # no zig-zag
@@ -54,8 +55,8 @@ def test_repeats_are_one_mean_with_spread():
 
 
 def test_report_two_dirs_writes_distinct_trace_plots(tmp_path):
-    _write(tmp_path / "a", result(691.2, ips=47), "2026-11-16T10:00:00+0000")
-    _write(tmp_path / "b", result(691.2, ips=45), "2026-11-17T10:00:00+0000")
+    _write(tmp_path / "a", result_doc(691.2, ips=47), "2026-11-16T10:00:00+0000")
+    _write(tmp_path / "b", result_doc(691.2, ips=45), "2026-11-17T10:00:00+0000")
     res = run_cli("report", str(tmp_path / "a"), str(tmp_path / "b"), "--plot",
                   str(tmp_path / "plots"))
     assert res.returncode == 0, res.stderr

@@ -7,15 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from jetbench.cli.main import app
-
-from conftest import make_board
+from conftest import cli, make_board
 
 runner = CliRunner()
 
-
-def cli(base, *args):
-    return runner.invoke(app, ["--root", str(base), *args])
 
 
 def put(base, path, value):

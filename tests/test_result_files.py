@@ -93,7 +93,7 @@ def test_stale_temporaries_are_removed_fresh_ones_kept(tmp_path):
 
 def test_two_measure_runs_into_one_out_keep_both(tmp_path):
     """Real `jetbench measure` processes, two simulated boards, one --out, started together."""
-    from test_measure_e2e import write_tiny
+    from helpers.workloads import write_tiny
 
     from conftest import make_board
 
@@ -120,7 +120,7 @@ def test_two_measure_runs_into_one_out_keep_both(tmp_path):
 
 
 def test_next_run_cleans_stale_temporaries_of_a_killed_one(tmp_path):
-    from test_measure_e2e import write_tiny
+    from helpers.workloads import write_tiny
 
     write_tiny(tmp_path)
     out = tmp_path / "out"

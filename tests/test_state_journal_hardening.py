@@ -17,19 +17,15 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from jetbench.cli.main import app
 from jetbench.hw.fs import Root
 
-from conftest import diff, make_board, run_cli, snapshot
+from conftest import cli, diff, make_board, run_cli, snapshot
 
 runner = CliRunner()
 STATE = "var/lib/jetbench"
 GPU_MIN = "sys/devices/57000000.gpu/devfreq/57000000.gpu/min_freq"  # tx1, docs/hardware.md
 GPU_MIN_BOARD = "/" + GPU_MIN
 
-
-def cli(base, *args):
-    return runner.invoke(app, ["--root", str(base), *args])
 
 
 @pytest.fixture

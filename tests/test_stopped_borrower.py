@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from test_board_owner import _stopped
-from test_daemon_service import Daemon, _state, _wait
-from test_measure_e2e import write_tiny
+from helpers.daemons import Daemon, board_state
+from helpers.processes import is_stopped
+from helpers.workloads import write_tiny
 
 from conftest import REPO, diff, fuse_board, make_board, run_cli, snapshot
+from conftest import wait_until as _wait
 
 # A measure that SIGSTOPs itself at phase $JB_STOP_AT:
 #   before-pin       lease held, nothing written yet (outside any batch of writes)
@@ -97,7 +98,7 @@ class _FileBoard:
         self.before = self._tree()
 
     def _tree(self):
-        return {k: v for k, v in _state(self.base).items()
+        return {k: v for k, v in board_state(self.base).items()
                 if os.path.basename(k) not in _DERIVED}
 
     def changed(self) -> List[str]:
@@ -134,7 +135,7 @@ def _scenario(tmp_path: Path, board, key: str, phase: str, try_maxperf: bool) ->
     try:
         d.ready()
         borrower = _measure(base, tmp_path, key, phase)
-        assert _wait(lambda: _stopped(borrower.pid) or borrower.poll() is not None,
+        assert _wait(lambda: is_stopped(borrower.pid) or borrower.poll() is not None,
                      timeout=120), "the borrower never stopped"
         assert borrower.poll() is None, borrower.communicate()
         assert d.ask("status")["lease"]["pid"] == borrower.pid

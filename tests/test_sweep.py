@@ -2,7 +2,7 @@
 after an interruption, OOM points recorded, the most efficient and fastest points."""
 
 import pytest
-from test_measure_e2e import quick, tiny  # noqa: F401 - the fixture
+from helpers.workloads import quick
 
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root
@@ -69,7 +69,7 @@ class _Stop(Exception):
     pass
 
 
-def test_sweep_writes_each_point_and_resumes_after_an_interruption(tmp_path, tiny):  # noqa: F811
+def test_sweep_writes_each_point_and_resumes_after_an_interruption(tmp_path, tiny):
     base = make_board(tmp_path, "tx1")
     out = tmp_path / "sweep"
     request = quick(out, batches=(1, 2))
@@ -98,7 +98,7 @@ def test_sweep_writes_each_point_and_resumes_after_an_interruption(tmp_path, tin
     assert s.most_efficient is not None and s.fastest is not None
 
 
-def test_sweep_records_oom_points_and_needs_an_out_dir(tmp_path, tiny):  # noqa: F811
+def test_sweep_records_oom_points_and_needs_an_out_dir(tmp_path, tiny):
     base = make_board(tmp_path, "nano")
     report = sweep(Root(base), quick(tmp_path / "s", models=("jb_tinynet:greedy",),
                                      batches=(2, 8)), "max")

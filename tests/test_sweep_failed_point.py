@@ -4,7 +4,7 @@ points are measured, and a resumed sweep tries the failed point again. A plain m
 stops at the first failure (keep_going is the sweep's)."""
 
 import pytest
-from test_measure_e2e import quick
+from helpers.workloads import quick
 
 from jetbench.errors import UsageError
 from jetbench.hw.fs import Root

@@ -3,22 +3,17 @@ configuration, each kind of warning once with its configurations and wrapped at 
 answer and the paths last, figures with significant digits that match their uncertainty."""
 
 import json
-import os
 import re
 import subprocess
 import sys
 
 import pytest
-from test_measure_e2e import write_tiny
+from helpers.workloads import write_tiny
 
-from conftest import REPO, make_board, run_cli
+from conftest import REPO, make_board, run_cli, terminal_env
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
-
-def _env(columns: int) -> dict:
-    return dict(os.environ, PYTHONPATH=str(REPO / "agent"), COLUMNS=str(columns),
-                TTY_COMPATIBLE="1", FORCE_COLOR="1")
 
 
 def _lines(text: str) -> list:
@@ -45,7 +40,7 @@ def measured(tmp_path_factory):
          "--duration", "0.3s", "--iterations", "3", "--warmup", "0.2s", "--idle", "0.2s",
          "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
-        env=_env(80), cwd=REPO)
+        env=terminal_env(80), cwd=REPO)
     assert res.returncode == 0, res.stdout
     docs = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
     assert len(docs) == 4
@@ -93,7 +88,7 @@ def test_measure_two_by_two_at_80_columns(measured):
 @pytest.mark.parametrize("columns", [80, 100])
 def test_report_one_row_per_configuration(measured, columns):
     out, docs, _ = measured
-    res = run_cli("report", str(out), env=_env(columns), cwd=REPO)
+    res = run_cli("report", str(out), env=terminal_env(columns), cwd=REPO)
     assert res.returncode == 0, res.stderr
     _one_row_per_configuration(_lines(res.stdout), docs, columns)
 
@@ -101,7 +96,7 @@ def test_report_one_row_per_configuration(measured, columns):
 def test_compare_fits_80_columns_and_judges_noise(measured):
     out, docs, _ = measured
     a, b = sorted(out.glob("*.json"))[:2]
-    res = run_cli("report", str(a), "--compare", str(b), env=_env(80), cwd=REPO)
+    res = run_cli("report", str(a), "--compare", str(b), env=terminal_env(80), cwd=REPO)
     assert res.returncode == 0, res.stderr
     lines = _lines(res.stdout)
     paths = (f"A: {a}", f"B: {b}")  # printed whole, however long the temporary directory is
@@ -116,7 +111,7 @@ def test_time_two_batches_one_row_each_at_80_columns(tmp_path):
     write_tiny(tmp_path)
     res = run_cli("time", "--model", "jb_tinynet:tiny", "--input-shape", "3,16,16",
                   "--device", "cpu", "--iterations", "2", "--duration", "0.05", "--warmup", "0",
-                  "--batch", "1,128", env=dict(_env(80), PYTHONPATH=str(REPO / "agent")),
+                  "--batch", "1,128", env=dict(terminal_env(80), PYTHONPATH=str(REPO / "agent")),
                   cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     lines = _lines(res.stdout)
@@ -140,7 +135,7 @@ def test_sweep_answer_last_once_per_figure(tmp_path):
          "--iterations", "3", "--warmup", "0.2s", "--idle", "0", "--no-plot",
          "--out", str(tmp_path / "s")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
-        env=_env(80), cwd=REPO)
+        env=terminal_env(80), cwd=REPO)
     assert res.returncode == 0, res.stdout
     lines = _lines(res.stdout)
     # a path is never broken (it is copied whole): the rest fits

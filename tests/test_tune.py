@@ -93,7 +93,7 @@ def test_a_study_finds_a_feasible_point_writes_its_files_and_a_profile_apply_pin
                               capture_output=True, text=True, env=ENV, timeout=120)
     assert restored.returncode == 0 and _gpu_knobs(base) == before, restored.stderr
     # and the daemon holds it
-    from test_daemon_service import Daemon
+    from helpers.daemons import Daemon
 
     daemon = Daemon(tmp_path, base, "--profile", "tx1-tuned")
     started.append(daemon)

@@ -194,7 +194,7 @@ def test_a_second_tune_with_wait_runs_once_the_first_is_done(tmp_path):
     """`--wait`: the second tune queues behind the first instead of being refused, then runs
     its own budget on the board the first gave back."""
     base = make_board(tmp_path, "tx1")
-    before = _state(base)
+    before = board_state(base)
     first = subprocess.Popen([sys.executable, "-m", "jetbench", "--root", str(base), "tune",
                               "--model", "sim:alexnet", *WINDOW, "--out", str(tmp_path / "a"),
                               "--no-plot", "--knobs", "gpu", "--budget", "2", "--seed", "2"],
@@ -207,7 +207,7 @@ def test_a_second_tune_with_wait_runs_once_the_first_is_done(tmp_path):
     assert first.returncode == 0, err
     assert second.returncode == 0, second.stderr
     assert _trial_states(tmp_path / "b" / "study.db") == ["COMPLETE"] * 2
-    assert _state(base) == before and not journal.exists()
+    assert board_state(base) == before and not journal.exists()
 
 
 # -- item 9: every bad study is one message -------------------------------------------------
@@ -294,8 +294,8 @@ def test_a_fifo_study_is_refused_by_the_cli_without_hanging(tmp_path):
 
 
 # -- items 4, 6, 7: under the daemon; kill -9 at each phase ----------------------------------
-def _state(base: Path):
-    from test_daemon_service import _state as state
+def board_state(base: Path):
+    from helpers.daemons import board_state as state
 
     return state(base)
 
@@ -310,14 +310,14 @@ def _popen_tune(base: Path, out: Path, *args: str) -> subprocess.Popen:
 @pytest.mark.parametrize("key", ["tx1", "orin-nano"])
 def test_tune_gpu_emc_runs_its_budget_under_the_daemon(tmp_path, started, key):
     """The EMC lists no rates on either: the probe borrows the board from the daemon too."""
-    from test_daemon_service import Daemon
+    from helpers.daemons import Daemon
 
     base = make_board(tmp_path, key)
-    before = _state(base)
+    before = board_state(base)
     d = Daemon(tmp_path, base, "--profile", "maxperf")
     started.append(d)
     d.ready()
-    pinned = _state(base)
+    pinned = board_state(base)
     out = tmp_path / "tuned"
     first = _popen_tune(base, out, "--knobs", "gpu,emc", "--budget", "3", "--seed", "1")
     deadline = time.monotonic() + 120
@@ -334,11 +334,11 @@ def test_tune_gpu_emc_runs_its_budget_under_the_daemon(tmp_path, started, key):
     doc = json.loads((out / "tune.json").read_text())
     assert len(doc["space"]["emc"]) >= 2
     deadline = time.monotonic() + 30  # the daemon pins its profile again once lent back
-    while _state(base) != pinned and time.monotonic() < deadline:
+    while board_state(base) != pinned and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _state(base) == pinned
+    assert board_state(base) == pinned
     assert d.stop() == 0
-    assert _state(base) == before
+    assert board_state(base) == before
 
 
 def _kill_when(proc: subprocess.Popen, ready, what: str) -> None:
@@ -354,19 +354,19 @@ def _kill_when(proc: subprocess.Popen, ready, what: str) -> None:
 @pytest.mark.parametrize("key", ["tx1", "orin-nano"])
 def test_a_tune_killed_in_the_emc_probe_resumes_to_the_original_board(tmp_path, key):
     base = make_board(tmp_path, key)
-    before = _state(base)
+    before = board_state(base)
     out = tmp_path / "tuned"
     journal = base / "var/lib/jetbench/journal.json"
     args = ("--knobs", "gpu,emc", "--budget", "1", "--seed", "1")
     proc = _popen_tune(base, out, *args)
     # pinned by the probe: before the first trial, the journal written and a knob moved
     _kill_when(proc, lambda: journal.exists() and (out / "study.db").exists()
-               and _state(base) != before and not _trial_states(out / "study.db"),
+               and board_state(base) != before and not _trial_states(out / "study.db"),
                "the EMC probe's pin")
     resumed = _tune(base, out, *args)
     assert resumed.returncode == 0, resumed.stderr
     assert "restored from the journal" in resumed.stderr
-    assert _state(base) == before and not journal.exists()
+    assert board_state(base) == before and not journal.exists()
 
 
 def test_a_point_read_again_takes_its_params_from_checked_settings_not_stored_params():
@@ -398,7 +398,7 @@ def test_a_tune_killed_at_each_phase_of_a_trial_resumes_to_the_original_board(tm
     import optuna
 
     base = make_board(tmp_path, "orin-nano")
-    before = _state(base)
+    before = board_state(base)
     out = tmp_path / "tuned"
     args = ("--model", "sim:alexnet", *WINDOW, "--out", str(out), "--no-plot",
             "--knobs", "gpu,emc", "--budget", "2", "--seed", "5", "--study", "s")
@@ -413,5 +413,5 @@ def test_a_tune_killed_at_each_phase_of_a_trial_resumes_to_the_original_board(tm
     assert resumed.returncode == 0, resumed.stderr
     assert "restored from the journal" in resumed.stderr
     assert json.loads((out / "tune.json").read_text())["space"] == space
-    assert _state(base) == before
+    assert board_state(base) == before
     assert not (base / "var/lib/jetbench/journal.json").exists()
