@@ -1,5 +1,5 @@
 """Figures worth reading (issue 27.2, 27.7): significant digits matching the uncertainty in
-every table, result_doc files without float noise, the trust labels (valid but noisy, a change
+every table, result files without float noise, the trust labels (valid but noisy, a change
 within noise), the simulated Orin Nano's power within its modes."""
 
 import json

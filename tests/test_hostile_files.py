@@ -1,4 +1,4 @@
-"""Issue 35: hostile result_doc files and profiles. Whatever a file holds, `report` and the
+"""Issue 35: hostile result files and profiles. Whatever a file holds, `report` and the
 profile loader answer with a table or one message (exit 0 or 1), never a traceback or a hang;
 `report DIR` skips what is not a regular file, naming it."""
 
@@ -50,7 +50,7 @@ def _paths(node: Any, prefix: Tuple = ()) -> List[Tuple]:
 
 BASE = result_doc(691.2, reasons=("observed gpu below its pin",))
 PATHS = [p for p in _paths(BASE) if p != ("schema",)] + [
-    # keys readers take that this base result_doc lacks
+    # keys readers take that this base result lacks
     ("board", "power_mode"), ("devices",), ("scaling",), ("efficiency", "above_idle"),
     ("efficiency", "pre_regulation_estimate"), ("power", "idle"), ("throughput", "cv"),
     ("throughput", "unit"), ("workload", "runtime"), ("workload", "framework"),

@@ -1,5 +1,5 @@
 """report: the whitepaper table (pure cells, rich and Markdown), compare, plots (opened and
-checked for size and axes, not pixels), atomic result_doc writes under kill -9."""
+checked for size and axes, not pixels), atomic result writes under kill -9."""
 
 import json
 import os
@@ -48,7 +48,7 @@ def test_unknown_uncertainty_is_said_never_zero():
     assert len(advice) == 1 and "uncertainty is unknown" in advice[0] and "1%" in advice[0]
     assert tables.uncertainty_advice([result_doc(691.2, power_pct=0.5, throughput_pct=0.3)]) == []
     assert "a longer window" in tables.uncertainty_advice([result_doc(691.2)])[0]
-    # issue 39: why every power cell reads `+- unknown`, said once (the result_doc's own basis)
+    # issue 39: why every power cell reads `+- unknown`, said once (the result's own basis)
     why = "INA3221 VDD_IN: shunt resistance unknown"
     doc["power"]["total"]["uncertainty"] = {"basis": why}
     advice = tables.uncertainty_advice([doc, doc])
@@ -70,7 +70,7 @@ def test_invalid_results_are_marked_in_tables_and_plots(tmp_path):
     assert f"- alexnet FP32 b1 @ 691.2 MHz: {reason}" in md
     series = plots.freq_series(docs)["alexnet FP32 b1"]
     assert [p["valid"] for p in series] == [True, False, True]
-    # Error bars: img/s/W x (4% + 1%), from the result_doc's efficiency.uncertainty.
+    # Error bars: img/s/W x (4% + 1%), from the result's efficiency.uncertainty.
     assert series[0]["images_per_j_err"] == pytest.approx(40 / 5.0 * 0.05)
     assert series[2]["images_per_j_err"] == pytest.approx(52 / 6.0 * 0.05)
     figs = []
@@ -106,7 +106,7 @@ def test_compare_change_per_metric():
     assert changes["img/s/W"].verdict == "worse"  # 8.55 -> 8.0
     assert compare.caveats(a, b) == []
     assert compare.caveats(a, result_doc(691.2, simulated=False)) == [
-        "one result_doc is from a SIMULATED board"]
+        "one result is from a SIMULATED board"]
     # 47/5.5 = 8.545 vs 48/5.5 = 8.727: +2.1%, within 5% + 5%; and B invalid.
     bad = result_doc(691.2, ips=48, watts=5.5, reasons=("gpu ran at 76.8 MHz, 691.2 MHz applied",))
     assert compare.caveats(result_doc(691.2, ips=47, watts=5.5), bad) == [
@@ -162,7 +162,7 @@ def test_load_results_skips_foreign_json_in_directories(tmp_path):
     (tmp_path / ".a.json.x.tmp").write_text("{half")
     docs = io.load_results([tmp_path])
     assert [d["id"] for d in docs] == [result_doc(691.2)["id"]]
-    with pytest.raises(UsageError, match="not a jetbench result_doc"):
+    with pytest.raises(UsageError, match="not a jetbench result"):
         io.load_results([tmp_path / "time.json"])
 
 
@@ -191,4 +191,4 @@ def test_result_writes_are_atomic_under_kill9(tmp_path):
         proc.wait()
         doc = json.loads(target.read_text())  # whole, never half-written
         assert doc["k"] >= 1 and len(doc["pad"]) == 2000
-    assert io.load_results([tmp_path], skip_foreign=True) == []  # not a full result_doc: skipped
+    assert io.load_results([tmp_path], skip_foreign=True) == []  # not a full result: skipped

@@ -85,7 +85,7 @@ def test_both_document_kinds_read_foreign_skipped(results_dir):
     assert len(records) == len(SPEED) + 3 + len(TRAIN) + 2
     wheres = {r.where for r in records}
     assert wheres == {"device cpu", "NVIDIA Jetson TX1 Developer Kit"}
-    with pytest.raises(UsageError, match="not a jetbench result_doc"):
+    with pytest.raises(UsageError, match="not a jetbench result"):
         by_runtime.load_records([results_dir / "summary.json"])  # named: must be one
 
 
@@ -197,7 +197,7 @@ def test_plots_one_png_per_runtime(results_dir, tmp_path):
                   env=terminal_env(80), cwd=REPO)
     assert res.returncode == 0, res.stderr
     names = sorted(p.name for p in out.iterdir())
-    # tensorrt has no usable result_doc: no plot of nothing
+    # tensorrt has no usable result: no plot of nothing
     assert names == ["batch-efficiency-compile.png", "batch-efficiency-onnxruntime-cpu.png",
                      "batch-efficiency-torch.png"]
     for p in out.iterdir():

@@ -1,4 +1,4 @@
-"""A measure result_doc document built by hand, for the report and table tests."""
+"""A measure result document built by hand, for the report and table tests."""
 
 from jetbench.report.schema import SCHEMA, point_id
 

@@ -8,21 +8,18 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
+from ...report import schema
 from ...report.digits import separated
 from .options import OBJECTIVES
 
 
 def metrics_of(doc: Dict[str, Any]) -> Dict[str, Optional[float]]:
-    throughput = doc.get("throughput") or {}
-    latency = throughput.get("latency_ms") or {}
-    total = (doc.get("power") or {}).get("total") or {}
-    eff = doc.get("efficiency") or {}
-    return {"images_per_s": throughput.get("images_per_s"),
-            "images_per_j": eff.get("images_per_j"),
-            "latency_p99_ms": latency.get("p99"),
-            "power_w": total.get("mean_w"),
-            "images_per_j_uncertainty_pct": (eff.get("uncertainty") or {}).get(
-                "images_per_j_pct")}
+    """A trial's figures, read through the result schema's accessors."""
+    return {"images_per_s": schema.images_per_s(doc),
+            "images_per_j": schema.images_per_j(doc),
+            "latency_p99_ms": schema.latency_ms(doc, "p99"),
+            "power_w": schema.total_w(doc),
+            "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc)}
 
 
 def feasible(trial: Any) -> bool:
