@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ...errors import UsageError
 from ...hw.board import Board
@@ -49,22 +49,25 @@ def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> str:
+def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> Tuple[str, int]:
+    """The best point of the finished trials, said as the progress says a point, and its
+    trial's number ('' and -1 while none is usable)."""
     best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
     if best is None:
-        return ""
+        return "", -1
     attrs = best.user_attrs
-    return f"{_metrics_text(attrs['metrics'])} at {_settings_text(attrs['settings'])}"
+    return f"{_metrics_text(attrs['metrics'])} at {_settings_text(attrs['settings'])}", best.number
 
 
-def _best_news(best: str, shown: List[str]) -> str:
-    """What a progress line says of the best point of the trials finished before it: nothing
-    while it is the one already named (a line per trial repeating it ran to 206 characters),
-    else '; best so far now ...'."""
-    if not best or best == shown[0]:
+def _best_news(best: Tuple[str, int], shown: List[str], trial: int) -> str:
+    """What a trial's progress line says of the best point so far: nothing while it is the one
+    already named (a line per trial repeating it ran to 206 characters), '; the best so far'
+    when it is this trial, else '; best so far now ...'."""
+    text, number = best
+    if not text or text == shown[0]:
         return ""
-    shown[0] = best
-    return f"; best so far now {best}"
+    shown[0] = text
+    return "; the best so far" if number == trial else f"; best so far now {text}"
 
 
 def _settings_text(s: Dict[str, Any]) -> str:

@@ -174,15 +174,23 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
             for k, v in enumerate(violations):
                 trial.set_constraint(f"c{k}", v)
         values = [metrics.get(o) for o in req.objectives]
-        best = _best_line(study, req, space)
-        say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
-            f"{_metrics_text(metrics)}{'' if valid else ' (invalid)'}"
-            f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
-            + _best_news(best, shown))
         if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
             return tuple(_worst(d) for d in directions) if len(values) > 1 else _worst(
                 directions[0])
         return tuple(values) if len(values) > 1 else values[0]
+
+    def progress(_: Any, trial: Any) -> None:
+        """A measured trial's line, once Optuna has stored it: the best point it names counts
+        this trial too (from inside the objective it would be one trial late)."""
+        metrics = trial.user_attrs.get("metrics")
+        if metrics is None:  # a trial that failed said so itself
+            return
+        violations = trial.user_attrs.get("constraints") or []
+        say(f"trial {trial.number + 1}/{req.budget}: "
+            f"{_settings_text(trial.user_attrs['settings'])} -> {_metrics_text(metrics)}"
+            f"{'' if trial.user_attrs.get('valid') else ' (invalid)'}"
+            f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
+            + _best_news(_best_line(study, req, space), shown, trial.number))
 
     states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
               optuna.trial.TrialState.PRUNED)
@@ -194,12 +202,13 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
     confirm = min(CONFIRM, req.budget // 5) if len(directions) == 1 else 0
     search = req.budget - confirm
     if count() < req.budget:
+        again_text = f", the last {confirm} measuring the best points again" if confirm else ""
         say(f"tune: {req.budget - count()} trial(s) to run here ({req.budget} in the study, "
-            f"{count()} done, the last {confirm} measuring the best points again); space: "
+            f"{count()} done{again_text}); space: "
             + ", ".join(f"{k} {len(v)}" for k, v in space.items()))
     if count() < search:
         study.optimize(objective, n_trials=search - count(), catch=(Exception,),
-                       callbacks=[optuna.study.MaxTrialsCallback(search, states=states)])
+                       callbacks=[progress, optuna.study.MaxTrialsCallback(search, states=states)])
     if fatal:
         raise fatal[0]
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
@@ -211,7 +220,8 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         study.enqueue_trial(params, user_attrs={"confirms": True})
     if again:
         study.optimize(objective, n_trials=len(again), catch=(Exception,),
-                       callbacks=[optuna.study.MaxTrialsCallback(req.budget, states=states)])
+                       callbacks=[progress,
+                                  optuna.study.MaxTrialsCallback(req.budget, states=states)])
     if fatal:
         raise fatal[0]
     doc = study_doc(study, req, space, simulated)
