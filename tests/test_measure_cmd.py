@@ -91,6 +91,11 @@ def test_llm_tokens_from_a_regex_last_match_on_stderr(tmp_path):
     # both stored to 9 significant digits
     assert eff["items_per_j"] == pytest.approx(17.25 / doc["power"]["total"]["mean_w"], rel=1e-8)
     assert all("images_per_j" not in p and p["items_per_j"] > 0 for p in eff["by_point"])
+    # what would lower the uncertainty, said for a command from the start (measure's layer
+    # once rewrote its sentences after the fact): no --iterations, no per-iteration basis
+    unc = eff["uncertainty"]
+    assert "throughput: unknown (a command reports no per-iteration times" in unc["basis"]
+    assert not any("--iterations" in line for line in unc["lower_it"]), unc
 
 
 def test_deepstream_fps_sink_frames_and_json_output_stays_clean(tmp_path):

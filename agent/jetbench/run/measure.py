@@ -41,6 +41,7 @@ from ..ownership import journal
 from ..ownership.owner import borrow_board
 from ..report import io
 from ..sampling.rates import sampling_doc
+from ..work_units import efficiency_label
 from ..workload.model_arg import is_sim
 from ..workload.runtimes import TORCH
 from ..workload.sim_run import SimRun
@@ -361,7 +362,8 @@ class _State:
         doc.update(timing.to_dict())
         warnings += doc.pop("warnings", [])
         res = windows.get("result")
-        refused = self.meters.check_window(res) if res is not None else []
+        refused = self.meters.check_window(res, efficiency_label(run.unit),
+                                           run.times_iterations) if res is not None else []
         unc = self.meters.uncertainty(res) if res is not None else {}
         idle = windows.get("idle")
         unc_idle = self.meters.uncertainty(idle) if idle is not None else {}
@@ -377,7 +379,8 @@ class _State:
         doc["efficiency"] = build.efficiency(timing.images_per_s, res, idle,
                                              req.regulator_efficiency, unc, unc_idle)
         if res is not None and res.total is not None:
-            doc["efficiency"]["uncertainty"] = self.meters.efficiency_uncertainty(res, unc, timing)
+            doc["efficiency"]["uncertainty"] = self.meters.efficiency_uncertainty(
+                res, unc, timing, run.times_iterations)
         if refused:
             build.refuse_efficiency(doc["efficiency"], refused)
         run.annotate(doc)

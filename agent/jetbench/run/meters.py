@@ -67,17 +67,20 @@ class Meters:
         accuracies = channel_accuracies(self.root, self.sources, self.board.family)
         return window_uncertainty(res, self.sampler.traces(), accuracies)
 
-    def efficiency_uncertainty(self, res: Any, unc: Dict[str, Any], timing: Any) -> Dict[str, Any]:
+    def efficiency_uncertainty(self, res: Any, unc: Dict[str, Any], timing: Any,
+                               per_iteration: bool = True) -> Dict[str, Any]:
         total = res.total
         power = unc.get(f"total:{total.source}/{total.total.name}") or {}
         external = any(getattr(s, "protocol", None) for s in self.sources)
         return efficiency_uncertainty(power.get("mean_w_uncertainty_pct"),
                                       throughput_sem_pct(timing.latencies_ms),
-                                      power.get("basis", "unknown"), external)
+                                      power.get("basis", "unknown"), external, per_iteration)
 
-    def check_window(self, res: Any) -> List[str]:
-        """Why img/s/W is refused for this window (too short for the sensors, or too poorly
-        covered); empty when it stands. Each reason says what would fix it."""
+    def check_window(self, res: Any, label: str = "img/s/W",
+                     per_iteration: bool = True) -> List[str]:
+        """Why the efficiency figure (`label`: img/s/W, tokens/J...) is refused for this window
+        (too short for the sensors, or too poorly covered); empty when it stands. Each reason
+        says what would fix it."""
         reasons = list(res.reasons)
         total = res.total
         if total is not None and total.mean_w is not None \
@@ -88,5 +91,6 @@ class Meters:
             return []
         slowest = max((s.period_s for s in self.sampler.traces()), default=0.0)
         need = max(4 * slowest * 2, self.request.duration_s * 2, 0.5)
-        return [f"img/s/W refused: {r} (measure for longer: --duration {need:.3g}s or more, "
-                "or more --iterations)" for r in reasons]
+        more = ", or more --iterations" if per_iteration else ""
+        return [f"{label} refused: {r} (measure for longer: --duration {need:.3g}s or "
+                f"more{more})" for r in reasons]

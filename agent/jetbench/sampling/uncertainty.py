@@ -110,15 +110,17 @@ def throughput_sem_pct(latencies_ms: Sequence[float]) -> Optional[float]:
 
 
 def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[float],
-                           power_basis: str, external_meter: bool) -> Dict[str, Any]:
+                           power_basis: str, external_meter: bool,
+                           per_iteration: bool = True) -> Dict[str, Any]:
     """`efficiency.uncertainty`: power, throughput and their combination (linear), with what
-    would lower it when above BOUND_PCT."""
+    would lower it when above BOUND_PCT. `per_iteration`: the throughput's spread comes from
+    iterations jetbench timed (a command's run has none it can see)."""
     combined = None
     if power_pct is not None and throughput_pct is not None:
         combined = power_pct + throughput_pct
     lower: List[str] = []
     if combined is None or combined > BOUND_PCT:
-        if throughput_pct is None or throughput_pct > BOUND_PCT / 2:
+        if per_iteration and (throughput_pct is None or throughput_pct > BOUND_PCT / 2):
             # the throughput's standard error falls as 1/sqrt(n): docs/measure.md says so
             lower.append("a longer window (--duration) or more --iterations")
         if power_pct is None or power_pct > BOUND_PCT / 2:
@@ -127,6 +129,8 @@ def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[
                          "a meter range closer to the load (the range part dominates)")
     return {"power_pct": power_pct, "throughput_pct": throughput_pct,
             "images_per_j_pct": combined,
-            "basis": f"power: {power_basis}; throughput: standard error of the mean of the "
-                     "iteration latencies; combined linearly",
+            "basis": f"power: {power_basis}; throughput: " + (
+                "standard error of the mean of the iteration latencies" if per_iteration else
+                "unknown (a command reports no per-iteration times to jetbench)")
+            + "; combined linearly",
             "lower_it": lower}

@@ -328,15 +328,6 @@ def finish_doc(doc: Dict[str, Any], timing: CommandTiming, duration_s: float) ->
                 del item["images_per_j"]
             elif short:
                 item["images_per_j"] = None
-    unc = eff.get("uncertainty")
-    if unc:  # measure's wording is about iterations; a command has none jetbench can see
-        unc["basis"] = unc.get("basis", "").replace(
-            "standard error of the mean of the iteration latencies",
-            "unknown (a command reports no per-iteration times to jetbench)")
-        unc["lower_it"] = [line for line in unc.get("lower_it", []) if "--iterations" not in line]
-    if spec.unit != "images":
-        eff["refused"] = [r.replace("img/s/W", label) for r in eff.get("refused", [])]
-        validity["reasons"] = [r.replace("img/s/W", label) for r in validity["reasons"]]
     doc["command"] = {"argv": list(spec.argv), "line": spec.line, "exit_code": run.exit_code,
                       "run_s": run.run_s, "throughput_from": spec.throughput_from.text(),
                       "output_tail": run.tail,
@@ -349,9 +340,11 @@ class CommandTimedRun(TimedRun):
 
     framework = "command"
     warms_up = False
+    times_iterations = False
 
     def __init__(self, spec: CommandSpec):
         self.spec = spec
+        self.unit = spec.unit
 
     def run(self, plan: TimingPlan) -> CommandTiming:
         """The command once, its run the window (it has no iterations of jetbench's)."""

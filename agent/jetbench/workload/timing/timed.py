@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 from typing import Any, Dict, Optional
 
+from ...work_units import DEFAULT_UNIT
 from ..base import RunOptions
 from ..build import build_workload
 from ..child.parent import ChildWorkload, run_in_child
@@ -31,6 +32,8 @@ class TimedRun:
 
     framework = "pytorch"  # the result's workload.framework
     warms_up = True  # has a warm-up the result's phases mark (a command has none)
+    times_iterations = True  # jetbench times each iteration (a command's are its own business)
+    unit = DEFAULT_UNIT  # what one item is (work_units.py): a network's are images
 
     def prepare(self) -> None:
         """Everything before the warm-up (outside every window)."""
