@@ -19,7 +19,7 @@ JOBS=${MUTATION_JOBS:-2}
 
 # MUTATION_MODULES="jetbench/hw/fs.py" narrows the run.
 read -r -a MODULES <<< "${MUTATION_MODULES:-jetbench/ownership/journal.py jetbench/sampling/energy.py \
-jetbench/sampling/window.py jetbench/tuning/targets.py jetbench/hw/fs.py}"
+jetbench/sampling/window.py jetbench/profiles/targets.py jetbench/hw/fs.py}"
 # The tests that exercise those modules in-process (mutmut only sees in-process calls).
 TESTS=(
   tests/test_fs.py
