@@ -316,6 +316,21 @@ def comment_text(text: str, limit: int = 200) -> str:
     return "".join(c if c.isprintable() else "?" for c in str(text)[:limit])
 
 
+def pinned_clocks_table(description: str, family: str, cpu_hz: Optional[int] = None,
+                        gpu_hz: Optional[int] = None,
+                        emc_hz: Optional[int] = None) -> Dict[str, Any]:
+    """A profile's tables pinning these clocks on boards of `family`: the sections `apply`
+    reads, each clock with what pinning it needs (cores online, GPU railgating off)."""
+    table: Dict[str, Any] = {"description": description, "match": {"family": [family]}}
+    if cpu_hz is not None:
+        table["cpu"] = {"freq": str(cpu_hz), "online": True}
+    if gpu_hz is not None:
+        table["gpu"] = {"freq": str(gpu_hz), "railgate": False}
+    if emc_hz is not None:
+        table["emc"] = {"freq": str(emc_hz)}
+    return table
+
+
 def profile_toml(doc: Dict[str, Any], comments: Sequence[str] = ()) -> str:
     """A profile's text from its tables, written by a TOML writer (never by formatting
     strings, so no value can close its string and open a table of its own), then read back

@@ -86,7 +86,7 @@ def _metrics_text(m: Dict[str, Any]) -> str:
 def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
     """The best point as a profile `apply` and the daemon take, saying what chose it. Its
     settings are checked against this board's space again and written by a TOML writer."""
-    from ...profiles.profile import profile_toml
+    from ...profiles.profile import pinned_clocks_table, profile_toml
 
     best = doc["best"]
     s = best["settings"]
@@ -95,16 +95,9 @@ def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
         raise UsageError(f"the best trial's point cannot be a profile: {problem}",
                          hint="the study was edited, or holds another board's trials: "
                               "no profile written")
-    table: Dict[str, Any] = {
-        "description": f"tuned by jetbench tune for {s['model']} {s['precision']} "
-                       f"batch {s['batch']}",
-        "match": {"family": [board.family]}}
-    if "cpu_hz" in s:
-        table["cpu"] = {"freq": str(s["cpu_hz"]), "online": True}
-    if "gpu_hz" in s:
-        table["gpu"] = {"freq": str(s["gpu_hz"]), "railgate": False}
-    if "emc_hz" in s:
-        table["emc"] = {"freq": str(s["emc_hz"])}
+    table = pinned_clocks_table(
+        f"tuned by jetbench tune for {s['model']} {s['precision']} batch {s['batch']}",
+        board.family, s.get("cpu_hz"), s.get("gpu_hz"), s.get("emc_hz"))
     return profile_toml(table, [
         f"Written by `jetbench tune` on {doc['created']}: the best point of study "
         f"{doc['study']!r}",
