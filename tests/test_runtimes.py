@@ -234,7 +234,10 @@ def test_time_rows_per_network_and_runtime(monkeypatch):
     for model in ("resnet18", "mobilenet_v2"):
         best = max(("torch", "onnxruntime"), key=lambda rt: speeds[(model, rt)])
         line = next(f for f in report.fastest if f" {model} " in f)
-        assert f"on cpu: {best} (" in line
+        # the fastest is named only where the spreads separate it (the one noise rule); on a
+        # loaded machine the two may be within noise, and the line must then say so
+        assert f"on cpu: {best} (" in line or (
+            "are within noise" in line and "lengthen --duration" in line), line
 
 
 # -- TensorRT against a stand-in ---------------------------------------------------------------
