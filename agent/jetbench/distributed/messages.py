@@ -62,10 +62,8 @@ def build(order: PointOrder, device: str) -> Any:
 
 def timed(workload: Any, order: PointOrder, on_start: Callback = None, on_end: Callback = None,
           progress: Any = None) -> Any:
-    return run_timed(workload, TimingPlan(order.iterations, order.duration_s, order.warmup_s,
-                                          warmup_iterations=1 if order.warmup_s > 0 else 0,
-                                          on_timed_start=on_start, on_timed_end=on_end,
-                                          progress=progress))
+    return run_timed(workload, TimingPlan.measuring(order.iterations, order.duration_s,
+                                                    order.warmup_s, on_start, on_end, progress))
 
 
 def _raise_first_error(values: Sequence[Any]) -> None:

@@ -314,10 +314,8 @@ class _State:
             run.prepare()
             if run.warms_up:
                 marks["warmup_start"] = time.monotonic()
-            timing = run.run(TimingPlan(req.iterations, req.duration_s, req.warmup_s,
-                                        warmup_iterations=1 if req.warmup_s > 0 else 0,
-                                        on_timed_start=timed_start, on_timed_end=timed_end,
-                                        progress=report))
+            timing = run.run(TimingPlan.measuring(req.iterations, req.duration_s, req.warmup_s,
+                                                  timed_start, timed_end, report))
             windows["result"] = run.window(timing, self.meters.sampler, windows.get("result"))
         except NOT_RUN as err:
             status, message = not_run(err)

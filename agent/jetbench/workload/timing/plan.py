@@ -32,6 +32,16 @@ class TimingPlan:
     on_timed_end: Optional[Callback] = None
     progress: Optional[Progress] = None
 
+    @classmethod
+    def measuring(cls, iterations: int, duration_s: float, warmup_s: float,
+                  on_timed_start: Optional[Callback] = None,
+                  on_timed_end: Optional[Callback] = None,
+                  progress: Optional[Progress] = None) -> TimingPlan:
+        """measure's plan (every rank's too): its warm-up is `warmup_s` alone, at least one
+        iteration when there is one."""
+        return cls(iterations, duration_s, warmup_s, 1 if warmup_s > 0 else 0,
+                   on_timed_start=on_timed_start, on_timed_end=on_timed_end, progress=progress)
+
     def check(self) -> None:
         """The rules, for the in-process runner and the child alike (UsageError)."""
         if self.iterations < 1:
