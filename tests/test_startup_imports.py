@@ -52,3 +52,27 @@ def test_no_command_imports_a_heavy_library_before_it_needs_one(tmp_path):
     assert res.returncode == 0, res.stderr
     # the first command that pulled one in, and which
     assert json.loads(res.stdout.strip().splitlines()[-1]) == {}, res.stdout
+
+
+_HELP_PROBE = """
+import json, sys
+from jetbench.cli.main import COMMANDS, app
+for args in [[]] + [[name] for name, *_ in COMMANDS] + [["sim", "create"], ["profiles", "show"]]:
+    try:
+        app([*args, "--help"])
+    except SystemExit:
+        pass
+print(json.dumps(sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)))
+"""
+
+
+def test_help_is_drawn_without_rich_or_a_second_click():
+    # typer's rich help module imports markdown-it and pygments at its top: more than half of
+    # --help's time (benchmarks/RESULTS.md, start-up); jetbench draws help itself (help_screen)
+    slow = ["rich", "typer.rich_utils", "markdown_it", "pygments", "click", *HEAVY]
+    res = subprocess.run([sys.executable, "-c", _HELP_PROBE, json.dumps(slow)],
+                         capture_output=True, text=True, timeout=bound_s(60),
+                         env={"PYTHONPATH": str(REPO / "agent"), "PATH": "/usr/bin:/bin",
+                              "COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == [], res.stdout[-2000:]

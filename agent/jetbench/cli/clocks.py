@@ -8,8 +8,10 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from .common import beyond_power_mode_option, console, open_root, print_json
+from .help_screen import HelpCommand, HelpGroup
 
-profiles_app = typer.Typer(help="List and show the profiles `apply` accepts.",
+profiles_app = typer.Typer(cls=HelpGroup,
+                           help="List and show the profiles `apply` accepts.",
                            no_args_is_help=False, invoke_without_command=True)
 
 WAIT_FOREVER = "forever"
@@ -279,7 +281,7 @@ def _profiles_default(ctx: typer.Context) -> None:
         profiles_list(ctx)
 
 
-@profiles_app.command("list")
+@profiles_app.command("list", cls=HelpCommand)
 def profiles_list(ctx: typer.Context) -> None:
     """Every profile `apply` accepts, with its description."""
     from rich.table import Table
@@ -313,7 +315,7 @@ def profiles_list(ctx: typer.Context) -> None:
 
 
 
-@profiles_app.command("show")
+@profiles_app.command("show", cls=HelpCommand)
 def profiles_show(
     ctx: typer.Context,
     name: str = typer.Argument(..., metavar="NAME", help="Profile name or TOML file."),

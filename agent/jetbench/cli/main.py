@@ -9,45 +9,25 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from typer.core import TyperGroup
 
 from .. import __version__
 from ..errors import EXIT_HARDWARE, EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
 from .common import GlobalOptions, ReaderGone, set_invocation
+from .help_screen import HelpCommand, HelpGroup
 
 
 def _click_errors() -> tuple:
-    """Recent typer vendors its own click (typer._click); older typer uses click itself."""
-    found = []
+    """Recent typer vendors its own click (typer._click) and raises only its exceptions; older
+    typer uses click itself (imported only then: click costs start-up time)."""
     for name in ("typer._click.exceptions", "click.exceptions"):
         try:
-            found.append(__import__(name, fromlist=["ClickException"]).ClickException)
+            return (__import__(name, fromlist=["ClickException"]).ClickException,)
         except (ImportError, AttributeError):
             pass
-    return tuple(found)
+    return ()
 
 
 _CLICK_ERROR = _click_errors()
-
-
-def _flags_show_no_type() -> None:
-    """Recent typer shows `<bool>` as the type of every flag in --help, although a flag takes
-    no value: show nothing there (older typer has no such method and needs nothing)."""
-    option_cls = getattr(getattr(typer, "core", None), "TyperOption", None)
-    original = getattr(option_cls, "display_type_rich", None)
-    if original is None or getattr(original, "_no_flag_type", False):
-        return
-
-    def display_type_rich(self: Any, ctx: Any) -> Any:
-        if getattr(self, "is_flag", False) and getattr(self, "metavar", None) is None:
-            return None
-        return original(self, ctx)
-
-    display_type_rich._no_flag_type = True  # type: ignore[attr-defined]
-    option_cls.display_type_rich = display_type_rich  # type: ignore[union-attr]
-
-
-_flags_show_no_type()
 
 
 def _arguments_read_plainly() -> None:
@@ -76,8 +56,9 @@ def _arguments_read_plainly() -> None:
 _arguments_read_plainly()
 
 
-class _JetbenchGroup(TyperGroup):
-    """Runs every command under one error handler (also under typer's CliRunner)."""
+class _JetbenchGroup(HelpGroup):
+    """Runs every command under one error handler (also under typer's CliRunner); its
+    --help and every command's is drawn by help_screen."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["standalone_mode"] = False
@@ -204,6 +185,7 @@ def _global(
     root: Path = typer.Option(
         Path("/"),
         "--root",
+        metavar="DIR",
         envvar="JETBENCH_ROOT",
         help="Filesystem root for every hardware access: a simulated board, a snapshot, a chroot.",
         show_default=True,
@@ -303,7 +285,7 @@ def _register() -> None:
             continue
         func = functions[name]
         app.command(name, help=_reflow(func.__doc__), short_help=short, rich_help_panel=panel,
-                    epilog=_epilog(examples))(func)
+                    epilog=_epilog(examples), cls=HelpCommand)(func)
 
 
 _register()

@@ -9,12 +9,14 @@ from typing import List, Optional
 import typer
 
 from .common import console
+from .help_screen import HelpCommand, HelpGroup
 
-sim_app = typer.Typer(help="Simulated boards: a faithful sysfs/debugfs tree in a directory.",
+sim_app = typer.Typer(cls=HelpGroup,
+                      help="Simulated boards: a faithful sysfs/debugfs tree in a directory.",
                       no_args_is_help=True)
 
 
-@sim_app.command("create")
+@sim_app.command("create", cls=HelpCommand)
 def create(
     directory: Path = typer.Argument(...,
                                      metavar="DIR", help="New (or empty) directory for the tree."),
@@ -42,7 +44,7 @@ def create(
                     f"Try: jetbench --root {directory} info")
 
 
-@sim_app.command("list")
+@sim_app.command("list", cls=HelpCommand)
 def list_boards() -> None:
     """The simulated boards available, and the other names each answers to."""
     from ..sim.boards import ALIASES, BOARDS
@@ -53,7 +55,7 @@ def list_boards() -> None:
                    + (f"  (also: {', '.join(others)})" if others else ""))
 
 
-@sim_app.command("run")
+@sim_app.command("run", cls=HelpCommand)
 def run(
     directory: Path = typer.Argument(..., metavar="DIR", help="A simulated board's tree."),
     duration: float = typer.Option(0.0, "--duration",
@@ -79,7 +81,7 @@ def run(
             time.sleep(0.1)
 
 
-@sim_app.command("mount")
+@sim_app.command("mount", cls=HelpCommand)
 def mount(
     directory: Path = typer.Argument(...,
                                      metavar="DIR",
