@@ -12,8 +12,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "agent" / "jetbench"
 # Lowest first. A module may import its own layer and those below. Each entry is a module or
 # a package (with everything under it); the longest match places a module.
 LAYERS: Sequence[Tuple[str, ...]] = (
-    ("jetbench", "jetbench.bounded", "jetbench.errors", "jetbench.units", "jetbench.work_units",
-     "jetbench.procs", "jetbench.interrupts"),
+    ("jetbench", "jetbench.bounded", "jetbench.documents", "jetbench.errors", "jetbench.units",
+     "jetbench.work_units", "jetbench.procs", "jetbench.interrupts"),
     ("jetbench.hw",),
     ("jetbench.sim",),
     ("jetbench.open_board", "jetbench.sampling", "jetbench.ownership"),

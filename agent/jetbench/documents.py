@@ -1,0 +1,255 @@
+"""The result document (`jetbench.result/1`) as types: what each layer writes into it and what
+readers take from it, checked by mypy at both ends.
+
+Every key may be absent (a file written by an older jetbench) and a figure is None where it
+was not measured (never 0): readers go through report/schema.py's accessors. Units are in key
+names. The document is still a plain dict (what the JSON holds); these are its shapes, nothing
+at run time. report/schema.py's RESULT_TYPES checks the same shapes in a file that is read."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, TypedDict
+
+
+class UncertaintyParts(TypedDict, total=False):
+    """One power figure's uncertainty by cause (sampling/uncertainty.py), in watts."""
+    sensor_w: Optional[float]
+    integration_w: Optional[float]
+    uncovered_w: Optional[float]
+    basis: str
+
+
+class PowerPoint(TypedDict, total=False):
+    """A rail (`kind` "channel") or a whole-device total (`kind` "total") over the window."""
+    name: str
+    source: str
+    point: str
+    kind: str
+    describe: str
+    channels: List[str]  # a total's channels
+    mean_w: Optional[float]
+    energy_j: Optional[float]
+    measured_energy_j: Optional[float]
+    samples: int
+    coverage: float
+    gaps: List[List[float]]  # [start_s, end_s] pairs, relative to the trace's t0
+    mean_w_uncertainty_w: Optional[float]
+    mean_w_uncertainty_pct: Optional[float]
+    uncertainty: UncertaintyParts
+    images_per_j: Optional[float]  # efficiency.by_point
+    items_per_j: Optional[float]
+
+
+class IdleDoc(TypedDict, total=False):
+    clocks: str  # at which clocks the baseline was taken
+    duration_s: float
+    valid: bool
+    total: Optional[PowerPoint]
+    channels: List[PowerPoint]
+
+
+class WindowDoc(TypedDict, total=False):
+    start_s: float
+    duration_s: float
+    valid: bool
+    reasons: List[str]
+
+
+class PowerDoc(TypedDict, total=False):
+    meters: List[str]
+    phases_s: Dict[str, float]
+    trace_csv: Optional[str]
+    channels: List[PowerPoint]
+    total: Optional[PowerPoint]
+    totals: List[PowerPoint]
+    faults: Dict[str, Dict[str, int]]  # source -> kind -> count
+    window: Optional[WindowDoc]
+    idle: Optional[IdleDoc]
+    idle_unpinned: Optional[IdleDoc]
+
+
+class EfficiencyUncertainty(TypedDict, total=False):
+    power_pct: Optional[float]
+    throughput_pct: Optional[float]
+    images_per_j_pct: Optional[float]
+    basis: str
+    lower_it: List[str]  # what would make it smaller
+
+
+class AboveIdle(TypedDict, total=False):
+    mean_w_uncertainty_w: Optional[float]
+    mean_w_uncertainty_pct: Optional[float]
+    idle_w: float
+    idle_clocks: str
+    mean_w: float
+    energy_j: float
+    images_per_j: Optional[float]
+    items_per_j: Optional[float]
+
+
+class PreRegulation(TypedDict, total=False):
+    estimate: bool
+    regulator_efficiency: float
+    mean_w: float
+    images_per_j: Optional[float]
+    items_per_j: Optional[float]
+    note: str
+
+
+class EfficiencyDoc(TypedDict, total=False):
+    images_per_j: Optional[float]
+    items_per_j: Optional[float]
+    basis: Optional[str]
+    by_point: List[PowerPoint]
+    above_idle: AboveIdle
+    pre_regulation_estimate: PreRegulation
+    uncertainty: EfficiencyUncertainty
+    refused: List[str]  # why this window gives no img/J
+
+
+class PowerModeDoc(TypedDict, total=False):
+    id: int
+    name: Optional[str]
+    text: str
+    caps_lifted: bool  # this point ran past the mode's caps (--beyond-power-mode)
+    lifted: List[str]
+
+
+class BoardDoc(TypedDict, total=False):
+    model: str
+    family: str
+    soc: str
+    l4t: Optional[str]
+    power_mode: Optional[PowerModeDoc]
+    simulated: bool
+    root: str
+
+
+class ClockDoc(TypedDict, total=False):
+    """One clock as documents carry it (hw/readings.py clock_doc)."""
+    domain: str
+    name: str
+    governor: Optional[str]
+    min_hz: Optional[int]
+    max_hz: Optional[int]
+    cur_hz: Optional[int]
+    override_hz: Optional[int]
+    locked: Optional[bool]
+    available_hz: List[int]
+
+
+class ObservedClock(TypedDict, total=False):
+    """A clock as sampled during the window (hw/clocks: the sampler)."""
+    domain: str
+    name: str
+    min_hz: Optional[int]
+    mean_hz: Optional[int]
+    max_hz: Optional[int]
+    samples: int
+
+
+class SettingsDoc(TypedDict, total=False):
+    profile: Optional[str]
+    requested: Dict[str, object]  # "gpu_hz": a frequency as asked (690000000 or "max")
+    resolved: Dict[str, int]
+    applied: Dict[str, Optional[int]]  # the knobs read back ("gpu_hz", "gpu_min_hz", ...)
+    clocks: List[ClockDoc]
+    pinned: bool
+
+
+class LatencyMs(TypedDict, total=False):
+    min: float
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+class ThroughputDoc(TypedDict, total=False):
+    images_per_s: Optional[float]
+    items_per_s: Optional[float]
+    unit: str
+    latency_ms: Dict[str, float]  # min, mean, p50, p90, p99, max (LatencyMs's keys)
+    latency_stdev_ms: Optional[float]
+    cv: Optional[float]
+    gflops: Optional[float]
+    iterations: int
+    wall_s: float
+    warmup_iterations: int
+    warmup_s: float
+
+
+class ThermalDoc(TypedDict, total=False):
+    before_c: Dict[str, float]
+    after_c: Dict[str, float]
+    trip_points_c: Dict[str, List[float]]
+    throttled: bool
+    evidence: List[str]
+    below_pin: List[str]
+    trips_crossed: List[str]
+
+
+class ValidityDoc(TypedDict, total=False):
+    valid: bool
+    reasons: List[str]
+
+
+class ClocksDoc(TypedDict, total=False):
+    observed: List[ObservedClock]
+
+
+class SamplingDoc(TypedDict, total=False):
+    """How fast one source was read, and how fast it refreshes (run/meters.py)."""
+    source: str
+    requested_hz: Optional[float]
+    sensor_hz: Optional[float]
+    effective_hz: Optional[float]
+    distinct_per_s: Optional[float]
+    samples: int
+
+
+class DeviceDoc(TypedDict, total=False):
+    """One device of a multi-device run (distributed/)."""
+    device: str
+    throughput: ThroughputDoc
+    power: PowerDoc
+    efficiency: EfficiencyDoc
+
+
+class ScalingDoc(TypedDict, total=False):
+    efficiency: Optional[float]
+    devices: int
+    baseline_images_per_s: Optional[float]
+
+
+# The workload's own description: what ran, as the workload layer reports it. Its keys depend
+# on the runtime (a network's GMACs, a command's argv, an engine's precision): an open dict.
+WorkloadDoc = Dict[str, object]
+
+
+class ResultDoc(TypedDict, total=False):
+    """One measured configuration (`jetbench.result/1`): report/schema.py SCHEMA."""
+    schema: str
+    status: str  # report/schema.py STATUSES
+    simulated: bool
+    id: str
+    created: str
+    jetbench: str
+    message: str  # why a point that did not run did not
+    interrupted: str  # report/schema.py INTERRUPT_CAUSES
+    board: BoardDoc
+    settings: SettingsDoc
+    workload: WorkloadDoc
+    throughput: Optional[ThroughputDoc]
+    power: Optional[PowerDoc]
+    efficiency: EfficiencyDoc
+    thermal: Optional[ThermalDoc]
+    clocks: ClocksDoc
+    validity: ValidityDoc
+    sampling: List[SamplingDoc]
+    devices: List[DeviceDoc]
+    scaling: ScalingDoc
+    warnings: List[str]
+    notes: List[str]
+    _path: str  # in memory only: the file it was read from (report/io.py), never written
