@@ -10,9 +10,24 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, TypedDict
 
+# The workload's own description: what ran, as the workload layer reports it. Its keys depend
+# on the runtime (a network's GMACs, a command's argv, an engine's precision): an open dict.
+WorkloadDoc = Dict[str, object]
+
 
 class UncertaintyParts(TypedDict, total=False):
     """One power figure's uncertainty by cause (sampling/uncertainty.py), in watts."""
+    sensor_w: Optional[float]
+    integration_w: Optional[float]
+    uncovered_w: Optional[float]
+    basis: str
+
+
+class FigureUncertainty(TypedDict, total=False):
+    """A power figure's uncertainty as sampling/uncertainty.py works it out, per channel key
+    ('ina3221/VDD_IN') or total ('total:ina3221/VDD_IN'): the sum and its parts, in watts."""
+    mean_w_uncertainty_w: Optional[float]
+    mean_w_uncertainty_pct: Optional[float]
     sensor_w: Optional[float]
     integration_w: Optional[float]
     uncovered_w: Optional[float]
@@ -66,6 +81,7 @@ class PowerDoc(TypedDict, total=False):
     window: Optional[WindowDoc]
     idle: Optional[IdleDoc]
     idle_unpinned: Optional[IdleDoc]
+    devices_sum: Optional[PowerPoint]  # a multi-device run: the devices' own sources summed
 
 
 class EfficiencyUncertainty(TypedDict, total=False):
@@ -118,7 +134,7 @@ class PowerModeDoc(TypedDict, total=False):
 class BoardDoc(TypedDict, total=False):
     model: str
     family: str
-    soc: str
+    soc: Optional[str]
     l4t: Optional[str]
     power_mode: Optional[PowerModeDoc]
     simulated: bool
@@ -136,10 +152,11 @@ class ClockDoc(TypedDict, total=False):
     override_hz: Optional[int]
     locked: Optional[bool]
     available_hz: List[int]
+    table_hz: List[int]  # hw/clocks/domains.read_applied only (not in a result's settings)
 
 
-class ObservedClock(TypedDict, total=False):
-    """A clock as sampled during the window (hw/clocks: the sampler)."""
+class ObservedClock(TypedDict):
+    """A clock as sampled during the window (run/validity.py ClockSampler)."""
     domain: str
     name: str
     min_hz: Optional[int]
@@ -170,14 +187,35 @@ class ThroughputDoc(TypedDict, total=False):
     images_per_s: Optional[float]
     items_per_s: Optional[float]
     unit: str
-    latency_ms: Dict[str, float]  # min, mean, p50, p90, p99, max (LatencyMs's keys)
+    latency_ms: Optional[Dict[str, float]]  # min, mean, p50, p90, p99, max (LatencyMs's keys)
     latency_stdev_ms: Optional[float]
     cv: Optional[float]
     gflops: Optional[float]
-    iterations: int
+    iterations: Optional[int]  # None: a command's (its iterations are its own)
     wall_s: float
     warmup_iterations: int
     warmup_s: float
+    per_iteration_ms: List[float]  # `time --per-iteration`
+    # a command's (workload/command/run.py): where its rate came from
+    source: str
+    parsed_value: Optional[float]
+    window: str
+    qps: Optional[float]  # trtexec's
+    gpu_compute_ms: Optional[Dict[str, float]]
+    queries: Optional[int]
+    inference_s: Optional[float]
+    host_walltime_s: Optional[float]
+
+
+class CommandDoc(TypedDict, total=False):
+    """`measure --cmd`'s command as it ran."""
+    argv: List[str]
+    line: str
+    exit_code: Optional[int]
+    run_s: float
+    throughput_from: str
+    output_tail: List[str]
+    log: Optional[str]
 
 
 class ThermalDoc(TypedDict, total=False):
@@ -209,11 +247,23 @@ class SamplingDoc(TypedDict, total=False):
     samples: int
 
 
+class DevicePower(TypedDict):
+    channels: List[PowerPoint]  # the device's own source's (NVML GPUi)
+    mean_w: Optional[float]
+
+
 class DeviceDoc(TypedDict, total=False):
-    """One device of a multi-device run (distributed/)."""
+    """One device (rank) of a multi-device run (distributed/rows.py)."""
+    rank: int
     device: str
+    pid: int
+    threads: Optional[int]
+    cpu_cores: Optional[List[int]]
+    workload: WorkloadDoc
     throughput: ThroughputDoc
-    power: PowerDoc
+    timed_in_window_s: Optional[List[float]]  # its timed run against rank 0's window
+    sync_s: Dict[str, Optional[float]]  # time in each barrier, and their share of the window
+    power: Optional[DevicePower]
     efficiency: EfficiencyDoc
 
 
@@ -221,11 +271,17 @@ class ScalingDoc(TypedDict, total=False):
     efficiency: Optional[float]
     devices: int
     baseline_images_per_s: Optional[float]
+    baseline_device: str
+    aggregate_images_per_s: float
 
 
-# The workload's own description: what ran, as the workload layer reports it. Its keys depend
-# on the runtime (a network's GMACs, a command's argv, an engine's precision): an open dict.
-WorkloadDoc = Dict[str, object]
+class DistributedDoc(TypedDict, total=False):
+    """How the ranks of a multi-device run ran (distributed/messages.py)."""
+    world_size: int
+    backend: Optional[str]
+    launcher: str
+    devices: List[str]
+    gather_s: Optional[float]
 
 
 class ResultDoc(TypedDict, total=False):
@@ -250,6 +306,58 @@ class ResultDoc(TypedDict, total=False):
     sampling: List[SamplingDoc]
     devices: List[DeviceDoc]
     scaling: ScalingDoc
+    distributed: DistributedDoc
+    command: CommandDoc
     warnings: List[str]
     notes: List[str]
     _path: str  # in memory only: the file it was read from (report/io.py), never written
+
+
+class TrialSettings(TypedDict, total=False):
+    """What one tune trial ran (run/tune/study.py): the clocks in Hz per knob, the workload."""
+    model: str
+    precision: str
+    batch: int
+    gpu_hz: int
+    emc_hz: int
+    cpu_hz: int
+
+
+class TrialMetrics(TypedDict, total=False):
+    """A trial's figures (run/tune/choice.py metrics_of), None where not measured."""
+    images_per_s: Optional[float]
+    images_per_j: Optional[float]
+    latency_p99_ms: Optional[float]
+    power_w: Optional[float]
+    images_per_j_uncertainty_pct: Optional[float]
+
+
+class TrialDoc(TypedDict, total=False):
+    number: int
+    state: str
+    board: Optional[str]
+    readings: int
+    confirms: bool
+    settings: Optional[TrialSettings]
+    metrics: Optional[TrialMetrics]
+    valid: Optional[bool]
+    feasible: bool
+    reasons: List[str]
+    constraint_violations: Optional[List[float]]
+    result: Optional[str]  # the trial's result file
+
+
+class TuneDoc(TypedDict, total=False):
+    """`jetbench tune`'s study (`jetbench.tune/1`, DIR/tune.json)."""
+    schema: str
+    simulated: bool
+    study: str
+    objectives: List[str]
+    constraints: List[str]
+    knobs: List[str]
+    budget: int
+    space: Dict[str, List[int]]
+    trials: List[TrialDoc]
+    best: Optional[TrialDoc]
+    pareto: List[TrialDoc]
+    created: str

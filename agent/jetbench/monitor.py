@@ -10,13 +10,19 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 
+from .documents import PowerModeDoc
 from .hw.board import Board
 from .hw.clocks.types import ClockReading
 from .hw.fs import Root
 from .hw.meters.base import KIND_ENERGY, Channel, PowerSource, power_between, total_power_w
 from .hw.readings import clock_doc, cpu_load_pct, read_now
+
+if TYPE_CHECKING:
+    from .hw.meters.accuracy import Accuracy
+    from .sampling.sampler import Sampler
 
 
 @dataclass(frozen=True)
@@ -27,7 +33,7 @@ class Row:
     total_w: Optional[float]
     clocks: Tuple[ClockReading, ...]
     temps_c: Dict[str, float]
-    power_mode: Optional[Dict[str, Any]] = None  # nvpmodel's mode ({"id", "name", "text"})
+    power_mode: Optional[PowerModeDoc] = None  # nvpmodel's mode
     gpu_load_pct: Optional[float] = None  # `load` file, or NVML (Thor); None = unknown
     # The sensor's worst-case error on each reading (channel key -> W; None = unknown), and on
     # the total (the sum of its parts' worst cases).
@@ -40,7 +46,7 @@ class Row:
     def channel_uncertainty_w(self, channel: Channel) -> Optional[float]:
         return self.uncertainty_w.get(channel.key)
 
-    def to_dict(self, simulated: bool) -> Dict[str, Any]:
+    def to_dict(self, simulated: bool) -> Dict[str, object]:  # a line of `monitor --json`
         return {
             "schema": "jetbench.monitor/1",
             "simulated": simulated,
@@ -66,16 +72,17 @@ class Row:
 class Monitor:
     """Poll a running sampler. Use: `with Monitor(root, board, sampler) as m: m.row()`."""
 
-    def __init__(self, root: Root, board: Board, sampler: Any, sources: Sequence[PowerSource]):
+    def __init__(self, root: Root, board: Board, sampler: Sampler,
+                 sources: Sequence[PowerSource]):
         self.root = root
         self.board = board
         self.sampler = sampler
         self.sources = list(sources)
         self.t0 = time.monotonic()
-        self.accuracies: Dict[str, Any] = {}
+        self.accuracies: Dict[str, Accuracy] = {}
         self._cpu_times: Dict[int, Tuple[int, int]] = {}  # the previous row's, for its load
 
-    def _accuracies(self) -> Dict[str, Any]:
+    def _accuracies(self) -> Dict[str, Accuracy]:
         """The sensors' published limits, read once (shunt resistors, bus voltages)."""
         if not self.accuracies:
             from .hw.meters.accuracy import channel_accuracies
@@ -217,10 +224,10 @@ def csv_values(row: Row, simulated: bool = False) -> List[str]:
 class CsvLog:
     """Appends rows to a CSV file, header first, flushed per row (nothing lost on Ctrl-C)."""
 
-    def __init__(self, path: Any, simulated: bool):
+    def __init__(self, path: Path, simulated: bool):
         self.path = path
         self.simulated = simulated
-        self._file: Optional[Any] = None
+        self._file: Optional[TextIO] = None
 
     def write(self, row: Row) -> None:
         if self._file is None:

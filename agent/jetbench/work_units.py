@@ -6,7 +6,7 @@ units say "/J" (tokens/J), as the people who use them do."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 DEFAULT_UNIT = "images"
 
@@ -36,7 +36,9 @@ def common_unit(units: Iterable[str]) -> Optional[str]:
     return found.pop() if len(found) == 1 else None if found else DEFAULT_UNIT
 
 
-def per_j(item: Dict[str, Any]) -> Any:
+def per_j(item: Mapping[str, object]) -> Optional[float]:
     """A per-joule figure of a result's efficiency entry (`items_per_j`; `images_per_j` in
-    results written before units)."""
-    return item.get("items_per_j", item.get("images_per_j"))
+    results written before units); None where it was not measured."""
+    value = item.get("items_per_j", item.get("images_per_j"))
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import typer
 
@@ -22,6 +22,19 @@ from .common import (
 )
 from .render import print_invalid, print_note, print_results, print_table
 
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from ..distributed.devices import RankEnv
+    from ..distributed.messages import Leader
+    from ..documents import ResultDoc
+    from ..hw.fs import Root
+    from ..run.measure import MeasureReport
+    from ..run.measure import Progress as OnProgress
+    from ..run.request import MeasureOptions, MeasureRequest
+
+    Runner = Callable[..., Optional[MeasureReport]]  # measure or sweep, with its keywords
+
 _PROGRESS_AFTER_S = 1.0
 
 
@@ -32,13 +45,13 @@ class _Bar:
     def __init__(self, enabled: bool):
         self.enabled = enabled and console(stderr=True).is_terminal
         self.start = time.monotonic()
-        self.progress: Any = None
-        self.task: Any = None
+        self.progress: Optional[Progress] = None
+        self.task: Optional[TaskID] = None
 
     def __enter__(self) -> _Bar:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
 
@@ -61,20 +74,21 @@ class _Bar:
                                      console=console(stderr=True), transient=True)
             self.progress.start()
             self.task = self.progress.add_task("", total=total)
-        self.progress.update(self.task, description=f"{label}: {phase}",
-                             completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
+        if self.task is not None:
+            self.progress.update(self.task, description=f"{label}: {phase}",
+                                 completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
 
 
-def _interruptible(update: Any, latch: Any) -> Any:
+def _interruptible(update: OnProgress, latch: InterruptLatch) -> OnProgress:
     """The progress callback, which is also where a swallowed Ctrl-C is raised again: it runs
     in the measurement loop (at most every 0.1 s), never while the clocks are being restored."""
-    def progress(*args: Any) -> None:
+    def progress(done: int, total: int, label: str, phase: str, fraction: float) -> None:
         latch.check()
-        update(*args)
+        update(done, total, label, phase, fraction)
     return progress
 
 
-def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = False,
+def _finish(report: MeasureReport, as_json: bool, plot: bool, what: str, long: bool = False,
             answer: Sequence[str] = ()) -> None:
     from ..report import tables
 
@@ -88,13 +102,13 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
             if doc.get("status") == "ok" and csv.is_file():
                 plots.append(plot_trace(doc, csv, path.with_suffix(".trace.png")))
         if long:
-            loaded = [dict(d, _path=str(p)) for d, p in zip(docs, report.paths)]
+            loaded = [_read_from(d, p) for d, p in zip(docs, report.paths)]
             plots += report_plots(loaded, report.out_dir, traces=False)
     if as_json:
         print_json({"simulated": report.simulated, "out_dir": str(report.out_dir),
-                    "out_fallback": getattr(report, "fallback", None),
+                    "out_fallback": report.fallback,
                     "clocks": report.restored, "results": docs,
-                    "advice": list(getattr(report, "advice", [])),
+                    "advice": list(report.advice),
                     "plots": [str(p) for p in plots]})
         _exit_if_invalid(report)
         return
@@ -109,13 +123,13 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     err = console(stderr=True)
     for w in tables.warnings_of(docs):
         print_note(err, "warning", w)
-    for line in getattr(report, "advice", []):
+    for line in report.advice:
         print_note(err, "advice", line)
-    if getattr(report, "fallback", None):
+    if report.fallback:
         print_note(err, "warning", report.fallback)
     for line in tables.uncertainty_advice(docs):
         print_note(err, "uncertainty", line)
-    shorter = getattr(report, "shorter_windows", [])
+    shorter = report.shorter_windows
     if shorter:  # --resume kept points measured with a shorter window: said, never mixed silently
         windows = sorted({f"{w:.3g} s" for _, w in shorter})
         print_note(err, "warning", (
@@ -139,7 +153,14 @@ def _finish(report: Any, as_json: bool, plot: bool, what: str, long: bool = Fals
     _exit_if_invalid(report)
 
 
-def _exit_if_invalid(report: Any) -> None:
+def _read_from(doc: ResultDoc, path: Path) -> ResultDoc:
+    """The result as `report` reads it from its file (its trace CSV beside it)."""
+    loaded = doc.copy()
+    loaded["_path"] = str(path)
+    return loaded
+
+
+def _exit_if_invalid(report: MeasureReport) -> None:
     from ..errors import HardwareError, MeasurementInvalid
 
     failed = [d for d in report.results if d.get("status") == "failed"]
@@ -220,7 +241,8 @@ _SCALING = typer.Option(False, "--scaling", rich_help_panel="Several devices",
                         "one device alone.")
 
 
-def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool, request: Any) -> Any:
+def _ranks(ctx: typer.Context, devices: Optional[str], scaling: bool,
+           request: MeasureRequest) -> Optional[RankEnv]:
     """None for a plain run; this process's RankEnv when it is one rank of a multi-device job
     (under torchrun, or started by --devices). With --devices and no job yet, start the ranks
     here (each runs this same command) and exit with rank 0's status."""
@@ -252,8 +274,8 @@ def _cuda_count(device: str) -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def _run_ranked(env: Any, latch: Any, request: Any, devices: Optional[str], scaling: bool,
-                run: Any) -> Any:
+def _run_ranked(env: RankEnv, latch: InterruptLatch, request: MeasureRequest,
+                devices: Optional[str], scaling: bool, run: Runner) -> Optional[MeasureReport]:
     """This rank's part; rank 0's report (None on the others). An error that follows a
     Ctrl-C (a peer gone because it was interrupted too) is the interrupt."""
     from ..distributed.rank_run import run_as_rank
@@ -280,7 +302,7 @@ _CMD_LOG = typer.Option(None, "--cmd-log", rich_help_panel="Any command (--cmd)"
                         help="With --cmd: its output to this file.")
 
 
-def _options(ctx: typer.Context, given: Dict[str, Any]) -> Any:
+def _options(ctx: typer.Context, given: Dict[str, Any]) -> MeasureOptions:
     """measure's/sweep's parameters as typed, for run/request.build_request (every rule on
     which options go together is there, not here)."""
     from ..run.request import MeasureOptions
@@ -302,21 +324,25 @@ def _options(ctx: typer.Context, given: Dict[str, Any]) -> Any:
                           given=frozenset(n for n in given if from_command_line(n)))
 
 
-def _measure(root: Any, request: Any, **kw: Any) -> Any:
+def _measure(root: Root, request: MeasureRequest, progress: Optional[OnProgress] = None,
+             ranks: Optional[Leader] = None) -> MeasureReport:
     """run/measure.py's measure, imported once the request is built: a bad option is refused
     before numpy and the sampler load."""
     from ..run.measure import measure
 
-    return measure(root, request, **kw)
+    return measure(root, request, progress=progress, ranks=ranks)
 
 
-def _sweep(root: Any, request: Any, freq: Any, **kw: Any) -> Any:
+def _sweep(root: Root, request: MeasureRequest, freq: str,
+           progress: Optional[OnProgress] = None, ranks: Optional[Leader] = None
+           ) -> MeasureReport:
     from ..run.sweep import sweep
 
-    return sweep(root, request, freq, **kw)
+    return sweep(root, request, freq, progress=progress, ranks=ranks)
 
 
-def _run(ctx: typer.Context, options: Any, run: Any, as_json: bool) -> Any:
+def _run(ctx: typer.Context, options: MeasureOptions, run: Runner, as_json: bool
+         ) -> Optional[MeasureReport]:
     """The request built (or a usage error, nothing started), then the run: here, or as one
     rank of a multi-device job. The report; None on a rank other than 0."""
     from ..distributed.devices import rank_env
@@ -404,7 +430,8 @@ def sweep(
     Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
     the command is run once per clock."""
     report = _run(ctx, _options(ctx, locals()),
-                  lambda root, req, **kw: _sweep(root, req, freq, **kw), as_json)
+                  lambda root, req, progress=None, ranks=None: _sweep(
+                      root, req, freq, progress=progress, ranks=ranks), as_json)
     if report is None:
         return  # not rank 0: rank 0 reports for the run
     from ..run.sweep import summarize

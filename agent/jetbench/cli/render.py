@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 from .common import console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..documents import ResultDoc
+    from ..hw.clocks.types import ClockReading
 
 
 def sim_tag(simulated: bool) -> str:
@@ -19,7 +26,7 @@ def _table_size(available: Sequence[int]) -> str:
     return str(len(available)) if available else "-"
 
 
-def _compact_table(title: str, *columns: str, header: bool = True) -> Any:
+def _compact_table(title: str, *columns: str, header: bool = True) -> Table:
     """info's tables: no frame, cells never wrapped (a value split over two lines,
     `1.651 | GHz`, is worse than a narrow column), so `info` is about 30 lines at 80 columns,
     as `jetson_clocks --show` is about 15. A table without a header is key / value: the value
@@ -35,7 +42,7 @@ def _compact_table(title: str, *columns: str, header: bool = True) -> Any:
     return table
 
 
-def info_tables(doc: Dict[str, Any]) -> Iterable[Any]:
+def info_tables(doc: Dict[str, Any]) -> Iterable[Table]:
     from ..inventory import cpu_label
 
     board = doc["board"]
@@ -185,7 +192,8 @@ def requested_table(requested, applied, simulated: bool, dry_run: bool = False):
     return table
 
 
-def kv(console, rows: Iterable[Any], title: Optional[str] = None) -> None:
+def kv(console: Console, rows: Iterable[Tuple[object, object]], title: Optional[str] = None
+       ) -> None:
     from rich.table import Table
 
     table = Table(title=title, show_header=False, title_justify="left")
@@ -245,11 +253,11 @@ def monitor_table(row, board, simulated: bool):
     return table
 
 
-def _grouped_clocks(clocks: Sequence[Any]) -> List[Any]:
+def _grouped_clocks(clocks: Sequence[ClockReading]) -> List[Tuple[str, ClockReading]]:
     """(label, reading) with consecutive CPU policies at the same clock and governor merged
     ("policy0..13 (14)"), so a many-core board fits a screen."""
-    out: List[Any] = []
-    run: List[Any] = []
+    out: List[Tuple[str, ClockReading]] = []
+    run: List[ClockReading] = []
 
     def flush() -> None:
         if len(run) == 1:
@@ -274,14 +282,15 @@ def _grouped_clocks(clocks: Sequence[Any]) -> List[Any]:
     return out
 
 
-def _fits(con: Any, table: Any) -> bool:
+def _fits(con: Console, table: Table) -> bool:
     return con.measure(table, options=con.options.update_width(10_000)).maximum <= con.width
 
 
 _WORDS_MIN = 10  # a column of words is not wrapped narrower than this
 
 
-def _copy(table: Any, columns: Sequence[int], title: Any, header_wrap: bool) -> Any:
+def _copy(table: Table, columns: Sequence[int], title: Optional[str], header_wrap: bool
+          ) -> Table:
     """A compact copy of `table` with only `columns` (no box, one space between columns).
     header_wrap: each column exactly as wide as its widest cell (or its header's longest
     word), the header wrapped at spaces to that width; a cell is never wrapped or cut."""
@@ -316,7 +325,7 @@ def _copy(table: Any, columns: Sequence[int], title: Any, header_wrap: bool) -> 
     return out
 
 
-def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
+def print_table(con: Console, table: Table, key_columns: int = 1) -> None:
     """Print a rich table whole, one row per row, at any width from 80 columns: as it is when
     it fits; else compact (no box), with the columns whose cells are all the same said once
     above it; else with cells wrapped at spaces; else split into several tables side by side
@@ -369,7 +378,7 @@ def print_table(con: Any, table: Any, key_columns: int = 1) -> None:
     _blocks(con, table)
 
 
-def _blocks(con: Any, table: Any) -> None:
+def _blocks(con: Console, table: Table) -> None:
     """One block per row (`column  value`)."""
     from rich.table import Table
 
@@ -389,7 +398,7 @@ def _blocks(con: Any, table: Any) -> None:
             con.print()
 
 
-def transposed(table: Any, short: Optional[Dict[str, str]] = None) -> Any:
+def transposed(table: Table, short: Optional[Dict[str, str]] = None) -> Table:
     """A table whose columns are configurations (first column: row labels) turned into one row
     per configuration; `short` abbreviates the row labels that become headers."""
     from rich.markup import escape
@@ -423,7 +432,7 @@ _AT_CLOCK = re.compile(r" @ \d+(?:\.\d+)? [kMG]?Hz")
 _RUN_DIR = re.compile(r" \\?\[([^\]\[]+)\]")  # ' [r1]', escaped for rich or not
 
 
-def print_results_table(con: Any, table: Any, short: Optional[Dict[str, str]] = None) -> None:
+def print_results_table(con: Console, table: Table, short: Optional[Dict[str, str]] = None) -> None:
     """A results table (one column per configuration): as it is when it fits, else one row per
     configuration (print_table's ways to fit)."""
     if _fits(con, table) or len(table.columns) < 2:
@@ -432,7 +441,7 @@ def print_results_table(con: Any, table: Any, short: Optional[Dict[str, str]] = 
     print_table(con, transposed(table, short))
 
 
-def print_note(con: Any, tag: str, text: str) -> None:
+def print_note(con: Console, tag: str, text: str) -> None:
     """'tag: text', wrapped at spaces on a terminal (never a word split at the edge), one line
     when piped (greppable)."""
     from rich.markup import escape
@@ -441,7 +450,7 @@ def print_note(con: Any, tag: str, text: str) -> None:
               highlight=False)
 
 
-def print_results(con: Any, table: Any) -> None:
+def print_results(con: Console, table: Table) -> None:
     """Table 1 as it is when it fits, else one row per configuration (short headers)."""
     from ..report.tables import short_label
 
@@ -449,7 +458,7 @@ def print_results(con: Any, table: Any) -> None:
     print_results_table(con, table, {lb.strip(): short_label(lb) for lb in labels})
 
 
-def print_invalid(docs: List[Dict[str, Any]]) -> None:
+def print_invalid(docs: Sequence[ResultDoc]) -> None:
     """Each invalid result's reasons, in red, on stderr (wrapped as one paragraph each)."""
     from rich.text import Text
 

@@ -6,10 +6,11 @@ Module level imports typer and the stdlib only; matplotlib loads inside the call
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 import typer
 
+from ..documents import ResultDoc
 from ..errors import UsageError
 from .common import console, print_json
 from .render import print_invalid, print_note, print_results, print_table
@@ -117,7 +118,7 @@ def _by_runtime(results: List[Path], plot: Optional[Path], markdown: bool,
         typer.echo(f"plot: {p}")
 
 
-def _compare(a: Dict[str, Any], b: Dict[str, Any], as_json: bool, pa: Path, pb: Path) -> None:
+def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> None:
     from ..report.compare import caveats, compare
     from ..report.tables import title
 

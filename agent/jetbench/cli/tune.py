@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
+from ..documents import TuneDoc
 from ..units import format_hz
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .measure import (
@@ -129,33 +130,35 @@ def tune(
                           soft_wrap=True, highlight=False)
 
 
-def _render(doc: Dict[str, Any]) -> None:
+def _render(doc: TuneDoc) -> None:
     from rich.table import Table
 
     from .render import sim_tag
 
     table = Table(title="jetbench tune: the best point and the Pareto front"
-                  + sim_tag(doc["simulated"]), title_justify="left")
+                  + sim_tag(doc.get("simulated", False)), title_justify="left")
     for col in ("", "settings", "img/s", "W", "img/J", "p99 ms"):
         table.add_column(col)
-    rows = ([("best", doc["best"])] if doc["best"] else []) + [
-        ("front", t) for t in doc["pareto"] if not doc["best"]
-        or t["number"] != doc["best"]["number"]]
+    best = doc.get("best")
+    rows = ([("best", best)] if best else []) + [
+        ("front", t) for t in doc.get("pareto", []) if not best
+        or t.get("number") != best.get("number")]
     for label, t in rows:
-        s, m = t["settings"], t["metrics"]
+        s, m = t.get("settings") or {}, t.get("metrics") or {}
         # as the progress lines say them (2.133 GHz there, not 2133MHz here)
-        clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items() if k.endswith("_hz"))
-        table.add_row(label, f"{s['model']} {s['precision']} b{s['batch']} {clocks}",
+        clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items()
+                          if k.endswith("_hz") and isinstance(v, int))
+        table.add_row(label, f"{s.get('model')} {s.get('precision')} b{s.get('batch')} {clocks}",
                       _num(m.get("images_per_s")), _num(m.get("power_w")),
                       _num(m.get("images_per_j")), _num(m.get("latency_p99_ms")))
     out = console()
     out.print(table)
-    done = [t for t in doc["trials"] if t["state"] == "COMPLETE"]
-    out.print(f"{len(done)} trial(s) complete, {sum(1 for t in done if t['feasible'])} "
-              f"feasible; objective {', '.join(doc['objectives'])}; constraints "
-              f"{', '.join(doc['constraints']) or 'none'}", highlight=False,
+    done = [t for t in doc.get("trials", []) if t.get("state") == "COMPLETE"]
+    out.print(f"{len(done)} trial(s) complete, {sum(1 for t in done if t.get('feasible'))} "
+              f"feasible; objective {', '.join(doc.get('objectives', []))}; constraints "
+              f"{', '.join(doc.get('constraints', [])) or 'none'}", highlight=False,
               soft_wrap=not out.is_terminal)
-    if not doc["best"]:
+    if not best:
         out.print("no trial met the constraints with a valid result", style="bold red")
 
 

@@ -8,7 +8,8 @@ import os
 import signal
 import time
 from datetime import timedelta
-from typing import Any, Callable, Dict, List, Optional
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, TypeVar
 
 from ..errors import RankLost
 from ..procs import die_with_parent
@@ -22,19 +23,24 @@ from .teardown import joined
 COLLECTIVE_TIMEOUT_S = 3600.0
 # The last barrier, when every rank got to the end: a peer that does not come within this is
 # gone, and this rank leaves without it.
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
+
+T = TypeVar("T")
 CLOSE_TIMEOUT_S = 60.0
 
 
 class RankGroup:
     """This process's rank: `gather`, `broadcast` and `barrier` over all ranks."""
 
-    def __init__(self, env: RankEnv, device: str, dist: Any):
+    def __init__(self, env: RankEnv, device: str, dist: ModuleType):  # torch.distributed
         self.env, self.device, self._dist = env, device, dist
         self.threads: Optional[int] = None
         self.cores: Optional[List[int]] = None
         self.last_s: Dict[str, float] = {}  # seconds the last call of each collective took
         self.backend = dist.get_backend() if dist.is_initialized() else None
-        self.control: Any = None  # the group of the control collectives (None: the default)
+        # the group of the control collectives (None: the default)
+        self.control: Optional[ProcessGroup] = None
 
     @classmethod
     def open(cls, env: RankEnv, requested_device: str, spec: Optional[DeviceSpec]) -> RankGroup:
@@ -62,7 +68,7 @@ class RankGroup:
         group.control = control_group(dist, backend)
         return group
 
-    def take_cpu_share(self, torch: Any) -> None:
+    def take_cpu_share(self, torch: ModuleType) -> None:
         """Each CPU rank on its own cores, with as many threads (the workloads would otherwise
         fight over every core)."""
         cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
@@ -74,7 +80,7 @@ class RankGroup:
         self.cores, self.threads = share, len(share)
 
     # -- collectives ----------------------------------------------------------------------
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
         t0 = time.perf_counter()
         try:
             return fn()
@@ -85,13 +91,13 @@ class RankGroup:
         finally:
             self.last_s[what] = time.perf_counter() - t0
 
-    def gather(self, value: Any) -> List[Any]:
+    def gather(self, value: object) -> List[object]:
         """Every rank's value, in rank order, on every rank."""
-        out: List[Any] = [None] * self.env.world_size
+        out: List[object] = [None] * self.env.world_size
         self._call("gather", lambda: self._dist.all_gather_object(out, value, **self._on()))
         return out
 
-    def broadcast(self, value: Any = None) -> Any:
+    def broadcast(self, value: object = None) -> object:
         """Rank 0's value, on every rank."""
         box = [value]
         self._call("broadcast",
@@ -103,7 +109,7 @@ class RankGroup:
         self._call("barrier", lambda: self._dist.barrier(**self._on()))
         return self.last_s["barrier"]
 
-    def _on(self) -> Dict[str, Any]:
+    def _on(self) -> Dict[str, ProcessGroup]:
         return {} if self.control is None else {"group": self.control}
 
     def close(self, together: bool = False) -> None:
@@ -123,7 +129,7 @@ class RankGroup:
         self._dist.destroy_process_group()
 
 
-def control_group(dist: Any, backend: str) -> Any:
+def control_group(dist: ModuleType, backend: str) -> Optional[ProcessGroup]:
     """Where barriers and object collectives go. Over NCCL they would spin on every GPU while
     ranks wait (NCCL's kernels busy-poll), so GPUs 1..N are neither idle nor cold during
     `--idle` and the scaling baseline: a gloo group over the same ranks carries them on the

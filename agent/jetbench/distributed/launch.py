@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import tempfile
-from typing import Any, Dict, List
+from typing import Callable, Dict, List, Optional, TypeVar
 
 from ..errors import EXIT_HARDWARE, HardwareError, RankFailed, set_interrupt_notes
 from ..workload._torch import import_torch
@@ -37,13 +37,17 @@ def launch_ranks(argv: List[str], count: int) -> int:
         os.environ.pop("JETBENCH_LAUNCHER", None)
 
 
-def launch_config(config_class: Any, logs_specs_class: Any, log_dir: str, count: int) -> Any:
+C = TypeVar("C")  # torch's LaunchConfig (its shape differs between torch versions)
+
+
+def launch_config(config_class: Callable[..., C], logs_specs_class: Optional[Callable[..., object]],
+                  log_dir: str, count: int) -> C:
     """The launcher's LaunchConfig from what the installed torch has: `logs_specs`
     (DefaultLogsSpecs, torch 2.3+) or `log_dir` (before), `shutdown_timeout` only where it
     exists (newest torch; before, the launcher's own grace applies). JetPack's torch wheels
     (1.x to 2.x) have the older shapes."""
     fields = set(inspect.signature(config_class).parameters)
-    kwargs: Dict[str, Any] = dict(
+    kwargs: Dict[str, object] = dict(
         min_nodes=1, max_nodes=1, nproc_per_node=count,
         rdzv_backend="c10d", rdzv_endpoint="localhost:0",  # a free port: runs never collide
         run_id=f"jetbench-{os.getpid()}", max_restarts=0, monitor_interval=0.1,

@@ -17,19 +17,49 @@ import gc
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequence, Union
 
 from ..errors import JetbenchError, RankFailed, RankLost
 from ..hw.meters.nvml import NvmlSource
 from ..hw.nvml import cuda_gpu
+from ..workload.base import Workload
 from ..workload.build import build_workload
-from ..workload.timing.plan import TimingPlan
-from ..workload.timing.runner import run_timed
+from ..workload.model_arg import InputShape
+from ..workload.timing.plan import Progress, TimingPlan
+from ..workload.timing.runner import TimingResult, run_timed
 from ..workload.timing.timed import TimedRun
 from .group import RankGroup
 from .rows import RankRow, aggregate_timing, device_docs, devices_power_sum, scaling_doc
 
 Callback = Optional[Callable[[], None]]
+
+if TYPE_CHECKING:
+    from ..documents import ResultDoc
+    from ..hw.meters.base import PowerSource
+
+
+class PointSpec(Protocol):
+    """What a rank needs of measure's point (run/request.Point)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def batch(self) -> int: ...
+
+
+class RequestSpec(Protocol):
+    """What a rank needs of measure's request (run/request.MeasureRequest)."""
+
+    @property
+    def input_shape(self) -> Optional[InputShape]: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def warmup_s(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -39,13 +69,13 @@ class PointOrder:
     model: str
     precision: str
     batch: int
-    input_shape: Optional[Tuple[int, ...]]
+    input_shape: Optional[InputShape]
     iterations: int
     duration_s: float
     warmup_s: float
 
     @classmethod
-    def of(cls, point: Any, request: Any) -> PointOrder:
+    def of(cls, point: PointSpec, request: RequestSpec) -> PointOrder:
         return cls(point.model, point.precision, point.batch, request.input_shape,
                    request.iterations, request.duration_s, request.warmup_s)
 
@@ -55,18 +85,18 @@ class Stop:
     """Rank 0's last message: no more points."""
 
 
-def build(order: PointOrder, device: str) -> Any:
+def build(order: PointOrder, device: str) -> Workload:
     return build_workload(order.model, order.precision, order.batch, device,
                           input_shape=order.input_shape)
 
 
-def timed(workload: Any, order: PointOrder, on_start: Callback = None, on_end: Callback = None,
-          progress: Any = None) -> Any:
+def timed(workload: Workload, order: PointOrder, on_start: Callback = None,
+          on_end: Callback = None, progress: Optional[Progress] = None) -> TimingResult:
     return run_timed(workload, TimingPlan.measuring(order.iterations, order.duration_s,
                                                     order.warmup_s, on_start, on_end, progress))
 
 
-def _raise_first_error(values: Sequence[Any]) -> None:
+def _raise_first_error(values: Sequence[object]) -> None:
     for value in values:
         if isinstance(value, str):
             raise RankFailed(value)
@@ -77,23 +107,34 @@ def _describe(group: RankGroup, err: BaseException) -> str:
     return f"rank {group.env.rank} ({group.device}): {text}"
 
 
+@dataclass
+class _RankState:
+    """How far this rank got through a point (what its error still owes the others)."""
+    ready: bool = False
+    opened: bool = False
+    ended: bool = False
+    start: float = 0.0  # the ready gather's wait
+    open: float = 0.0  # the opening barrier's wait
+    end: float = 0.0  # the closing barrier's wait
+    t_start: Optional[float] = None
+    t_end: Optional[float] = None
+
+
 def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
-              on_close: Callback = None, progress: Any = None,
-              workload: Any = None) -> List[RankRow]:
+              on_close: Callback = None, progress: Optional[Progress] = None,
+              workload: Optional[Workload] = None) -> List[RankRow]:
     """This rank's part of one point (see the module docstring); every rank's row, in rank
     order. Any rank's failure raises RankFailed with its message on every rank."""
-    state: Dict[str, Any] = {"ready": False, "opened": False, "ended": False,
-                             "start": 0.0, "open": 0.0, "end": 0.0, "t_start": None,
-                             "t_end": None}
+    state = _RankState()
 
     def opened() -> None:
-        state["open"] = group.barrier()
-        state["opened"], state["t_start"] = True, time.monotonic()
+        state.open = group.barrier()
+        state.opened, state.t_start = True, time.monotonic()
 
     def start() -> None:
         t0 = time.perf_counter()
         ready = group.gather(None)
-        state["ready"], state["start"] = True, time.perf_counter() - t0
+        state.ready, state.start = True, time.perf_counter() - t0
         _raise_first_error(ready)
         try:
             if on_open is not None:
@@ -104,9 +145,9 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
         opened()
 
     def end() -> None:
-        state["t_end"] = time.monotonic()
-        state["end"] = group.barrier()
-        state["ended"] = True
+        state.t_end = time.monotonic()
+        state.end = group.barrier()
+        state.ended = True
         if on_close is not None:
             on_close()
 
@@ -120,29 +161,30 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
         raise  # decided together at a collective: every rank raises it
     except Exception as err:  # noqa: BLE001 - any failure of this rank is the whole run's
         error = _describe(group, err)
-        if not state["ready"]:
+        if not state.ready:
             _raise_first_error(group.gather(error))  # raises (ours at least is an error)
-        if not state["opened"]:
+        if not state.opened:
             group.barrier()
-        if not state["ended"]:
+        if not state.ended:
             group.barrier()
     finally:
         workload = None
         gc.collect()
-    mine: Any = error if error is not None else RankRow(
-        group.env.rank, group.device, os.getpid(), group.threads, group.cores, timing,
-        state["start"], state["end"], state["t_start"], state["t_end"], state["open"])
+    mine: Union[str, RankRow] = error or _describe(group, RuntimeError("no timing"))
+    if error is None and timing is not None:
+        mine = RankRow(group.env.rank, group.device, os.getpid(), group.threads, group.cores,
+                       timing, state.start, state.end, state.t_start, state.t_end, state.open)
     rows = group.gather(mine)
     _raise_first_error(rows)
-    return rows
+    return [r for r in rows if isinstance(r, RankRow)]  # every rank's, once none failed
 
 
-def follow(group: RankGroup, progress: Any = None) -> None:
+def follow(group: RankGroup, progress: Optional[Progress] = None) -> None:
     """A rank other than 0: run each point rank 0 sends, until it says Stop. A failed point
     is rank 0's to judge (a measure stops, a sweep records it and goes on)."""
     while True:
         order = group.broadcast()
-        if isinstance(order, Stop):
+        if isinstance(order, Stop) or not isinstance(order, PointOrder):
             return
         try:
             run_point(group, order, progress=progress)
@@ -165,7 +207,7 @@ class Leader:
         self.baseline_ips: Optional[float] = None
         self.broken = False  # a collective failed: the others are gone, no Stop to send
 
-    def node_sources(self, sources: List[Any]) -> List[Any]:
+    def node_sources(self, sources: List[PowerSource]) -> List[PowerSource]:
         """NVML measures GPU 0 by default: on a multi-GPU run, one NVML source per GPU used,
         each CUDA ordinal mapped to NVML's index as CUDA numbers GPUs (CUDA_VISIBLE_DEVICES,
         CUDA_DEVICE_ORDER: NVML numbers them by PCI bus, whatever those say)."""
@@ -175,8 +217,8 @@ class Leader:
         return [s for s in sources if not isinstance(s, NvmlSource)] + \
             [NvmlSource(i, gpu=cuda_gpu(f"cuda:{i}", os.environ)) for i in gpus]
 
-    def run_point(self, point: Any, request: Any, on_open: Callback, on_close: Callback,
-                  progress: Any = None) -> Any:
+    def run_point(self, point: PointSpec, request: RequestSpec, on_open: Callback,
+                  on_close: Callback, progress: Optional[Progress] = None) -> TimingResult:
         """One point on all ranks (after a single-device baseline on rank 0 with --scaling,
         while the others wait); the node's aggregate timing."""
         order = PointOrder.of(point, request)
@@ -208,26 +250,28 @@ class Leader:
             raise
         return aggregate_timing(self.rows)
 
-    def timed_run(self, point: Any, request: Any) -> RanksRun:
+    def timed_run(self, point: PointSpec, request: RequestSpec) -> RanksRun:
         return RanksRun(self, point, request)
 
-    def annotate(self, doc: Dict[str, Any]) -> None:
+    def annotate(self, doc: ResultDoc) -> None:
         """devices[], the devices' own power summed, scaling, how the ranks ran."""
-        power = doc.get("power") or {}
-        window = (power.get("window") or {}).get("duration_s")
-        devices = device_docs(self.rows, power.get("channels") or [], window, self.window)
+        power = doc.get("power")
+        window = ((power or {}).get("window") or {}).get("duration_s")
+        devices = device_docs(self.rows, (power or {}).get("channels") or [], window,
+                              self.window)
         doc["devices"] = devices
         summed = devices_power_sum(devices)
-        if power:
+        if power is not None:
             power["devices_sum"] = summed
-        eff = doc.get("efficiency") or {}
-        total = power.get("total") or {}
+        eff = doc.get("efficiency")
+        total = (power or {}).get("total") or {}
         ips = (doc.get("throughput") or {}).get("images_per_s")
-        if summed and str(total.get("source", "")).startswith("nvml") \
-                and eff.get("images_per_j") is not None and ips:
+        summed_w = (summed or {}).get("mean_w")
+        if summed and summed_w and str(total.get("source", "")).startswith("nvml") \
+                and eff and eff.get("images_per_j") is not None and ips:
             # The node's NVML figure is every GPU's, not GPU 0's alone.
-            eff["images_per_j"] = ips / summed["mean_w"]
-            eff["basis"] = f"{summed['name']} (gpu_board, sum of the devices' NVML sources)"
+            eff["images_per_j"] = ips / summed_w
+            eff["basis"] = f"{summed.get('name')} (gpu_board, sum of the devices' NVML sources)"
         doc["distributed"] = {"world_size": len(self.devices), "backend": self.group.backend,
                               "launcher": self.launcher, "devices": self.devices,
                               "gather_s": self.gather_s}
@@ -248,13 +292,13 @@ class RanksRun(TimedRun):
     """One point on every rank as a `TimedRun`: each rank builds, warms up and runs; the
     window opens and closes together; the devices' rows go into the result."""
 
-    def __init__(self, leader: Leader, point: Any, request: Any):
+    def __init__(self, leader: Leader, point: PointSpec, request: RequestSpec):
         self.leader, self.point, self.request = leader, point, request
 
-    def run(self, plan: Any) -> Any:
+    def run(self, plan: TimingPlan) -> TimingResult:
         """Every rank times the request's own plan; the hooks here open the one window."""
         return self.leader.run_point(self.point, self.request, plan.on_timed_start,
                                      plan.on_timed_end, plan.progress)
 
-    def annotate(self, doc: Dict[str, Any]) -> None:
+    def annotate(self, doc: ResultDoc) -> None:
         self.leader.annotate(doc)

@@ -27,7 +27,7 @@ def run_as_rank(env: RankEnv, request: Any, devices: Optional[str], scaling: boo
     group = RankGroup.open(env, request.device, spec)
     together = False  # every rank got to the end: leave the group in step
     try:
-        all_devices = group.gather(group.device)
+        all_devices = [str(d) for d in group.gather(group.device)]
         request = dataclasses.replace(request, device=group.device)
         if not env.leader:
             follow(group, progress)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Dict, Optional
 
+from ..documents import PowerModeDoc
 from .fs import Root
 
 STATUS_FILE = "/var/lib/nvpmodel/status"
@@ -32,7 +33,7 @@ class PowerMode:
     def text(self) -> str:
         return f"{self.id} {self.name}" if self.name else f"{self.id} (unnamed)"
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> PowerModeDoc:
         return {"id": self.id, "name": self.name, "text": self.text}
 
 
@@ -60,7 +61,7 @@ def read_power_mode(root: Root) -> Optional[PowerMode]:
     return PowerMode(mode, parse_mode_names(root.read(CONF_FILE, default="")).get(mode))
 
 
-def mode_doc(root: Root) -> Optional[Dict[str, Any]]:
+def mode_doc(root: Root) -> Optional[PowerModeDoc]:
     """`read_power_mode` as the dict every document carries (`board.power_mode`)."""
     mode = read_power_mode(root)
     return mode.to_dict() if mode else None

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Optional, Tuple, TypeVar
 
+from ..documents import BoardDoc, ClockDoc, PowerModeDoc
 from .board import Board
 from .clocks.domains import read_clocks
 from .clocks.fan import read_pwm
@@ -26,15 +27,15 @@ SETTLE_INTERVAL_S = 0.02  # between two reads of the settle loop
 T = TypeVar("T")
 
 
-def identity(root: Root, board: Board) -> Dict[str, Any]:
+def identity(root: Root, board: Board) -> BoardDoc:
     """Which board this is, as every document names it (`board`)."""
     return {"model": board.model, "family": board.family, "soc": board.soc, "l4t": board.l4t,
             "power_mode": mode_doc(root), "simulated": board.simulated, "root": str(root.base)}
 
 
-def clock_doc(r: ClockReading, table: bool = False) -> Dict[str, Any]:
+def clock_doc(r: ClockReading, table: bool = False) -> ClockDoc:
     """One clock as documents carry it; `table` adds the frequencies it can run at."""
-    doc: Dict[str, Any] = {"domain": r.domain, "name": r.name, "governor": r.governor,
+    doc: ClockDoc = {"domain": r.domain, "name": r.name, "governor": r.governor,
                            "min_hz": r.min_hz,
            "max_hz": r.max_hz, "cur_hz": r.cur_hz, "locked": r.locked}
     if table:
@@ -46,13 +47,13 @@ def clock_doc(r: ClockReading, table: bool = False) -> Dict[str, Any]:
 class BoardNow:
     clocks: Tuple[ClockReading, ...]
     temperatures_c: Dict[str, float]
-    power_mode: Optional[Dict[str, Any]]  # nvpmodel's mode ({"id", "name", "text"}); None
+    power_mode: Optional[PowerModeDoc]  # nvpmodel's mode ({"id", "name", "text"}); None
     gpu_load_pct: Optional[float]  # `load` file, or NVML (Thor); None = unknown, never 0
     fan_pwm: Optional[int] = None  # 0..255; None: no fan file
     cpu_times: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # proc/stat, per core
     memory_mb: Optional[Tuple[float, float]] = None  # (used, total), proc/meminfo
 
-    def to_dict(self, table: bool = False) -> Dict[str, Any]:
+    def to_dict(self, table: bool = False) -> Dict[str, object]:  # info's and monitor's
         return {"clocks": [clock_doc(r, table) for r in self.clocks],
                 "temperatures_c": self.temperatures_c, "power_mode": self.power_mode,
                 "gpu_load_pct": self.gpu_load_pct}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..documents import ResultDoc
 from ..errors import UsageError
 from ..workload.runtimes import RUNTIMES  # their order is the columns'
 from . import schema
@@ -146,12 +147,12 @@ def _record(work: Any, status: str, ips: Optional[float], ipj: Optional[float], 
                   str(work.get("framework") or "pytorch"), cv_pct)
 
 
-def _from_result(doc: Dict[str, Any]) -> List[Record]:
+def _from_result(doc: ResultDoc) -> List[Record]:
     status = str(doc.get("status"))
     if status == "ok" and not schema.is_valid(doc):
         status = "invalid"
-    where = (doc.get("board") or {}).get("model") or \
-        f"device {(doc.get('workload') or {}).get('device') or '?'}"
+    where = doc.get("board", {}).get("model") or \
+        f"device {doc.get('workload', {}).get('device') or '?'}"
     record = _record(doc.get("workload"), status, schema.images_per_s(doc),
                      schema.images_per_j(doc), where, bool(doc.get("simulated")),
                      schema.cv_pct(doc))
@@ -173,7 +174,7 @@ def _from_time(doc: Dict[str, Any]) -> List[Record]:
     return out
 
 
-def records_of(doc: Any, where: str = "document") -> List[Record]:
+def records_of(doc: object, where: str = "document") -> List[Record]:
     """The records of one parsed document; a UsageError naming `where` if it is neither
     kind."""
     if isinstance(doc, dict) and doc.get("schema") == TIME_SCHEMA:

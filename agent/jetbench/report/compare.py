@@ -4,8 +4,9 @@ between two boards or two software versions. Pure: dicts in, rows out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
+from ..documents import ResultDoc
 from ..errors import UsageError
 from ..work_units import efficiency_label, rate_label
 from . import schema
@@ -41,14 +42,14 @@ class Change:
             return "within noise"
         return "better" if (r > 0) == self.higher_is_better else "worse"
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:  # as --compare --json prints it
         return {"metric": self.metric, "a": self.a, "b": self.b, "delta": self.delta,
                 "change": self.ratio, "noise_pct": self.noise_pct, "verdict": self.verdict}
 
 
 
 
-_Getter = Callable[[Dict[str, Any]], Any]
+_Getter = Callable[[ResultDoc], Optional[float]]
 # (name: 'rate'/'efficiency' take the unit's labels; figure; higher is better, None for a
 # setting; its spread in % of itself: the latency CV for img/s and latency, the stated
 # uncertainty for W and img/s/W)
@@ -67,7 +68,7 @@ def _combined(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return None if a is None or b is None else (a * a + b * b) ** 0.5
 
 
-def check_units(a: Dict[str, Any], b: Dict[str, Any]) -> str:
+def check_units(a: ResultDoc, b: ResultDoc) -> str:
     """The unit both results count; UsageError when they count different things (an img/s
     against a tokens/s is no regression check)."""
     ua, ub = schema.unit(a), schema.unit(b)
@@ -78,7 +79,7 @@ def check_units(a: Dict[str, Any], b: Dict[str, Any]) -> str:
     return ua
 
 
-def compare(a: Dict[str, Any], b: Dict[str, Any]) -> List[Change]:
+def compare(a: ResultDoc, b: ResultDoc) -> List[Change]:
     unit = check_units(a, b)
     names = {"rate": rate_label(unit), "efficiency": efficiency_label(unit)}
     return [Change(names.get(name, name), _float(get(a)), _float(get(b)), better,
@@ -86,11 +87,11 @@ def compare(a: Dict[str, Any], b: Dict[str, Any]) -> List[Change]:
             for name, get, better, spread in _METRICS]
 
 
-def _float(x: Any) -> Optional[float]:
+def _float(x: Optional[float]) -> Optional[float]:
     return None if x is None else float(x)
 
 
-def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
+def caveats(a: ResultDoc, b: ResultDoc) -> List[str]:
     """What makes the two results not like-for-like."""
     out = []
     wa, wb = a.get("workload") or {}, b.get("workload") or {}
@@ -120,11 +121,11 @@ def caveats(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
     return out
 
 
-def _power_mode(doc: Dict[str, Any]) -> Optional[str]:
+def _power_mode(doc: ResultDoc) -> Optional[str]:
     """'1 5W', with ', caps lifted' for a run past the mode (--beyond-power-mode): within the
     mode and past it are not the same ceilings."""
     mode = (doc.get("board") or {}).get("power_mode")
-    if not isinstance(mode, dict):
+    if not mode:
         return None
     text = mode.get("text") or str(mode.get("id"))
     return text + (", caps lifted" if mode.get("caps_lifted") else "")

@@ -20,12 +20,26 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import (
+    TYPE_CHECKING,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    TypedDict,
+    Union,
+)
 
 from ..bounded import nesting_depth
+from ..documents import ResultDoc
 from ..errors import UsageError
 from .digits import csv_cell, stored
 from .schema import check
+
+if TYPE_CHECKING:
+    from ..sampling.sampler import SourceTrace
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -45,7 +59,7 @@ def regular_file(path: PathLike) -> bool:
         return False
 
 
-def read_json(path: PathLike, what: str = "result") -> Any:
+def read_json(path: PathLike, what: str = "result") -> object:
     """A JSON file's document, read with bounds: a regular file only (opened without blocking,
     so a FIFO named *.json never hangs), at most MAX_RESULT_BYTES, nested at most
     MAX_JSON_DEPTH deep. UsageError naming the file otherwise."""
@@ -138,7 +152,7 @@ def atomic_write_text(path: PathLike, text: str) -> Path:
     return path
 
 
-def claim_result(json_path: PathLike, doc: Dict[str, Any], csv_text: Optional[str]) -> Path:
+def claim_result(json_path: PathLike, doc: ResultDoc, csv_text: Optional[str]) -> Path:
     """Write a new result (and its trace CSV) under the first free name `stem.json`,
     `stem-2.json`, ... (`claim_result_path`): never over an existing file, even with another
     run writing into the same directory at the same moment. The CSV first, then the JSON (its
@@ -214,11 +228,11 @@ def claim_result_path(path: PathLike) -> Path:
         n += 1
 
 
-def write_json(path: PathLike, doc: Any) -> Path:
+def write_json(path: PathLike, doc: object) -> Path:
     return atomic_write_text(path, json.dumps(stored(doc), indent=2, allow_nan=False) + "\n")
 
 
-def trace_csv_text(traces: Sequence[Any], t0: float, t_from: float, t_to: float,
+def trace_csv_text(traces: Sequence[SourceTrace], t0: float, t_from: float, t_to: float,
                    simulated: bool) -> str:
     """The raw samples of every source between t_from and t_to, one CSV: `t_s` (relative to
     t0) then `source/channel` columns; each source's rows carry only its own cells. A `#`
@@ -247,7 +261,12 @@ def trace_csv_text(traces: Sequence[Any], t0: float, t_from: float, t_to: float,
     return "".join(out)
 
 
-def read_trace_csv(path: PathLike) -> Dict[str, Any]:
+class TraceColumns(TypedDict):
+    t_s: List[float]
+    channels: Dict[str, List[Optional[float]]]  # "source/channel" -> W (None: no sample)
+
+
+def read_trace_csv(path: PathLike) -> TraceColumns:
     """{'t_s': [...], 'channels': {name: [values or None]}} from a trace CSV."""
     lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines()
              if ln and not ln.startswith("#")]
@@ -255,7 +274,7 @@ def read_trace_csv(path: PathLike) -> Dict[str, Any]:
         return {"t_s": [], "channels": {}}
     names = lines[0].split(",")[1:]
     t: List[float] = []
-    cols: Dict[str, List[Any]] = {n: [] for n in names}
+    cols: Dict[str, List[Optional[float]]] = {n: [] for n in names}
     for line in lines[1:]:
         cells = line.split(",")
         t.append(float(cells[0]))
@@ -264,7 +283,7 @@ def read_trace_csv(path: PathLike) -> Dict[str, Any]:
     return {"t_s": t, "channels": cols}
 
 
-def load_result(path: PathLike) -> Dict[str, Any]:
+def load_result(path: PathLike) -> ResultDoc:
     path = Path(path)
     doc = check(read_json(path), str(path))
     doc.setdefault("_path", str(path))  # where it came from, for the trace CSV beside it
@@ -291,7 +310,7 @@ def expand(paths: Iterable[PathLike], skipped: Optional[List[Path]] = None) -> L
 
 
 def load_results(paths: Iterable[PathLike], skip_foreign: bool = True,
-                 skipped: Optional[List[Path]] = None) -> List[Dict[str, Any]]:
+                 skipped: Optional[List[Path]] = None) -> List[ResultDoc]:
     """Every result under `paths`. In directories, JSON files that are not results (a
     sweep's summary, `jetbench time` output) are skipped, and what is not a regular file is
     added to `skipped`; a file named explicitly must be a result."""
@@ -309,7 +328,7 @@ def load_results(paths: Iterable[PathLike], skip_foreign: bool = True,
     return docs
 
 
-def trace_path(doc: Dict[str, Any]) -> Path:
+def trace_path(doc: ResultDoc) -> Path:
     """The trace CSV beside a result loaded from disk (may not exist)."""
     name = (doc.get("power") or {}).get("trace_csv") or ""
     return Path(doc.get("_path", ".")).parent / name if name else Path("/nonexistent")

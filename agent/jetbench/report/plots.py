@@ -5,19 +5,36 @@ against batch size (the Addfor/Dell minibatch curves). Titles say SIMULATED when
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    cast,
+)
 
+from ..documents import ResultDoc, TrialDoc, TuneDoc
 from ..units import format_hz
 from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 from . import schema
 from .digits import separated
 from .io import read_trace_csv, trace_path
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 DPI = 100
 SIZE_IN = (9.0, 5.0)
 
 
-def _plt() -> Any:
+def _plt() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -30,11 +47,11 @@ def _suffix(simulated: bool) -> str:
     return " - SIMULATED board" if simulated else ""
 
 
-def _board(docs: Sequence[Dict[str, Any]]) -> str:
+def _board(docs: Sequence[ResultDoc]) -> str:
     return ", ".join(sorted({(d.get("board") or {}).get("model") or "?" for d in docs}))
 
 
-def _legend_outside(ax: Any) -> None:
+def _legend_outside(ax: Axes) -> None:
     """The legend beside the axes (right), never over the data."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
@@ -47,17 +64,19 @@ SIM_CAVEAT = ("SIMULATED board: img/s comes from this machine's CPU and does not
               "simulated GPU clock (only W does)")
 
 
-def _caveat(fig: Any, docs: Sequence[Dict[str, Any]]) -> None:
+def _caveat(fig: Figure, docs: Sequence[ResultDoc]) -> None:
     if any(d.get("simulated") and (d.get("workload") or {}).get("framework") != "sim"
            for d in docs):
+        from matplotlib.layout_engine import ConstrainedLayoutEngine
+
         engine = fig.get_layout_engine()
-        if engine is not None:  # room below the axes for the line (constrained layout)
+        if isinstance(engine, ConstrainedLayoutEngine):  # room below the axes for the line
             engine.set(rect=(0.0, 0.035, 1.0, 0.965))
         fig.text(0.5, 0.008, SIM_CAVEAT, ha="center", va="bottom", fontsize="small",
                  color="darkred")
 
 
-def _save(fig: Any, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=DPI)
@@ -66,7 +85,7 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def plot_trace(doc: Dict[str, Any], csv_path: Path, out: Path) -> Path:
+def plot_trace(doc: ResultDoc, csv_path: Path, out: Path) -> Path:
     """Every channel's watts over the run; warm-up, idle baseline and window shaded; the
     window's mean W drawn across the window."""
     plt = _plt()
@@ -100,34 +119,59 @@ def plot_trace(doc: Dict[str, Any], csv_path: Path, out: Path) -> Path:
     return _save(fig, out)
 
 
-def _groups(docs: Sequence[Dict[str, Any]], key: Any) -> Dict[str, List[Dict[str, Any]]]:
-    out: Dict[str, List[Dict[str, Any]]] = {}
+class FreqPoint(TypedDict, total=False):
+    """One point of a line of plot_vs_freq (freq_series)."""
+    mhz: float
+    images_per_s: Optional[float]
+    images_per_s_err: Optional[float]
+    watts: Optional[float]
+    watts_err: Optional[float]
+    images_per_j: Optional[float]
+    images_per_j_err: Optional[float]
+    images_per_j_range: Optional[Tuple[float, float]]  # repeats: their lowest and highest
+    valid: bool
+    repeats: int
+
+
+def _figure(point: FreqPoint, key: str) -> Optional[float]:
+    value = cast(Mapping[str, object], point).get(key)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _batch(doc: ResultDoc) -> int:
+    batch = doc.get("workload", {}).get("batch")
+    return batch if isinstance(batch, int) else 0
+
+
+def _groups(docs: Sequence[ResultDoc], key: Callable[[ResultDoc], str]
+            ) -> Dict[str, List[ResultDoc]]:
+    out: Dict[str, List[ResultDoc]] = {}
     for d in docs:
         if schema.is_ok(d):
             out.setdefault(key(d), []).append(d)
     return out
 
 
-def _series_key_freq(docs: Sequence[Dict[str, Any]]) -> Callable[[Dict[str, Any]], str]:
+def _series_key_freq(docs: Sequence[ResultDoc]) -> Callable[[ResultDoc], str]:
     """Network/precision/batch, plus the board when the results come from several boards:
     results of one configuration on one board from several runs (directories, dates) are
     repeats of one series, never a second line."""
     boards_differ = len({(d.get("board") or {}).get("model") for d in docs}) > 1
 
-    def key(d: Dict[str, Any]) -> str:
+    def key(d: ResultDoc) -> str:
         board = f" ({(d.get('board') or {}).get('model') or '?'})" if boards_differ else ""
         return schema.label(d, with_clock=False) + board
 
     return key
 
 
-def _mean_of_repeats(pts: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _mean_of_repeats(pts: List[FreqPoint]) -> FreqPoint:
     """Valid points at one clock: the mean, with an error bar that covers both the spread of
     the repeats (sample standard deviation) and their own mean uncertainty."""
     import statistics
 
     def mean(key: str) -> Optional[float]:
-        values = [p[key] for p in pts if p[key] is not None]
+        values = [v for v in (_figure(p, key) for p in pts) if v is not None]
         return statistics.fmean(values) if values else None
 
     ipj = [p["images_per_j"] for p in pts if p["images_per_j"] is not None]
@@ -143,7 +187,7 @@ def _mean_of_repeats(pts: List[Dict[str, Any]]) -> Dict[str, Any]:
             "repeats": len(pts), "valid": True}
 
 
-def _series_key_batch(d: Dict[str, Any]) -> str:
+def _series_key_batch(d: ResultDoc) -> str:
     """Network, precision, runtime (when not torch) and clock: a series per runtime, so
     `--runtime torch,onnxruntime` over batches draws two lines, not one that zigzags."""
     w = d.get("workload") or {}
@@ -154,13 +198,13 @@ def _series_key_batch(d: Dict[str, Any]) -> str:
     return f"{w.get('model')} {str(w.get('precision')).upper()}{ran}{clock}"
 
 
-def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+def freq_series(docs: Sequence[ResultDoc]) -> Dict[str, List[FreqPoint]]:
     """What `plot_vs_freq` draws, per series (pure, for tests): each point's clock (MHz), img/s,
     img/s/W, the img/s/W error bar (from `efficiency.uncertainty`; None = unknown) and whether
     the result is valid."""
-    out: Dict[str, List[Dict[str, Any]]] = {}
+    out: Dict[str, List[FreqPoint]] = {}
     for name, group in _groups(docs, _series_key_freq(docs)).items():
-        pts: List[Dict[str, Any]] = []
+        pts: List[FreqPoint] = []
         for d in group:
             hz, ipj = schema.gpu_hz(d), schema.items_per_j(d)  # in the result's own unit
             if not hz:
@@ -180,7 +224,7 @@ def freq_series(docs: Sequence[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]
                         "valid": schema.is_valid(d), "repeats": 1})
         # Repeats (same clock, several runs): one point, their mean with its spread; invalid
         # results stay single points (drawn apart).
-        by_clock: Dict[float, List[Dict[str, Any]]] = {}
+        by_clock: Dict[float, List[FreqPoint]] = {}
         for p in pts:
             if p["valid"]:
                 by_clock.setdefault(p["mhz"], []).append(p)
@@ -195,23 +239,23 @@ def _pct(value: Optional[float], err: Optional[float]) -> Optional[float]:
     return None if err is None or not value else abs(err) / abs(value) * 100
 
 
-def peak_point(points: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def peak_point(points: Sequence[FreqPoint]) -> Optional[FreqPoint]:
     """The point of a series marked "peak": the most efficient, only where there is a
     series (two points or more) and its img/s/W stands apart from every other point's by the
     rule of every comparison jetbench makes (digits.separated); else None: a single-point
     series has no peak, and neither has one whose best is within noise of the next."""
-    if len(points) < 2:
+    rated = [(ipj, p) for p in points for ipj in [p.get("images_per_j")] if ipj is not None]
+    if len(rated) < 2 or len(rated) < len(points):
         return None
-    best = max(points, key=lambda p: p["images_per_j"])
-    pct = _pct(best["images_per_j"], best.get("images_per_j_err"))
-    if all(separated(best["images_per_j"], pct, p["images_per_j"],
-                     _pct(p["images_per_j"], p.get("images_per_j_err")))
-           for p in points if p is not best):
+    best_ipj, best = max(rated, key=lambda r: r[0])
+    pct = _pct(best_ipj, best.get("images_per_j_err"))
+    if all(separated(best_ipj, pct, ipj, _pct(ipj, p.get("images_per_j_err")))
+           for ipj, p in rated if p is not best):
         return best
     return None
 
 
-def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
+def plot_vs_freq(docs: Sequence[ResultDoc], out: Path) -> Path:
     """img/s (top, error bars from the latency CV), W (middle, the stated uncertainty) and
     img/s/W (bottom, error bars) against the applied GPU clock, one line per
     model/precision/batch; the most efficient valid point of a line is marked where it stands
@@ -251,9 +295,9 @@ def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
                                 (best["mhz"], best["images_per_j"]),
                                 textcoords="offset points", xytext=(6, 6), fontsize="small")
         for ax, key in ((top, "images_per_s"), (bottom, "images_per_j")):
-            shown = [p for p in bad if p[key] is not None]
+            shown = [(p["mhz"], v) for p in bad for v in [_figure(p, key)] if v is not None]
             if shown:
-                ax.plot([p["mhz"] for p in shown], [p[key] for p in shown], linestyle="none",
+                ax.plot([x for x, _ in shown], [y for _, y in shown], linestyle="none",
                         marker="x", markersize=10, color="red",
                         label=None if invalid_labelled else "INVALID (clock not as applied)")
                 invalid_labelled = invalid_labelled or ax is top
@@ -273,18 +317,18 @@ def plot_vs_freq(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     return _save(fig, out)
 
 
-def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
+def plot_vs_batch(docs: Sequence[ResultDoc], out: Path) -> Path:
     """img/s against batch size (log2 axis, error bars from the latency CV), one line per
     model/precision/clock."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=SIZE_IN, layout="constrained")
     groups = _groups(docs, _series_key_batch)
     for name, group in groups.items():
-        pts: List[Tuple[Any, Optional[float], float]] = []  # (batch, img/s, its spread)
+        pts: List[Tuple[int, Optional[float], float]] = []  # (batch, img/s, its spread)
         for d in group:
             ips = schema.items_per_s(d)
             cv = (d.get("throughput") or {}).get("cv")
-            pts.append(((d.get("workload") or {}).get("batch"), ips,
+            pts.append((_batch(d), ips,
                         0.0 if ips is None or cv is None else ips * cv))
         pts.sort(key=lambda p: p[0])
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
@@ -307,26 +351,26 @@ def plot_vs_batch(docs: Sequence[Dict[str, Any]], out: Path) -> Path:
     return _save(fig, out)
 
 
-def _distinct(docs: Sequence[Dict[str, Any]], key: Any, get: Any) -> bool:
+def _distinct(docs: Sequence[ResultDoc], key: Callable[[ResultDoc], str],
+              get: Callable[[ResultDoc], object]) -> bool:
     """True when some series has at least two distinct values of `get`."""
     return any(len({get(d) for d in group}) >= 2 for group in _groups(docs, key).values())
 
 
-def report_plots(docs: Sequence[Dict[str, Any]], out_dir: Path,
+def report_plots(docs: Sequence[ResultDoc], out_dir: Path,
                  traces: bool = True) -> List[Path]:
     """Every plot the results support: vs clock (when a series has 2+ clocks), vs batch
     (2+ batches), and a trace per run whose CSV is beside its JSON."""
     out_dir = Path(out_dir)
     written: List[Path] = []
-    by_unit: Dict[str, List[Dict[str, Any]]] = {}
+    by_unit: Dict[str, List[ResultDoc]] = {}
     for d in docs:  # one axis counts one thing: a plot per unit (images keep the old names)
         by_unit.setdefault(schema.unit(d), []).append(d)
     for unit, group in by_unit.items():
         tag = "" if unit == DEFAULT_UNIT else f"-{unit}"
         if _distinct(group, _series_key_freq(group), schema.gpu_hz):
             written.append(plot_vs_freq(group, out_dir / f"efficiency_vs_gpu_clock{tag}.png"))
-        if _distinct(group, _series_key_batch,
-                     lambda d: (d.get("workload") or {}).get("batch")):
+        if _distinct(group, _series_key_batch, _batch):
             written.append(plot_vs_batch(group, out_dir / f"throughput_vs_batch{tag}.png"))
     if traces:
         for d in docs:
@@ -352,39 +396,42 @@ def _unused(out_dir: Path, csv: Path, written: List[Path]) -> Path:
     return path
 
 
-def plot_pareto(doc: Dict[str, Any], path: Path,
+def plot_pareto(doc: TuneDoc, path: Path,
                 limits: Sequence[Tuple[str, float, str]] = ()) -> Optional[Path]:
     """`jetbench tune`'s study (tune.json's document): img/s against img/J of every trial,
     feasible ones filled, the front joined, the best marked, `limits` (metric, value, label:
     the constraints on these two axes) drawn; the caveat when simulated."""
-    points = [t for t in doc["trials"] if t.get("metrics")
-              and t["metrics"].get("images_per_s") and t["metrics"].get("images_per_j")]
+    def xy(t: Optional[TrialDoc]) -> Optional[Tuple[float, float]]:  # (img/J, img/s)
+        m = (t or {}).get("metrics") or {}
+        ipj, ips = m.get("images_per_j"), m.get("images_per_s")
+        return (ipj, ips) if ipj and ips else None
+
+    points = [(t, at) for t in doc["trials"] for at in [xy(t)] if at is not None]
     if not points:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.8))
-    styles: Tuple[Tuple[bool, Dict[str, Any]], ...] = (
+    styles: Tuple[Tuple[bool, Dict[str, str]], ...] = (
         (False, dict(facecolors="none", edgecolors="0.6", label="infeasible or invalid")),
         (True, dict(color="tab:blue", label="feasible")))
     for ok, style in styles:
-        xs = [t["metrics"]["images_per_j"] for t in points if t["feasible"] is ok]
-        ys = [t["metrics"]["images_per_s"] for t in points if t["feasible"] is ok]
-        if xs:
-            ax.scatter(xs, ys, s=28, **style)
-    front = sorted(doc["pareto"], key=lambda t: t["metrics"]["images_per_j"])
+        drawn = [at for t, at in points if t.get("feasible") is ok]
+        if drawn:
+            ax.scatter([x for x, _ in drawn], [y for _, y in drawn], s=28, **style)
+    front = sorted(at for at in map(xy, doc["pareto"]) if at is not None)
     if len(front) > 1:
-        ax.plot([t["metrics"]["images_per_j"] for t in front],
-                [t["metrics"]["images_per_s"] for t in front], color="tab:orange", lw=1,
+        ax.plot([x for x, _ in front], [y for _, y in front], color="tab:orange", lw=1,
                 label="Pareto front")
     for metric, value, label in limits:
         line = ax.axhline if metric == "images_per_s" else ax.axvline
         line(value, color="tab:red", ls="--", lw=1, label=label)
     best = doc.get("best")
-    if best:
-        ax.scatter([best["metrics"]["images_per_j"]], [best["metrics"]["images_per_s"]],
-                   marker="*", s=220, color="tab:green", zorder=5, label="best")
-    s = (best or points[0])["settings"]
-    title = f"jetbench tune: {s['model']} {s['precision']} ({len(points)} trials)"
+    best_at = xy(best)
+    if best_at is not None:
+        ax.scatter([best_at[0]], [best_at[1]], marker="*", s=220, color="tab:green", zorder=5,
+                   label="best")
+    s = (best or points[0][0]).get("settings") or {}
+    title = f"jetbench tune: {s.get('model')} {s.get('precision')} ({len(points)} trials)"
     ax.set_title(title + (" [SIMULATED]" if doc["simulated"] else ""))
     ax.set_xlabel("img/J (images per joule)")
     ax.set_ylabel("img/s")

@@ -8,8 +8,9 @@ Units are in key names (`_hz`, `_w`, `_j`, `_s`, `_ms`); `None` means "not measu
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
+from ..documents import ResultDoc
 from ..errors import UsageError
 from ..units import format_hz
 from ..work_units import DEFAULT_UNIT
@@ -42,10 +43,12 @@ def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> s
 # an object with these keys (others are free; "NAME!" must be there and not null); [X] a list
 # of X (never null); "*" any key. Other keys may be absent or null ("not measured").
 NUM, STR, BOOL, INT = "number", "string", "boolean", "integer"
-_POINT = {"name!": STR, "point!": STR, "source!": STR, "kind": STR, "mean_w": NUM,
+# a spec: one of the four kinds, None (anything), a list of one spec, or an object's keys
+Spec = Union[str, None, List["Spec"], Dict[str, "Spec"]]
+_POINT: Dict[str, Spec] = {"name!": STR, "point!": STR, "source!": STR, "kind": STR, "mean_w": NUM,
           "energy_j": NUM, "images_per_j": NUM, "items_per_j": NUM,
           "mean_w_uncertainty_pct": NUM, "samples": NUM, "coverage": NUM}
-RESULT_TYPES: Dict[str, Any] = {
+RESULT_TYPES: Dict[str, Spec] = {
     "schema": STR, "status": STR, "simulated": BOOL, "id": STR, "message": STR,
     "created": STR, "warnings": [STR], "notes": [STR], "interrupted": STR,
     "board": {"model": STR, "soc": STR, "l4t": STR, "family": STR,
@@ -75,9 +78,9 @@ _REQUIRED = {"schema", "status", "simulated"}  # never null
 _KIND = {NUM: (int, float), STR: (str,), BOOL: (bool,), INT: (int,)}
 
 
-def type_problem(value: Any, spec: Any, where: str) -> Optional[str]:
+def type_problem(value: object, spec: Spec, where: str) -> Optional[str]:
     """Where a document leaves `spec` (see RESULT_TYPES), first found; None when it fits."""
-    stack = [(value, spec, where, True)]
+    stack: List[Tuple[object, Spec, str, bool]] = [(value, spec, where, True)]
     while stack:
         node, want, at, nullable = stack.pop()
         if want is None:
@@ -108,12 +111,12 @@ def type_problem(value: Any, spec: Any, where: str) -> Optional[str]:
     return None
 
 
-def _what(value: Any) -> str:
+def _what(value: object) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
             int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
 
 
-def check(doc: Any, where: str = "result") -> Dict[str, Any]:
+def check(doc: object, where: str = "result") -> ResultDoc:
     """The document if it is a jetbench result; a UsageError naming `where` otherwise."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
@@ -135,31 +138,53 @@ def check(doc: Any, where: str = "result") -> Dict[str, Any]:
     if framework(doc) == "onnxruntime" and doc["status"] == "ok" \
             and not isinstance(work.get("provider"), str):
         raise UsageError(f"{where}: an ONNX Runtime result without workload.provider")
-    return doc
+    return cast(ResultDoc, doc)  # its shape checked above (RESULT_TYPES)
 
 
 # -- accessors (tolerant: a missing figure is None, never 0) --------------------------------
-def _get(doc: Dict[str, Any], *keys: str) -> Any:
-    node: Any = doc
+# They take any mapping (a ResultDoc being built, a dict read from a file) and narrow what they
+# find to the type they promise: a file's wrong type was refused by check() already.
+Doc = Mapping[str, object]
+
+
+def _get(doc: Doc, *keys: str) -> object:
+    node: object = doc
     for key in keys:
-        if not isinstance(node, dict):
+        if not isinstance(node, Mapping):
             return None
         node = node.get(key)
     return node
 
 
-def framework(doc: Dict[str, Any]) -> Any:
+def _number(value: object) -> Optional[float]:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def number(doc: Doc, key: str) -> Optional[float]:
+    """`doc[key]` when it is a number (a bool is not), else None: a figure by its name."""
+    return _number(doc.get(key))
+
+
+def _text(value: object) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+def _mapping(value: object) -> Doc:
+    return value if isinstance(value, Mapping) else {}
+
+
+def framework(doc: Doc) -> Optional[str]:
     """'pytorch', 'onnxruntime' or 'tensorrt' (results written before the field: pytorch)."""
     work = doc.get("workload")
-    return work.get("framework", "pytorch") if isinstance(work, dict) else None
+    return _text(work.get("framework", "pytorch")) if isinstance(work, Mapping) else None
 
 
-def provider(doc: Dict[str, Any]) -> Optional[str]:
+def provider(doc: Doc) -> Optional[str]:
     """ONNX Runtime's execution provider ('CUDAExecutionProvider'); None for other frameworks."""
-    return _get(doc, "workload", "provider")
+    return _text(_get(doc, "workload", "provider"))
 
 
-def runtime_label(work: Dict[str, Any]) -> str:
+def runtime_label(work: Doc) -> str:
     """What ran a `workload` object (its --runtime; absent in older results: the framework's,
     else torch), ONNX Runtime with its execution provider: 'onnxruntime (cpu)'."""
     runtime = work.get("runtime")
@@ -170,74 +195,76 @@ def runtime_label(work: Dict[str, Any]) -> str:
     return f"{runtime} ({short_name(ep)})" if isinstance(ep, str) and ep else str(runtime)
 
 
-def images_per_s(doc: Dict[str, Any]) -> Optional[float]:
-    return _get(doc, "throughput", "images_per_s")
+def images_per_s(doc: Doc) -> Optional[float]:
+    return _number(_get(doc, "throughput", "images_per_s"))
 
 
-def unit(doc: Dict[str, Any]) -> str:
+def unit(doc: Doc) -> str:
     """What the result counts (`throughput.unit`; results before units: images)."""
-    return _get(doc, "throughput", "unit") or _get(doc, "workload", "unit") or DEFAULT_UNIT
+    return _text(_get(doc, "throughput", "unit")) or _text(_get(doc, "workload", "unit")) \
+        or DEFAULT_UNIT
 
 
-def items_per_s(doc: Dict[str, Any]) -> Optional[float]:
+def items_per_s(doc: Doc) -> Optional[float]:
     """The throughput in the result's own unit (`unit(doc)`) per second."""
-    value = _get(doc, "throughput", "items_per_s")
+    value = _number(_get(doc, "throughput", "items_per_s"))
     return value if value is not None else images_per_s(doc)
 
 
-def items_per_j(doc: Dict[str, Any]) -> Optional[float]:
+def items_per_j(doc: Doc) -> Optional[float]:
     """Units of work per joule (img/s/W for images, tokens/J for tokens...)."""
     eff = doc.get("efficiency")
-    if isinstance(eff, dict) and "items_per_j" in eff:
-        return eff["items_per_j"]
+    if isinstance(eff, Mapping) and "items_per_j" in eff:
+        return _number(eff["items_per_j"])
     return images_per_j(doc)
 
 
-def latency_ms(doc: Dict[str, Any], stat: str = "p50") -> Optional[float]:
-    return _get(doc, "throughput", "latency_ms", stat)
+def latency_ms(doc: Doc, stat: str = "p50") -> Optional[float]:
+    return _number(_get(doc, "throughput", "latency_ms", stat))
 
 
-def total_w(doc: Dict[str, Any]) -> Optional[float]:
-    return _get(doc, "power", "total", "mean_w")
+def total_w(doc: Doc) -> Optional[float]:
+    return _number(_get(doc, "power", "total", "mean_w"))
 
 
-def total_w_pct(doc: Dict[str, Any]) -> Optional[float]:
+def total_w_pct(doc: Doc) -> Optional[float]:
     """The total power's uncertainty in percent (None: unknown or not recorded)."""
-    return _get(doc, "power", "total", "mean_w_uncertainty_pct")
+    return _number(_get(doc, "power", "total", "mean_w_uncertainty_pct"))
 
 
-def total_label(doc: Dict[str, Any]) -> Optional[str]:
+def total_label(doc: Doc) -> Optional[str]:
     total = _get(doc, "power", "total")
-    if not total:
+    if not isinstance(total, Mapping) or not total:
         return None
     return f"{total.get('name') or '?'}, {str(total.get('point') or '?').replace('_', ' ')}"
 
 
-def images_per_j(doc: Dict[str, Any]) -> Optional[float]:
-    return _get(doc, "efficiency", "images_per_j")
+def images_per_j(doc: Doc) -> Optional[float]:
+    return _number(_get(doc, "efficiency", "images_per_j"))
 
 
-def images_per_j_pct(doc: Dict[str, Any]) -> Optional[float]:
+def images_per_j_pct(doc: Doc) -> Optional[float]:
     """img/s/W's (or any unit's per-J figure's) uncertainty in percent (None: unknown or not
     recorded)."""
-    return _get(doc, "efficiency", "uncertainty", "images_per_j_pct")
+    return _number(_get(doc, "efficiency", "uncertainty", "images_per_j_pct"))
 
 
-def gpu_hz(doc: Dict[str, Any]) -> Optional[int]:
+def gpu_hz(doc: Doc) -> Optional[int]:
     """The GPU clock the run was measured at (applied, read back)."""
-    return _get(doc, "settings", "applied", "gpu_hz")
+    hz = _number(_get(doc, "settings", "applied", "gpu_hz"))
+    return None if hz is None else int(hz)
 
 
-def cv_pct(doc: Dict[str, Any]) -> Optional[float]:
+def cv_pct(doc: Doc) -> Optional[float]:
     """The rate's spread, %: the latency CV of its window (None where it was not measured),
     the uncertainty every img/s comparison uses (report/digits.separated)."""
-    cv = (doc.get("throughput") or {}).get("cv")
+    cv = _number(_get(doc, "throughput", "cv"))
     return None if cv is None else float(cv) * 100
 
 
-def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
+def label(doc: Doc, with_clock: bool = True) -> str:
     """'alexnet FP32 b1 @ 691.2 MHz' for table columns and plot legends."""
-    w = doc.get("workload") or {}
+    w = _mapping(doc.get("workload"))
     text = f"{w.get('model', '?')} {str(w.get('precision', '?')).upper()} b{w.get('batch', '?')}"
     if framework(doc) in ("onnxruntime", "tensorrt"):
         ep = provider(doc)
@@ -250,19 +277,20 @@ def label(doc: Dict[str, Any], with_clock: bool = True) -> str:
     return text
 
 
-def is_ok(doc: Dict[str, Any]) -> bool:
+def is_ok(doc: Doc) -> bool:
     return doc.get("status") == "ok"
 
 
-def is_valid(doc: Dict[str, Any]) -> bool:
+def is_valid(doc: Doc) -> bool:
     """False when the result says its clocks or its window do not hold (`validity`); results
     written before `validity` existed count as valid."""
-    return bool((doc.get("validity") or {}).get("valid", True))
+    return bool(_mapping(doc.get("validity")).get("valid", True))
 
 
-def invalid_reasons(doc: Dict[str, Any]) -> List[str]:
-    return list((doc.get("validity") or {}).get("reasons") or [])
+def invalid_reasons(doc: Doc) -> List[str]:
+    reasons = _mapping(doc.get("validity")).get("reasons")
+    return [str(r) for r in reasons] if isinstance(reasons, list) else []
 
 
-def simulated_any(docs: Sequence[Dict[str, Any]]) -> bool:
+def simulated_any(docs: Sequence[Doc]) -> bool:
     return any(bool(d.get("simulated")) for d in docs)

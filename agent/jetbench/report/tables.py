@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Sequence, Tuple
 
+from ..documents import PowerModeDoc, ResultDoc
 from ..units import format_hz
 from ..work_units import common_unit, efficiency_label, per_j, rate_label
 from ..workload.timing.stats import CV_NOISY
 from . import schema
 from .digits import plus_minus_pct
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 Rows = List[Tuple[str, List[str]]]
 UNCERTAINTY_BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure
@@ -32,18 +36,18 @@ def _pm(x: Optional[float], pct: Optional[float], digits: int = 0) -> str:
     return plus_minus_pct(x, pct)
 
 
-def _ipj_pct(doc: Dict[str, Any], power_pct: Optional[float]) -> Optional[float]:
+def _ipj_pct(doc: ResultDoc, power_pct: Optional[float]) -> Optional[float]:
     """img/s/W's uncertainty (%) for a figure whose power has `power_pct`."""
     thr = ((doc.get("efficiency") or {}).get("uncertainty") or {}).get("throughput_pct")
     return None if power_pct is None or thr is None else power_pct + thr
 
 
-def _header(doc: Dict[str, Any], extra: str = "") -> str:
+def _header(doc: ResultDoc, extra: str = "") -> str:
     text = schema.label(doc, with_clock=False) + (f" {extra}" if extra else "")
     return text if schema.is_valid(doc) else f"{text} INVALID"
 
 
-def _run_dir(doc: Dict[str, Any]) -> str:
+def _run_dir(doc: ResultDoc) -> str:
     path = doc.get("_path")
     return Path(path).parent.name if path else ""
 
@@ -57,7 +61,7 @@ _DIFFERS = (
 )
 
 
-def distinguishing(docs: Sequence[Dict[str, Any]]) -> List[str]:
+def distinguishing(docs: Sequence[ResultDoc]) -> List[str]:
     """Per result, the attributes (board, clock, run directory, date) that differ between
     results of the same network/precision/batch: what a column or series must say."""
     groups: Dict[str, List[int]] = {}
@@ -85,7 +89,7 @@ def distinguishing(docs: Sequence[Dict[str, Any]]) -> List[str]:
     return out
 
 
-def title(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str:
+def title(docs: Sequence[ResultDoc], what: str = "jetbench results") -> str:
     boards = sorted({(d.get("board") or {}).get("model") or "?" for d in docs})
     text = f"{what}: {', '.join(boards)}"
     if schema.simulated_any(docs):
@@ -93,13 +97,13 @@ def title(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str
     return text
 
 
-def _devices(doc: Dict[str, Any]) -> str:
+def _devices(doc: ResultDoc) -> str:
     rows = doc.get("devices") or []
     return " + ".join(f"{r['device']} {_num((r.get('throughput') or {}).get('images_per_s'))}"
                       for r in rows) or "-"
 
 
-def _scaling(doc: Dict[str, Any]) -> str:
+def _scaling(doc: ResultDoc) -> str:
     scaling = doc.get("scaling") or {}
     if scaling.get("efficiency") is None:
         return "-"
@@ -107,7 +111,7 @@ def _scaling(doc: Dict[str, Any]) -> str:
             f"{_num(scaling.get('baseline_images_per_s'))} img/s")
 
 
-def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
+def table_cells(docs: Sequence[ResultDoc]) -> Tuple[List[str], Rows]:
     """(column headers, [(row label, one cell per result)])."""
     headers = [_header(d, extra) for d, extra in zip(docs, distinguishing(docs))]
     rows: Rows = []
@@ -159,7 +163,7 @@ def table_cells(docs: Sequence[Dict[str, Any]]) -> Tuple[List[str], Rows]:
     return headers, rows
 
 
-def validity(doc: Dict[str, Any]) -> str:
+def validity(doc: ResultDoc) -> str:
     """'yes'; 'yes, noisy (CV 16%)' when the latency varies more than CV_NOISY between
     iterations (valid, but one number hides a spread); 'NO: n reason(s)'."""
     if not schema.is_valid(doc):
@@ -170,7 +174,7 @@ def validity(doc: Dict[str, Any]) -> str:
     return "yes"
 
 
-def _throttled(doc: Dict[str, Any]) -> str:
+def _throttled(doc: ResultDoc) -> str:
     """'yes' only with evidence; a clock below its pin without evidence says exactly that."""
     thermal = doc.get("thermal") or {}
     if not thermal:
@@ -181,7 +185,8 @@ def _throttled(doc: Dict[str, Any]) -> str:
     return "no" + (f" ({'; '.join(below)})" if below else "")
 
 
-def _labels(docs: Sequence[Dict[str, Any]], key: str) -> List[Tuple[str, str, str]]:
+def _labels(docs: Sequence[ResultDoc], key: Literal["channels", "totals"]
+            ) -> List[Tuple[str, str, str]]:
     seen: Dict[Tuple[str, str, str], None] = {}
     for d in docs:
         power = d.get("power") or {}
@@ -190,14 +195,14 @@ def _labels(docs: Sequence[Dict[str, Any]], key: str) -> List[Tuple[str, str, st
     return list(seen)
 
 
-def _find(doc: Dict[str, Any], kind: str, name: str, source: str, field: str) -> Any:
+def _find(doc: ResultDoc, kind: str, name: str, source: str, field: str) -> Optional[float]:
     for p in (doc.get("efficiency") or {}).get("by_point") or []:
         if p["kind"] == kind and p["name"] == name and p["source"] == source:
-            return per_j(p) if field == "items_per_j" else p.get(field)
+            return per_j(p) if field == "items_per_j" else schema.number(p, field)
     return None
 
 
-def _above_idle(doc: Dict[str, Any]) -> str:
+def _above_idle(doc: ResultDoc) -> str:
     a = (doc.get("efficiency") or {}).get("above_idle")
     if not a:
         return "-"
@@ -206,21 +211,20 @@ def _above_idle(doc: Dict[str, Any]) -> str:
             f"{_pm(per_j(a), _ipj_pct(doc, pct), 1)}")
 
 
-def _idle(doc: Dict[str, Any], key: str) -> str:
+def _idle(doc: ResultDoc, key: Literal["idle", "idle_unpinned"]) -> str:
     total = (((doc.get("power") or {}).get(key)) or {}).get("total") or {}
-    if total.get("mean_w") is None:
-        return "-"
-    return _pm(total["mean_w"], total.get("mean_w_uncertainty_pct"), 2)
+    return "-" if total.get("mean_w") is None else \
+        _pm(total.get("mean_w"), total.get("mean_w_uncertainty_pct"), 2)
 
 
-def _pre(doc: Dict[str, Any], field: str, digits: int) -> str:
+def _pre(doc: ResultDoc, field: str, digits: int) -> str:
     p = (doc.get("efficiency") or {}).get("pre_regulation_estimate")
     if not p:
         return "-"
     pct = schema.total_w_pct(doc)  # the measured part's; the assumed efficiency is not included
     if field == "items_per_j":
         pct = _ipj_pct(doc, pct)
-    value = per_j(p) if field == "items_per_j" else p.get(field)
+    value = per_j(p) if field == "items_per_j" else schema.number(p, field)
     return f"{_pm(value, pct, digits)} ({p['regulator_efficiency']:.0%})"
 
 
@@ -249,7 +253,7 @@ def short_label(label: str) -> str:
     return text
 
 
-def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> Any:
+def rich_table(docs: Sequence[ResultDoc], what: str = "jetbench results") -> Table:
     from rich.markup import escape
     from rich.table import Table
 
@@ -265,7 +269,7 @@ def rich_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -
     return table
 
 
-def markdown(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> str:
+def markdown(docs: Sequence[ResultDoc], what: str = "jetbench results") -> str:
     headers, rows = table_cells(docs)
     out = [f"**{title(docs, what)}**", "", "| | " + " | ".join(headers) + " |",
            "|---|" + "---:|" * len(headers)]
@@ -276,7 +280,7 @@ def markdown(docs: Sequence[Dict[str, Any]], what: str = "jetbench results") -> 
     return "\n".join(out) + "\n"
 
 
-def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> Any:
+def long_table(docs: Sequence[ResultDoc], what: str = "jetbench sweep") -> Table:
     """One row per result (a sweep has too many configurations for one column each)."""
     from rich.table import Table
 
@@ -316,12 +320,12 @@ def long_table(docs: Sequence[Dict[str, Any]], what: str = "jetbench sweep") -> 
 
 
 
-def invalid_lines(docs: Sequence[Dict[str, Any]]) -> List[str]:
+def invalid_lines(docs: Sequence[ResultDoc]) -> List[str]:
     """'<label>: <reason>' for every reason of every invalid result."""
     return [f"{schema.label(d)}: {r}" for d in docs for r in schema.invalid_reasons(d)]
 
 
-def warnings_of(docs: Sequence[Dict[str, Any]]) -> List[str]:
+def warnings_of(docs: Sequence[ResultDoc]) -> List[str]:
     """Each kind of warning once, with the configurations it applies to (grouped())."""
     pairs: List[Tuple[str, str]] = []
     for d in docs:
@@ -411,7 +415,7 @@ def short_labels(labels: Sequence[str]) -> Dict[str, str]:
     return out
 
 
-def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
+def uncertainty_advice(docs: Sequence[ResultDoc]) -> List[str]:
     """Where img/s/W's uncertainty exceeds 1% (MLPerf Power's bound), say so and what would
     lower it: once per kind, with the configurations (grouped())."""
     pairs: List[Tuple[str, str]] = []
@@ -438,7 +442,7 @@ def uncertainty_advice(docs: Sequence[Dict[str, Any]]) -> List[str]:
     return grouped(pairs, len(docs), [schema.label(d) for d in docs])
 
 
-def _mode_text(mode: Any) -> str:
+def _mode_text(mode: Optional[PowerModeDoc]) -> str:
     """'1 5W', or '1 5W, caps lifted' for a point run with --beyond-power-mode."""
     if not mode:
         return "-"

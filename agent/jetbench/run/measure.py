@@ -21,8 +21,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
+from ..documents import BoardDoc, ResultDoc
 from ..errors import (
     NOT_RUN,
     RankLost,
@@ -46,13 +47,19 @@ from ..workload.model_arg import is_sim
 from ..workload.runtimes import TORCH
 from ..workload.sim_run import SimRun
 from ..workload.timing.plan import TimingPlan
-from ..workload.timing.timed import ChildRun, InProcessRun, TimedRun
+from ..workload.timing.timed import ChildRun, InProcessRun, TimedRun, Timing
 from . import result as build
 from .meters import Meters
-from .pinning import Pin, put_back
+from .pinning import OnApplied, Pin, put_back
 from .request import MeasureRequest, Point, plan_points, validate
 from .validity import ClockSampler, judge
 
+if TYPE_CHECKING:
+    from ..distributed.messages import Leader
+    from ..sampling.sampler import Window
+    from ..sampling.window import WindowResult
+
+OnResult = Callable[[ResultDoc, Optional[Path]], None]  # each result, and where it went
 IDLE_UNPINNED_DEFAULT_S = 2.0  # --idle-unpinned without --idle
 
 # progress(done_points, total_points, label, phase, fraction of this point)
@@ -73,14 +80,14 @@ def _phase(name: str) -> None:
 
 @dataclass
 class MeasureReport:
-    results: List[Dict[str, Any]] = field(default_factory=list)  # in point order
+    results: List[ResultDoc] = field(default_factory=list)  # in point order
     paths: List[Path] = field(default_factory=list)  # JSON files written (or resumed)
     skipped: List[str] = field(default_factory=list)  # point ids resumed from disk
     # resumed points whose power window was shorter than this run's --duration asks:
     # (point id, its window in s); their figures come from another window length
-    shorter_windows: List[Any] = field(default_factory=list)
+    shorter_windows: List[Tuple[str, float]] = field(default_factory=list)
     simulated: bool = False
-    board: Dict[str, Any] = field(default_factory=dict)
+    board: BoardDoc = field(default_factory=lambda: BoardDoc())
     out_dir: Optional[Path] = None
     restored: Optional[str] = None  # what happened to the clocks at the end
     setup_s: Optional[float] = None  # measure start -> first timed iteration
@@ -88,16 +95,15 @@ class MeasureReport:
     fallback: Optional[str] = None  # --out failed mid-run: where the results went instead
 
     @property
-    def invalid(self) -> List[Dict[str, Any]]:
+    def invalid(self) -> List[ResultDoc]:
         """The results marked `validity.valid = false` (written all the same)."""
         return [d for d in self.results if not (d.get("validity") or {}).get("valid", True)]
 
 
 # -- the run --------------------------------------------------------------------------------
 def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = None,
-            on_result: Optional[Callable[[Dict[str, Any], Path], None]] = None,
-            on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None,
-            command: str = "measure", ranks: Any = None) -> MeasureReport:
+            on_result: Optional[OnResult] = None, on_applied: Optional[OnApplied] = None,
+            command: str = "measure", ranks: Optional[Leader] = None) -> MeasureReport:
     """Measure every point of `request`; see the module docstring. Every result is written,
     valid or not: one whose observed clocks contradict the applied ones, or whose window is
     refused, carries `validity.valid = false` and its reasons (`MeasureReport.invalid`; the CLI
@@ -114,7 +120,8 @@ def measure(root: Root, request: MeasureRequest, progress: Optional[Progress] = 
 
 
 def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
-             on_result: Any, on_applied: Any, command: str, ranks: Any,
+             on_result: Optional[OnResult], on_applied: Optional[OnApplied], command: str,
+             ranks: Optional[Leader],
              t_start: float) -> MeasureReport:
     report = MeasureReport(out_dir=request.out_dir)
     with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
@@ -122,8 +129,8 @@ def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
         report.board = identity(root, board)
         points = plan_points(request, board)
         had_journal = bool(journal.load(root))
-        state = _State(root, board, request, report, progress, t_start, ranks)
-        state.pin = Pin(root, board, request, guard)  # every write through the guard
+        pin = Pin(root, board, request, guard)  # every write through the guard
+        state = _State(root, board, request, report, pin, progress, t_start, ranks)
         put_back_tried = False
         try:
             state.run(points, on_result, on_applied)
@@ -165,18 +172,27 @@ def _finished_note(report: MeasureReport) -> str:
     return f"results: {len(done)} finished, in {report.out_dir}"
 
 
+@dataclass
+class _Windows:
+    """A point's power windows: the idle baseline, the timed window open, its result."""
+    idle: Optional[WindowResult] = None
+    run: Optional[Window] = None
+    result: Optional[WindowResult] = None
+
+
 class _State:
     """One measure run's moving parts: the sampler, the current pin, the written steps."""
 
     def __init__(self, root: Root, board: Board, request: MeasureRequest, report: MeasureReport,
-                 progress: Optional[Progress], t_start: float, ranks: Any = None):
+                 pin: Pin, progress: Optional[Progress], t_start: float,
+                 ranks: Optional[Leader] = None):
         self.root, self.board, self.request, self.report = root, board, request, report
         self.ranks = ranks  # multi-device: runs each point on every rank (distributed/)
-        self.pin: Any = None  # pinning.Pin: set by measure() once the board is ours
+        self.pin = pin
         self.progress, self.t_start = progress, t_start
         self.meters = Meters(root, board, request, ranks)
         self._sampler_started = False
-        self.idle_unpinned: Any = None  # WindowResult of the idle before the first pin
+        self.idle_unpinned: Optional[WindowResult] = None  # the idle before the first pin
 
     # -- set-up ---------------------------------------------------------------------------
     def measure_idle_unpinned(self) -> None:
@@ -190,7 +206,8 @@ class _State:
         self.idle_unpinned = idle.result_unchecked
 
     # -- points ---------------------------------------------------------------------------
-    def run(self, points: List[Point], on_result: Any, on_applied: Any) -> None:
+    def run(self, points: List[Point], on_result: Optional[OnResult],
+            on_applied: Optional[OnApplied]) -> None:
         out = self.request.out_dir
         total = len(points)
         for k, point in enumerate(points):
@@ -244,7 +261,7 @@ class _State:
             if on_result is not None:
                 on_result(doc, json_path)
 
-    def write(self, json_path: Path, doc: Dict[str, Any], csv_text: Optional[str]) -> Path:
+    def write(self, json_path: Path, doc: ResultDoc, csv_text: Optional[str]) -> Path:
         """Claim a free name; if --out fails now (removed, full, unmounted), keep the result
         and this run's later ones in a fallback directory the report names."""
         try:
@@ -275,7 +292,7 @@ class _State:
                             runtime=point.runtime)
 
     def one(self, point: Point, k: int, total: int,
-            hold: Optional[Hold] = None) -> Tuple[Dict[str, Any], Optional[str]]:
+            hold: Optional[Hold] = None) -> Tuple[ResultDoc, Optional[str]]:
         req = self.request
         progress = self.progress
         report = None if progress is None else (
@@ -283,7 +300,7 @@ class _State:
         marks: Dict[str, float] = {"start": time.monotonic()}
         temps_before = build.temperatures(self.root, self.board)
         watch = ClockSampler(lambda: read_clocks(self.root, self.board))
-        windows: Dict[str, Any] = {}
+        windows = _Windows()
         run = self.timed_run(point)
 
         def timed_start() -> None:
@@ -292,18 +309,18 @@ class _State:
                 marks["idle_start"] = time.monotonic()
                 with self.meters.sampler.window() as idle:
                     time.sleep(req.idle_s)
-                windows["idle"] = idle.result_unchecked
+                windows.idle = idle.result_unchecked
             watch.start()
             if self.report.setup_s is None:
                 self.report.setup_s = time.monotonic() - self.t_start
             marks["timed_start"] = time.monotonic()
             if self.meters.sampler is not None:
-                windows["run"] = self.meters.sampler.begin()
+                windows.run = self.meters.sampler.begin()
             _phase("window-open")
 
         def timed_end() -> None:
-            if self.meters.sampler is not None:
-                windows["result"] = self.meters.sampler.end(windows["run"], check=False)
+            if self.meters.sampler is not None and windows.run is not None:
+                windows.result = self.meters.sampler.end(windows.run, check=False)
             marks["timed_end"] = time.monotonic()
             watch.stop()
             _phase("window-closed")
@@ -316,7 +333,7 @@ class _State:
                 marks["warmup_start"] = time.monotonic()
             timing = run.run(TimingPlan.measuring(req.iterations, req.duration_s, req.warmup_s,
                                                   timed_start, timed_end, report))
-            windows["result"] = run.window(timing, self.meters.sampler, windows.get("result"))
+            windows.result = run.window(timing, self.meters.sampler, windows.result)
         except NOT_RUN as err:
             status, message = not_run(err)
             doc = self.skeleton(point, status, run)
@@ -350,37 +367,36 @@ class _State:
                                          self.board.simulated)
         return doc, csv_text
 
-    def figures(self, point: Point, run: TimedRun, timing: Any, windows: Dict[str, Any],
+    def figures(self, point: Point, run: TimedRun, timing: Timing, windows: _Windows,
                 marks: Dict[str, float], watch: ClockSampler, temps_before: Dict[str, float]
-                ) -> Dict[str, Any]:
+                ) -> ResultDoc:
         """The finished point's result: timings, power, img/J, clocks, thermal, validity."""
         req = self.request
         doc = self.skeleton(point, "ok", run)
         warnings: List[str] = list(doc["warnings"])
         doc.update(timing.to_dict())
         warnings += doc.pop("warnings", [])
-        res = windows.get("result")
+        res = windows.result
         refused = self.meters.check_window(res, efficiency_label(run.unit),
                                            run.times_iterations) if res is not None else []
         unc = self.meters.uncertainty(res) if res is not None else {}
-        idle = windows.get("idle")
+        idle = windows.idle
         unc_idle = self.meters.uncertainty(idle) if idle is not None else {}
-        doc["power"] = build.power_doc(req, res, idle, marks, point.id, unc, unc_idle)
+        power = doc["power"] = build.power_doc(req, res, idle, marks, point.id, unc, unc_idle)
         if res is not None:  # how fast each sensor was read, and how fast it refreshes
-            doc["sampling"] = sampling_doc(self.meters.sampler.traces(), res.t_start_s,
+            doc["sampling"] = sampling_doc(self.meters.running().traces(), res.t_start_s,
                                            res.t_end_s)
-        if res is not None:
             before_pin = self.idle_unpinned
-            doc["power"]["idle_unpinned"] = build.idle_doc(
+            power["idle_unpinned"] = build.idle_doc(
                 before_pin, "board governors (unpinned, before the pin)",
                 self.meters.uncertainty(before_pin) if before_pin is not None else {})
-        doc["efficiency"] = build.efficiency(timing.images_per_s, res, idle,
-                                             req.regulator_efficiency, unc, unc_idle)
+        eff = doc["efficiency"] = build.efficiency(timing.images_per_s, res, idle,
+                                                   req.regulator_efficiency, unc, unc_idle)
         if res is not None and res.total is not None:
-            doc["efficiency"]["uncertainty"] = self.meters.efficiency_uncertainty(
-                res, unc, timing, run.times_iterations)
+            eff["uncertainty"] = self.meters.efficiency_uncertainty(res, unc, timing,
+                                                                   run.times_iterations)
         if refused:
-            build.refuse_efficiency(doc["efficiency"], refused)
+            build.refuse_efficiency(eff, refused)
         run.annotate(doc)
         if res is None:
             warnings.append("no power source on this machine: img/s/W not measured "
@@ -396,7 +412,7 @@ class _State:
         doc["warnings"] = warnings + [f"note: {n}" for n in self.pin.notes + self.meters.notes]
         return doc
 
-    def skeleton(self, point: Point, status: str, run: TimedRun) -> Dict[str, Any]:
+    def skeleton(self, point: Point, status: str, run: TimedRun) -> ResultDoc:
         return build.skeleton(point, status, self.request, self.board, self.report.board,
                               self.pin, run.framework)
 

@@ -4,8 +4,9 @@ them, and what a window's figures are worth (their uncertainty, and whether img/
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
+from ..documents import EfficiencyUncertainty, FigureUncertainty
 from ..hw.board import Board
 from ..hw.fs import Root
 from ..hw.meters.accuracy import channel_accuracies
@@ -19,14 +20,21 @@ from ..workload.model_arg import PYTORCH, model_kind
 from ..workload.pytorch import resolve_device
 from .request import MeasureRequest
 
+if TYPE_CHECKING:
+    from ..distributed.messages import Leader
+    from ..hw.meters.base import PowerSource
+    from ..sampling.window import WindowResult
+    from ..workload.timing.timed import Timing
+
 
 class Meters:
     """Started before the first point, stopped (always) at the end of the run."""
 
-    def __init__(self, root: Root, board: Board, request: MeasureRequest, ranks: Any = None):
+    def __init__(self, root: Root, board: Board, request: MeasureRequest,
+                 ranks: Optional[Leader] = None):
         self.root, self.board, self.request, self.ranks = root, board, request, ranks
-        self.sampler: Any = None
-        self.sources: List[Any] = []
+        self.sampler: Optional[ProcessSampler] = None
+        self.sources: List[PowerSource] = []
         self.notes: Tuple[str, ...] = ()  # why --meter auto chose its source
 
     def start(self) -> None:
@@ -58,25 +66,33 @@ class Meters:
         return resolve_device(req.device)
 
     def stop(self) -> None:
-        if self.sampler is not None:
-            self.sampler, sampler = None, self.sampler
+        sampler, self.sampler = self.sampler, None
+        if sampler is not None:
             sampler.stop()
 
-    def uncertainty(self, res: Any) -> Dict[str, Dict[str, Any]]:
+    def running(self) -> ProcessSampler:
+        """The sampler of a window that was measured (a window is one of its)."""
+        if self.sampler is None:
+            raise RuntimeError("no sampler runs: a window without one has no figures")
+        return self.sampler
+
+    def uncertainty(self, res: WindowResult) -> Dict[str, FigureUncertainty]:
         """Per channel and total: the power figure's uncertainty (sampling/uncertainty.py)."""
         accuracies = channel_accuracies(self.root, self.sources, self.board.family)
-        return window_uncertainty(res, self.sampler.traces(), accuracies)
+        return window_uncertainty(res, self.running().traces(), accuracies)
 
-    def efficiency_uncertainty(self, res: Any, unc: Dict[str, Any], timing: Any,
-                               per_iteration: bool = True) -> Dict[str, Any]:
+    def efficiency_uncertainty(self, res: WindowResult, unc: Mapping[str, FigureUncertainty],
+                               timing: Timing, per_iteration: bool = True
+                               ) -> EfficiencyUncertainty:
         total = res.total
-        power = unc.get(f"total:{total.source}/{total.total.name}") or {}
+        power: FigureUncertainty = (unc.get(f"total:{total.source}/{total.total.name}") or {}) \
+            if total is not None else {}
         external = any(getattr(s, "protocol", None) for s in self.sources)
         return efficiency_uncertainty(power.get("mean_w_uncertainty_pct"),
                                       throughput_sem_pct(timing.latencies_ms),
                                       power.get("basis", "unknown"), external, per_iteration)
 
-    def check_window(self, res: Any, label: str = "img/s/W",
+    def check_window(self, res: WindowResult, label: str = "img/s/W",
                      per_iteration: bool = True) -> List[str]:
         """Why the efficiency figure (`label`: img/s/W, tokens/J...) is refused for this window
         (too short for the sensors, or too poorly covered); empty when it stands. Each reason
@@ -89,7 +105,7 @@ class Meters:
                            f"(at least {self.request.min_coverage:.0%} is needed)")
         if not reasons:
             return []
-        slowest = max((s.period_s for s in self.sampler.traces()), default=0.0)
+        slowest = max((s.period_s for s in self.running().traces()), default=0.0)
         need = max(4 * slowest * 2, self.request.duration_s * 2, 0.5)
         more = ", or more --iterations" if per_iteration else ""
         return [f"{label} refused: {r} (measure for longer: --duration {need:.3g}s or "

@@ -6,26 +6,36 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
+from ..documents import ClockDoc
 from ..hw.board import Board
 from ..hw.clocks.domains import read_applied, read_clocks
 from ..hw.clocks.steps import undo_writes
+from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
 from ..hw.readings import SETTLE_INTERVAL_S, settled
 from ..ownership import journal
 from ..profiles.apply import apply_profile
 from ..profiles.profile import FreqRange, Profile, load_profile
-from ..profiles.targets import COMMAND_LINE
+from ..profiles.targets import COMMAND_LINE, Requested
 from ..units import parse_freq
 from .request import MeasureRequest
 from .validity import activity_counter_cpu, expected_range
+
+if TYPE_CHECKING:
+    from ..ownership.lease import Guard
+
+# what a pin tells the caller once its clocks have settled: what was asked, what runs
+OnApplied = Callable[[Sequence[Requested], Sequence[ClockReading]], None]
 
 # How long a pin waits for the clocks to run what was applied before the window opens.
 PIN_SETTLE_S = 2.0
 
 
-def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: Any) -> Any:
+def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: Path
+                  ) -> Optional[Profile]:
     """The profile to pin for one GPU clock: --profile (if any) with --freq/--cpu-freq/
     --emc-freq on top. None when nothing is to be pinned."""
     if request.profile:
@@ -34,33 +44,34 @@ def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: A
         profile = Profile(name="measure", source=COMMAND_LINE)
     else:
         return None
-    changes: Dict[str, Any] = {}
     sections = list(profile.sections)
+    gpu, railgate = profile.gpu_freq, profile.gpu_railgate
+    cpu, governors, emc = profile.cpu_freq, profile.cpu_governors, profile.emc_freq
     if gpu_freq:
         spec = parse_freq(gpu_freq)
-        changes["gpu_freq"] = FreqRange(spec, spec)
-        if profile.gpu_railgate is None:
-            changes["gpu_railgate"] = False  # a railgated GPU wakes up slowly: never measure it
+        gpu = FreqRange(spec, spec)
+        if railgate is None:
+            railgate = False  # a railgated GPU wakes up slowly: never measure it
         sections.append("gpu")
     if request.cpu_freq:
         spec = parse_freq(request.cpu_freq)
-        changes["cpu_freq"] = FreqRange(spec, spec)
-        if not profile.cpu_governors:
-            changes["cpu_governors"] = ("userspace", "performance")
+        cpu = FreqRange(spec, spec)
+        governors = governors or ("userspace", "performance")
         sections.append("cpu")
     if request.emc_freq:
-        changes["emc_freq"] = parse_freq(request.emc_freq)
+        emc = parse_freq(request.emc_freq)
         sections.append("emc")
-    changes["sections"] = tuple(dict.fromkeys(sections))
-    changes["beyond_power_mode"] = request.beyond_power_mode
-    return dataclasses.replace(profile, **changes)
+    return dataclasses.replace(profile, gpu_freq=gpu, gpu_railgate=railgate, cpu_freq=cpu,
+                               cpu_governors=governors, emc_freq=emc,
+                               sections=tuple(dict.fromkeys(sections)),
+                               beyond_power_mode=request.beyond_power_mode)
 
 
-def applied_clocks(root: Root, board: Board) -> List[Dict[str, Any]]:
+def applied_clocks(root: Root, board: Board) -> List[ClockDoc]:
     return read_applied(root, board)
 
 
-def runs_as_applied(clocks: Sequence[Any], applied: Sequence[Dict[str, Any]],
+def runs_as_applied(clocks: Sequence[ClockReading], applied: Sequence[ClockDoc],
                     soc: Optional[str]) -> bool:
     """Every clock judged exactly (not a CPU read from activity counters) runs inside what its
     knobs let the kernel run (validity.expected_range)."""
@@ -74,7 +85,7 @@ def runs_as_applied(clocks: Sequence[Any], applied: Sequence[Dict[str, Any]],
     return True
 
 
-def put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: List[Any]) -> str:
+def put_back(root: Root, request: MeasureRequest, had_journal: bool, steps: List[Step]) -> str:
     if not had_journal:
         # Decided by the journal, not by `steps`: an interrupt inside apply_profile (journal
         # written, the step half done) leaves no step in our list, but writes to undo.
@@ -102,23 +113,23 @@ class Pin:
     ownership guard), every step written (for a partial undo), what was asked, and the knobs
     and clocks read back after it settled."""
 
-    def __init__(self, root: Root, board: Board, request: MeasureRequest, guard: Any):
+    def __init__(self, root: Root, board: Board, request: MeasureRequest, guard: Guard):
         self.root, self.board, self.request, self.guard = root, board, request, guard
-        self.steps: List[Any] = []  # every Step written, in order
-        self.pinned_for: Any = object()
-        self.applied_clocks: List[Dict[str, Any]] = []  # knobs read back (domains.read_applied)
-        self.requested: List[Any] = []
-        self.clocks: Tuple[Any, ...] = ()
+        self.steps: List[Step] = []  # every Step written, in order
+        self.pinned_for: Union[str, None, object] = object()  # the GPU clock pinned (none yet)
+        self.applied_clocks: List[ClockDoc] = []  # knobs read back (domains.read_applied)
+        self.requested: List[Requested] = []
+        self.clocks: Tuple[ClockReading, ...] = ()
         self.profile_name: Optional[str] = None
         self.notes: Tuple[str, ...] = ()
         self.caps_lifted: Tuple[str, ...] = ()  # --beyond-power-mode: the caps this pin passed
 
-    def settle(self) -> Tuple[Any, ...]:
+    def settle(self) -> Tuple[ClockReading, ...]:
         """The clocks once they run what was applied (a kernel moves the current frequency a
         little after the write; a simulated one on a busy host, later still), at most
         PIN_SETTLE_S, then until two reads agree. A clock that never gets there (throttled,
         capped by something else) is read as it is and judged by the window."""
-        def read() -> Any:
+        def read() -> Tuple[ClockReading, ...]:
             return read_clocks(self.root, self.board)
 
         deadline = time.monotonic() + PIN_SETTLE_S
@@ -130,7 +141,7 @@ class Pin:
         return tuple(settled(read))
 
     def to(self, gpu_freq: Optional[str],
-           on_applied: Optional[Callable[[Any, Sequence[Any]], None]] = None) -> None:
+           on_applied: Optional[OnApplied] = None) -> None:
         if gpu_freq == self.pinned_for:
             return
         profile = build_profile(self.request, gpu_freq, self.root.base)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, FrozenSet, List, Optional, Tuple
+from typing import FrozenSet, List, Optional, Tuple
 
 from ..errors import UsageError
 from ..hw.board import Board
 from ..report.schema import point_id
 from ..units import format_hz, parse_duration_s, parse_freq, resolve_freq
-from ..workload.command.spec import command_request, command_spec
+from ..workload.command.spec import CommandSpec, command_request, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
 from ..workload.precision import parse_precisions
 from ..workload.registry import check_model_names
@@ -36,7 +36,7 @@ class MeasureRequest:
     device: str = "auto"
     input_shape: Optional[InputShape] = None  # named inputs for ONNX models / engines
     provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
-    command: Optional[Any] = None  # --cmd: a workload.command.CommandSpec instead of a network
+    command: Optional[CommandSpec] = None  # --cmd: a command instead of a network
     iterations: int = 10
     duration_s: float = 3.0
     warmup_s: float = 1.0

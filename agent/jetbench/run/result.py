@@ -6,27 +6,49 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import __version__
+from ..documents import (
+    BoardDoc,
+    ClockDoc,
+    EfficiencyDoc,
+    FigureUncertainty,
+    IdleDoc,
+    PowerDoc,
+    PowerPoint,
+    ResultDoc,
+    ThermalDoc,
+    UncertaintyParts,
+)
 from ..hw.board import Board
 from ..hw.fs import Root
 from ..hw.thermal import assess, cooling_states, read_temperatures_c, scan
+from ..report import schema
 from ..report.schema import SCHEMA
 from ..units import parse_freq
 from ..workload.runtimes import provider_for
 from .request import MeasureRequest, Point
 from .timing import precision_advice as advise
-from .validity import applied_summary
+from .validity import Mismatch, applied_summary
+
+if TYPE_CHECKING:
+    from ..hw.thermal import ThermalLayout
+    from ..sampling.window import WindowResult
+    from .pinning import Pin
+
+# per figure ("total:SOURCE/NAME" or a channel's key): its uncertainty
+Uncertainties = Mapping[str, FigureUncertainty]
 
 
 def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
-             board_doc: Dict[str, Any], pin: Any, framework: str) -> Dict[str, Any]:
+             board_doc: BoardDoc, pin: Pin, framework: str) -> ResultDoc:
     """The result of `point` before its figures: what was asked, what the knobs hold."""
     applied = applied_summary(pin.applied_clocks)
     provider = provider_for(point.runtime, point.model, request.provider)  # ONNX Runtime's only
-    requested: Dict[str, Any] = {}
-    resolved: Dict[str, Any] = {}
+    requested: Dict[str, object] = {}
+    resolved: Dict[str, int] = {}
     for r in pin.requested:
         if r.resolved_hz is None:
             requested[f"{r.domain}_{r.setting}"] = r.requested
@@ -48,8 +70,7 @@ def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
             "requested": requested,
             "resolved": resolved,
             "applied": applied,  # the knobs read back, not cur_freq (see run/validity.py)
-            "clocks": [{k: v for k, v in c.items() if k != "table_hz"}
-                       for c in pin.applied_clocks],
+            "clocks": [_without_table(c) for c in pin.applied_clocks],
             "pinned": bool(pin.requested),
         },
         "workload": {"model": point.model, "precision": point.precision,
@@ -68,8 +89,15 @@ def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
     }
 
 
-def thermal(root: Root, board: Board, before: Dict[str, float], mismatches: Sequence[Any],
-            warnings: List[str]) -> Dict[str, Any]:
+def _without_table(clock: ClockDoc) -> ClockDoc:
+    """A clock as a result's settings carry it: without the table it runs from."""
+    kept = clock.copy()
+    kept.pop("table_hz", None)
+    return kept
+
+
+def thermal(root: Root, board: Board, before: Dict[str, float], mismatches: Sequence[Mismatch],
+            warnings: List[str]) -> ThermalDoc:
     """Throttling only with evidence: a zone at or above a passive/hot/critical trip
     (before or after the run), or a thermal cooling device active after it. A clock below
     its pin without evidence is reported as exactly that."""
@@ -94,20 +122,22 @@ def thermal(root: Root, board: Board, before: Dict[str, float], mismatches: Sequ
             "trips_crossed": crossed}
 
 
-def with_caps_lifted(board: Dict[str, Any], lifted: Tuple[str, ...]) -> Dict[str, Any]:
+def with_caps_lifted(board: BoardDoc, lifted: Tuple[str, ...]) -> BoardDoc:
     """The board document, its power mode marked when this point ran past the mode's caps
     (--beyond-power-mode): two results in "the same" mode are not comparable otherwise."""
-    if not lifted or not board.get("power_mode"):
+    mode = board.get("power_mode")
+    if not lifted or not mode:
         return board
-    return {**board, "power_mode": {**board["power_mode"], "caps_lifted": True,
-                                    "lifted": list(lifted)}}
+    marked = board.copy()
+    marked["power_mode"] = {**mode, "caps_lifted": True, "lifted": list(lifted)}
+    return marked
 
 
 def temperatures(root: Root, board: Board) -> Dict[str, float]:
     return read_temperatures_c(root, board)
 
 
-def _trip_points(layout: Any) -> Dict[str, List[float]]:
+def _trip_points(layout: ThermalLayout) -> Dict[str, List[float]]:
     """Per zone, the trip points at which the kernel caps clocks (passive, hot, critical)."""
     trips: Dict[str, List[float]] = {}
     for trip in layout.trips:
@@ -115,55 +145,59 @@ def _trip_points(layout: Any) -> Dict[str, List[float]]:
     return trips
 
 
-def power_doc(req: MeasureRequest, res: Any, idle: Any, marks: Dict[str, float],
-               stem: str, unc: Optional[Dict[str, Dict[str, Any]]] = None,
-               unc_idle: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
+def power_doc(req: MeasureRequest, res: Optional[WindowResult], idle: Optional[WindowResult],
+              marks: Dict[str, float], stem: str, unc: Optional[Uncertainties] = None,
+              unc_idle: Optional[Uncertainties] = None) -> PowerDoc:
     t0 = marks["start"]
     phases = {k: round(v - t0, 6) for k, v in marks.items()}
-    doc: Dict[str, Any] = {"meters": list(req.meters) or ["auto"], "phases_s": phases,
-                           "trace_csv": f"{stem}.csv" if res is not None else None}
+    doc: PowerDoc = {"meters": list(req.meters) or ["auto"], "phases_s": phases,
+                     "trace_csv": f"{stem}.csv" if res is not None else None}
     if res is None:
-        doc.update(channels=[], total=None, totals=[], window=None, idle=None)
+        doc.update({"channels": [], "total": None, "totals": [], "window": None, "idle": None})
         return doc
-    d = res.to_dict()
     unc = unc or {}
-    for c in d["channels"]:  # gaps relative to the trace's t0, like the CSV
-        c["gaps"] = [[a - t0, b - t0] for a, b in c["gaps"]]
-        c.update(_unc_fields(unc.get(f"{c['source']}/{c['name']}")))
-    for t in d["totals"] + ([d["total"]] if d["total"] else []):
-        t.update(_unc_fields(unc.get(f"total:{t['source']}/{t['name']}")))
-    doc.update(channels=d["channels"], total=d["total"], totals=d["totals"],
-               faults=d["faults"],
-               window={"start_s": res.t_start_s - t0, "duration_s": res.duration_s,
-                       "valid": res.valid, "reasons": list(res.reasons)})
+    channels = [c.to_dict() for c in res.channels]
+    for c in channels:  # gaps relative to the trace's t0, like the CSV
+        c["gaps"] = [[a - t0, b - t0] for a, b in c.get("gaps", [])]
+        c.update(_unc_fields(unc.get(f"{c.get('source')}/{c.get('name')}")))
+    totals = [t.to_dict() for t in res.totals]
+    for t in totals:
+        t.update(_unc_fields(unc.get(f"total:{t.get('source')}/{t.get('name')}")))
+    doc.update({"channels": channels, "totals": totals, "total": totals[0] if totals else None,
+                "faults": {k: dict(v) for k, v in res.faults.items()},
+                "window": {"start_s": res.t_start_s - t0, "duration_s": res.duration_s,
+                           "valid": res.valid, "reasons": list(res.reasons)}})
     doc["idle"] = idle_doc(idle, "as pinned (active idle)", unc_idle or {})
     return doc
 
 
-def idle_doc(idle: Any, clocks: str, unc: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def idle_doc(idle: Optional[WindowResult], clocks: str, unc: Uncertainties) -> Optional[IdleDoc]:
     """An idle baseline, saying at which clocks it was taken, with its uncertainty."""
     if idle is None:
         return None
     total = idle.total.to_dict() if idle.total else None
     if total is not None:
-        total.update(_unc_fields(unc.get(f"total:{total['source']}/{total['name']}")))
-    return {"clocks": clocks, "duration_s": idle.duration_s, "valid": idle.valid,
-            "total": total,
-            "channels": [{"name": c.channel.name, "source": c.channel.source,
-                          "point": c.channel.point, "mean_w": c.mean_w}
-                         for c in idle.channels]}
+        total.update(_unc_fields(unc.get(f"total:{total.get('source')}/{total.get('name')}")))
+    channels: List[PowerPoint] = [{"name": c.channel.name, "source": c.channel.source,
+                                   "point": c.channel.point, "mean_w": c.mean_w}
+                                  for c in idle.channels]
+    doc: IdleDoc = {"clocks": clocks, "duration_s": idle.duration_s, "valid": idle.valid,
+                    "total": total, "channels": channels}
+    return doc
 
 
-def _unc_fields(u: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def _unc_fields(u: Optional[FigureUncertainty]) -> PowerPoint:
     """A figure's uncertainty as its document carries it (None = unknown, never 0)."""
     u = u or {}
+    parts: UncertaintyParts = {"basis": u.get("basis", "unknown")}
+    for key in ("sensor_w", "integration_w", "uncovered_w"):
+        if key in u:
+            parts[key] = u[key]
     return {"mean_w_uncertainty_w": u.get("mean_w_uncertainty_w"),
-            "mean_w_uncertainty_pct": u.get("mean_w_uncertainty_pct"),
-            "uncertainty": {k: v for k, v in u.items() if not k.startswith("mean_w")}
-            or {"basis": "unknown"}}
+            "mean_w_uncertainty_pct": u.get("mean_w_uncertainty_pct"), "uncertainty": parts}
 
 
-def refuse_efficiency(eff: Dict[str, Any], reasons: List[str]) -> None:
+def refuse_efficiency(eff: EfficiencyDoc, reasons: List[str]) -> None:
     """A refused window gives no img/s/W at all (the total, each point, above idle, the
     pre-regulation estimate); its watts stay, marked by the result's validity."""
     eff["images_per_j"] = None
@@ -178,20 +212,21 @@ def _ratio(ips: float, watts: Optional[float]) -> Optional[float]:
     return ips / watts if watts else None
 
 
-def efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float],
-                unc: Optional[Dict[str, Dict[str, Any]]] = None,
-                unc_idle: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
+def efficiency(ips: float, res: Optional[WindowResult], idle: Optional[WindowResult],
+               reg_eff: Optional[float], unc: Optional[Uncertainties] = None,
+               unc_idle: Optional[Uncertainties] = None) -> EfficiencyDoc:
     """images_per_j = img/s / mean W over the window (= images / J), for the total and each
     measured point; above idle and an estimated pre-regulation figure when asked."""
-    if res is None or res.total is None or res.total.mean_w is None:
+    total = res.total if res is not None else None
+    total_w = total.mean_w if total is not None else None
+    if res is None or total is None or total_w is None:
         return {"images_per_j": None, "basis": None, "by_point": []}
-    total = res.total
     unc = unc or {}
 
     def pct(key: str) -> Optional[float]:
         return (unc.get(key) or {}).get("mean_w_uncertainty_pct")
 
-    by_point = [{"name": t.total.name, "source": t.source, "point": t.total.point,
+    by_point: List[PowerPoint] = [{"name": t.total.name, "source": t.source, "point": t.total.point,
                  "kind": "total", "mean_w": t.mean_w, "images_per_j": _ratio(ips, t.mean_w),
                  "mean_w_uncertainty_pct": pct(f"total:{t.source}/{t.total.name}")}
                 for t in res.totals]
@@ -199,18 +234,19 @@ def efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float],
                   "point": c.channel.point, "kind": "channel", "mean_w": c.mean_w,
                   "images_per_j": _ratio(ips, c.mean_w),
                   "mean_w_uncertainty_pct": pct(c.channel.key)} for c in res.channels]
-    doc: Dict[str, Any] = {
-        "images_per_j": _ratio(ips, total.mean_w),
+    doc: EfficiencyDoc = {
+        "images_per_j": _ratio(ips, total_w),
         "basis": f"{total.total.name} ({total.total.point}, source {total.source})",
         "by_point": by_point,
     }
     if idle is not None and idle.total is not None and idle.total.mean_w is not None:
-        above = total.mean_w - idle.total.mean_w
+        above = total_w - idle.total.mean_w
         key = f"total:{total.source}/{total.total.name}"
-        both = [(unc.get(key) or {}).get("mean_w_uncertainty_w"),
-                ((unc_idle or {}).get(f"total:{idle.total.source}/{idle.total.total.name}")
-                 or {}).get("mean_w_uncertainty_w")]
-        above_unc = None if None in both else both[0] + both[1]  # type: ignore[operator]
+        busy_unc = (unc.get(key) or {}).get("mean_w_uncertainty_w")
+        idle_unc = ((unc_idle or {}).get(
+            f"total:{idle.total.source}/{idle.total.total.name}") or {}).get(
+            "mean_w_uncertainty_w")
+        above_unc = None if busy_unc is None or idle_unc is None else busy_unc + idle_unc
         doc["above_idle"] = {
             "mean_w_uncertainty_w": above_unc,
             "mean_w_uncertainty_pct": 100.0 * above_unc / abs(above)
@@ -221,7 +257,7 @@ def efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float],
             "images_per_j": _ratio(ips, above) if above > 0 else None,
         }
     if reg_eff is not None:
-        pre = total.mean_w / reg_eff
+        pre = total_w / reg_eff
         doc["pre_regulation_estimate"] = {
             "estimate": True, "regulator_efficiency": reg_eff, "mean_w": pre,
             "images_per_j": _ratio(ips, pre),
@@ -231,20 +267,32 @@ def efficiency(ips: float, res: Any, idle: Any, reg_eff: Optional[float],
     return doc
 
 
-def precision_advice(results: Sequence[Dict[str, Any]]) -> List[str]:
+def precision_advice(results: Sequence[ResultDoc]) -> List[str]:
     """The workload layer's "this precision is slower than FP32 here" advice, per clock setting
     (a precision is only compared with FP32 measured at the same clocks)."""
-    from types import SimpleNamespace
-
-    groups: Dict[str, List[Any]] = {}
+    groups: Dict[str, List[_Speed]] = {}
     for doc in results:
         if doc.get("status") != "ok":
             continue
         work = doc.get("workload", {})
         key = json.dumps(doc.get("settings", {}).get("applied", {}), sort_keys=True)
-        groups.setdefault(key, []).append(SimpleNamespace(
-            model=work.get("model"), precision=work.get("precision"), batch=work.get("batch"),
-            device=work.get("device"), runtime=work.get("runtime", "torch"), status="ok",
-            images_per_s=doc.get("throughput", {}).get("images_per_s"),
-            cv=doc.get("throughput", {}).get("cv")))
+        batch = work.get("batch")
+        groups.setdefault(key, []).append(_Speed(
+            str(work.get("model")), str(work.get("precision")),
+            batch if isinstance(batch, int) else 0, str(work.get("device")),
+            str(work.get("runtime", "torch")), "ok", schema.images_per_s(doc),
+            (doc.get("throughput") or {}).get("cv")))
     return [line for rows in groups.values() for line in advise(rows)]
+
+
+@dataclass(frozen=True)
+class _Speed:
+    """A measured result's figures as the precision advice reads them (run/timing.SpeedRow)."""
+    model: str
+    precision: str
+    batch: int
+    device: str
+    runtime: str
+    status: str
+    images_per_s: Optional[float]
+    cv: Optional[float]

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
+from ..documents import ResultDoc
 from ..errors import PowerModeCap, UsageError
-from ..hw.board import detect
+from ..hw.board import Board, detect
 from ..hw.fs import Root
 from ..profiles.targets import RANGE_TOLERANCE, mode_caps_now, table_hint
 from ..report import schema
@@ -25,7 +26,10 @@ from ..report.digits import noise_words, plus_minus_pct, separated
 from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
 from ..work_units import efficiency_label, rate_label
 from ..workload.model_arg import SIM
-from .measure import MeasureReport, Progress, measure
+from .measure import MeasureReport, OnResult, Progress, measure
+
+if TYPE_CHECKING:
+    from ..distributed.messages import Leader
 from .request import MeasureRequest
 
 
@@ -63,7 +67,7 @@ def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
     return sorted(out)
 
 
-def _within_mode(root: Root, board: Any, request: MeasureRequest, text: str,
+def _within_mode(root: Root, board: Board, request: MeasureRequest, text: str,
                  table: Sequence[int]) -> Sequence[int]:
     """The GPU table a sweep may visit: under a power mode's GPU cap (no --beyond-power-mode),
     `all` and ranges stop at the cap, and a listed clock above it is refused before the first
@@ -99,8 +103,8 @@ def _bound(text: str, table: Sequence[int]) -> int:
 
 @dataclass(frozen=True)
 class SweepSummary:
-    most_efficient: Optional[Dict[str, Any]]
-    fastest: Optional[Dict[str, Any]]
+    most_efficient: Optional[ResultDoc]
+    fastest: Optional[ResultDoc]
     oom: List[str]
     points: int
     simulated: bool = False
@@ -109,8 +113,8 @@ class SweepSummary:
     modelled: bool = False  # every point a sim:NAME network: img/s follows the simulated clocks
     # the other points whose interval overlaps the most efficient's / the fastest's
     # (digits.separated): then no single point is named
-    efficient_ties: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    fastest_ties: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    efficient_ties: List[ResultDoc] = dataclasses.field(default_factory=list)
+    fastest_ties: List[ResultDoc] = dataclasses.field(default_factory=list)
 
     def lines(self) -> List[str]:
         """What is worth knowing about the points, then the answer last: the most efficient
@@ -155,20 +159,21 @@ class SweepSummary:
         return out
 
 
+Figure = Callable[[ResultDoc], Optional[float]]  # a figure of a result (report/schema.py)
 _TIES_NAMED = 3  # a tie names this many points, then "and N more"
 
 
 
-def _ties(top: Optional[Dict[str, Any]], docs: Sequence[Dict[str, Any]], value: Any,
-          pct: Any) -> List[Dict[str, Any]]:
+def _ties(top: Optional[ResultDoc], docs: Sequence[ResultDoc], value: Figure,
+          pct: Figure) -> List[ResultDoc]:
     """The points of `docs` whose interval overlaps `top`'s (the rule: digits.separated)."""
     if top is None:
         return []
     return [d for d in docs if d is not top
-            and not separated(value(top), pct(top), value(d) or 0.0, pct(d))]
+            and not separated(value(top) or 0.0, pct(top), value(d) or 0.0, pct(d))]
 
 
-def _tie_line(word: str, top: Dict[str, Any], ties: Sequence[Dict[str, Any]],
+def _tie_line(word: str, top: ResultDoc, ties: Sequence[ResultDoc],
               efficient: bool) -> str:
     docs = [top, *ties]
     names = [schema.label(d) for d in docs[:_TIES_NAMED]]
@@ -189,7 +194,7 @@ def _pm(x: Optional[float], pct: Optional[float]) -> str:
     return plus_minus_pct(x, pct)
 
 
-def _w(doc: Dict[str, Any]) -> str:
+def _w(doc: ResultDoc) -> str:
     w = schema.total_w(doc)
     pct = schema.total_w_pct(doc)
     return "- W" if w is None else f"{_pm(w, pct)} W"
@@ -204,7 +209,7 @@ MODELLED_THROUGHPUT_NOTE = (
     "a demonstration of the method, never a claim about hardware")
 
 
-def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> SweepSummary:
+def summarize(results: Sequence[ResultDoc], simulated: bool = False) -> SweepSummary:
     ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
     eff = [d for d in ok if schema.items_per_j(d) is not None]
     most_efficient = max(eff, key=lambda d: schema.items_per_j(d) or 0.0) if eff else None
@@ -225,7 +230,8 @@ def summarize(results: Sequence[Dict[str, Any]], simulated: bool = False) -> Swe
 
 
 def sweep(root: Root, request: MeasureRequest, freqs: str,
-          progress: Optional[Progress] = None, **kwargs: Any) -> MeasureReport:
+          progress: Optional[Progress] = None, ranks: Optional[Leader] = None,
+          on_result: Optional[OnResult] = None) -> MeasureReport:
     """Every GPU clock of `freqs` (see module docstring) crossed with the request's models,
     precisions and batches. `request.out_dir` is required (points are written as they end)."""
     if request.out_dir is None:
@@ -236,4 +242,5 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
     table = board.gpu.available_hz if board.gpu else board.nvml_gpus[0].graphics_hz
     hz = expand_freqs(freqs, _within_mode(root, board, request, freqs, table))
     request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz), keep_going=True)
-    return measure(root, request, progress=progress, command="sweep", **kwargs)
+    return measure(root, request, progress=progress, command="sweep", on_result=on_result,
+                   ranks=ranks)

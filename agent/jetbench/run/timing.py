@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from ..errors import NOT_RUN, JetbenchError, OutOfMemory, UsageError, first_line, not_run
 from ..report.digits import noise_words, separated, significant
@@ -75,9 +75,10 @@ class TimeRow:
     def images_per_s(self) -> Optional[float]:
         return self.result.images_per_s if self.result else None
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:  # a row of `jetbench time --json`
+        doc: Dict[str, object]
         if self.result is not None:
-            doc = self.result.to_dict()
+            doc = dict(self.result.to_dict())
         else:
             doc = {"workload": {"model": self.model, "precision": self.precision,
                                 "batch": self.batch, "device": self.device,
@@ -99,7 +100,7 @@ class TimeReport:
     device: str
     fastest: Tuple[str, ...] = ()  # per configuration timed under several runtimes
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         """The `jetbench time --json` document."""
         return {"schema": SCHEMA, "device": self.device,
                 "results": [row.to_dict() for row in self.rows],
@@ -205,7 +206,7 @@ def _one(request: TimeRequest, model: str, runtime: str, precision: str, batch: 
             result = run_in_child(work, TimingPlan(iterations=request.iterations,
                                                    duration_s=request.duration_s,
                                                    warmup_s=request.warmup_s, progress=report))
-            return TimeRow(model, precision, batch, result.workload["device"], "ok", result)
+            return TimeRow(model, precision, batch, str(result.workload["device"]), "ok", result)
         if report:
             report("build", 0.0)
         workload = build_workload(model, precision, batch, device, request.input_mode,
@@ -254,20 +255,42 @@ def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:
         return []  # the timing rows say so
 
 
-def _cv_pct(row: Any) -> Optional[float]:
+class SpeedRow(Protocol):
+    """What the advice reads of a row: a TimeRow, or a measured result's (run/result.py)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def runtime(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def images_per_s(self) -> Optional[float]: ...
+
+
+Group = Tuple[Union[str, int], ...]  # what rows are compared within (model, batch...)
+
+
+def _cv_pct(row: SpeedRow) -> Optional[float]:
     """A row's latency CV in % (the spread its img/s is compared with), None if unknown."""
-    cv = getattr(row, "cv", None)
-    if cv is None and getattr(row, "result", None) is not None:
-        cv = getattr(row.result, "cv", None)
+    cv = getattr(row, "cv", None)  # a measured result's; a TimeRow's is its TimingResult's
+    if cv is None:
+        cv = getattr(getattr(row, "result", None), "cv", None)
     return None if cv is None else float(cv) * 100
 
 
-def _speeds(rows: Sequence[Any], group: Callable[[Any], Tuple[Any, ...]],
-            name: Callable[[Any], str]
-            ) -> Dict[Tuple[Any, ...], Dict[str, Tuple[float, Optional[float]]]]:
+def _speeds(rows: Sequence[SpeedRow], group: Callable[[SpeedRow], Group],
+            name: Callable[[SpeedRow], str]
+            ) -> Dict[Group, Dict[str, Tuple[float, Optional[float]]]]:
     """(img/s, latency CV %) of the rows that ran, grouped by `group`, keyed within a group
     by `name`."""
-    out: Dict[Tuple[Any, ...], Dict[str, Tuple[float, Optional[float]]]] = {}
+    out: Dict[Group, Dict[str, Tuple[float, Optional[float]]]] = {}
     for row in rows:
         if row.status == "ok" and row.images_per_s:
             out.setdefault(group(row), {})[name(row)] = (row.images_per_s, _cv_pct(row))
@@ -287,7 +310,7 @@ def within_noise(names: Sequence[str], figures: Sequence[Tuple[float, Optional[f
     return f"{listed} are within noise {what}: {noise_words(worst)}, {NOISE_HINT}"
 
 
-def precision_advice(rows: Sequence[Any]) -> List[str]:
+def precision_advice(rows: Sequence[SpeedRow]) -> List[str]:
     """For each model/batch/device: every precision slower than FP32, how much slower, and
     the fastest choice measured (the seed's "FP16 is 15x slower on the CPU"); where the two
     figures' spreads overlap (digits.separated), that they are within noise instead."""

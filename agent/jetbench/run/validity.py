@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..documents import ClockDoc
+from ..documents import ObservedClock as ObservedClockDoc
 from ..hw.clocks.runs import at_or_below, runs_range
+from ..hw.clocks.types import ClockReading
 from ..units import format_hz
 
 # SoCs whose cpufreq current frequency comes from activity monitors (docs/hardware.md, CPU).
@@ -52,7 +55,7 @@ class ObservedClock:
     def mean_hz(self) -> Optional[float]:
         return self.sum_hz / self.samples if self.samples else None
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> ObservedClockDoc:
         mean = self.mean_hz
         return {"domain": self.domain, "name": self.name, "min_hz": self.min_hz,
                 "mean_hz": None if mean is None else round(mean), "max_hz": self.max_hz,
@@ -63,8 +66,9 @@ class ClockSampler:
     """Reads the current-frequency files every SAMPLE_EVERY_S while the window is open (one
     read at start and one at stop, so even a short window has two samples per clock)."""
 
-    def __init__(self, read: Any, every_s: float = SAMPLE_EVERY_S):
-        self._read = read  # () -> sequence of ClockReading
+    def __init__(self, read: Callable[[], Sequence[ClockReading]],
+                 every_s: float = SAMPLE_EVERY_S):
+        self._read = read
         self._every_s = every_s
         self._clocks: Dict[Tuple[str, str], ObservedClock] = {}
         self._lock = threading.Lock()
@@ -103,20 +107,21 @@ class ClockSampler:
         while not self._stop.wait(self._every_s):
             self.sample()
 
-    def observed(self) -> List[Dict[str, Any]]:
+    def observed(self) -> List[ObservedClockDoc]:
         with self._lock:
             return [c.to_dict() for c in self._clocks.values()]
 
 
-def pinned_hz(applied: Dict[str, Any]) -> Optional[int]:
+def pinned_hz(applied: ClockDoc) -> Optional[int]:
     """The one clock the knobs hold (min = max, or an override rate), else None (a range)."""
-    if applied.get("override_hz") is not None:
-        return int(applied["override_hz"])
+    override = applied.get("override_hz")
+    if override is not None:
+        return int(override)
     lo, hi = applied.get("min_hz"), applied.get("max_hz")
     return int(lo) if lo is not None and lo == hi else None
 
 
-def applied_summary(applied_clocks: Sequence[Dict[str, Any]]) -> Dict[str, Optional[int]]:
+def applied_summary(applied_clocks: Sequence[ClockDoc]) -> Dict[str, Optional[int]]:
     """`settings.applied` as scripts read it: per domain (its first clock: cpu policy0, the
     GPU, EMC) `<domain>_hz` = the pinned knob value (None when the governor has a range) and
     `<domain>_min_hz`/`<domain>_max_hz` = the knob range."""
@@ -131,7 +136,7 @@ def applied_summary(applied_clocks: Sequence[Dict[str, Any]]) -> Dict[str, Optio
     return out
 
 
-def expected_range(applied: Dict[str, Any]) -> Tuple[Optional[int], Optional[int]]:
+def expected_range(applied: ClockDoc) -> Tuple[Optional[int], Optional[int]]:
     """The range the running clock must stay in, by the kernel's rules (hw/clocks/runs.py):
     an override rate runs at the highest table entry not above it; min/max knobs run among
     the table entries inside them, or, where none lies inside (a power mode's cap that is no
@@ -156,7 +161,7 @@ class Mismatch:
     reason: str  # names the domain, the clock and both frequencies
 
 
-def judge(applied_clocks: Sequence[Dict[str, Any]], observed: Sequence[Dict[str, Any]],
+def judge(applied_clocks: Sequence[ClockDoc], observed: Sequence[ObservedClockDoc],
           soc: Optional[str]) -> List[Mismatch]:
     """Where the observed clocks contradict the applied ones (empty: they agree)."""
     by_key = {(c["domain"], c["name"]): c for c in applied_clocks}
@@ -182,14 +187,16 @@ def _range_text(lo: Optional[int], hi: Optional[int]) -> str:
     return f"{format_hz(lo)} .. {format_hz(hi)} was applied"
 
 
-def _spread(obs: Dict[str, Any]) -> str:
+def _spread(obs: ObservedClockDoc) -> str:
     return (f"(min {format_hz(obs['min_hz'])}, mean {format_hz(obs['mean_hz'])}, "
             f"max {format_hz(obs['max_hz'])} over {obs['samples']} samples)")
 
 
-def _judge_exact(who: str, obs: Dict[str, Any], lo: Optional[int],
+def _judge_exact(who: str, obs: ObservedClockDoc, lo: Optional[int],
                  hi: Optional[int]) -> Optional[Tuple[str, str]]:
     low, high = obs["min_hz"], obs["max_hz"]
+    if low is None or high is None:  # no sample: nothing to judge
+        return None
     if lo is not None and low < lo:
         return "below", f"{who} ran at {format_hz(low)}, {_range_text(lo, hi)} {_spread(obs)}"
     if hi is not None and high > hi:
@@ -197,21 +204,22 @@ def _judge_exact(who: str, obs: Dict[str, Any], lo: Optional[int],
     return None
 
 
-def _judge_mean(who: str, obs: Dict[str, Any], lo: Optional[int],
+def _judge_mean(who: str, obs: ObservedClockDoc, lo: Optional[int],
                 hi: Optional[int]) -> Optional[Tuple[str, str]]:
     mean = obs["mean_hz"]
+    if mean is None:  # no sample: nothing to judge
+        return None
     tol = ACTIVITY_COUNTER_TOLERANCE
-    pinned = lo is not None and lo == hi
     note = (f"{_spread(obs)}; measured from activity counters, judged on the mean within "
             f"{tol:.0%}")
-    if pinned and mean < lo * (1 - tol):  # type: ignore[operator]
+    if lo is not None and lo == hi and mean < lo * (1 - tol):
         return "below", f"{who} ran at {format_hz(mean)} (mean), {_range_text(lo, hi)} {note}"
     if hi is not None and mean > hi * (1 + tol):
         return "above", f"{who} ran at {format_hz(mean)} (mean), {_range_text(lo, hi)} {note}"
     return None
 
 
-def below_pin(applied_clocks: Sequence[Dict[str, Any]], clocks: Sequence[Any],
+def below_pin(applied_clocks: Sequence[ClockDoc], clocks: Sequence[ClockReading],
               soc: Optional[str]) -> Tuple[str, ...]:
     """The daemon's check between measurements, by the same rule as a result's validity
     (`judge`): one read of each clock (hw ClockReading) against the knobs as kept (an override
@@ -220,8 +228,9 @@ def below_pin(applied_clocks: Sequence[Dict[str, Any]], clocks: Sequence[Any],
     is not judged from one read: it reads low whenever its cores rest."""
     now = {(c.domain, c.name): c.cur_hz for c in clocks if c.cur_hz is not None
            and not (c.domain == "cpu" and activity_counter_cpu(soc))}
-    observed = [{"domain": d, "name": n, "min_hz": hz, "max_hz": hz, "mean_hz": hz,
-                 "samples": 1} for (d, n), hz in now.items()]
+    observed: List[ObservedClockDoc] = [
+        {"domain": d, "name": n, "min_hz": hz, "max_hz": hz, "mean_hz": hz, "samples": 1}
+        for (d, n), hz in now.items()]
     by_key = {(c["domain"], c["name"]): c for c in applied_clocks}
     out = []
     for m in judge(applied_clocks, observed, soc):

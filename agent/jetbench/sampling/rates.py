@@ -5,10 +5,11 @@ sensor never had, so the result says the rate that carried information."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
+from ..documents import SamplingDoc
 from .window import SourceTrace
 
 
@@ -25,12 +26,12 @@ def distinct_readings(values: np.ndarray) -> int:
     return 1 + int(np.any(readings[1:] != readings[:-1], axis=1).sum())
 
 
-def sampling_doc(traces: Sequence[SourceTrace], t0: float, t1: float) -> List[Dict[str, Any]]:
+def sampling_doc(traces: Sequence[SourceTrace], t0: float, t1: float) -> List[SamplingDoc]:
     """Per source over [t0, t1]: `requested_hz` (how often it was read; None for a source
     that pushes its readings), `sensor_hz` (how often its readings refresh), `effective_hz`
     (the slower of the two), `distinct_per_s` (readings that changed, per second) and the
     samples read."""
-    out = []
+    out: List[SamplingDoc] = []
     duration = t1 - t0
     for src in traces:
         t, v = src.trace.slice(t0, t1)

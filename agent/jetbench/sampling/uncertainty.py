@@ -16,17 +16,25 @@ power figure is a worst-case bound).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..documents import EfficiencyUncertainty, FigureUncertainty
 from ..hw.meters.base import KIND_ENERGY
 from .energy import integrate
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..hw.meters.accuracy import Accuracy
+    from .sampler import SourceTrace
+    from .window import WindowResult
 
 BOUND_PCT = 1.0  # MLPerf Power's bound on the efficiency figure's uncertainty
 
 
-def integration_error_frac(t: Any, y: Any, t0: float, t1: float, max_gap_s: float,
+def integration_error_frac(t: ArrayLike, y: ArrayLike, t0: float, t1: float, max_gap_s: float,
                            counter: bool = False) -> Optional[float]:
     """|mean(full trace) - mean(every other sample)| / mean(full), over [t0, t1]."""
     if counter:
@@ -40,16 +48,16 @@ def integration_error_frac(t: Any, y: Any, t0: float, t1: float, max_gap_s: floa
 
 
 def channel_uncertainty(mean_w: Optional[float], coverage: float, sensor_w: Optional[float],
-                        integration_frac: Optional[float], basis: str) -> Dict[str, Any]:
+                        integration_frac: Optional[float], basis: str) -> FigureUncertainty:
     """The document a channel (or total) carries: `mean_w_uncertainty_w`/`_pct` and parts."""
-    doc: Dict[str, Any] = {"mean_w_uncertainty_w": None, "mean_w_uncertainty_pct": None,
-                           "sensor_w": sensor_w, "integration_w": None, "uncovered_w": None,
-                           "basis": basis}
+    doc: FigureUncertainty = {"mean_w_uncertainty_w": None, "mean_w_uncertainty_pct": None,
+                              "sensor_w": sensor_w, "integration_w": None, "uncovered_w": None,
+                              "basis": basis}
     if mean_w is None:
         return doc
     uncovered = max(0.0, 1.0 - coverage) * abs(mean_w)
     integ = None if integration_frac is None else integration_frac * abs(mean_w)
-    doc.update(integration_w=integ, uncovered_w=uncovered)
+    doc.update({"integration_w": integ, "uncovered_w": uncovered})
     if sensor_w is None or integ is None:
         return doc
     total = sensor_w + integ + uncovered
@@ -58,12 +66,13 @@ def channel_uncertainty(mean_w: Optional[float], coverage: float, sensor_w: Opti
     return doc
 
 
-def window_uncertainty(res: Any, traces: Sequence[Any], accuracies: Mapping[str, Any],
-                       gap_factor: float = 5.0) -> Dict[str, Dict[str, Any]]:
+def window_uncertainty(res: WindowResult, traces: Sequence[SourceTrace],
+                       accuracies: Mapping[str, Accuracy], gap_factor: float = 5.0
+                       ) -> Dict[str, FigureUncertainty]:
     """Channel key ('ina3221/VDD_IN') -> uncertainty document, and the same for each total
     under 'total:<source>/<name>'. `res` is a WindowResult, `traces` the sampler's SourceTraces,
     `accuracies` channel key -> Accuracy."""
-    out: Dict[str, Dict[str, Any]] = {}
+    out: Dict[str, FigureUncertainty] = {}
     t0, t1 = res.t_start_s, res.t_end_s
     for src in traces:
         t, v = src.trace.slice(t0, t1)
@@ -83,9 +92,10 @@ def window_uncertainty(res: Any, traces: Sequence[Any], accuracies: Mapping[str,
     for total in res.totals:
         parts = [out.get(f"{total.source}/{name}") for name in total.total.channels]
         key = f"total:{total.source}/{total.total.name}"
-        known = [p["mean_w_uncertainty_w"] for p in parts if p is not None]
-        if total.mean_w is None or len(known) != len(parts) or None in known:
-            basis = "; ".join(sorted({p["basis"] for p in parts if p is not None}))
+        known = [w for w in (p.get("mean_w_uncertainty_w") for p in parts if p is not None)
+                 if w is not None]
+        if total.mean_w is None or len(known) != len(parts):
+            basis = "; ".join(sorted({p.get("basis", "unknown") for p in parts if p is not None}))
             out[key] = {"mean_w_uncertainty_w": None, "mean_w_uncertainty_pct": None,
                         "basis": basis or "unknown"}
             continue
@@ -94,7 +104,7 @@ def window_uncertainty(res: Any, traces: Sequence[Any], accuracies: Mapping[str,
         out[key] = {"mean_w_uncertainty_w": w,
                     "mean_w_uncertainty_pct": 100.0 * w / abs(total.mean_w)
                     if total.mean_w else None,
-                    "basis": known_parts[0]["basis"] if len(parts) == 1 else
+                    "basis": known_parts[0].get("basis", "unknown") if len(parts) == 1 else
                     "sum of the channels' worst-case uncertainties"}
     return out
 
@@ -111,7 +121,7 @@ def throughput_sem_pct(latencies_ms: Sequence[float]) -> Optional[float]:
 
 def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[float],
                            power_basis: str, external_meter: bool,
-                           per_iteration: bool = True) -> Dict[str, Any]:
+                           per_iteration: bool = True) -> EfficiencyUncertainty:
     """`efficiency.uncertainty`: power, throughput and their combination (linear), with what
     would lower it when above BOUND_PCT. `per_iteration`: the throughput's spread comes from
     iterations jetbench timed (a command's run has none it can see)."""

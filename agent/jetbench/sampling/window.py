@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..documents import PowerPoint
 from ..errors import MeasurementInvalid
 from ..hw.meters.base import KIND_ENERGY, Channel, Total
 from .energy import integrate
 from .trace import Trace
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MIN_PERIODS = 4  # a window must span at least this many sensor update periods
 GAP_FACTOR = 5.0  # an interval longer than this many sampling intervals is a gap
@@ -49,7 +53,7 @@ class ChannelResult:
     valid: bool
     reason: Optional[str] = None
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> PowerPoint:
         return {
             "name": self.channel.name,
             "source": self.channel.source,
@@ -74,7 +78,7 @@ class TotalResult:
     coverage: float
     valid: bool
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> PowerPoint:
         return {
             "name": self.total.name,
             "source": self.source,
@@ -126,7 +130,7 @@ class WindowResult:
             )
         return self
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:  # the window as a whole (tests, debugging)
         return {
             "duration_s": self.duration_s,
             "channels": [c.to_dict() for c in self.channels],
@@ -201,7 +205,7 @@ def compute_window(
 
 
 def _channel(
-    ch: Channel, t: Any, y: Any, t0: float, t1: float, max_gap: float
+    ch: Channel, t: np.ndarray, y: np.ndarray, t0: float, t1: float, max_gap: float
 ) -> ChannelResult:
     integral = integrate(t, y, t0, t1, counter=ch.kind == KIND_ENERGY, max_gap_s=max_gap)
     gaps = tuple(Gap(a, b) for a, b in integral.gaps)

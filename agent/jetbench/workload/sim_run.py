@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
+from ..documents import ResultDoc
 from ..errors import UsageError
 from ..hw.board import Board
 from ..hw.clocks.domains import read_clocks
@@ -47,7 +48,7 @@ from .model_arg import SIM, SIM_PREFIX
 from .precision import PrecisionUnavailable
 from .registry import ModelSpec, get_spec
 from .timing.plan import TimingPlan
-from .timing.runner import run_timed
+from .timing.runner import TimingResult, run_timed
 from .timing.timed import TimedRun
 
 CLOCK_READ_EVERY_S = 0.005  # clocks re-read at most this often (every batch of 5 ms or more)
@@ -235,7 +236,7 @@ class SimRun(TimedRun):
     def prepare(self) -> None:
         self._workload, self._network = build_sim_workload(*self._args)
 
-    def run(self, plan: TimingPlan) -> Any:
+    def run(self, plan: TimingPlan) -> TimingResult:
         assert self._workload is not None and self._network is not None
         network = self._network
 
@@ -252,7 +253,7 @@ class SimRun(TimedRun):
         late = network.pace.warning()  # the timed window's pace (restarted at its start)
         return result if late is None else replace(result, warnings=result.warnings + (late,))
 
-    def annotate(self, doc: Dict[str, Any]) -> None:
+    def annotate(self, doc: ResultDoc) -> None:
         doc["simulated"] = True  # the workload too, whatever else the result says
 
     def close(self) -> None:

@@ -14,8 +14,9 @@ or BPMP rate lock), the override rate read back from its file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
+from ...documents import ClockDoc
 from .. import nvml
 from ..board import Board
 from ..fs import Root
@@ -77,11 +78,11 @@ def read_clocks(root: Root, board: Board) -> Tuple[ClockReading, ...]:
     return tuple(r for d in DOMAINS if d.read is not None for r in d.read(root, board))
 
 
-def read_applied(root: Root, board: Board) -> List[Dict[str, Any]]:
+def read_applied(root: Root, board: Board) -> List[ClockDoc]:
     """One document per clock: domain, name, governor, min_hz, max_hz, override_hz, locked,
     table_hz (the table the clock runs from; empty when the kernel lists none). min/max are
     None where no knob holds the clock (an override switched off)."""
-    out: List[Dict[str, Any]] = []
+    out: List[ClockDoc] = []
     for d in DOMAINS:
         if d.read is None or d.kept is None:
             continue

@@ -6,14 +6,23 @@ from __future__ import annotations
 import copy
 import json
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
 
 from ...report import schema
 from ...report.digits import separated
 from .options import OBJECTIVES
 
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
 
-def metrics_of(doc: Dict[str, Any]) -> Dict[str, Optional[float]]:
+    from ...documents import ResultDoc
+
+Metrics = Dict[str, Optional[float]]  # a trial's figures by name (metrics_of)
+Settings = Dict[str, Union[str, int]]  # model, precision, batch and <knob>_hz of a trial
+
+
+def metrics_of(doc: ResultDoc) -> Metrics:
     """A trial's figures, read through the result schema's accessors."""
     return {"images_per_s": schema.images_per_s(doc),
             "images_per_j": schema.images_per_j(doc),
@@ -22,74 +31,85 @@ def metrics_of(doc: Dict[str, Any]) -> Dict[str, Optional[float]]:
             "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc)}
 
 
-def feasible(trial: Any) -> bool:
+def feasible(trial: FrozenTrial) -> bool:
     violations = trial.user_attrs.get("constraints", [1.0])
     return (trial.state.name == "COMPLETE" and trial.user_attrs.get("valid") is True
             and isinstance(violations, list) and all(
                 type(v) in (int, float) and v <= 0 for v in violations))
 
 
-def _key(t: Any) -> str:
+def _key(t: FrozenTrial) -> str:
     settings = t.user_attrs.get("settings")
     return json.dumps(settings, sort_keys=True) if settings else f"#{t.number}"
 
 
-def _pooled(trials: Sequence[Any]) -> Dict[str, Any]:
+@dataclass(frozen=True)
+class _Point:
+    """Trials of the same settings: their readings and mean metrics."""
+    trials: List[FrozenTrial]
+    metrics: Metrics
+    feasible: bool
+
+
+def _pooled(trials: Sequence[FrozenTrial]) -> Dict[str, _Point]:
     """Trials of the same settings as one point: its readings' mean metrics (a point with a
     reading that is invalid or breaks a constraint is not feasible)."""
-    groups: Dict[str, List[Any]] = {}
+    groups: Dict[str, List[FrozenTrial]] = {}
     for t in trials:
         if t.state.name == "COMPLETE":
             groups.setdefault(_key(t), []).append(t)
     pooled = {}
     for key, group in groups.items():
-        metrics: Dict[str, Any] = {}
+        metrics: Metrics = {}
         for name in group[0].user_attrs.get("metrics", {}):
             values = [t.user_attrs["metrics"].get(name) for t in group]
-            metrics[name] = None if None in values else sum(values) / len(values)
-        pooled[key] = {"trials": group, "metrics": metrics,
-                       "feasible": all(feasible(t) for t in group)}
+            known = [v for v in values if v is not None]
+            metrics[name] = sum(known) / len(known) if len(known) == len(values) else None
+        pooled[key] = _Point(group, metrics, all(feasible(t) for t in group))
     return pooled
 
 
-def _to_confirm(trials: Sequence[Any], objective: str, room: int) -> List[Dict[str, Any]]:
+def _to_confirm(trials: Sequence[FrozenTrial], objective: str, room: int) -> List[Settings]:
     """The settings of the best feasible points read only once, best first, at most `room`
     (trials whose settings are checked: `_usable`)."""
     if room <= 0 or objective not in OBJECTIVES:
         return []
     sign = 1 if OBJECTIVES[objective] == "maximize" else -1
-    once = [p for p in _pooled(trials).values() if p["feasible"] and len(p["trials"]) == 1
-            and p["metrics"].get(objective) is not None]
-    once.sort(key=lambda p: -sign * p["metrics"][objective])
-    return [dict(p["trials"][0].user_attrs["settings"]) for p in once[:room]]
+    once = [(value, p) for p in _pooled(trials).values() if p.feasible and len(p.trials) == 1
+            for value in [p.metrics.get(objective)] if value is not None]
+    once.sort(key=lambda vp: -sign * vp[0])
+    return [dict(p.trials[0].user_attrs["settings"]) for _, p in once[:room]]
 
 
-def _params_of(settings: Dict[str, Any], space: Dict[str, List[int]],
-               choices: Dict[str, List[Any]]) -> Optional[Dict[str, Any]]:
+def _params_of(settings: Settings, space: Dict[str, List[int]],
+               choices: Dict[str, Sequence[Union[str, int]]]) -> Optional[Settings]:
     """Optuna's params for a point, rebuilt from its checked settings (never the stored
     params, which a shared study's editor could point past a table); None when the point is
     not one of this run's choices (another workload's trial)."""
-    params: Dict[str, Any] = {}
+    params: Settings = {}
     for key, options in choices.items():
         if settings.get(key) not in options:
             return None
         params[key] = settings[key]
     for knob, values in space.items():
-        params[f"{knob}_index"] = values.index(settings[f"{knob}_hz"])
+        hz = settings.get(f"{knob}_hz")
+        if not isinstance(hz, int) or hz not in values:
+            return None
+        params[f"{knob}_index"] = values.index(hz)
     return params
 
 
-def choose_best(trials: Sequence[Any], objective: str) -> Optional[Any]:
+def choose_best(trials: Sequence[FrozenTrial], objective: str) -> Optional[FrozenTrial]:
     """The best feasible point on `objective` (a trial standing for it; points measured more
     than once count by their mean); for images_per_j, points whose img/J differ by less than
     their combined uncertainty are a tie and the one drawing less power wins."""
-    points = {k: p for k, p in _pooled(trials).items()
-              if p["feasible"] and p["metrics"].get(objective) is not None}
+    points = [p for p in _pooled(trials).values()
+              if p.feasible and p.metrics.get(objective) is not None]
     ok = []
-    for p in points.values():
-        stand_in = copy.copy(p["trials"][-1])
-        stand_in.user_attrs = {**stand_in.user_attrs, "metrics": p["metrics"],
-                               "readings": len(p["trials"])}
+    for p in points:
+        stand_in = copy.copy(p.trials[-1])
+        stand_in.user_attrs = {**stand_in.user_attrs, "metrics": p.metrics,
+                               "readings": len(p.trials)}
         ok.append(stand_in)
     if not ok:
         return None
@@ -101,7 +121,7 @@ def choose_best(trials: Sequence[Any], objective: str) -> Optional[Any]:
     return min(ties, key=lambda t: t.user_attrs["metrics"].get("power_w") or math.inf)
 
 
-def _tied(a: Any, b: Any) -> bool:
+def _tied(a: FrozenTrial, b: FrozenTrial) -> bool:
     ma, mb = a.user_attrs["metrics"], b.user_attrs["metrics"]
     ua, ub = ma.get("images_per_j_uncertainty_pct"), mb.get("images_per_j_uncertainty_pct")
     if a is b:
@@ -111,11 +131,11 @@ def _tied(a: Any, b: Any) -> bool:
     return not separated(ma["images_per_j"], ua, mb["images_per_j"], ub)
 
 
-def _usable(trials: Sequence[Any], space: Dict[str, List[int]]) -> List[Any]:
+def _usable(trials: Sequence[FrozenTrial], space: Dict[str, List[int]]) -> List[FrozenTrial]:
     return [t for t in trials if trial_problem(t, space) is None]
 
 
-def settings_problem(settings: Any, space: Dict[str, List[int]]) -> Optional[str]:
+def settings_problem(settings: object, space: Dict[str, List[int]]) -> Optional[str]:
     """Why a trial's settings (read from a study anyone with the storage can edit) are not a
     point of this board's space; None when they are. A clock is an int of its knob's list."""
     if not isinstance(settings, dict):
@@ -136,7 +156,7 @@ def settings_problem(settings: Any, space: Dict[str, List[int]]) -> Optional[str
     return None
 
 
-def metrics_problem(metrics: Any) -> Optional[str]:
+def metrics_problem(metrics: object) -> Optional[str]:
     """Why a trial's metrics are not numbers (None: they are, or unknown)."""
     if metrics is None:
         return None
@@ -149,7 +169,7 @@ def metrics_problem(metrics: Any) -> Optional[str]:
     return None
 
 
-def trial_problem(trial: Any, space: Dict[str, List[int]]) -> Optional[str]:
+def trial_problem(trial: FrozenTrial, space: Dict[str, List[int]]) -> Optional[str]:
     """A finished trial that this board cannot take as a point: hostile or foreign settings
     or metrics in a shared study. Such a trial is never chosen nor written to a profile."""
     if trial.state.name != "COMPLETE":

@@ -7,8 +7,10 @@ import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from types import ModuleType
+from typing import Dict, Optional, Tuple
 
+from ...documents import TuneDoc
 from ...errors import UsageError
 from ..request import MeasureOptions
 
@@ -75,7 +77,7 @@ class TuneRequest:
 
 @dataclass
 class TuneReport:
-    doc: Dict[str, Any]
+    doc: TuneDoc
     path: Path
     plot: Optional[Path] = None
     profile: Optional[Path] = None
@@ -101,7 +103,7 @@ def check(req: TuneRequest) -> None:
         raise UsageError("tune runs one device: not with --devices")
 
 
-def load_optuna() -> Any:
+def load_optuna() -> ModuleType:
     try:
         import optuna
     except ImportError:

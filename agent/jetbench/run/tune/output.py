@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple, Union
 
+from ...documents import TrialDoc, TuneDoc
 from ...errors import UsageError
 from ...hw.board import Board
 from ...hw.fs import Root
@@ -14,16 +15,20 @@ from ...units import format_hz
 from .choice import _usable, choose_best, feasible, metrics_problem, settings_problem, trial_problem
 from .options import _CONSTRAINT, TuneRequest
 
+if TYPE_CHECKING:
+    from optuna import Study
+    from optuna.trial import FrozenTrial
 
-def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
-              simulated: bool) -> Dict[str, Any]:
+
+def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
+              simulated: bool) -> TuneDoc:
     trials = study.get_trials(deepcopy=False)
     problems = {t.number: trial_problem(t, space) for t in trials}
     best = choose_best(_usable(trials, space), req.objectives[0])
     front = [t for t in (study.best_trials if len(req.objectives) > 1 else [best] if best else [])
              if feasible(t) and problems.get(t.number) is None]
 
-    def trial_doc(t: Any) -> Dict[str, Any]:
+    def trial_doc(t: FrozenTrial) -> TrialDoc:
         problem = problems.get(t.number)
         reasons = t.user_attrs.get("reasons", [])
         metrics = t.user_attrs.get("metrics")
@@ -49,7 +54,7 @@ def study_doc(study: Any, req: TuneRequest, space: Dict[str, List[int]],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def _best_line(study: Any, req: TuneRequest, space: Dict[str, List[int]]) -> Tuple[str, int]:
+def _best_line(study: Study, req: TuneRequest, space: Dict[str, List[int]]) -> Tuple[str, int]:
     """The best point of the finished trials, said as the progress says a point, and its
     trial's number ('' and -1 while none is usable)."""
     best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
@@ -70,27 +75,29 @@ def _best_news(best: Tuple[str, int], shown: List[str], trial: int) -> str:
     return "; the best so far" if number == trial else f"; best so far now {text}"
 
 
-def _settings_text(s: Dict[str, Any]) -> str:
-    clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items() if k.endswith("_hz"))
+def _settings_text(s: Mapping[str, Union[str, int]]) -> str:
+    clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items()
+                      if k.endswith("_hz") and isinstance(v, int))
     return f"{s['model']} {s['precision']} b{s['batch']}" + (f" {clocks}" if clocks else "")
 
 
-def _metrics_text(m: Dict[str, Any]) -> str:
+def _metrics_text(m: Mapping[str, object]) -> str:
     def g(name: str, unit: str) -> str:
         v = m.get(name)
-        return f"{v:.3g} {unit}" if v is not None else f"? {unit}"
+        return f"{v:.3g} {unit}" if isinstance(v, (int, float)) else f"? {unit}"
 
     return ", ".join((g("images_per_s", "img/s"), g("power_w", "W"), g("images_per_j", "img/J")))
 
 
-def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
+def profile_text(doc: TuneDoc, board: Board, name: str) -> str:
     """The best point as a profile `apply` and the daemon take, saying what chose it. Its
     settings are checked against this board's space again and written by a TOML writer."""
     from ...profiles.profile import pinned_clocks_table, profile_toml
 
-    best = doc["best"]
-    s = best["settings"]
-    problem = settings_problem(s, doc["space"]) or metrics_problem(best.get("metrics"))
+    best = doc.get("best") or {}
+    s = best.get("settings") or {}
+    problem = settings_problem(s, doc.get("space", {})) or \
+        metrics_problem(best.get("metrics"))
     if problem:
         raise UsageError(f"the best trial's point cannot be a profile: {problem}",
                          hint="the study was edited, or holds another board's trials: "
@@ -103,11 +110,11 @@ def profile_text(doc: Dict[str, Any], board: Board, name: str) -> str:
         f"{doc['study']!r}",
         f"workload: {s['model']} {s['precision']} batch {s['batch']}; objective: "
         f"{', '.join(doc['objectives'])}; constraints: {', '.join(doc['constraints']) or 'none'}",
-        f"measured: {_metrics_text(best['metrics'])}"
+        f"measured: {_metrics_text(best.get('metrics') or {})}"
         + (" (SIMULATED board)" if doc["simulated"] else "")])
 
 
-def save_profile(root: Root, board: Board, doc: Dict[str, Any], name: str) -> Path:
+def save_profile(root: Root, board: Board, doc: TuneDoc, name: str) -> Path:
     from ...ownership.wire import PROFILE_NAME
     from ...profiles.profile import write_profile_file
 
@@ -119,12 +126,12 @@ def save_profile(root: Root, board: Board, doc: Dict[str, Any], name: str) -> Pa
     return write_profile_file(root.base, name, profile_text(doc, board, name))
 
 
-def pareto_plot(doc: Dict[str, Any], path: Path) -> Optional[Path]:
+def pareto_plot(doc: TuneDoc, path: Path) -> Optional[Path]:
     """report/plots.py's Pareto plot of the study, with the constraints on its two axes."""
     from ...report.plots import plot_pareto
 
     limits = []
-    for c in doc["constraints"]:
+    for c in doc.get("constraints", []):
         m = _CONSTRAINT.match(c)
         if m and m.group(1) in ("images_per_s", "images_per_j"):
             limits.append((m.group(1), float(m.group(3)), c))

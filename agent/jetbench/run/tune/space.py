@@ -3,7 +3,7 @@ rates the clock framework really runs (probed once)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Set
+from typing import Dict, List, Sequence, Set
 
 from ...errors import UsageError
 from ...hw.board import Board
@@ -63,6 +63,7 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
     rate that did not run. Each is pinned under the board lock (or the daemon's lease), read
     back once settled, and everything is put back as measure does."""
     from ...hw.clocks.domains import read_clocks
+    from ...hw.clocks.types import Step
     from ...hw.readings import settled
     from ...open_board import open_board
     from ...profiles.apply import apply_profile
@@ -74,7 +75,7 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
     # (inside tune's own borrow, which this shares; "tune" is a lease name the daemon takes)
     with borrow_board(root, "tune", 0.0) as guard, open_board(root) as board:
         had_journal = bool(journal.load(root))
-        steps: List[Any] = []
+        steps: List[Step] = []
         try:
             for hz in candidates:
                 profile = Profile(name="tune-emc-probe", source="jetbench tune", emc_freq=hz,

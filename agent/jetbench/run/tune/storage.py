@@ -7,12 +7,17 @@ import os
 import stat
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Iterator, List
 
 from ...errors import HardwareError, JetbenchError, UsageError, first_line
 from ...hw.fs import Root
 from ...ownership import journal
 from ...ownership.lease import Guard
+
+if TYPE_CHECKING:
+    from optuna import Study
+    from optuna.samplers import BaseSampler
 
 
 def _shown(storage: str) -> str:
@@ -81,8 +86,8 @@ def storage_errors(storage: str) -> Iterator[None]:
                                  "another --out / --storage") from None
 
 
-def _open_study(optuna: Any, name: str, storage: str, directions: List[str],
-                sampler: Any) -> Any:
+def _open_study(optuna: ModuleType, name: str, storage: str, directions: List[str],
+                sampler: BaseSampler) -> Study:
     """The study, created or joined. Boards starting together on a new database race to create
     Optuna's tables ("table alembic_version already exists", a duplicated study): the one that
     loses tries again and joins what the other made."""
@@ -104,7 +109,7 @@ def _worst(direction: str) -> float:
     return -1e30 if direction == "maximize" else 1e30
 
 
-def _recover(optuna: Any, root: Root, guard: Guard, study: Any, board: str,
+def _recover(optuna: ModuleType, root: Root, guard: Guard, study: Study, board: str,
              say: Callable[[str], None]) -> None:
     """Under the board we now hold: a journal a killed run left (in a trial, in the EMC probe,
     in a put-back) is restored first, so the board is its original before the space is read;

@@ -27,7 +27,8 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ...errors import JetbenchError, SamplerDied, first_line
 from ...hw.fs import Root
@@ -37,25 +38,31 @@ from ...ownership.owner import borrow_board
 from ...report import io
 from ...report.io import removed_if_left_empty
 from ..request import MeasureOptions, build_request, split_list
-from .choice import _params_of, _to_confirm, _usable, metrics_of
+from .choice import Settings, _params_of, _to_confirm, _usable, metrics_of
 from .options import CONFIRM, OBJECTIVES, STUDY_FILE, TuneReport, TuneRequest, check, load_optuna
 from .output import _best_line, _best_news, _metrics_text, _settings_text, study_doc
 from .space import probe_emc_rates, search_space
 from .storage import _open_study, _recover, _worst, check_storage, storage_errors
 
+if TYPE_CHECKING:
+    from optuna import Study
+    from optuna.trial import FrozenTrial, Trial
 
-def _options_for(base: MeasureOptions, settings: Dict[str, Any], out: Path) -> MeasureOptions:
+    from ...documents import ResultDoc
+
+
+def _options_for(base: MeasureOptions, settings: Settings, out: Path) -> MeasureOptions:
     return dataclasses.replace(
-        base, model=base.model if base.cmd else settings["model"],
-        precision=settings["precision"], batch=str(settings["batch"]), out=out,
+        base, model=base.model if base.cmd else str(settings["model"]),
+        precision=str(settings["precision"]), batch=str(settings["batch"]), out=out,
         freq=f"{settings['gpu_hz']}" if "gpu_hz" in settings else None,
         emc_freq=f"{settings['emc_hz']}" if "emc_hz" in settings else None,
         cpu_freq=f"{settings['cpu_hz']}" if "cpu_hz" in settings else None)
 
 
-def _suggest(trial: Any, space: Dict[str, List[int]], models: List[str],
-             precisions: List[str], batches: List[int]) -> Dict[str, Any]:
-    settings: Dict[str, Any] = {
+def _suggest(trial: Trial, space: Dict[str, List[int]], models: List[str],
+             precisions: List[str], batches: List[int]) -> Settings:
+    settings: Settings = {
         "model": trial.suggest_categorical("model", models),
         "precision": trial.suggest_categorical("precision", precisions),
         "batch": trial.suggest_categorical("batch", batches)}
@@ -87,7 +94,7 @@ def tune(root: Root, req: TuneRequest,
                          probe.wait_s)
 
 
-def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
+def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
           models: List[str], precisions: List[str], batches: List[int], storage: str,
           wait_s: Optional[float]) -> TuneReport:
     from ...open_board import open_board
@@ -96,7 +103,7 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
                                                 *req.knobs])
     directions = [OBJECTIVES[o] for o in req.objectives]
 
-    def constraints(trial: Any) -> Sequence[float]:
+    def constraints(trial: FrozenTrial) -> Sequence[float]:
         return trial.user_attrs.get("constraints", [1e9])
 
     # Optuna 5 takes constraints from the trial (Trial.set_constraint); older ones from the
@@ -126,7 +133,8 @@ def _tune(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None],
                       batches, directions, modern)
 
 
-def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None], study: Any,
+def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
+           study: Study,
            space: Dict[str, List[int]], simulated: bool, models: List[str],
            precisions: List[str], batches: List[int], directions: List[str],
            modern: bool) -> TuneReport:
@@ -139,7 +147,7 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
 
     shown = [""]  # the best point the progress last named: named again only when it changes
 
-    def objective(trial: Any) -> Any:
+    def objective(trial: Trial) -> Union[float, Tuple[float, ...]]:
         settings = _suggest(trial, space, models, precisions, batches)
         trial.set_user_attr("board", req.board_name)
         trial.set_user_attr("settings", settings)
@@ -157,7 +165,7 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
                 fatal.append(err)
                 study.stop()
             raise
-        doc = report.results[0] if report.results else {}
+        doc: ResultDoc = report.results[0] if report.results else {}
         metrics = metrics_of(doc)
         valid = doc.get("status") == "ok" and (doc.get("validity") or {}).get("valid", False)
         violations = [c.violation(metrics) for c in req.constraints]
@@ -173,13 +181,14 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         if modern:
             for k, v in enumerate(violations):
                 trial.set_constraint(f"c{k}", v)
-        values = [metrics.get(o) for o in req.objectives]
-        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+        values = [v for v in (metrics.get(o) for o in req.objectives)
+                  if v is not None and not math.isnan(v)]
+        if len(values) < len(req.objectives):
             return tuple(_worst(d) for d in directions) if len(values) > 1 else _worst(
                 directions[0])
         return tuple(values) if len(values) > 1 else values[0]
 
-    def progress(_: Any, trial: Any) -> None:
+    def progress(_: Study, trial: FrozenTrial) -> None:
         """A measured trial's line, once Optuna has stored it: the best point it names counts
         this trial too (from inside the objective it would be one trial late)."""
         metrics = trial.user_attrs.get("metrics")
@@ -213,8 +222,8 @@ def _study(root: Root, req: TuneRequest, optuna: Any, say: Callable[[str], None]
         raise fatal[0]
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
                         req.budget - count())
-    choices: Dict[str, List[Any]] = {"model": models, "precision": precisions,
-                                     "batch": batches}
+    choices: Dict[str, Sequence[Union[str, int]]] = {"model": models, "precision": precisions,
+                                                     "batch": batches}
     again = [p for p in (_params_of(s, space, choices) for s in again) if p is not None]
     for params in again:
         study.enqueue_trial(params, user_attrs={"confirms": True})

@@ -22,14 +22,16 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Deque, List, Optional, Tuple
 
+from ...documents import ResultDoc, ThroughputDoc, WorkloadDoc
 from ...errors import MeasurementInvalid, UsageError
 from ...procs import end_process_group
-from ...sampling.window import compute_window
+from ...sampling.sampler import Sampler
+from ...sampling.window import WindowResult, compute_window
 from ...work_units import efficiency_label
 from ..timing.plan import TimingPlan
-from ..timing.timed import TimedRun
+from ..timing.timed import TimedRun, Timing
 from .spec import PRECISION, CommandSpec
 from .throughput_from import (
     OutputParser,
@@ -212,9 +214,9 @@ class CommandTiming:
     def images_per_s(self) -> float:
         return self.items_per_s
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> ResultDoc:
         spec, parser = self.spec, self.run.parser
-        throughput: Dict[str, Any] = {
+        throughput: ThroughputDoc = {
             "items_per_s": self.items_per_s, "unit": spec.unit,
             "source": spec.throughput_from.text(), "parsed_value": parser.value,
             "latency_ms": parser.latency_ms or None, "wall_s": self.run.run_s,
@@ -223,10 +225,11 @@ class CommandTiming:
         if spec.unit == "images":
             throughput["images_per_s"] = self.items_per_s
         if spec.throughput_from.kind == "trtexec":
-            throughput.update(qps=parser.value, gpu_compute_ms=parser.gpu_compute_ms or None,
-                              queries=parser.queries, inference_s=parser.inference_s,
-                              host_walltime_s=parser.walltime_s)
-        workload = {"model": spec.name, "framework": "command", "precision": PRECISION,
+            throughput.update({"qps": parser.value,
+                               "gpu_compute_ms": parser.gpu_compute_ms or None,
+                               "queries": parser.queries, "inference_s": parser.inference_s,
+                               "host_walltime_s": parser.walltime_s})
+        workload: WorkloadDoc = {"model": spec.name, "framework": "command", "precision": PRECISION,
                     "batch": spec.batch, "batch_source": spec.batch_source,
                     "device": "command", "iterations": None, "unit": spec.unit}
         return {"workload": workload, "throughput": throughput,
@@ -284,7 +287,8 @@ def _trtexec_span(run: CommandRun) -> Optional[Tuple[float, float]]:
     return start, end
 
 
-def command_window(timing: CommandTiming, sampler: Any, whole_run: Any) -> Any:
+def command_window(timing: CommandTiming, sampler: Optional[Sampler],
+                   whole_run: Optional[WindowResult]) -> Optional[WindowResult]:
     """The power window of the result: trtexec's timed queries when known, else the command's
     whole run (`whole_run`, closed when it exited; its traces reach past the span's end)."""
     if timing.span_s is None or sampler is None or whole_run is None:
@@ -303,7 +307,7 @@ def _fail(spec: CommandSpec, run: CommandRun, reason: str) -> None:
                                   + (str(spec.log_path) if spec.log_path else "the terminal"))
 
 
-def finish_doc(doc: Dict[str, Any], timing: CommandTiming, duration_s: float) -> None:
+def finish_doc(doc: ResultDoc, timing: CommandTiming, duration_s: float) -> None:
     """Name the unit in measure's result: `efficiency.items_per_j` beside (images) or instead
     of `images_per_j` at every level, the command's section, and the window's verdict: a run
     shorter than --duration is marked invalid (the window it needs was not there)."""
@@ -351,10 +355,13 @@ class CommandTimedRun(TimedRun):
         return run_point(self.spec, plan.on_timed_start or _nothing,
                          plan.on_timed_end or _nothing, plan.duration_s, plan.progress)
 
-    def window(self, timing: Any, sampler: Any, whole: Any) -> Any:
+    def window(self, timing: Timing, sampler: Optional[Sampler],
+               whole: Optional[WindowResult]) -> Optional[WindowResult]:
+        assert isinstance(timing, CommandTiming)  # what run() returned
         return command_window(timing, sampler, whole)
 
-    def finish(self, doc: Dict[str, Any], timing: Any, duration_s: float) -> None:
+    def finish(self, doc: ResultDoc, timing: Timing, duration_s: float) -> None:
+        assert isinstance(timing, CommandTiming)
         finish_doc(doc, timing, duration_s)
 
 

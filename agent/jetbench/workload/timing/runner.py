@@ -8,8 +8,9 @@ window exactly around the timed iterations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
+from ...documents import ResultDoc, ThroughputDoc, WorkloadDoc
 from .._torch import import_torch
 from ..base import Workload
 from ..pytorch import is_cuda
@@ -24,7 +25,7 @@ class TimingResult:
     """One timed run. Latencies are per iteration (one batch), in milliseconds;
     `images_per_s` = batch x iterations / wall_s, over the timed iterations only."""
 
-    workload: Dict[str, Any]
+    workload: WorkloadDoc
     iterations: int
     wall_s: float
     images_per_s: float
@@ -36,9 +37,9 @@ class TimingResult:
     latencies_ms: Tuple[float, ...] = field(repr=False)
     warnings: Tuple[str, ...] = ()
 
-    def to_dict(self, per_iteration: bool = False) -> Dict[str, Any]:
+    def to_dict(self, per_iteration: bool = False) -> ResultDoc:
         """The result schema's `workload`, `throughput` and `warnings`."""
-        throughput: Dict[str, Any] = {
+        throughput: ThroughputDoc = {
             "images_per_s": self.images_per_s,
             "latency_ms": self.latency_ms.to_dict(),
             "latency_stdev_ms": self.latency_ms.stdev_ms,
@@ -76,7 +77,7 @@ def run_timed(workload: Workload, plan: TimingPlan = TimingPlan()) -> TimingResu
                          timed, wall_s, warm, list(workload.notes) + warnings)
 
 
-def timing_result(workload: Dict[str, Any], batch: int, flops_per_iteration: Optional[float],
+def timing_result(workload: WorkloadDoc, batch: int, flops_per_iteration: Optional[float],
                   timed: List[float], wall_s: float, warm: List[float],
                   warnings: List[str]) -> TimingResult:
     """The TimingResult of timed latencies (s): the in-process runner's and the child's."""

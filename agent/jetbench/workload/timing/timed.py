@@ -15,7 +15,7 @@ in-process network's.
 from __future__ import annotations
 
 import gc
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Optional, Protocol, Tuple
 
 from ...work_units import DEFAULT_UNIT
 from ..base import RunOptions
@@ -24,7 +24,24 @@ from ..child.parent import ChildWorkload, run_in_child
 from ..model_arg import InputShape, model_kind
 from ..runtimes import EXPORTED, TORCH, with_runtime
 from .plan import TimingPlan
-from .runner import run_timed
+from .runner import TimingResult, run_timed
+
+if TYPE_CHECKING:
+    from ...documents import ResultDoc
+    from ...sampling.sampler import Sampler
+    from ...sampling.window import WindowResult
+    from ..base import Workload
+
+
+class Timing(Protocol):
+    """What measure reads of a run's timing: a network's TimingResult, a command's
+    CommandTiming (workload/command/run.py)."""
+
+    @property
+    def images_per_s(self) -> float: ...
+    @property
+    def latencies_ms(self) -> Tuple[float, ...]: ...
+    def to_dict(self) -> ResultDoc: ...
 
 
 class TimedRun:
@@ -38,17 +55,18 @@ class TimedRun:
     def prepare(self) -> None:
         """Everything before the warm-up (outside every window)."""
 
-    def run(self, plan: TimingPlan) -> Any:
+    def run(self, plan: TimingPlan) -> Timing:
         raise NotImplementedError
 
-    def window(self, timing: Any, sampler: Any, whole: Any) -> Any:
+    def window(self, timing: Timing, sampler: Optional[Sampler],
+               whole: Optional[WindowResult]) -> Optional[WindowResult]:
         """The power window the figures use: by default the one the hooks opened and closed."""
         return whole
 
-    def annotate(self, doc: Dict[str, Any]) -> None:
+    def annotate(self, doc: ResultDoc) -> None:
         """Add what this kind knows to the result (after the power figures)."""
 
-    def finish(self, doc: Dict[str, Any], timing: Any, duration_s: float) -> None:
+    def finish(self, doc: ResultDoc, timing: Timing, duration_s: float) -> None:
         """The last word on the finished result (its unit, its own verdicts)."""
 
     def close(self) -> None:
@@ -66,7 +84,7 @@ class InProcessRun(TimedRun):
         self._args = (model, precision, batch, device)
         self._input_shape = input_shape
         self._options = with_runtime(RunOptions(provider=provider), runtime, model)
-        self._workload: Any = None
+        self._workload: Optional[Workload] = None
 
     def prepare(self) -> None:
         """Build (export, build the engine, check the outputs): never in a window."""
@@ -74,7 +92,7 @@ class InProcessRun(TimedRun):
         self._workload = build_workload(model, precision, batch, device,
                                         input_shape=self._input_shape, options=self._options)
 
-    def run(self, plan: TimingPlan) -> Any:
+    def run(self, plan: TimingPlan) -> TimingResult:
         assert self._workload is not None
         return run_timed(self._workload, plan)
 
@@ -91,6 +109,6 @@ class ChildRun(TimedRun):
         self._work = ChildWorkload(python, model, precision, batch, device,
                                    input_shape=input_shape)
 
-    def run(self, plan: TimingPlan) -> Any:
+    def run(self, plan: TimingPlan) -> TimingResult:
         return run_in_child(self._work, plan)
 
