@@ -7,7 +7,11 @@ checks it with vermin.
 """
 
 import inspect
-from typing import Any, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:  # torch is passed in (optional at run time)
+    from torch import Tensor
 
 CONSTANT_INPUT = 0.5  # non-zero, as the whitepaper's constant input: every MAC really switches
 INPUT_MODES = ("constant", "random")
@@ -44,7 +48,7 @@ class DeviceProblem(ValueError):
         self.hint = hint
 
 
-def resolve_device(torch: Any, device: str) -> str:
+def resolve_device(torch: ModuleType, device: str) -> str:
     """'auto' -> 'cuda' when present, else 'cpu'; 'cuda:N' is kept (and checked against the GPUs
     PyTorch sees). 'cuda' without a GPU raises DeviceProblem."""
     word = (device or "auto").lower()
@@ -68,13 +72,14 @@ def resolve_device(torch: Any, device: str) -> str:
     raise DeviceProblem(f"unknown device: {device!r}", "use auto, cuda, cuda:N or cpu")
 
 
-def cuda_index(torch: Any, device: str) -> int:
+def cuda_index(torch: ModuleType, device: str) -> int:
     """The CUDA ordinal of 'cuda' (the current device) or 'cuda:N'."""
     index = torch.device(device).index
     return torch.cuda.current_device() if index is None else index
 
 
-def make_input(torch: Any, mode: str, batch: int, shape: Sequence[int], seed: int) -> Any:
+def make_input(torch: ModuleType, mode: str, batch: int, shape: Sequence[int], seed: int
+               ) -> "Tensor":
     """The float32 input batch: CONSTANT_INPUT everywhere, or Gaussian (seeded with seed + 1)."""
     size = (batch,) + tuple(int(d) for d in shape)
     if mode == "constant":
@@ -83,7 +88,7 @@ def make_input(torch: Any, mode: str, batch: int, shape: Sequence[int], seed: in
     return torch.randn(size, generator=gen, dtype=torch.float32)
 
 
-def is_out_of_memory(torch: Any, err: BaseException) -> bool:
+def is_out_of_memory(torch: ModuleType, err: BaseException) -> bool:
     """An allocator's failure: MemoryError, torch's OutOfMemoryError (1.13+), or a message
     that reads like one (OOM_MARKERS; CUDA's OOM was a plain RuntimeError before 1.13)."""
     oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
@@ -93,7 +98,7 @@ def is_out_of_memory(torch: Any, err: BaseException) -> bool:
     return any(marker in text for marker in OOM_MARKERS)
 
 
-def bf16_unavailable_reason(torch: Any, device: str) -> Optional[str]:
+def bf16_unavailable_reason(torch: ModuleType, device: str) -> Optional[str]:
     """None when the GPU computes bf16 natively (compute capability 8.0+: Ampere, Orin); else
     why not. torch.cuda.is_bf16_supported() alone says True for emulated bf16 (torch 2.3+),
     which would time an emulation, so the capability decides, and the stricter
@@ -115,7 +120,7 @@ def bf16_unavailable_reason(torch: Any, device: str) -> Optional[str]:
     return None
 
 
-def fp32_math_knobs(torch: Any) -> List[Tuple[Any, str]]:
+def fp32_math_knobs(torch: ModuleType) -> List[Tuple[object, str]]:
     """(object, attribute) pairs that decide whether fp32 convolutions and matmuls may use TF32,
     in the API this torch has: `fp32_precision` ("ieee"/"tf32") on torch 2.9+, where cuDNN
     convolutions default to tf32; `allow_tf32` on 1.7-2.8, where cudnn.allow_tf32 defaults to
@@ -133,7 +138,7 @@ def fp32_math_knobs(torch: Any) -> List[Tuple[Any, str]]:
     return []
 
 
-def set_fp32_math(torch: Any, tf32: bool) -> Optional[str]:
+def set_fp32_math(torch: ModuleType, tf32: bool) -> Optional[str]:
     """fp32 as IEEE fp32 (tf32 False) or with TF32 tensor-core math allowed (True), for
     convolutions and matmuls. Returns what was set (None: no TF32 in this torch)."""
     knobs = fp32_math_knobs(torch)
@@ -146,7 +151,7 @@ def set_fp32_math(torch: Any, tf32: bool) -> Optional[str]:
     return f"{name}={value}"
 
 
-def tf32_unavailable_reason(torch: Any, device: str) -> Optional[str]:
+def tf32_unavailable_reason(torch: ModuleType, device: str) -> Optional[str]:
     """None where TF32 runs (a CUDA GPU of compute capability 8.0+: Ampere, Orin, Thor, with a
     torch that has the switch); else why not."""
     if not is_cuda(device):

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
 
 from ._torch import import_torch
 from .registry import get_spec
+
+if TYPE_CHECKING:  # torch is optional at run time; its types are the dev venv's
+    from torch.nn import Module
 
 
 @dataclass(frozen=True)
@@ -33,11 +37,11 @@ class ModelCost:
         return self.macs_per_image / 1e9
 
 
-def count_params(model: Any) -> int:
+def count_params(model: Module) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
 
-def model_cost(model: Any, input_shape: Sequence[int]) -> ModelCost:
+def model_cost(model: Module, input_shape: Sequence[int]) -> ModelCost:
     """Counts on a copy of `model` moved to the meta device (the model itself is used if it
     already lives on meta); on torch 1.x (no meta convolutions) with a batch of 1 zeros through
     the model itself, where it is."""
@@ -49,7 +53,7 @@ def model_cost(model: Any, input_shape: Sequence[int]) -> ModelCost:
         model, device = _meta_copy(model), "meta"
     counts = {"macs": 0, "acts": 0, "peak": 0}
 
-    def hook(module: Any, inputs: Any, output: Any) -> None:
+    def hook(module: Module, inputs: Tuple[object, ...], output: object) -> None:
         if not isinstance(output, torch.Tensor):
             return
         out_elems = output.numel()
@@ -86,28 +90,28 @@ def builtin_cost(name: str) -> ModelCost:
     return model_cost(model, spec.input_shape)
 
 
-def meta_kernels(torch: Any) -> bool:
+def meta_kernels(torch: ModuleType) -> bool:
     """torch 2.0+: `with torch.device("meta")` builds without weights, and convolutions run on
     meta tensors. torch 1.x has neither (1.10: "convolution_overrideable not implemented"):
     there the counting pass runs a real batch of 1 on the CPU."""
     return hasattr(torch.device("cpu"), "__enter__")
 
 
-def _meta_copy(model: Any) -> Any:
+def _meta_copy(model: Module) -> Module:
     import copy
 
     clone = copy.deepcopy(model)
     return clone.to("meta")
 
 
-def _prod(values: Any) -> int:
+def _prod(values: Union[int, Sequence[int]]) -> int:
     out = 1
     for v in values if isinstance(values, (tuple, list)) else (values,):
         out *= int(v)
     return out
 
 
-def macs_or_none(model: Any, input_shape: Sequence[int]) -> Optional[ModelCost]:
+def macs_or_none(model: Module, input_shape: Sequence[int]) -> Optional[ModelCost]:
     """Cost of a user model, or None when its graph cannot be traced (TorchScript, custom ops)."""
     try:
         return model_cost(model, input_shape)

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any, List, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 from ..errors import OutOfMemory, Unavailable, UsageError, first_line
 from .device_facts import bf16_unavailable_reason, is_cuda, tf32_unavailable_reason
+
+if TYPE_CHECKING:  # torch is optional at run time; its types are the dev venv's
+    import torch
+    from torch import Tensor
+    from torch.fx import GraphModule
+    from torch.nn import Module
 
 # fp32 is IEEE fp32 (TF32 off); tf32 is fp32 tensors with TF32 tensor-core math (Ampere+).
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
@@ -37,13 +44,14 @@ def parse_precisions(text: str) -> List[str]:
     return out
 
 
-def input_dtype(precision: str) -> Any:
+def input_dtype(precision: str) -> torch.dtype:
     import torch
 
     return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
 
 
-def apply_precision(model: Any, precision: str, device: str, example: Any) -> Tuple[Any, Any]:
+def apply_precision(model: Module, precision: str, device: str, example: Tensor
+                    ) -> Tuple[Module, Tensor]:
     """(model, example input) converted to `precision` on `device`. `example` is the float32
     input on `device`; int8 uses it to calibrate. The model must be in eval mode for int8."""
     import torch
@@ -70,7 +78,7 @@ def apply_precision(model: Any, precision: str, device: str, example: Any) -> Tu
     raise UsageError(f"unknown precision: {precision!r}")
 
 
-def quantize_cpu(model: Any, example: Any) -> Any:
+def quantize_cpu(model: Module, example: Tensor) -> Module:
     """PyTorch's own static INT8 quantization (FX graph mode, x86/fbgemm or qnnpack on Arm),
     calibrated on the synthetic input. Layers with no quantized kernel (LRN) run in float
     between dequantize/quantize pairs, which is what PyTorch INT8 on that network costs."""
@@ -103,8 +111,8 @@ def quantize_cpu(model: Any, example: Any) -> Any:
             ) from err
 
 
-def _prepare_fx(prepare_fx: Any, model: Any, engine: str, example: Any,
-                float_leaf: Any) -> Any:
+def _prepare_fx(prepare_fx: Callable[..., GraphModule], model: Module, engine: str,
+                example: Tensor, float_leaf: type) -> GraphModule:
     """prepare_fx with LRN (which branches on dtype, no quantized kernel) kept a float leaf:
     the QConfigMapping API of torch 1.13+, else the dict API of torch 1.10-1.12."""
     try:
@@ -131,7 +139,7 @@ TRT_OOM_MARKERS = ("out of memory", "outofmemory", "could not be allocated",
                    "failed to allocate", "cudaerrormemoryallocation")
 
 
-def tensorrt_int8(model: Any, example: Any) -> Any:
+def tensorrt_int8(model: Module, example: Tensor) -> Module:
     """INT8 on CUDA through TensorRT (torch_tensorrt), by whichever calibrated path the installed
     version offers, or reported as not available with the reason; a TensorRT OOM is OutOfMemory.
 
@@ -139,7 +147,7 @@ def tensorrt_int8(model: Any, example: Any) -> Any:
     torch_tensorrt.ts.ptq in 2.x while it lasted), else the dynamo path on a network quantized
     by NVIDIA ModelOpt (nvidia-modelopt), which current torch_tensorrt documents for INT8."""
     try:
-        import torch_tensorrt  # type: ignore[import-not-found]
+        import torch_tensorrt
     except Exception as err:  # noqa: BLE001 - a missing libnvinfer is OSError, not ImportError
         raise PrecisionUnavailable(
             f"int8 on cuda needs TensorRT, which does not load here ({type(err).__name__}: "
@@ -167,7 +175,7 @@ def tensorrt_int8(model: Any, example: Any) -> Any:
             f"{first_line(err)}") from err
 
 
-def tensorrt_int8_path(torch_tensorrt: Any) -> Optional[str]:
+def tensorrt_int8_path(torch_tensorrt: ModuleType) -> Optional[str]:
     """Which INT8 path this torch_tensorrt offers: 'ts-ptq' (2.x ts.ptq), 'ptq' (1.x),
     'dynamo-modelopt', or None."""
     ts = getattr(torch_tensorrt, "ts", None)
@@ -180,15 +188,16 @@ def tensorrt_int8_path(torch_tensorrt: Any) -> Optional[str]:
     return None
 
 
-def _modelopt() -> Any:
+def _modelopt() -> Optional[ModuleType]:
     try:
-        import modelopt.torch.quantization as mtq  # type: ignore[import-not-found]
+        import modelopt.torch.quantization as mtq
     except Exception:  # noqa: BLE001 - not installed, or broken: no dynamo INT8
         return None
     return mtq
 
 
-def _int8_ts_ptq(torch_tensorrt: Any, path: str, model: Any, example: Any) -> Any:
+def _int8_ts_ptq(torch_tensorrt: ModuleType, path: str, model: Module, example: Tensor
+                 ) -> Module:
     import torch
 
     ptq = torch_tensorrt.ts.ptq if path == "ts-ptq" else torch_tensorrt.ptq
@@ -203,19 +212,22 @@ def _int8_ts_ptq(torch_tensorrt: Any, path: str, model: Any, example: Any) -> An
         enabled_precisions={torch.float, torch.int8}, calibrator=calibrator)
 
 
-def _int8_dynamo_modelopt(torch_tensorrt: Any, model: Any, example: Any) -> Any:
+def _int8_dynamo_modelopt(torch_tensorrt: ModuleType, model: Module, example: Tensor
+                          ) -> Module:
     import torch
 
     mtq = _modelopt()
+    if mtq is None:  # tensorrt_int8_path chose this path only with ModelOpt there
+        raise PrecisionUnavailable("NVIDIA ModelOpt is not installed")
     model = model.eval()
 
-    def calibrate(net: Any) -> None:
+    def calibrate(net: Module) -> None:
         with torch.no_grad():
             net(example)
 
     model = mtq.quantize(model, mtq.INT8_DEFAULT_CFG, forward_loop=calibrate)
     try:
-        from modelopt.torch.quantization.utils import (  # type: ignore[import-not-found]
+        from modelopt.torch.quantization.utils import (
             export_torch_mode,
         )
     except Exception:  # noqa: BLE001 - older ModelOpt: plain export

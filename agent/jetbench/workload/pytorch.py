@@ -7,7 +7,17 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, ContextManager, Iterator, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    ContextManager,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from ..errors import OutOfMemory, UsageError, first_line
 from . import device_facts as portable
@@ -29,12 +39,18 @@ from .precision import PRECISIONS, PrecisionUnavailable, apply_precision
 from .registry import get_spec, is_builtin
 from .runtimes import COMPILE, TORCHSCRIPT, RuntimeUnavailable
 
+if TYPE_CHECKING:  # torch is optional at run time; its types are the dev venv's
+    from torch import Tensor
+    from torch.nn import Module
+
+Step = Callable[[], object]  # one iteration; returns the outputs the output check reads
+
 
 class TorchWorkload(Workload):
     """A PyTorch network: timed inside PyTorch's settings (cuDNN, TF32, threads), its device
     made current and its out-of-memory errors turned into jetbench's."""
 
-    def running(self, label: str) -> ContextManager[Any]:
+    def running(self, label: str) -> ContextManager[object]:
         if self.frame is not None:
             return self.frame(label)
         return _torch_frame(self, label)
@@ -56,7 +72,7 @@ def resolve_device(device: str) -> str:
         raise UsageError(problem.message, hint=problem.hint) from None
 
 
-def device_context(torch: Any, device: str) -> Any:
+def device_context(torch: ModuleType, device: str) -> ContextManager[object]:
     """Makes `device` the current CUDA device for the duration (events, streams, graphs and
     synchronisation then go to it); nothing for the CPU."""
     if is_cuda(device):
@@ -84,11 +100,11 @@ def backend_settings(options: RunOptions, precision: str = "fp32") -> Iterator[N
         _put_fp32_math(torch, saved[3])
 
 
-def _fp32_math_state(torch: Any) -> List[Tuple[Any, str, Any]]:
+def _fp32_math_state(torch: ModuleType) -> List[Tuple[object, str, object]]:
     return [(obj, name, getattr(obj, name)) for obj, name in fp32_math_knobs(torch)]
 
 
-def _put_fp32_math(torch: Any, state: List[Tuple[Any, str, Any]]) -> None:
+def _put_fp32_math(torch: ModuleType, state: List[Tuple[object, str, object]]) -> None:
     for obj, name, value in state:
         setattr(obj, name, value)
 
@@ -134,7 +150,7 @@ def build_torch_workload(
     input_mode: str = "constant",
     options: Optional[RunOptions] = None,
     input_shape: Optional[InputShape] = None,
-    module: Any = None,
+    module: Optional[Module] = None,
 ) -> Workload:
     """A network (`model`: a built-in name from `jetbench models`, a TorchScript file, or
     `module:callable`) with Gaussian weights (seed `options.seed`), in `precision` (fp32, fp16,
@@ -161,7 +177,8 @@ def build_torch_workload(
         example = _make_input(torch, input_mode, batch, shape, options.seed).to(dev)
         net = net.to(dev)
         if options.channels_last and example.dim() == 4:
-            net = net.to(memory_format=torch.channels_last)
+            # torch's stubs leave out Module.to's memory_format (its documentation has it)
+            net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
             example = example.contiguous(memory_format=torch.channels_last)
         net, example = apply_precision(net, precision, dev, example)
         if options.runtime == TORCHSCRIPT:
@@ -192,7 +209,7 @@ def build_torch_workload(
                     footprint, step, sync, context, notes)
 
 
-def compile_unavailable_reason(torch: Any, device: str) -> Optional[str]:
+def compile_unavailable_reason(torch: ModuleType, device: str) -> Optional[str]:
     """None where torch.compile's default backend (Inductor) can generate code for `device`;
     else why not. On CUDA it generates Triton kernels: Triton must import and the GPU must be
     compute capability 7.0 or newer (Inductor raises TritonMissing / GPUTooOldForTriton at the
@@ -225,8 +242,8 @@ def _validate(precision: str, batch: int, input_mode: str, options: RunOptions) 
         raise UsageError("--cuda-graph captures inference only", hint="drop --cuda-graph")
 
 
-def _load(name: str, module: Any, input_shape: Optional[Sequence[int]], seed: int
-          ) -> Tuple[Any, Tuple[int, ...], Optional[ModelCost]]:
+def _load(name: str, module: Optional[Module], input_shape: Optional[Sequence[int]], seed: int
+          ) -> Tuple[Module, Tuple[int, ...], Optional[ModelCost]]:
     if module is not None:
         if input_shape is None:
             raise UsageError(f"{name}: a module passed in needs its input_shape")
@@ -245,7 +262,7 @@ def _load(name: str, module: Any, input_shape: Optional[Sequence[int]], seed: in
     return net, shape, macs_or_none(net, shape)
 
 
-def estimate_footprint_bytes(cost: Optional[ModelCost], net: Any, precision: str, batch: int,
+def estimate_footprint_bytes(cost: Optional[ModelCost], net: Module, precision: str, batch: int,
                              shape: Sequence[int], mode: str) -> int:
     """Weights + input + activations: all of them in training (kept for backward, plus
     gradients), the largest layer's input+output in inference. An estimate, for the
@@ -283,7 +300,7 @@ def _check_memory_limit(footprint: int, limit: Optional[int], device: str, label
         )
 
 
-def _torchscript(torch: Any, net: Any, example: Any, mode: str, label: str) -> Any:
+def _torchscript(torch: ModuleType, net: Module, example: Tensor, mode: str, label: str) -> Module:
     """torch.jit.trace of the network on its input; frozen for inference (weights folded in as
     constants, as torch.jit.optimize_for_inference does)."""
     try:
@@ -296,16 +313,17 @@ def _torchscript(torch: Any, net: Any, example: Any, mode: str, label: str) -> A
                                  f"({first_line(err)})", hint="use --runtime torch") from err
 
 
-def _make_step(torch: Any, net: Any, example: Any, mode: str) -> Tuple[Callable[[], Any], Any]:
+def _make_step(torch: ModuleType, net: Module, example: Tensor, mode: str
+               ) -> Tuple[Step, Callable[[], ContextManager[object]]]:
     if mode == "inference":
-        def forward() -> Any:
+        def forward() -> object:
             return net(example)
 
         return forward, torch.inference_mode
 
     params = [p for p in net.parameters() if p.requires_grad]
 
-    def forward_backward() -> Any:
+    def forward_backward() -> object:
         for p in params:
             p.grad = None
         out = net(example)
@@ -315,8 +333,8 @@ def _make_step(torch: Any, net: Any, example: Any, mode: str) -> Tuple[Callable[
     return forward_backward, contextlib.nullcontext
 
 
-def _capture_graph(torch: Any, step: Callable[[], Any], context: Any, device: str
-                   ) -> Callable[[], Any]:
+def _capture_graph(torch: ModuleType, step: Step, context: Callable[[], ContextManager[object]],
+                   device: str) -> Step:
     """Replays the whole forward as one CUDA graph (static input, captured after 3 warm-up runs
     on a side stream as PyTorch requires). Only for a workload on CUDA: on the CPU a graph
     would capture nothing and its replay time nothing."""
@@ -333,14 +351,14 @@ def _capture_graph(torch: Any, step: Callable[[], Any], context: Any, device: st
     with context(), torch.cuda.graph(graph):
         static_out = step()  # the graph's output tensor: each replay writes into it
 
-    def replay() -> Any:  # graph.replay() returns None; the output check reads the outputs
+    def replay() -> object:  # graph.replay() returns None; the output check reads the outputs
         graph.replay()
         return static_out
 
     return replay
 
 
-def _cuda_sync(torch: Any, device: str) -> Callable[[], None]:
+def _cuda_sync(torch: ModuleType, device: str) -> Callable[[], None]:
     index = cuda_index(torch, device)
 
     def sync() -> None:

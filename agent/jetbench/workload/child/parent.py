@@ -16,12 +16,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Dict, Optional, Tuple
+from typing import IO, Dict, List, Optional, Tuple, TypedDict
 
 from ...errors import HardwareError, JetbenchError, OutOfMemory, UsageError
 from ..base import RunOptions
 from ..custom import looks_custom
-from ..model_arg import InputShape
+from ..model_arg import InputShape, torch_shape
 from ..precision import PrecisionUnavailable
 from ..registry import get_spec, is_builtin
 from ..timing.plan import TimingPlan
@@ -75,12 +75,51 @@ def check_child_workload(work: ChildWorkload) -> None:
                          hint="run without --workload-python for these")
 
 
-def child_request(work: ChildWorkload, plan: TimingPlan) -> Dict[str, Any]:
+class ChildRequest(TypedDict):
+    """The request line the child reads (child/runner.py): its network and how to time it."""
+    factory: str  # "module:function" in workload/models
+    kwargs: Dict[str, object]
+    seed: int
+    input_shape: List[int]
+    precision: str
+    batch: int
+    device: str
+    input_mode: str
+    threads: Optional[int]
+    cudnn: bool
+    cudnn_benchmark: bool
+    channels_last: bool
+    iterations: int
+    duration_s: float
+    warmup_s: float
+    warmup_iterations: int
+    max_warmup_s: Optional[float]
+
+
+class ChildEvent(TypedDict, total=False):
+    """A line the child writes (child/runner.py's protocol), as json.loads reads it."""
+    event: str
+    phase: str  # progress
+    fraction: float
+    device: str  # ready
+    python: str
+    executable: str
+    torch: str
+    warm_s: List[float]  # result
+    timed_s: List[float]
+    wall_s: float
+    warnings: List[str]
+    kind: str  # error: oom, unavailable, usage, torch, failed
+    message: str
+    hint: Optional[str]
+
+
+def child_request(work: ChildWorkload, plan: TimingPlan) -> ChildRequest:
     """The request line: the registry's factory for the network (the one place that names it)."""
     spec = get_spec(work.model)
     opts = work.options
     return {"factory": spec.factory, "kwargs": dict(spec.kwargs), "seed": opts.seed,
-            "input_shape": list(work.input_shape or spec.input_shape),
+            "input_shape": list(torch_shape(work.input_shape) or spec.input_shape),
             "precision": work.precision, "batch": work.batch, "device": work.device,
             "input_mode": work.input_mode, "threads": opts.threads, "cudnn": opts.cudnn,
             "cudnn_benchmark": opts.cudnn_benchmark, "channels_last": opts.channels_last,
@@ -98,7 +137,7 @@ def run_in_child(work: ChildWorkload, plan: TimingPlan = TimingPlan()) -> Timing
     request = child_request(work, plan)
     with tempfile.TemporaryFile() as output:
         proc, events = _start(work.python, output)
-        doc: Dict[str, Any] = {}
+        doc: ChildEvent = {}
         try:
             _send(proc, json.dumps(request))
             ready, doc = _converse(proc, events, plan)
@@ -138,12 +177,12 @@ def _send(proc: subprocess.Popen, line: str) -> None:
 
 
 def _converse(proc: subprocess.Popen, events: IO[str],
-              plan: TimingPlan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+              plan: TimingPlan) -> Tuple[ChildEvent, ChildEvent]:
     """Follows the child's lines to its result or error: (its `ready` line, the last line)."""
-    ready: Dict[str, Any] = {}
+    ready: ChildEvent = {}
     for line in events:
         try:
-            doc = json.loads(line)
+            doc: ChildEvent = json.loads(line)
             event = doc.get("event")
         except (ValueError, AttributeError):
             return ready, {"event": "exit", "message": f"not the protocol: {line.strip()[:80]!r}"}
@@ -181,12 +220,13 @@ def _stop(proc: subprocess.Popen, graceful: bool) -> None:
         proc.wait()
 
 
-def _result(work: ChildWorkload, request: Dict[str, Any], ready: Dict[str, Any],
-            doc: Dict[str, Any]) -> TimingResult:
+def _result(work: ChildWorkload, request: ChildRequest, ready: ChildEvent,
+            doc: ChildEvent) -> TimingResult:
     spec = get_spec(work.model)
     shape = tuple(request["input_shape"])
     macs = spec.macs_per_image if shape == spec.input_shape and spec.macs_per_image else None
-    describe = {"model": work.model, "precision": work.precision, "batch": work.batch,
+    describe: Dict[str, object] = {
+                "model": work.model, "precision": work.precision, "batch": work.batch,
                 "device": ready.get("device", work.device), "mode": "inference",
                 "input": work.input_mode, "input_shape": list(shape),
                 "gmacs_per_image": None if macs is None else macs / 1e9,
@@ -198,7 +238,7 @@ def _result(work: ChildWorkload, request: Dict[str, Any], ready: Dict[str, Any],
                          doc["warm_s"], doc.get("warnings", []))
 
 
-def _failure(work: ChildWorkload, doc: Dict[str, Any], returncode: Optional[int],
+def _failure(work: ChildWorkload, doc: ChildEvent, returncode: Optional[int],
              output: str) -> JetbenchError:
     """The jetbench error for the child's `error` line, or for a child that ended without one."""
     where = f"--workload-python {work.python}"

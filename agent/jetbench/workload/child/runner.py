@@ -28,7 +28,18 @@ import platform
 import signal
 import sys
 import traceback
-from typing import Any, Dict, Optional
+from types import ModuleType
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
+
+if TYPE_CHECKING:  # annotations only: this file runs under Python 3.6, without typing's newer parts
+    from torch import Tensor
+    from torch.nn import Module
+
+    from ..timing.loop import Done, Progress
+    from .parent import ChildRequest
+
+# (warm-up latencies, timed latencies, wall s, warnings), as timing/loop.warm_then_time gives them
+Timed = Tuple[List[float], List[float], float, List[str]]
 
 PACKAGE = "jetbench"
 # What the child imports from the package: the vermin test checks exactly these (and models/).
@@ -52,7 +63,7 @@ class Channel:
     def __init__(self, fd: int):
         self.out = os.fdopen(fd, "w", buffering=1)
 
-    def send(self, event: str, **fields: Any) -> None:
+    def send(self, event: str, **fields: object) -> None:
         fields["event"] = event
         self.out.write(json.dumps(fields) + "\n")
         self.out.flush()
@@ -80,7 +91,7 @@ def load_package() -> None:
     spec.loader.exec_module(module)  # type: ignore[union-attr]
 
 
-def import_torch() -> Any:
+def import_torch() -> ModuleType:
     try:
         import torch
     except ImportError as err:
@@ -89,15 +100,15 @@ def import_torch() -> Any:
     return torch
 
 
-def build_network(request: Dict[str, Any]) -> Any:
+def build_network(request: "ChildRequest") -> "Module":
     """The registry's factory ("module:function" in jetbench.workload.models) with its kwargs."""
     module_name, func_name = request["factory"].split(":")
     module = importlib.import_module("jetbench.workload.models." + module_name)
     return getattr(module, func_name)(seed=request["seed"], **request["kwargs"])
 
 
-def to_precision(torch: Any, portable: Any, net: Any, example: Any, precision: str,
-                 device: str) -> Any:
+def to_precision(torch: ModuleType, portable: ModuleType, net: "Module", example: "Tensor",
+                 precision: str, device: str) -> "Tuple[Module, Tensor]":
     if precision == "fp32":
         return net, example
     if precision == "tf32":
@@ -116,7 +127,7 @@ def to_precision(torch: Any, portable: Any, net: Any, example: Any, precision: s
                        "(fp32, tf32, fp16 and bf16 are)", "measure int8 without --workload-python")
 
 
-def run(request: Dict[str, Any], channel: Channel) -> None:
+def run(request: "ChildRequest", channel: Channel) -> None:
     load_package()
     loop = importlib.import_module(PORTABLE_MODULES[0])
     portable = importlib.import_module(PORTABLE_MODULES[1])
@@ -127,8 +138,9 @@ def run(request: Dict[str, Any], channel: Channel) -> None:
         raise ChildFailure("usage", f"{problem.message} (torch {torch.__version__} under "
                            f"{sys.executable})", problem.hint) from None
     cuda = portable.is_cuda(device)
-    if request.get("threads"):
-        torch.set_num_threads(int(request["threads"]))
+    threads = request.get("threads")
+    if threads:
+        torch.set_num_threads(int(threads))
     torch.backends.cudnn.enabled = request["cudnn"]
     torch.backends.cudnn.benchmark = request["cudnn_benchmark"]
     portable.set_fp32_math(torch, request["precision"] == "tf32")  # fp32 is IEEE fp32
@@ -140,7 +152,8 @@ def run(request: Dict[str, Any], channel: Channel) -> None:
             example = portable.make_input(torch, request["input_mode"], request["batch"],
                                           request["input_shape"], request["seed"]).to(device)
             if request["channels_last"] and example.dim() == 4:
-                net = net.to(memory_format=torch.channels_last)
+                # torch's stubs leave out Module.to's memory_format (its documentation has it)
+                net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
                 example = example.contiguous(memory_format=torch.channels_last)
             net, example = to_precision(torch, portable, net, example, request["precision"],
                                         device)
@@ -160,20 +173,22 @@ def run(request: Dict[str, Any], channel: Channel) -> None:
     channel.send("result", warm_s=warm, timed_s=times, wall_s=wall_s, warnings=warnings)
 
 
-def _time(torch: Any, loop: Any, net: Any, example: Any, index: Optional[int],
-          request: Dict[str, Any], channel: Channel) -> Any:
+def _time(torch: ModuleType, loop: ModuleType, net: "Module", example: "Tensor",
+          index: Optional[int], request: "ChildRequest", channel: Channel) -> Timed:
     """(warm-up latencies, timed latencies, wall s, warnings); `index` the CUDA device or None."""
     if index is not None:
         def sync() -> None:
             torch.cuda.synchronize(index)
 
-        def run_loop(done: Any, phase: str, progress: Any) -> Any:
+        def run_loop(done: "Done", phase: str, progress: "Optional[Progress]"
+                     ) -> Tuple[List[float], float]:
             return loop.cuda_loop(torch, step, sync, done, phase, progress)
     else:
-        def run_loop(done: Any, phase: str, progress: Any) -> Any:
+        def run_loop(done: "Done", phase: str, progress: "Optional[Progress]"
+                     ) -> Tuple[List[float], float]:
             return loop.host_loop(step, _nothing_to_sync, done, phase, progress)
 
-    def step() -> Any:
+    def step() -> object:
         return net(example)
 
     def timed_start() -> None:
@@ -196,7 +211,7 @@ def _nothing_to_sync() -> None:
 
 
 @contextlib.contextmanager
-def _nothing() -> Any:
+def _nothing() -> Iterator[None]:
     yield
 
 
@@ -205,7 +220,7 @@ def _first_line(err: BaseException) -> str:
     return lines[0] if lines else type(err).__name__
 
 
-def main(argv: Any) -> int:
+def main(argv: List[str]) -> int:
     fd, parent_pid = int(argv[1]), int(argv[2])
     load_package()
     procs = importlib.import_module(PACKAGE + ".procs")

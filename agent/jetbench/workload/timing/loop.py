@@ -12,7 +12,8 @@ synchronised.
 """
 
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import Callable, List, Optional, Sequence, Tuple
 
 STABLE_WINDOW = 3
 STABLE_TOLERANCE = 0.05
@@ -63,7 +64,7 @@ def timed_done(count: int, seconds: float) -> Done:
     return done
 
 
-def host_loop(step: Callable[[], Any], sync: Callable[[], Any], done: Done, phase: str,
+def host_loop(step: Callable[[], object], sync: Callable[[], object], done: Done, phase: str,
               progress: Optional[Progress]) -> Tuple[List[float], float]:
     """CPU: back-to-back iterations timed with perf_counter; latency i is the time from the end
     of iteration i-1 to the end of iteration i, so latencies sum exactly to the wall time."""
@@ -86,7 +87,8 @@ def host_loop(step: Callable[[], Any], sync: Callable[[], Any], done: Done, phas
     return latencies, prev - start
 
 
-def cuda_loop(torch: Any, step: Callable[[], Any], sync: Callable[[], Any], done: Done,
+def cuda_loop(torch: ModuleType, step: Callable[[], object], sync: Callable[[], object],
+              done: Done,
               phase: str, progress: Optional[Progress]) -> Tuple[List[float], float]:
     """GPU (the current CUDA device): each iteration bracketed by CUDA events and synchronised;
     latency is the device time between the events, wall time the host clock across the loop."""
