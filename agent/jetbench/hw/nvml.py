@@ -27,10 +27,14 @@ import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, PermissionDenied, UnsafePath, WriteRejected
 from .clocks.types import ClockReading
+
+if TYPE_CHECKING:
+    from .fs import Root
 
 KEY_PREFIX = "nvml:"
 GPU_LOCK = "gpu_locked_clocks"  # "MIN_MHZ,MAX_MHZ" or DEFAULT
@@ -127,8 +131,15 @@ def lock_value(lo_hz: int, hi_hz: int) -> str:
     return f"{lo_hz // MHZ},{hi_hz // MHZ}"
 
 
+# pynvml (nvidia-ml-py) ships no types: its device handles (ctypes pointers it hands out and
+# takes back) and its answers (ints, lists, structs, bytes or str by release) are Any here.
+NvmlHandle = Any
+NvmlAnswer = Any
+
+
 # -- NVML sessions ---------------------------------------------------------------------------
-def _hardware_error(nv: Any, err: Exception, what: str, path: Optional[str]) -> HardwareError:
+def _hardware_error(nv: ModuleType, err: Exception, what: str, path: Optional[str]
+                    ) -> HardwareError:
     code = getattr(err, "value", None)
     if code == NVML_ERROR_NO_PERMISSION:
         return PermissionDenied(f"{what}: NVML says no permission ({err})", path=path,
@@ -145,11 +156,11 @@ def _hardware_error(nv: Any, err: Exception, what: str, path: Optional[str]) -> 
 # persistence mode, too slow for every clock read of `monitor` or a measure window, so it is
 # called once per process and library, and never undone (NVML counts inits: the power source's
 # own init/shutdown pairs leave this one standing).
-_initialised: Optional[Tuple[int, Any]] = None
+_initialised: Optional[Tuple[int, ModuleType]] = None
 
 
 @contextmanager
-def _session() -> Iterator[Any]:
+def _session() -> Iterator[ModuleType]:
     global _initialised
     nv = load_pynvml("the GPUs' clocks cannot be set")
     if _initialised is None or _initialised[0] != os.getpid() or _initialised[1] is not nv:
@@ -164,7 +175,7 @@ def _session() -> Iterator[Any]:
         raise _hardware_error(nv, err, "NVML", None) from err
 
 
-def _handles(nv: Any) -> List[Tuple[str, Any]]:
+def _handles(nv: ModuleType) -> List[Tuple[str, NvmlHandle]]:
     """(normalised bus id, handle) of every GPU NVML sees."""
     out = []
     for index in range(nv.nvmlDeviceGetCount()):
@@ -175,7 +186,7 @@ def _handles(nv: Any) -> List[Tuple[str, Any]]:
     return out
 
 
-def _handle(nv: Any, bus_id: str, path: Optional[str]) -> Any:
+def _handle(nv: ModuleType, bus_id: str, path: Optional[str]) -> NvmlHandle:
     for bus, handle in _handles(nv):
         if bus == bus_id:
             return handle
@@ -207,7 +218,7 @@ def detect(bus_ids: Sequence[str], notes: List[str]) -> Tuple[NvmlGpu, ...]:
         return ()
 
 
-def _describe(nv: Any, bus: str, handle: Any, notes: List[str]) -> NvmlGpu:
+def _describe(nv: ModuleType, bus: str, handle: NvmlHandle, notes: List[str]) -> NvmlGpu:
     name = nvml_text(nv.nvmlDeviceGetName(handle))
     memory_mhz = sorted(set(_optional(nv, nv.nvmlDeviceGetSupportedMemoryClocks, handle) or ()))
     graphics_mhz: List[int] = []
@@ -234,12 +245,13 @@ def _describe(nv: Any, bus: str, handle: Any, notes: List[str]) -> NvmlGpu:
     )
 
 
-def _persistence(nv: Any, handle: Any) -> Optional[bool]:
+def _persistence(nv: ModuleType, handle: NvmlHandle) -> Optional[bool]:
     mode = _optional(nv, getattr(nv, "nvmlDeviceGetPersistenceMode", None), handle)
     return None if mode is None else bool(mode)
 
 
-def _optional(nv: Any, call: Any, *args: Any) -> Any:
+def _optional(nv: ModuleType, call: Optional[Callable[..., NvmlAnswer]], *args: object
+              ) -> NvmlAnswer:
     """A query's answer, or None where this GPU (or this nvidia-ml-py) does not support it."""
     if call is None:
         return None
@@ -303,7 +315,7 @@ def read_clocks(gpus: Sequence[NvmlGpu]) -> List[ClockReading]:
     return out
 
 
-def _read_into(nv: Any, gpus: Sequence[NvmlGpu], out: List[ClockReading]) -> None:
+def _read_into(nv: ModuleType, gpus: Sequence[NvmlGpu], out: List[ClockReading]) -> None:
     handles = dict(_handles(nv))
     for gpu in gpus:
         handle = handles.get(gpu.bus_id)
@@ -317,7 +329,7 @@ def _read_into(nv: Any, gpus: Sequence[NvmlGpu], out: List[ClockReading]) -> Non
                 cur_hz=int(cur) * MHZ if cur is not None else None, available_hz=table))
 
 
-def load_pynvml(consequence: str = "") -> Any:
+def load_pynvml(consequence: str = "") -> ModuleType:
     """The pynvml module, or HardwareError "NVML is not installed[: consequence]"."""
     try:
         import pynvml
@@ -327,7 +339,7 @@ def load_pynvml(consequence: str = "") -> Any:
     return pynvml
 
 
-def nvml_text(value: Any) -> str:
+def nvml_text(value: object) -> str:
     """An NVML string: bytes in older nvidia-ml-py releases, str in newer ones."""
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -360,7 +372,7 @@ def nvml_power_supported(index: int = 0) -> bool:
 
 def gpu_utilisation_pct(index: int = 0) -> Optional[float]:
     """The GPU's utilisation (%) from NVML, or None where NVML is absent or does not say."""
-    def util(nv: Any, h: Any) -> Optional[float]:
+    def util(nv: ModuleType, h: NvmlHandle) -> Optional[float]:
         try:
             return float(nv.nvmlDeviceGetUtilizationRates(h).gpu)
         except nv.NVMLError:
@@ -369,7 +381,7 @@ def gpu_utilisation_pct(index: int = 0) -> Optional[float]:
     return value if isinstance(value, float) else None
 
 
-def _answers(nv: Any, call: Any, handle: Any) -> bool:
+def _answers(nv: ModuleType, call: Callable[[NvmlHandle], object], handle: NvmlHandle) -> bool:
     try:
         call(handle)
         return True
@@ -377,7 +389,7 @@ def _answers(nv: Any, call: Any, handle: Any) -> bool:
         return False
 
 
-def _nvml_probe(index: int, probe: Any) -> Any:
+def _nvml_probe(index: int, probe: Callable[[ModuleType, NvmlHandle], object]) -> object:
     """Run `probe(nvml, handle)` between init and shutdown; None when NVML cannot start."""
     try:
         nv = load_pynvml()
@@ -427,7 +439,7 @@ def visible_entries(visible: str) -> List[str]:
     return entries
 
 
-def nvml_index(nv: Any, gpu: CudaGpu) -> int:
+def nvml_index(nv: ModuleType, gpu: CudaGpu) -> int:
     """NVML's index of CUDA's device `gpu.ordinal`. NVML numbers GPUs by PCI bus id whatever
     CUDA_VISIBLE_DEVICES says; CUDA numbers the visible ones from 0, fastest first unless
     CUDA_DEVICE_ORDER=PCI_BUS_ID. A UUID entry (GPU-..., a prefix is enough) is matched by UUID;
@@ -464,7 +476,7 @@ def nvml_index(nv: Any, gpu: CudaGpu) -> int:
     return int(entry)
 
 
-def shutdown(nv: Any) -> None:
+def shutdown(nv: ModuleType) -> None:
     try:
         nv.nvmlShutdown()
     except Exception:  # noqa: BLE001 - nothing more to release
@@ -472,11 +484,11 @@ def shutdown(nv: Any) -> None:
 
 
 # The knob backend (hw/knob_io.py): NVML settings are not under the root.
-def read_knob(root: Any, path: str) -> str:
+def read_knob(root: Root, path: str) -> str:
     return read_setting(path)
 
 
-def write_knob(root: Any, path: str, value: str) -> None:
+def write_knob(root: Root, path: str, value: str) -> None:
     write_setting(path, value)
 
 

@@ -68,7 +68,7 @@ DOMAINS: Tuple[Domain, ...] = (
 )
 
 
-def plan(root: Root, board: Board, targets: Any) -> List[Step]:
+def plan(root: Root, board: Board, targets: object) -> List[Step]:
     """Every domain's steps for `targets` (an object with a field per domain name)."""
     return [step for d in DOMAINS for step in d.plan(root, board, getattr(targets, d.name))]
 

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
 from ...errors import UsageError
 from ..fs import Root
 from .ina3221 import RailSource
+
+if TYPE_CHECKING:
+    from ..board import Rail
+    from .base import PowerSource
 
 INA3221_GAIN_FRAC = 0.0025  # max, each of the two readings
 INA3221_SHUNT_OFFSET_V = 80e-6  # max
@@ -90,7 +94,7 @@ def meter_accuracy(protocol: str, given: Optional[str]) -> Accuracy:
 INA3221_NAMES = ("ina3221", "ina3221x")  # the driver's `name` file (hwmon / iio)
 
 
-def _ina_accuracy(root: Root, rail: Any, family: Optional[str]) -> Accuracy:
+def _ina_accuracy(root: Root, rail: Rail, family: Optional[str]) -> Accuracy:
     d, n = rail.device.rstrip("/"), rail.channel
     chip = root.read(f"{d}/name", default="") or ""
     if chip not in INA3221_NAMES:  # another sensor family: these limits are not its own
@@ -122,7 +126,7 @@ def _ina_accuracy(root: Root, rail: Any, family: Optional[str]) -> Accuracy:
     )
 
 
-def channel_accuracies(root: Root, sources: Sequence[Any],
+def channel_accuracies(root: Root, sources: Sequence[PowerSource],
                        family: Optional[str] = None) -> Dict[str, Accuracy]:
     """Channel key ('ina3221/VDD_IN') -> its Accuracy, for every channel of `sources`."""
     out: Dict[str, Accuracy] = {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...errors import HardwareError
 from ..board import Rail, detect_rails
@@ -103,7 +103,7 @@ class RailSource:
         self._plan: List[Tuple[int, int, float]] = []
         self._period_s: Optional[float] = None
 
-    def __getstate__(self) -> Dict[str, Any]:
+    def __getstate__(self) -> Dict[str, object]:
         state = dict(self.__dict__)
         state["_fds"], state["_plan"] = [], []  # descriptors never cross a process boundary
         return state

@@ -37,7 +37,7 @@ class JtopSource:
     def __init__(self, interval_s: float = 0.5, *, name: str = SOURCE_NAME):
         self.period_s = interval_s
         self.name = name
-        self._client: Any = None
+        self._client: Any = None  # jtop's client: jetson-stats ships no types
         self._rails: List[str] = []
 
     def channels(self) -> Tuple[Channel, ...]:

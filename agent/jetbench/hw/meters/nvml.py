@@ -12,10 +12,11 @@ initialises and then answers NotSupported: that is "not available here", never 0
 from __future__ import annotations
 
 import time
-from typing import Any, Optional, Tuple
+from types import ModuleType
+from typing import Optional, Tuple
 
 from ...errors import HardwareError
-from ..nvml import CudaGpu, load_pynvml, nvml_index, shutdown
+from ..nvml import CudaGpu, NvmlHandle, load_pynvml, nvml_index, shutdown
 from .base import KIND_ENERGY, KIND_POWER, Channel, Reading, Total
 
 SOURCE_NAME = "nvml"
@@ -37,8 +38,8 @@ class NvmlSource:
         self.name = name if index == 0 else f"{name}{index}"
         self.mode = KIND_ENERGY  # decided at open
         self.period_s = 0.02
-        self._nv: Any = None
-        self._handle: Any = None
+        self._nv: Optional[ModuleType] = None
+        self._handle: NvmlHandle = None
 
     def channels(self) -> Tuple[Channel, ...]:
         unit = "mJ counter" if self.mode == KIND_ENERGY else "mW"
@@ -83,6 +84,8 @@ class NvmlSource:
 
     def read(self) -> Reading:
         nv, h = self._nv, self._handle
+        if nv is None:
+            raise HardwareError(f"NVML source GPU{self.index} read before open()")
         t_a = time.monotonic()
         value: Optional[float]
         try:
