@@ -11,11 +11,17 @@ tolerance per precision (stated in the result): a runtime beyond it is refused
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from types import ModuleType
+from typing import TYPE_CHECKING, Dict
 
 from ...errors import OutputMismatch
 from .._torch import import_torch
 from ..registry import get_spec
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ..base import Workload
 
 # max |runtime - reference| / max |reference| allowed, per precision: fp32 differs only in the
 # order of sums; TF32 keeps 10 mantissa bits, fp16 10 and bf16 7, over tens of layers.
@@ -26,7 +32,7 @@ REFERENCE = "PyTorch eager, fp32, on the CPU, same weights (seed) and input"
 SAMPLES = 8
 
 
-def compare_outputs(reference: Any, other: Any) -> Dict[str, float]:
+def compare_outputs(reference: Tensor, other: Tensor) -> Dict[str, float]:
     """Top-1/top-5 agreement and absolute logit differences of two (batch, classes) outputs."""
     import torch
 
@@ -47,7 +53,7 @@ def compare_outputs(reference: Any, other: Any) -> Dict[str, float]:
     }
 
 
-def check_outputs(workload: Any, runtime: str, seed: int) -> Dict[str, Any]:
+def check_outputs(workload: Workload, runtime: str, seed: int) -> Dict[str, object]:
     """The agreement (the result's `workload.output_check`), or OutputMismatch."""
     torch = import_torch()
     # fp32 that may have run in TF32 (a provider with no switch for it) is judged as tf32,
@@ -76,10 +82,10 @@ def check_outputs(workload: Any, runtime: str, seed: int) -> Dict[str, Any]:
     numbers = compare_outputs(reference, out.reshape(reference.shape))
     scale = max(numbers["ref_max"], 1e-12)
     relative = numbers["max_abs"] / scale
-    doc = {"checked": True, "reference": REFERENCE, "max_abs_diff": numbers["max_abs"],
-           "reference_max_abs": numbers["ref_max"], "relative_diff": relative,
-           "tolerance": tolerance, "top1_agreement": numbers["top1"],
-           "samples_compared": samples}
+    doc: Dict[str, object] = {
+        "checked": True, "reference": REFERENCE, "max_abs_diff": numbers["max_abs"],
+        "reference_max_abs": numbers["ref_max"], "relative_diff": relative,
+        "tolerance": tolerance, "top1_agreement": numbers["top1"], "samples_compared": samples}
     if judged != workload.precision:
         doc["judged_as"] = judged  # the row's label: fp32 that may have run in TF32
     if not relative <= tolerance:  # also refuses a NaN
@@ -92,7 +98,7 @@ def check_outputs(workload: Any, runtime: str, seed: int) -> Dict[str, Any]:
     return doc
 
 
-def host_float(torch: Any, value: Any) -> Any:
+def host_float(torch: ModuleType, value: object) -> Tensor:
     """A tensor, a NumPy array or a list of them (the first) as an fp32 CPU tensor."""
     if isinstance(value, (list, tuple)):
         value = value[0]

@@ -20,13 +20,18 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence
 
 from ....errors import HardwareError, first_line
 from ..._torch import import_torch
 from ...precision import PrecisionUnavailable
 from ...registry import get_spec
 from ..cache_dir import cache_dir, write_cached
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.nn import Module
 
 OPSET = 17  # ONNX Runtime 1.14+ and TensorRT 8.6+ read it (JetPack 5.1.2 and newer)
 _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -78,13 +83,13 @@ def exported_onnx(model: str, precision: str, batch: int, seed: int = 0,
                                hint="try fp32, or another runtime") from failure
 
 
-def _export_on(torch: Any, net: Any, example: Any, path: str, device: str) -> None:
+def _export_on(torch: ModuleType, net: Module, example: Tensor, path: str, device: str) -> None:
     _export(torch, net.to(device), example.to(device), path)
 
 
-def _export(torch: Any, net: Any, example: Any, path: str) -> None:
-    kwargs = {"opset_version": OPSET, "input_names": ["input"], "output_names": ["output"],
-              "do_constant_folding": True}
+def _export(torch: ModuleType, net: Module, example: Tensor, path: str) -> None:
+    kwargs: Dict[str, object] = {"opset_version": OPSET, "input_names": ["input"],
+                                 "output_names": ["output"], "do_constant_folding": True}
     if "dynamo" in _parameters(torch.onnx.export):
         kwargs["dynamo"] = False  # the TorchScript exporter: no onnxscript needed
     with warnings.catch_warnings(), torch.no_grad():
@@ -94,7 +99,7 @@ def _export(torch: Any, net: Any, example: Any, path: str) -> None:
         raise HardwareError("the exporter wrote an empty file")
 
 
-def _parameters(func: Any) -> Sequence[str]:
+def _parameters(func: Callable[..., object]) -> Sequence[str]:
     try:
         return list(inspect.signature(func).parameters)
     except (TypeError, ValueError):

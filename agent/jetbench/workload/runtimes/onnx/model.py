@@ -12,7 +12,8 @@ import contextlib
 import io
 import os
 import re
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ....errors import HardwareError, OutOfMemory, Unavailable, UsageError
 from ....interrupts import held_sigint
@@ -32,6 +33,9 @@ from .providers import (
     weights_precision,
 )
 
+if TYPE_CHECKING:
+    import numpy as np
+
 INSTALL_HINT = ("pip install 'jetbench[onnx]' (ONNX Runtime's CPU build); on a Jetson, "
                 "NVIDIA's onnxruntime-gpu wheel for your JetPack, which jetbench uses as found")
 _NUMPY_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16",
@@ -42,7 +46,11 @@ _OOM_MARKERS = ("failed to allocate memory", "out of memory", "bad_alloc",
                 "cudaerrormemoryallocation")
 
 
-def import_onnxruntime() -> Any:
+# onnxruntime ships no type information (no py.typed): its sessions and I/O bindings are Any.
+OrtObject = Any
+
+
+def import_onnxruntime() -> ModuleType:
     """onnxruntime (or onnxruntime-gpu: the same module), with Ctrl-C held while it loads."""
     try:
         with held_sigint():
@@ -70,7 +78,7 @@ def build_onnx_workload(model: str, precision: str, batch: int, device: str, inp
               for i in inputs}
     step, binding = _bound_step(ort, session, arrays, choice)
 
-    def outputs() -> Any:
+    def outputs() -> object:
         step()
         return binding.copy_outputs_to_cpu()[0]
     with ort_errors(model):
@@ -112,8 +120,8 @@ def _weights(model: str) -> Tuple[Optional[str], List[str]]:
     return weights_precision([t.data_type for t in proto.graph.initializer]), []
 
 
-def open_session(ort: Any, model: str, options: RunOptions, device: str,
-                 precision: str) -> Tuple[Any, ProviderChoice, List[str]]:
+def open_session(ort: ModuleType, model: str, options: RunOptions, device: str,
+                 precision: str) -> Tuple[OrtObject, ProviderChoice, List[str]]:
     """A session on the best provider that really loads. `get_available_providers()` lists
     every provider built in, loadable or not (onnxruntime-gpu without TensorRT's libraries
     lists TensorRT); ORT then drops one that fails to load and runs on the next. Without
@@ -166,9 +174,9 @@ def _tensorrt_version() -> str:
     return str(getattr(tensorrt, "__version__", "unknown"))
 
 
-def _session_or_without_optional(ort: Any, model: str, choice: ProviderChoice,
+def _session_or_without_optional(ort: ModuleType, model: str, choice: ProviderChoice,
                                  options: RunOptions, notes: List[str]
-                                 ) -> Tuple[Any, str, ProviderChoice]:
+                                 ) -> Tuple[OrtObject, str, ProviderChoice]:
     """The session; where ORT refuses one of the options jetbench passes only for speed (an
     option its build does not know), the session without them, said in the notes."""
     plain = choice.without_optional()
@@ -186,8 +194,8 @@ def _session_or_without_optional(ort: Any, model: str, choice: ProviderChoice,
         return (*_session(ort, model, plain, options), plain)
 
 
-def _session(ort: Any, model: str, choice: ProviderChoice,
-             options: RunOptions) -> Tuple[Any, str]:
+def _session(ort: ModuleType, model: str, choice: ProviderChoice,
+             options: RunOptions) -> Tuple[OrtObject, str]:
     """The session and what ORT logged while creating it (a provider that did not load says
     why there; ORT does not raise): its C++ logger on fd 2, and the banner its Python layer
     prints to stdout when a provider fails to start and it retries with the next ones
@@ -249,7 +257,8 @@ def _captured_stderr(into: List[str]) -> Iterator[None]:
             into.append(log.read())
 
 
-def _make_input(ort_type: str, shape: Tuple[int, ...], mode: str, seed: int, name: str) -> Any:
+def _make_input(ort_type: str, shape: Tuple[int, ...], mode: str, seed: int, name: str
+                ) -> np.ndarray:
     import numpy as np
 
     dtype = _NUMPY_TYPES.get(ort_type)
@@ -263,8 +272,8 @@ def _make_input(ort_type: str, shape: Tuple[int, ...], mode: str, seed: int, nam
     return np.random.default_rng(seed + 1).standard_normal(shape).astype(dtype)
 
 
-def _bound_step(ort: Any, session: Any, arrays: Dict[str, Any], choice: ProviderChoice
-                ) -> Tuple[Any, Any]:
+def _bound_step(ort: ModuleType, session: OrtObject, arrays: Dict[str, np.ndarray],
+                choice: ProviderChoice) -> Tuple[Callable[[], object], OrtObject]:
     """One inference with the inputs already in the provider's memory and the outputs left
     there (as a PyTorch workload's tensors stay on the GPU); and the binding that holds them."""
     on_gpu = choice.name in (TENSORRT_EP, CUDA_EP)
@@ -279,7 +288,7 @@ def _bound_step(ort: Any, session: Any, arrays: Dict[str, Any], choice: Provider
         binding.bind_output(output.name, kind, index)
     run = session.run_with_iobinding
 
-    def step() -> Any:
+    def step() -> object:
         try:
             run(binding)
         except RuntimeError as err:  # ORT's binding raises a bare RuntimeError for a failed run

@@ -8,7 +8,7 @@ tested without a GPU. The best provider present wins (TensorRT, CUDA, CPU: the o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ....errors import Unavailable, UsageError
 from ...precision import PrecisionUnavailable
@@ -37,6 +37,9 @@ OPTIONAL_OPTIONS = ("trt_timing_cache_enable", "trt_timing_cache_path")
 CUDA_USE_TF32_SINCE = (1, 18)  # CUDA EP use_tf32
 
 
+ProviderOptions = Dict[str, Union[str, int, bool]]  # a provider's options, as ORT takes them
+
+
 @dataclass(frozen=True)
 class ProviderChoice:
     """The provider that runs the model, its options, the providers after it (with their
@@ -44,15 +47,15 @@ class ProviderChoice:
     what the result must say about it (TF32 that cannot be turned off, caches)."""
 
     name: str
-    options: Dict[str, Any]
-    fallbacks: Tuple[Tuple[str, Dict[str, Any]], ...]
+    options: ProviderOptions
+    fallbacks: Tuple[Tuple[str, ProviderOptions], ...]
     device: str
     notes: Tuple[str, ...] = ()
     # fp32 that may run in TF32 (no option forbids it: TensorRT's provider, CUDA before 1.18):
     # its outputs are judged with tf32's tolerance, and the result says so
     tf32_possible: bool = False
 
-    def session_providers(self) -> List[Any]:
+    def session_providers(self) -> List[Tuple[str, ProviderOptions]]:
         return [(self.name, self.options), *self.fallbacks]
 
     def without_optional(self) -> ProviderChoice:
@@ -72,7 +75,7 @@ def ort_version(text: Optional[str]) -> Tuple[int, int]:
 
 
 def provider_options(name: str, index: int, precision: str, version: Tuple[int, int],
-                     cache: Optional[str]) -> Tuple[Dict[str, Any], List[str]]:
+                     cache: Optional[str]) -> Tuple[ProviderOptions, List[str]]:
     """One provider's options and the notes they imply. GPU providers get `device_id` (the
     CUDA fallback too: without it ORT runs on GPU 0 whatever `cuda:N` says). TensorRT keeps
     its engines and timing cache under `cache` (built once, in warm-up; without it ORT builds
@@ -86,7 +89,7 @@ def provider_options(name: str, index: int, precision: str, version: Tuple[int, 
                      f"is the {precision} model's speed, not {precision} arithmetic")
     if name not in _GPU:
         return {}, notes
-    options: Dict[str, Any] = {"device_id": index}
+    options: ProviderOptions = {"device_id": index}
     if name == TENSORRT_EP:
         if precision == "fp16":
             options["trt_fp16_enable"] = True

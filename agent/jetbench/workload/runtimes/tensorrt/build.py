@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, List, Optional
+from types import ModuleType
+from typing import List, Optional
 
 from ....errors import HardwareError
 from ...precision import PrecisionUnavailable
 from ..cache_dir import cache_dir, write_cached
+from .engine import TrtObject
 
 
 def engine_name(onnx_path: Path, precision: str, trt_version: str, gpu: str) -> str:
@@ -32,7 +34,7 @@ def engine_name(onnx_path: Path, precision: str, trt_version: str, gpu: str) -> 
     return f"{onnx_path.stem}-{tail}.engine"
 
 
-def built_engine(trt: Any, onnx_path: Path, precision: str, gpu: str,
+def built_engine(trt: ModuleType, onnx_path: Path, precision: str, gpu: str,
                  directory: Optional[Path] = None) -> Path:
     """The cached engine for `onnx_path` on this TensorRT and `gpu` (built now if missing)."""
     folder = directory or cache_dir("tensorrt")
@@ -48,7 +50,7 @@ def built_engine(trt: Any, onnx_path: Path, precision: str, gpu: str,
     return write_cached(path, write)
 
 
-def build_serialized(trt: Any, onnx_path: Path, precision: str) -> bytes:
+def build_serialized(trt: ModuleType, onnx_path: Path, precision: str) -> bytes:
     """Parse the ONNX file and build a serialized engine: HardwareError with the parser's own
     errors, PrecisionUnavailable where this TensorRT cannot build that precision."""
     logger = trt.Logger(trt.Logger.WARNING)
@@ -68,19 +70,20 @@ def build_serialized(trt: Any, onnx_path: Path, precision: str) -> bytes:
     return bytes(serialized)
 
 
-def _network_flags(trt: Any) -> int:
+def _network_flags(trt: ModuleType) -> int:
     """Explicit batch, which TensorRT 8.x needs for ONNX (10.0 ignores it, 11 may lack it)."""
     flag = getattr(getattr(trt, "NetworkDefinitionCreationFlag", None), "EXPLICIT_BATCH", None)
     major = _major(getattr(trt, "__version__", "0"))
     return 1 << int(flag) if flag is not None and major < 10 else 0
 
 
-def strongly_typed(trt: Any) -> bool:
+def strongly_typed(trt: ModuleType) -> bool:
     """TensorRT 11 and newer: the network's types are the engine's (no precision flags)."""
     return _major(getattr(trt, "__version__", "0")) >= 11
 
 
-def _set_precision(trt: Any, builder: Any, config: Any, precision: str) -> List[str]:
+def _set_precision(trt: ModuleType, builder: TrtObject, config: TrtObject, precision: str
+                   ) -> List[str]:
     flags = getattr(trt, "BuilderFlag", None)
     notes: List[str] = []
     if precision == "bf16" and not strongly_typed(trt):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Protocol, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Protocol, Tuple
 
 from ....errors import HardwareError, OutOfMemory, UsageError
 from ....interrupts import held_sigint
@@ -24,10 +25,17 @@ from ...base import RunOptions, Workload
 from ...model_arg import InputShape, resolve_shapes
 from ...pytorch import CONSTANT_INPUT, device_context, is_cuda, resolve_device
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 INSTALL_HINT = ("TensorRT engines need TensorRT's Python package and a CUDA build of PyTorch: "
                 "on a Jetson both come with JetPack (`sudo apt install python3-libnvinfer` and "
                 "NVIDIA's torch wheel; a venv made with --system-site-packages sees them); on a "
                 "PC `pip install tensorrt` at the version that built the engine")
+# TensorRT's Python bindings ship no types (and do not load here): its engine, execution
+# context and DataType objects are Any.
+TrtObject = Any
+
 # TensorRT's DataType names -> torch dtype names
 _DTYPES = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8",
            "INT32": "int32", "INT64": "int64", "UINT8": "uint8", "BOOL": "bool"}
@@ -36,10 +44,10 @@ _DTYPES = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "i
 class Buffers(Protocol):
     """Device memory and a stream (PyTorch's here; a stand-in in tests)."""
 
-    def alloc(self, shape: Tuple[int, ...], dtype: str, fill: Optional[float]) -> Any:
+    def alloc(self, shape: Tuple[int, ...], dtype: str, fill: Optional[float]) -> Tensor:
         """A device tensor of `dtype` (torch name); `fill` None = zeros, nan = Gaussian."""
 
-    def address(self, tensor: Any) -> int: ...
+    def address(self, tensor: Tensor) -> int: ...
 
     def stream_handle(self) -> int: ...
 
@@ -50,12 +58,12 @@ class EngineRun:
     `enqueue()` queues one inference on the stream. `notes`: what the result must say (an
     Ultralytics header, the optimization profile used, padded vectorised formats)."""
 
-    engine: Any
-    context: Any
+    engine: TrtObject
+    context: TrtObject
     inputs: Dict[str, Tuple[int, ...]]
     outputs: Dict[str, Tuple[int, ...]]
     dtypes: Dict[str, str]
-    tensors: Dict[str, Any]
+    tensors: Dict[str, Tensor]
     stream: int
     notes: Tuple[str, ...] = ()
 
@@ -64,7 +72,7 @@ class EngineRun:
             raise RuntimeError("TensorRT execute_async_v3 failed (see TensorRT's log above)")
 
 
-def import_tensorrt() -> Any:
+def import_tensorrt() -> ModuleType:
     try:
         with held_sigint():
             import tensorrt
@@ -74,7 +82,7 @@ def import_tensorrt() -> Any:
     return tensorrt
 
 
-def load_engine(trt: Any, path: str, batch: int, input_shape: Optional[InputShape],
+def load_engine(trt: ModuleType, path: str, batch: int, input_shape: Optional[InputShape],
                 input_mode: str, buffers: Buffers) -> EngineRun:
     """Deserialize `path`, set the inputs' shapes (batch from `batch`, open dimensions from
     `input_shape`), allocate and bind every I/O tensor. UsageError for a file that is not an
@@ -155,7 +163,7 @@ def load_engine(trt: Any, path: str, batch: int, input_shape: Optional[InputShap
     return EngineRun(engine, context, shapes, outputs, dtypes, tensors, stream, tuple(notes))
 
 
-def covering_profile(engine: Any, profiles: int, shapes: Dict[str, Tuple[int, ...]],
+def covering_profile(engine: TrtObject, profiles: int, shapes: Dict[str, Tuple[int, ...]],
                      path: str) -> int:
     """The first optimization profile whose (min, max) ranges hold every input shape
     (`get_tensor_profile_shape(name, k)` gives min, opt, max); profile 0 where the engine does
@@ -183,7 +191,7 @@ def covering_profile(engine: Any, profiles: int, shapes: Dict[str, Tuple[int, ..
                      hint="use a --batch/--input-shape one of the engine's profiles covers")
 
 
-def split_ultralytics(data: bytes) -> Tuple[bytes, Optional[Dict[str, Any]]]:
+def split_ultralytics(data: bytes) -> Tuple[bytes, Optional[Dict[str, object]]]:
     """(engine bytes, metadata): Ultralytics writes a 4-byte little-endian length, that many
     bytes of JSON metadata, then the serialized engine; a plain engine is returned whole."""
     import json
@@ -200,7 +208,7 @@ def split_ultralytics(data: bytes) -> Tuple[bytes, Optional[Dict[str, Any]]]:
     return (data[4 + size:], meta) if isinstance(meta, dict) else (data, None)
 
 
-def vectorized_shape(engine: Any, name: str, shape: Tuple[int, ...]) -> Tuple[int, ...]:
+def vectorized_shape(engine: TrtObject, name: str, shape: Tuple[int, ...]) -> Tuple[int, ...]:
     """A vectorised format (int8 CHW32, fp16 CHW16, DLA HWC4) packs its vectorised dimension in
     groups of `components` elements: the buffer rounds that dimension up, as TensorRT's samples
     size theirs (get_tensor_vectorized_dim, get_tensor_components_per_element)."""
@@ -216,7 +224,7 @@ def vectorized_shape(engine: Any, name: str, shape: Tuple[int, ...]) -> Tuple[in
     return tuple(out)
 
 
-def _refuse_shape_tensors(engine: Any, names: List[str], is_input: Dict[str, bool],
+def _refuse_shape_tensors(engine: TrtObject, names: List[str], is_input: Dict[str, bool],
                           path: str) -> None:
     """A shape tensor (its values set shapes) lives in host memory and is set with
     set_tensor_address on host data; jetbench binds device buffers only."""
@@ -230,7 +238,7 @@ def _refuse_shape_tensors(engine: Any, names: List[str], is_input: Dict[str, boo
                          hint="time it with trtexec --loadEngine=... --shapes=..., through "
                               "measure --cmd ... --throughput-from trtexec")
 
-def _dtype(trt_dtype: Any, name: str) -> str:
+def _dtype(trt_dtype: TrtObject, name: str) -> str:
     key = getattr(trt_dtype, "name", str(trt_dtype)).rsplit(".", 1)[-1]
     if key not in _DTYPES:
         raise UsageError(f"tensor {name!r} is {key}, which jetbench cannot feed")
@@ -240,12 +248,12 @@ def _dtype(trt_dtype: Any, name: str) -> str:
 class TorchBuffers:
     """Device tensors and one stream from PyTorch on `device` ('cuda' or 'cuda:N')."""
 
-    def __init__(self, torch: Any, device: str, seed: int = 0):
+    def __init__(self, torch: ModuleType, device: str, seed: int = 0):
         self.torch, self.device = torch, device
         self.stream = torch.cuda.Stream(device=device)
         self.generator = torch.Generator(device=device).manual_seed(seed + 1)
 
-    def alloc(self, shape: Tuple[int, ...], dtype: str, fill: Optional[float]) -> Any:
+    def alloc(self, shape: Tuple[int, ...], dtype: str, fill: Optional[float]) -> Tensor:
         """Allocated and filled on the engine's own stream: filled on the legacy default
         stream, the engine (on a stream of its own) could read them before they are written."""
         kind = getattr(self.torch, dtype)
@@ -257,7 +265,7 @@ class TorchBuffers:
                                         device=self.device).to(kind)
             return self.torch.full(shape, fill, dtype=kind, device=self.device)
 
-    def address(self, tensor: Any) -> int:
+    def address(self, tensor: Tensor) -> int:
         return int(tensor.data_ptr())
 
     def stream_handle(self) -> int:
@@ -299,7 +307,7 @@ def build_engine_workload(model: str, precision: str, batch: int, device: str, i
     footprint = sum(int(t.numel()) * int(t.element_size()) for t in run.tensors.values())
     first_output = next(iter(run.outputs), None)
 
-    def outputs() -> Any:
+    def outputs() -> Optional[Tensor]:
         run.enqueue()
         return run.tensors[first_output] if first_output is not None else None
 
