@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import typer
 
@@ -14,6 +14,9 @@ from .. import __version__
 from ..errors import EXIT_HARDWARE, EXIT_INTERRUPTED, EXIT_USAGE, JetbenchError
 from .common import GlobalOptions, ReaderGone, set_invocation
 from .help_screen import HelpCommand, HelpGroup
+
+if TYPE_CHECKING:
+    from typer.core import TyperArgument
 
 
 def _click_errors() -> tuple:
@@ -31,26 +34,20 @@ _CLICK_ERROR = _click_errors()
 
 
 def _arguments_read_plainly() -> None:
-    """Recent typer writes a required argument as `{NAME}` in the usage line and its type
-    (`<list[Path]>`) beside its metavar: show `NAME` / `NAME...` as click does, and no type
-    where the argument has a metavar (older typer has neither method and needs nothing)."""
-    arg_cls = getattr(getattr(typer, "core", None), "TyperArgument", None)
+    """Recent typer writes a required argument as `{NAME}` in the usage line (--help's and an
+    error's): show `NAME` / `NAME...` as click does (older typer has no such method and needs
+    nothing)."""
+    arg_cls = getattr(typer.core, "TyperArgument", None)
     usage = getattr(arg_cls, "_usage_display_name", None)
-    if usage is None or getattr(usage, "_plain", False):
+    if arg_cls is None or usage is None or getattr(usage, "_plain", False):
         return
 
-    def plain_usage(self: Any) -> str:
+    def plain_usage(self: TyperArgument) -> str:
         name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
         return name + ("..." if self.nargs != 1 else "")
 
-    original_type = arg_cls.display_type_rich
-
-    def display_type_rich(self: Any, ctx: Any) -> Any:
-        return None if getattr(self, "metavar", None) else original_type(self, ctx)
-
     plain_usage._plain = True  # type: ignore[attr-defined]
-    arg_cls._usage_display_name = plain_usage  # type: ignore[union-attr]
-    arg_cls.display_type_rich = display_type_rich  # type: ignore[union-attr]
+    arg_cls._usage_display_name = plain_usage
 
 
 _arguments_read_plainly()
@@ -60,7 +57,7 @@ class _JetbenchGroup(HelpGroup):
     """Runs every command under one error handler (also under typer's CliRunner); its
     --help and every command's is drawn by help_screen."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         from .clocks import optional_wait_value  # `--wait` alone: wait for the board for ever
 
@@ -261,7 +258,7 @@ def _reflow(doc: Optional[str]) -> Optional[str]:
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
-def _epilog(examples: Any) -> str:
+def _epilog(examples: Sequence[str]) -> str:
     return "Examples:\n\n" + "\n\n".join(f"  {e}" for e in examples)
 
 

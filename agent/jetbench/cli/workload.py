@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import typer
 
 from .common import RUNTIME, WORKLOAD_PYTHON_TIME, console, print_json
 from .render import print_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    from ..run.timing import TimeReport, TimeRow
+    from ..workload.check import Agreement
+    from ..workload.layers import LayerTimes
 
 _PROGRESS_AFTER_S = 2.0  # no bar for runs shorter than this
 
@@ -112,7 +120,7 @@ def time_cmd(
     _exit_if_failed(report.rows)
 
 
-def _exit_if_failed(rows: Any) -> None:
+def _exit_if_failed(rows: Sequence[TimeRow]) -> None:
     """Exit 2 once every row is written when a row's runtime failed (the others ran)."""
     from ..errors import HardwareError
 
@@ -139,7 +147,7 @@ def models_cmd(
     print_models(console(), rows)
 
 
-def _render(report: Any, out: Optional[Path]) -> None:
+def _render(report: TimeReport, out: Optional[Path]) -> None:
     from rich.table import Table
 
     con = console()
@@ -166,13 +174,13 @@ def _render(report: Any, out: Optional[Path]) -> None:
     print_table(con, table, key_columns=len(columns) - 8)  # model .. device: every part
     for row in report.rows:
         if row.layers is not None:
-            _render_layers(con, row)
+            _render_layers(con, row, row.layers)
     if report.checks:
         _render_checks(con, report.checks)
     from ..report.tables import grouped
     from .render import print_note
 
-    def name(row: Any) -> str:
+    def name(row: TimeRow) -> str:
         return f"{row.model}{'' if row.runtime == 'torch' else ' ' + row.runtime} " \
                f"{row.precision} batch {row.batch}"
 
@@ -191,7 +199,7 @@ def _render(report: Any, out: Optional[Path]) -> None:
         con.print(f"wrote {out / 'time.json'}")
 
 
-def _runtime_cell(row: Any) -> str:
+def _runtime_cell(row: TimeRow) -> str:
     """'onnxruntime (cpu)': the runtime, and ONNX Runtime's provider where it ran."""
     from ..report.schema import runtime_label
 
@@ -199,10 +207,9 @@ def _runtime_cell(row: Any) -> str:
                          {"runtime": row.runtime})
 
 
-def _render_layers(con: Any, row: Any) -> None:
+def _render_layers(con: Console, row: TimeRow, lt: LayerTimes) -> None:
     from rich.table import Table
 
-    lt = row.layers
     train = lt.backward_ms is not None
     table = Table(title=f"{row.model} {row.precision} batch {row.batch}: per-layer, mean of "
                   f"{lt.iterations}", box=None)
@@ -215,12 +222,12 @@ def _render_layers(con: Any, row: Any) -> None:
         table.add_row(*cells)
     print_table(con, table)
     con.print(f"Average Forward pass: {lt.forward_ms:.3f} ms.")
-    if train:
+    if lt.backward_ms is not None:
         con.print(f"Average Backward pass: {lt.backward_ms:.3f} ms.")
         con.print(f"Average Forward-Backward: {lt.forward_ms + lt.backward_ms:.3f} ms.")
 
 
-def _render_checks(con: Any, checks: Any) -> None:
+def _render_checks(con: Console, checks: Sequence[Agreement]) -> None:
     from rich.table import Table
 
     table = Table(title="agreement with fp32 (same weights, same input)", box=None)
@@ -234,7 +241,7 @@ def _render_checks(con: Any, checks: Any) -> None:
     print_table(con, table)
 
 
-def _write_json(path: Path, doc: Any) -> None:
+def _write_json(path: Path, doc: object) -> None:
     """Atomic (a reader sees the old file or the whole new one); if the directory fails now,
     the results go to a fallback directory that the warning names."""
     from ..report.io import fallback_dir, write_json
@@ -254,13 +261,13 @@ class _LazyProgress:
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.start = time.monotonic()
-        self.progress: Any = None
-        self.task: Any = None
+        self.progress: Optional[Progress] = None
+        self.task: Optional[TaskID] = None
 
     def __enter__(self) -> _LazyProgress:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
 
@@ -275,4 +282,5 @@ class _LazyProgress:
                                      transient=True)
             self.progress.start()
             self.task = self.progress.add_task("", total=1.0)
-        self.progress.update(self.task, description=f"{label} {phase}", completed=fraction)
+        if self.task is not None:
+            self.progress.update(self.task, description=f"{label} {phase}", completed=fraction)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Callable, Dict, Optional
 
 from ..errors import UsageError
 from ..hw.board import Board
@@ -32,9 +32,9 @@ class Commands:
     `profile_refused`: why the configured profile is not held (None: it is, or none is)."""
 
     def __init__(self, root: Root, held: Held, lock: threading.RLock, drift: Drift,
-                 lending: Lending, *, snapshot: Callable[[], Dict[str, Any]],
+                 lending: Lending, *, snapshot: Callable[[], Dict[str, object]],
                  profile_refused: Callable[[], Optional[str]],
-                 summary: Callable[[], str], read: Callable[[Board], Dict[str, Any]],
+                 summary: Callable[[], str], read: Callable[[Board], Dict[str, object]],
                  pin_new: Callable[[Profile], None], check: Callable[[], None]):
         self.root = root
         self.held = held
@@ -48,7 +48,7 @@ class Commands:
         self._pin_new = pin_new
         self._check = check
 
-    def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, Any]:
+    def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, object]:
         with self._lock:
             if request.cmd == "status":
                 return self._status()
@@ -71,7 +71,7 @@ class Commands:
                 return self._apply(request)
         raise UsageError(f"unknown command {request.cmd!r}")  # wire.py lets none through
 
-    def _status(self) -> Dict[str, Any]:
+    def _status(self) -> Dict[str, object]:
         doc = dict(self._snapshot())
         doc.update(pinned=self.held.pinned, summary=self._summary(),
                    counters=dict(self.held.counters), last_error=self.held.last_error,
@@ -80,7 +80,7 @@ class Commands:
                    lease=self.held.lease.doc() if self.held.lease is not None else None)
         return {"ok": True, **doc}
 
-    def _restore(self) -> Dict[str, Any]:
+    def _restore(self) -> Dict[str, object]:
         result = journal.restore(self.root)
         self.held.pinned = False
         log.info("restore requested: %d value(s) written; not pinning until `pin` or "
@@ -91,7 +91,7 @@ class Commands:
                 "moved": [m.note() for m in result.moved],
                 "changed": [c.note() for c in result.changed]}
 
-    def _pin(self) -> Dict[str, Any]:
+    def _pin(self) -> Dict[str, object]:
         if self.held.profile is None:
             raise UsageError("no profile to pin: start the daemon with --profile, or "
                              "send apply")
@@ -105,7 +105,7 @@ class Commands:
         self._check()
         return {"ok": True, "profile": self.held.profile.name, "pinned": True}
 
-    def _apply(self, request: Request) -> Dict[str, Any]:
+    def _apply(self, request: Request) -> Dict[str, object]:
         if request.cmd == "maxperf":
             profile = load_profile("maxperf", self.root.base, allow_paths=False)
             if request.fan:

@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..ownership.wire import (
@@ -62,7 +62,7 @@ class Peer:
     gid: int
 
 
-Handler = Callable[[Request, Peer], Dict[str, Any]]
+Handler = Callable[[Request, Peer], Dict[str, object]]
 OnDisconnect = Callable[[Peer], None]
 
 
@@ -178,7 +178,8 @@ class ControlServer:
         self.served = 0
         self.rejected = 0
         self.evicted = 0
-        self._events: List[Any] = []  # (conn, doc) queued by other threads for a connection
+        # (conn, doc) queued by other threads for a connection
+        self._events: List[Tuple[int, Dict[str, object]]] = []
         self._events_lock = threading.Lock()
 
     def start(self) -> None:
@@ -216,7 +217,7 @@ class ControlServer:
         except OSError:
             pass
 
-    def send_event(self, conn: int, doc: Dict[str, Any]) -> None:
+    def send_event(self, conn: int, doc: Dict[str, object]) -> None:
         """Queue an unsolicited line for connection `conn` (any thread; the loop sends it)."""
         with self._events_lock:
             self._events.append((conn, doc))
@@ -350,7 +351,9 @@ class ControlServer:
                 reply = self._answer(line, client.peer)
                 if reply.pop(HOLD, False):
                     client.held = True
-                client.fds += reply.pop(FDS, [])
+                fds = reply.pop(FDS, [])  # descriptors the handler passes on (a lease's)
+                client.fds += [fd for fd in fds if isinstance(fd, int)] \
+                    if isinstance(fds, list) else []
                 self._reply(client, reply)
             if len(client.outbuf) > MAX_OUT_BYTES:
                 break
@@ -363,7 +366,7 @@ class ControlServer:
         if len(client.outbuf) > MAX_OUT_BYTES:
             self._close(client)  # it sends and never reads
 
-    def _answer(self, line: bytes, peer: Peer) -> Dict[str, Any]:
+    def _answer(self, line: bytes, peer: Peer) -> Dict[str, object]:
         try:
             request = parse_request(line)
         except ProtocolError as err:
@@ -381,7 +384,7 @@ class ControlServer:
             log.error("control socket: %s failed: %s: %s", request.cmd, type(err).__name__, err)
             return error_reply(FAILED, f"{request.cmd} failed: {type(err).__name__}: {err}")
 
-    def _reply(self, client: _Client, doc: Dict[str, Any]) -> None:
+    def _reply(self, client: _Client, doc: Dict[str, object]) -> None:
         client.outbuf += encode(doc)
 
     def _flush(self, client: _Client) -> None:

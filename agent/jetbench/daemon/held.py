@@ -5,7 +5,7 @@ daemon's one lock (an RLock, given to each part beside this) guards every field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Dict, Optional
 
 from ..hw.board import Board
 from ..profiles.profile import Profile
@@ -23,7 +23,7 @@ class Lease:
     since: str
     token: str = ""  # ownership/lease.py: the borrower writes only while the file holds it
 
-    def doc(self) -> Dict[str, Any]:
+    def doc(self) -> Dict[str, object]:
         return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
 
 

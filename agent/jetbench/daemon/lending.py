@@ -12,7 +12,7 @@ import logging
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Callable, Dict, Optional
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import knob_io
@@ -90,7 +90,7 @@ class Lending:
                         lease.who, lease.pid)
 
     # -- leases ------------------------------------------------------------------------------
-    def lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, Any]:
+    def lend(self, request: Request, peer: Optional[Peer]) -> Dict[str, object]:
         """Lend the board to this connection: no re-pin, no write, and on a simulated board no
         simulated kernel of ours (the borrower runs its own: one kernel per board)."""
         if peer is None:

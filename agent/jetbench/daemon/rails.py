@@ -5,25 +5,28 @@ rail since the daemon started (for `jetbench_energy_joules_total`)."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError
 from ..hw.meters.base import power_between, total_power_w
 from ..sampling.energy_totals import EnergyTotals
 
+if TYPE_CHECKING:
+    from ..hw.meters.base import Channel, PowerSource
+
 
 class RailMeter:
-    def __init__(self, sources: Sequence[Any], on_error: Callable[[str], None]):
+    def __init__(self, sources: Sequence[PowerSource], on_error: Callable[[str], None]):
         self.sources = list(sources)
         self._on_error = on_error
         self._last: Dict[str, Tuple[float, float]] = {}
         # Per (rail, point, source): grows across re-pins, leases and reloads; 0 at start only.
         self._energy = EnergyTotals()
 
-    def read(self) -> Tuple[List[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    def read(self) -> Tuple[List[Dict[str, object]], Optional[Dict[str, object]]]:
         """Every rail's watts and energy so far, and the total (None: no source names one)."""
-        rails: List[Dict[str, Any]] = []
-        total: Optional[Dict[str, Any]] = None
+        rails: List[Dict[str, object]] = []
+        total: Optional[Dict[str, object]] = None
         for source in self.sources:
             try:
                 reading = source.read()
@@ -45,7 +48,7 @@ class RailMeter:
                          "power_w": total_power_w(spec, values)}
         return rails, total
 
-    def _integrate(self, channel: Any, value: Optional[float], t_s: float) -> float:
+    def _integrate(self, channel: Channel, value: Optional[float], t_s: float) -> float:
         """The channel's energy since the daemon started (J), this reading included."""
         key = (channel.name, channel.point, channel.source)
         if channel.kind == "power":
@@ -54,7 +57,7 @@ class RailMeter:
             self._energy.add_counter(key, t_s, value)
         return self._energy.joules(key)
 
-    def _watts(self, channel: Any, value: Optional[float], t_s: float) -> Optional[float]:
+    def _watts(self, channel: Channel, value: Optional[float], t_s: float) -> Optional[float]:
         """Watts for a power channel; for an energy counter (joules), the mean power since the
         previous reading (None on the first one, or across a counter reset)."""
         if value is None or channel.kind == "power":
