@@ -13,7 +13,8 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional
+from types import FrameType
+from typing import Iterator, List, Optional
 
 
 @contextmanager
@@ -24,7 +25,7 @@ def held_sigint() -> Iterator[None]:
         return
     caught: List[int] = []
 
-    def hold(signum: int, _frame: Any) -> None:
+    def hold(signum: int, _frame: Optional[FrameType]) -> None:
         caught.append(signum)
 
     previous = signal.signal(signal.SIGINT, hold)
@@ -67,7 +68,7 @@ class InterruptLatch:
             self._outer, _active, self._entered = _active, self, True
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         global _active
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
@@ -81,7 +82,7 @@ class InterruptLatch:
             self.cause = cause
         self.received = True
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
+    def _on_signal(self, signum: int, _frame: Optional[FrameType]) -> None:
         self.note(signal.Signals(signum).name)
         if not self._held:
             raise KeyboardInterrupt
@@ -149,7 +150,7 @@ class Hold:
         self.start()
         return self
 
-    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+    def __exit__(self, exc_type: Optional[type], *exc: object) -> None:
         # an exception on its way goes on as it is
         self.end(deliver=self._deliver and exc_type is None)
 

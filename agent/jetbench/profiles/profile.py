@@ -24,7 +24,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..bounded import nesting_depth
 from ..errors import HardwareError, ProfileError, UnsafePath, UsageError
@@ -104,25 +104,25 @@ class _Checker:
         return ProfileError(f"profile {self.name}: {where}: {message}",
                             hint="nothing was written; see `jetbench profiles show maxperf`")
 
-    def keys(self, where: str, table: Dict[str, Any], allowed: set) -> None:
+    def keys(self, where: str, table: Mapping[str, object], allowed: Set[str]) -> None:
         unknown = sorted(set(table) - allowed)
         if unknown:
             raise self.fail(where, f"unknown key {unknown[0]!r} (allowed: "
                                    f"{', '.join(sorted(allowed))})")
 
-    def boolean(self, where: str, value: Any) -> bool:
+    def boolean(self, where: str, value: object) -> bool:
         if not isinstance(value, bool):
             raise self.fail(where, f"expected true or false, got {value!r}")
         return value
 
-    def strings(self, where: str, value: Any) -> Tuple[str, ...]:
+    def strings(self, where: str, value: object) -> Tuple[str, ...]:
         if isinstance(value, str):
             return (value,)
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             return tuple(value)
         raise self.fail(where, f"expected a string or a list of strings, got {value!r}")
 
-    def freq(self, where: str, value: Any) -> FreqSpec:
+    def freq(self, where: str, value: object) -> FreqSpec:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.fail(where, f"expected a frequency like \"690MHz\", got {value!r}")
         try:
@@ -230,14 +230,15 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
 POWER_LIMIT_WORDS = ("max", "min", "default")
 
 
-def parse_power_limit(check: _Checker, value: Any) -> Union[str, int]:
+def parse_power_limit(check: _Checker, value: object) -> Union[str, int]:
     """'max' | 'min' | 'default' | '250W' | 250 (watts) -> the word, or milliwatts."""
     where = "[gpu] power_limit"
     if isinstance(value, str) and value.strip().lower() in POWER_LIMIT_WORDS:
         return value.strip().lower()
     text = value.strip().upper().rstrip("W").strip() if isinstance(value, str) else value
     try:
-        watts = float(text) if not isinstance(text, bool) else -1.0
+        watts = float(text) if isinstance(text, (str, int, float)) and \
+            not isinstance(text, bool) else -1.0
     except (TypeError, ValueError):
         watts = -1.0
     if not 0 < watts < 100_000:
@@ -318,10 +319,10 @@ def comment_text(text: str, limit: int = 200) -> str:
 
 def pinned_clocks_table(description: str, family: str, cpu_hz: Optional[int] = None,
                         gpu_hz: Optional[int] = None,
-                        emc_hz: Optional[int] = None) -> Dict[str, Any]:
+                        emc_hz: Optional[int] = None) -> Dict[str, object]:
     """A profile's tables pinning these clocks on boards of `family`: the sections `apply`
     reads, each clock with what pinning it needs (cores online, GPU railgating off)."""
-    table: Dict[str, Any] = {"description": description, "match": {"family": [family]}}
+    table: Dict[str, object] = {"description": description, "match": {"family": [family]}}
     if cpu_hz is not None:
         table["cpu"] = {"freq": str(cpu_hz), "online": True}
     if gpu_hz is not None:
@@ -331,7 +332,7 @@ def pinned_clocks_table(description: str, family: str, cpu_hz: Optional[int] = N
     return table
 
 
-def profile_toml(doc: Dict[str, Any], comments: Sequence[str] = ()) -> str:
+def profile_toml(doc: Mapping[str, object], comments: Sequence[str] = ()) -> str:
     """A profile's text from its tables, written by a TOML writer (never by formatting
     strings, so no value can close its string and open a table of its own), then read back
     through parse_profile: what is written is exactly a profile jetbench accepts."""

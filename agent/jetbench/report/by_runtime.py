@@ -21,16 +21,19 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..documents import ResultDoc
 from ..errors import UsageError
 from ..workload.runtimes import RUNTIMES  # their order is the columns'
 from . import schema
 from .digits import separated, significant
-from .io import expand, read_json
+from .io import PathLike, expand, read_json
 from .plots import SIZE_IN, _caveat, _legend_outside, _plt, _save, _suffix
 from .schema import TIME_SCHEMA
+
+if TYPE_CHECKING:
+    from rich.table import Table as RichTable
 
 BY_VALUES = ("runtime",)  # what `report --by` groups by
 PASSES = {"inference": "forward", "train": "forward+backward"}
@@ -81,7 +84,7 @@ class Cell:
             out += f" / {significant(self.images_per_j)}"
         return out
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:  # a cell of `report --by runtime --json`
         return {"status": self.status, "images_per_s": self.images_per_s,
                 "images_per_j": self.images_per_j, "repeats": self.repeats,
                 "fastest": self.fastest, "text": self.text()}
@@ -111,13 +114,13 @@ class Table:
                 for column, cell in zip(self.columns, cells)
                 if cell is not None and cell.repeats > 1]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         return {"title": self.title, "pass": PASSES.get(self.mode, self.mode),
                 "where": self.where, "mode": self.mode, "precision": self.precision,
                 "batch": self.batch,
                 "columns": list(self.columns),
                 "rows": [{"network": network,
-                          "cells": [None if c is None else dict(c.to_dict(), runtime=col)
+                          "cells": [None if c is None else {**c.to_dict(), "runtime": col}
                                     for col, c in zip(self.columns, cells)]}
                          for network, cells in self.rows]}
 
@@ -131,7 +134,7 @@ def check_by(by: str) -> str:
 
 
 # -- reading --------------------------------------------------------------------------------
-def _record(work: Any, status: str, ips: Optional[float], ipj: Optional[float], where: str,
+def _record(work: object, status: str, ips: Optional[float], ipj: Optional[float], where: str,
             simulated: bool, cv_pct: Optional[float] = None) -> Optional[Record]:
     if not isinstance(work, dict) or not work.get("model"):
         return None
@@ -159,13 +162,14 @@ def _from_result(doc: ResultDoc) -> List[Record]:
     return [record] if record else []
 
 
-def _from_time(doc: Dict[str, Any]) -> List[Record]:
+def _from_time(doc: Mapping[str, object]) -> List[Record]:
     out: List[Record] = []
-    for row in doc.get("results") or []:
+    rows = doc.get("results")
+    for row in rows if isinstance(rows, list) else []:
         if not isinstance(row, dict):
             continue
         work = row.get("workload") or {}
-        ips = (row.get("throughput") or {}).get("images_per_s")
+        ips = schema.images_per_s(row)
         where = f"device {doc.get('device') or work.get('device') or '?'}"
         record = _record(work, str(row.get("status")), ips, None, where, False,
                          schema.cv_pct(row))
@@ -182,7 +186,7 @@ def records_of(doc: object, where: str = "document") -> List[Record]:
     return _from_result(schema.check(doc, where))
 
 
-def load_records(paths: Iterable[Any]) -> List[Record]:
+def load_records(paths: Iterable[PathLike]) -> List[Record]:
     """Every record under `paths` (files and directories, as `report` takes them). In a
     directory, JSON that is neither kind (a sweep's summary) is skipped; a file named
     explicitly must be one."""
@@ -308,7 +312,7 @@ def markdown(records: Sequence[Record]) -> str:
     return "\n".join(out) + "\n"
 
 
-def to_dict(records: Sequence[Record], plots: Sequence[Path] = ()) -> Dict[str, Any]:
+def to_dict(records: Sequence[Record], plots: Sequence[Path] = ()) -> Dict[str, object]:
     tables = tables_of(records)
     return {"by": "runtime", "title": title(records),
             "simulated": any(r.simulated for r in records),
@@ -316,7 +320,7 @@ def to_dict(records: Sequence[Record], plots: Sequence[Path] = ()) -> Dict[str, 
             "plots": [str(p) for p in plots]}
 
 
-def rich_tables(tables: Sequence[Table]) -> List[Tuple[str, Any]]:
+def rich_tables(tables: Sequence[Table]) -> List[Tuple[str, RichTable]]:
     """(title, rich Table) per table of `tables_of`, for cli/render.py's print_table: the
     title is printed apart, at the terminal's width (a narrow table would wrap it)."""
     from rich.markup import escape

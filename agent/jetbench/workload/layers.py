@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 from .base import Workload
 from .pytorch import backend_settings, oom_guard
+
+if TYPE_CHECKING:
+    from torch.utils.hooks import RemovableHandle
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class LayerTimes:
     forward_ms: float  # mean whole forward pass (including what no layer accounts for)
     backward_ms: Optional[float]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:  # `time --layers --json`
         return {
             "iterations": self.iterations,
             "forward_ms": self.forward_ms,
@@ -54,16 +57,16 @@ def time_layers(workload: Workload, iterations: int = 10) -> LayerTimes:
     fwd: Dict[str, float] = {n: 0.0 for n, _ in leaves}
     bwd: Dict[str, float] = {n: 0.0 for n, _ in leaves}
     started: Dict[Tuple[str, str], float] = {}
-    handles: List[Any] = []
+    handles: List[RemovableHandle] = []
 
-    def begin(name: str, kind: str) -> Any:
-        def hook(*_: Any) -> None:
+    def begin(name: str, kind: str) -> Callable[..., None]:
+        def hook(*_: object) -> None:
             sync()
             started[(name, kind)] = clock()
         return hook
 
-    def finish(name: str, kind: str, into: Dict[str, float]) -> Any:
-        def hook(*_: Any) -> None:
+    def finish(name: str, kind: str, into: Dict[str, float]) -> Callable[..., None]:
+        def hook(*_: object) -> None:
             sync()
             into[name] += clock() - started.pop((name, kind), clock())
         return hook

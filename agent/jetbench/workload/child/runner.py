@@ -86,9 +86,11 @@ def load_package() -> None:
     root = os.path.dirname(os.path.dirname(here))  # workload/child/ -> jetbench/
     spec = importlib.util.spec_from_file_location(
         PACKAGE, os.path.join(root, "__init__.py"), submodule_search_locations=[root])
+    if spec is None or spec.loader is None:
+        raise ChildFailure("failed", "jetbench's package does not load from " + root)
     module = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    spec.loader.exec_module(module)
 
 
 def import_torch() -> ModuleType:

@@ -15,6 +15,7 @@ in every torch a Jetson has (NVIDIA's wheels since 1.x) and needs no `onnxscript
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -74,12 +75,12 @@ def exported_onnx(model: str, precision: str, batch: int, seed: int = 0,
     failure: Optional[BaseException] = None
     for device in devices:
         try:
-            return write_cached(path, lambda tmp, on=device: _export_on(torch, net, example,
-                                                                        tmp, on))
+            return write_cached(path, functools.partial(_export_on, torch, net, example,
+                                                        device=device))
         except Exception as err:  # noqa: BLE001 - any exporter failure is this runtime's problem
             failure = failure or err  # the CPU's reason: the one a user can act on
     raise PrecisionUnavailable(f"{model} {precision}: torch {torch.__version__} could not "
-                               f"export it to ONNX ({first_line(failure)})",
+                               f"export it to ONNX ({first_line(failure) if failure else '?'})",
                                hint="try fp32, or another runtime") from failure
 
 
