@@ -6,14 +6,16 @@ Module level imports typer and the stdlib only; matplotlib loads inside the call
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from ..documents import ResultDoc
 from ..errors import UsageError
 from .common import console, print_json
 from .render import print_invalid, print_note, print_results, print_table
+
+if TYPE_CHECKING:  # types only: --help never loads them
+    from ..documents import ResultDoc
 
 
 def report(

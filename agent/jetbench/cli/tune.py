@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import typer
 
-from ..documents import TuneDoc
 from ..units import format_hz
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .measure import (
@@ -32,6 +31,9 @@ from .measure import (
     _WARMUP,
     _options,
 )
+
+if TYPE_CHECKING:  # types only: --help never loads them
+    from ..documents import TuneDoc
 
 _SEARCH = "Search"
 

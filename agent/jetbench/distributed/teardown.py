@@ -27,7 +27,6 @@ result, the journal, the clocks and the power sampler child are all settled (by 
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -59,6 +58,8 @@ def leave(code: int) -> None:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
+    import logging  # only a rank gets here: every command's exit passes leave()
+
     logging.shutdown()  # what the finalizer would have flushed
     _report_done(code)
     os._exit(code)
