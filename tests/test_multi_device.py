@@ -393,6 +393,7 @@ def test_nvml_gpus_get_one_source_each_and_their_sum_is_the_basis():
 
     from jetbench.distributed.messages import Leader
     from jetbench.hw.meters.nvml import NvmlSource
+    from jetbench.run.result import efficiency
 
     leader = Leader(SimpleNamespace(backend="nccl"), ["cuda:0", "cuda:2"], False, "torchrun")
     rapl = SimpleNamespace(name="rapl")
@@ -407,9 +408,19 @@ def test_nvml_gpus_get_one_source_each_and_their_sum_is_the_basis():
            "power": {"channels": channels, "window": {"duration_s": 2.0},
                      "total": {"name": "GPU0", "source": "nvml", "mean_w": 150.0}},
            "efficiency": {"images_per_j": 400.0 / 150.0}}
-    leader.annotate(doc)
+    basis = leader.power_basis(doc["power"])
+    assert (basis["mean_w"], basis["name"]) == (200.0, "GPU0+GPU2")
+    # img/J is built once, over that basis: 400 img/s over 150 + 50 W, not GPU0's 150 W
+    total = SimpleNamespace(name="GPU0", point="gpu_board", channels=("GPU0",))
+    res = SimpleNamespace(total=SimpleNamespace(total=total, source="nvml", mean_w=150.0),
+                          totals=[], channels=[], duration_s=2.0)
+    eff = efficiency(400.0, res, None, None, basis=basis)
+    assert eff["images_per_j"] == 2.0
+    assert eff["basis"] == "GPU0+GPU2 (gpu_board, sum of the devices' NVML sources)"
+    assert efficiency(400.0, res, None, None)["images_per_j"] == pytest.approx(400 / 150)
+    leader.annotate(doc)  # the devices and their sum, beside the figures (never rewriting them)
     assert doc["power"]["devices_sum"]["mean_w"] == 200.0
-    assert doc["efficiency"]["images_per_j"] == 2.0  # 400 img/s over 150 + 50 W, not GPU0's
+    assert doc["efficiency"]["images_per_j"] == 400.0 / 150.0
     assert [d["efficiency"]["images_per_j"] for d in doc["devices"]] == [2.0, 2.0]
     assert doc["distributed"]["devices"] == ["cuda:0", "cuda:2"]
 

@@ -34,7 +34,7 @@ from .rows import RankRow, aggregate_timing, device_docs, devices_power_sum, sca
 Callback = Optional[Callable[[], None]]
 
 if TYPE_CHECKING:
-    from ..documents import ResultDoc
+    from ..documents import DeviceDoc, PowerDoc, PowerPoint, ResultDoc
     from ..hw.meters.base import PowerSource
 
 
@@ -253,25 +253,26 @@ class Leader:
     def timed_run(self, point: PointSpec, request: RequestSpec) -> RanksRun:
         return RanksRun(self, point, request)
 
+    def power_basis(self, power: PowerDoc) -> Optional[PowerPoint]:
+        """The node's power for img/J: when the window's total is NVML's (GPU 0's source), every
+        GPU's own NVML source summed; None otherwise (the board's total covers them all)."""
+        total = power.get("total") or {}
+        summed = devices_power_sum(self._device_docs(power))
+        if summed and summed.get("mean_w") and str(total.get("source", "")).startswith("nvml"):
+            return {**summed, "kind": "sum of the devices' NVML sources"}
+        return None
+
+    def _device_docs(self, power: Optional[PowerDoc]) -> List[DeviceDoc]:
+        window = ((power or {}).get("window") or {}).get("duration_s")
+        return device_docs(self.rows, (power or {}).get("channels") or [], window, self.window)
+
     def annotate(self, doc: ResultDoc) -> None:
         """devices[], the devices' own power summed, scaling, how the ranks ran."""
         power = doc.get("power")
-        window = ((power or {}).get("window") or {}).get("duration_s")
-        devices = device_docs(self.rows, (power or {}).get("channels") or [], window,
-                              self.window)
-        doc["devices"] = devices
-        summed = devices_power_sum(devices)
+        devices = doc["devices"] = self._device_docs(power)
         if power is not None:
-            power["devices_sum"] = summed
-        eff = doc.get("efficiency")
-        total = (power or {}).get("total") or {}
+            power["devices_sum"] = devices_power_sum(devices)
         ips = (doc.get("throughput") or {}).get("images_per_s")
-        summed_w = (summed or {}).get("mean_w")
-        if summed and summed_w and str(total.get("source", "")).startswith("nvml") \
-                and eff and eff.get("images_per_j") is not None and ips:
-            # The node's NVML figure is every GPU's, not GPU 0's alone.
-            eff["images_per_j"] = ips / summed_w
-            eff["basis"] = f"{summed.get('name')} (gpu_board, sum of the devices' NVML sources)"
         doc["distributed"] = {"world_size": len(self.devices), "backend": self.group.backend,
                               "launcher": self.launcher, "devices": self.devices,
                               "gather_s": self.gather_s}
@@ -299,6 +300,9 @@ class RanksRun(TimedRun):
         """Every rank times the request's own plan; the hooks here open the one window."""
         return self.leader.run_point(self.point, self.request, plan.on_timed_start,
                                      plan.on_timed_end, plan.progress)
+
+    def power_basis(self, power: PowerDoc) -> Optional[PowerPoint]:
+        return self.leader.power_basis(power)
 
     def annotate(self, doc: ResultDoc) -> None:
         self.leader.annotate(doc)

@@ -391,7 +391,8 @@ class _State:
                 before_pin, "board governors (unpinned, before the pin)",
                 self.meters.uncertainty(before_pin) if before_pin is not None else {})
         eff = doc["efficiency"] = build.efficiency(timing.images_per_s, res, idle,
-                                                   req.regulator_efficiency, unc, unc_idle)
+                                                   req.regulator_efficiency, unc, unc_idle,
+                                                   run.power_basis(power))
         if res is not None and res.total is not None:
             eff["uncertainty"] = self.meters.efficiency_uncertainty(res, unc, timing,
                                                                    run.times_iterations)

@@ -214,9 +214,12 @@ def _ratio(ips: float, watts: Optional[float]) -> Optional[float]:
 
 def efficiency(ips: float, res: Optional[WindowResult], idle: Optional[WindowResult],
                reg_eff: Optional[float], unc: Optional[Uncertainties] = None,
-               unc_idle: Optional[Uncertainties] = None) -> EfficiencyDoc:
+               unc_idle: Optional[Uncertainties] = None,
+               basis: Optional[PowerPoint] = None) -> EfficiencyDoc:
     """images_per_j = img/s / mean W over the window (= images / J), for the total and each
-    measured point; above idle and an estimated pre-regulation figure when asked."""
+    measured point; above idle and an estimated pre-regulation figure when asked. `basis`: the
+    power the workload's own kind says is the whole run's, when the window's first total is not
+    (several GPUs, each with its NVML source: TimedRun.power_basis)."""
     total = res.total if res is not None else None
     total_w = total.mean_w if total is not None else None
     if res is None or total is None or total_w is None:
@@ -239,6 +242,10 @@ def efficiency(ips: float, res: Optional[WindowResult], idle: Optional[WindowRes
         "basis": f"{total.total.name} ({total.total.point}, source {total.source})",
         "by_point": by_point,
     }
+    basis_w = (basis or {}).get("mean_w")
+    if basis is not None and basis_w:
+        doc["images_per_j"] = _ratio(ips, basis_w)
+        doc["basis"] = f"{basis.get('name')} ({basis.get('point')}, {basis.get('kind')})"
     if idle is not None and idle.total is not None and idle.total.mean_w is not None:
         above = total_w - idle.total.mean_w
         key = f"total:{total.source}/{total.total.name}"

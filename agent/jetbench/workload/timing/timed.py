@@ -27,7 +27,7 @@ from .plan import TimingPlan
 from .runner import TimingResult, run_timed
 
 if TYPE_CHECKING:
-    from ...documents import ResultDoc
+    from ...documents import PowerDoc, PowerPoint, ResultDoc
     from ...sampling.sampler import Sampler
     from ...sampling.window import WindowResult
     from ..base import Workload
@@ -62,6 +62,11 @@ class TimedRun:
                whole: Optional[WindowResult]) -> Optional[WindowResult]:
         """The power window the figures use: by default the one the hooks opened and closed."""
         return whole
+
+    def power_basis(self, power: PowerDoc) -> Optional[PowerPoint]:
+        """The power img/J divides by, where it is not the window's first total (None: it is):
+        a multi-GPU run's devices summed (distributed/messages.py)."""
+        return None
 
     def annotate(self, doc: ResultDoc) -> None:
         """Add what this kind knows to the result (after the power figures)."""
