@@ -29,12 +29,12 @@ class DaemonBusy(HardwareError):
     """The daemon's control socket takes no new connection now (its queue is full)."""
 
 
-def request(path: Path, cmd: str, *, profile: Optional[str] = None,
-            timeout_s: float = 10.0, **fields: Any) -> Dict[str, Any]:
-    """Send one request, return the reply document (`ok` says whether it succeeded)."""
-    doc: Dict[str, Any] = {"cmd": cmd, **fields}
-    if profile is not None:
-        doc["profile"] = profile
+def request(path: Path, cmd: str, *, timeout_s: float = 10.0,
+            **fields: object) -> Dict[str, Any]:
+    """Send one request, return the reply document (`ok` says whether it succeeded): JSON
+    from the daemon, whose status `jetbench status` reads deeply (Any: its shape is the
+    daemon's, daemon/service.py)."""
+    doc: Dict[str, object] = {"cmd": cmd, **fields}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout_s)
     try:
@@ -44,7 +44,7 @@ def request(path: Path, cmd: str, *, profile: Optional[str] = None,
     return _decode(data, path)
 
 
-def _exchange(sock: socket.socket, path: Path, doc: Dict[str, Any], timeout_s: float
+def _exchange(sock: socket.socket, path: Path, doc: Dict[str, object], timeout_s: float
               ) -> bytes:
     with _socket_errors(path, timeout_s):
         _connect(sock, path)
@@ -113,7 +113,7 @@ def _socket_errors(path: Path, timeout_s: float) -> Iterator[None]:
                             path=str(path)) from err
 
 
-def _decode(data: bytes, path: Path) -> Dict[str, Any]:
+def _decode(data: bytes, path: Path) -> Dict[str, object]:
     try:
         reply = json.loads(data.decode("utf-8"))
     except ValueError:
@@ -133,7 +133,7 @@ class Lease:
     main thread is interrupted, so the measurement puts its clocks back before the daemon
     restores the board."""
 
-    def __init__(self, sock: socket.socket, path: Path, reply: Dict[str, Any],
+    def __init__(self, sock: socket.socket, path: Path, reply: Dict[str, object],
                  lock_fds: List[int], pending: bytes = b""):
         self.sock = sock
         self.path = path
@@ -237,9 +237,10 @@ def _lease_exchange(sock: socket.socket, path: Path, who: str, fds: List[int],
     return line, rest
 
 
-def error_from_reply(reply: Dict[str, Any]) -> JetbenchError:
+def error_from_reply(reply: Dict[str, object]) -> JetbenchError:
     message = f"the jetbench daemon refused: {reply.get('message', reply.get('error'))}"
-    hint = reply.get("hint") if isinstance(reply.get("hint"), str) else None
+    given = reply.get("hint")
+    hint = given if isinstance(given, str) else None
     if reply.get("error") == BUSY:
         hint = (hint + "; " if hint else "") + "or pass --wait [SECONDS] to queue"
     if reply.get("exit_code") == UsageError.exit_code:

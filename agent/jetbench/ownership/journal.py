@@ -102,7 +102,7 @@ def journal_file(root: Root) -> Path:
     return root.path(JOURNAL_PATH)
 
 
-def _no_duplicate_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+def _no_duplicate_keys(pairs: List[Tuple[str, object]]) -> Dict[str, object]:
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")

@@ -43,7 +43,7 @@ class Done:
 class LocalOwner:
     """This process holds the board lock: the change is made here."""
 
-    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, Any]],
+    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, object]],
                   refused: Optional[JetbenchError] = None) -> Done:
         return Done(here())
 
@@ -71,14 +71,15 @@ class DaemonOwner:
             "sudo, or join the jetbench group (sudo usermod -aG jetbench $USER, then log in "
             "again); or stop the daemon first: sudo systemctl stop jetbench"))
 
-    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, Any]],
+    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, object]],
                   refused: Optional[JetbenchError] = None) -> Done:
         if refused is not None or request is None:
             raise refused or UsageError("the jetbench daemon holds the board",
                                         hint="stop it first (sudo systemctl stop jetbench)")
-        return Done(self.request(**request), self.holder, self.socket_path)
+        fields = {k: v for k, v in request.items() if k != "cmd"}
+        return Done(self.request(str(request["cmd"]), **fields), self.holder, self.socket_path)
 
-    def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
+    def request(self, cmd: str, **fields: object) -> Dict[str, object]:
         """One request; a refusal becomes the error the daemon raised (same exit code)."""
         while True:
             try:

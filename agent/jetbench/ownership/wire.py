@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 MAX_LINE_BYTES = 4096  # a request is a few dozen bytes; anything longer is not one
 MAX_DEPTH = 4  # requests are flat objects; deeper JSON is refused before it is parsed
@@ -76,8 +76,8 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def _no_duplicates(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
-    doc: Dict[str, Any] = {}
+def _no_duplicates(pairs: List[Tuple[str, object]]) -> Dict[str, object]:
+    doc: Dict[str, object] = {}
     for key, value in pairs:
         if key in doc:
             raise ProtocolError(BAD_REQUEST, f"duplicate key {key[:40]!r} in the request")
@@ -134,9 +134,9 @@ def parse_request(line: bytes) -> Request:
     return Request(cmd, name)
 
 
-def encode(doc: Dict[str, Any]) -> bytes:
+def encode(doc: Dict[str, object]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
 
 
-def error_reply(code: str, message: str) -> Dict[str, Any]:
+def error_reply(code: str, message: str) -> Dict[str, object]:
     return {"ok": False, "error": code, "message": message}
