@@ -24,9 +24,13 @@ import signal
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO, Dict, List
+from typing import TYPE_CHECKING, Any, BinaryIO, Dict, List
 
 from ..procs import die_with_parent
+
+if TYPE_CHECKING:
+    from ..hw.meters.base import PowerSource
+    from .poll import Sink
 
 # Asked for where allowed (root, CAP_SYS_NICE): the sampler needs little CPU, but on time. On a
 # busy machine a normal-priority sampler waits behind other threads and misses ticks (61-93% of
@@ -38,7 +42,7 @@ SAMPLER_NICE = -10
 _LENGTH = struct.Struct("<I")
 
 
-def send_message(fd: int, message: Dict[str, Any]) -> None:
+def send_message(fd: int, message: Dict[str, object]) -> None:
     """One control message: its length (uint32) and a pickle."""
     body = pickle.dumps(message)
     os.write(fd, _LENGTH.pack(len(body)) + body)
@@ -58,7 +62,7 @@ def raise_priority(realtime: bool) -> None:
         pass  # not allowed either: sample at the normal priority
 
 
-def describe_error(err: BaseException) -> Dict[str, Any]:
+def describe_error(err: BaseException) -> Dict[str, object]:
     """A picklable account of an error, rebuilt as a jetbench error in the parent."""
     from ..errors import JetbenchError
 
@@ -69,10 +73,10 @@ def describe_error(err: BaseException) -> Dict[str, Any]:
             "hint": None}
 
 
-def _open_all(sources: List[Any]) -> None:
+def _open_all(sources: List[PowerSource]) -> None:
     from .poll import close_quietly
 
-    opened: List[Any] = []
+    opened: List[PowerSource] = []
     try:
         for src in sources:
             src.open()
@@ -83,7 +87,7 @@ def _open_all(sources: List[Any]) -> None:
         raise
 
 
-def _sample(src: Any, sink: Any, interval_s: float, stop: threading.Event) -> None:
+def _sample(src: PowerSource, sink: Sink, interval_s: float, stop: threading.Event) -> None:
     from .poll import PollState, poll
 
     # real time only where the loop sleeps between reads (never a pushed or 0-interval source)

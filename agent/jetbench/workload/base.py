@@ -53,15 +53,15 @@ class Workload:
     input: Any
     cost: Optional[ModelCost]
     footprint_bytes: int
-    step: Callable[[], Any]
+    step: Callable[[], object]
     sync: Callable[[], None]
-    context: Callable[[], Any]
+    context: Callable[[], ContextManager[object]]
     notes: Tuple[str, ...] = field(default=())
     framework: str = "pytorch"
-    details: Dict[str, Any] = field(default_factory=dict)
-    frame: Optional[Callable[[str], ContextManager[Any]]] = None
+    details: Dict[str, object] = field(default_factory=dict)
+    frame: Optional[Callable[[str], ContextManager[object]]] = None
     host_timed: bool = False
-    outputs: Optional[Callable[[], Any]] = None  # one step, then its first output (None: step())
+    outputs: Optional[Callable[[], object]] = None  # one step, then its first output (None: step())
 
     @property
     def mode(self) -> str:
@@ -76,7 +76,7 @@ class Workload:
         passes = 3 if self.mode == "train" else 1
         return 2.0 * self.cost.macs_per_image * self.batch * passes
 
-    def describe(self) -> Dict[str, Any]:
+    def describe(self) -> Dict[str, object]:
         """The result schema's `workload` object."""
         return {"model": self.model, "precision": self.precision, "batch": self.batch,
                 "device": self.device, "mode": self.mode, "input": self.input_mode,
@@ -93,7 +93,7 @@ class Workload:
             return self.framework
         return COMPILE if self.options.compile else self.options.runtime
 
-    def running(self, label: str) -> ContextManager[Any]:
+    def running(self, label: str) -> ContextManager[object]:
         """What a timed run of this workload happens inside: its framework's `frame` (settings,
         device, errors turned into jetbench's, and `context()`); a PyTorch network's is
         pytorch.TorchWorkload's."""

@@ -11,7 +11,7 @@ from .base import RunOptions
 from .build import build_workload
 from .model_arg import InputShape
 from .precision import PrecisionUnavailable
-from .runtimes.output_check import compare_outputs
+from .runtimes.output_check import compare_outputs, host_float
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def check_precisions(
     base = build_workload(model, "fp32", batch, device, input_mode, options, input_shape)
     pristine = copy.deepcopy(base.module).cpu()  # the fp32 weights, before anything converts them
     with torch.inference_mode():
-        reference = base.step().float().cpu()
+        reference = host_float(torch, base.step())
     shape = tuple(base.input.shape[1:])
     results: List[Agreement] = []
     for precision in reduced:
@@ -69,7 +69,7 @@ def check_precisions(
                 continue
             raise
         with torch.inference_mode():
-            out = other.step().float().cpu()
+            out = host_float(torch, other.step())
         numbers = compare_outputs(reference, out)
         results.append(Agreement(model, precision, batch, numbers["top1"], numbers["top5"],
                                  numbers["max_abs"], numbers["mean_abs"], numbers["ref_max"]))

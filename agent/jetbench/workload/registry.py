@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import UsageError
 from ._torch import import_torch
@@ -24,7 +24,7 @@ class ModelSpec:
     description: str
     input_shape: Tuple[int, int, int]
     factory: str  # "module:function" inside jetbench.workload.models, called with seed=...
-    kwargs: Tuple[Tuple[str, Any], ...] = ()
+    kwargs: Tuple[Tuple[str, object], ...] = ()
     params: Optional[int] = None
     macs_per_image: int = 0  # conv + fc multiply-accumulates at input_shape (macs.py counts)
     activation_elems_per_image: int = 0  # every layer's output, summed (macs.py counts)
@@ -108,7 +108,7 @@ def get_spec(name: str, prefix: str = "") -> ModelSpec:
     return _BY_NAME[key]
 
 
-def check_model_names(names: Any) -> None:
+def check_model_names(names: Iterable[str]) -> None:
     """Every name is a built-in network or looks like the user's own (file, module:callable):
     a misspelt name is refused at once, with a suggestion, before torch is imported; an ONNX
     model or TensorRT engine that is not there, too."""
