@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequ
 from ..errors import JetbenchError, RankFailed, RankLost
 from ..hw.meters.nvml import NvmlSource
 from ..hw.nvml import cuda_gpu
-from ..workload.base import Workload
+from ..workload.base import PointSpec, Workload
 from ..workload.build import build_workload
 from ..workload.model_arg import InputShape
 from ..workload.timing.plan import Progress, TimingPlan
@@ -36,17 +36,6 @@ Callback = Optional[Callable[[], None]]
 if TYPE_CHECKING:
     from ..documents import DeviceDoc, PowerDoc, PowerPoint, ResultDoc
     from ..hw.meters.base import PowerSource
-
-
-class PointSpec(Protocol):
-    """What a rank needs of measure's point (run/request.Point)."""
-
-    @property
-    def model(self) -> str: ...
-    @property
-    def precision(self) -> str: ...
-    @property
-    def batch(self) -> int: ...
 
 
 class RequestSpec(Protocol):

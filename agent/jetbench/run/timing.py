@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Un
 from ..errors import NOT_RUN, JetbenchError, OutOfMemory, UsageError, first_line, not_run
 from ..report.digits import noise_words, separated, significant
 from ..report.schema import TIME_SCHEMA
-from ..workload.base import RunOptions
+from ..workload.base import PointSpec, RunOptions
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
 from ..workload.child.parent import ChildWorkload, run_in_child
@@ -255,15 +255,9 @@ def _check(request: TimeRequest, model: str, device: str) -> List[Agreement]:
         return []  # the timing rows say so
 
 
-class SpeedRow(Protocol):
+class SpeedRow(PointSpec, Protocol):
     """What the advice reads of a row: a TimeRow, or a measured result's (run/result.py)."""
 
-    @property
-    def model(self) -> str: ...
-    @property
-    def precision(self) -> str: ...
-    @property
-    def batch(self) -> int: ...
     @property
     def device(self) -> str: ...
     @property

@@ -5,7 +5,7 @@ it, without any framework (the PyTorch specifics are pytorch.py's)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Dict, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, Optional, Protocol, Tuple
 
 from .macs import ModelCost
 from .runtimes import COMPILE, TORCH
@@ -100,3 +100,15 @@ class Workload:
         if self.frame is not None:
             return self.frame(label)
         return self.context()
+
+
+class PointSpec(Protocol):
+    """What names a point's workload (run/request.Point, a timed row): its network, precision
+    and batch."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def batch(self) -> int: ...
