@@ -112,6 +112,16 @@ def test_json_nested_100k_deep_is_one_message(tmp_path):
     _one_message(res)
 
 
+@pytest.mark.parametrize("text", ["5", '"text"', "null", "true"])
+def test_a_result_file_holding_one_scalar_is_one_message(tmp_path, text):
+    # the nesting check once iterated a scalar document: a TypeError traceback
+    path = tmp_path / "scalar.json"
+    path.write_text(text)
+    res = _report(str(path))
+    assert res.exit_code == 1 and "not a jetbench result" in res.output, res.output
+    _one_message(res)
+
+
 def test_a_huge_result_file_is_refused_not_read(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as f:
