@@ -21,7 +21,7 @@ from ..profiles.apply import build_plan
 from ..profiles.profile import Profile, load_profile
 from .control import Peer
 from .drift import Drift
-from .held import Held
+from .held import Held, ReadingsDoc, StatusDoc
 from .lending import BoardLent, Lending
 
 log = logging.getLogger("jetbench.daemon")
@@ -32,9 +32,9 @@ class Commands:
     `profile_refused`: why the configured profile is not held (None: it is, or none is)."""
 
     def __init__(self, root: Root, held: Held, lock: threading.RLock, drift: Drift,
-                 lending: Lending, *, snapshot: Callable[[], Dict[str, object]],
+                 lending: Lending, *, snapshot: Callable[[], StatusDoc],
                  profile_refused: Callable[[], Optional[str]],
-                 summary: Callable[[], str], read: Callable[[Board], Dict[str, object]],
+                 summary: Callable[[], str], read: Callable[[Board], ReadingsDoc],
                  pin_new: Callable[[Profile], None], check: Callable[[], None]):
         self.root = root
         self.held = held
@@ -72,7 +72,7 @@ class Commands:
         raise UsageError(f"unknown command {request.cmd!r}")  # wire.py lets none through
 
     def _status(self) -> Dict[str, object]:
-        doc = dict(self._snapshot())
+        doc: Dict[str, object] = dict(self._snapshot())
         doc.update(pinned=self.held.pinned, summary=self._summary(),
                    counters=dict(self.held.counters), last_error=self.held.last_error,
                    profile=self.held.profile.name if self.held.profile else None,

@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..ownership.wire import (
@@ -62,7 +62,7 @@ class Peer:
     gid: int
 
 
-Handler = Callable[[Request, Peer], Dict[str, object]]
+Handler = Callable[[Request, Peer], Dict[str, object]]  # the reply, HOLD and FDS included
 OnDisconnect = Callable[[Peer], None]
 
 
@@ -179,7 +179,7 @@ class ControlServer:
         self.rejected = 0
         self.evicted = 0
         # (conn, doc) queued by other threads for a connection
-        self._events: List[Tuple[int, Dict[str, object]]] = []
+        self._events: List[Tuple[int, Mapping[str, object]]] = []
         self._events_lock = threading.Lock()
 
     def start(self) -> None:
@@ -217,7 +217,7 @@ class ControlServer:
         except OSError:
             pass
 
-    def send_event(self, conn: int, doc: Dict[str, object]) -> None:
+    def send_event(self, conn: int, doc: Mapping[str, object]) -> None:
         """Queue an unsolicited line for connection `conn` (any thread; the loop sends it)."""
         with self._events_lock:
             self._events.append((conn, doc))
@@ -351,9 +351,9 @@ class ControlServer:
                 reply = self._answer(line, client.peer)
                 if reply.pop(HOLD, False):
                     client.held = True
-                fds = reply.pop(FDS, [])  # descriptors the handler passes on (a lease's)
-                client.fds += [fd for fd in fds if isinstance(fd, int)] \
-                    if isinstance(fds, list) else []
+                fds = reply.pop(FDS, [])
+                if isinstance(fds, list):
+                    client.fds += fds
                 self._reply(client, reply)
             if len(client.outbuf) > MAX_OUT_BYTES:
                 break
@@ -384,7 +384,7 @@ class ControlServer:
             log.error("control socket: %s failed: %s: %s", request.cmd, type(err).__name__, err)
             return error_reply(FAILED, f"{request.cmd} failed: {type(err).__name__}: {err}")
 
-    def _reply(self, client: _Client, doc: Dict[str, object]) -> None:
+    def _reply(self, client: _Client, doc: Mapping[str, object]) -> None:
         client.outbuf += encode(doc)
 
     def _flush(self, client: _Client) -> None:

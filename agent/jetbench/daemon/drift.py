@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Mapping, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError
 from ..hw import thermal
@@ -24,7 +24,7 @@ from ..hw.readings import settled
 from ..ownership import journal
 from ..profiles.apply import build_plan
 from ..run.validity import below_pin
-from .held import Held
+from .held import Held, ReadingsDoc, RepinDoc
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -49,7 +49,7 @@ class _PrePinValues:
             return self._values[board_path]
         return self._root.read_raw(board_path)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:  # the rest of Root, passed on
         return getattr(self._root, name)
 
 
@@ -61,8 +61,8 @@ class Drift:
 
     def __init__(self, root: Root, held: Held, lock: threading.RLock,
                  error: Callable[[str], None],
-                 read: Callable[[Board, Sequence[ClockReading]], Dict[str, Any]],
-                 publish: Callable[[Dict[str, Any]], None]):
+                 read: Callable[[Board, Sequence[ClockReading]], ReadingsDoc],
+                 publish: Callable[[ReadingsDoc], None]):
         self.root = root
         self.held = held
         self._lock = lock
@@ -72,7 +72,7 @@ class Drift:
         self.layout = thermal.ThermalLayout((), ())  # the daemon's scan, once it has the board
         self.throttle_reasons: Tuple[str, ...] = ()
         self.below_pin: Tuple[str, ...] = ()
-        self.last_repin: Optional[Dict[str, Any]] = None
+        self.last_repin: Optional[RepinDoc] = None
         self.failed_checks = 0
 
     def wait_settled(self, board: Board) -> None:

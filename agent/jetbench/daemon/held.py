@@ -5,11 +5,79 @@ daemon's one lock (an RLock, given to each part beside this) guards every field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Dict, List, Mapping, Optional, TypedDict
 
+from ..documents import ClockDoc, PowerModeDoc
 from ..hw.board import Board
 from ..profiles.profile import Profile
 from ..profiles.targets import Targets
+
+
+class LeaseDoc(TypedDict):
+    """A lease as status and the lease reply show it."""
+    who: str
+    pid: int
+    uid: int
+    since: str
+
+
+class RailDoc(TypedDict):
+    """One rail or meter channel in the daemon's readings (rails.py)."""
+    name: str
+    point: str
+    source: str
+    power_w: Optional[float]
+    energy_j: float  # since the daemon started
+
+
+class RailTotalDoc(TypedDict):
+    """The whole-device total, as the first source that names one defines it."""
+    name: str
+    point: str
+    power_w: Optional[float]
+
+
+class RepinDoc(TypedDict):
+    at: str
+    moved: List[str]  # "path: found (pinned: value)"
+
+
+class ReadingsDoc(TypedDict, total=False):
+    """The board now and its rails (service.py `_read`): the `readings` reply, and part of
+    the status document."""
+    clocks: List[ClockDoc]
+    temperatures_c: Dict[str, float]
+    power_mode: Optional[PowerModeDoc]
+    gpu_load_pct: Optional[float]
+    rails: List[RailDoc]
+    total: Optional[RailTotalDoc]
+    read_at: str
+
+
+class StatusDoc(ReadingsDoc, total=False):
+    """`jetbench.status/1`: each check's document (service.py `_status_doc`), what `status`
+    answers and the metrics read; empty until the first check."""
+    schema: str
+    pid: int
+    started: str
+    uptime_s: float
+    simulated: bool
+    board: Mapping[str, object]  # hw/readings.py identity(): documents.BoardDoc's keys
+    profile: Optional[str]
+    profile_source: Optional[str]
+    pinned: bool
+    profile_refused: Optional[str]
+    summary: str
+    interval_s: float
+    socket: str
+    metrics: Optional[str]
+    throttling: bool
+    throttle_reasons: List[str]
+    below_pin: List[str]
+    counters: Dict[str, int]
+    last_repin: Optional[RepinDoc]
+    last_error: Optional[str]
+    lease: Optional[LeaseDoc]
 
 
 @dataclass(frozen=True)
@@ -23,7 +91,7 @@ class Lease:
     since: str
     token: str = ""  # ownership/lease.py: the borrower writes only while the file holds it
 
-    def doc(self) -> Dict[str, object]:
+    def doc(self) -> LeaseDoc:
         return {"who": self.who, "pid": self.pid, "uid": self.uid, "since": self.since}
 
 

@@ -32,9 +32,18 @@ import selectors
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:  # prometheus-client is optional, imported where used
+    from prometheus_client.metrics_core import Metric
+
+    from .held import StatusDoc
+
+# A client's address as accept() gives it: (host, port) for IPv4, (host, port, flowinfo,
+# scope_id) for IPv6.
+IPAddress = Tuple[Union[str, int], ...]
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -71,10 +80,10 @@ def is_loopback(host: str) -> bool:
 class _Collector:
     """A prometheus-client collector over `snapshot()` (a dict the daemon builds)."""
 
-    def __init__(self, snapshot: Callable[[], Dict[str, Any]]):
+    def __init__(self, snapshot: Callable[[], StatusDoc]):
         self.snapshot = snapshot
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.snapshot()
@@ -86,16 +95,18 @@ class _Collector:
                                labels=["domain", "clock"])
         for c in snap.get("clocks", ()):
             labels = [c["domain"], c["name"]]
-            for family, key in ((freq, "cur_hz"), (lo, "min_hz"), (hi, "max_hz")):
-                if c.get(key) is not None:
-                    family.add_metric(labels, float(c[key]))
+            for family, hz in ((freq, c.get("cur_hz")), (lo, c.get("min_hz")),
+                               (hi, c.get("max_hz"))):
+                if hz is not None:
+                    family.add_metric(labels, float(hz))
         yield from (freq, lo, hi)
         rails = GaugeMetricFamily("jetbench_rail_power_watts", "Power of a rail or meter "
                                   "channel (W), labelled with its measurement point",
                                   labels=["rail", "point", "source"])
         for r in snap.get("rails", ()):
-            if r.get("power_w") is not None:
-                rails.add_metric([r["name"], r["point"], r["source"]], r["power_w"])
+            watts = r.get("power_w")
+            if watts is not None:
+                rails.add_metric([r["name"], r["point"], r["source"]], watts)
         yield rails
         yield _energy_metric(snap)
         temps = GaugeMetricFamily("jetbench_temperature_celsius", "Thermal zone temperature",
@@ -118,13 +129,14 @@ class _Collector:
                                 value=1.0 if snap.get("simulated") else 0.0)
         info = GaugeMetricFamily("jetbench_profile_info", "The profile the daemon holds",
                                  labels=["profile", "board"])
-        if snap.get("profile"):
-            info.add_metric([snap["profile"], snap.get("board", {}).get("family", "")], 1.0)
+        profile = snap.get("profile")
+        if profile:
+            info.add_metric([profile, str(snap.get("board", {}).get("family", ""))], 1.0)
         yield info
         yield from _power_mode_metrics(snap)
 
 
-def _energy_metric(snap: Dict[str, Any]) -> Any:
+def _energy_metric(snap: StatusDoc) -> Metric:
     """Each channel's energy since the daemon started: grows across re-pins, leases and
     reloads, starts again at 0 only when the daemon does (as a Prometheus counter may)."""
     from prometheus_client.core import CounterMetricFamily
@@ -137,18 +149,20 @@ def _energy_metric(snap: Dict[str, Any]) -> Any:
     return energy
 
 
-def _power_mode_metrics(snap: Dict[str, Any]) -> Iterator[Any]:
+def _power_mode_metrics(snap: StatusDoc) -> Iterator[Metric]:
     """nvpmodel's mode as an info gauge, and the GPU's utilisation where it is known."""
     from prometheus_client.core import GaugeMetricFamily
 
     mode = GaugeMetricFamily("jetbench_power_mode_info", "The board's nvpmodel power mode",
                              labels=["id", "name"])
-    if snap.get("power_mode"):
-        mode.add_metric([str(snap["power_mode"]["id"]), snap["power_mode"]["name"] or ""], 1.0)
+    power_mode = snap.get("power_mode")
+    if power_mode:
+        mode.add_metric([str(power_mode["id"]), power_mode["name"] or ""], 1.0)
     yield mode
-    if snap.get("gpu_load_pct") is not None:
+    load = snap.get("gpu_load_pct")
+    if load is not None:
         yield GaugeMetricFamily("jetbench_gpu_load_percent", "GPU utilisation (%)",
-                                value=float(snap["gpu_load_pct"]))
+                                value=float(load))
 
 
 def _buffered(handler_cls: type) -> type:
@@ -170,7 +184,7 @@ def _buffered(handler_cls: type) -> type:
 class _Conn:
     __slots__ = ("sock", "addr", "inbuf", "outbuf", "opened")
 
-    def __init__(self, sock: socket.socket, addr: Any, now: float):
+    def __init__(self, sock: socket.socket, addr: IPAddress, now: float):
         self.sock, self.addr, self.opened = sock, addr, now
         self.inbuf = bytearray()
         self.outbuf: Optional[memoryview] = None  # set once the request is answered
@@ -253,7 +267,7 @@ class BoundedHTTPServer:
                 self.served += 1
                 self._close(conn)
 
-    def _render(self, head: bytes, addr: Any) -> bytes:
+    def _render(self, head: bytes, addr: IPAddress) -> bytes:
         try:
             handler = self._handler(head, addr, self)
             return handler.wfile.getvalue()
@@ -301,7 +315,7 @@ class BoundedHTTPServer:
 class MetricsServer:
     """HTTP endpoint in a thread. Constructing one touches nothing; `start()` binds."""
 
-    def __init__(self, address: str, snapshot: Callable[[], Dict[str, Any]]):
+    def __init__(self, address: str, snapshot: Callable[[], StatusDoc]):
         self.host, self.port = parse_address(address)
         self.snapshot = snapshot
         self._httpd: Optional[BoundedHTTPServer] = None

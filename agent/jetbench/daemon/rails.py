@@ -5,14 +5,12 @@ rail since the daemon started (for `jetbench_energy_joules_total`)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import JetbenchError
-from ..hw.meters.base import power_between, total_power_w
+from ..hw.meters.base import Channel, PowerSource, power_between, total_power_w
 from ..sampling.energy_totals import EnergyTotals
-
-if TYPE_CHECKING:
-    from ..hw.meters.base import Channel, PowerSource
+from .held import RailDoc, RailTotalDoc
 
 
 class RailMeter:
@@ -23,10 +21,10 @@ class RailMeter:
         # Per (rail, point, source): grows across re-pins, leases and reloads; 0 at start only.
         self._energy = EnergyTotals()
 
-    def read(self) -> Tuple[List[Dict[str, object]], Optional[Dict[str, object]]]:
+    def read(self) -> Tuple[List[RailDoc], Optional[RailTotalDoc]]:
         """Every rail's watts and energy so far, and the total (None: no source names one)."""
-        rails: List[Dict[str, object]] = []
-        total: Optional[Dict[str, object]] = None
+        rails: List[RailDoc] = []
+        total: Optional[RailTotalDoc] = None
         for source in self.sources:
             try:
                 reading = source.read()

@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import thermal
@@ -50,7 +50,7 @@ from ..units import format_hz
 from .commands import Commands
 from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
-from .held import Held
+from .held import Held, ReadingsDoc, StatusDoc
 from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, Lending
 from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
@@ -112,7 +112,7 @@ class Daemon:
         self._reload = False
         self._started = time.time()
         self._ready = False
-        self._snapshot: Dict[str, Any] = {}
+        self._snapshot: StatusDoc = {}
         self._rails = RailMeter([], self._error)
         self._sim: Optional[FileKernel] = None
         self._control: Optional[ControlServer] = None
@@ -132,7 +132,7 @@ class Daemon:
         """The periodic check (drift.py); the loop calls it every interval."""
         self.drift.check()
 
-    def _publish(self, readings: Dict[str, Any]) -> None:
+    def _publish(self, readings: ReadingsDoc) -> None:
         self._snapshot = self._status_doc(readings)
 
     # -- signals -----------------------------------------------------------------------------
@@ -374,13 +374,16 @@ class Daemon:
         self.held.last_error = message
 
     def _read(self, board: Board,
-              clock_readings: Optional[Sequence[ClockReading]] = None) -> Dict[str, Any]:
+              clock_readings: Optional[Sequence[ClockReading]] = None) -> ReadingsDoc:
         """The board now and its rails, as status and `readings` serve them."""
         now = read_now(self.root, board)
         if clock_readings is not None:
             now = dataclasses.replace(now, clocks=tuple(clock_readings))
         rails, total = self._rails.read()
-        return {**now.to_dict(), "rails": rails, "total": total, "read_at": iso(time.time())}
+        doc = now.to_dict()
+        return {"clocks": doc["clocks"], "temperatures_c": doc["temperatures_c"],
+                "power_mode": doc["power_mode"], "gpu_load_pct": doc["gpu_load_pct"],
+                "rails": rails, "total": total, "read_at": iso(time.time())}
 
     # -- what the socket and metrics see -----------------------------------------------------
     def summary(self) -> str:
@@ -408,7 +411,7 @@ class Daemon:
             text += " [simulated board]"
         return text
 
-    def _status_doc(self, readings: Dict[str, Any]) -> Dict[str, Any]:
+    def _status_doc(self, readings: ReadingsDoc) -> StatusDoc:
         board = self.held.board
         assert board is not None
         return {
@@ -436,11 +439,11 @@ class Daemon:
             **readings,
         }
 
-    def snapshot(self) -> Dict[str, Any]:
+    def snapshot(self) -> StatusDoc:
         """The latest check's document (metrics read this: no hardware access per scrape)."""
         return self._snapshot
 
-    def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, Any]:
+    def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, object]:
         """A validated control request -> its reply (called from the control thread;
         commands.py answers it)."""
         if not self._ready:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Optional, Tuple, TypeVar
+from typing import Callable, Dict, List, Optional, Tuple, TypedDict, TypeVar
 
 from ..documents import BoardDoc, ClockDoc, PowerModeDoc
 from .board import Board
@@ -43,6 +43,14 @@ def clock_doc(r: ClockReading, table: bool = False) -> ClockDoc:
     return doc
 
 
+class NowDoc(TypedDict):
+    """The board now as info, monitor and the daemon's readings carry it."""
+    clocks: List[ClockDoc]
+    temperatures_c: Dict[str, float]
+    power_mode: Optional[PowerModeDoc]
+    gpu_load_pct: Optional[float]
+
+
 @dataclass(frozen=True)
 class BoardNow:
     clocks: Tuple[ClockReading, ...]
@@ -53,7 +61,7 @@ class BoardNow:
     cpu_times: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # proc/stat, per core
     memory_mb: Optional[Tuple[float, float]] = None  # (used, total), proc/meminfo
 
-    def to_dict(self, table: bool = False) -> Dict[str, object]:  # info's and monitor's
+    def to_dict(self, table: bool = False) -> NowDoc:
         return {"clocks": [clock_doc(r, table) for r in self.clocks],
                 "temperatures_c": self.temperatures_c, "power_mode": self.power_mode,
                 "gpu_load_pct": self.gpu_load_pct}

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 MAX_LINE_BYTES = 4096  # a request is a few dozen bytes; anything longer is not one
 MAX_DEPTH = 4  # requests are flat objects; deeper JSON is refused before it is parsed
@@ -134,7 +134,7 @@ def parse_request(line: bytes) -> Request:
     return Request(cmd, name)
 
 
-def encode(doc: Dict[str, object]) -> bytes:
+def encode(doc: Mapping[str, object]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
 
 
