@@ -10,6 +10,7 @@ NO_COLOR set or TERM=dumb."""
 from __future__ import annotations
 
 import enum
+import inspect
 import os
 import shutil
 import sys
@@ -28,19 +29,20 @@ Row = Tuple[str, str, str, str]  # names, short or secondary names, placeholder,
 _NBSP = "\xa0"  # textwrap never breaks at it: "[default: 20]" stays on one line
 
 
-def _KEEP(text: str) -> str:  # noqa: N802 (reads as a marker in the lines that use it)
-    return " " + text[1:].replace(" ", _NBSP)
+def _unbroken(text: str) -> str:
+    """`text` with its spaces made ones textwrap never breaks at."""
+    return text.replace(" ", _NBSP)
 
 
 class HelpCommand(TyperCommand):
-    """A typer command whose --help is drawn by `write_help`."""
+    """A typer command whose --help is drawn by `help_text`."""
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write(help_text(self, ctx))
 
 
 class HelpGroup(TyperGroup):
-    """A typer group whose --help (and bare invocation) is drawn by `write_help`."""
+    """A typer group whose --help (and bare invocation) is drawn by `help_text`."""
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write(help_text(self, ctx))
@@ -90,9 +92,10 @@ def _usage(command: click.Command, ctx: click.Context) -> str:
 
 
 def _paragraphs(text: str) -> List[str]:
-    """Paragraphs as single lines ("\\b" keeps a paragraph's own line breaks, as in click)."""
+    """Paragraphs as single lines ("\\b" keeps a paragraph's own line breaks, as in click); a
+    docstring's indentation and line breaks go (a command's help is its function's docstring)."""
     found = []
-    for paragraph in textwrap.dedent(text).split("\n\n"):
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
         if paragraph.startswith("\b"):
             found.append(paragraph.strip("\b\n"))
         elif paragraph.strip():
@@ -114,14 +117,14 @@ def _param_row(param: click.Parameter, ctx: click.Context) -> Row:
 
 
 def _param_help(param: click.Parameter, ctx: click.Context) -> str:
-    parts = [" ".join(p.split()) for p in (getattr(param, "help", None) or "").split("\n\n")]
-    text = " ".join(p for p in parts if p)
+    text = " ".join(_paragraphs(getattr(param, "help", None) or ""))
     envvar = param.envvar
     if envvar and getattr(param, "show_envvar", False):
-        text += _KEEP(f" [env var: {envvar if isinstance(envvar, str) else ', '.join(envvar)}]")
+        names = envvar if isinstance(envvar, str) else ", ".join(envvar)
+        text += " " + _unbroken(f"[env var: {names}]")
     default = _default_text(param, ctx)
     if default:
-        text += _KEEP(f" [default: {default}]")
+        text += " " + _unbroken(f"[default: {default}]")
     if param.required:
         text += " [required]"
     return text.strip()

@@ -247,17 +247,6 @@ COMMANDS = (
 )
 
 
-def _reflow(doc: Optional[str]) -> Optional[str]:
-    """A docstring's paragraphs as single lines, so --help wraps them to the terminal instead
-    of keeping the source's line breaks."""
-    if not doc:
-        return doc
-    import inspect
-
-    paragraphs = inspect.cleandoc(doc).split("\n\n")
-    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
-
-
 def _epilog(examples: Sequence[str]) -> str:
     return "Examples:\n\n" + "\n\n".join(f"  {e}" for e in examples)
 
@@ -281,7 +270,7 @@ def _register() -> None:
                           epilog=_epilog(examples))
             continue
         func = functions[name]
-        app.command(name, help=_reflow(func.__doc__), short_help=short, rich_help_panel=panel,
+        app.command(name, help=func.__doc__, short_help=short, rich_help_panel=panel,
                     epilog=_epilog(examples), cls=HelpCommand)(func)
 
 

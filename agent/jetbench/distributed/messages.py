@@ -159,10 +159,12 @@ def run_point(group: RankGroup, order: PointOrder, on_open: Callback = None,
     finally:
         workload = None
         gc.collect()
-    mine: Union[str, RankRow] = error or _describe(group, RuntimeError("no timing"))
+    mine: Union[str, RankRow]
     if error is None and timing is not None:
         mine = RankRow(group.env.rank, group.device, os.getpid(), group.threads, group.cores,
                        timing, state.start, state.end, state.t_start, state.t_end, state.open)
+    else:  # (no timing without an error cannot happen: said rather than sent as None)
+        mine = error or _describe(group, RuntimeError("no timing"))
     rows = group.gather(mine)
     _raise_first_error(rows)
     return [r for r in rows if isinstance(r, RankRow)]  # every rank's, once none failed

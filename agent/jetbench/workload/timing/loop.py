@@ -88,8 +88,7 @@ def host_loop(step: Callable[[], object], sync: Callable[[], object], done: Done
 
 
 def cuda_loop(torch: ModuleType, step: Callable[[], object], sync: Callable[[], object],
-              done: Done,
-              phase: str, progress: Optional[Progress]) -> Tuple[List[float], float]:
+              done: Done, phase: str, progress: Optional[Progress]) -> Tuple[List[float], float]:
     """GPU (the current CUDA device): each iteration bracketed by CUDA events and synchronised;
     latency is the device time between the events, wall time the host clock across the loop."""
     clock = time.perf_counter
