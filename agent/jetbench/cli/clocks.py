@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import typer
 
 from .common import beyond_power_mode_option, console, open_root, print_json
 from .help_screen import HelpCommand, HelpGroup
+
+if TYPE_CHECKING:
+    from ..hw.board import Board
+    from ..hw.fs import Root
+    from ..ownership.journal import RestoreResult
+    from ..ownership.owner import Brokered
+    from ..profiles.apply import ApplyResult
 
 profiles_app = typer.Typer(cls=HelpGroup,
                            help="List and show the profiles `apply` accepts.",
@@ -19,7 +26,7 @@ WAIT_HELP = ("When another jetbench command holds the board: wait for it (for ev
              "SECONDS) instead of failing at once.")
 
 
-def wait_option() -> Any:
+def wait_option() -> Any:  # typer.Option's own type: an OptionInfo used as a default
     return typer.Option(None, "--wait", metavar="[SECONDS]", help=WAIT_HELP)
 
 
@@ -59,7 +66,7 @@ def optional_wait_value(args: List[str]) -> List[str]:
     return out
 
 
-def _render_brokered(done: Any, title: str, as_json: bool) -> None:
+def _render_brokered(done: Brokered, title: str, as_json: bool) -> None:
     reply = done.result
     if as_json:
         print_json({"daemon": {"pid": done.daemon.pid, "socket": str(done.socket)}, **reply})
@@ -73,7 +80,7 @@ def _render_brokered(done: Any, title: str, as_json: bool) -> None:
 
 
 def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool,
-           wait: Optional[str] = None, daemon_request: Optional[Dict[str, Any]] = None
+           wait: Optional[str] = None, daemon_request: Optional[Dict[str, object]] = None
            ) -> None:
     from ..errors import UsageError
     from ..open_board import open_board
@@ -99,7 +106,7 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
                                   "`jetbench apply NAME`, or stop the daemon first "
                                   "(sudo systemctl stop jetbench)")
 
-    def here() -> Any:
+    def here() -> Tuple[Board, ApplyResult]:
         with open_board(root, simulate_power=False) as board:
             return board, apply_profile(root, board, profile, dry_run=False)
 
@@ -112,7 +119,7 @@ def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool
         _render_applied(root, board, result, title, as_json, dry_run)
 
 
-def _render_applied(root: Any, board: Any, result: Any, title: str, as_json: bool,
+def _render_applied(root: Root, board: Board, result: ApplyResult, title: str, as_json: bool,
                     dry_run: bool) -> None:
     from ..hw.clocks.domains import read_clocks
     from ..profiles.apply import pin_notes
@@ -216,9 +223,10 @@ def restore(
     refused = UsageError("the jetbench daemon holds the board: stop it before discarding its "
                          "journal (sudo systemctl stop jetbench)") if discard else None
 
-    def here() -> Any:
+    def here() -> Optional[RestoreResult]:
         if discard:
-            return _discard(root)
+            _discard(root)
+            return None
         with open_board(root, simulate_power=False):
             return restore_journal(root)
 
@@ -231,12 +239,11 @@ def restore(
                         f"({reply.get('unchanged', 0)} already at their original value). "
                         "It keeps running and pins nothing until `jetbench apply NAME`.",
                         highlight=False, soft_wrap=not console().is_terminal)
-        _print_moved([str(m) for m in reply.get("moved", ())],
-                     [str(c) for c in reply.get("changed", ())])
-        return
-    if discard:
+        _print_moved(_strings(reply.get("moved")), _strings(reply.get("changed")))
         return
     result = done.result
+    if result is None:  # --discard said what it did
+        return
     out = console()
     if not result.had_journal:
         out.print("Nothing to restore: jetbench has not changed this board's clocks.")
@@ -244,6 +251,11 @@ def restore(
     out.print(f"Restored {len(result.written)} value(s) "
               f"({result.unchanged} already at their original value); journal removed.")
     _print_moved([m.note() for m in result.moved], [c.note() for c in result.changed])
+
+
+def _strings(value: object) -> List[str]:
+    """A list in the daemon's reply, as strings ([] when absent)."""
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def _print_moved(moved: List[str], changed: List[str]) -> None:
@@ -263,7 +275,7 @@ def _print_moved(moved: List[str], changed: List[str]) -> None:
                   soft_wrap=not out.is_terminal)
 
 
-def _discard(root) -> None:
+def _discard(root: Root) -> None:
     from ..ownership.journal import discard
 
     moved = discard(root)

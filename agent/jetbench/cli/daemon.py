@@ -4,12 +4,15 @@ jetbench.daemon)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple, cast
 
 import typer
 
 from ..ownership.wire import DEFAULT_SOCKET
 from .common import beyond_power_mode_option, open_root, print_json
+
+if TYPE_CHECKING:
+    from ..daemon.held import StatusDoc
 
 _SOCKET_HELP = "The control socket."
 
@@ -67,41 +70,52 @@ def status(
         return
     if not reply.get("ok"):
         raise HardwareError(f"the daemon answered: {reply.get('message')}")
-    from ..units import format_hz
     from .common import console
 
-    counters = reply.get("counters", {})
+    # The daemon's own document (daemon/held.py); one of another version may lack a key, so
+    # each is read with .get.
+    kv(console(), _status_rows(cast("StatusDoc", reply)), title="jetbench daemon")
+
+
+def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
+    from ..units import format_hz
+
+    board = doc.get("board") or {}
+    mode = doc.get("power_mode")
     rows = [
-        ("state", reply.get("summary", "")),
-        ("board", f"{reply['board']['model']} ({reply['board']['family']})"
-         + (" SIMULATED (not hardware)" if reply.get("simulated") else "")),
-        ("profile", reply.get("profile") or "-"),
-        ("power mode", (reply.get("power_mode") or {}).get("text") or "-"),
-        ("since", f"{reply.get('started')} (pid {reply.get('pid')})"),
-        ("drift re-pins", str(counters.get("repins", 0))),
-        ("throttling", "; ".join(reply.get("throttle_reasons") or []) or "no"),
+        ("state", doc.get("summary", "")),
+        ("board", f"{board.get('model')} ({board.get('family')})"
+         + (" SIMULATED (not hardware)" if doc.get("simulated") else "")),
+        ("profile", doc.get("profile") or "-"),
+        ("power mode", (mode.get("text") if mode else None) or "-"),
+        ("since", f"{doc.get('started')} (pid {doc.get('pid')})"),
+        ("drift re-pins", str(doc.get("counters", {}).get("repins", 0))),
+        ("throttling", "; ".join(doc.get("throttle_reasons") or []) or "no"),
     ]
-    if reply.get("below_pin"):  # a fact without thermal evidence: said as just that
-        rows.append(("below its pin", "; ".join(reply["below_pin"])))
-    lease = reply.get("lease")
-    if isinstance(lease, dict):
+    below = doc.get("below_pin")
+    if below:  # a fact without thermal evidence: said as just that
+        rows.append(("below its pin", "; ".join(below)))
+    lease = doc.get("lease")
+    if lease:
         rows.append(("lent to", f"{lease.get('who')} (pid {lease.get('pid')}, since "
                                 f"{lease.get('since')}): not re-pinning until it ends"))
-    for c in reply.get("clocks", []):
-        rows.append((f"{c['domain']} {c['name']}", f"{format_hz(c['cur_hz'])} "
-                     f"(min {format_hz(c['min_hz'])}, max {format_hz(c['max_hz'])})"))
-    if reply.get("gpu_load_pct") is not None:
-        rows.append(("gpu load", f"{reply['gpu_load_pct']:.1f} %"))
-    for zone, temp in sorted(reply.get("temperatures_c", {}).items()):
+    for c in doc.get("clocks", []):
+        rows.append((f"{c.get('domain')} {c.get('name')}", f"{format_hz(c.get('cur_hz'))} "
+                     f"(min {format_hz(c.get('min_hz'))}, max {format_hz(c.get('max_hz'))})"))
+    load = doc.get("gpu_load_pct")
+    if load is not None:
+        rows.append(("gpu load", f"{load:.1f} %"))
+    for zone, temp in sorted(doc.get("temperatures_c", {}).items()):
         rows.append((f"temp {zone}", f"{temp:.1f} C"))
-    for r in reply.get("rails", []):
-        watts = "-" if r["power_w"] is None else f"{r['power_w']:.2f} W"
-        rows.append((f"power {r['name']}", f"{watts} ({r['point']})"))
-    if reply.get("metrics"):
-        rows.append(("metrics", f"http://{reply['metrics']}/metrics"))
-    if reply.get("last_error"):
-        rows.append(("last error", reply["last_error"]))
-    kv(console(), rows, title="jetbench daemon")
+    for r in doc.get("rails", []):
+        watts = "-" if r.get("power_w") is None else f"{r.get('power_w'):.2f} W"
+        rows.append((f"power {r.get('name')}", f"{watts} ({r.get('point')})"))
+    if doc.get("metrics"):
+        rows.append(("metrics", f"http://{doc.get('metrics')}/metrics"))
+    error = doc.get("last_error")
+    if error:
+        rows.append(("last error", error))
+    return rows
 
 
 def install_service(

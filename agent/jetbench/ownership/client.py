@@ -12,7 +12,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, PermissionDenied, UsageError
 from ..interrupts import interrupt_main
@@ -30,10 +30,9 @@ class DaemonBusy(HardwareError):
 
 
 def request(path: Path, cmd: str, *, timeout_s: float = 10.0,
-            **fields: object) -> Dict[str, Any]:
+            **fields: object) -> Dict[str, object]:
     """Send one request, return the reply document (`ok` says whether it succeeded): JSON
-    from the daemon, whose status `jetbench status` reads deeply (Any: its shape is the
-    daemon's, daemon/service.py)."""
+    from the daemon, in the daemon's shapes (daemon/held.py: StatusDoc for `status`)."""
     doc: Dict[str, object] = {"cmd": cmd, **fields}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout_s)

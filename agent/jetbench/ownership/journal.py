@@ -37,7 +37,7 @@ import stat
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, WriteRejected
 from ..hw import knob_io, nvml, services
@@ -109,7 +109,12 @@ def _no_duplicate_keys(pairs: List[Tuple[str, object]]) -> Dict[str, object]:
     return dict(pairs)
 
 
-def _check_entry(root: Root, item: Any, where: str, fail: Any) -> Entry:
+def _cannot_journal(path: str) -> Callable[[str], Exception]:
+    return lambda what: HardwareError(f"cannot journal the original value: {what}", path=path)
+
+
+def _check_entry(root: Root, item: object, where: str,
+                 fail: Callable[[str], Exception]) -> Entry:
     """One entry, checked as restore will use it: a knob path jetbench may write, a value a
     knob can hold. `fail(what)` makes the error."""
     if not isinstance(item, dict) or not set(item) <= _ENTRY_KEYS or not {"path", "raw"} <= set(
@@ -307,8 +312,7 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
             if kind_of(path) != KIND_FILE:
                 item["kind"] = kind_of(path)
             # A value restore could not write back is refused now, before any change.
-            entries.append(_check_entry(root, item, path, lambda what, p=path: HardwareError(
-                f"cannot journal the original value: {what}", path=p)))
+            entries.append(_check_entry(root, item, path, _cannot_journal(path)))
             known[path] = len(entries) - 1
             added = True
         if added:

@@ -20,7 +20,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Union
+from typing import Callable, Dict, Generic, Iterator, Mapping, Optional, TypeVar, Union
 
 from ..errors import JetbenchError, PermissionDenied, UsageError
 from ..hw.fs import Root
@@ -29,22 +29,34 @@ from .lease import Guard
 from .lock import _POLL_S, BoardBusy, BoardLock, Holder
 from .wire import BUSY, SERVICE, WHO
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
-class Done:
-    """A change carried out: `result` is what the local function returned, or the daemon's
-    reply; `daemon` the daemon that made it (None: this process did)."""
+class Done(Generic[T]):
+    """A change carried out here: `result` is what the local function returned. `daemon` and
+    `socket` are None, as Brokered's are not: `if done.daemon is not None` tells them apart."""
 
-    result: Any
-    daemon: Optional[Holder] = None
-    socket: Optional[Path] = None
+    result: T
+    daemon: None = None
+    socket: None = None
+
+
+@dataclass(frozen=True)
+class Brokered:
+    """A change the daemon made: `result` is its reply, `daemon` the daemon that made it,
+    reached at `socket`."""
+
+    result: Dict[str, object]
+    daemon: Holder
+    socket: Path
 
 
 class LocalOwner:
     """This process holds the board lock: the change is made here."""
 
-    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, object]],
-                  refused: Optional[JetbenchError] = None) -> Done:
+    def carry_out(self, here: Callable[[], T], request: Optional[Mapping[str, object]],
+                  refused: Optional[JetbenchError] = None) -> Done[T]:
         return Done(here())
 
 
@@ -71,13 +83,16 @@ class DaemonOwner:
             "sudo, or join the jetbench group (sudo usermod -aG jetbench $USER, then log in "
             "again); or stop the daemon first: sudo systemctl stop jetbench"))
 
-    def carry_out(self, here: Callable[[], Any], request: Optional[Dict[str, object]],
-                  refused: Optional[JetbenchError] = None) -> Done:
+    def carry_out(self, here: Callable[[], T], request: Optional[Mapping[str, object]],
+                  refused: Optional[JetbenchError] = None) -> Brokered:
         if refused is not None or request is None:
             raise refused or UsageError("the jetbench daemon holds the board",
                                         hint="stop it first (sudo systemctl stop jetbench)")
-        fields = {k: v for k, v in request.items() if k != "cmd"}
-        return Done(self.request(str(request["cmd"]), **fields), self.holder, self.socket_path)
+        fields = dict(request)
+        cmd = fields.pop("cmd")
+        if not isinstance(cmd, str):
+            raise TypeError(f"a daemon request's cmd is a string, not {cmd!r}")
+        return Brokered(self.request(cmd, **fields), self.holder, self.socket_path)
 
     def request(self, cmd: str, **fields: object) -> Dict[str, object]:
         """One request; a refusal becomes the error the daemon raised (same exit code)."""
