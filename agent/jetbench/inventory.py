@@ -3,8 +3,9 @@ JSON-ready document (also served by the daemon's status)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, TypedDict
 
+from .documents import BoardDoc, ClockDoc
 from .errors import HardwareError
 from .hw import nvml
 from .hw.board import Board
@@ -15,10 +16,120 @@ from .hw.fs import Root
 from .hw.readings import clock_doc, identity, read_now
 from .ownership import journal
 
+if TYPE_CHECKING:
+    from .hw.meters.base import PowerSource
 
-def describe_sources(sources: Sequence[Any]) -> List[Dict[str, Any]]:
+
+class CpuClusterDoc(TypedDict, total=False):
+    """One row of `info`'s CPU clusters (cpu_clusters)."""
+    policies: List[str]
+    cpus: List[int]
+    offline: List[int]
+    governor: Optional[str]
+    min_hz: Optional[int]
+    max_hz: Optional[int]
+    cur_hz: List[Optional[int]]
+    available_hz: List[int]
+    name: str  # 'cpu0-3', or 'cpu4-7 offline'
+
+
+class ChannelDoc(TypedDict):
+    name: str
+    point: str
+    unit: str
+
+
+class SourceDoc(TypedDict):
+    """A power source a measurement would record."""
+    name: str
+    period_s: float
+    channels: List[ChannelDoc]
+    total: Optional[str]
+
+
+class NvmlGpuDoc(TypedDict):
+    """A discrete GPU NVML controls."""
+    bus_id: str
+    name: str
+    control: str
+    graphics_max_hz: Optional[int]
+    memory_max_hz: Optional[int]
+    power_limit_mw: Optional[int]
+    power_limits_mw: Optional[Tuple[int, int]]
+    default_power_limit_mw: Optional[int]
+
+
+class InfoCpuDoc(TypedDict):
+    online_files: int
+    idle_states: int
+    cpuquiet: bool
+    online: List[int]
+    offline: List[int]
+    idle_disabled: Dict[str, List[str]]  # "cpu3": the idle states turned off
+
+
+class InfoGpuDoc(TypedDict):
+    kind: str
+    control: str
+    railgate_file: Optional[str]
+    railgate: Optional[str]
+    side_clocks: List[str]
+    file_unit: str
+    load_pct: Optional[float]
+
+
+class InfoEmcDoc(TypedDict):
+    kind: str
+    max_hz: int
+    iso_cap_hz: Optional[int]
+    control: Optional[str]
+
+
+class FanDoc(TypedDict):
+    pwm_file: str
+    pwm: Optional[int]
+
+
+class ZoneDoc(TypedDict):
+    name: str
+    temp_c: Optional[float]
+
+
+class RailInfoDoc(TypedDict):
+    name: str
+    sensor: str
+    channel: int
+    layout: str
+    point: str
+    device: str
+    chip: str
+    is_total: bool
+
+
+class InfoDoc(TypedDict):
+    """`jetbench.info/1`: what `info --json` prints and `info`'s tables read."""
+    schema: str
+    simulated: bool
+    board: BoardDoc
+    clocks: List[ClockDoc]
+    cpu_clusters: List[CpuClusterDoc]
+    cpu: InfoCpuDoc
+    gpu: Optional[InfoGpuDoc]
+    emc: Optional[InfoEmcDoc]
+    fan: Optional[FanDoc]
+    thermal: List[ZoneDoc]
+    rails: List[RailInfoDoc]
+    total_rail: Optional[str]
+    total: Optional[str]
+    sources: List[SourceDoc]
+    nvml_gpus: List[NvmlGpuDoc]
+    restore_pending: bool
+    notes: List[str]
+
+
+def describe_sources(sources: Sequence[PowerSource]) -> List[SourceDoc]:
     """The power sources a measurement would record (constructed, not opened)."""
-    out = []
+    out: List[SourceDoc] = []
     for source in sources:
         total = source.total()
         out.append({
@@ -43,37 +154,37 @@ def cpu_label(cpus: Sequence[int]) -> str:
 
 
 def cpu_clusters(board: Board, readings: Sequence[ClockReading],
-                 offline: Sequence[int] = ()) -> List[Dict[str, Any]]:
+                 offline: Sequence[int] = ()) -> List[CpuClusterDoc]:
     """One row per cluster (a policy shared by several cores), with its online cores (and the
     offline ones apart). Per-core policies (a policy per CPU, as on Thor) in the same state are
     one row, so 14 cores fit a screen."""
     cpu = [r for r in readings if r.domain == "cpu"]
-    groups: List[Dict[str, Any]] = []
+    groups: List[CpuClusterDoc] = []
+    last_key: Optional[Tuple[object, ...]] = None  # the last group's state
     for policy, r in zip(board.cpu.policies, cpu):
         # Only single-core policies merge: a real cluster keeps its own row.
         key = (len(policy.cpus) == 1, r.governor, r.min_hz, r.max_hz, tuple(r.available_hz))
-        if groups and key[0] and groups[-1]["_key"] == key:
+        if groups and key[0] and last_key == key:
             group = groups[-1]
         else:
-            group = {"_key": key, "policies": [], "cpus": [], "offline": [],
-                     "governor": r.governor,
+            group = {"policies": [], "cpus": [], "offline": [], "governor": r.governor,
                      "min_hz": r.min_hz, "max_hz": r.max_hz, "cur_hz": [],
                      "available_hz": list(r.available_hz)}
             groups.append(group)
+            last_key = key
         group["policies"].append(policy.name)
         group["cpus"].extend(c for c in policy.cpus if c not in offline)
         group["offline"].extend(c for c in policy.cpus if c in offline)
         group["cur_hz"].append(r.cur_hz)
     for group in groups:
-        del group["_key"]
         group["name"] = cpu_label(group["cpus"]) if group["cpus"] else \
             f"{cpu_label(group['offline'])} offline"
     return groups
 
 
-def nvml_gpus_doc(board: Board) -> List[Dict[str, Any]]:
+def nvml_gpus_doc(board: Board) -> List[NvmlGpuDoc]:
     """The discrete GPUs NVML controls: tables, and the power limit now and its bounds."""
-    out = []
+    out: List[NvmlGpuDoc] = []
     for g in board.nvml_gpus:
         try:
             limit: Optional[int] = int(nvml.read_setting(
@@ -88,11 +199,12 @@ def nvml_gpus_doc(board: Board) -> List[Dict[str, Any]]:
     return out
 
 
-def describe(root: Root, board: Board, sources: Sequence[Any] = ()) -> Dict[str, Any]:
+def describe(root: Root, board: Board,
+             sources: Sequence[PowerSource] = ()) -> InfoDoc:
     now = read_now(root, board)
     readings = now.clocks
     cores = read_cores(root, board)
-    rails = [
+    rails: List[RailInfoDoc] = [
         {
             "name": rail.name,
             "sensor": rail.sensor,

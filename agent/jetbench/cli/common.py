@@ -77,7 +77,7 @@ def console(stderr: bool = False):
     return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def print_json(document: Any) -> None:
+def print_json(document: object) -> None:
     """JSON on stdout, its floats rounded as in a result file (report/digits.py: stored)."""
     from ..report.digits import stored
 
@@ -107,6 +107,6 @@ RUNTIME = typer.Option(
     "outputs checked first (docs/workloads.md).")
 
 
-def beyond_power_mode_option() -> Any:
+def beyond_power_mode_option() -> Any:  # typer.Option's own type: an OptionInfo default
     return typer.Option(False, "--beyond-power-mode", rich_help_panel="Clocks",
                         help=BEYOND_POWER_MODE_HELP)

@@ -57,7 +57,7 @@ class _JetbenchGroup(HelpGroup):
     """Runs every command under one error handler (also under typer's CliRunner); its
     --help and every command's is drawn by help_screen."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # click's Group.main: Any is click's
         kwargs["standalone_mode"] = False
         from .clocks import optional_wait_value  # `--wait` alone: wait for the board for ever
 

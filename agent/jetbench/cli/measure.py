@@ -282,7 +282,10 @@ def _run_ranked(env: RankEnv, latch: InterruptLatch, request: MeasureRequest,
     from ..errors import JetbenchError
 
     try:
-        return run_as_rank(env, request, devices, scaling, run, lambda *_: latch.check())
+        return run_as_rank(
+            env, request.device, devices, scaling,
+            lambda device, leader: run(dataclasses.replace(request, device=device), leader),
+            lambda *_: latch.check())
     except JetbenchError:
         latch.check()
         raise
@@ -302,7 +305,7 @@ _CMD_LOG = typer.Option(None, "--cmd-log", rich_help_panel="Any command (--cmd)"
                         help="With --cmd: its output to this file.")
 
 
-def _options(ctx: typer.Context, given: Dict[str, Any]) -> MeasureOptions:
+def _options(ctx: typer.Context, given: Dict[str, Any]) -> MeasureOptions:  # locals()
     """measure's/sweep's parameters as typed, for run/request.build_request (every rule on
     which options go together is there, not here)."""
     from ..run.request import MeasureOptions

@@ -7,22 +7,27 @@ width the table becomes one block per network, as every other table does (render
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import TYPE_CHECKING, List, Sequence
 
 from .render import print_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..workload.models_info import ModelDoc
 
 _HEADERS = ("model", "input", "params", "GMACs", "description")
 _RIGHT = ("params", "GMACs")
 _MIN_DESCRIPTION_CHARS = 12
 
 
-def model_cells(row: Dict[str, Any]) -> List[str]:
+def model_cells(row: ModelDoc) -> List[str]:
     params = "-" if row["params"] is None else f"{row['params'] / 1e6:.2f}M"
     return [row["name"], "x".join(map(str, row["input_shape"])), params,
             f"{row['gmacs_per_image']:.3f}", row["description"]]
 
 
-def print_models(con: Any, rows: Sequence[Dict[str, Any]]) -> None:
+def print_models(con: Console, rows: Sequence[ModelDoc]) -> None:
     from rich.table import Table
 
     cells = [model_cells(row) for row in rows]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..units import format_hz
 from .common import console
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from ..documents import ResultDoc
     from ..hw.clocks.types import ClockReading
+    from ..inventory import InfoDoc
 
 
 def sim_tag(simulated: bool) -> str:
@@ -42,7 +43,7 @@ def _compact_table(title: str, *columns: str, header: bool = True) -> Table:
     return table
 
 
-def info_tables(doc: Dict[str, Any]) -> Iterable[Table]:
+def info_tables(doc: InfoDoc) -> Iterable[Table]:
     from ..inventory import cpu_label
 
     board = doc["board"]
@@ -92,16 +93,18 @@ def info_tables(doc: Dict[str, Any]) -> Iterable[Table]:
     # one row per cluster, with its cores; clusters whose every cell reads the same are one
     # row on the screen (Xavier's four: `cpu0-7 (4 policies)`; `info --json` keeps each)
     rows: Dict[Tuple[str, ...], Tuple[List[int], int]] = {}
-    for g in doc.get("cpu_clusters", []):
-        cur = [c for c in g["cur_hz"] if c is not None]
+    for cluster in doc.get("cpu_clusters", []):
+        cur = [c for c in cluster["cur_hz"] if c is not None]
         now = format_hz(cur[0]) if cur and min(cur) == max(cur) else \
             (f"{format_hz(min(cur))}..{format_hz(max(cur))}" if cur else "-")
-        cells: Tuple[str, ...] = (str(g["governor"] or "-"), format_hz(g["min_hz"]),
-                                  format_hz(g["max_hz"]), now, _table_size(g["available_hz"]))
-        if g.get("offline") or not g.get("cpus"):
-            cells = (str(g["name"]),) + cells  # a row of its own: its name says what is offline
+        cells: Tuple[str, ...] = (
+            str(cluster["governor"] or "-"), format_hz(cluster["min_hz"]),
+            format_hz(cluster["max_hz"]), now, _table_size(cluster["available_hz"]))
+        if cluster.get("offline") or not cluster.get("cpus"):
+            cells = (str(cluster["name"]),) + cells  # its own row: its name says what is offline
         cpus, policies = rows.get(cells, ([], 0))
-        rows[cells] = (cpus + list(g.get("cpus") or []), policies + len(g["policies"]))
+        rows[cells] = (cpus + list(cluster.get("cpus") or []),
+                       policies + len(cluster["policies"]))
     for cells, (cpus, policies) in rows.items():
         name = cells[0] if len(cells) == 6 else cpu_label(cpus)
         clocks.add_row(f"{name} ({policies} polic{'y' if policies == 1 else 'ies'})",

@@ -94,7 +94,7 @@ def tune(
     from ..run.tune.output import save_profile as write_profile
     from ..run.tune.study import tune as run
 
-    given: Dict[str, Any] = dict(locals())
+    given: Dict[str, Any] = dict(locals())  # locals(): typeshed types it so
     options = _options(ctx, given)
     root = open_root(ctx)
     host = socket.gethostname()

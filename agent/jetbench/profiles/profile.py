@@ -24,7 +24,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 from ..bounded import nesting_depth
 from ..errors import HardwareError, ProfileError, UnsafePath, UsageError
@@ -96,6 +96,31 @@ class Profile:
         return Profile(**fields)
 
 
+class _ProfileNamed(TypedDict):
+    name: str
+    source: str
+
+
+class _ProfileFields(_ProfileNamed, total=False):
+    """Profile's fields as parse_profile gathers them from a file (beyond_power_mode never)."""
+    description: str
+    skip_missing: bool
+    match_soc: Tuple[str, ...]
+    match_family: Tuple[str, ...]
+    cpu_governors: Tuple[str, ...]
+    cpu_freq: Optional[FreqRange]
+    cpu_online: Optional[bool]
+    cpu_idle: Optional[bool]
+    gpu_freq: Optional[FreqRange]
+    gpu_railgate: Optional[bool]
+    gpu_memory_freq: Optional[FreqSpec]
+    gpu_power_limit: Optional[Union[str, int]]
+    emc_freq: Optional[FreqSpec]
+    fan_pwm: Optional[int]
+    writes: Tuple[Tuple[str, str], ...]
+    sections: Tuple[str, ...]
+
+
 class _Checker:
     def __init__(self, name: str):
         self.name = name
@@ -104,7 +129,7 @@ class _Checker:
         return ProfileError(f"profile {self.name}: {where}: {message}",
                             hint="nothing was written; see `jetbench profiles show maxperf`")
 
-    def keys(self, where: str, table: Mapping[str, object], allowed: Set[str]) -> None:
+    def keys(self, where: str, table: Mapping[str, object], allowed: AbstractSet[str]) -> None:
         unknown = sorted(set(table) - allowed)
         if unknown:
             raise self.fail(where, f"unknown key {unknown[0]!r} (allowed: "
@@ -130,7 +155,7 @@ class _Checker:
         except UsageError as err:
             raise self.fail(where, err.message) from err
 
-    def freq_range(self, section: str, table: Dict[str, Any]) -> Optional[FreqRange]:
+    def freq_range(self, section: str, table: Mapping[str, object]) -> Optional[FreqRange]:
         if "freq" in table and ("min_freq" in table or "max_freq" in table):
             raise self.fail(f"[{section}]", "give either freq, or min_freq/max_freq, not both")
         if "freq" in table:
@@ -167,7 +192,7 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise check.fail("description", "expected a string")
-    fields: Dict[str, Any] = {
+    fields: _ProfileFields = {
         "name": name,
         "source": source,
         "description": description,
@@ -237,8 +262,8 @@ def parse_power_limit(check: _Checker, value: object) -> Union[str, int]:
         return value.strip().lower()
     text = value.strip().upper().rstrip("W").strip() if isinstance(value, str) else value
     try:
-        watts = float(text) if isinstance(text, (str, int, float)) and \
-            not isinstance(text, bool) else -1.0
+        watts = float(text) if isinstance(text, (str, int, float)) and not isinstance(
+            text, bool) else -1.0  # a TOML date, array or table: not watts
     except (TypeError, ValueError):
         watts = -1.0
     if not 0 < watts < 100_000:

@@ -12,7 +12,7 @@ An uncertainty that is not zero is never printed as 0."""
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Optional
 
 SIGNIFICANT = 3       # digits of a value shown alone, and at most beside its uncertainty
 ERR_SIGNIFICANT = 2   # digits of an uncertainty
@@ -64,7 +64,7 @@ def plus_minus_pct(x: Optional[float], pct: Optional[float]) -> str:
     return plus_minus(x, None if pct is None or x is None else abs(x) * pct / 100.0)
 
 
-def stored(doc: Any) -> Any:
+def stored(doc: object) -> object:
     """`doc` with every float rounded to STORED_SIGNIFICANT digits (what a result file keeps)."""
     if isinstance(doc, float):
         return float(f"{doc:.{STORED_SIGNIFICANT}g}") if math.isfinite(doc) else doc

@@ -24,12 +24,12 @@ import signal
 import struct
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, BinaryIO, Dict, List
+from typing import TYPE_CHECKING, BinaryIO, Dict, List, Optional, Sequence, Tuple, TypedDict
 
 from ..procs import die_with_parent
 
 if TYPE_CHECKING:
-    from ..hw.meters.base import PowerSource
+    from ..hw.meters.base import Channel, PowerSource, Total
     from .poll import Sink
 
 # Asked for where allowed (root, CAP_SYS_NICE): the sampler needs little CPU, but on time. On a
@@ -42,7 +42,42 @@ SAMPLER_NICE = -10
 _LENGTH = struct.Struct("<I")
 
 
-def send_message(fd: int, message: Dict[str, object]) -> None:
+class Job(TypedDict):
+    """What the parent pickles to the child's stdin (sampler_process.py)."""
+    parent_pid: int
+    sys_path: List[str]
+    sources: bytes  # the pickled, unopened PowerSources
+    die_with_parent: bool
+    interval_s: Optional[float]
+    intervals_s: Dict[str, float]
+    data_fd: int
+    control_fd: int
+
+
+# An error, as the parent rebuilds it ("class" names a jetbench error class).
+ErrorDesc = TypedDict("ErrorDesc", {"class": str, "message": str, "path": Optional[str],
+                                    "hint": Optional[str]})
+
+
+class SourceDesc(TypedDict):
+    """One source as it opened in the child."""
+    name: str
+    channels: Tuple[Channel, ...]
+    total: Optional[Total]
+    period_s: float
+    pushed: bool
+    interval_s: float
+
+
+class Hello(TypedDict, total=False):
+    """The one control message: the sources opened (`ok`, `width`, `sources`) or not (`error`)."""
+    ok: bool
+    width: int
+    sources: List[SourceDesc]
+    error: ErrorDesc
+
+
+def send_message(fd: int, message: Hello) -> None:
     """One control message: its length (uint32) and a pickle."""
     body = pickle.dumps(message)
     os.write(fd, _LENGTH.pack(len(body)) + body)
@@ -62,7 +97,7 @@ def raise_priority(realtime: bool) -> None:
         pass  # not allowed either: sample at the normal priority
 
 
-def describe_error(err: BaseException) -> Dict[str, object]:
+def describe_error(err: BaseException) -> ErrorDesc:
     """A picklable account of an error, rebuilt as a jetbench error in the parent."""
     from ..errors import JetbenchError
 
@@ -73,7 +108,7 @@ def describe_error(err: BaseException) -> Dict[str, object]:
             "hint": None}
 
 
-def _open_all(sources: List[PowerSource]) -> None:
+def _open_all(sources: Sequence[PowerSource]) -> None:
     from .poll import close_quietly
 
     opened: List[PowerSource] = []
@@ -98,19 +133,19 @@ def _sample(src: PowerSource, sink: Sink, interval_s: float, stop: threading.Eve
         stop.set()
 
 
-def run(job: Dict[str, Any], lifeline: BinaryIO) -> int:
+def run(job: Job, lifeline: BinaryIO) -> int:
     from .poll import close_quietly, sampling_interval_s
     from .records import RecordWriter
 
     control, data = job["control_fd"], job["data_fd"]
     try:
-        sources = pickle.loads(job["sources"])
+        sources: List[PowerSource] = pickle.loads(job["sources"])
         _open_all(sources)
     except BaseException as err:  # every failure to open is the parent's error to report
         send_message(control, {"ok": False, "error": describe_error(err)})
         return 1
     width = max([len(s.channels()) for s in sources] + [1])
-    described = []
+    described: List[SourceDesc] = []
     for src in sources:
         described.append({
             "name": src.name, "channels": tuple(src.channels()), "total": src.total(),
@@ -148,7 +183,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stdin = sys.stdin.buffer
-    job = pickle.load(stdin)
+    job: Job = pickle.load(stdin)
     if job.get("die_with_parent") and not die_with_parent(signal.SIGKILL, job["parent_pid"]):
         os._exit(0)  # the parent died before prctl took effect
     for entry in reversed(job.get("sys_path", [])):

@@ -29,13 +29,17 @@ import sys
 import tempfile
 import threading
 import time
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
+from typing import IO, TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .. import errors
 from ..errors import HardwareError, SamplerDied
 from ..hw.meters.base import PowerSource
 from .records import RecordReader, split_faults
 from .sampler import Sampler, _Slot
+from .window import GAP_FACTOR, MIN_PERIODS
+
+if TYPE_CHECKING:
+    from .sampler_child import ErrorDesc, Hello, Job
 
 CHILD_MODULE = "jetbench.sampling.sampler_child"
 COLLECT_INTERVAL_S = 0.25  # how often this process wakes to collect samples (~0.1% of a core)
@@ -55,12 +59,15 @@ class ProcessSampler(Sampler):
         interval_s: Optional[float] = None,
         intervals_s: Optional[Mapping[str, float]] = None,
         start_timeout_s: float = START_TIMEOUT_S,
-        **kwargs: Any,
+        min_periods: float = MIN_PERIODS,
+        gap_factor: float = GAP_FACTOR,
+        clock: Callable[[], float] = time.monotonic,
     ):
-        if kwargs.get("clock", time.monotonic) is not time.monotonic:
+        if clock is not time.monotonic:
             raise ValueError("the sampler process stamps samples with CLOCK_MONOTONIC "
                              "(time.monotonic): another clock would not line up")
-        super().__init__(sources, interval_s=interval_s, intervals_s=intervals_s, **kwargs)
+        super().__init__(sources, interval_s=interval_s, intervals_s=intervals_s,
+                         min_periods=min_periods, gap_factor=gap_factor, clock=clock)
         self.start_timeout_s = start_timeout_s
         self.proc: Optional[subprocess.Popen] = None
         self._data_fd = -1
@@ -103,7 +110,7 @@ class ProcessSampler(Sampler):
             os.close(ctl_w)
         self._data_fd = data_r
         self._eof = self._stopping = False
-        job = {
+        job: Job = {
             "parent_pid": os.getpid(), "sys_path": list(sys.path), "sources": blob,
             # the kernel signals the child when the *thread* that forked it ends: only the
             # main thread lives as long as the process
@@ -171,7 +178,7 @@ class ProcessSampler(Sampler):
             self._stderr = None
 
     # -- start-up handshake ------------------------------------------------------------------
-    def _hello(self, ctl_r: int) -> Dict[str, Any]:
+    def _hello(self, ctl_r: int) -> Hello:
         deadline = time.monotonic() + self.start_timeout_s
         buf = b""
         need = 4
@@ -290,7 +297,7 @@ def _grow_pipe(fd: int) -> None:
         pass  # over /proc/sys/fs/pipe-max-size, or not Linux: the default will do
 
 
-def _rebuild_error(desc: Mapping[str, Any]) -> errors.JetbenchError:
+def _rebuild_error(desc: ErrorDesc) -> errors.JetbenchError:
     cls = getattr(errors, str(desc.get("class")), None)
     if not (isinstance(cls, type) and issubclass(cls, errors.JetbenchError)):
         cls = HardwareError

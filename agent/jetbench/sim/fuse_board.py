@@ -22,7 +22,7 @@ import stat
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..hw.board import SIM_MARKER
 from .attributes import HostLoad, KernelModel, Refused, read_initial
@@ -87,7 +87,7 @@ class BoardFS:
         return any(path.startswith(p) for p in READ_ONLY_PREFIXES)
 
     # -- metadata ----------------------------------------------------------------------------
-    def getattr(self, path: str, fh: Any = None) -> Dict[str, Any]:
+    def getattr(self, path: str, fh: object = None) -> Dict[str, int]:
         attr = self._attr(path)
         st = os.lstat(self._host(path))
         out = {key: getattr(st, key) for key in ("st_mode", "st_nlink", "st_uid", "st_gid",
@@ -102,7 +102,7 @@ class BoardFS:
             out["st_mode"] = stat.S_IFREG | 0o444
         return out
 
-    def readdir(self, path: str, fh: Any) -> list:
+    def readdir(self, path: str, fh: object) -> List[str]:
         self._attr(path)
         names = os.listdir(self._host(path))
         base = path.rstrip("/")
@@ -163,7 +163,7 @@ class BoardFS:
             self.log.write(f"{path}\t{text.strip()}\t{result}\n")
             self.log.flush()
 
-    def truncate(self, path: str, length: int, fh: Any = None) -> int:
+    def truncate(self, path: str, length: int, fh: object = None) -> int:
         if self._attr(path) is not None:
             return 0  # sysfs ignores O_TRUNC: the store function sees the whole write
         if self._read_only(path):
@@ -214,9 +214,12 @@ class BoardFS:
         os.chown(self._writable_path(path), uid, gid)
         return 0
 
-    def utimens(self, path: str, times: Any = None) -> int:
+    def utimens(self, path: str, times: Optional[Tuple[int, int]] = None) -> int:
         if self._attr(path) is None and not self._read_only(path):
-            os.utime(self._host(path), ns=times)
+            if times is None:
+                os.utime(self._host(path))
+            else:
+                os.utime(self._host(path), ns=times)
         return 0
 
 

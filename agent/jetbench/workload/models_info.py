@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import List, Optional, TypedDict
 
 from .registry import list_specs
 
 
-def describe_models() -> List[Dict[str, Any]]:
+class ModelDoc(TypedDict):
+    """A built-in network as `models --json` lists it."""
+    name: str
+    description: str
+    input_shape: List[int]
+    params: Optional[int]
+    gmacs_per_image: float
+    macs_per_image: int
+
+
+def describe_models() -> List[ModelDoc]:
     """One dict per built-in network, from the registry's static facts (no network is built,
     torch is not imported; tests/test_models_listing.py checks the facts against the built
     networks)."""
