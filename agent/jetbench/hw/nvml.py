@@ -134,7 +134,7 @@ def lock_value(lo_hz: int, hi_hz: int) -> str:
 # pynvml (nvidia-ml-py) ships no types: its device handles (ctypes pointers it hands out and
 # takes back) and its answers (ints, lists, structs, bytes or str by release) are Any here.
 NvmlHandle = Any
-NvmlAnswer = Any
+NvmlAnswer = Any  # pynvml: as above
 
 
 # -- NVML sessions ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ it expands to (GPU clock x model x runtime x precision x batch)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import FrozenSet, List, Optional, Tuple
 
@@ -12,7 +12,8 @@ from ..errors import UsageError
 from ..hw.board import Board
 from ..report.schema import point_id
 from ..units import format_hz, parse_duration_s, parse_freq, resolve_freq
-from ..workload.command.spec import CommandSpec, command_request, command_spec
+from ..workload.command.spec import PRECISION as COMMAND_PRECISION
+from ..workload.command.spec import CommandSpec, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
 from ..workload.precision import parse_precisions
 from ..workload.registry import check_model_names
@@ -194,7 +195,9 @@ def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
     batch = request.batches[0] if "batch" in o.given else None
     spec = command_spec(o.cmd, o.throughput_from, o.unit, batch, o.cmd_log,
                         stdout_to_stderr=o.cmd_output_to_stderr)
-    return command_request(request, spec)
+    # measured instead of a network: one point per clock
+    return replace(request, models=(spec.name,), precisions=(COMMAND_PRECISION,),
+                   batches=(spec.batch,), command=spec)
 
 
 def plan_points(request: MeasureRequest, board: Board) -> List[Point]:

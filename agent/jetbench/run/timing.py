@@ -19,7 +19,7 @@ from ..workload.child.parent import ChildWorkload, run_in_child
 from ..workload.layers import LayerTimes, time_layers
 from ..workload.model_arg import ONNX, PYTORCH, SIM, InputShape, model_kind
 from ..workload.pytorch import resolve_device
-from ..workload.runtimes import DEFAULT, TORCH, check_runtimes, with_runtime
+from ..workload.runtimes import DEFAULT, TORCH, check_runtimes
 from ..workload.timing.plan import TimingPlan
 from ..workload.timing.runner import TimingResult, run_timed
 
@@ -196,7 +196,7 @@ def _batches(batches: Union[Tuple[int, ...], str], largest: int) -> Sequence[int
 def _one(request: TimeRequest, model: str, runtime: str, precision: str, batch: int,
          device: str, progress: Optional[SessionProgress]) -> TimeRow:
     label = f"{model} {precision} b{batch}" + ("" if runtime == TORCH else f" {runtime}")
-    options = with_runtime(request.options, runtime, model)
+    options = request.options.for_runtime(runtime, model)
     report = None if progress is None else (lambda phase, f: progress(label, phase, f))
     workload = None
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
 
 from ..errors import HardwareError
 from ..interrupts import held_sigint
@@ -14,7 +14,7 @@ INSTALL_HINT = (
 )
 
 
-def import_torch() -> Any:
+def import_torch() -> ModuleType:
     """torch, imported with Ctrl-C held until the import is over (see `interrupts.py`)."""
     try:
         with held_sigint():

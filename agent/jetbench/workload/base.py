@@ -4,13 +4,21 @@ it, without any framework (the PyTorch specifics are pytorch.py's)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Dict, Optional, Protocol, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Callable, ContextManager, Dict, Optional, Protocol, Sequence, Tuple
 
 from .macs import ModelCost
-from .runtimes import COMPILE, TORCH
+from .runtimes import COMPILE, TORCH, provider_for
 
 MODES = ("inference", "train")
+
+
+class Batch(Protocol):
+    """The input batch as its framework holds it (a torch.Tensor, a NumPy array, a simulated
+    network's shape): the result's `workload.input_shape` is its shape less the batch."""
+
+    @property
+    def shape(self) -> Sequence[int]: ...
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,10 @@ class RunOptions:
     provider: Optional[str] = None  # ONNX Runtime's execution provider (None: the best present)
     runtime: str = TORCH  # --runtime (workload/runtimes/): torchscript and compile are built here
 
+    def for_runtime(self, runtime: str, model: str) -> RunOptions:
+        """These options for one runtime's row (--provider only where it belongs)."""
+        return replace(self, runtime=runtime, provider=provider_for(runtime, model, self.provider))
+
 
 @dataclass
 class Workload:
@@ -49,8 +61,8 @@ class Workload:
     device: str
     input_mode: str
     options: RunOptions
-    module: Any
-    input: Any
+    module: object  # the framework's network: torch's Module, ORT's session, TensorRT's engine
+    input: Batch
     cost: Optional[ModelCost]
     footprint_bytes: int
     step: Callable[[], object]

@@ -8,7 +8,7 @@ so `run_timed` (warm-up, timed loop, the power window's hooks) is the same for e
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..errors import UsageError
 from .base import RunOptions, Workload
@@ -18,6 +18,9 @@ from .runtimes import TORCH
 from .runtimes.build import build_for_runtime
 from .runtimes.onnx.model import build_onnx_workload
 from .runtimes.tensorrt.engine import build_engine_workload
+
+if TYPE_CHECKING:  # torch is optional at run time
+    from torch.nn import Module
 
 # RunOptions that only mean something to PyTorch, with what they are called on the command line
 _TORCH_ONLY = (("mode", "inference", "--mode train"), ("cudnn", True, "--no-cudnn"),
@@ -29,7 +32,8 @@ _TORCH_ONLY = (("mode", "inference", "--mode train"), ("cudnn", True, "--no-cudn
 
 def build_workload(model: str, precision: str = "fp32", batch: int = 1, device: str = "auto",
                    input_mode: str = "constant", options: Optional[RunOptions] = None,
-                   input_shape: Optional[InputShape] = None, module: Any = None) -> Workload:
+                   input_shape: Optional[InputShape] = None,
+                   module: Optional[Module] = None) -> Workload:
     """`model` ready to time: see workload.build_torch_workload for a PyTorch network (`module`
     passes an already-built nn.Module); an ONNX model (`*.onnx`) or a TensorRT engine
     (`*.engine`, `*.plan`) is built by its own framework, and `input_shape` may then name

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from .base import RunOptions
 from .build import build_workload
 from .model_arg import InputShape
 from .precision import PrecisionUnavailable
+from .pytorch import torch_parts
 from .runtimes.output_check import compare_outputs, host_float
 
 
@@ -29,7 +30,7 @@ class Agreement:
     mean_abs_diff: float
     reference_max_abs: float
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> Dict[str, object]:
         return asdict(self)
 
 
@@ -55,7 +56,8 @@ def check_precisions(
     if not reduced:
         return []
     base = build_workload(model, "fp32", batch, device, input_mode, options, input_shape)
-    pristine = copy.deepcopy(base.module).cpu()  # the fp32 weights, before anything converts them
+    # the fp32 weights, before anything converts them
+    pristine = copy.deepcopy(torch_parts(base)[0]).cpu()
     with torch.inference_mode():
         reference = host_float(torch, base.step())
     shape = tuple(base.input.shape[1:])

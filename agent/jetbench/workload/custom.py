@@ -6,10 +6,14 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ._torch import import_torch
+
+if TYPE_CHECKING:  # torch is optional at run time
+    from torch.nn import Module
 
 
 def parse_input_shape(text: str) -> Tuple[int, ...]:
@@ -27,7 +31,7 @@ def looks_custom(name: str) -> bool:
     return ":" in name or name.endswith((".pt", ".pth", ".ts", ".torchscript")) or os.sep in name
 
 
-def load_custom(name: str, input_shape: Optional[Sequence[int]]) -> Any:
+def load_custom(name: str, input_shape: Optional[Sequence[int]]) -> Module:
     """The module named by `name` (on the CPU, float32). An input shape is required: a user's
     network does not say what it eats."""
     if input_shape is None:
@@ -36,11 +40,13 @@ def load_custom(name: str, input_shape: Optional[Sequence[int]]) -> Any:
         )
 
     torch = import_torch()  # Ctrl-C held while torch loads
+    from torch.nn import Module
 
     path = Path(name)
     if path.is_file():
         try:
-            return torch.jit.load(str(path), map_location="cpu")
+            loaded: Module = torch.jit.load(str(path), map_location="cpu")
+            return loaded
         except Exception as err:  # noqa: BLE001 - torch raises many types for a bad archive
             raise UsageError(f"{name}: not a TorchScript file: {err}") from err
     if ":" not in name:
@@ -51,12 +57,12 @@ def load_custom(name: str, input_shape: Optional[Sequence[int]]) -> Any:
     if factory is None or not callable(factory):
         raise UsageError(f"{name}: {module_name} has no callable {attr!r}")
     model = factory()
-    if not isinstance(model, torch.nn.Module):
+    if not isinstance(model, Module):
         raise UsageError(f"{name}: returned {type(model).__name__}, not a torch.nn.Module")
     return model
 
 
-def _import(module_name: str) -> Any:
+def _import(module_name: str) -> ModuleType:
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as err:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 from .base import Workload
-from .pytorch import backend_settings, oom_guard
+from .pytorch import backend_settings, oom_guard, torch_parts
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
@@ -52,7 +52,8 @@ def time_layers(workload: Workload, iterations: int = 10) -> LayerTimes:
 
     sync, clock = workload.sync, time.perf_counter
     train = workload.mode == "train"
-    leaves = [(n or type(m).__name__, m) for n, m in workload.module.named_modules()
+    net, batch = torch_parts(workload)
+    leaves = [(n or type(m).__name__, m) for n, m in net.named_modules()
               if not list(m.children()) and not isinstance(m, torch.jit.ScriptModule)]
     fwd: Dict[str, float] = {n: 0.0 for n, _ in leaves}
     bwd: Dict[str, float] = {n: 0.0 for n, _ in leaves}
@@ -80,19 +81,19 @@ def time_layers(workload: Workload, iterations: int = 10) -> LayerTimes:
     total_f = total_b = 0.0
     # In training the input needs a gradient, or the first layer's backward hook fires before
     # its weight gradient is computed (costs one extra input-gradient for that layer).
-    example = workload.input.detach().requires_grad_(train) if train else workload.input
+    example = batch.detach().requires_grad_(train) if train else batch
     try:
         with backend_settings(workload.options, workload.precision), \
                 oom_guard("per-layer timing"), workload.context():
             for _ in range(iterations):
                 sync()
                 t0 = clock()
-                out = workload.module(example)
+                out = net(example)
                 sync()
                 t1 = clock()
                 total_f += t1 - t0
                 if train:
-                    for p in workload.module.parameters():
+                    for p in net.parameters():
                         p.grad = None
                     out.float().sum().backward()
                     sync()

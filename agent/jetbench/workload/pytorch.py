@@ -63,6 +63,19 @@ def _torch_frame(workload: Workload, label: str) -> Iterator[None]:
         yield
 
 
+def torch_parts(workload: Workload) -> Tuple[Module, Tensor]:
+    """A PyTorch workload's network and input batch (Workload holds any framework's); a
+    UsageError for any other kind."""
+    from torch import Tensor
+    from torch.nn import Module
+
+    net, batch = workload.module, workload.input
+    if not isinstance(net, Module) or not isinstance(batch, Tensor):
+        raise UsageError(f"{workload.model}: not a PyTorch network (it runs under "
+                         f"{workload.framework})")
+    return net, batch
+
+
 def resolve_device(device: str) -> str:
     """'auto' -> 'cuda' when present, else 'cpu'; 'cuda:N' is kept (and checked against the GPUs
     PyTorch sees). 'cuda' without a GPU is a usage error."""

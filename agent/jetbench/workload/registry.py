@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import UsageError
 from ._torch import import_torch
 from .custom import looks_custom
 from .model_arg import PYTORCH, SIM, SIM_PREFIX, check_model_file, model_kind
+
+if TYPE_CHECKING:  # torch is optional at run time
+    from torch.nn import Module
 
 
 @dataclass(frozen=True)
@@ -29,12 +32,12 @@ class ModelSpec:
     macs_per_image: int = 0  # conv + fc multiply-accumulates at input_shape (macs.py counts)
     activation_elems_per_image: int = 0  # every layer's output, summed (macs.py counts)
 
-    def build(self, seed: int = 0) -> Any:
+    def build(self, seed: int = 0) -> Module:
         """A torch.nn.Module with Gaussian weights (imports torch)."""
         import_torch()  # first, so that Ctrl-C is held while torch loads
         module_name, func_name = self.factory.split(":")
         module = importlib.import_module(f"{__package__}.models.{module_name}")
-        factory: Callable[..., Any] = getattr(module, func_name)
+        factory: Callable[..., Module] = getattr(module, func_name)
         return factory(seed=seed, **dict(self.kwargs))
 
 

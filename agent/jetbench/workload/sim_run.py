@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from ..documents import ResultDoc
 from ..errors import UsageError
@@ -62,7 +62,7 @@ def network_of(model: str) -> ModelSpec:
     return get_spec(model.strip()[len(SIM_PREFIX):], prefix=SIM_PREFIX)
 
 
-def check_simulated(models: Any, board: Board) -> None:
+def check_simulated(models: Sequence[str], board: Board) -> None:
     """`sim:` networks only on a simulated board: said before anything is pinned."""
     sims = [m for m in models if m.strip().lower().startswith(SIM_PREFIX)]
     if sims and not board.simulated:

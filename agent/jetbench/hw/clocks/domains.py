@@ -3,7 +3,8 @@ knobs read back as kept (what a result calls `settings.applied`).
 
 A plan, a read of the clocks and the applied knobs all walk DOMAINS in this order, the order
 a pin writes in (CPU first, so the cores are up before the GPU and EMC move; the fan last).
-Adding a domain is adding one entry (and its target's field on profiles.targets.Targets).
+Adding a domain is adding one entry (and its target: a field of types.ClockTargets and of
+profiles.targets.Targets).
 
 The applied knobs are not the current-frequency files: those are *observed* (docs/hardware.md, "What
 real kernels do"). Per clock: governor, min/max (cpufreq/devfreq knobs, kHz converted to Hz)
@@ -14,14 +15,14 @@ or BPMP rate lock), the override rate read back from its file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from ...documents import ClockDoc
 from .. import nvml
 from ..board import Board
 from ..fs import Root
 from . import cpu, emc, fan, gpu, nvml_gpu
-from .types import ClockReading, Step
+from .types import ClockReading, ClockTargets, Step
 
 # (min Hz, max Hz, override Hz) of a reading as the knobs keep it; None where no knob holds it
 Kept = Tuple[Optional[int], Optional[int], Optional[int]]
@@ -29,8 +30,8 @@ Kept = Tuple[Optional[int], Optional[int], Optional[int]]
 
 @dataclass(frozen=True)
 class Domain:
-    name: str  # also the field of profiles.targets.Targets holding its target
-    plan: Callable[[Root, Board, Any], List[Step]]
+    name: str  # also the ClockTargets field holding its target
+    plan: Callable[[Root, Board, ClockTargets], List[Step]]  # steps for its own target
     read: Optional[Callable[[Root, Board], List[ClockReading]]] = None  # None: not a clock
     kept: Optional[Callable[[Root, Board, ClockReading], Kept]] = None
 
@@ -59,18 +60,18 @@ def _not_kept(root: Root, board: Board, r: ClockReading) -> Kept:
 
 
 DOMAINS: Tuple[Domain, ...] = (
-    Domain("cpu", cpu.plan, cpu.read, _knobs),
-    Domain("gpu", gpu.plan, gpu.read, _gpu_kept),
-    Domain("nvml", lambda root, board, target: nvml_gpu.plan(board, target),
+    Domain("cpu", lambda root, board, t: cpu.plan(root, board, t.cpu), cpu.read, _knobs),
+    Domain("gpu", lambda root, board, t: gpu.plan(root, board, t.gpu), gpu.read, _gpu_kept),
+    Domain("nvml", lambda root, board, t: nvml_gpu.plan(board, t.nvml),
            lambda root, board: nvml.read_clocks(board.nvml_gpus), _not_kept),
-    Domain("emc", emc.plan, emc.read, _emc_kept),
-    Domain("fan", fan.plan),
+    Domain("emc", lambda root, board, t: emc.plan(root, board, t.emc), emc.read, _emc_kept),
+    Domain("fan", lambda root, board, t: fan.plan(root, board, t.fan)),
 )
 
 
-def plan(root: Root, board: Board, targets: object) -> List[Step]:
-    """Every domain's steps for `targets` (an object with a field per domain name)."""
-    return [step for d in DOMAINS for step in d.plan(root, board, getattr(targets, d.name))]
+def plan(root: Root, board: Board, targets: ClockTargets) -> List[Step]:
+    """Every domain's steps for `targets`."""
+    return [step for d in DOMAINS for step in d.plan(root, board, targets)]
 
 
 def read_clocks(root: Root, board: Board) -> Tuple[ClockReading, ...]:

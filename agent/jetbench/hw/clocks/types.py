@@ -5,7 +5,7 @@ every hw module (the NVML vendor file among them) can name them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Optional, Protocol, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -78,3 +78,22 @@ class NvmlGpuTarget:
 @dataclass(frozen=True)
 class FanTarget:
     pwm: Optional[int] = None
+
+
+class ClockTargets(Protocol):
+    """A target per clock domain (profiles/targets.py's Targets): what domains.plan pins."""
+
+    @property
+    def cpu(self) -> CpuTarget: ...
+
+    @property
+    def gpu(self) -> GpuTarget: ...
+
+    @property
+    def nvml(self) -> Sequence[NvmlGpuTarget]: ...
+
+    @property
+    def emc(self) -> EmcTarget: ...
+
+    @property
+    def fan(self) -> FanTarget: ...

@@ -119,8 +119,10 @@ class JtopSource:
                 pass
 
 
-def _interval_s(value: Any) -> Optional[float]:
+def _interval_s(value: object) -> Optional[float]:
     """The service's interval in seconds, or None when it does not say."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
         interval_s = float(value)
     except (TypeError, ValueError):

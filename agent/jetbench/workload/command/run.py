@@ -22,7 +22,8 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Deque, List, Optional, Tuple
+from io import BufferedReader
+from typing import IO, Callable, Deque, List, Optional, Tuple
 
 from ...documents import ResultDoc, ThroughputDoc, WorkloadDoc
 from ...errors import MeasurementInvalid, UsageError
@@ -117,7 +118,7 @@ def run_command(spec: CommandSpec, on_start: Callable[[], None], on_end: Callabl
             tail.extend(line.rstrip("\r") for line in text.split("\n")[-TAIL_LINES:])
             parser.feed_block(text, t_s)
 
-    def pump(pipe: Any, stream: str) -> None:
+    def pump(pipe: BufferedReader, stream: str) -> None:
         # whole chunks, not lines: a chatty command must never wait on jetbench's reading
         pending = b""
         while True:

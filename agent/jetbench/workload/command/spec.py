@@ -9,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ...errors import UsageError
 from ...work_units import DEFAULT_UNIT, UNITS
@@ -96,11 +96,3 @@ def _batch(argv: Tuple[str, ...], spec: ThroughputFrom, given: Optional[int]
     return 1, "default", 1, ["trtexec's batch is not known (no --shapes, no --batch): 1 "
                              "assumed, items/s = qps; give jetbench --batch N if the "
                              "engine's batch is N"]
-
-
-def command_request(request: Any, spec: CommandSpec) -> Any:
-    """A MeasureRequest that measures `spec` instead of a network: one point per clock."""
-    import dataclasses
-
-    return dataclasses.replace(request, models=(spec.name,), precisions=(PRECISION,),
-                               batches=(spec.batch,), command=spec)

@@ -64,7 +64,11 @@ class ThroughputFrom:
         return self.kind
 
 
-def compile_user_pattern(pattern: str, multiline: bool = False) -> Any:
+# google-re2 ships no type information: its compiled pattern is Any here.
+Re2Pattern = Any
+
+
+def compile_user_pattern(pattern: str, multiline: bool = False) -> Re2Pattern:
     """A user's pattern compiled by RE2, which matches in time linear in the text (Python's
     re backtracks: `^(?:a+)+b([0-9])$` on 34 a's runs for minutes). UsageError where RE2
     cannot run it (a syntax error, a backreference, lookaround)."""

@@ -16,9 +16,8 @@ are onnx/export.py, tensorrt/build.py and output_check.py here.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from difflib import get_close_matches
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 from ...errors import Unavailable, UsageError
 from ..registry import is_builtin
@@ -88,9 +87,3 @@ def check_runtimes(runtimes: Sequence[str], models: Iterable[str], provider: Opt
 def provider_for(runtime: str, model: str, provider: Optional[str]) -> Optional[str]:
     """--provider belongs to the ONNX Runtime row (or to an ONNX model file)."""
     return provider if runtime == ONNXRUNTIME or not is_builtin(model) else None
-
-
-def with_runtime(options: Any, runtime: str, model: str) -> Any:
-    """`options` (a workload.RunOptions: that module imports this one) for one runtime's row."""
-    return replace(options, runtime=runtime,
-                   provider=provider_for(runtime, model, options.provider))

@@ -12,7 +12,7 @@ inference-only runtime) is `RuntimeUnavailable` with what to install: the row sa
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Dict, Optional, Tuple
 
 from ...errors import HardwareError
 from .._torch import import_torch
@@ -98,7 +98,8 @@ def _tensorrt(model: str, precision: str, batch: int, device: str, input_mode: s
                                                 "engine_file": str(engine)})
 
 
-def _as_network(workload: Workload, model: str, shape: Any, files: Any) -> Workload:
+def _as_network(workload: Workload, model: str, shape: Optional[Tuple[int, ...]],
+                files: Dict[str, str]) -> Workload:
     """The workload named for the network it runs (not the cached file), with its MACs."""
     spec = get_spec(model)
     cost = builtin_cost(spec.name) if shape in (None, spec.input_shape) else None

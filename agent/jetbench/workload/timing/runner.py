@@ -8,13 +8,13 @@ window exactly around the timed iterations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ...documents import ResultDoc, ThroughputDoc, WorkloadDoc
 from .._torch import import_torch
 from ..base import Workload
 from ..pytorch import is_cuda
-from .loop import Progress, cuda_loop, host_loop, warm_then_time
+from .loop import Done, Progress, cuda_loop, host_loop, warm_then_time
 from .plan import TimingPlan
 from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s
 from .stats import latency_stats as _latency_stats
@@ -65,7 +65,7 @@ def run_timed(workload: Workload, plan: TimingPlan = TimingPlan()) -> TimingResu
     label = f"{workload.model} {workload.precision} batch {workload.batch}"
     with workload.running(label):
 
-        def loop(done: Any, phase: str, report: Optional[Progress]) -> Tuple[List[float], float]:
+        def loop(done: Done, phase: str, report: Optional[Progress]) -> Tuple[List[float], float]:
             if torch is not None:
                 return cuda_loop(torch, workload.step, workload.sync, done, phase, report)
             return host_loop(workload.step, workload.sync, done, phase, report)

@@ -22,7 +22,7 @@ from ..base import RunOptions
 from ..build import build_workload
 from ..child.parent import ChildWorkload, run_in_child
 from ..model_arg import InputShape, model_kind
-from ..runtimes import EXPORTED, TORCH, with_runtime
+from ..runtimes import EXPORTED, TORCH
 from .plan import TimingPlan
 from .runner import TimingResult, run_timed
 
@@ -88,7 +88,7 @@ class InProcessRun(TimedRun):
         self.framework = model_kind(model) if runtime not in EXPORTED else runtime
         self._args = (model, precision, batch, device)
         self._input_shape = input_shape
-        self._options = with_runtime(RunOptions(provider=provider), runtime, model)
+        self._options = RunOptions(provider=provider).for_runtime(runtime, model)
         self._workload: Optional[Workload] = None
 
     def prepare(self) -> None:
