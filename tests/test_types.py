@@ -8,12 +8,13 @@ Cold, mypy takes about 20 s of CPU (40 s wall beside other work on 2 cores); wit
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import pytest
 
@@ -65,6 +66,34 @@ def test_mypy_finds_no_new_error():
     shrank = {p: (errors.get(p, 0), n) for p, n in allowed.items() if errors.get(p, 0) < n}
     assert shrank == {}, ("fewer mypy errors than the baseline lists (errors, listed): "
                           f"{shrank}; lower it: .venv/bin/python tests/test_types.py --write")
+
+
+def _uncommented_any(source: str) -> List[int]:
+    """Lines that use `typing.Any` (a name or `typing.Any`) with no comment saying why: on the
+    line itself or on the line above it."""
+    lines = source.splitlines()
+    used = sorted({node.lineno for node in ast.walk(ast.parse(source))
+                   if isinstance(node, ast.Name) and node.id == "Any"
+                   or isinstance(node, ast.Attribute) and node.attr == "Any"})
+    return [n for n in used if "#" not in lines[n - 1]
+            and not (n > 1 and lines[n - 2].lstrip().startswith("#"))]
+
+
+def test_uncommented_any_is_found():
+    source = ("from typing import Any\n\n"
+              "def f(x: Any) -> int:\n    return 1\n\n"
+              "# onnxruntime has no types\nOrt = Any\n"
+              "y: typing.Any = 1  # typer's own type\n")
+    assert _uncommented_any(source) == [3]
+
+
+def test_any_only_where_a_comment_says_why():
+    # TESTING.md: Any is for what has no types (an untyped package's objects, typer's and
+    # click's own signatures, locals()); each one says so where it is used
+    found = {str(path.relative_to(REPO)): lines
+             for path in sorted((REPO / "agent" / "jetbench").rglob("*.py"))
+             for lines in [_uncommented_any(path.read_text(encoding="utf-8"))] if lines}
+    assert found == {}, f"Any without a comment saying why (file: lines): {found}"
 
 
 def _write_baseline() -> None:
