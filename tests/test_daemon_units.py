@@ -391,3 +391,26 @@ def test_a_trickling_client_is_cut_off_by_the_line_deadline(tmp_path):
         assert closed or b"timed out waiting for the end of the line" in data
         assert time.monotonic() - t0 < 2.5
         s.close()
+
+
+def test_status_rows_of_a_reply_missing_keys_are_dashes_not_a_crash():
+    # a daemon of another version may answer without some of the status document's keys
+    from jetbench.cli.daemon import _status_rows
+
+    rows = dict(_status_rows({}))
+    assert rows["board"] == "- (-)"
+    assert rows["profile"] == "-" and rows["power mode"] == "-"
+    assert rows["drift re-pins"] == "0" and rows["throttling"] == "no"
+    full = dict(_status_rows({
+        "board": {"model": "NVIDIA Jetson Orin Nano", "family": "orin"}, "simulated": True,
+        "profile": "maxperf", "power_mode": {"id": 0, "text": "15W"},
+        "counters": {"repins": 2}, "below_pin": ["gpu: 306 MHz (pinned 624.75 MHz)"],
+        "clocks": [{"domain": "gpu", "name": "gpu", "cur_hz": 624750000,
+                    "min_hz": 624750000, "max_hz": 624750000}],
+        "rails": [{"name": "VDD_IN", "point": "module_input", "source": "ina3221",
+                   "power_w": None, "energy_j": 0.0}]}))
+    assert full["board"] == "NVIDIA Jetson Orin Nano (orin) SIMULATED (not hardware)"
+    assert full["power mode"] == "15W" and full["drift re-pins"] == "2"
+    assert full["below its pin"] == "gpu: 306 MHz (pinned 624.75 MHz)"
+    assert full["gpu gpu"] == "624.8 MHz (min 624.8 MHz, max 624.8 MHz)"
+    assert full["power VDD_IN"] == "- (module_input)"

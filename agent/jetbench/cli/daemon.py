@@ -84,7 +84,7 @@ def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
     mode = doc.get("power_mode")
     rows = [
         ("state", doc.get("summary", "")),
-        ("board", f"{board.get('model')} ({board.get('family')})"
+        ("board", f"{board.get('model') or '-'} ({board.get('family') or '-'})"
          + (" SIMULATED (not hardware)" if doc.get("simulated") else "")),
         ("profile", doc.get("profile") or "-"),
         ("power mode", (mode.get("text") if mode else None) or "-"),
