@@ -7,8 +7,9 @@ import os
 import stat
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Iterator, List
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
 
 from ...errors import HardwareError, JetbenchError, UsageError, first_line
 from ...hw.fs import Root
@@ -57,6 +58,27 @@ def check_storage(storage: str) -> None:
                             f"(uid {os.geteuid()}): refused", path=path,
                             hint="a study someone else can write can add to this board's "
                                  "profile: copy it, or give tune another --out")
+
+
+def check_study_kept(out_dir: Path, study_file: str) -> None:
+    """The results of earlier trials in `out_dir` need the study that chose them: an empty or
+    missing study file beside them (a disk filled while SQLite wrote, a file deleted) would
+    start a new study over them silently."""
+    trials = out_dir / "trials"
+    ran = sorted(p.name for p in trials.iterdir()) if trials.is_dir() else []
+    if not ran:
+        return
+    path = out_dir / study_file
+    try:
+        size: Optional[int] = path.stat().st_size
+    except FileNotFoundError:
+        size = None
+    if not size:
+        raise HardwareError(f"{len(ran)} trial(s) ran in this directory, but the study that "
+                            f"chose them is {'empty' if size == 0 else 'missing'}",
+                            path=str(path),
+                            hint="give tune another --out for a new study (the trials' results "
+                                 "stay readable with jetbench report)")
 
 
 @contextmanager
@@ -126,6 +148,6 @@ def _recover(optuna: ModuleType, root: Root, guard: Guard, study: Study, board: 
         study.tell(t.number, state=optuna.trial.TrialState.FAIL)
     if stale:
         say(f"tune: {len(stale)} trial(s) of an earlier run on this board had not finished "
-            "(interrupted): marked failed")
+            "(interrupted): marked failed, not counted against the budget")
     if restored:
         say("tune: an interrupted run had left the board pinned: restored from the journal")

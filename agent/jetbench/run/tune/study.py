@@ -42,7 +42,15 @@ from .choice import Settings, _params_of, _to_confirm, _usable, metrics_of
 from .options import CONFIRM, OBJECTIVES, STUDY_FILE, TuneReport, TuneRequest, check, load_optuna
 from .output import _best_line, _best_news, _metrics_text, _settings_text, study_doc
 from .space import probe_emc_rates, search_space
-from .storage import _open_study, _recover, _worst, check_storage, storage_errors
+from .storage import (
+    _open_study,
+    _recover,
+    _worst,
+    check_storage,
+    check_study_kept,
+    storage_errors,
+)
+from .terms import TERMS_ATTR, check_same, terms_of
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -73,6 +81,15 @@ def _suggest(trial: Trial, space: Dict[str, List[int]], models: List[str],
     return settings
 
 
+def counts(optuna: ModuleType, trial: FrozenTrial) -> bool:
+    """Whether a trial counts against the budget: it ran to its end (measured, or failed with
+    its own error). One interrupted (Ctrl-C, SIGTERM, a kill -9 found RUNNING and failed by
+    the next run) ran nothing to the end: its point is measured again by a later trial."""
+    state = optuna.trial.TrialState
+    return trial.state in (state.COMPLETE, state.PRUNED) or (
+        trial.state == state.FAIL and "error" in trial.user_attrs)
+
+
 def tune(root: Root, req: TuneRequest,
          progress: Optional[Callable[[str], None]] = None) -> TuneReport:
     """Run trials until the study has `req.budget` of them; see the module docstring."""
@@ -89,6 +106,8 @@ def tune(root: Root, req: TuneRequest,
         io.check_out_dir(req.out_dir)  # before any work: a bad --out costs nothing
         storage = req.storage or f"sqlite:///{os.path.abspath(req.out_dir / STUDY_FILE)}"
         check_storage(storage)
+        if req.storage is None:
+            check_study_kept(req.out_dir, STUDY_FILE)
         with storage_errors(storage):
             return _tune(root, req, optuna, say, models, precisions, batches, storage,
                          probe.wait_s)
@@ -124,11 +143,21 @@ def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str],
         # the power mode's caps.
         _recover(optuna, root, guard, study, req.board_name, say)
         with open_board(root, simulate_power=False) as board:
-            space = search_space(root, board, req.knobs, req.options.beyond_power_mode)
+            tables = search_space(root, board, req.knobs, req.options.beyond_power_mode)
             simulated = board.simulated
             listed = bool(board.emc and board.emc.available_hz)
-        if "emc" in space and not listed:  # the kernel lists no rates: ask it what it runs
-            space["emc"] = probe_emc_rates(root, space["emc"], req.options.beyond_power_mode)
+            model = board.model
+        asked = terms_of(model, req.objectives, req.constraints, req.knobs, models, precisions,
+                         batches, tables)
+        stored = check_same(study, asked, shared=req.storage is not None)
+        if stored is not None and stored["space"]:
+            space = {k: list(v) for k, v in stored["space"].items()}  # fixed at creation
+        else:
+            space = {k: list(v) for k, v in tables.items()}
+            if "emc" in space and not listed:  # the kernel lists no rates: ask what it runs
+                space["emc"] = probe_emc_rates(root, space["emc"],
+                                               req.options.beyond_power_mode)
+            study.set_user_attr(TERMS_ATTR, dict(asked, space=space))
         return _study(root, req, optuna, say, study, space, simulated, models, precisions,
                       batches, directions, modern)
 
@@ -142,8 +171,6 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
 
     fatal: List[BaseException] = []
     study.set_user_attr("space", {k: v for k, v in space.items()})
-    study.set_user_attr("objectives", list(req.objectives))
-    study.set_user_attr("constraints", [str(c) for c in req.constraints])
 
     shown = [""]  # the best point the progress last named: named again only when it changes
 
@@ -155,7 +182,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         options = _options_for(req.options, settings, out)
         try:
             report = measure(root, build_request(options), command="tune")
-        except Exception as err:
+        except Exception as err:  # (Ctrl-C, SIGTERM: a KeyboardInterrupt, not counted)
             # One line (Optuna's own log, with its traceback, is off); a trial that lost the
             # board (taken back, busy, its sampler gone) ends the study with its error.
             say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
@@ -201,10 +228,14 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
             + _best_news(_best_line(study, req, space), shown, trial.number))
 
-    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
-              optuna.trial.TrialState.PRUNED)
     def count() -> int:
-        return len(study.get_trials(deepcopy=False, states=states))
+        return len([t for t in study.get_trials(deepcopy=False) if counts(optuna, t)])
+
+    def stop_at(n: int) -> Callable[[Study, FrozenTrial], None]:
+        def callback(_: Study, _trial: FrozenTrial) -> None:
+            if count() >= n:
+                study.stop()
+        return callback
 
     # The last trials of the budget measure the best points found once more: a search keeps
     # the luckiest of many noisy readings, and a second reading is what tells a real peak.
@@ -217,7 +248,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             + ", ".join(f"{k} {len(v)}" for k, v in space.items()))
     if count() < search:
         study.optimize(objective, n_trials=search - count(), catch=(Exception,),
-                       callbacks=[progress, optuna.study.MaxTrialsCallback(search, states=states)])
+                       callbacks=[progress, stop_at(search)])
     if fatal:
         raise fatal[0]
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
@@ -229,8 +260,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         study.enqueue_trial(params, user_attrs={"confirms": True})
     if again:
         study.optimize(objective, n_trials=len(again), catch=(Exception,),
-                       callbacks=[progress,
-                                  optuna.study.MaxTrialsCallback(req.budget, states=states)])
+                       callbacks=[progress, stop_at(req.budget)])
     if fatal:
         raise fatal[0]
     doc = study_doc(study, req, space, simulated)

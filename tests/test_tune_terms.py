@@ -1,0 +1,114 @@
+"""Issue 38, "a study that means one thing": a study keeps the terms it was created with (board
+model, objectives, constraints, workload, the space in Hz with the EMC rates as probed once); a
+later tune on it with other terms is refused with what differs, the space is not probed again,
+an empty study file beside earlier trials is refused, and only trials that ran to their end
+count against the budget."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from jetbench.errors import HardwareError, UsageError
+from jetbench.hw.fs import Root
+from jetbench.run.request import MeasureOptions
+from jetbench.run.tune import study as study_module
+from jetbench.run.tune.options import Constraint, TuneRequest
+from jetbench.run.tune.terms import differences, terms_of
+
+from conftest import make_board
+
+optuna = pytest.importorskip("optuna")
+
+
+def _request(out: Path, budget: int = 1, **kw) -> TuneRequest:
+    options = MeasureOptions(model="sim:alexnet", duration="0.3", warmup="0.1", iterations=3)
+    return TuneRequest(options, out, budget=budget, knobs=("gpu", "emc"), seed=1, **kw)
+
+
+def _terms(out: Path) -> dict:
+    [summary] = optuna.get_all_study_summaries(f"sqlite:///{out / 'study.db'}")
+    return optuna.load_study(study_name=summary.study_name,
+                             storage=f"sqlite:///{out / 'study.db'}").user_attrs["terms"]
+
+
+def test_differences_say_each_term_with_both_values():
+    made = terms_of("Jetson TX1", ["images_per_j"], [Constraint.parse("images_per_s>=20")],
+                    ["gpu"], ["sim:alexnet"], ["fp32"], [1], {"gpu": [1, 2, 3]})
+    asked = dict(made, constraints=["images_per_s>=30"], board="Jetson Nano",
+                 tables={"gpu": [1, 2]})
+    assert differences(made, made) == []
+    assert differences(made, asked) == [
+        "board model: Jetson TX1 (asked now: Jetson Nano)",
+        "--constraint: images_per_s>=20 (asked now: images_per_s>=30)",
+        "the clock tables within the power mode's caps: gpu 3 value(s) (asked now: gpu 2 "
+        "value(s))"]
+
+
+def test_a_study_keeps_its_terms_and_space_and_refuses_other_ones(tmp_path, monkeypatch):
+    # Orin Nano lists no EMC rates: the first run probes them, the study keeps what it found
+    base = make_board(tmp_path, "orin-nano")
+    root, out = Root(str(base)), tmp_path / "tuned"
+    limit = (Constraint.parse("images_per_s>=20"),)
+    study_module.tune(root, _request(out, constraints=limit))
+    terms = _terms(out)
+    assert terms["board"] and terms["constraints"] == ["images_per_s>=20"]
+    assert terms["space"]["emc"] and terms["space"]["gpu"] == terms["tables"]["gpu"]
+
+    def probed_again(*_args, **_kw):
+        raise AssertionError("the EMC rates were probed again on a resume")
+
+    monkeypatch.setattr(study_module, "probe_emc_rates", probed_again)
+    with pytest.raises(UsageError, match=r"--constraint: images_per_s>=20 \(asked now: "
+                                         r"images_per_s>=30\)") as refused:
+        study_module.tune(root, _request(out, constraints=(
+            Constraint.parse("images_per_s>=30"),)))
+    assert "another --out" in (refused.value.hint or "")
+    with pytest.raises(UsageError, match=r"--objective: images_per_j \(asked now: power_w\)"):
+        study_module.tune(root, _request(out, constraints=limit, objectives=("power_w",)))
+    # the same terms go on: one more trial, from the space the study fixed
+    report = study_module.tune(root, _request(out, budget=2, constraints=limit))
+    assert report.doc["space"] == terms["space"]
+    assert sum(t["state"] == "COMPLETE" for t in report.doc["trials"]) == 2
+    assert _terms(out) == terms
+
+
+def test_a_board_of_another_model_cannot_join_the_study(tmp_path):
+    out = tmp_path / "tuned"
+    tx1 = make_board(tmp_path / "a", "tx1")
+    study_module.tune(Root(str(tx1)), dataclasses.replace(_request(out), knobs=("gpu",)))
+    nano = make_board(tmp_path / "b", "nano")
+    with pytest.raises(UsageError, match="board model: ") as refused:
+        study_module.tune(Root(str(nano)), dataclasses.replace(_request(out), knobs=("gpu",)))
+    assert "the clock tables" in str(refused.value)
+    doc = json.loads((out / "tune.json").read_text())
+    assert len(doc["trials"]) == 1  # nothing of the second board's was added
+
+
+def test_an_empty_study_file_beside_earlier_trials_is_refused(tmp_path):
+    base = make_board(tmp_path, "tx1")
+    root, out = Root(str(base)), tmp_path / "tuned"
+    request = dataclasses.replace(_request(out), knobs=("gpu",))
+    study_module.tune(root, request)
+    (out / "study.db").write_bytes(b"")  # a disk filled while SQLite wrote, say
+    with pytest.raises(HardwareError, match=r"1 trial\(s\) ran in this directory, but the "
+                                            "study that chose them is empty"):
+        study_module.tune(root, request)
+    (out / "study.db").unlink()
+    with pytest.raises(HardwareError, match="is missing"):
+        study_module.tune(root, request)
+
+
+def test_only_trials_that_ran_to_their_end_count_against_the_budget():
+    state = optuna.trial.TrialState
+
+    def trial(s, **attrs):
+        return optuna.trial.create_trial(state=s, values=None if s != state.COMPLETE else [1.0],
+                                         user_attrs=attrs)
+
+    assert study_module.counts(optuna, trial(state.COMPLETE))
+    assert study_module.counts(optuna, trial(state.FAIL, error="out of memory"))
+    assert not study_module.counts(optuna, trial(state.FAIL))  # interrupted: no error of its own
