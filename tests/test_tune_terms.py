@@ -112,3 +112,31 @@ def test_only_trials_that_ran_to_their_end_count_against_the_budget():
     assert study_module.counts(optuna, trial(state.COMPLETE))
     assert study_module.counts(optuna, trial(state.FAIL, error="out of memory"))
     assert not study_module.counts(optuna, trial(state.FAIL))  # interrupted: no error of its own
+
+
+def test_where_no_trial_meets_the_constraints_the_closest_is_named_with_its_miss():
+    from jetbench.run.tune.output import _closest, closest_text
+
+    def trial(number, ips, watts, valid=True):
+        limits = (Constraint.parse("images_per_s>=100"), Constraint.parse("power_w<=5"))
+        metrics = {"images_per_s": ips, "power_w": watts, "images_per_j": ips / watts}
+        return optuna.trial.create_trial(
+            state=optuna.trial.TrialState.COMPLETE, values=[ips / watts], user_attrs={
+                "valid": valid, "metrics": metrics,
+                "constraints": [c.violation(metrics) for c in limits] + [0.0 if valid else 1.0],
+                "settings": {"model": "sim:resnet18", "precision": "fp32", "batch": 1,
+                             "gpu_hz": 624_750_000 + number}}), limits
+
+    trials, limits = zip(*[trial(0, 40.0, 4.0), trial(1, 64.1, 4.5),
+                           trial(2, 90.0, 7.0), trial(3, 99.0, 4.0, valid=False)])
+    for number, t in enumerate(trials):
+        t.number = number
+    closest = _closest(list(trials), limits[0], lambda t: {"number": t.number,
+                                                           "settings": t.user_attrs["settings"]})
+    # 64.1 img/s at 4.5 W misses by 36%; 90 img/s at 7 W by 10% + 40%; an invalid point never
+    assert closest is not None and closest["trial"]["number"] == 1
+    assert closest["missed"] == ["images_per_s 64.1: 36% under >=100"]
+    text = closest_text({"closest": closest})
+    assert text.startswith("closest: trial 2 (sim:resnet18 fp32 b1 gpu ")
+    assert text.endswith(": images_per_s 64.1: 36% under >=100")
+    assert _closest([trials[3]], limits[0], lambda t: {}) is None

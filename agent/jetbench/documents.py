@@ -347,6 +347,13 @@ class TrialDoc(TypedDict, total=False):
     result: Optional[str]  # the trial's result file
 
 
+class ClosestDoc(TypedDict):
+    """Where no trial met the constraints: the valid trial that missed them by least."""
+    trial: TrialDoc
+    missed: List[str]  # each constraint it broke, by how much ("images_per_s 64.1: 36% under
+    # >=100")
+
+
 class TuneDoc(TypedDict, total=False):
     """`jetbench tune`'s study (`jetbench.tune/1`, DIR/tune.json)."""
     schema: str
@@ -360,4 +367,5 @@ class TuneDoc(TypedDict, total=False):
     trials: List[TrialDoc]
     best: Optional[TrialDoc]
     pareto: List[TrialDoc]
+    closest: Optional[ClosestDoc]  # only where no trial met the constraints
     created: str

@@ -135,6 +135,7 @@ def tune(
 def _render(doc: TuneDoc) -> None:
     from rich.table import Table
 
+    from ..run.tune.output import closest_text
     from .render import sim_tag
 
     table = Table(title="jetbench tune: the best point and the Pareto front"
@@ -162,6 +163,9 @@ def _render(doc: TuneDoc) -> None:
               soft_wrap=not out.is_terminal)
     if not best:
         out.print("no trial met the constraints with a valid result", style="bold red")
+        closest = closest_text(doc)
+        if closest:
+            out.print(closest, highlight=False, markup=False, soft_wrap=not out.is_terminal)
 
 
 def _num(value: Optional[float]) -> str:

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ...documents import TrialDoc, TuneDoc
+from ...documents import ClosestDoc, TrialDoc, TuneDoc
 from ...errors import UsageError
 from ...hw.board import Board
 from ...hw.fs import Root
 from ...units import format_hz
 from .choice import _usable, choose_best, feasible, metrics_problem, settings_problem, trial_problem
-from .options import _CONSTRAINT, TuneRequest
+from .options import _CONSTRAINT, Constraint, TuneRequest
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -51,7 +51,44 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "trials": [trial_doc(t) for t in trials],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
+            "closest": None if best else _closest(trials, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def _closest(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint],
+             trial_doc: Callable[[FrozenTrial], TrialDoc]) -> Optional[ClosestDoc]:
+    """The valid trial whose constraints were missed by the least (each miss relative to its
+    limit, summed), and by how much it missed each: what to relax, or how far to go."""
+    def misses(t: FrozenTrial) -> List[float]:
+        got = t.user_attrs.get("constraints") or []
+        return [max(0.0, float(v)) / (abs(c.value) or 1.0)
+                for c, v in zip(constraints, got) if isinstance(v, (int, float))]
+
+    ran = [t for t in trials if t.state.name == "COMPLETE" and t.user_attrs.get("valid") is True
+           and constraints and len(misses(t)) == len(constraints)]
+    if not ran:
+        return None
+    near = min(ran, key=lambda t: (sum(misses(t)), t.number))
+    metrics = near.user_attrs.get("metrics") or {}
+    missed = []
+    for c, miss in zip(constraints, misses(near)):
+        if miss > 0:
+            got = metrics.get(c.name)
+            side = "under" if c.op == ">=" else "over"
+            missed.append(f"{c.name} {got:.3g}: {miss:.0%} {side} {c.op}{c.value:g}"
+                          if isinstance(got, (int, float)) else f"{c}: not measured")
+    return {"trial": trial_doc(near), "missed": missed}
+
+
+def closest_text(doc: TuneDoc) -> str:
+    """'closest: trial 7 (settings): images_per_s 64.1: 36% under >=100', or ''."""
+    closest = doc.get("closest")
+    if not closest:
+        return ""
+    t = closest["trial"]
+    settings = t.get("settings")
+    where = f" ({_settings_text(settings)})" if settings else ""
+    return f"closest: trial {t.get('number', -1) + 1}{where}: {'; '.join(closest['missed'])}"
 
 
 def _best_line(study: Study, req: TuneRequest, space: Dict[str, List[int]]) -> Tuple[str, int]:
@@ -75,7 +112,7 @@ def _best_news(best: Tuple[str, int], shown: List[str], trial: int) -> str:
     return "; the best so far" if number == trial else f"; best so far now {text}"
 
 
-def _settings_text(s: Mapping[str, Union[str, int]]) -> str:
+def _settings_text(s: Mapping[str, object]) -> str:
     clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items()
                       if k.endswith("_hz") and isinstance(v, int))
     return f"{s['model']} {s['precision']} b{s['batch']}" + (f" {clocks}" if clocks else "")
@@ -121,7 +158,9 @@ def save_profile(root: Root, board: Board, doc: TuneDoc, name: str) -> Path:
     if not PROFILE_NAME.match(name):
         raise UsageError(f"--save-profile {name!r}: letters, digits, '.', '_' and '-' only")
     if doc.get("best") is None:
-        raise UsageError("no trial met the constraints with a valid result: no profile written",
+        closest = closest_text(doc)
+        raise UsageError("no trial met the constraints with a valid result: no profile written"
+                         + (f"; {closest}" if closest else ""),
                          hint="relax a --constraint, or raise --budget")
     return write_profile_file(root.base, name, profile_text(doc, board, name))
 
