@@ -2,12 +2,16 @@
 model, objectives, constraints, workload, the space in Hz with the EMC rates as probed once); a
 later tune on it with other terms is refused with what differs, the space is not probed again,
 an empty study file beside earlier trials is refused, and only trials that ran to their end
-count against the budget."""
+count against the budget. And answers that say what they are: the closest trial where none
+met the constraints, a command's study in its own unit."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +23,7 @@ from jetbench.run.tune import study as study_module
 from jetbench.run.tune.options import Constraint, TuneRequest
 from jetbench.run.tune.terms import differences, terms_of
 
-from conftest import make_board
+from conftest import REPO, make_board
 
 optuna = pytest.importorskip("optuna")
 
@@ -140,3 +144,22 @@ def test_where_no_trial_meets_the_constraints_the_closest_is_named_with_its_miss
     assert text.startswith("closest: trial 2 (sim:resnet18 fp32 b1 gpu ")
     assert text.endswith(": images_per_s 64.1: 36% under >=100")
     assert _closest([trials[3]], limits[0], lambda t: {}) is None
+
+
+def test_a_command_study_counts_in_its_own_unit_and_labels_no_precision_or_batch(tmp_path):
+    base = make_board(tmp_path, "tx1")
+    llm = f"{sys.executable} {REPO / 'tests' / 'fake_commands' / 'fake_llm_bench.py'} 0.6"
+    run = subprocess.run(
+        [sys.executable, "-m", "jetbench", "--root", str(base), "tune", "--cmd", llm,
+         "--throughput-from", r"regex:^eval rate: +([0-9.]+) tokens/s", "--unit", "tokens",
+         "--duration", "0.3s", "--knobs", "gpu", "--budget", "2", "--seed", "1", "--no-plot",
+         "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "agent"), COLUMNS="120"))
+    assert run.returncode == 0, run.stderr
+    trials = [ln for ln in run.stderr.splitlines() if ln.startswith("trial ")]
+    assert len(trials) == 2 and all(" -> 17.2 tokens/s, " in ln and "tokens/J" in ln
+                                    and ": command gpu " in ln for ln in trials), trials
+    assert "tokens/s" in run.stdout and "img/" not in run.stdout + "\n".join(trials)
+    assert "fp32" not in run.stdout and " b1" not in run.stdout
+    doc = json.loads((tmp_path / "o" / "tune.json").read_text())
+    assert doc["unit"] == "tokens" and doc["best"]["metrics"]["images_per_s"] == 17.25

@@ -363,6 +363,7 @@ class TuneDoc(TypedDict, total=False):
     constraints: List[str]
     knobs: List[str]
     budget: int
+    unit: str  # what a trial counts (work_units: images, or a --cmd's --unit)
     space: Dict[str, List[int]]
     trials: List[TrialDoc]
     best: Optional[TrialDoc]

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import typer
 
-from ..units import format_hz
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .measure import (
     _BATCH,
@@ -135,12 +134,14 @@ def tune(
 def _render(doc: TuneDoc) -> None:
     from rich.table import Table
 
-    from ..run.tune.output import closest_text
+    from ..run.tune.output import _settings_text, closest_text, unit_labels
+    from ..work_units import DEFAULT_UNIT
     from .render import sim_tag
 
     table = Table(title="jetbench tune: the best point and the Pareto front"
                   + sim_tag(doc.get("simulated", False)), title_justify="left")
-    for col in ("", "settings", "img/s", "W", "img/J", "p99 ms"):
+    rate, per_j = unit_labels(doc.get("unit", DEFAULT_UNIT))
+    for col in ("", "settings", rate, "W", per_j, "p99 ms"):
         table.add_column(col)
     best = doc.get("best")
     rows = ([("best", best)] if best else []) + [
@@ -149,9 +150,7 @@ def _render(doc: TuneDoc) -> None:
     for label, t in rows:
         s, m = t.get("settings") or {}, t.get("metrics") or {}
         # as the progress lines say them (2.133 GHz there, not 2133MHz here)
-        clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items()
-                          if k.endswith("_hz") and isinstance(v, int))
-        table.add_row(label, f"{s.get('model')} {s.get('precision')} b{s.get('batch')} {clocks}",
+        table.add_row(label, _settings_text(s),
                       _num(m.get("images_per_s")), _num(m.get("power_w")),
                       _num(m.get("images_per_j")), _num(m.get("latency_p99_ms")))
     out = console()

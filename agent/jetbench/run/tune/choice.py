@@ -23,9 +23,11 @@ Settings = Dict[str, Union[str, int]]  # model, precision, batch and <knob>_hz o
 
 
 def metrics_of(doc: ResultDoc) -> Metrics:
-    """A trial's figures, read through the result schema's accessors."""
-    return {"images_per_s": schema.images_per_s(doc),
-            "images_per_j": schema.images_per_j(doc),
+    """A trial's figures, read through the result schema's accessors. The rate and per-joule
+    figures are in the result's own unit (a --cmd's tokens or frames: its items), under the
+    names the objectives and constraints use."""
+    return {"images_per_s": schema.items_per_s(doc),
+            "images_per_j": schema.items_per_j(doc),
             "latency_p99_ms": schema.latency_ms(doc, "p99"),
             "power_w": schema.total_w(doc),
             "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc)}

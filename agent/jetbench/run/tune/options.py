@@ -12,6 +12,7 @@ from typing import Dict, Optional, Tuple
 
 from ...documents import TuneDoc
 from ...errors import UsageError
+from ...work_units import DEFAULT_UNIT
 from ..request import MeasureOptions
 
 # name -> Optuna's direction
@@ -20,6 +21,9 @@ OBJECTIVES = {"images_per_j": "maximize", "images_per_s": "maximize",
 
 
 KNOBS = ("gpu", "emc", "cpu")
+
+
+COMMAND_MODEL = "command"  # a --cmd study's model: the command is the workload
 
 
 STUDY_FILE = "study.db"
@@ -73,6 +77,7 @@ class TuneRequest:
     study: Optional[str] = None  # the study's name; None: one derived from the workload
     seed: Optional[int] = None
     board_name: str = field(default_factory=socket.gethostname)
+    unit: str = DEFAULT_UNIT  # what a trial counts: a --cmd's --unit (tune() sets it)
 
 
 @dataclass

@@ -12,8 +12,9 @@ from ...errors import UsageError
 from ...hw.board import Board
 from ...hw.fs import Root
 from ...units import format_hz
+from ...work_units import DEFAULT_UNIT, efficiency_label, rate_label
 from .choice import _usable, choose_best, feasible, metrics_problem, settings_problem, trial_problem
-from .options import _CONSTRAINT, Constraint, TuneRequest
+from .options import _CONSTRAINT, COMMAND_MODEL, Constraint, TuneRequest
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
-              simulated: bool) -> TuneDoc:
+              simulated: bool, unit: str = DEFAULT_UNIT) -> TuneDoc:
     trials = study.get_trials(deepcopy=False)
     problems = {t.number: trial_problem(t, space) for t in trials}
     best = choose_best(_usable(trials, space), req.objectives[0])
@@ -46,7 +47,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
 
     return {"schema": "jetbench.tune/1", "simulated": simulated, "study": study.study_name,
             "objectives": list(req.objectives), "constraints": [str(c) for c in req.constraints],
-            "knobs": list(req.knobs), "budget": req.budget,
+            "knobs": list(req.knobs), "budget": req.budget, "unit": unit,
             "space": {k: list(v) for k, v in space.items()},
             "trials": [trial_doc(t) for t in trials],
             "best": trial_doc(best) if best else None,
@@ -91,14 +92,16 @@ def closest_text(doc: TuneDoc) -> str:
     return f"closest: trial {t.get('number', -1) + 1}{where}: {'; '.join(closest['missed'])}"
 
 
-def _best_line(study: Study, req: TuneRequest, space: Dict[str, List[int]]) -> Tuple[str, int]:
+def _best_line(study: Study, req: TuneRequest, space: Dict[str, List[int]],
+               unit: str = DEFAULT_UNIT) -> Tuple[str, int]:
     """The best point of the finished trials, said as the progress says a point, and its
     trial's number ('' and -1 while none is usable)."""
     best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
     if best is None:
         return "", -1
     attrs = best.user_attrs
-    return f"{_metrics_text(attrs['metrics'])} at {_settings_text(attrs['settings'])}", best.number
+    return (f"{_metrics_text(attrs['metrics'], unit)} at {_settings_text(attrs['settings'])}",
+            best.number)
 
 
 def _best_news(best: Tuple[str, int], shown: List[str], trial: int) -> str:
@@ -112,18 +115,30 @@ def _best_news(best: Tuple[str, int], shown: List[str], trial: int) -> str:
     return "; the best so far" if number == trial else f"; best so far now {text}"
 
 
+def unit_labels(unit: str) -> Tuple[str, str]:
+    """The rate's and the per-joule figure's labels for what a trial counts: ('img/s',
+    'img/J'), ('tokens/s', 'tokens/J')."""
+    return rate_label(unit), "img/J" if unit == DEFAULT_UNIT else efficiency_label(unit)
+
+
 def _settings_text(s: Mapping[str, object]) -> str:
+    """'sim:alexnet fp32 b1 gpu 384 MHz'; a command's point by its clocks alone (it has no
+    precision or batch of jetbench's)."""
     clocks = " ".join(f"{k[:-3]} {format_hz(v)}" for k, v in s.items()
                       if k.endswith("_hz") and isinstance(v, int))
-    return f"{s['model']} {s['precision']} b{s['batch']}" + (f" {clocks}" if clocks else "")
+    what = str(s.get("model")) if s.get("model") == COMMAND_MODEL else \
+        f"{s.get('model')} {s.get('precision')} b{s.get('batch')}"
+    return what + (f" {clocks}" if clocks else "")
 
 
-def _metrics_text(m: Mapping[str, object]) -> str:
-    def g(name: str, unit: str) -> str:
+def _metrics_text(m: Mapping[str, object], unit: str = DEFAULT_UNIT) -> str:
+    rate, per_j = unit_labels(unit)
+
+    def g(name: str, label: str) -> str:
         v = m.get(name)
-        return f"{v:.3g} {unit}" if isinstance(v, (int, float)) else f"? {unit}"
+        return f"{v:.3g} {label}" if isinstance(v, (int, float)) else f"? {label}"
 
-    return ", ".join((g("images_per_s", "img/s"), g("power_w", "W"), g("images_per_j", "img/J")))
+    return ", ".join((g("images_per_s", rate), g("power_w", "W"), g("images_per_j", per_j)))
 
 
 def profile_text(doc: TuneDoc, board: Board, name: str) -> str:
@@ -147,7 +162,7 @@ def profile_text(doc: TuneDoc, board: Board, name: str) -> str:
         f"{doc['study']!r}",
         f"workload: {s['model']} {s['precision']} batch {s['batch']}; objective: "
         f"{', '.join(doc['objectives'])}; constraints: {', '.join(doc['constraints']) or 'none'}",
-        f"measured: {_metrics_text(best.get('metrics') or {})}"
+        f"measured: {_metrics_text(best.get('metrics') or {}, doc.get('unit', DEFAULT_UNIT))}"
         + (" (SIMULATED board)" if doc["simulated"] else "")])
 
 

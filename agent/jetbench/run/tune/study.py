@@ -39,7 +39,16 @@ from ...report import io
 from ...report.io import removed_if_left_empty
 from ..request import MeasureOptions, build_request, split_list
 from .choice import Settings, _params_of, _to_confirm, _usable, metrics_of
-from .options import CONFIRM, OBJECTIVES, STUDY_FILE, TuneReport, TuneRequest, check, load_optuna
+from .options import (
+    COMMAND_MODEL,
+    CONFIRM,
+    OBJECTIVES,
+    STUDY_FILE,
+    TuneReport,
+    TuneRequest,
+    check,
+    load_optuna,
+)
 from .output import _best_line, _best_news, _metrics_text, _settings_text, study_doc
 from .space import probe_emc_rates, search_space
 from .storage import (
@@ -97,10 +106,12 @@ def tune(root: Root, req: TuneRequest,
     check(req)
     optuna = load_optuna()
     say = progress or (lambda line: None)
-    models = ["command"] if req.options.cmd else split_list(req.options.model)
+    models = [COMMAND_MODEL] if req.options.cmd else split_list(req.options.model)
     precisions = split_list(req.options.precision)
     probe = build_request(dataclasses.replace(req.options, out=None))  # every option rule
     batches = list(probe.batches)
+    if probe.command is not None:
+        req = dataclasses.replace(req, unit=probe.command.unit)
     made = not req.out_dir.exists()
     with removed_if_left_empty(req.out_dir if made else None):
         io.check_out_dir(req.out_dir)  # before any work: a bad --out costs nothing
@@ -223,10 +234,10 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             return
         violations = trial.user_attrs.get("constraints") or []
         say(f"trial {trial.number + 1}/{req.budget}: "
-            f"{_settings_text(trial.user_attrs['settings'])} -> {_metrics_text(metrics)}"
+            f"{_settings_text(trial.user_attrs['settings'])} -> {_metrics_text(metrics, req.unit)}"
             f"{'' if trial.user_attrs.get('valid') else ' (invalid)'}"
             f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
-            + _best_news(_best_line(study, req, space), shown, trial.number))
+            + _best_news(_best_line(study, req, space, req.unit), shown, trial.number))
 
     def count() -> int:
         return len([t for t in study.get_trials(deepcopy=False) if counts(optuna, t)])
@@ -263,7 +274,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
                        callbacks=[progress, stop_at(req.budget)])
     if fatal:
         raise fatal[0]
-    doc = study_doc(study, req, space, simulated)
+    doc = study_doc(study, req, space, simulated, req.unit)
     path = req.out_dir / "tune.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return TuneReport(doc, path)
