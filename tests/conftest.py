@@ -14,6 +14,14 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The suite starts about two thousand Python processes (every CLI run, daemon, sampler child):
+# with PYTHONDONTWRITEBYTECODE set (some machines set it for every shell), each would compile
+# jetbench's ~140 modules from source again, and each xdist worker would rewrite every test
+# module's asserts again: about a sixth of the suite's CPU. Bytecode is written for this
+# session and what it starts (in the ignored __pycache__ folders, as Python does by default).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 SIM_BOARDS = ["tx1-r24", "tx1", "nano", "tx2", "xavier-agx", "xavier-nx", "orin-agx",
               "orin-agx-jp5", "orin-nano", "orin-agx-jp7", "orin-nano-super", "thor"]
 
