@@ -254,6 +254,25 @@ def test_the_best_is_never_invalid_or_infeasible_and_a_tie_goes_to_less_power():
     assert best(*lucky, steady) == 10
 
 
+def test_the_answer_says_why_this_point():
+    from jetbench.run.tune.choice import why_best
+
+    def why(*trials):
+        return why_best(list(trials), "images_per_j")
+
+    cheap, fast = _trial(4, 10.0, 4.0, pct=5.0), _trial(5, 10.4, 6.0, pct=5.0)
+    # 10.4 +- 5% and 10.0 +- 5% overlap: the cheaper wins, and the line says so
+    assert why(cheap, fast) == ("tie with trial 6 within 3.8% (their uncertainties overlap): "
+                                "less power wins")
+    apart = _trial(6, 12.0, 6.0, pct=1.0)
+    assert why(cheap, apart) == "20.0% more img/J than trial 5, beyond both uncertainties"
+    unknown = _trial(7, 10.4, 6.0, pct=None)
+    assert why(cheap, unknown) == ("4.0% more img/J than trial 5 (uncertainty unknown: no tie "
+                                   "could be claimed)")
+    assert why(cheap) == "the only feasible point"
+    assert why(_trial(0, 99.0, 1.0, valid=False)) == ""
+
+
 def test_constraints_and_options_are_checked_before_any_work(tmp_path):
     assert Constraint.parse("images_per_s>=30").violation({"images_per_s": 31.0}) < 0
     assert Constraint.parse("latency_p99_ms<=40").violation({"latency_p99_ms": 45.0}) == 5.0

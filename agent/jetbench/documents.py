@@ -368,5 +368,6 @@ class TuneDoc(TypedDict, total=False):
     trials: List[TrialDoc]
     best: Optional[TrialDoc]
     pareto: List[TrialDoc]
+    why: Optional[str]  # why the best is the best: its margin, or the tie it won on power
     closest: Optional[ClosestDoc]  # only where no trial met the constraints
     created: str

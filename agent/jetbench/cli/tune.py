@@ -155,6 +155,9 @@ def _render(doc: TuneDoc) -> None:
                       _num(m.get("images_per_j")), _num(m.get("latency_p99_ms")))
     out = console()
     out.print(table)
+    if best and doc.get("why"):
+        out.print(f"why this point: {doc.get('why')}", highlight=False, markup=False,
+                  soft_wrap=not out.is_terminal)
     done = [t for t in doc.get("trials", []) if t.get("state") == "COMPLETE"]
     out.print(f"{len(done)} trial(s) complete, {sum(1 for t in done if t.get('feasible'))} "
               f"feasible; objective {', '.join(doc.get('objectives', []))}; constraints "

@@ -123,6 +123,40 @@ def choose_best(trials: Sequence[FrozenTrial], objective: str) -> Optional[Froze
     return min(ties, key=lambda t: t.user_attrs["metrics"].get("power_w") or math.inf)
 
 
+def why_best(trials: Sequence[FrozenTrial], objective: str) -> str:
+    """Why choose_best chose its point, in a line: the tie it won on power, or how far it is
+    from the runner-up ('' where nothing was chosen)."""
+    best = choose_best(trials, objective)
+    if best is None:
+        return ""
+    points = [p for p in _pooled(trials).values()
+              if p.feasible and p.metrics.get(objective) is not None
+              and best not in p.trials and _key(p.trials[-1]) != _key(best)]
+    if not points:
+        return "the only feasible point"
+    sign = 1 if OBJECTIVES[objective] == "maximize" else -1
+    value = best.user_attrs["metrics"][objective]
+    runner = max(points, key=lambda p: sign * (p.metrics[objective] or 0.0))
+    other = runner.metrics[objective] or 0.0
+    gap = abs(value - other) / abs(other) * 100 if other else math.inf
+    number = runner.trials[-1].number + 1
+    if objective != "images_per_j":
+        return f"{objective} {gap:.1f}% {'above' if sign > 0 else 'below'} trial {number}'s"
+    if sign * other > sign * value:  # a tie it won: the runner-up measured more img/J
+        return (f"tie with trial {number} within {gap:.1f}% (their uncertainties overlap): "
+                "less power wins")
+    pct = best.user_attrs["metrics"].get("images_per_j_uncertainty_pct")
+    if pct is None or runner.metrics.get("images_per_j_uncertainty_pct") is None:
+        return (f"{gap:.1f}% more img/J than trial {number} (uncertainty unknown: no tie "
+                "could be claimed)")
+    stand_in = copy.copy(runner.trials[-1])
+    stand_in.user_attrs = {**stand_in.user_attrs, "metrics": runner.metrics}
+    if _tied(best, stand_in):
+        return (f"tie with trial {number} within {gap:.1f}% (their uncertainties overlap): "
+                "less power wins")
+    return f"{gap:.1f}% more img/J than trial {number}, beyond both uncertainties"
+
+
 def _tied(a: FrozenTrial, b: FrozenTrial) -> bool:
     ma, mb = a.user_attrs["metrics"], b.user_attrs["metrics"]
     ua, ub = ma.get("images_per_j_uncertainty_pct"), mb.get("images_per_j_uncertainty_pct")

@@ -13,7 +13,15 @@ from ...hw.board import Board
 from ...hw.fs import Root
 from ...units import format_hz
 from ...work_units import DEFAULT_UNIT, efficiency_label, rate_label
-from .choice import _usable, choose_best, feasible, metrics_problem, settings_problem, trial_problem
+from .choice import (
+    _usable,
+    choose_best,
+    feasible,
+    metrics_problem,
+    settings_problem,
+    trial_problem,
+    why_best,
+)
 from .options import _CONSTRAINT, COMMAND_MODEL, Constraint, TuneRequest
 
 if TYPE_CHECKING:
@@ -52,6 +60,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "trials": [trial_doc(t) for t in trials],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
+            "why": why_best(_usable(trials, space), req.objectives[0]) if best else None,
             "closest": None if best else _closest(trials, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
