@@ -102,3 +102,24 @@ def test_batch_figure_draws_a_line_per_runtime(figures, tmp_path):
     assert labels == ["alexnet FP32 @ 691.2 MHz", "alexnet FP32, onnxruntime (cpu) @ 691.2 MHz"]
     # the batch sizes as numbers, not powers of two (2^0, 2^2, 2^3)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "8"]
+
+
+def test_the_pareto_plot_draws_each_points_uncertainty_in_the_studys_unit(figures, tmp_path):
+    def trial(number, ips, ipj, pct, feasible=True):
+        return {"number": number, "feasible": feasible,
+                "settings": {"model": "command", "gpu_hz": 76_800_000 * (number + 1)},
+                "metrics": {"images_per_s": ips, "images_per_j": ipj, "power_w": ips / ipj,
+                            "images_per_j_uncertainty_pct": pct}}
+
+    trials = [trial(0, 17.2, 5.3, 4.0), trial(1, 17.3, 4.4, 3.0), trial(2, 9.0, 3.0, None)]
+    doc = {"simulated": True, "unit": "tokens", "trials": trials, "pareto": [trials[0]],
+           "best": trials[0]}
+    plots.plot_pareto(doc, tmp_path / "pareto.png")
+    ax = figures[0].axes[0]
+    bars = [c for c in ax.containers if c.has_xerr]
+    assert len(bars) == 1  # one set of error bars: the two points whose uncertainty is known
+    segments = bars[0].lines[2][0].get_segments()
+    assert sorted(round(abs(b[0] - a[0]), 3) for a, b in segments) == [
+        round(2 * 4.4 * 0.03, 3), round(2 * 5.3 * 0.04, 3)]
+    assert ax.get_xlabel() == "tokens/J (tokens per joule)" and ax.get_ylabel() == "tokens/s"
+    assert "a command" in ax.get_title() and "SIMULATED" in ax.get_title()

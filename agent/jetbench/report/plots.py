@@ -21,7 +21,7 @@ from typing import (
 
 from ..documents import ResultDoc, TrialDoc, TuneDoc
 from ..units import format_hz
-from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
+from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, per_joule_label, rate_label
 from . import schema
 from .digits import separated
 from .io import read_trace_csv, trace_path
@@ -409,6 +409,8 @@ def plot_pareto(doc: TuneDoc, path: Path,
     points = [(t, at) for t in doc["trials"] for at in [xy(t)] if at is not None]
     if not points:
         return None
+    unit = doc.get("unit", DEFAULT_UNIT)
+    per_j = per_joule_label(unit)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.8))
     styles: Tuple[Tuple[bool, Dict[str, str]], ...] = (
@@ -418,6 +420,14 @@ def plot_pareto(doc: TuneDoc, path: Path,
         drawn = [at for t, at in points if t.get("feasible") is ok]
         if drawn:
             ax.scatter([x for x, _ in drawn], [y for _, y in drawn], s=28, **style)
+    # each point's per-joule uncertainty (the rule that calls two points a tie), where known
+    known = [(x, y, x * pct / 100.0) for t, (x, y) in points
+             for pct in [((t.get("metrics") or {}).get("images_per_j_uncertainty_pct"))]
+             if isinstance(pct, (int, float)) and pct > 0]
+    if known:
+        ax.errorbar([x for x, _, _ in known], [y for _, y, _ in known],
+                    xerr=[e for _, _, e in known], fmt="none", ecolor="0.45", elinewidth=0.8,
+                    capsize=2, label=f"{per_j} uncertainty")
     front = sorted(at for at in map(xy, doc["pareto"]) if at is not None)
     if len(front) > 1:
         ax.plot([x for x, _ in front], [y for _, y in front], color="tab:orange", lw=1,
@@ -431,19 +441,18 @@ def plot_pareto(doc: TuneDoc, path: Path,
         ax.scatter([best_at[0]], [best_at[1]], marker="*", s=220, color="tab:green", zorder=5,
                    label="best")
     s = (best or points[0][0]).get("settings") or {}
-    title = f"jetbench tune: {s.get('model')} {s.get('precision')} ({len(points)} trials)"
+    what = "a command" if s.get("model") == "command" else f"{s.get('model')} {s.get('precision')}"
+    title = f"jetbench tune: {what} ({len(points)} trials)"
     ax.set_title(title + (" [SIMULATED]" if doc["simulated"] else ""))
-    ax.set_xlabel("img/J (images per joule)")
-    ax.set_ylabel("img/s")
+    ax.set_xlabel(f"{per_j} ({unit} per joule)")
+    ax.set_ylabel(rate_label(unit))
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     if doc["simulated"]:
         fig.text(0.01, 0.01, "simulated board: figures from jetbench's models, not hardware",
                  fontsize=7, color="0.4")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def png_size(path: Path) -> Tuple[int, int]:

@@ -12,7 +12,7 @@ from ...errors import UsageError
 from ...hw.board import Board
 from ...hw.fs import Root
 from ...units import format_hz
-from ...work_units import DEFAULT_UNIT, efficiency_label, rate_label
+from ...work_units import DEFAULT_UNIT, per_joule_label, rate_label
 from .choice import (
     _usable,
     choose_best,
@@ -127,7 +127,7 @@ def _best_news(best: Tuple[str, int], shown: List[str], trial: int) -> str:
 def unit_labels(unit: str) -> Tuple[str, str]:
     """The rate's and the per-joule figure's labels for what a trial counts: ('img/s',
     'img/J'), ('tokens/s', 'tokens/J')."""
-    return rate_label(unit), "img/J" if unit == DEFAULT_UNIT else efficiency_label(unit)
+    return rate_label(unit), per_joule_label(unit)
 
 
 def _settings_text(s: Mapping[str, object]) -> str:
