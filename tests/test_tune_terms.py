@@ -163,3 +163,33 @@ def test_a_command_study_counts_in_its_own_unit_and_labels_no_precision_or_batch
     assert "fp32" not in run.stdout and " b1" not in run.stdout
     doc = json.loads((tmp_path / "o" / "tune.json").read_text())
     assert doc["unit"] == "tokens" and doc["best"]["metrics"]["images_per_s"] == 17.25
+
+
+def test_a_constraint_is_met_only_when_its_uncertainty_says_so():
+    at_least = Constraint.parse("images_per_s>=100")
+    at_most = Constraint.parse("power_w<=4.2")
+    # 101 +- 2% reaches down to 98.98: not surely >= 100
+    assert at_least.violation({"images_per_s": 101.0, "images_per_s_uncertainty_pct": 2.0}) \
+        == pytest.approx(1.02)
+    assert at_least.violation({"images_per_s": 103.0, "images_per_s_uncertainty_pct": 2.0}) < 0
+    # 4.193 W +- 1% reaches 4.235 W: over the limit (issue 38: re-measured above it once in 3)
+    assert at_most.violation({"power_w": 4.193, "power_w_uncertainty_pct": 1.0}) > 0
+    assert at_most.violation({"power_w": 4.0, "power_w_uncertainty_pct": 1.0}) < 0
+    # an unknown uncertainty: the value alone decides
+    assert at_most.violation({"power_w": 4.193, "power_w_uncertainty_pct": None}) < 0
+    assert at_least.violation({"images_per_s": None}) == 1e9
+
+
+def test_the_closest_says_when_only_the_uncertainty_misses():
+    from jetbench.run.tune.output import _closest
+
+    limits = (Constraint.parse("power_w<=4.2"),)
+    metrics = {"images_per_s": 50.0, "images_per_j": 11.9, "power_w": 4.193,
+               "power_w_uncertainty_pct": 1.0}
+    t = optuna.trial.create_trial(state=optuna.trial.TrialState.COMPLETE, values=[11.9],
+                                  user_attrs={"valid": True, "metrics": metrics,
+                                              "constraints": [limits[0].violation(metrics),
+                                                              0.0]})
+    closest = _closest([t], limits, lambda t: {"number": 0})
+    assert closest is not None
+    assert closest["missed"] == ["power_w 4.19 +- 1%: <=4.2 only within its uncertainty"]

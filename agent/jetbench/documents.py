@@ -330,6 +330,8 @@ class TrialMetrics(TypedDict, total=False):
     latency_p99_ms: Optional[float]
     power_w: Optional[float]
     images_per_j_uncertainty_pct: Optional[float]
+    images_per_s_uncertainty_pct: Optional[float]
+    power_w_uncertainty_pct: Optional[float]
 
 
 class TrialDoc(TypedDict, total=False):

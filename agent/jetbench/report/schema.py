@@ -239,6 +239,11 @@ def total_label(doc: Doc) -> Optional[str]:
     return f"{total.get('name') or '?'}, {str(total.get('point') or '?').replace('_', ' ')}"
 
 
+def throughput_pct(doc: Doc) -> Optional[float]:
+    """The rate's uncertainty in percent, as the efficiency's was worked out (None: unknown)."""
+    return _number(_get(doc, "efficiency", "uncertainty", "throughput_pct"))
+
+
 def images_per_j(doc: Doc) -> Optional[float]:
     return _number(_get(doc, "efficiency", "images_per_j"))
 

@@ -30,7 +30,9 @@ def metrics_of(doc: ResultDoc) -> Metrics:
             "images_per_j": schema.items_per_j(doc),
             "latency_p99_ms": schema.latency_ms(doc, "p99"),
             "power_w": schema.total_w(doc),
-            "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc)}
+            "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc),
+            "images_per_s_uncertainty_pct": schema.throughput_pct(doc),
+            "power_w_uncertainty_pct": schema.total_w_pct(doc)}
 
 
 def feasible(trial: FrozenTrial) -> bool:
@@ -123,7 +125,7 @@ def choose_best(trials: Sequence[FrozenTrial], objective: str) -> Optional[Froze
     return min(ties, key=lambda t: t.user_attrs["metrics"].get("power_w") or math.inf)
 
 
-def why_best(trials: Sequence[FrozenTrial], objective: str) -> str:
+def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/J") -> str:
     """Why choose_best chose its point, in a line: the tie it won on power, or how far it is
     from the runner-up ('' where nothing was chosen)."""
     best = choose_best(trials, objective)
@@ -147,14 +149,14 @@ def why_best(trials: Sequence[FrozenTrial], objective: str) -> str:
                 "less power wins")
     pct = best.user_attrs["metrics"].get("images_per_j_uncertainty_pct")
     if pct is None or runner.metrics.get("images_per_j_uncertainty_pct") is None:
-        return (f"{gap:.1f}% more img/J than trial {number} (uncertainty unknown: no tie "
+        return (f"{gap:.1f}% more {per_j} than trial {number} (uncertainty unknown: no tie "
                 "could be claimed)")
     stand_in = copy.copy(runner.trials[-1])
     stand_in.user_attrs = {**stand_in.user_attrs, "metrics": runner.metrics}
     if _tied(best, stand_in):
         return (f"tie with trial {number} within {gap:.1f}% (their uncertainties overlap): "
                 "less power wins")
-    return f"{gap:.1f}% more img/J than trial {number}, beyond both uncertainties"
+    return f"{gap:.1f}% more {per_j} than trial {number}, beyond both uncertainties"
 
 
 def _tied(a: FrozenTrial, b: FrozenTrial) -> bool:

@@ -3,6 +3,7 @@ any work; Optuna, loaded where a study needs it."""
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 from dataclasses import dataclass, field
@@ -55,11 +56,15 @@ class Constraint:
         return Constraint(m.group(1), m.group(2), value)
 
     def violation(self, metrics: Dict[str, Optional[float]]) -> float:
-        """<= 0 when met; how far off otherwise (1e9 when the metric is unknown)."""
+        """<= 0 when met with the figure's uncertainty (`NAME_uncertainty_pct`: the whole
+        interval on the right side of the limit; a figure of unknown uncertainty by its value
+        alone); how far off otherwise (1e9 when the metric is unknown)."""
         got = metrics.get(self.name)
         if got is None:
             return 1e9
-        return self.value - got if self.op == ">=" else got - self.value
+        pct = metrics.get(f"{self.name}_uncertainty_pct")
+        margin = abs(got) * pct / 100.0 if pct is not None and math.isfinite(pct) else 0.0
+        return self.value - (got - margin) if self.op == ">=" else (got + margin) - self.value
 
     def __str__(self) -> str:
         return f"{self.name}{self.op}{self.value:g}"

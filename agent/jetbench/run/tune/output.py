@@ -60,7 +60,8 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "trials": [trial_doc(t) for t in trials],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
-            "why": why_best(_usable(trials, space), req.objectives[0]) if best else None,
+            "why": why_best(_usable(trials, space), req.objectives[0], per_joule_label(unit))
+            if best else None,
             "closest": None if best else _closest(trials, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
@@ -82,11 +83,17 @@ def _closest(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint],
     metrics = near.user_attrs.get("metrics") or {}
     missed = []
     for c, miss in zip(constraints, misses(near)):
-        if miss > 0:
-            got = metrics.get(c.name)
-            side = "under" if c.op == ">=" else "over"
-            missed.append(f"{c.name} {got:.3g}: {miss:.0%} {side} {c.op}{c.value:g}"
-                          if isinstance(got, (int, float)) else f"{c}: not measured")
+        if miss <= 0:
+            continue
+        got, pct = metrics.get(c.name), metrics.get(f"{c.name}_uncertainty_pct")
+        if not isinstance(got, (int, float)):
+            missed.append(f"{c}: not measured")
+            continue
+        plain = max(0.0, c.violation({c.name: got})) / (abs(c.value) or 1.0)  # by value alone
+        side = "under" if c.op == ">=" else "over"
+        missed.append(f"{c.name} {got:.3g}: {plain:.0%} {side} {c.op}{c.value:g}" if plain > 0
+                      else f"{c.name} {got:.3g} +- {pct:.2g}%: {c.op}{c.value:g} only within "
+                      "its uncertainty")
     return {"trial": trial_doc(near), "missed": missed}
 
 
