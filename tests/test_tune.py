@@ -153,7 +153,9 @@ def test_two_boards_work_on_one_study(tmp_path):
     # the finished trials' boards (a trial the other board has just started has none yet)
     boards = {t["board"] for t in doc["trials"] if t["state"] == "COMPLETE"}
     assert len(boards) == 2 and all(str(tmp_path) in name for name in boards), boards
-    assert 6 <= sum(t["state"] == "COMPLETE" for t in doc["trials"]) <= 7
+    # the study stops at its budget: a board does not start a trial that the other's running
+    # one would take past it (it was 7 of 6 at times)
+    assert sum(t["state"] == "COMPLETE" for t in doc["trials"]) == 6
 
 
 def _postgres_bin() -> Optional[Path]:
@@ -216,7 +218,7 @@ def test_two_boards_share_one_postgresql_study(tmp_path, postgres):
     assert len(boards) == 2 and all(str(tmp_path) in name for name in boards), boards
     study = optuna.load_study(study_name="fleet", storage=postgres)
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
-    assert 6 <= len(complete) <= 7
+    assert len(complete) == 6
     assert {t.user_attrs["board"] for t in complete} == boards
 
 

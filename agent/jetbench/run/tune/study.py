@@ -93,9 +93,11 @@ def _suggest(trial: Trial, space: Dict[str, List[int]], models: List[str],
 def counts(optuna: ModuleType, trial: FrozenTrial) -> bool:
     """Whether a trial counts against the budget: it ran to its end (measured, or failed with
     its own error). One interrupted (Ctrl-C, SIGTERM, a kill -9 found RUNNING and failed by
-    the next run) ran nothing to the end: its point is measured again by a later trial."""
+    the next run) ran nothing to the end: its point is measured again by a later trial; nor
+    does one a board did not run because other boards' trials had taken the budget."""
     state = optuna.trial.TrialState
-    return trial.state in (state.COMPLETE, state.PRUNED) or (
+    return trial.state == state.COMPLETE or (
+        trial.state == state.PRUNED and "not_run" not in trial.user_attrs) or (
         trial.state == state.FAIL and "error" in trial.user_attrs)
 
 
@@ -185,7 +187,21 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
 
     shown = [""]  # the best point the progress last named: named again only when it changes
 
+    limit = [req.budget]  # the trials the phase running now may bring the study to
+
     def objective(trial: Trial) -> Union[float, Tuple[float, ...]]:
+        # Several boards on one study: the trials already measuring on the others (started
+        # before this one) fill the budget first, so the study stops at its budget, not past
+        # it. A trial says it measures before it looks, so of two that look at once the later
+        # one yields; one that yields never counts as measuring (it is no longer RUNNING).
+        trial.set_user_attr("measuring", True)
+        running = optuna.trial.TrialState.RUNNING
+        earlier = [t for t in study.get_trials(deepcopy=False, states=(running,))
+                   if t.number < trial.number and t.user_attrs.get("measuring")]
+        if count() + len(earlier) >= limit[0]:
+            trial.set_user_attr("not_run", "the budget was taken by other boards' trials")
+            study.stop()
+            raise optuna.TrialPruned()
         settings = _suggest(trial, space, models, precisions, batches)
         trial.set_user_attr("board", req.board_name)
         trial.set_user_attr("settings", settings)
@@ -258,6 +274,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             f"{count()} done{again_text}); space: "
             + ", ".join(f"{k} {len(v)}" for k, v in space.items()))
     if count() < search:
+        limit[0] = search
         study.optimize(objective, n_trials=search - count(), catch=(Exception,),
                        callbacks=[progress, stop_at(search)])
     if fatal:
@@ -269,8 +286,14 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     again = [p for p in (_params_of(s, space, choices) for s in again) if p is not None]
     for params in again:
         study.enqueue_trial(params, user_attrs={"confirms": True})
+    limit[0] = req.budget
     if again:
         study.optimize(objective, n_trials=len(again), catch=(Exception,),
+                       callbacks=[progress, stop_at(req.budget)])
+    if not fatal and count() < req.budget:
+        # fewer points to read again than the budget kept for them (every good point already
+        # read twice, or another board's trials stopped this one's search early): searched
+        study.optimize(objective, n_trials=req.budget - count(), catch=(Exception,),
                        callbacks=[progress, stop_at(req.budget)])
     if fatal:
         raise fatal[0]
