@@ -125,15 +125,17 @@ def choose_best(trials: Sequence[FrozenTrial], objective: str) -> Optional[Froze
     return min(ties, key=lambda t: t.user_attrs["metrics"].get("power_w") or math.inf)
 
 
-def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/J") -> str:
-    """Why choose_best chose its point, in a line: the tie it won on power, or how far it is
-    from the runner-up ('' where nothing was chosen)."""
-    best = choose_best(trials, objective)
+def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/J",
+             best: Optional[FrozenTrial] = None) -> str:
+    """Why choose_best chose its point (`best`, where the caller has it already), in a line:
+    the tie it won on power, or how far it is from the runner-up ('' where nothing was
+    chosen)."""
+    best = best or choose_best(trials, objective)
     if best is None:
         return ""
     points = [p for p in _pooled(trials).values()
               if p.feasible and p.metrics.get(objective) is not None
-              and best not in p.trials and _key(p.trials[-1]) != _key(best)]
+              and _key(p.trials[-1]) != _key(best)]
     if not points:
         return "the only feasible point"
     sign = 1 if OBJECTIVES[objective] == "maximize" else -1

@@ -33,7 +33,8 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
               simulated: bool, unit: str = DEFAULT_UNIT) -> TuneDoc:
     trials = study.get_trials(deepcopy=False)
     problems = {t.number: trial_problem(t, space) for t in trials}
-    best = choose_best(_usable(trials, space), req.objectives[0])
+    usable = _usable(trials, space)
+    best = choose_best(usable, req.objectives[0])
     front = [t for t in (study.best_trials if len(req.objectives) > 1 else [best] if best else [])
              if feasible(t) and problems.get(t.number) is None]
 
@@ -60,7 +61,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "trials": [trial_doc(t) for t in trials],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
-            "why": why_best(_usable(trials, space), req.objectives[0], per_joule_label(unit))
+            "why": why_best(usable, req.objectives[0], per_joule_label(unit), best)
             if best else None,
             "closest": None if best else _closest(trials, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
