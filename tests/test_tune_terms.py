@@ -193,3 +193,35 @@ def test_the_closest_says_when_only_the_uncertainty_misses():
     closest = _closest([t], limits, lambda t: {"number": 0})
     assert closest is not None
     assert closest["missed"] == ["power_w 4.19 +- 1%: <=4.2 only within its uncertainty"]
+
+
+def test_a_board_done_with_a_shared_study_waits_for_the_others_last_trials():
+    """Its tune.json is the study's answer: a trial still measuring on another board is waited
+    for (it was written without it, 5 of 6 at times); one that never ends is not waited for
+    ever."""
+    import threading
+
+    from jetbench.run.tune.storage import wait_for_others
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    other = study.ask()
+    other.set_user_attr("measuring", True)
+    other.set_user_attr("board", "b")
+    said = []
+    finish = threading.Timer(0.3, lambda: study.tell(other, 1.0))
+    finish.start()
+    wait_for_others(optuna, study, said.append, poll_s=0.02, least_s=600)
+    finish.join()
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE]
+    assert said == ["tune: waiting for 1 trial(s) still measuring on other boards (b), "
+                    "600 s at most"]
+    stuck = study.ask()  # a board killed mid-trial
+    stuck.set_user_attr("measuring", True)
+    said.clear()
+    wait_for_others(optuna, study, said.append, poll_s=0.02, least_s=0.1)
+    assert len(said) == 2 and "written without them" in said[1], said
+    nothing = []
+    study.tell(stuck, 2.0)
+    wait_for_others(optuna, study, nothing.append)
+    assert nothing == []

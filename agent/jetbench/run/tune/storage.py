@@ -19,6 +19,7 @@ from ...ownership.lease import Guard
 if TYPE_CHECKING:
     from optuna import Study
     from optuna.samplers import BaseSampler
+    from optuna.trial import FrozenTrial
 
 
 def _shown(storage: str) -> str:
@@ -151,3 +152,35 @@ def _recover(optuna: ModuleType, root: Root, guard: Guard, study: Study, board: 
             "(interrupted): marked failed, not counted against the budget")
     if restored:
         say("tune: an interrupted run had left the board pinned: restored from the journal")
+
+
+def others_measuring(optuna: ModuleType, study: Study) -> List[FrozenTrial]:
+    """Trials still measuring on other boards of a shared study (this board's are done)."""
+    running = optuna.trial.TrialState.RUNNING
+    return [t for t in study.get_trials(deepcopy=False, states=(running,))
+            if t.user_attrs.get("measuring")]
+
+
+def wait_for_others(optuna: ModuleType, study: Study, say: Callable[[str], None],
+                    poll_s: float = 0.2, least_s: float = 60.0) -> None:
+    """A board that ends its part of a shared study while the others' last trials still
+    measure waits for them, so its tune.json is the study's answer, not a snapshot missing
+    them. It waits at most three times the longest trial so far (`least_s` at least): a board that
+    died mid-trial leaves its trial RUNNING until it tunes again, and is not waited for ever."""
+    waiting = others_measuring(optuna, study)
+    if not waiting:
+        return
+    durations = [(t.datetime_complete - t.datetime_start).total_seconds()
+                 for t in study.get_trials(deepcopy=False)
+                 if t.datetime_complete is not None and t.datetime_start is not None]
+    limit_s = max(least_s, 3 * max(durations, default=0.0))
+    boards = sorted({str(t.user_attrs.get("board", "?")) for t in waiting})
+    say(f"tune: waiting for {len(waiting)} trial(s) still measuring on other boards "
+        f"({', '.join(boards)}), {limit_s:.0f} s at most")
+    deadline = time.monotonic() + limit_s
+    while waiting and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        waiting = others_measuring(optuna, study)
+    if waiting:
+        say(f"tune: {len(waiting)} trial(s) on other boards still running after "
+            f"{limit_s:.0f} s: the study is written without them")

@@ -58,6 +58,7 @@ from .storage import (
     check_storage,
     check_study_kept,
     storage_errors,
+    wait_for_others,
 )
 from .terms import TERMS_ATTR, check_same, terms_of
 
@@ -297,6 +298,8 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
                        callbacks=[progress, stop_at(req.budget)])
     if fatal:
         raise fatal[0]
+    if req.storage is not None:
+        wait_for_others(optuna, study, say)
     doc = study_doc(study, req, space, simulated, req.unit)
     path = req.out_dir / "tune.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
