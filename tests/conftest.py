@@ -348,3 +348,10 @@ def started():
             d.proc.kill()
             d.proc.wait()
         d.close()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The tests marked `long` first (a stable sort): pytest-xdist hands tests out in this
+    order, so the longest are begun early and the workers end together; with them last, one
+    worker went on alone for a minute at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
+import pytest
 from helpers.daemons import Daemon, board_state
 from helpers.processes import is_stopped
 from helpers.workloads import write_tiny
@@ -411,6 +412,7 @@ def test_stopping_the_daemon_during_a_lease_interrupts_the_borrower_first(tmp_pa
     assert not list((tmp_path / "r").glob("*.json"))
 
 
+@pytest.mark.long
 def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(tmp_path,
                                                                                started):
     """kill -9 of the daemon mid-lease: the borrower still holds the board lock (the daemon

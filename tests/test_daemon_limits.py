@@ -121,6 +121,7 @@ def _proc_status(pid: int) -> Dict[str, int]:
     return out
 
 
+@pytest.mark.long
 def test_thousands_of_half_open_metrics_connections_cost_nothing(tmp_path, started):
     pytest.importorskip("prometheus_client")
     base = make_board(tmp_path, "tx1")

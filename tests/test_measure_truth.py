@@ -201,6 +201,7 @@ def test_unpinned_clocks_without_knobs_are_not_judged(tmp_path, tiny, key):
     assert doc["settings"]["applied"]["emc_max_hz"] is None
 
 
+@pytest.mark.long
 def test_sweep_writes_every_point_and_exits_3_when_any_is_invalid(tmp_path):
     write_tiny(tmp_path)
     base = _board(tmp_path, "nano", "static-cur")

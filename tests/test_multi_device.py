@@ -155,6 +155,7 @@ def _gone(pids):
 
 
 # -- end to end ---------------------------------------------------------------------------
+@pytest.mark.long
 def test_devices_2_gives_one_gathered_result_with_scaling(tmp_path):
     base, before = _setup(tmp_path)
     doc = _one_result(_run(_jetbench(tmp_path, base, *WINDOW, "--devices", "2", "--scaling",
@@ -269,6 +270,7 @@ def test_kill_of_the_launcher_ends_the_ranks_and_rank_0_restores(tmp_path):
     assert diff(before, board_snapshot(base, "tx1")) == []
 
 
+@pytest.mark.long
 def test_sweep_runs_every_point_on_both_ranks(tmp_path):
     base, before = _setup(tmp_path)
     cmd, kw = _jetbench(tmp_path, base, *WINDOW, "--devices", "2", "--no-plot")

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import List
 
+import pytest
+
 from conftest import REPO, bound_s
 
 TOUR_HEADING = "## A 10-minute tour"
@@ -50,6 +52,7 @@ def test_tour_lines_are_read_as_a_reader_would():
     assert tour_lines(readme) == ["a one", "b two three", "c 'x>=1' && d"]
 
 
+@pytest.mark.long
 def test_the_readme_tour_runs_as_written(tmp_path):
     lines = tour_lines((REPO / "README.md").read_text())
     # the tour is the one the README shows: a board, measure, sweep, tune, apply, report

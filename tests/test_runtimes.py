@@ -448,6 +448,7 @@ def test_tensorrt_row_is_built_from_the_export_named_and_checked(monkeypatch, ca
 
 
 # -- through the CLI ---------------------------------------------------------------------------
+@pytest.mark.long
 def test_time_cli_json(tmp_path):
     """The issue's command: a row per network and runtime with matching outputs."""
     result = subprocess.run(

@@ -194,6 +194,7 @@ def _ids(cases):
     return [f"{k}-{p}-{'maxperf' if m else 'alone'}" for k, p, m in cases]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("key,phase,try_maxperf", _FILE_CASES, ids=_ids(_FILE_CASES))
 def test_a_stopped_borrower_on_a_file_board(tmp_path, key, phase, try_maxperf):
     _scenario(tmp_path, _FileBoard(make_board(tmp_path, key)), key, phase, try_maxperf)
@@ -205,6 +206,7 @@ _FUSE_CASES = [("tx1", "window", True), ("nano", "before-put-back", True),
                ("orin-nano", "before-pin", False), ("nano", "inside-put-back", True)]
 
 
+@pytest.mark.long
 @pytest.mark.kernel
 @pytest.mark.parametrize("key,phase,try_maxperf", _FUSE_CASES, ids=_ids(_FUSE_CASES))
 def test_a_stopped_borrower_on_a_fuse_board(tmp_path, key, phase, try_maxperf):

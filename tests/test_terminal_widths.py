@@ -110,6 +110,7 @@ def test_report_of_two_directories_says_each_rows_directory(tmp_path):
     assert not any("@" in ln for ln in lines if ln.startswith(("FP16", "FP32"))), lines
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("columns", WIDTHS)
 def test_sweep_and_tune_progress_fit(tmp_path, columns):
     pytest.importorskip("optuna")
@@ -138,6 +139,7 @@ def test_sweep_and_tune_progress_fit(tmp_path, columns):
     assert not re.search(r"\d[MG]Hz", text), text
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("columns", WIDTHS)
 def test_demo_and_time_fit(tmp_path, columns):
     lines = _run(tmp_path, columns, "demo", "--out", "d")

@@ -50,6 +50,7 @@ def _gpu_knobs(base: Path):
     return [(base / GPU_DEVFREQ / f).read_text() for f in ("min_freq", "max_freq")]
 
 
+@pytest.mark.long
 def test_a_study_finds_a_feasible_point_writes_its_files_and_a_profile_apply_pins(tmp_path,
                                                                                   started):
     base = make_board(tmp_path, "tx1")
@@ -111,6 +112,7 @@ def _trials(db: Path):
         return []
 
 
+@pytest.mark.long
 def test_a_killed_study_resumes_and_the_board_is_restored_first(tmp_path):
     base = make_board(tmp_path, "tx1")
     before = _gpu_knobs(base)

@@ -53,6 +53,7 @@ def test_the_baseline_lists_no_file_of_the_packages_checked_whole():
     assert [p for p in _baseline() if _in_checked_whole(p)] == []
 
 
+@pytest.mark.long
 def test_mypy_finds_no_new_error():
     pytest.importorskip("mypy", reason="mypy is in the dev extra for Python 3.10+ (make setup)")
     errors, allowed = _mypy_errors(), _baseline()
