@@ -13,8 +13,10 @@ from .common import beyond_power_mode_option, open_root, print_json
 
 if TYPE_CHECKING:
     from ..daemon.held import StatusDoc
+    from ..daemon.live_tuning import PointDoc, TuneConfig, TuneStatusDoc
 
 _SOCKET_HELP = "The control socket."
+_TUNE = "Live tuning"
 
 
 def daemon(
@@ -39,20 +41,78 @@ def daemon(
                                     help="On a simulated board, run its simulated kernel "
                                          "in-process (off: `jetbench sim run` does it)."),
     beyond_power_mode: bool = beyond_power_mode_option(),
+    tune: bool = typer.Option(False, "--tune", rich_help_panel=_TUNE,
+                              help="Tune the live workload: the clocks with the most items "
+                                   "per joule its rate shows, under --constraint, held and "
+                                   "checked (docs/daemon.md)."),
+    throughput_from: Optional[str] = typer.Option(
+        None, "--throughput-from", metavar="SOURCE", rich_help_panel=_TUNE,
+        help="The workload's counter of items done: prometheus:URL#METRIC."),
+    latency_from: Optional[str] = typer.Option(
+        None, "--latency-from", metavar="SOURCE", rich_help_panel=_TUNE,
+        help="A latency histogram (prometheus:URL#METRIC), for latency_p99_ms<=N."),
+    constraint: Optional[List[str]] = typer.Option(
+        None, "--constraint", metavar="NAME>=V", rich_help_panel=_TUNE,
+        help="items_per_s, power_w, latency_p99_ms, latency_p50_ms (>= or <=)."),
+    tune_knobs: str = typer.Option("gpu,emc", "--tune-knobs", metavar="KNOBS",
+                                   rich_help_panel=_TUNE, help="The clocks searched."),
+    tune_window: str = typer.Option("10s", "--tune-window", metavar="DURATION",
+                                    rich_help_panel=_TUNE, help="How long each point is "
+                                    "measured."),
 ) -> None:
     """The systemd service's entry point, in the foreground: pin the profile, re-pin on drift,
     serve status and metrics; restore the board on SIGTERM/SIGINT, reload on SIGHUP."""
     from ..daemon.service import DaemonConfig, run_daemon
     from ..units import parse_duration_s
 
+    tuning = _tune_config(tune, throughput_from, latency_from, constraint or [], tune_knobs,
+                          tune_window)
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
                           lease_stop_wait_s=parse_duration_s(lease_stop_wait),
-                          sim_kernel=sim_kernel, beyond_power_mode=beyond_power_mode)
+                          sim_kernel=sim_kernel, beyond_power_mode=beyond_power_mode,
+                          tune=tuning)
     code = run_daemon(open_root(ctx), config)
     if code:
         raise typer.Exit(code)
+
+
+def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
+                 constraints: List[str], knobs: str, window: str) -> Optional[TuneConfig]:
+    """--tune's options, checked before the daemon touches anything (UsageError)."""
+    from ..daemon.live_rate import parse_source
+    from ..daemon.live_tuning import TuneConfig
+    from ..daemon.online_tuner import Limit
+    from ..errors import UsageError
+    from ..run.tune.options import KNOBS
+    from ..units import parse_duration_s
+
+    given = [name for name, value in (("--throughput-from", throughput_from),
+                                      ("--latency-from", latency_from),
+                                      ("--constraint", constraints)) if value]
+    if not tune:
+        if given:
+            raise UsageError(f"{given[0]} is for --tune only")
+        return None
+    if not throughput_from:
+        raise UsageError("--tune needs --throughput-from prometheus:URL#METRIC (the "
+                         "workload's counter of items done)")
+    limits = [Limit.parse(text) for text in constraints]
+    for limit in limits:
+        if limit.name.startswith("latency") and not latency_from:
+            raise UsageError(f"--constraint {limit.text()} needs --latency-from (a histogram)")
+    names = tuple(k.strip() for k in knobs.split(",") if k.strip())
+    bad = [k for k in names if k not in KNOBS]
+    if bad or not names:
+        raise UsageError(f"--tune-knobs {knobs!r}: expected some of {', '.join(KNOBS)}")
+    window_s = parse_duration_s(window)
+    if window_s < 1.0:
+        raise UsageError(f"--tune-window {window}: at least 1 s (a window must count items)")
+    return TuneConfig(rate=parse_source(throughput_from),
+                      latency=parse_source(latency_from, "--latency-from")
+                      if latency_from else None,
+                      limits=tuple(limits), knobs=names, window_s=window_s)
 
 
 def status(
@@ -77,6 +137,37 @@ def status(
     kv(console(), _status_rows(cast("StatusDoc", reply)), title="jetbench daemon")
 
 
+def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
+    """--tune's phase, the point held and its figures, the best seen, the energy saved."""
+    from ..units import format_hz
+
+    if not tune:
+        return []
+
+    def point(p: Optional[PointDoc]) -> str:
+        if not p:
+            return "-"
+        clocks = ", ".join(f"{k} {format_hz(v)}" for k, v in p.get("point_hz", {}).items())
+        pct = p.get("items_per_s_uncertainty_pct")
+        spread = f" +- {pct:.1f}%" if pct is not None else ""
+        return (f"{clocks}: {p.get('items_per_s', 0):.3g} items/s{spread}, "
+                f"{p.get('power_w', 0):.2f} W, {p.get('items_per_j', 0):.3g} items/J")
+
+    rows = [("tune", f"{tune.get('phase', '-')}: {tune.get('why', '')}"),
+            ("tune source", f"{tune.get('source', '-')}; "
+                            f"{', '.join(tune.get('constraints') or []) or 'no constraint'}"),
+            ("tune held", point(tune.get("held"))),
+            ("tune best seen", point(tune.get("best"))),
+            ("tune windows", f"{tune.get('windows', 0)} of {tune.get('window_s', 0):g} s, "
+                             f"{tune.get('windows_breaking_constraints', 0)} broke a "
+                             "constraint"),
+            ("energy saved", f"{tune.get('energy_saved_j', 0.0):.1f} J (estimate: "
+                             "against the starting point)")]
+    if tune.get("paused"):
+        rows.append(("tune paused", str(tune.get("paused"))))
+    return rows
+
+
 def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
     from ..units import format_hz
 
@@ -99,6 +190,7 @@ def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
     if lease:
         rows.append(("lent to", f"{lease.get('who')} (pid {lease.get('pid')}, since "
                                 f"{lease.get('since')}): not re-pinning until it ends"))
+    rows += _tune_rows(doc.get("tune"))
     for c in doc.get("clocks", []):
         rows.append((f"{c.get('domain')} {c.get('name')}", f"{format_hz(c.get('cur_hz'))} "
                      f"(min {format_hz(c.get('min_hz'))}, max {format_hz(c.get('max_hz'))})"))

@@ -237,7 +237,10 @@ COMMANDS = (
       "jetbench report old.json --compare new.json",
       "jetbench report results/ timed/ --by runtime --plot plots/")),
     ("daemon", BOARD, "The service in the foreground: hold a profile, re-pin, serve status.",
-     ("jetbench daemon --profile maxperf --socket /tmp/jb.sock",)),
+     ("jetbench daemon --profile maxperf --socket /tmp/jb.sock",
+      "jetbench daemon --tune --throughput-from \\\n"
+      "    prometheus:http://127.0.0.1:8002/metrics#nv_inference_count \\\n"
+      "    --constraint 'items_per_s>=30'")),
     ("status", BOARD, "Ask the running daemon what it holds, clocks, power, re-pins.",
      ("jetbench status", "jetbench status --json")),
     ("install-service", BOARD, "Install the systemd service and udev rules, and start it.",

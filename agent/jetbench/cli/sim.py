@@ -81,6 +81,59 @@ def run(
             time.sleep(0.1)
 
 
+@sim_app.command("app", cls=HelpCommand)
+def app(
+    directory: Path = typer.Argument(..., metavar="DIR", help="A simulated board's tree."),
+    port: int = typer.Option(9200, "--port", metavar="PORT",
+                             help="Serve its Prometheus metrics on 127.0.0.1:PORT (0: any "
+                                  "free port, printed)."),
+    model: str = typer.Option("sim:resnet18", "--model", metavar="sim:NAME",
+                              help="The simulated network serving each frame."),
+    precision: str = typer.Option("fp16", "--precision", metavar="PRECISION"),
+    demand: str = typer.Option("30", "--demand", metavar="RATE[,RATE@S...]",
+                               help="Frames per second arriving (max: always one waiting); "
+                                    "e.g. 30,60@20,max@40 changes at 20 s and 40 s."),
+    demand_file: Optional[Path] = typer.Option(
+        None, "--demand-file", metavar="PATH",
+        help="A file holding the demand (a number or max), read again every 0.2 s: it wins "
+             "while it holds one."),
+    duration: float = typer.Option(0.0, "--duration", metavar="SECONDS",
+                                   help="Seconds to run (0: until Ctrl-C or SIGTERM)."),
+) -> None:
+    """A simulated deployed application, for `daemon --tune`: frames arrive at a demand, a
+    simulated network serves them at the speed the board's clocks give, and Prometheus metrics
+    show it (sim_app_items_total, sim_app_latency_seconds, sim_app_dropped_total)."""
+    import signal
+    import threading
+
+    from ..errors import UsageError
+    from ..hw.board import detect
+    from ..hw.fs import Root
+    from ..workload.sim_app import SimApp, parse_demand, serve_metrics
+
+    if not (directory / "etc/jetbench/simulated.json").is_file():
+        raise UsageError(f"not a simulated board: {directory}")
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: expected 0 to 65535")
+    schedule = parse_demand(demand)
+    root = Root(str(directory))
+    simulated = SimApp(root, detect(root), model, precision, schedule, demand_file)
+    server = serve_metrics(simulated.registry, port)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    simulated.start()
+    address = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    typer.echo(f"serving {address} (SIMULATED application: {model} {precision}, demand "
+               f"{demand})", err=False)
+    try:
+        stop.wait(duration if duration > 0 else None)
+    finally:
+        simulated.stop()
+        server.shutdown()
+        server.server_close()
+
+
 @sim_app.command("mount", cls=HelpCommand)
 def mount(
     directory: Path = typer.Argument(...,

@@ -5,12 +5,15 @@ daemon's one lock (an RLock, given to each part beside this) guards every field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, TypedDict
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, TypedDict
 
 from ..documents import ClockDoc, PowerModeDoc
 from ..hw.board import Board
 from ..profiles.profile import Profile
 from ..profiles.targets import Targets
+
+if TYPE_CHECKING:
+    from .live_tuning import TuneStatusDoc
 
 
 class LeaseDoc(TypedDict):
@@ -78,6 +81,7 @@ class StatusDoc(ReadingsDoc, total=False):
     last_repin: Optional[RepinDoc]
     last_error: Optional[str]
     lease: Optional[LeaseDoc]
+    tune: Optional[TuneStatusDoc]  # --tune only (live_tuning.py)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ the loop), so a scrape never touches the hardware and never waits for it:
     jetbench_pinned, jetbench_profile_info{profile}, jetbench_simulated, jetbench_errors_total
     jetbench_power_mode_info{id,name}            nvpmodel's mode (read, never switched)
     jetbench_gpu_load_percent                    GPU utilisation (`load` file, or NVML on Thor)
+    jetbench_tune_phase{phase}, jetbench_tune_items_per_joule, jetbench_tune_items_per_second,
+    jetbench_tune_point_hz{knob}, jetbench_tune_energy_saved_joules_total,
+    jetbench_tune_constraint_violations_total, jetbench_tune_windows_total   (--tune only)
 
 The HTTP side is bounded whatever clients do: one thread with `selectors` accepts, reads each
 request head (at most MAX_HEAD_BYTES, within `timeout_s` of the connection), and answers it
@@ -134,6 +137,7 @@ class _Collector:
             info.add_metric([profile, str(snap.get("board", {}).get("family", ""))], 1.0)
         yield info
         yield from _power_mode_metrics(snap)
+        yield from _tune_metrics(snap)
 
 
 def _energy_metric(snap: StatusDoc) -> Metric:
@@ -147,6 +151,42 @@ def _energy_metric(snap: StatusDoc) -> Metric:
         if r.get("energy_j") is not None:
             energy.add_metric([r["name"], r["point"], r["source"]], r["energy_j"])
     return energy
+
+
+def _tune_metrics(snap: StatusDoc) -> Iterator[Metric]:
+    """`daemon --tune`: its phase, the held point's figures, the energy saved, the windows
+    that broke a constraint (nothing without --tune)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    from .online_tuner import PHASES
+
+    tune = snap.get("tune")
+    if not tune:
+        return
+    phase = GaugeMetricFamily("jetbench_tune_phase", "1 for the phase the live tuning is in",
+                              labels=["phase"])
+    for name in PHASES:
+        phase.add_metric([name], 1.0 if tune.get("phase") == name else 0.0)
+    yield phase
+    held = tune.get("held")
+    if held:
+        yield GaugeMetricFamily("jetbench_tune_items_per_joule", "Items per joule at the "
+                                "point held (its last window there)", value=held["items_per_j"])
+        yield GaugeMetricFamily("jetbench_tune_items_per_second", "The workload's rate at the "
+                                "point held", value=held["items_per_s"])
+        point = GaugeMetricFamily("jetbench_tune_point_hz", "The clocks of the point held",
+                                  labels=["knob"])
+        for knob, hz in sorted(held["point_hz"].items()):
+            point.add_metric([knob], float(hz))
+        yield point
+    yield CounterMetricFamily("jetbench_tune_energy_saved_joules", "Energy saved against the "
+                              "point the daemon started from (an estimate: status says how)",
+                              value=float(tune.get("energy_saved_j", 0.0)))
+    yield CounterMetricFamily("jetbench_tune_constraint_violations", "Windows that broke a "
+                              "constraint beyond their uncertainty",
+                              value=float(tune.get("windows_breaking_constraints", 0)))
+    yield CounterMetricFamily("jetbench_tune_windows", "Windows measured",
+                              value=float(tune.get("windows", 0)))
 
 
 def _power_mode_metrics(snap: StatusDoc) -> Iterator[Metric]:

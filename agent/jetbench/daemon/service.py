@@ -52,6 +52,7 @@ from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
 from .held import Held, ReadingsDoc, StatusDoc
 from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, Lending
+from .live_tuning import LiveTuning, TuneConfig
 from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
 
@@ -76,6 +77,7 @@ class DaemonConfig:
     client_timeout_s: float = 5.0
     sim_kernel: bool = True  # run the simulated kernel in-process on a simulated board
     lease_stop_wait_s: float = LEASE_STOP_WAIT_S  # tests shorten it (--lease-stop-wait)
+    tune: Optional[TuneConfig] = None  # --tune: search clocks on the live workload
 
 
 class _NothingToRestore(Exception):
@@ -118,6 +120,7 @@ class Daemon:
         self._control: Optional[ControlServer] = None
         self._metrics: Optional[MetricsServer] = None
         self._board_lock: Optional[BoardLock] = None
+        self.tuning: Optional[LiveTuning] = None  # --tune
         # The parts, each given what it uses (as prometheus_client composes collectors).
         self.drift = Drift(root, self.held, self._lock, self._error, self._read, self._publish)
         self.lending = Lending(root, self.held, self._lock, self.notifier, self.drift,
@@ -223,6 +226,8 @@ class Daemon:
         self._open_sources(board)
         self.lending.attach(self._control, self._sim, self._board_lock)
         self.drift.wait_settled(board)
+        if self.config.tune is not None:
+            self.tuning = self._start_tuning(board, self.config.tune)
         if self.config.metrics:
             from .metrics import MetricsServer
 
@@ -234,6 +239,69 @@ class Daemon:
         status = self.summary()
         log.info("ready: %s", status)
         self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
+
+    def _start_tuning(self, board: Board, tune: TuneConfig) -> LiveTuning:
+        """--tune: the rate source answers and the board has power readings and the knobs'
+        tables, or the daemon does not start (one message); then the first window begins at
+        the point the board holds."""
+        from ..run.tune.space import search_space
+        from .live_rate import LiveRate
+        from .online_tuner import Space
+
+        source = LiveRate(tune.rate, tune.latency)
+        try:
+            source.check()
+        except JetbenchError as err:
+            raise HardwareError(f"--tune: {err.message}", hint=err.hint or
+                                "start the workload first, or point --throughput-from at its "
+                                "metrics") from None
+        if self._total_power_w() is None:
+            raise HardwareError("--tune: this board has no power reading to divide by (no "
+                                "rails, RAPL or NVML): items per joule cannot be measured")
+        tables = search_space(self.root, board, tune.knobs, self.config.beyond_power_mode)
+        space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
+        tuning = LiveTuning(tune, source, space, self._total_power_w, self._pin_point,
+                            paused=lambda: (f"lent to {self.held.lease.who}"
+                                            if self.held.lease is not None else None))
+        clocks = self._read(board).get("clocks") or []
+        now: Dict[str, Optional[int]] = {}
+        for c in clocks:
+            if c["domain"] in tables and c.get("cur_hz"):
+                now[c["domain"]] = max(now.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
+        tuning.begin(now)
+        log.info("tune: %s, %s within the power mode; windows of %.3g s", tune.rate.text(),
+                 ", ".join(f"{k} {len(v)} clocks" for k, v in tables.items()), tune.window_s)
+        return tuning
+
+    def _total_power_w(self) -> Optional[float]:
+        """The board's total power now: the sources' total, else the sum of its rails."""
+        rails, total = self._rails.read()
+        if total is not None and total.get("power_w") is not None:
+            return total["power_w"]
+        watts = [r["power_w"] for r in rails if r.get("power_w") is not None]
+        return sum(w for w in watts if w is not None) if watts else None
+
+    def _pin_point(self, hz: Dict[str, int]) -> None:
+        """--tune: pin the controller's point over what is held (the journal keeps the values
+        from before the daemon's first pin), within the power mode unless told otherwise."""
+        from ..profiles.profile import FreqRange, Profile
+
+        with self._lock:
+            assert self.held.board is not None
+            base = self.held.profile or Profile("live-tuned", "daemon --tune")
+            profile = dataclasses.replace(
+                base, name="live-tuned", source="daemon --tune",
+                gpu_freq=FreqRange(hz["gpu"], hz["gpu"]) if "gpu" in hz else base.gpu_freq,
+                gpu_railgate=False if "gpu" in hz else base.gpu_railgate,
+                emc_freq=hz.get("emc", base.emc_freq),
+                cpu_freq=FreqRange(hz["cpu"], hz["cpu"]) if "cpu" in hz else base.cpu_freq,
+                cpu_online=True if "cpu" in hz else base.cpu_online,
+                sections=tuple(dict.fromkeys(base.sections + tuple(hz))),
+                beyond_power_mode=self.config.beyond_power_mode)
+            resolve(profile, self.held.board, self.root)
+            result = apply_profile(self.root, self.held.board, profile)
+            self.held.judge_after = time.monotonic() + SETTLE_GRACE_S
+            self.held.profile, self.held.targets, self.held.pinned = profile, result.targets, True
 
     def _open_sources(self, board: Board) -> None:
         try:
@@ -253,8 +321,9 @@ class Daemon:
         now = time.monotonic()
         next_check = now + interval
         next_wd = now if wd_period is not None else float("inf")
+        next_tune = now if self.tuning is not None else float("inf")
         while self._stop_signal is None:
-            timeout = max(0.0, min(next_check, next_wd) - time.monotonic())
+            timeout = max(0.0, min(next_check, next_wd, next_tune) - time.monotonic())
             self._sleep(timeout)
             if self._stop_signal is not None:
                 break
@@ -265,6 +334,12 @@ class Daemon:
             if now >= next_check:
                 self.check()
                 next_check += interval * max(1, int((now - next_check) // interval) + 1)
+            if self.tuning is not None and now >= next_tune:
+                try:
+                    next_tune = self.tuning.tick()
+                except JetbenchError as err:  # a pin refused: the loop goes on, said once
+                    self._error(f"tune: {err}")
+                    next_tune = now + self.tuning.config.window_s
             if wd_period is not None and now >= next_wd:
                 if self.drift.failed_checks < UNHEALTHY_AFTER:
                     self.notifier.send(WATCHDOG="1")
@@ -399,6 +474,8 @@ class Daemon:
         what = f"holding {profile.name}" if self.held.pinned and profile else "not pinning"
         if self.profile_refused and not self.held.pinned:
             what += f" (profile {self.config.profile} refused)"
+        if self.tuning is not None:
+            what = f"tuning ({self.tuning.tuner.phase})"
         if self.held.lease is not None:
             what = f"lent to {self.held.lease.who} (pid {self.held.lease.pid})"
         text = what + (": " + ", ".join(parts) if parts else "")
@@ -436,6 +513,7 @@ class Daemon:
             "last_repin": self.drift.last_repin,
             "last_error": self.held.last_error,
             "lease": self.held.lease.doc() if self.held.lease is not None else None,
+            "tune": self.tuning.doc() if self.tuning is not None else None,
             **readings,
         }
 

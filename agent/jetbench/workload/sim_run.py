@@ -185,6 +185,12 @@ class SimNetwork:
             pace.late_batches += 1
             pace.worst_behind_s = max(pace.worst_behind_s, behind_s)
 
+    def show_load(self, busy: float) -> None:
+        """The GPU's load file shows `busy` (0..1), for a caller that paces batches itself
+        (workload/sim_app.py)."""
+        gpu_load.write_load(self._load_file, busy)
+        self._load_shown = busy
+
     def idle(self) -> None:
         gpu_load.write_load(self._load_file, 0.0)
         self._load_shown = 0.0

@@ -1,0 +1,264 @@
+"""The live workload's rate, for `daemon --tune`: read from what the workload already exposes.
+
+    prometheus:URL#METRIC            a counter on a Prometheus text endpoint (Triton's
+                                     nv_inference_count, vLLM's vllm:generation_tokens_total,
+                                     llama.cpp server's llamacpp:tokens_predicted_total); the
+                                     rate is its increase over the window, summed over every
+                                     series of that name (or those matching {label="value",...}
+                                     given after the name). `METRIC` also finds `METRIC_total`,
+                                     the name prometheus-client gives a counter.
+    --latency-from prometheus:URL#METRIC   a histogram (its `_bucket` series): the window's
+                                     quantiles from the buckets' increase, as Prometheus's
+                                     histogram_quantile() interpolates them.
+
+A counter that goes down (the workload restarted) starts a new window: nothing is counted
+across it. A scrape that fails is an error the caller decides on (the tuner freezes).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import HardwareError, UsageError
+
+SCRAPE_TIMEOUT_S = 2.0
+MAX_SCRAPE_BYTES = 8 * 1024 * 1024  # a metrics page larger than this is refused
+
+# name{labels} value [timestamp]: the text exposition format, version 0.0.4
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?\s*$")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A metric name and the labels its series must carry."""
+
+    name: str
+    labels: Tuple[Tuple[str, str], ...] = ()
+
+    def text(self) -> str:
+        inner = ",".join(f'{k}="{v}"' for k, v in self.labels)
+        return self.name + (f"{{{inner}}}" if inner else "")
+
+
+@dataclass(frozen=True)
+class PrometheusSource:
+    """`prometheus:URL#METRIC`, parsed (nothing is fetched)."""
+
+    url: str
+    selector: Selector
+
+    def text(self) -> str:
+        return f"prometheus:{self.url}#{self.selector.text()}"
+
+
+def _labels(text: str, where: str) -> Tuple[Tuple[str, str], ...]:
+    inner = text.strip()[1:-1]
+    out: List[Tuple[str, str]] = []
+    pos = 0
+    while pos < len(inner):
+        m = _LABEL.match(inner, pos)
+        if m is None:
+            raise ValueError(f"{where}: cannot read the labels {text!r}")
+        out.append((m.group(1), m.group(2).replace('\\"', '"').replace("\\\\", "\\")))
+        pos = m.end()
+    return tuple(out)
+
+
+def parse_source(text: str, option: str = "--throughput-from") -> PrometheusSource:
+    """'prometheus:http://HOST:PORT/metrics#METRIC[{label="v"}]' -> its parts; UsageError."""
+    kind, sep, rest = text.partition(":")
+    url, hash_, metric = rest.rpartition("#")
+    if kind.strip().lower() != "prometheus" or not sep or not hash_ or not metric:
+        raise UsageError(f"{option} {text!r}: expected prometheus:URL#METRIC",
+                         hint="e.g. prometheus:http://127.0.0.1:8002/metrics#nv_inference_count")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"{option} {text!r}: the URL must be http:// or https://")
+    name, brace, labels = metric.partition("{")
+    if not re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", name):
+        raise UsageError(f"{option} {text!r}: {name!r} is not a Prometheus metric name")
+    try:
+        selector = Selector(name, _labels("{" + labels, option) if brace else ())
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return PrometheusSource(url, selector)
+
+
+Series = Dict[Tuple[str, Tuple[Tuple[str, str], ...]], float]  # (name, labels) -> value
+
+
+def parse_exposition(text: str) -> Series:
+    """The samples of a Prometheus text page (comments and malformed lines skipped)."""
+    out: Series = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if m is None:
+            continue
+        try:
+            value = float(m.group(3))
+            labels = _labels(m.group(2), "") if m.group(2) else ()
+        except ValueError:
+            continue
+        out[(m.group(1), tuple(sorted(labels)))] = value
+    return out
+
+
+def _matches(labels: Tuple[Tuple[str, str], ...], wanted: Tuple[Tuple[str, str], ...]) -> bool:
+    have = dict(labels)
+    return all(have.get(k) == v for k, v in wanted)
+
+
+def counter_value(series: Series, selector: Selector) -> Optional[float]:
+    """The sum of the selected counter's series (`NAME`, else `NAME_total`); None if absent."""
+    for name in (selector.name, selector.name + "_total"):
+        found = [v for (n, labels), v in series.items()
+                 if n == name and _matches(labels, selector.labels) and math.isfinite(v)]
+        if found:
+            return sum(found)
+    return None
+
+
+def buckets(series: Series, selector: Selector) -> Dict[float, float]:
+    """A histogram's cumulative bucket counts by upper bound (`le`), summed over its series."""
+    name = selector.name[:-len("_bucket")] if selector.name.endswith("_bucket") \
+        else selector.name
+    out: Dict[float, float] = {}
+    for (n, labels), v in series.items():
+        if n != name + "_bucket" or not _matches(labels, selector.labels):
+            continue
+        le = dict(labels).get("le")
+        try:
+            bound = float(le) if le is not None else None
+        except ValueError:
+            bound = None
+        if bound is not None:
+            out[bound] = out.get(bound, 0.0) + v
+    return out
+
+
+def quantile(q: float, increase: Dict[float, float]) -> Optional[float]:
+    """The q-quantile of a window's bucket increases (cumulative by upper bound), interpolated
+    linearly inside its bucket as Prometheus's histogram_quantile(); None with no samples. A
+    quantile in the +Inf bucket is the largest finite bound (the most that can be said)."""
+    bounds = sorted(increase)
+    if not bounds or increase[bounds[-1]] <= 0:
+        return None
+    total = increase[bounds[-1]]
+    rank = q * total
+    lower_bound, lower_count = 0.0, 0.0
+    for bound in bounds:
+        count = increase[bound]
+        if count >= rank:
+            if math.isinf(bound):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (
+                count - lower_count)
+        lower_bound, lower_count = bound, count
+    return bounds[-1]
+
+
+def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S) -> Series:
+    """One GET of a metrics page, parsed; HardwareError (one line) when it cannot be read."""
+    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as reply:  # noqa: S310 - http(s) only
+            body = reply.read(MAX_SCRAPE_BYTES + 1)
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        why = getattr(err, "reason", None) or err
+        raise HardwareError(f"the metrics endpoint {url} did not answer ({why})") from None
+    if len(body) > MAX_SCRAPE_BYTES:
+        raise HardwareError(f"the metrics page at {url} is larger than "
+                            f"{MAX_SCRAPE_BYTES // (1024 * 1024)} MiB: refused")
+    return parse_exposition(body.decode("utf-8", errors="replace"))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One scrape: the counter, the histogram's buckets (if asked), when."""
+
+    t_s: float
+    count: float
+    buckets: Dict[float, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WindowRate:
+    """What a window between two readings says."""
+
+    items: float
+    seconds: float
+    items_per_s: float
+    latency_ms: Dict[str, float]  # e.g. {"p99": 38.0}; empty without a histogram
+
+
+class LiveRate:
+    """Reads a workload's counter (and histogram) from its Prometheus endpoint."""
+
+    def __init__(self, rate: PrometheusSource, latency: Optional[PrometheusSource] = None,
+                 timeout_s: float = SCRAPE_TIMEOUT_S, clock=time.monotonic):
+        self.rate = rate
+        self.latency = latency
+        self.timeout_s = timeout_s
+        self._clock = clock
+
+    def read(self) -> Reading:
+        series = scrape(self.rate.url, self.timeout_s)
+        t_s = self._clock()
+        count = counter_value(series, self.rate.selector)
+        if count is None:
+            raise HardwareError(f"{self.rate.selector.text()} is not on {self.rate.url}",
+                                hint="the counter's name as the page shows it (curl the URL)")
+        found: Dict[float, float] = {}
+        if self.latency is not None:
+            if self.latency.url != self.rate.url:
+                series = scrape(self.latency.url, self.timeout_s)
+            found = buckets(series, self.latency.selector)
+            if not found:
+                raise HardwareError(f"{self.latency.selector.text()}_bucket is not on "
+                                    f"{self.latency.url}")
+        return Reading(t_s, count, found)
+
+    def check(self) -> Reading:
+        """Before the daemon starts tuning: the source answers and has the counter."""
+        return self.read()
+
+
+def ms_per_unit(histogram: str) -> float:
+    """A latency histogram's unit from its name, as Prometheus names units: `..._seconds`
+    (vLLM's vllm:e2e_request_latency_seconds; the base unit, also where no unit is named),
+    `..._ms`/`_milliseconds` (Triton's nv_inference_first_response_histogram_ms), `..._us`."""
+    words = histogram.lower().replace(":", "_").split("_")
+    if "ms" in words or "milliseconds" in words:
+        return 1.0
+    if "us" in words or "microseconds" in words:
+        return 0.001
+    return 1000.0
+
+
+def window(first: Reading, last: Reading, quantiles: Sequence[float] = (0.5, 0.99),
+           ms_per: float = 1000.0) -> Optional[WindowRate]:
+    """The rate between two readings; None across a counter reset or an empty span. The
+    histogram's bounds are in units of `ms_per` milliseconds (ms_per_unit)."""
+    seconds = last.t_s - first.t_s
+    items = last.count - first.count
+    if seconds <= 0 or items < 0:
+        return None
+    latency: Dict[str, float] = {}
+    if last.buckets:
+        increase = {b: last.buckets[b] - first.buckets.get(b, 0.0) for b in last.buckets}
+        if all(v >= 0 for v in increase.values()):
+            for q in quantiles:
+                value = quantile(q, increase)
+                if value is not None:
+                    latency[f"p{q * 100:g}"] = value * ms_per
+    return WindowRate(items, seconds, items / seconds, latency)

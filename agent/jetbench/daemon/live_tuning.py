@@ -1,0 +1,239 @@
+"""`daemon --tune`: windows of the live workload, measured for the controller (online_tuner.py),
+and the points it chooses pinned.
+
+A window: after a pin, SETTLE_FRACTION of a window (at most 1 s) for the workload to reach the
+new speed; then the workload's counter is read every `sample_s` (a tenth of the window, 0.25 s
+at least) together with the board's total power. At the window's end: the rate is the counter's
+increase over the window, its uncertainty the spread of the sub-windows' rates (standard error,
+and never under one item); the power is the mean of the samples, its uncertainty their standard
+error. Latency quantiles come from the histogram's buckets over the window.
+
+The energy saved is counted against the point the daemon started from (the profile's, or what
+the board ran): each window's items at that point's items per joule, less the energy the window
+took. It is an estimate from the first window's efficiency, and says so (`energy_saved_basis`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple, TypedDict
+
+from ..errors import JetbenchError
+from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
+from .online_tuner import FROZEN, Decision, Limit, OnlineTuner, Point, Space, Window
+
+log = logging.getLogger("jetbench.daemon")
+
+SETTLE_FRACTION = 0.1
+SETTLE_MAX_S = 1.0
+MIN_SAMPLE_S = 0.25
+GROUP_ITEMS = 20
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """What `daemon --tune` was given."""
+
+    rate: PrometheusSource
+    limits: Tuple[Limit, ...] = ()
+    latency: Optional[PrometheusSource] = None
+    knobs: Tuple[str, ...] = ("gpu", "emc")
+    window_s: float = 10.0
+
+
+class PointDoc(TypedDict):
+    point_hz: Dict[str, int]
+    items_per_s: float
+    items_per_s_uncertainty_pct: Optional[float]
+    power_w: float
+    items_per_j: float
+
+
+class TuneStatusDoc(TypedDict, total=False):
+    """The status document's `tune` object."""
+    phase: str
+    source: str
+    constraints: List[str]
+    window_s: float
+    held: Optional[PointDoc]  # the point held (or searched from) and its last window there
+    last: Optional[PointDoc]  # the last window, wherever it ran
+    best: Optional[PointDoc]  # the best window that met the constraints
+    why: str
+    windows: int
+    windows_breaking_constraints: int
+    energy_saved_j: float
+    energy_saved_basis: str
+    latency_ms: Dict[str, float]
+    paused: Optional[str]
+
+
+def _point_doc(space: Space, point: Point, w: Window) -> PointDoc:
+    return {"point_hz": space.hz(point), "items_per_s": w.items_per_s,
+            "items_per_s_uncertainty_pct": w.items_per_s_uncertainty_pct,
+            "power_w": w.power_w, "items_per_j": w.items_per_j}
+
+
+def _sem_pct(values: List[float]) -> Optional[float]:
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean <= 0:
+        return None
+    return 100.0 * statistics.stdev(values) / math.sqrt(len(values)) / mean
+
+
+def _group_rates(readings: List[Reading]) -> List[float]:
+    """The rates of consecutive stretches of at least GROUP_ITEMS items each: the spread of a
+    stretch of a few items would be its counting step (one item in five is 20%), not the
+    workload's variation. Fewer than three stretches: none (the counting floor stands)."""
+    rates: List[float] = []
+    start = readings[0]
+    for reading in readings[1:]:
+        if reading.count - start.count >= GROUP_ITEMS and reading.t_s > start.t_s:
+            rates.append((reading.count - start.count) / (reading.t_s - start.t_s))
+            start = reading
+    return rates if len(rates) >= 3 else []
+
+
+class LiveTuning:
+    """Driven by the daemon's loop: `begin` once, then `tick()` whenever it wakes (it answers
+    when it wants to be woken next). `pin(hz)` pins a point (the daemon's journalled pin);
+    `read_power()` is the board's total power now (None: no reading); `paused()` says why not
+    to tune now (a borrower holds the board), or None."""
+
+    def __init__(self, config: TuneConfig, source: LiveRate, space: Space,
+                 read_power: Callable[[], Optional[float]],
+                 pin: Callable[[Dict[str, int]], None],
+                 paused: Callable[[], Optional[str]] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.config = config
+        self.source = source
+        self.space = space
+        self.tuner = OnlineTuner(space, config.limits)
+        self._read_power, self._pin, self._paused, self._clock = read_power, pin, paused, clock
+        self.sample_s = max(MIN_SAMPLE_S, config.window_s / 10)
+        self._ms_per = ms_per_unit(config.latency.selector.name) if config.latency else 1000.0
+        self._point: Point = space.top()
+        self._decision: Optional[Decision] = None
+        self._readings: List[Reading] = []
+        self._powers: List[float] = []
+        self._window_from = 0.0  # when the window's first reading is due
+        self._reference: Optional[float] = None  # items/J where the daemon started
+        self.energy_saved_j = 0.0
+        self._latency: Dict[str, float] = {}
+        self._paused_why: Optional[str] = None
+
+    def begin(self, current_hz: Dict[str, Optional[int]]) -> None:
+        """The first window, at the point the board holds now (nearest table entries)."""
+        self._decision = self.tuner.start(self.space.nearest(current_hz))
+        self._go(self._decision.point, force=True)
+
+    def _go(self, point: Point, force: bool = False) -> None:
+        """The next window at `point`: pinned where it is not the point pinned now."""
+        if force or point != self._point:
+            self._pin(self.space.hz(point))
+        self._point = point
+        self._readings, self._powers = [], []
+        settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s)
+        self._window_from = self._clock() + settle
+
+    def tick(self) -> float:
+        """Take the samples due and end a window that is due; the time to be woken next."""
+        now = self._clock()
+        why = self._paused()
+        if why is not None:  # a borrower holds the board: its clocks are not ours to judge
+            if self._paused_why is None:
+                log.info("tune: paused (%s)", why)
+            self._paused_why = why
+            self._readings, self._powers = [], []
+            return now + self.sample_s
+        if self._paused_why is not None:
+            log.info("tune: resumed")
+            self._paused_why = None
+            self._go(self._point, force=True)  # the board was lent: pinned again, a new window
+            return self._window_from
+        if now < self._window_from:
+            return self._window_from
+        try:
+            self._readings.append(self.source.read())
+        except JetbenchError as err:
+            self._decide(None, f"{err}")
+            return self._window_from
+        power = self._read_power()
+        if power is not None and math.isfinite(power):
+            self._powers.append(power)
+        first = self._readings[0]
+        if self._readings[-1].t_s - first.t_s >= self.config.window_s:
+            if self._decision is not None and self._decision.settle:
+                self._decision.settle = False  # that window let the workload settle: unjudged
+                self._readings, self._powers = [], []
+                self._window_from = self._clock()
+                return self._window_from
+            self._decide(self._measured(), None)
+            return self._window_from
+        return self._readings[-1].t_s + self.sample_s
+
+    def _measured(self) -> Optional[Window]:
+        """The window's figures; None where the counter went back (a restart) or no power."""
+        readings = self._readings
+        whole = window(readings[0], readings[-1], ms_per=self._ms_per)
+        if whole is None or not self._powers:
+            return None
+        spread = _sem_pct(_group_rates(readings))
+        floor = 100.0 / whole.items if whole.items > 0 else None
+        pct = max(p for p in (spread, floor) if p is not None) \
+            if spread is not None or floor is not None else None
+        power = statistics.fmean(self._powers)
+        power_pct = _sem_pct(self._powers) if len(self._powers) > 1 else None
+        self._latency = whole.latency_ms
+        measured = Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
+                          whole.latency_ms)
+        if self._reference is None and measured.items_per_j > 0:
+            self._reference = measured.items_per_j
+        elif self._reference:
+            self.energy_saved_j += whole.items / self._reference - power * whole.seconds
+        return measured
+
+    def _decide(self, measured: Optional[Window], failure: Optional[str]) -> None:
+        decision = self.tuner.observe(self._point, measured)
+        if failure is not None:
+            decision.why = f"{decision.why} ({failure})"
+        elif measured is None:
+            decision.why = f"{decision.why} (the counter went back, or no power reading)"
+        if self._decision is None or decision.why != self._decision.why or \
+                decision.phase != self._decision.phase:
+            log.info("tune: %s: %s", decision.phase, decision.why)
+        self._decision = decision
+        if decision.phase == FROZEN:
+            self._readings, self._powers = [], []
+            self._window_from = self._clock() + self.config.window_s
+            return
+        self._go(decision.point)
+
+    def doc(self) -> TuneStatusDoc:
+        t = self.tuner
+        held = None
+        if t.held is not None and t.held_window is not None:
+            held = _point_doc(self.space, t.held, t.held_window)
+        return {
+            "phase": t.phase,
+            "source": self.config.rate.text(),
+            "constraints": [lim.text() for lim in t.limits],
+            "window_s": self.config.window_s,
+            "held": held,
+            "last": _point_doc(self.space, *t.last) if t.last else None,
+            "best": _point_doc(self.space, *t.best) if t.best else None,
+            "why": self._decision.why if self._decision else "starting",
+            "windows": t.windows,
+            "windows_breaking_constraints": t.broken_windows,
+            "energy_saved_j": round(self.energy_saved_j, 3),
+            "energy_saved_basis": "each window's items at the items/J of the first window "
+                                  "(the point the daemon started from), less the window's "
+                                  "energy",
+            "latency_ms": dict(self._latency),
+            "paused": self._paused_why,
+        }

@@ -1,0 +1,363 @@
+"""`daemon --tune`'s controller: which clocks to hold next, from windows of the live workload.
+
+Pure: it is told what each window measured at the point it asked for (the workload's rate from
+its counter, the board's mean power, the window's latency quantiles) and answers the point for
+the next window. The daemon pins that point (a journalled pin within the power mode's caps),
+waits a window, and tells it again (service.py's glue, tune_loop.py).
+
+The search. Items per joule along one clock is unimodal in practice: falling clocks save power
+until the work no longer keeps up (a paced workload: the rate falls below the demand) or until
+static power dominates (a saturated one: the rate falls faster than the power). So from a point
+that meets the constraints each knob in turn (GPU, then EMC, then CPU) steps down its table, a
+quarter of it at first: a step that meets the constraints and is not worse in items/J (within
+the uncertainties) is taken; one that breaks a constraint is rolled back at once (the next
+window is at the last good point) and the step halves; one that is worse also halves it. A
+knob is done when a step of one table entry can no longer be taken. Then the best point is
+held.
+
+Holding, it keeps measuring: a window that breaks a constraint beyond its uncertainty goes to
+the top of the space at once (the demand outgrew the held point) and searches again from
+there; a rate that moved beyond noise from the one the point was chosen at (the demand
+changed) searches again from the held point. A window the source could not read freezes the
+search at the last good point (phase `frozen`), until the source answers again.
+
+Every decision goes by report/digits.separated: the uncertainties must separate two figures
+before one is called better, and a constraint is broken only when its whole interval is on the
+wrong side (a constraint met within noise is met: a 30/s camera read as 29.6 +- 1.5 keeps up).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import UsageError
+from ..report.digits import separated
+
+EXPLORING = "exploring"
+HOLDING = "holding"
+RETUNING = "re-tuning"
+FROZEN = "frozen"
+PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN)
+
+# A figure's interval, for a decision, is this many of its uncertainties either side (one
+# uncertainty is about one standard error: two keep a held point from being left, or a step
+# from being taken, on the noise of one window).
+SIGMAS = 2.0
+LIMIT_NAMES = ("items_per_s", "power_w", "latency_p99_ms", "latency_p50_ms")
+_LIMIT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
+MAX_PASSES = 3  # passes over the knobs in one search (another only where one moved)
+MOVED_WINDOWS = 2  # windows in a row whose rate moved beyond noise before a search again
+
+Point = Tuple[int, ...]  # an index into each knob's table, in `Space.knobs` order
+
+
+@dataclass(frozen=True)
+class Space:
+    """The knobs searched and their tables (Hz, ascending), within the power mode's caps."""
+
+    knobs: Tuple[str, ...]
+    tables: Tuple[Tuple[int, ...], ...]
+
+    def top(self) -> Point:
+        return tuple(len(t) - 1 for t in self.tables)
+
+    def hz(self, point: Point) -> Dict[str, int]:
+        return {k: t[i] for k, t, i in zip(self.knobs, self.tables, point)}
+
+    def nearest(self, hz: Dict[str, Optional[int]]) -> Point:
+        """The table entries nearest to clocks read from the board (the top where unknown)."""
+        out: List[int] = []
+        for knob, table in zip(self.knobs, self.tables):
+            want = hz.get(knob)
+            if want is None:
+                out.append(len(table) - 1)
+            else:
+                out.append(min(range(len(table)), key=lambda i: abs(table[i] - want)))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Window:
+    """What one window at a point measured."""
+
+    items_per_s: float
+    items_per_s_uncertainty_pct: Optional[float]
+    power_w: float
+    power_w_uncertainty_pct: Optional[float]
+    latency_ms: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def items_per_j(self) -> float:
+        return self.items_per_s / self.power_w if self.power_w > 0 else 0.0
+
+    @property
+    def items_per_j_uncertainty_pct(self) -> Optional[float]:
+        a, b = self.items_per_s_uncertainty_pct, self.power_w_uncertainty_pct
+        if a is None or b is None:
+            return None
+        return math.hypot(a, b)
+
+    def metric(self, name: str) -> Tuple[Optional[float], Optional[float]]:
+        """(value, uncertainty %) of a constraint's metric (latency's uncertainty unknown)."""
+        if name in ("items_per_s", "images_per_s"):
+            return self.items_per_s, self.items_per_s_uncertainty_pct
+        if name == "power_w":
+            return self.power_w, self.power_w_uncertainty_pct
+        if name in ("items_per_j", "images_per_j"):
+            return self.items_per_j, self.items_per_j_uncertainty_pct
+        if name.startswith("latency_") and name.endswith("_ms"):
+            return self.latency_ms.get(name[len("latency_"):-len("_ms")]), None
+        return None, None
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A constraint, `NAME>=VALUE` or `NAME<=VALUE` (run/tune/options.Constraint's terms)."""
+
+    name: str
+    op: str
+    value: float
+
+    def _margin(self, window: Window) -> Tuple[Optional[float], float]:
+        got, pct = window.metric(self.name)
+        return got, (0.0 if got is None else abs(got) * (pct or 0.0) / 100.0 * SIGMAS)
+
+    def met(self, window: Window) -> bool:
+        """Met with the whole interval on the right side (SIGMAS uncertainties): what a step
+        needs to be taken. An unknown metric is not met."""
+        got, margin = self._margin(window)
+        if got is None:
+            return False
+        return got - margin >= self.value if self.op == ">=" else got + margin <= self.value
+
+    def broken(self, window: Window) -> bool:
+        """Broken with the whole interval on the wrong side: what makes a held point be left.
+        An unknown metric is not judged."""
+        got, margin = self._margin(window)
+        if got is None:
+            return False
+        return got + margin < self.value if self.op == ">=" else got - margin > self.value
+
+    @staticmethod
+    def parse(text: str) -> Limit:
+        """'items_per_s>=30', 'latency_p99_ms<=40', 'power_w<=10' -> a Limit; UsageError."""
+        m = _LIMIT.match(text)
+        if m is None or m.group(1) not in LIMIT_NAMES:
+            raise UsageError(f"--constraint {text!r}: expected NAME>=VALUE or NAME<=VALUE",
+                             hint="NAME is one of " + ", ".join(LIMIT_NAMES)
+                             + "; e.g. --constraint 'items_per_s>=30'")
+        try:
+            value = float(m.group(3))
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise UsageError(f"--constraint {text!r}: {m.group(3)!r} is not a number")
+        return Limit(m.group(1), m.group(2), value)
+
+    def text(self) -> str:
+        return f"{self.name}{self.op}{self.value:g}"
+
+
+def _better(a: Window, b: Window) -> bool:
+    """`a` beats `b` in items/J beyond the uncertainties."""
+    return a.items_per_j > b.items_per_j and separated(
+        a.items_per_j, a.items_per_j_uncertainty_pct, b.items_per_j,
+        b.items_per_j_uncertainty_pct)
+
+
+def _worse(a: Window, b: Window) -> bool:
+    return _better(b, a)
+
+
+def _moved(a: Window, b: Window) -> bool:
+    """The rate moved beyond noise: the intervals at SIGMAS uncertainties do not overlap."""
+    pa, pb = a.items_per_s_uncertainty_pct, b.items_per_s_uncertainty_pct
+    return separated(a.items_per_s, None if pa is None else pa * SIGMAS, b.items_per_s,
+                     None if pb is None else pb * SIGMAS)
+
+
+@dataclass
+class Decision:
+    """The controller's answer after a window: where the next window runs, and why."""
+
+    point: Point
+    phase: str
+    why: str
+    # The window before fell behind (a backlog the next one drains would flatter it), or the
+    # board has just been pinned: one window at the point only lets the workload settle and
+    # is not judged.
+    settle: bool = False
+
+
+class OnlineTuner:
+    """The search state. `start(point)` gives the first point; `observe(point, window)` (None:
+    the source was not read) answers the next."""
+
+    def __init__(self, space: Space, limits: Sequence[Limit]):
+        self.space = space
+        self.limits = tuple(limits)
+        self.phase = EXPLORING
+        self.held: Optional[Point] = None  # the last good point (held when not exploring)
+        self.held_window: Optional[Window] = None  # its window when it was chosen
+        self.best: Optional[Tuple[Point, Window]] = None  # the best good window ever seen
+        self.last: Optional[Tuple[Point, Window]] = None
+        self.windows = 0
+        self.broken_windows = 0
+        self._knob = 0
+        self._step = 0
+        self._recovering = False  # the next window is back at the held point after a break
+        self._passes = 0
+        self._failed: List[Point] = []  # points that did not meet the constraints, this search
+        self._pass_from: Optional[Point] = None  # the held point when this pass began
+        self._moved = 0  # holding: windows in a row whose rate moved beyond noise
+        self._moved_up = False
+
+    # -- what the daemon calls -----------------------------------------------------------------
+    def start(self, point: Point) -> Decision:
+        """Where the first window runs: the point the board holds now (the profile's)."""
+        return Decision(point, self.phase, "measuring the point the board holds", settle=True)
+
+    def observe(self, point: Point, window: Optional[Window]) -> Decision:
+        if window is None:
+            return self._freeze(point)
+        self.windows += 1
+        self.last = (point, window)
+        if any(lim.broken(window) for lim in self.limits):
+            self.broken_windows += 1
+        unmet = [lim for lim in self.limits if not lim.met(window)]
+        if not unmet and (self.best is None or _better(window, self.best[1])):
+            self.best = (point, window)
+        if self.phase == FROZEN:
+            self.phase = RETUNING if self.held is not None else EXPLORING
+        if self.phase == HOLDING:
+            return self._hold(point, window,
+                              [lim for lim in self.limits if lim.broken(window)])
+        return self._search(point, window, unmet,
+                            [lim for lim in self.limits if lim.broken(window)])
+
+    # -- searching -----------------------------------------------------------------------------
+    def _first_step(self, knob: int) -> int:
+        return max(1, len(self.space.tables[knob]) // 4)
+
+    def _begin_search(self) -> None:
+        """A search down from the held point: the first knob, a quarter of its table."""
+        assert self.held is not None
+        self._knob, self._step = 0, self._first_step(0)
+        self._passes, self._pass_from = 1, self.held
+        self._failed = []
+
+    def _to_top(self, why: str) -> Decision:
+        """A constraint broken at the last good point: the top of the space at once, and the
+        search begins again from whatever is good there."""
+        top = self.space.top()
+        self.held, self.held_window, self._recovering = None, None, False
+        return Decision(top, self.phase, f"{why}: to the top at once", settle=True)
+
+    def _search(self, point: Point, window: Window, unmet: List[Limit],
+                broken: List[Limit]) -> Decision:
+        """A step is taken only where every constraint is met beyond its uncertainty; the last
+        good point is left only where one is broken beyond it."""
+        why_unmet = ", ".join(lim.text() for lim in unmet) + " not met"
+        if self.held is None:  # the first good point is not found yet
+            if unmet:
+                if point == self.space.top():
+                    self.held, self.held_window = point, window
+                    self.phase = HOLDING
+                    return Decision(point, self.phase, f"{why_unmet} even at the top of the "
+                                    "space: holding the top")
+                return self._to_top(f"{why_unmet} at {self._text(point)}")
+            self.held, self.held_window = point, window
+            self._begin_search()
+            return self._next_probe(f"{self._met()} at {self._text(point)}: stepping down "
+                                    "from there")
+        assert self.held_window is not None
+        if self._recovering:  # the window back at the last good point after a failed step
+            self._recovering = False
+            if broken:
+                why = ", ".join(lim.text() for lim in broken)
+                return self._to_top(f"{why} broken back at {self._text(point)}")
+            return self._next_probe(f"back at {self._text(point)}")
+        if unmet:
+            self._step //= 2
+            self._recovering = True
+            self._failed.append(point)
+            return Decision(self.held, self.phase, f"{why_unmet} at {self._text(point)}: "
+                            f"back to {self._text(self.held)} at once", settle=True)
+        if _worse(window, self.held_window):
+            self._step //= 2
+            return self._next_probe(f"{self._text(point)} is worse in items/J: staying at "
+                                    f"{self._text(self.held)}")
+        self.held, self.held_window = point, window
+        return self._next_probe(f"{self._text(point)} is as good or better in items/J: taken")
+
+    def _next_probe(self, why: str) -> Decision:
+        """The next step down from the held point, knob by knob; holding when none is left."""
+        assert self.held is not None
+        while self._knob < len(self.space.knobs):
+            index = self.held[self._knob]
+            if self._step >= 1 and index > 0:
+                probe = list(self.held)
+                probe[self._knob] = max(0, index - self._step)
+                if any(all(p <= f for p, f in zip(probe, failed)) for failed in self._failed):
+                    # no clock higher than at a point that failed in this search: it fails too
+                    # (a rate does not rise, nor a latency fall, as a clock comes down)
+                    self._step //= 2
+                    continue
+                return Decision(tuple(probe), self.phase, why)
+            self._knob += 1
+            if self._knob == len(self.space.knobs) and self.held != self._pass_from and \
+                    self._passes < MAX_PASSES:
+                # a knob moved in this pass: the others' best may have moved with it
+                self._knob, self._passes, self._pass_from = 0, self._passes + 1, self.held
+            if self._knob < len(self.space.knobs):
+                self._step = self._first_step(self._knob)
+        self.phase = HOLDING
+        return Decision(self.held, self.phase, f"{why}; holding {self._text(self.held)}")
+
+    # -- holding -------------------------------------------------------------------------------
+    def _hold(self, point: Point, window: Window, broken: List[Limit]) -> Decision:
+        assert self.held is not None and self.held_window is not None
+        if broken:
+            top = self.space.top()
+            why = ", ".join(lim.text() for lim in broken)
+            if self.held == top:
+                return Decision(top, self.phase, f"{why} is not met even at the top of the "
+                                "space: holding the top")
+            self.phase = RETUNING
+            return self._to_top(f"{why} broken while holding {self._text(self.held)}")
+        ref = self.held_window
+        moved = _moved(window, ref)
+        self._moved = self._moved + 1 if moved and (
+            self._moved == 0 or (window.items_per_s > ref.items_per_s) == self._moved_up) else \
+            (1 if moved else 0)
+        self._moved_up = window.items_per_s > ref.items_per_s
+        if self._moved >= MOVED_WINDOWS:
+            self._moved = 0
+            self.phase = RETUNING
+            self.held_window = window
+            self._begin_search()
+            return self._next_probe(f"the rate moved ({ref.items_per_s:.3g} -> "
+                                    f"{window.items_per_s:.3g}/s): searching again from "
+                                    f"{self._text(point)}")
+        return Decision(self.held, self.phase, "holding")
+
+    def _freeze(self, point: Point) -> Decision:
+        self.phase = FROZEN
+        keep = self.held if self.held is not None else point
+        self._recovering = False
+        if self.held is not None:
+            self._begin_search()
+        return Decision(keep, self.phase, "the rate source did not answer: frozen at "
+                        f"{self._text(keep)}")
+
+    # -- words ---------------------------------------------------------------------------------
+    def _text(self, point: Point) -> str:
+        return ", ".join(f"{k} {hz / 1e6:.0f} MHz" for k, hz in self.space.hz(point).items())
+
+    def _met(self) -> str:
+        if not self.limits:
+            return "no constraint"
+        return ", ".join(lim.text() for lim in self.limits) + " met"

@@ -1,0 +1,148 @@
+"""Issue 40: the live workload's rate as `daemon --tune` reads it (daemon/live_rate.py) and its
+windows (daemon/live_tuning.py): Prometheus text as Triton, vLLM and prometheus-client write
+it, a counter summed over its series, histogram quantiles as histogram_quantile() gives them,
+a counter reset, a source that stops answering, a window that lets the workload settle."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import pytest
+
+from jetbench.daemon.live_rate import (
+    LiveRate,
+    Reading,
+    Selector,
+    buckets,
+    counter_value,
+    ms_per_unit,
+    parse_exposition,
+    parse_source,
+    quantile,
+    window,
+)
+from jetbench.daemon.live_tuning import LiveTuning, TuneConfig
+from jetbench.daemon.online_tuner import FROZEN, Limit, Space
+from jetbench.errors import HardwareError, UsageError
+
+TRITON = """# HELP nv_inference_count Number of inferences performed
+# TYPE nv_inference_count counter
+nv_inference_count{model="resnet50",version="1"} 1200
+nv_inference_count{model="yolo",version="2"} 300
+# HELP vllm:generation_tokens_total Number of generation tokens processed.
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{model_name="llama"} 5.5e3
+sim_app_items_total 42.0
+sim_app_items_created 1.79e9
+lat_seconds_bucket{le="0.01"} 10
+lat_seconds_bucket{le="0.02"} 30
+lat_seconds_bucket{le="0.05"} 40
+lat_seconds_bucket{le="+Inf"} 40
+garbage line without a value
+"""
+
+
+def test_the_source_is_parsed_or_refused_with_one_message():
+    src = parse_source('prometheus:http://127.0.0.1:8002/metrics#nv_inference_count'
+                       '{model="yolo"}')
+    assert src.url == "http://127.0.0.1:8002/metrics"
+    assert src.selector == Selector("nv_inference_count", (("model", "yolo"),))
+    assert parse_source(src.text()) == src
+    for bad in ("http://h/m#x", "prometheus:http://h/m", "prometheus:file:///etc#x",
+                "prometheus:http://h/m#1bad", 'prometheus:http://h/m#x{a=b}'):
+        with pytest.raises(UsageError):
+            parse_source(bad)
+
+
+def test_counters_sum_their_series_and_find_the_total_suffix():
+    series = parse_exposition(TRITON)
+    assert counter_value(series, Selector("nv_inference_count")) == 1500
+    assert counter_value(series, Selector("nv_inference_count", (("model", "yolo"),))) == 300
+    assert counter_value(series, Selector("vllm:generation_tokens_total")) == 5500
+    assert counter_value(series, Selector("sim_app_items")) == 42  # prometheus-client's _total
+    assert counter_value(series, Selector("absent")) is None
+
+
+def test_quantiles_interpolate_inside_their_bucket_as_prometheus_does():
+    got = buckets(parse_exposition(TRITON), Selector("lat_seconds"))
+    assert got == {0.01: 10, 0.02: 30, 0.05: 40, float("inf"): 40}
+    assert quantile(0.5, got) == pytest.approx(0.015)  # rank 20 of 40: half-way in (0.01, 0.02]
+    assert quantile(0.99, got) == pytest.approx(0.02 + 0.03 * (39.6 - 30) / 10)
+    assert quantile(0.5, {1.0: 0, float("inf"): 0}) is None
+    assert quantile(0.99, {0.1: 1, float("inf"): 100}) == 0.1  # in +Inf: the largest bound
+    assert ms_per_unit("vllm:e2e_request_latency_seconds") == 1000.0
+    assert ms_per_unit("nv_inference_first_response_histogram_ms") == 1.0
+    assert ms_per_unit("x_us") == 0.001
+
+
+def test_a_window_is_the_increase_and_a_reset_is_no_window():
+    a = Reading(10.0, 100.0, {0.01: 0, 0.1: 5, float("inf"): 5})
+    b = Reading(12.0, 160.0, {0.01: 30, 0.1: 60, float("inf"): 60})
+    w = window(a, b)
+    # 55 new: rank 27.5 falls in (0, 10 ms] where 30 are: 27.5/30 of the way
+    assert w.items_per_s == 30.0 and w.latency_ms["p50"] == pytest.approx(10.0 * 27.5 / 30)
+    assert window(b, Reading(13.0, 5.0)) is None  # the workload restarted
+    assert window(a, Reading(10.0, 100.0)) is None
+
+
+def test_an_unreachable_endpoint_is_one_hardware_error():
+    source = LiveRate(parse_source("prometheus:http://127.0.0.1:9/metrics#x"), timeout_s=1)
+    with pytest.raises(HardwareError, match="did not answer"):
+        source.read()
+
+
+class FakeSource:
+    """A counter at `rate` per second of the fake clock; `fail` makes reads fail."""
+
+    def __init__(self, clock: List[float], rate: float):
+        self.clock, self.rate, self.fail = clock, rate, False
+
+    def read(self) -> Reading:
+        if self.fail:
+            raise HardwareError("the metrics endpoint http://x did not answer (refused)")
+        return Reading(self.clock[0], self.rate * self.clock[0])
+
+
+def _tuning(rate: float = 30.0, power: Optional[float] = 5.0):
+    clock = [0.0]
+    source = FakeSource(clock, rate)
+    pins: List[dict] = []
+    space = Space(("gpu",), ((100_000_000, 200_000_000, 300_000_000, 400_000_000),))
+    config = TuneConfig(rate=parse_source("prometheus:http://x/m#c"),
+                        limits=(Limit("items_per_s", ">=", 20.0),), knobs=("gpu",),
+                        window_s=2.0)
+    tuning = LiveTuning(config, source, space, lambda: power, pins.append,
+                        clock=lambda: clock[0])
+    return tuning, clock, source, pins
+
+
+def _advance(tuning, clock, seconds: float) -> None:
+    end = clock[0] + seconds
+    while clock[0] < end:
+        clock[0] = max(clock[0] + 1e-6, min(tuning.tick(), end))
+
+
+def test_the_first_window_settles_then_windows_are_judged_and_points_pinned():
+    tuning, clock, source, pins = _tuning()
+    tuning.begin({"gpu": 400_000_000})
+    assert pins == [{"gpu": 400_000_000}]  # the starting point, pinned (journalled) first
+    _advance(tuning, clock, 2.5)  # settle + the settling window: nothing judged
+    assert tuning.tuner.windows == 0
+    _advance(tuning, clock, 2.5)
+    assert tuning.tuner.windows == 1 and len(pins) == 2  # judged: a step down pinned
+    doc = tuning.doc()
+    assert doc["last"]["items_per_s"] == pytest.approx(30.0)
+    assert doc["last"]["items_per_j"] == pytest.approx(6.0)
+
+
+def test_a_silent_source_freezes_and_the_daemon_goes_on():
+    tuning, clock, source, pins = _tuning()
+    tuning.begin({"gpu": 400_000_000})
+    _advance(tuning, clock, 5.0)
+    source.fail = True
+    _advance(tuning, clock, 3.0)
+    doc = tuning.doc()
+    assert doc["phase"] == FROZEN and "did not answer" in doc["why"]
+    source.fail = False
+    _advance(tuning, clock, 12.0)
+    assert tuning.doc()["phase"] != FROZEN
