@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers.daemons import Daemon, board_state
+from helpers.daemons import TUNE_METRICS, Daemon, board_state
 
 from conftest import REPO, bound_s, jetbench_env, make_board, run_cli
 
@@ -103,7 +103,8 @@ def test_the_daemon_tunes_the_live_app_holds_and_restores(tmp_path, started):
         metrics = urllib.request.urlopen(f"http://{doc['metrics']}/metrics", timeout=5).read()
         text = metrics.decode()
         assert 'jetbench_tune_phase{phase="holding"} 1.0' in text
-        assert "jetbench_tune_energy_saved_joules_total" in text
+        exported = set(re.findall(r"^(jetbench_tune_[a-z_]+)", text, re.M))
+        assert TUNE_METRICS <= exported, sorted(TUNE_METRICS - exported)
         assert daemon.stop() == 0
     finally:
         app.send_signal(signal.SIGTERM)

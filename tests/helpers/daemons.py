@@ -21,6 +21,13 @@ from conftest import REPO, bound_s, snapshot
 # readings, not state jetbench changes, so byte-for-byte comparisons leave them out.
 RAIL_FILES = ("in_power", "in_current", "in_voltage", "curr", "power")
 
+# What a daemon with --tune exports beyond the others: the dashboard's --tune panels may query
+# these (test_daemon_energy.py), and a tuning daemon exports them all (test_daemon_tune.py).
+TUNE_METRICS = {"jetbench_tune_phase", "jetbench_tune_items_per_joule",
+                "jetbench_tune_items_per_second", "jetbench_tune_point_hz",
+                "jetbench_tune_energy_saved_joules_total",
+                "jetbench_tune_constraint_violations_total", "jetbench_tune_windows_total"}
+
 
 def board_state(base: Path) -> Dict[str, str]:
     snap = snapshot(base, exclude=("var",))
