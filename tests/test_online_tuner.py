@@ -12,6 +12,7 @@ from typing import Dict, Optional
 import pytest
 
 from jetbench.daemon.online_tuner import (
+    CHECK_UP_EVERY,
     EXPLORING,
     FROZEN,
     HOLDING,
@@ -176,13 +177,33 @@ def test_a_constraint_the_top_cannot_meet_holds_the_top_and_says_so():
 
 
 def test_noise_is_not_a_reason_to_move():
-    """Holding, windows that differ only by noise keep the point (no re-tune)."""
+    """Holding, windows that differ only by noise keep the point (no re-tune); one window in
+    CHECK_UP_EVERY + 1 looks one step up, and comes back."""
     board = Board(_space(), None, noise=0.01, seed=1)
     tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 40.0)])
     decision, _ = _run(tuner, board, board.space.top(), 30)
-    held = decision.point
+    held = tuner.held
+    up = (held[0] + 1, *held[1:])
+    points = []
+    for _ in range(42):
+        decision = tuner.observe(decision.point, board.window(decision.point))
+        points.append(decision.point)
+        assert decision.phase == HOLDING and tuner.held == held, decision
+    assert set(points) == {held, up}
+    assert points.count(up) == 42 // (CHECK_UP_EVERY + 1), points
+
+
+def test_holding_a_saturated_point_looks_up_and_follows_a_demand_that_grew():
+    """A paced workload whose demand grows past what the held point serves: the rate stays
+    above the constraint (it serves what it can), so only the look one step up tells."""
+    board = Board(_space(("gpu",)), 30.0)
+    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 27.0)])
+    decision, _ = _run(tuner, board, board.space.top(), 30)
+    low = decision.point
+    board.demand = 90.0
     phases = []
     for _ in range(40):
         decision = tuner.observe(decision.point, board.window(decision.point))
         phases.append(decision.phase)
-    assert decision.point == held and set(phases) == {HOLDING}, phases
+    assert RETUNING in phases and decision.phase == HOLDING
+    assert tuner.held[0] > low[0]

@@ -50,6 +50,7 @@ LIMIT_NAMES = ("items_per_s", "power_w", "latency_p99_ms", "latency_p50_ms")
 _LIMIT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
 MAX_PASSES = 3  # passes over the knobs in one search (another only where one moved)
 MOVED_WINDOWS = 2  # windows in a row whose rate moved beyond noise before a search again
+CHECK_UP_EVERY = 6  # holding: every this many windows, one window one step up
 
 Point = Tuple[int, ...]  # an index into each knob's table, in `Space.knobs` order
 
@@ -161,11 +162,12 @@ class Limit:
         return f"{self.name}{self.op}{self.value:g}"
 
 
-def _better(a: Window, b: Window) -> bool:
-    """`a` beats `b` in items/J beyond the uncertainties."""
+def _better(a: Window, b: Window, sigmas: float = 1.0) -> bool:
+    """`a` beats `b` in items/J beyond `sigmas` of the uncertainties."""
+    pa, pb = a.items_per_j_uncertainty_pct, b.items_per_j_uncertainty_pct
     return a.items_per_j > b.items_per_j and separated(
-        a.items_per_j, a.items_per_j_uncertainty_pct, b.items_per_j,
-        b.items_per_j_uncertainty_pct)
+        a.items_per_j, None if pa is None else pa * sigmas, b.items_per_j,
+        None if pb is None else pb * sigmas)
 
 
 def _worse(a: Window, b: Window) -> bool:
@@ -210,8 +212,13 @@ class OnlineTuner:
         self._step = 0
         self._recovering = False  # the next window is back at the held point after a break
         self._passes = 0
+        self._dir = -1  # -1: stepping down the knob's table; 1: up
+        self._search_best: Optional[Window] = None  # the best window taken in this search
+        self._went_down = False  # a step down was taken on this knob in this pass
         self._failed: List[Point] = []  # points that did not meet the constraints, this search
         self._pass_from: Optional[Point] = None  # the held point when this pass began
+        self._checking = False  # holding: this window is the one step up
+        self._held_windows = 0
         self._moved = 0  # holding: windows in a row whose rate moved beyond noise
         self._moved_up = False
 
@@ -246,6 +253,8 @@ class OnlineTuner:
         """A search down from the held point: the first knob, a quarter of its table."""
         assert self.held is not None
         self._knob, self._step = 0, self._first_step(0)
+        self._dir, self._went_down = -1, False
+        self._search_best = self.held_window
         self._passes, self._pass_from = 1, self.held
         self._failed = []
 
@@ -283,31 +292,51 @@ class OnlineTuner:
         if unmet:
             self._step //= 2
             self._recovering = True
-            self._failed.append(point)
+            if self._dir < 0:
+                self._failed.append(point)
             return Decision(self.held, self.phase, f"{why_unmet} at {self._text(point)}: "
                             f"back to {self._text(self.held)} at once", settle=True)
-        if _worse(window, self.held_window):
+        # Down, a point as good within the uncertainties is taken (it draws less power); up,
+        # only one better beyond them.
+        # Down steps are judged against the best window of this search, not the last taken:
+        # steps each within noise of the one before would otherwise walk down a slope.
+        ref = self._search_best or self.held_window
+        if _worse(window, ref) if self._dir < 0 else \
+                not _better(window, self.held_window, SIGMAS):
             self._step //= 2
-            return self._next_probe(f"{self._text(point)} is worse in items/J: staying at "
-                                    f"{self._text(self.held)}")
+            return self._next_probe(f"{self._text(point)} is not better in items/J: staying "
+                                    f"at {self._text(self.held)}")
         self.held, self.held_window = point, window
-        return self._next_probe(f"{self._text(point)} is as good or better in items/J: taken")
+        if self._search_best is None or _better(window, self._search_best):
+            self._search_best = window
+        self._went_down = self._went_down or self._dir < 0
+        return self._next_probe(f"{self._text(point)} is {'as good or ' if self._dir < 0 else ''}"
+                                "better in items/J: taken")
 
     def _next_probe(self, why: str) -> Decision:
-        """The next step down from the held point, knob by knob; holding when none is left."""
+        """The next step from the held point, knob by knob: down first; up where no step down
+        was taken (a saturated workload's best can be above where the search began); holding
+        when none is left."""
         assert self.held is not None
         while self._knob < len(self.space.knobs):
             index = self.held[self._knob]
-            if self._step >= 1 and index > 0:
+            top = len(self.space.tables[self._knob]) - 1
+            target = min(top, max(0, index + self._dir * self._step))
+            if self._step >= 1 and target != index:
                 probe = list(self.held)
-                probe[self._knob] = max(0, index - self._step)
-                if any(all(p <= f for p, f in zip(probe, failed)) for failed in self._failed):
+                probe[self._knob] = target
+                if self._dir < 0 and any(all(p <= f for p, f in zip(probe, failed))
+                                         for failed in self._failed):
                     # no clock higher than at a point that failed in this search: it fails too
                     # (a rate does not rise, nor a latency fall, as a clock comes down)
                     self._step //= 2
                     continue
                 return Decision(tuple(probe), self.phase, why)
+            if self._dir < 0 and not self._went_down:
+                self._dir, self._step = 1, self._first_step(self._knob)
+                continue
             self._knob += 1
+            self._dir, self._went_down = -1, False
             if self._knob == len(self.space.knobs) and self.held != self._pass_from and \
                     self._passes < MAX_PASSES:
                 # a knob moved in this pass: the others' best may have moved with it
@@ -320,6 +349,18 @@ class OnlineTuner:
     # -- holding -------------------------------------------------------------------------------
     def _hold(self, point: Point, window: Window, broken: List[Limit]) -> Decision:
         assert self.held is not None and self.held_window is not None
+        if self._checking:  # the window one step up
+            self._checking = False
+            if all(lim.met(window) for lim in self.limits) and \
+                    _better(window, self.held_window, SIGMAS):
+                self.phase = RETUNING
+                self.held, self.held_window = point, window
+                self._begin_search()
+                return self._next_probe(f"one step up, {self._text(point)} is better in "
+                                        "items/J: searching again from there")
+            return Decision(self.held, self.phase, f"one step up, {self._text(point)} is not "
+                            f"better: holding {self._text(self.held)}")
+        self._held_windows += 1
         if broken:
             top = self.space.top()
             why = ", ".join(lim.text() for lim in broken)
@@ -342,7 +383,24 @@ class OnlineTuner:
             return self._next_probe(f"the rate moved ({ref.items_per_s:.3g} -> "
                                     f"{window.items_per_s:.3g}/s): searching again from "
                                     f"{self._text(point)}")
+        up = self._one_up()
+        if up is not None and self._held_windows % CHECK_UP_EVERY == 0:
+            # A saturated workload whose demand grew shows no change at the held point (it
+            # serves what it can, still above the constraint): only a look above tells.
+            self._checking = True
+            return Decision(up, self.phase, f"holding {self._text(self.held)}; checking one "
+                            "step up")
         return Decision(self.held, self.phase, "holding")
+
+    def _one_up(self) -> Optional[Point]:
+        """The held point with its first knob not at its top one entry higher."""
+        assert self.held is not None
+        for k, (index, table) in enumerate(zip(self.held, self.space.tables)):
+            if index < len(table) - 1:
+                up = list(self.held)
+                up[k] = index + 1
+                return tuple(up)
+        return None
 
     def _freeze(self, point: Point) -> Decision:
         self.phase = FROZEN
