@@ -301,8 +301,7 @@ class OnlineTuner:
         # Down steps are judged against the best window of this search, not the last taken:
         # steps each within noise of the one before would otherwise walk down a slope.
         ref = self._search_best or self.held_window
-        if _worse(window, ref) if self._dir < 0 else \
-                not _better(window, self.held_window, SIGMAS):
+        if _worse(window, ref) if self._dir < 0 else not _better(window, self.held_window):
             self._step //= 2
             return self._next_probe(f"{self._text(point)} is not better in items/J: staying "
                                     f"at {self._text(self.held)}")
@@ -351,15 +350,21 @@ class OnlineTuner:
         assert self.held is not None and self.held_window is not None
         if self._checking:  # the window one step up
             self._checking = False
+            ref = self.held_window
             if all(lim.met(window) for lim in self.limits) and \
-                    _better(window, self.held_window, SIGMAS):
+                    window.items_per_s > ref.items_per_s and _moved(window, ref) and \
+                    _better(window, ref):
+                # more served one step up, and more per joule: the held point was not keeping
+                # up with the demand (a saturated point one step below its best serves more up
+                # there too, but not more per joule)
                 self.phase = RETUNING
                 self.held, self.held_window = point, window
                 self._begin_search()
-                return self._next_probe(f"one step up, {self._text(point)} is better in "
-                                        "items/J: searching again from there")
-            return Decision(self.held, self.phase, f"one step up, {self._text(point)} is not "
-                            f"better: holding {self._text(self.held)}")
+                return self._next_probe(f"one step up, {self._text(point)} serves more "
+                                        f"({ref.items_per_s:.3g} -> {window.items_per_s:.3g}/s):"
+                                        " searching again from there")
+            return Decision(self.held, self.phase, f"one step up, {self._text(point)} serves "
+                            f"no more, or not per joule: holding {self._text(self.held)}")
         self._held_windows += 1
         if broken:
             top = self.space.top()
