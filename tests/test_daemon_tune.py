@@ -65,11 +65,25 @@ def test_sim_app_serves_at_the_speed_of_the_boards_clocks(tmp_path):
     assert 8 <= slow <= 13 and 50 <= fast <= 75, (slow, fast)
 
 
+def _holding(daemon: Daemon, seconds: float, since: int = 0) -> dict:
+    """The status once the daemon holds a point after `since` windows (its `tune` object)."""
+    deadline = time.monotonic() + bound_s(seconds)
+    tune: dict = {}
+    while time.monotonic() < deadline:
+        tune = daemon.ask("status").get("tune") or {}
+        if tune.get("phase") == "holding" and tune.get("windows", 0) >= since + 4:
+            return tune
+        time.sleep(0.5)
+    raise AssertionError(f"not holding within {bound_s(seconds)} s: {tune} {daemon.output()}")
+
+
 @pytest.mark.long
-def test_the_daemon_tunes_the_live_app_holds_and_restores(tmp_path, started):
+def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path, started):
     base = make_board(tmp_path, "tx1")
     before = board_state(base)
-    app, url = _start_app(base, "--demand", "30", "--model", "sim:resnet18")
+    demand = tmp_path / "demand"
+    demand.write_text("30\n")
+    app, url = _start_app(base, "--demand-file", str(demand), "--model", "sim:resnet18")
     try:
         daemon = Daemon(tmp_path, base, "--tune", "--tune-knobs", "gpu", "--tune-window", "2s",
                         "--throughput-from", f"prometheus:{url}#sim_app_items",
@@ -78,33 +92,40 @@ def test_the_daemon_tunes_the_live_app_holds_and_restores(tmp_path, started):
                         interval="0.5s")
         started.append(daemon)
         daemon.ready()
-        deadline = time.monotonic() + bound_s(90)
-        doc = {}
-        while time.monotonic() < deadline:
-            doc = daemon.ask("status")
-            tune = doc.get("tune") or {}
-            if tune.get("phase") == "holding" and tune.get("windows", 0) >= 4:
-                break
-            time.sleep(0.5)
-        tune = doc["tune"]
-        assert tune["phase"] == "holding", (tune, daemon.output())
+        tune = _holding(daemon, 90)
         held = tune["held"]["point_hz"]["gpu"]
         # 230 MHz serves 27.1 frames/s, 307 MHz 33.4 (the model): the lowest that keeps up
         # with 30/s is 307 MHz; noise on a loaded host may stop it a step higher, never lower
         assert 307_200_000 <= held < 998_400_000, (tune, daemon.output())
         assert tune["held"]["items_per_s"] >= 27
-        assert tune["best"]["items_per_j"] >= tune["held"]["items_per_j"] * 0.8
         assert tune["energy_saved_j"] > 0, tune
         assert "p99" in tune["latency_ms"]
-        pinned = (base / TX1_GPU / "max_freq").read_text().strip()
-        assert int(pinned) == held
+        # pinned there (or one step up, for the window that looks above while holding)
+        table = [int(v) for v in (base / TX1_GPU / "available_frequencies").read_text().split()]
+        pinned = int((base / TX1_GPU / "max_freq").read_text())
+        assert pinned in (held, table[table.index(held) + 1])
+        doc = daemon.ask("status")
         status = run_cli("status", "--socket", str(daemon.sock_path))
-        assert status.returncode == 0 and "tune" in status.stdout and "holding" in status.stdout
-        metrics = urllib.request.urlopen(f"http://{doc['metrics']}/metrics", timeout=5).read()
-        text = metrics.decode()
+        assert status.returncode == 0 and "tune held" in status.stdout, status.stdout
+        text = urllib.request.urlopen(f"http://{doc['metrics']}/metrics", timeout=5).read()
+        text = text.decode()
         assert 'jetbench_tune_phase{phase="holding"} 1.0' in text
         exported = set(re.findall(r"^(jetbench_tune_[a-z_]+)", text, re.M))
         assert TUNE_METRICS <= exported, sorted(TUNE_METRICS - exported)
+        # more frames: the held point serves what it can (above the constraint), and the look
+        # one step up finds more served, and more per joule: searched again, held higher
+        demand.write_text("45\n")
+        windows = tune["windows"]
+        deadline = time.monotonic() + bound_s(120)
+        phases = set()
+        while time.monotonic() < deadline:
+            tune = daemon.ask("status")["tune"]
+            phases.add(tune["phase"])
+            if "re-tuning" in phases and tune["phase"] == "holding":
+                break
+            time.sleep(0.5)
+        assert "re-tuning" in phases and tune["phase"] == "holding", (tune, daemon.output())
+        assert tune["held"]["point_hz"]["gpu"] > held and tune["windows"] > windows
         assert daemon.stop() == 0
     finally:
         app.send_signal(signal.SIGTERM)
@@ -140,3 +161,22 @@ def test_bad_tune_options_are_one_message_before_anything(tmp_path, args, says):
     done = run_cli("--root", str(base), "daemon", "--socket", str(tmp_path / "d.sock"), *args)
     assert done.returncode == 1 and says in done.stderr, done.stderr
     assert not (tmp_path / "d.sock").exists()
+
+
+def test_the_demand_schedule_and_file_are_read_or_refused(tmp_path):
+    from jetbench.errors import UsageError
+    from jetbench.workload.sim_app import DemandStep, parse_demand, read_demand_file
+
+    assert parse_demand("30,60@20,max@40") == (DemandStep(0, 30.0), DemandStep(20, 60.0),
+                                               DemandStep(40, None))
+    for bad in ("0", "30,60@0", "30@5", "fast", "30,60@20,20@10"):
+        with pytest.raises(UsageError):
+            parse_demand(bad)
+    path = tmp_path / "demand"
+    assert read_demand_file(path) == (False, None)
+    for text, want in (("45\n", (True, 45.0)), ("max", (True, None)), ("-3", (False, None)),
+                       ("x", (False, None))):
+        path.write_text(text)
+        assert read_demand_file(path) == want
+    done = run_cli("sim", "app", str(tmp_path), "--port", "0")
+    assert done.returncode == 1 and "not a simulated board" in done.stderr

@@ -103,16 +103,17 @@ class FakeSource:
         return Reading(self.clock[0], self.rate * self.clock[0])
 
 
-def _tuning(rate: float = 30.0, power: Optional[float] = 5.0):
+def _tuning(rate: float = 30.0, power: Optional[float] = 5.0, lent: Optional[list] = None):
     clock = [0.0]
     source = FakeSource(clock, rate)
     pins: List[dict] = []
+    lent = lent if lent is not None else []
     space = Space(("gpu",), ((100_000_000, 200_000_000, 300_000_000, 400_000_000),))
     config = TuneConfig(rate=parse_source("prometheus:http://x/m#c"),
                         limits=(Limit("items_per_s", ">=", 20.0),), knobs=("gpu",),
                         window_s=2.0)
     tuning = LiveTuning(config, source, space, lambda: power, pins.append,
-                        clock=lambda: clock[0])
+                        paused=lambda: lent[0] if lent else None, clock=lambda: clock[0])
     return tuning, clock, source, pins
 
 
@@ -146,3 +147,18 @@ def test_a_silent_source_freezes_and_the_daemon_goes_on():
     source.fail = False
     _advance(tuning, clock, 12.0)
     assert tuning.doc()["phase"] != FROZEN
+
+
+def test_a_lent_board_pauses_the_search_and_is_pinned_again_when_it_comes_back():
+    lent: List[str] = []
+    tuning, clock, source, pins = _tuning(lent=lent)
+    tuning.begin({"gpu": 400_000_000})
+    _advance(tuning, clock, 5.0)
+    windows, pinned = tuning.tuner.windows, len(pins)
+    lent.append("lent to jetbench measure")
+    _advance(tuning, clock, 20.0)  # a borrower's clocks are not the search's to judge
+    assert tuning.tuner.windows == windows and len(pins) == pinned
+    assert tuning.doc()["paused"] == "lent to jetbench measure"
+    lent.clear()
+    _advance(tuning, clock, 0.5)
+    assert len(pins) == pinned + 1 and tuning.doc()["paused"] is None  # its point, again
