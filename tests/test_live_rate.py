@@ -162,3 +162,12 @@ def test_a_lent_board_pauses_the_search_and_is_pinned_again_when_it_comes_back()
     lent.clear()
     _advance(tuning, clock, 0.5)
     assert len(pins) == pinned + 1 and tuning.doc()["paused"] is None  # its point, again
+
+
+def test_a_window_that_clearly_breaks_a_constraint_ends_early():
+    tuning, clock, source, pins = _tuning(rate=10.0)  # half the 20/s asked, at every point
+    tuning.begin({"gpu": 400_000_000})
+    _advance(tuning, clock, 2.3)  # the settling window (0.2 s settle, 2 s unjudged)
+    assert tuning.tuner.windows == 0
+    _advance(tuning, clock, 1.0)  # judged by 0.6 s + a sample, not after 2 s
+    assert tuning.tuner.windows == 1 and "ended early" in tuning.doc()["why"]

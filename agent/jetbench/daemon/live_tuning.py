@@ -32,6 +32,7 @@ SETTLE_FRACTION = 0.1
 SETTLE_MAX_S = 1.0
 MIN_SAMPLE_S = 0.25
 GROUP_ITEMS = 20
+EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends there
 
 
 @dataclass(frozen=True)
@@ -175,10 +176,37 @@ class LiveTuning:
                 return self._window_from
             self._decide(self._measured(), None)
             return self._window_from
+        if self._breaks_early():
+            self._decide(self._measured(), None, early=True)
+            return self._window_from
         return self._readings[-1].t_s + self.sample_s
 
+    def _breaks_early(self) -> bool:
+        """A judged window past EARLY_FRACTION of its length that already breaks a constraint
+        beyond its uncertainty: the rest would only miss more (and pile up a backlog)."""
+        readings = self._readings
+        if (self._decision is not None and self._decision.settle) or len(readings) < 3 or \
+                readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self.config.window_s:
+            return False
+        partial = self._figures()
+        return partial is not None and any(lim.broken(partial) for lim in self.tuner.limits)
+
     def _measured(self) -> Optional[Window]:
-        """The window's figures; None where the counter went back (a restart) or no power."""
+        """The window's figures, counted in the energy saved."""
+        measured = self._figures()
+        if measured is None:
+            return None
+        seconds = self._readings[-1].t_s - self._readings[0].t_s
+        self._latency = measured.latency_ms
+        if self._reference is None and measured.items_per_j > 0:
+            self._reference = measured.items_per_j
+        elif self._reference:
+            self.energy_saved_j += (measured.items_per_s * seconds / self._reference
+                                    - measured.power_w * seconds)
+        return measured
+
+    def _figures(self) -> Optional[Window]:
+        """The window so far; None where the counter went back (a restart) or no power."""
         readings = self._readings
         whole = window(readings[0], readings[-1], ms_per=self._ms_per)
         if whole is None or not self._powers:
@@ -189,17 +217,14 @@ class LiveTuning:
             if spread is not None or floor is not None else None
         power = statistics.fmean(self._powers)
         power_pct = _sem_pct(self._powers) if len(self._powers) > 1 else None
-        self._latency = whole.latency_ms
-        measured = Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
-                          whole.latency_ms)
-        if self._reference is None and measured.items_per_j > 0:
-            self._reference = measured.items_per_j
-        elif self._reference:
-            self.energy_saved_j += whole.items / self._reference - power * whole.seconds
-        return measured
+        return Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
+                      whole.latency_ms)
 
-    def _decide(self, measured: Optional[Window], failure: Optional[str]) -> None:
+    def _decide(self, measured: Optional[Window], failure: Optional[str],
+                early: bool = False) -> None:
         decision = self.tuner.observe(self._point, measured)
+        if early:
+            decision.why = f"{decision.why} (that window ended early: it broke a constraint)"
         if failure is not None:
             decision.why = f"{decision.why} ({failure})"
         elif measured is None:

@@ -249,11 +249,12 @@ class OnlineTuner:
     def _first_step(self, knob: int) -> int:
         return max(1, len(self.space.tables[knob]) // 4)
 
-    def _begin_search(self) -> None:
-        """A search down from the held point: the first knob, a quarter of its table."""
+    def _begin_search(self, up: bool = False) -> None:
+        """A search from the held point: the first knob, a quarter of its table, down (or up
+        first, where the rate rose)."""
         assert self.held is not None
         self._knob, self._step = 0, self._first_step(0)
-        self._dir, self._went_down = -1, False
+        self._dir, self._went_down = (1 if up else -1), False
         self._search_best = self.held_window
         self._passes, self._pass_from = 1, self.held
         self._failed = []
@@ -384,7 +385,8 @@ class OnlineTuner:
             self._moved = 0
             self.phase = RETUNING
             self.held_window = window
-            self._begin_search()
+            # more to serve: the search looks up first (below, less would be served)
+            self._begin_search(up=window.items_per_s > ref.items_per_s)
             return self._next_probe(f"the rate moved ({ref.items_per_s:.3g} -> "
                                     f"{window.items_per_s:.3g}/s): searching again from "
                                     f"{self._text(point)}")
