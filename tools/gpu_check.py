@@ -15,9 +15,12 @@ fails, hangs or crashes is that path's row and the others still run:
 - several runtimes and precisions in one `time` (a row that cannot run is its own row), and
   a CUDA graph replayed under TorchScript with its output check;
 - ONNX Runtime's TensorRT provider twice on one engine cache (the second session faster);
-- `--devices 2` where there are two GPUs.
+- `--devices 2` where there are two GPUs;
+- `daemon --tune` on the NVML clocks against a CUDA loop that counts its items on a
+  Prometheus page of its own: it holds a point, and SIGTERM puts the clocks back.
 
     python3 tools/gpu_check.py [--out DIR] [--runtimes torch,onnxruntime] [--limit-s 600]
+        [--only daemon-tune,clocks]
 
 Writes DIR/gpu_check.json (the rows and each command's output tail) when --out is given.
 Exit 0 when every path ran (a path the machine lacks, such as TensorRT, counts as ran:
@@ -284,6 +287,98 @@ def check_tune(c: Check, out: Path) -> None:
           "finished its budget" if run["rc"] == 0 else _first_error(run), run)
 
 
+WORKLOAD = """
+import sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import torch
+count = [0]
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("# TYPE items counter\\nitems_total %d\\n" % count[0]).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+print(server.server_address[1], flush=True)
+a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    for _ in range(20):
+        a = (a @ a).clamp_(-1, 1)
+    torch.cuda.synchronize()
+    count[0] += 20
+"""
+
+
+def _counter(port: int) -> float:
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    return float(text.decode().split("items_total", 1)[1].split()[0])
+
+
+def check_daemon_tune(c: Check, out: Path) -> None:
+    """`daemon --tune` on the GPU's NVML clocks: a CUDA loop (fp16 4096^2 matmuls) counting
+    its items on a Prometheus page of its own, the constraint half its rate at the start; the
+    daemon must hold a point, then put the clocks back on SIGTERM."""
+    path = "daemon --tune (NVML clocks, a live CUDA loop)"
+    before = _locked_clocks()
+    script = c.work / "workload.py"
+    script.write_text(WORKLOAD)
+    load = subprocess.Popen([sys.executable, str(script), "150"], stdout=subprocess.PIPE,
+                            text=True, cwd=c.work)
+    daemon = None
+    try:
+        port = int(load.stdout.readline())
+        first, t0 = _counter(port), time.monotonic()
+        time.sleep(3.0)
+        rate = (_counter(port) - first) / (time.monotonic() - t0)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(REPO / "agent"), os.environ.get("PYTHONPATH", "")]))
+        sock = c.work / "daemon.sock"
+        log = open(out / "daemon-tune.log", "w")
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "jetbench.cli.main", "--root", str(c.root), "daemon",
+             "--socket", str(sock), "--tune", "--tune-knobs", "gpu", "--tune-window", "2s",
+             "--throughput-from", f"prometheus:http://127.0.0.1:{port}/metrics#items",
+             "--constraint", f"items_per_s>={rate / 2:.1f}"], stdout=log, stderr=log, env=env,
+            cwd=c.work)
+        tune: Dict[str, object] = {}
+        deadline = time.monotonic() + 100
+        while time.monotonic() < deadline and daemon.poll() is None:
+            time.sleep(2.0)
+            run = c.jetbench("status", "--socket", str(sock), "--json", timeout_s=20)
+            try:
+                tune = json.loads(str(run["out"])).get("tune") or {}
+            except ValueError:
+                continue
+            if tune.get("phase") == "holding":
+                break
+        daemon.send_signal(15)
+        code = daemon.wait(timeout=60)
+        log.close()
+        after = _locked_clocks()
+        journal = c.root / "var/lib/jetbench/journal.json"
+        held = tune.get("held") or {}
+        ok = tune.get("phase") == "holding" and code == 0 and before == after and \
+            not journal.exists()
+        c.row(path, "ok" if ok else "failed",
+              f"rate at the start {rate:.0f}/s; phase {tune.get('phase')}, held "
+              f"{held.get('point_hz')} at {held.get('items_per_s')}/s, "
+              f"{held.get('items_per_j')} items/J after {tune.get('windows')} windows; exit "
+              f"{code}; clocks before [{before}] after [{after}], journal left "
+              f"{journal.exists()}", None, round(time.monotonic() - t0, 1))
+    except Exception as err:  # noqa: BLE001 - one row, whatever failed
+        c.row(path, "failed", f"{type(err).__name__}: {err}", None, 0.0)
+        if daemon is not None and daemon.poll() is None:
+            daemon.send_signal(15)
+            daemon.wait(timeout=60)
+    finally:
+        load.kill()
+        load.wait()
+
+
 def check_devices(c: Check, out: Path, gpus: int) -> None:
     if gpus < 2:
         c.row("measure --devices 2", "skipped", f"{gpus} GPU on this machine", None, 0.0)
@@ -310,6 +405,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", type=Path, help="write gpu_check.json and results here")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES))
     parser.add_argument("--precisions", default=",".join(PRECISIONS))
+    parser.add_argument("--only", default="", help="run only these paths (comma-separated "
+                        "names: nvml, clocks, tune, rows, graph, ort-trt, daemon-tune, "
+                        "devices, time)")
     parser.add_argument("--limit-s", type=float, default=480.0,
                         help="stop starting new paths after this many seconds (default 480)")
     args = parser.parse_args(argv)
@@ -322,15 +420,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = args.out or work / "results"
     out.mkdir(parents=True, exist_ok=True)
     c = Check(Path("/"), work, args.limit_s)
-    for step in (check_nvml, check_clocks, check_tune, check_rows_together,
-                 check_cuda_graph, check_ort_tensorrt_cache):  # the short ones first
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    steps = (("nvml", check_nvml), ("clocks", check_clocks), ("tune", check_tune),
+             ("rows", check_rows_together), ("graph", check_cuda_graph),
+             ("ort-trt", check_ort_tensorrt_cache), ("daemon-tune", check_daemon_tune))
+    for name, step in steps:  # the short ones first
+        if only and name not in only:
+            continue
         if c.out_of_time():
             c.row(step.__name__, "skipped", "gpu-check's time limit", None, 0.0)
         else:
             step(c, out)
-    check_devices(c, out, len(gpus))
-    check_time(c, [r for r in args.runtimes.split(",") if r],
-               [p for p in args.precisions.split(",") if p])
+    if not only or "devices" in only:
+        check_devices(c, out, len(gpus))
+    if not only or "time" in only:
+        check_time(c, [r for r in args.runtimes.split(",") if r],
+                   [p for p in args.precisions.split(",") if p])
     print(table(c.rows))
     (out / "gpu_check.json").write_text(json.dumps(
         {"gpus": gpus, "rows": c.rows, "seconds": round(time.monotonic() - c.started, 1)},
