@@ -37,6 +37,7 @@ from ..hw.board import Board, detect
 from ..hw.clocks.types import ClockReading
 from ..hw.fs import Root
 from ..hw.meters.registry import auto_sources
+from ..hw.nvml import nvml_available
 from ..hw.readings import identity, read_now
 from ..open_board import served_kernel
 from ..ownership import journal
@@ -255,6 +256,8 @@ class Daemon:
             raise HardwareError(f"--tune: {err.message}", hint=err.hint or
                                 "start the workload first, or point --throughput-from at its "
                                 "metrics") from None
+        self._total_power_w()  # an energy counter gives watts from its second reading on
+        time.sleep(0.3)
         if self._total_power_w() is None:
             raise HardwareError("--tune: this board has no power reading to divide by (no "
                                 "rails, RAPL or NVML): items per joule cannot be measured")
@@ -306,6 +309,14 @@ class Daemon:
     def _open_sources(self, board: Board) -> None:
         try:
             sources = auto_sources(self.root, board.rails, board.total_rail)
+            tune = self.config.tune
+            if tune is not None and "gpu" in tune.knobs and not board.rails and \
+                    self.root.is_host and nvml_available():
+                # --tune of an NVIDIA GPU's clocks on a host: its items per joule are the
+                # GPU's (NVML's board power), not the CPU package's that `auto` would read
+                from ..hw.meters.nvml import NvmlSource
+
+                sources = [NvmlSource()]
             for source in sources:
                 source.open()
             self._rails.sources = [s for s in sources if s.channels()]
