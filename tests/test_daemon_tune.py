@@ -155,6 +155,9 @@ def test_tune_refuses_to_start_without_a_reachable_source(tmp_path):
       "latency_p99_ms<=40"), "needs --latency-from"),
     (("--tune", "--throughput-from", "prometheus:http://h/m#x", "--tune-knobs", "fan"),
      "--tune-knobs"),
+    (("--tune", "--throughput-from", "log:/x.log#regex:([0-9]+)", "--latency-from",
+      "prometheus:http://h/m#x"), "not yet beside a log"),
+    (("--tune", "--throughput-from", "log:/x.log#regex:no group"), "exactly one group"),
 ])
 def test_bad_tune_options_are_one_message_before_anything(tmp_path, args, says):
     base = make_board(tmp_path, "tx1")

@@ -171,3 +171,43 @@ def test_a_window_that_clearly_breaks_a_constraint_ends_early():
     assert tuning.tuner.windows == 0
     _advance(tuning, clock, 1.0)  # judged by 0.6 s + a sample, not after 2 s
     assert tuning.tuner.windows == 1 and "ended early" in tuning.doc()["why"]
+
+
+def test_a_log_source_integrates_the_rates_its_lines_say(tmp_path):
+    from jetbench.daemon.live_log import LogRate, parse_log_source
+
+    log = tmp_path / "ds.log"
+    log.write_text("**PERF:  99.0 (99.0)\n")  # before the daemon: not counted
+    clock = [100.0]
+    pattern = r"\*\*PERF:\s+([0-9.]+)"
+    rate = LogRate(parse_log_source(f"log:{log}#regex:{pattern}"), clock=lambda: clock[0])
+    rate.check()
+    with pytest.raises(HardwareError, match="has matched"):
+        rate.read()  # nothing new yet
+    with log.open("a") as f:
+        f.write("**PERF:  30.0 (29.9)\n**PERF:  ")
+    first = rate.read()
+    clock[0] = 102.0
+    with log.open("a") as f:
+        f.write("20.0 (25.0)\nother line\n")  # the half line, finished
+    mid = rate.read()
+    clock[0] = 104.0
+    last = rate.read()
+    assert window(first, mid).items_per_s == pytest.approx(30.0)
+    assert window(mid, last).items_per_s == pytest.approx(20.0)
+    log.rename(tmp_path / "ds.log.1")  # rotated: the new file is read from its start
+    log.write_text("**PERF:  10.0 (10.0)\n")
+    clock[0] = 106.0
+    rotated = rate.read()
+    clock[0] = 108.0
+    assert window(rotated, rate.read()).items_per_s == pytest.approx(10.0)
+    rate.close()
+
+
+@pytest.mark.parametrize("text", ["log:/x.log", "log:#regex:(1)", "log:/x#regex:no group",
+                                  "log:/x#regex:(a)(b)", "log:/x#regex:(\\1)"])
+def test_a_bad_log_source_is_one_usage_error(text):
+    from jetbench.daemon.live_log import parse_log_source
+
+    with pytest.raises(UsageError):
+        parse_log_source(text)

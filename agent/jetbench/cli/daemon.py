@@ -4,7 +4,7 @@ jetbench.daemon)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union, cast
 
 import typer
 
@@ -13,6 +13,8 @@ from .common import beyond_power_mode_option, open_root, print_json
 
 if TYPE_CHECKING:
     from ..daemon.held import StatusDoc
+    from ..daemon.live_log import LogSource
+    from ..daemon.live_rate import PrometheusSource
     from ..daemon.live_tuning import PointDoc, TuneConfig, TuneStatusDoc
 
 _SOCKET_HELP = "The control socket."
@@ -47,7 +49,8 @@ def daemon(
                                    "checked (docs/daemon.md)."),
     throughput_from: Optional[str] = typer.Option(
         None, "--throughput-from", metavar="SOURCE", rich_help_panel=_TUNE,
-        help="The workload's counter of items done: prometheus:URL#METRIC."),
+        help="The workload's counter of items done (prometheus:URL#METRIC), or its log "
+             "(log:PATH#regex:PATTERN, a number of items/s)."),
     latency_from: Optional[str] = typer.Option(
         None, "--latency-from", metavar="SOURCE", rich_help_panel=_TUNE,
         help="A latency histogram (prometheus:URL#METRIC), for latency_p99_ms<=N."),
@@ -81,6 +84,7 @@ def daemon(
 def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
                  constraints: List[str], knobs: str, window: str) -> Optional[TuneConfig]:
     """--tune's options, checked before the daemon touches anything (UsageError)."""
+    from ..daemon.live_log import parse_log_source
     from ..daemon.live_rate import parse_source
     from ..daemon.live_tuning import TuneConfig
     from ..daemon.online_tuner import Limit
@@ -97,7 +101,7 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
         return None
     if not throughput_from:
         raise UsageError("--tune needs --throughput-from prometheus:URL#METRIC (the "
-                         "workload's counter of items done)")
+                         "workload's counter of items done) or log:PATH#regex:PATTERN")
     limits = [Limit.parse(text) for text in constraints]
     for limit in limits:
         if limit.name.startswith("latency") and not latency_from:
@@ -109,7 +113,14 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     window_s = parse_duration_s(window)
     if window_s < 1.0:
         raise UsageError(f"--tune-window {window}: at least 1 s (a window must count items)")
-    return TuneConfig(rate=parse_source(throughput_from),
+    if throughput_from.startswith("log:"):
+        if latency_from:
+            raise UsageError("--latency-from is read only beside a prometheus: "
+                             "--throughput-from (not yet beside a log)")
+        rate: Union[PrometheusSource, LogSource] = parse_log_source(throughput_from)
+    else:
+        rate = parse_source(throughput_from)
+    return TuneConfig(rate=rate,
                       latency=parse_source(latency_from, "--latency-from")
                       if latency_from else None,
                       limits=tuple(limits), knobs=names, window_s=window_s)

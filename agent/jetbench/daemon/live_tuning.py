@@ -20,9 +20,10 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple, TypedDict
+from typing import Callable, Dict, List, Optional, Tuple, TypedDict, Union
 
 from ..errors import JetbenchError
+from .live_log import LogRate, LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .online_tuner import FROZEN, Decision, Limit, OnlineTuner, Point, Space, Window
 
@@ -39,7 +40,7 @@ EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends t
 class TuneConfig:
     """What `daemon --tune` was given."""
 
-    rate: PrometheusSource
+    rate: Union[PrometheusSource, LogSource]
     limits: Tuple[Limit, ...] = ()
     latency: Optional[PrometheusSource] = None
     knobs: Tuple[str, ...] = ("gpu", "emc")
@@ -106,7 +107,7 @@ class LiveTuning:
     `read_power()` is the board's total power now (None: no reading); `paused()` says why not
     to tune now (a borrower holds the board), or None."""
 
-    def __init__(self, config: TuneConfig, source: LiveRate, space: Space,
+    def __init__(self, config: TuneConfig, source: Union[LiveRate, LogRate], space: Space,
                  read_power: Callable[[], Optional[float]],
                  pin: Callable[[Dict[str, int]], None],
                  paused: Callable[[], Optional[str]] = lambda: None,

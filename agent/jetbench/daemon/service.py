@@ -246,10 +246,12 @@ class Daemon:
         tables, or the daemon does not start (one message); then the first window begins at
         the point the board holds."""
         from ..run.tune.space import search_space
-        from .live_rate import LiveRate
+        from .live_log import LogRate
+        from .live_rate import LiveRate, PrometheusSource
         from .online_tuner import Space
 
-        source = LiveRate(tune.rate, tune.latency)
+        source = LiveRate(tune.rate, tune.latency) if isinstance(tune.rate, PrometheusSource) \
+            else LogRate(tune.rate)
         try:
             source.check()
         except JetbenchError as err:
