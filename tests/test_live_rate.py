@@ -5,6 +5,8 @@ a counter reset, a source that stops answering, a window that lets the workload 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import List, Optional
 
 import pytest
@@ -211,3 +213,41 @@ def test_a_bad_log_source_is_one_usage_error(text):
 
     with pytest.raises(UsageError):
         parse_log_source(text)
+
+
+def test_a_journal_source_follows_the_units_new_lines(tmp_path, monkeypatch):
+    """A systemd unit's journal, through a stand-in journalctl on PATH."""
+    import stat
+    import sys
+    import time
+
+    from jetbench.daemon.live_log import JournalRate, parse_log_source
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = Path(__file__).parent / "fake_commands" / "fake_journalctl.py"
+    exe = bin_dir / "journalctl"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {fake} \"$@\"\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    rate_file = tmp_path / "rate"
+    rate_file.write_text("25.0")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_JOURNAL_RATE", str(rate_file))
+    source = parse_log_source(r"journal:deepstream.service#regex:\*\*PERF:\s+([0-9.]+)")
+    clock = [0.0]
+    rate = JournalRate(source, clock=lambda: clock[0])
+    rate.check()
+    try:
+        deadline = time.monotonic() + 30
+        first = None
+        while first is None and time.monotonic() < deadline:
+            try:
+                first = rate.read()
+            except HardwareError:  # no line yet
+                time.sleep(0.05)
+        clock[0] = 4.0
+        assert window(first, rate.read()).items_per_s == pytest.approx(25.0)
+    finally:
+        rate.close()
+    args = (tmp_path / "rate.args").read_text().split()
+    assert args[:2] == ["--unit", "deepstream.service"] and "--follow" in args

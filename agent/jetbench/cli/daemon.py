@@ -50,7 +50,7 @@ def daemon(
     throughput_from: Optional[str] = typer.Option(
         None, "--throughput-from", metavar="SOURCE", rich_help_panel=_TUNE,
         help="The workload's counter of items done (prometheus:URL#METRIC), or its log "
-             "(log:PATH#regex:PATTERN, a number of items/s)."),
+             "(log:PATH#regex:PATTERN or journal:UNIT#regex:PATTERN: items/s)."),
     latency_from: Optional[str] = typer.Option(
         None, "--latency-from", metavar="SOURCE", rich_help_panel=_TUNE,
         help="A latency histogram (prometheus:URL#METRIC), for latency_p99_ms<=N."),
@@ -113,7 +113,7 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     window_s = parse_duration_s(window)
     if window_s < 1.0:
         raise UsageError(f"--tune-window {window}: at least 1 s (a window must count items)")
-    if throughput_from.startswith("log:"):
+    if throughput_from.startswith(("log:", "journal:")):
         if latency_from:
             raise UsageError("--latency-from is read only beside a prometheus: "
                              "--throughput-from (not yet beside a log)")

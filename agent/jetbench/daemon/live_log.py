@@ -1,6 +1,7 @@
-"""`--throughput-from log:PATH#regex:PATTERN`: the live workload's rate from the lines it writes
-to a log (DeepStream's `**PERF:  29.98 (29.95)` every few seconds, an application's own
-`fps=` lines), for `daemon --tune`.
+"""`--throughput-from log:PATH#regex:PATTERN` (or `journal:UNIT#regex:PATTERN`): the live
+workload's rate from the lines it writes to a log or to its systemd unit's journal
+(DeepStream's `**PERF:  29.98 (29.95)` every few seconds, an application's own `fps=` lines),
+for `daemon --tune`.
 
 PATTERN is `measure --cmd`'s `regex:` (RE2, exactly one group: a number in items per second,
 the last match on a line winning). Only lines written after the daemon starts count. Each value
@@ -12,10 +13,15 @@ counter: a window's rate is the time-weighted mean of the values it saw. A log t
 
 from __future__ import annotations
 
+import collections
 import os
+import shutil
+import stat
+import subprocess
+import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Deque, List, Optional, Union
 
 from ..errors import HardwareError, UsageError
 from ..workload.command.throughput_from import compile_user_pattern
@@ -27,43 +33,76 @@ MAX_LINE_BYTES = 64 * 1024  # a longer "line" is cut: no pattern runs over megab
 
 @dataclass(frozen=True)
 class LogSource:
-    """`log:PATH#regex:PATTERN`, parsed (nothing is opened)."""
+    """`log:PATH#regex:PATTERN` or `journal:UNIT#regex:PATTERN`, parsed (nothing is opened)."""
 
-    path: str
+    path: str  # the log file, or the systemd unit
     pattern: str
+    kind: str = "log"  # "log" or "journal"
 
     def text(self) -> str:
-        return f"log:{self.path}#regex:{self.pattern}"
+        return f"{self.kind}:{self.path}#regex:{self.pattern}"
 
 
 def parse_log_source(text: str, option: str = "--throughput-from") -> LogSource:
-    """'log:/var/log/app.log#regex:fps=([0-9.]+)' -> its parts; UsageError otherwise."""
-    body = text[len("log:"):] if text.startswith("log:") else ""
+    """'log:/var/log/app.log#regex:fps=([0-9.]+)' or 'journal:deepstream.service#regex:...'
+    -> its parts; UsageError otherwise."""
+    kind, _, body = text.partition(":")
     path, sep, pattern = body.partition("#regex:")
-    if not sep or not path or not pattern:
-        raise UsageError(f"{option} {text!r}: expected log:PATH#regex:PATTERN",
+    if kind not in ("log", "journal") or not sep or not path or not pattern:
+        raise UsageError(f"{option} {text!r}: expected log:PATH#regex:PATTERN or "
+                         "journal:UNIT#regex:PATTERN",
                          hint=r"e.g. log:/tmp/ds.log#regex:\*\*PERF:\s+([0-9.]+)")
     groups = compile_user_pattern(pattern).groups
     if groups != 1:
         raise UsageError(f"{option} {text!r}: the pattern needs exactly one group, the number "
                          f"of items per second (it has {groups})")
-    return LogSource(path, pattern)
+    return LogSource(path, pattern, kind)
 
 
-class LogRate:
-    """Follows a log file; `read()` answers the integrated counter (a Reading)."""
+class _Integrated:
+    """The values matched on lines, integrated into a counter (items = rate x seconds)."""
 
-    def __init__(self, source: LogSource, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, source: LogSource, clock: Callable[[], float]):
         self.source = source
         self._regex = compile_user_pattern(source.pattern)
         self._clock = clock
+        self._value: Optional[float] = None  # items/s, from the last matching line
+        self._count = 0.0
+        self._at: Optional[float] = None
+
+    def _lines(self) -> List[str]:
+        raise NotImplementedError
+
+    def read(self) -> Reading:
+        now = self._clock()
+        new = self._lines()
+        if self._value is not None and self._at is not None:
+            self._count += self._value * (now - self._at)
+        for line in new:
+            matches = list(self._regex.finditer(line))
+            if matches:
+                try:
+                    self._value = max(0.0, float(matches[-1].group(1)))
+                except (TypeError, ValueError):
+                    continue
+        self._at = now
+        if self._value is None:
+            raise HardwareError(f"no line of {self.source.path} has matched "
+                                f"{self.source.pattern!r} yet",
+                                hint="the workload writes its rate there every few seconds; "
+                                     "check the pattern against a line of its log")
+        return Reading(now, self._count)
+
+
+class LogRate(_Integrated):
+    """Follows a log file; `read()` answers the integrated counter (a Reading)."""
+
+    def __init__(self, source: LogSource, clock: Callable[[], float] = time.monotonic):
+        super().__init__(source, clock)
         self._fd: Optional[int] = None
         self._inode: Optional[int] = None
         self._offset = 0
         self._partial = b""
-        self._value: Optional[float] = None  # items/s, from the last matching line
-        self._count = 0.0
-        self._at: Optional[float] = None
 
     def _open(self, from_end: bool) -> None:
         try:
@@ -72,7 +111,7 @@ class LogRate:
             raise HardwareError(f"cannot read the log {self.source.path} "
                                 f"({err.strerror})") from None
         st = os.fstat(fd)
-        if not (st.st_mode & 0o170000) == 0o100000:
+        if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise HardwareError(f"the log {self.source.path} is not a regular file")
         if self._fd is not None:
@@ -93,38 +132,68 @@ class LogRate:
             return False  # gone for a moment (rotation in progress): keep the open file
         return st.st_ino != self._inode or st.st_size < self._offset
 
-    def _lines(self) -> list:
-        assert self._fd is not None
-        data = os.pread(self._fd, MAX_READ_BYTES, self._offset)
-        self._offset += len(data)
-        text = self._partial + data
-        lines = text.split(b"\n")
-        self._partial = lines.pop()[-MAX_LINE_BYTES:]
-        return [ln[-MAX_LINE_BYTES:].decode("utf-8", errors="replace") for ln in lines]
-
-    def read(self) -> Reading:
-        now = self._clock()
+    def _lines(self) -> List[str]:
         if self._fd is None:
             self._open(from_end=True)
         elif self._rotated():
             self._open(from_end=False)
-        if self._value is not None and self._at is not None:
-            self._count += self._value * (now - self._at)
-        for line in self._lines():
-            matches = list(self._regex.finditer(line))
-            if matches:
-                try:
-                    self._value = max(0.0, float(matches[-1].group(1)))
-                except (TypeError, ValueError):
-                    continue
-        self._at = now
-        if self._value is None:
-            raise HardwareError(f"no line of {self.source.path} has matched "
-                                f"{self.source.pattern!r} yet",
-                                hint="the workload writes its rate there every few seconds; "
-                                     "check the pattern against a line of the log")
-        return Reading(now, self._count)
+        assert self._fd is not None
+        data = os.pread(self._fd, MAX_READ_BYTES, self._offset)
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()[-MAX_LINE_BYTES:]
+        return [ln[-MAX_LINE_BYTES:].decode("utf-8", errors="replace") for ln in lines]
 
     def check(self) -> None:
         """Before the daemon starts tuning: the log can be opened and read."""
         self._open(from_end=True)
+
+
+class JournalRate(_Integrated):
+    """Follows a systemd unit's journal (`journalctl --unit UNIT --follow --output cat`, new
+    lines only), read by a thread into a bounded queue."""
+
+    def __init__(self, source: LogSource, clock: Callable[[], float] = time.monotonic):
+        super().__init__(source, clock)
+        self._proc: Optional[subprocess.Popen[bytes]] = None
+        self._queue: Deque[str] = collections.deque(maxlen=10_000)
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        exe = shutil.which("journalctl")
+        if exe is None:
+            raise HardwareError("journalctl is not installed: no journal to read",
+                                hint="give the workload's log file: log:PATH#regex:PATTERN")
+        self._proc = subprocess.Popen(
+            [exe, "--unit", self.source.path, "--follow", "--output", "cat", "--lines", "0",
+             "--no-pager"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL)
+        threading.Thread(target=self._follow, name="jetbench-journal", daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for raw in self._proc.stdout:
+            with self._lock:
+                self._queue.append(raw[-MAX_LINE_BYTES:].decode("utf-8", errors="replace"))
+
+    def _lines(self) -> List[str]:
+        if self._proc is not None and self._proc.poll() is not None:
+            raise HardwareError(f"journalctl for {self.source.path} ended (exit "
+                                f"{self._proc.returncode})")
+        with self._lock:
+            lines = list(self._queue)
+            self._queue.clear()
+        return lines
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def open_log_rate(source: LogSource) -> Union[LogRate, JournalRate]:
+    return LogRate(source) if source.kind == "log" else JournalRate(source)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple, TypedDict, Union
 
 from ..errors import JetbenchError
-from .live_log import LogRate, LogSource
+from .live_log import JournalRate, LogRate, LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .online_tuner import FROZEN, Decision, Limit, OnlineTuner, Point, Space, Window
 
@@ -107,7 +107,8 @@ class LiveTuning:
     `read_power()` is the board's total power now (None: no reading); `paused()` says why not
     to tune now (a borrower holds the board), or None."""
 
-    def __init__(self, config: TuneConfig, source: Union[LiveRate, LogRate], space: Space,
+    def __init__(self, config: TuneConfig, source: Union[LiveRate, LogRate, JournalRate],
+                 space: Space,
                  read_power: Callable[[], Optional[float]],
                  pin: Callable[[Dict[str, int]], None],
                  paused: Callable[[], Optional[str]] = lambda: None,

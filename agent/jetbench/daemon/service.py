@@ -246,12 +246,12 @@ class Daemon:
         tables, or the daemon does not start (one message); then the first window begins at
         the point the board holds."""
         from ..run.tune.space import search_space
-        from .live_log import LogRate
+        from .live_log import open_log_rate
         from .live_rate import LiveRate, PrometheusSource
         from .online_tuner import Space
 
         source = LiveRate(tune.rate, tune.latency) if isinstance(tune.rate, PrometheusSource) \
-            else LogRate(tune.rate)
+            else open_log_rate(tune.rate)
         try:
             source.check()
         except JetbenchError as err:
