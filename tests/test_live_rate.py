@@ -251,3 +251,13 @@ def test_a_journal_source_follows_the_units_new_lines(tmp_path, monkeypatch):
         rate.close()
     args = (tmp_path / "rate.args").read_text().split()
     assert args[:2] == ["--unit", "deepstream.service"] and "--follow" in args
+
+
+def test_a_reload_pins_the_point_again_and_begins_a_new_window():
+    tuning, clock, source, pins = _tuning()
+    tuning.begin({"gpu": 400_000_000})
+    _advance(tuning, clock, 5.0)
+    point, pinned = dict(pins[-1]), len(pins)
+    tuning.repin()  # SIGHUP pinned the profile over it
+    assert len(pins) == pinned + 1 and pins[-1] == point
+    assert tuning._readings == []

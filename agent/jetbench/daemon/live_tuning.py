@@ -144,6 +144,17 @@ class LiveTuning:
         settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s)
         self._window_from = self._clock() + settle
 
+    def repin(self) -> None:
+        """The board was pinned by someone else's hand (a reload): the point again, and a new
+        window."""
+        self._go(self._point, force=True)
+
+    def close(self) -> None:
+        """The source's file or process, let go (the daemon is stopping)."""
+        close = getattr(self.source, "close", None)
+        if close is not None:
+            close()
+
     def tick(self) -> float:
         """Take the samples due and end a window that is due; the time to be woken next."""
         now = self._clock()

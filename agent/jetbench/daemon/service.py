@@ -293,6 +293,10 @@ class Daemon:
 
         with self._lock:
             assert self.held.board is not None
+            if self.held.lease is not None:
+                # lent since the tuning last looked: nothing is written under a borrower (the
+                # tuning pauses, and pins its point again when the board comes back)
+                return
             base = self.held.profile or Profile("live-tuned", "daemon --tune")
             profile = dataclasses.replace(
                 base, name="live-tuned", source="daemon --tune",
@@ -400,6 +404,8 @@ class Daemon:
                 code = err.exit_code
             except _NothingToRestore:
                 pass
+        if self.tuning is not None:
+            self.tuning.close()
         for source in self._rails.sources:
             try:
                 source.close()
@@ -450,6 +456,8 @@ class Daemon:
                 if self.config.profile:
                     self._pin_new(load_profile(self.config.profile, self.root.base))
                     self.profile_refused = None
+                if self.tuning is not None:  # the profile is pinned again: so is the point
+                    self.tuning.repin()
                 log.info("reloaded: %s", self.summary())
             except JetbenchError as err:
                 self._error(f"reload failed, keeping the current state: {err}")
