@@ -3,27 +3,32 @@
 Pure: it is told what each window measured at the point it asked for (the workload's rate from
 its counter, the board's mean power, the window's latency quantiles) and answers the point for
 the next window. The daemon pins that point (a journalled pin within the power mode's caps),
-waits a window, and tells it again (service.py's glue, tune_loop.py).
+measures a window and tells it again (live_tuning.py).
 
 The search. Items per joule along one clock is unimodal in practice: falling clocks save power
 until the work no longer keeps up (a paced workload: the rate falls below the demand) or until
 static power dominates (a saturated one: the rate falls faster than the power). So from a point
 that meets the constraints each knob in turn (GPU, then EMC, then CPU) steps down its table, a
-quarter of it at first: a step that meets the constraints and is not worse in items/J (within
-the uncertainties) is taken; one that breaks a constraint is rolled back at once (the next
-window is at the last good point) and the step halves; one that is worse also halves it. A
-knob is done when a step of one table entry can no longer be taken. Then the best point is
-held.
+quarter of it at first. A step is taken where every constraint is met with its whole interval
+(SIGMAS uncertainties) and items/J is not worse than the search's best; one that misses a
+constraint is rolled back at once (the next window, back at the last good point, only
+settles) and the step halves, as it does where items/J is worse. Below a point that missed,
+nothing is tried again in that search. A knob that took no step down is tried upwards (a step
+up taken only where items/J is better). Passes repeat while a knob moved (MAX_PASSES). Then the
+best point is held.
 
-Holding, it keeps measuring: a window that breaks a constraint beyond its uncertainty goes to
+Holding, it keeps measuring: a window that breaks a constraint with its whole interval goes to
 the top of the space at once (the demand outgrew the held point) and searches again from
-there; a rate that moved beyond noise from the one the point was chosen at (the demand
-changed) searches again from the held point. A window the source could not read freezes the
-search at the last good point (phase `frozen`), until the source answers again.
+there; a rate that moved beyond noise in MOVED_WINDOWS windows in a row (the demand changed)
+searches again from the held point, upwards first where it rose; every CHECK_UP_EVERY + 1st
+window looks one step up (a saturated point serves no change when its demand grows: only a
+look above shows that more is served, and more per joule, there). A window the source could
+not read freezes the search at the last good point (phase `frozen`) until it answers again.
 
-Every decision goes by report/digits.separated: the uncertainties must separate two figures
-before one is called better, and a constraint is broken only when its whole interval is on the
-wrong side (a constraint met within noise is met: a 30/s camera read as 29.6 +- 1.5 keeps up).
+Every comparison goes by report/digits.separated: the uncertainties must separate two figures
+before one is called better; a constraint is met only with its whole interval on the right
+side (taking a step needs that) and broken only with it on the wrong side (leaving a held point
+needs that), so one noisy window neither takes a step nor leaves a point.
 """
 
 from __future__ import annotations
