@@ -34,11 +34,9 @@ needs that), so one noisy window neither takes a step nor leaves a point.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..errors import UsageError
 from ..report.digits import separated
 
 EXPLORING = "exploring"
@@ -52,7 +50,6 @@ PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN)
 # from being taken, on the noise of one window).
 SIGMAS = 2.0
 LIMIT_NAMES = ("items_per_s", "power_w", "latency_p99_ms", "latency_p50_ms")
-_LIMIT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
 MAX_PASSES = 3  # passes over the knobs in one search (another only where one moved)
 MOVED_WINDOWS = 2  # windows in a row whose rate moved beyond noise before a search again
 CHECK_UP_EVERY = 6  # holding: every this many windows, one window one step up
@@ -150,18 +147,11 @@ class Limit:
     @staticmethod
     def parse(text: str) -> Limit:
         """'items_per_s>=30', 'latency_p99_ms<=40', 'power_w<=10' -> a Limit; UsageError."""
-        m = _LIMIT.match(text)
-        if m is None or m.group(1) not in LIMIT_NAMES:
-            raise UsageError(f"--constraint {text!r}: expected NAME>=VALUE or NAME<=VALUE",
-                             hint="NAME is one of " + ", ".join(LIMIT_NAMES)
-                             + "; e.g. --constraint 'items_per_s>=30'")
-        try:
-            value = float(m.group(3))
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value):
-            raise UsageError(f"--constraint {text!r}: {m.group(3)!r} is not a number")
-        return Limit(m.group(1), m.group(2), value)
+        # here, not at the top: run/tune/options.py brings the measure request with it, which
+        # the daemon needs only when a constraint is parsed
+        from ..run.tune.options import parse_bound
+
+        return Limit(*parse_bound(text, LIMIT_NAMES, "items_per_s>=30"))
 
     def text(self) -> str:
         return f"{self.name}{self.op}{self.value:g}"

@@ -36,6 +36,24 @@ CONFIRM = 3  # the best distinct points measured once more at the end of the bud
 _CONSTRAINT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
 
 
+def parse_bound(text: str, names: Tuple[str, ...], example: str) -> Tuple[str, str, float]:
+    """'NAME>=VALUE' or 'NAME<=VALUE', NAME one of `names`, VALUE a finite number -> (name,
+    op, value); a UsageError naming what is wrong otherwise (tune's and `daemon --tune`'s
+    --constraint)."""
+    m = _CONSTRAINT.match(text)
+    if not m or m.group(1) not in names:
+        raise UsageError(f"--constraint {text!r}: expected NAME>=VALUE or NAME<=VALUE",
+                         hint="NAME is one of " + ", ".join(names)
+                         + f"; e.g. --constraint '{example}'")
+    try:
+        value = float(m.group(3))
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise UsageError(f"--constraint {text!r}: {m.group(3)!r} is not a number")
+    return m.group(1), m.group(2), value
+
+
 @dataclass(frozen=True)
 class Constraint:
     name: str
@@ -44,16 +62,7 @@ class Constraint:
 
     @staticmethod
     def parse(text: str) -> Constraint:
-        m = _CONSTRAINT.match(text)
-        if not m or m.group(1) not in OBJECTIVES:
-            raise UsageError(f"--constraint {text!r}: expected NAME>=VALUE or NAME<=VALUE",
-                             hint="NAME is one of " + ", ".join(OBJECTIVES)
-                             + "; e.g. --constraint 'images_per_s>=30'")
-        try:
-            value = float(m.group(3))
-        except ValueError:
-            raise UsageError(f"--constraint {text!r}: {m.group(3)!r} is not a number") from None
-        return Constraint(m.group(1), m.group(2), value)
+        return Constraint(*parse_bound(text, tuple(OBJECTIVES), "images_per_s>=30"))
 
     def violation(self, metrics: Dict[str, Optional[float]]) -> float:
         """<= 0 when met with the figure's uncertainty (`NAME_uncertainty_pct`: the whole
