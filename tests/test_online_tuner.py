@@ -207,3 +207,36 @@ def test_holding_a_saturated_point_looks_up_and_follows_a_demand_that_grew():
         phases.append(decision.phase)
     assert RETUNING in phases and decision.phase == HOLDING
     assert tuner.held[0] > low[0]
+
+
+def _best_keeping_up(board: Board, share: float) -> float:
+    """The most items/J among the points that serve `share` of the demand (the model's)."""
+    return max(r / p for r, p in (board.truth((i,)) for i in range(len(GPU)))
+               if r >= share * board.demand)
+
+
+def test_keeping_up_with_the_demand_needs_no_number():
+    """`demand>=0.95`: the demand is what the top serves; the point with the most items/J
+    that still serves 95% of it is held, and a demand that falls or grows is followed."""
+    board = Board(_space(("gpu",)), 30.0)
+    tuner = OnlineTuner(board.space, [Limit.parse("demand>=0.95")])
+    decision, _ = _run(tuner, board, (6,), 20)  # starts below the top: goes there first
+    assert decision.phase == HOLDING and tuner.demand == pytest.approx(30.0, rel=0.01)
+    for demand in (30.0, 20.0, 60.0):
+        board.demand = demand
+        phases = set()
+        for _ in range(40):
+            decision = tuner.observe(decision.point, board.window(decision.point))
+            phases.add(decision.phase)
+        rate, power = board.truth(decision.point)
+        assert decision.phase == HOLDING and rate >= 0.95 * demand, (demand, decision)
+        assert rate / power >= 0.95 * _best_keeping_up(board, 0.95), (demand, decision)
+        assert demand == 30.0 or RETUNING in phases
+
+
+@pytest.mark.parametrize("text", ["demand<=0.9", "demand>=1.5", "demand>=0"])
+def test_a_demand_share_is_above_zero_and_at_most_one(text):
+    from jetbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="share of the demand"):
+        Limit.parse(text)

@@ -56,7 +56,8 @@ def daemon(
         help="A latency histogram (prometheus:URL#METRIC), for latency_p99_ms<=N."),
     constraint: Optional[List[str]] = typer.Option(
         None, "--constraint", metavar="NAME>=V", rich_help_panel=_TUNE,
-        help="items_per_s, power_w, latency_p99_ms, latency_p50_ms (>= or <=)."),
+        help="items_per_s, power_w, latency_p99_ms, latency_p50_ms (>= or <=); "
+             "demand>=SHARE: keep up with what arrives."),
     tune_knobs: str = typer.Option("gpu,emc", "--tune-knobs", metavar="KNOBS",
                                    rich_help_panel=_TUNE, help="The clocks searched."),
     tune_window: str = typer.Option("10s", "--tune-window", metavar="DURATION",
@@ -174,6 +175,9 @@ def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
                              "constraint"),
             ("energy saved", f"{tune.get('energy_saved_j', 0.0):.1f} J (estimate: "
                              "against the starting point)")]
+    if tune.get("demand_per_s") is not None:
+        rows.append(("tune demand", f"{tune.get('demand_per_s'):.3g} items/s (measured at the "
+                                    "top of the space)"))
     if tune.get("paused"):
         rows.append(("tune paused", str(tune.get("paused"))))
     return rows

@@ -60,6 +60,7 @@ class TuneStatusDoc(TypedDict, total=False):
     phase: str
     source: str
     constraints: List[str]
+    demand_per_s: Optional[float]  # demand>=SHARE: the rate measured at the top of the space
     window_s: float
     held: Optional[PointDoc]  # the point held (or searched from) and its last window there
     last: Optional[PointDoc]  # the last window, wherever it ran
@@ -202,7 +203,7 @@ class LiveTuning:
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self.config.window_s:
             return False
         partial = self._figures()
-        return partial is not None and any(lim.broken(partial) for lim in self.tuner.limits)
+        return partial is not None and any(lim.broken(partial) for lim in self.tuner.judged())
 
     def _measured(self) -> Optional[Window]:
         """The window's figures, counted in the energy saved."""
@@ -261,6 +262,7 @@ class LiveTuning:
             "phase": t.phase,
             "source": self.config.rate.text(),
             "constraints": [lim.text() for lim in t.limits],
+            "demand_per_s": t.demand,
             "window_s": self.config.window_s,
             "held": held,
             "last": _point_doc(self.space, *t.last) if t.last else None,

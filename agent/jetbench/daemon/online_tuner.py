@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..errors import UsageError
 from ..report.digits import separated
 
 EXPLORING = "exploring"
@@ -49,7 +50,8 @@ PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN)
 # uncertainty is about one standard error: two keep a held point from being left, or a step
 # from being taken, on the noise of one window).
 SIGMAS = 2.0
-LIMIT_NAMES = ("items_per_s", "power_w", "latency_p99_ms", "latency_p50_ms")
+DEMAND = "demand"  # demand>=SHARE: serve that share of the demand (measured at the top)
+LIMIT_NAMES = ("items_per_s", "power_w", "latency_p99_ms", "latency_p50_ms", DEMAND)
 MAX_PASSES = 3  # passes over the knobs in one search (another only where one moved)
 MOVED_WINDOWS = 2  # windows in a row whose rate moved beyond noise before a search again
 CHECK_UP_EVERY = 6  # holding: every this many windows, one window one step up
@@ -123,6 +125,9 @@ class Limit:
     name: str
     op: str
     value: float
+    # Met where not broken (the demand's share: a point that keeps up serves the demand, not
+    # more, so its interval can never lie wholly above it).
+    lenient: bool = False
 
     def _margin(self, window: Window) -> Tuple[Optional[float], float]:
         got, pct = window.metric(self.name)
@@ -134,6 +139,8 @@ class Limit:
         got, margin = self._margin(window)
         if got is None:
             return False
+        if self.lenient:
+            return not self.broken(window)
         return got - margin >= self.value if self.op == ">=" else got + margin <= self.value
 
     def broken(self, window: Window) -> bool:
@@ -151,7 +158,12 @@ class Limit:
         # the daemon needs only when a constraint is parsed
         from ..run.tune.options import parse_bound
 
-        return Limit(*parse_bound(text, LIMIT_NAMES, "items_per_s>=30"))
+        name, op, value = parse_bound(text, LIMIT_NAMES, "items_per_s>=30")
+        if name == DEMAND and (op != ">=" or not 0 < value <= 1):
+            raise UsageError(f"--constraint {text!r}: demand>=SHARE, the share of the demand "
+                             "served, above 0 and at most 1",
+                             hint="e.g. --constraint 'demand>=0.98': keep up with what arrives")
+        return Limit(name, op, value)
 
     def text(self) -> str:
         return f"{self.name}{self.op}{self.value:g}"
@@ -203,6 +215,7 @@ class OnlineTuner:
         self.last: Optional[Tuple[Point, Window]] = None
         self.windows = 0
         self.broken_windows = 0
+        self.demand: Optional[float] = None  # items/s at the top of the space (demand>=)
         self._knob = 0
         self._step = 0
         self._recovering = False  # the next window is back at the held point after a break
@@ -222,23 +235,40 @@ class OnlineTuner:
         """Where the first window runs: the point the board holds now (the profile's)."""
         return Decision(point, self.phase, "measuring the point the board holds", settle=True)
 
+    def judged(self) -> Tuple[Limit, ...]:
+        """The limits as windows are judged by: `demand>=SHARE` becomes items_per_s at least
+        SHARE of the demand measured at the top of the space (none while it is unknown)."""
+        out = []
+        for lim in self.limits:
+            if lim.name != DEMAND:
+                out.append(lim)
+            elif self.demand is not None:
+                out.append(Limit("items_per_s", ">=", lim.value * self.demand, lenient=True))
+        return tuple(out)
+
     def observe(self, point: Point, window: Optional[Window]) -> Decision:
         if window is None:
             return self._freeze(point)
         self.windows += 1
         self.last = (point, window)
-        if any(lim.broken(window) for lim in self.limits):
+        wants_demand = any(lim.name == DEMAND for lim in self.limits)
+        if wants_demand and point == self.space.top():
+            # the most the board serves: what arrives, where the top keeps up (its capacity
+            # where even it does not)
+            self.demand = window.items_per_s
+        limits = self.judged()
+        if any(lim.broken(window) for lim in limits):
             self.broken_windows += 1
-        unmet = [lim for lim in self.limits if not lim.met(window)]
+        unmet = [lim for lim in limits if not lim.met(window)]
         if not unmet and (self.best is None or _better(window, self.best[1])):
             self.best = (point, window)
         if self.phase == FROZEN:
             self.phase = RETUNING if self.held is not None else EXPLORING
+        if wants_demand and self.demand is None:
+            return self._to_top("the demand is not known yet: measured at the top")
         if self.phase == HOLDING:
-            return self._hold(point, window,
-                              [lim for lim in self.limits if lim.broken(window)])
-        return self._search(point, window, unmet,
-                            [lim for lim in self.limits if lim.broken(window)])
+            return self._hold(point, window, [lim for lim in limits if lim.broken(window)])
+        return self._search(point, window, unmet, [lim for lim in limits if lim.broken(window)])
 
     # -- searching -----------------------------------------------------------------------------
     def _first_step(self, knob: int) -> int:
@@ -347,7 +377,7 @@ class OnlineTuner:
         if self._checking:  # the window one step up
             self._checking = False
             ref = self.held_window
-            if all(lim.met(window) for lim in self.limits) and \
+            if all(lim.met(window) for lim in self.judged()) and \
                     window.items_per_s > ref.items_per_s and _moved(window, ref) and \
                     _better(window, ref):
                 # more served one step up, and more per joule: the held point was not keeping
