@@ -166,7 +166,7 @@ class Limit:
         return Limit(name, op, value)
 
     def text(self) -> str:
-        return f"{self.name}{self.op}{self.value:g}"
+        return f"{self.name}{self.op}{self.value:.4g}"
 
 
 def _better(a: Window, b: Window, sigmas: float = 1.0) -> bool:
