@@ -4,9 +4,13 @@ and the points it chooses pinned.
 A window: after a pin, SETTLE_FRACTION of a window (at most 1 s) for the workload to reach the
 new speed; then the workload's counter is read every `sample_s` (a tenth of the window, 0.25 s
 at least) together with the board's total power. At the window's end: the rate is the counter's
-increase over the window, its uncertainty the spread of the sub-windows' rates (standard error,
-and never under one item); the power is the mean of the samples, its uncertainty their standard
-error. Latency quantiles come from the histogram's buckets over the window.
+increase over the window, its uncertainty the standard error of the rates of stretches of at
+least GROUP_ITEMS items (never under one item in the window: a stretch of a few items would show
+its counting step, not the workload); the power is the mean of the samples, its uncertainty
+their standard error. Latency quantiles come from the histogram's buckets over the window. A
+window that breaks a constraint beyond its uncertainty by EARLY_FRACTION of its length ends
+there; where the controller asks for one (after a miss, after the first pin) a window only lets
+the workload settle and is not judged.
 
 The energy saved is counted against the point the daemon started from (the profile's, or what
 the board ran): each window's items at that point's items per joule, less the energy the window
