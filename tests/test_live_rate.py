@@ -167,12 +167,17 @@ def test_a_lent_board_pauses_the_search_and_is_pinned_again_when_it_comes_back()
 
 
 def test_a_window_that_clearly_breaks_a_constraint_ends_early():
+    """Even the first, settling one: judged by 0.6 s of its 2 s (a drained backlog can only
+    flatter a point, so one that misses while settling misses)."""
     tuning, clock, source, pins = _tuning(rate=10.0)  # half the 20/s asked, at every point
     tuning.begin({"gpu": 400_000_000})
-    _advance(tuning, clock, 2.3)  # the settling window (0.2 s settle, 2 s unjudged)
-    assert tuning.tuner.windows == 0
-    _advance(tuning, clock, 1.0)  # judged by 0.6 s + a sample, not after 2 s
+    _advance(tuning, clock, 1.0)  # 0.2 s settle, then 0.6 s and a sample of the window
     assert tuning.tuner.windows == 1 and "ended early" in tuning.doc()["why"]
+    assert pins[-1] == {"gpu": 400_000_000}  # at the top already: held there, said so
+    tuning2, clock2, _source, _pins = _tuning(rate=30.0)  # meets it: the settle is waited out
+    tuning2.begin({"gpu": 400_000_000})
+    _advance(tuning2, clock2, 2.1)
+    assert tuning2.tuner.windows == 0
 
 
 def test_a_log_source_integrates_the_rates_its_lines_say(tmp_path):

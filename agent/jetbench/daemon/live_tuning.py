@@ -10,7 +10,7 @@ its counting step, not the workload); the power is the mean of the samples, its 
 their standard error. Latency quantiles come from the histogram's buckets over the window. A
 window that breaks a constraint beyond its uncertainty by EARLY_FRACTION of its length ends
 there; where the controller asks for one (after a miss, after the first pin) a window only lets
-the workload settle and is not judged.
+the workload settle and is not judged, unless it ends early so (then it is).
 
 The energy saved is counted against the point the daemon started from (the profile's, or what
 the board ran): each window's items at that point's items per joule, less the energy the window
@@ -200,10 +200,12 @@ class LiveTuning:
         return self._readings[-1].t_s + self.sample_s
 
     def _breaks_early(self) -> bool:
-        """A judged window past EARLY_FRACTION of its length that already breaks a constraint
-        beyond its uncertainty: the rest would only miss more (and pile up a backlog)."""
+        """A window past EARLY_FRACTION of its length that already breaks a constraint beyond
+        its uncertainty: the rest would only miss more (and pile up a backlog). A settling
+        window too, which is then judged: a backlog drained can only flatter a point, so one
+        that misses while it settles misses (the point the daemon starts from, say)."""
         readings = self._readings
-        if (self._decision is not None and self._decision.settle) or len(readings) < 3 or \
+        if len(readings) < 3 or \
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self.config.window_s:
             return False
         partial = self._figures()
