@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple, TypedDict, Union
 
 from ..errors import JetbenchError
+from ..sampling.uncertainty import sem_pct
 from .live_log import JournalRate, LogRate, LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .online_tuner import FROZEN, Decision, Limit, OnlineTuner, Point, Space, Window
@@ -82,15 +83,6 @@ def _point_doc(space: Space, point: Point, w: Window) -> PointDoc:
     return {"point_hz": space.hz(point), "items_per_s": w.items_per_s,
             "items_per_s_uncertainty_pct": w.items_per_s_uncertainty_pct,
             "power_w": w.power_w, "items_per_j": w.items_per_j}
-
-
-def _sem_pct(values: List[float]) -> Optional[float]:
-    if len(values) < 2:
-        return None
-    mean = statistics.fmean(values)
-    if mean <= 0:
-        return None
-    return 100.0 * statistics.stdev(values) / math.sqrt(len(values)) / mean
 
 
 def _group_rates(readings: List[Reading]) -> List[float]:
@@ -231,12 +223,12 @@ class LiveTuning:
         whole = window(readings[0], readings[-1], ms_per=self._ms_per)
         if whole is None or not self._powers:
             return None
-        spread = _sem_pct(_group_rates(readings))
+        spread = sem_pct(_group_rates(readings))
         floor = 100.0 / whole.items if whole.items > 0 else None
         pct = max(p for p in (spread, floor) if p is not None) \
             if spread is not None or floor is not None else None
         power = statistics.fmean(self._powers)
-        power_pct = _sem_pct(self._powers) if len(self._powers) > 1 else None
+        power_pct = sem_pct(self._powers) if len(self._powers) > 1 else None
         return Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
                       whole.latency_ms)
 

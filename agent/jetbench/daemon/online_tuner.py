@@ -107,12 +107,10 @@ class Window:
 
     def metric(self, name: str) -> Tuple[Optional[float], Optional[float]]:
         """(value, uncertainty %) of a constraint's metric (latency's uncertainty unknown)."""
-        if name in ("items_per_s", "images_per_s"):
+        if name == "items_per_s":
             return self.items_per_s, self.items_per_s_uncertainty_pct
         if name == "power_w":
             return self.power_w, self.power_w_uncertainty_pct
-        if name in ("items_per_j", "images_per_j"):
-            return self.items_per_j, self.items_per_j_uncertainty_pct
         if name.startswith("latency_") and name.endswith("_ms"):
             return self.latency_ms.get(name[len("latency_"):-len("_ms")]), None
         return None, None
@@ -169,12 +167,18 @@ class Limit:
         return f"{self.name}{self.op}{self.value:.4g}"
 
 
+def _apart(a: float, a_pct: Optional[float], b: float, b_pct: Optional[float],
+           sigmas: float) -> bool:
+    """report/digits.separated with each interval `sigmas` uncertainties wide."""
+    return separated(a, None if a_pct is None else a_pct * sigmas, b,
+                     None if b_pct is None else b_pct * sigmas)
+
+
 def _better(a: Window, b: Window, sigmas: float = 1.0) -> bool:
     """`a` beats `b` in items/J beyond `sigmas` of the uncertainties."""
-    pa, pb = a.items_per_j_uncertainty_pct, b.items_per_j_uncertainty_pct
-    return a.items_per_j > b.items_per_j and separated(
-        a.items_per_j, None if pa is None else pa * sigmas, b.items_per_j,
-        None if pb is None else pb * sigmas)
+    return a.items_per_j > b.items_per_j and _apart(
+        a.items_per_j, a.items_per_j_uncertainty_pct, b.items_per_j,
+        b.items_per_j_uncertainty_pct, sigmas)
 
 
 def _worse(a: Window, b: Window) -> bool:
@@ -183,9 +187,8 @@ def _worse(a: Window, b: Window) -> bool:
 
 def _moved(a: Window, b: Window) -> bool:
     """The rate moved beyond noise: the intervals at SIGMAS uncertainties do not overlap."""
-    pa, pb = a.items_per_s_uncertainty_pct, b.items_per_s_uncertainty_pct
-    return separated(a.items_per_s, None if pa is None else pa * SIGMAS, b.items_per_s,
-                     None if pb is None else pb * SIGMAS)
+    return _apart(a.items_per_s, a.items_per_s_uncertainty_pct, b.items_per_s,
+                  b.items_per_s_uncertainty_pct, SIGMAS)
 
 
 @dataclass

@@ -44,7 +44,7 @@ from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock, Holder
 from ..ownership.wire import DEFAULT_SOCKET, Request
-from ..profiles.apply import apply_profile
+from ..profiles.apply import ApplyResult, apply_profile
 from ..profiles.profile import Profile, load_profile
 from ..profiles.targets import resolve
 from ..units import format_hz
@@ -308,9 +308,7 @@ class Daemon:
                 sections=tuple(dict.fromkeys(base.sections + tuple(hz))),
                 beyond_power_mode=self.config.beyond_power_mode)
             resolve(profile, self.held.board, self.root)
-            result = apply_profile(self.root, self.held.board, profile)
-            self.held.judge_after = time.monotonic() + SETTLE_GRACE_S
-            self.held.profile, self.held.targets, self.held.pinned = profile, result.targets, True
+            self._apply_held(profile)
 
     def _open_sources(self, board: Board) -> None:
         try:
@@ -435,11 +433,18 @@ class Daemon:
         if journal.load(self.root):
             journal.restore(self.root)
             self.held.pinned = False
+        result = self._apply_held(profile)
+        writes = sum(len(s.writes) for s in result.steps)
+        log.info("pinned profile %s (%d write(s))", profile.name, writes)
+
+    def _apply_held(self, profile: Profile) -> ApplyResult:
+        """Pin `profile` (journalled) and hold it: what the drift check judges from now on,
+        after the settle grace. The caller holds the lock and has resolved it."""
+        assert self.held.board is not None
         result = apply_profile(self.root, self.held.board, profile)
         self.held.judge_after = time.monotonic() + SETTLE_GRACE_S
         self.held.profile, self.held.targets, self.held.pinned = profile, result.targets, True
-        writes = sum(len(s.writes) for s in result.steps)
-        log.info("pinned profile %s (%d write(s))", profile.name, writes)
+        return result
 
     def reload(self) -> None:
         """SIGHUP: re-detect the board, re-read the configured profile and pin it. A profile

@@ -109,14 +109,19 @@ def window_uncertainty(res: WindowResult, traces: Sequence[SourceTrace],
     return out
 
 
-def throughput_sem_pct(latencies_ms: Sequence[float]) -> Optional[float]:
-    """Standard error of the mean iteration latency, as % of the mean (None below 2 samples)."""
-    n = len(latencies_ms)
+def sem_pct(values: Sequence[float]) -> Optional[float]:
+    """Standard error of the mean, as % of the mean (None below 2 values or a mean <= 0)."""
+    n = len(values)
     if n < 2:
         return None
-    mean = math.fsum(latencies_ms) / n
-    var = math.fsum((x - mean) ** 2 for x in latencies_ms) / (n - 1)
+    mean = math.fsum(values) / n
+    var = math.fsum((x - mean) ** 2 for x in values) / (n - 1)
     return 100.0 * math.sqrt(var / n) / mean if mean > 0 else None
+
+
+def throughput_sem_pct(latencies_ms: Sequence[float]) -> Optional[float]:
+    """Standard error of the mean iteration latency, as % of the mean (None below 2 samples)."""
+    return sem_pct(latencies_ms)
 
 
 def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[float],
