@@ -224,6 +224,46 @@ def test_two_boards_share_one_postgresql_study(tmp_path, postgres):
     assert {t.user_attrs["board"] for t in complete} == boards
 
 
+@pytest.mark.postgresql
+@pytest.mark.long
+def test_a_board_killed_mid_trial_has_its_point_measured_by_another(tmp_path, postgres):
+    """A fleet that loses nothing: board a is killed -9 inside a trial (its clocks pinned);
+    its trial stops beating, board b fails it once the grace period has passed, measures the
+    same point again itself, and the study ends with its whole budget, no trial left waiting.
+    Board a, back, puts its own clocks back and finds the study done."""
+    import optuna
+
+    a, b = make_board(tmp_path / "a", "tx1"), make_board(tmp_path / "b", "tx1")
+    before = _gpu_knobs(a)
+    common = ("--knobs", "gpu", "--budget", "6", "--storage", postgres, "--study", "fleet",
+              "--heartbeat", "1", "--seed", "3")
+    first = _tune(a, tmp_path / "out-a", *common)
+    second = _tune(b, tmp_path / "out-b", *common)
+    journal = a / "var/lib/jetbench/journal.json"
+    deadline = time.monotonic() + bound_s(120)
+    while not journal.exists() and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.01)
+    first.send_signal(signal.SIGKILL)
+    _, err = first.communicate(timeout=30)
+    assert journal.exists(), f"board a was not killed inside a trial: {err}"
+    _done(second)
+    study = optuna.load_study(study_name="fleet", storage=postgres)
+    trials = study.get_trials()
+    dead = [t for t in trials if t.state.name == "FAIL"]
+    assert len(dead) == 1 and dead[0].user_attrs["board"].endswith(str(a)), dead
+    again = [t for t in trials if dead[0].number in t.user_attrs.get("retry_of", [])]
+    assert len(again) == 1 and again[0].state.name == "COMPLETE", again
+    assert again[0].params == dead[0].params and again[0].user_attrs["board"].endswith(str(b))
+    assert sum(t.state.name == "COMPLETE" for t in trials) == 6
+    assert not [t for t in trials if t.state.name in ("WAITING", "RUNNING")]
+    doc = json.loads((tmp_path / "out-b" / "tune.json").read_text())
+    assert sum(t["state"] == "COMPLETE" for t in doc["trials"]) == 6
+    back = _tune(a, tmp_path / "out-a", *common)
+    _, said = back.communicate(timeout=bound_s(120))
+    assert back.returncode == 0 and "restored from the journal" in said, said
+    assert _gpu_knobs(a) == before and not journal.exists()
+
+
 def _trial(number, ipj, watts, valid=True, violations=(0.0,), pct=None, state="COMPLETE"):
     return SimpleNamespace(number=number, state=SimpleNamespace(name=state), user_attrs={
         "valid": valid, "constraints": list(violations),

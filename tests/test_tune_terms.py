@@ -92,6 +92,34 @@ def test_a_board_of_another_model_cannot_join_the_study(tmp_path):
     assert len(doc["trials"]) == 1  # nothing of the second board's was added
 
 
+def test_a_board_of_another_l4t_release_joins_only_when_asked_and_each_trial_says_which(
+        tmp_path):
+    """The study keeps the fingerprint of the board that made it (model, L4T release, power
+    mode, workload); a board of the same model on another L4T release is refused with what
+    differs, or joins with --mix-boards, each trial recording its own board's."""
+    out = tmp_path / "tuned"
+    a = make_board(tmp_path / "a", "tx1")
+    request = dataclasses.replace(_request(out), knobs=("gpu",))
+    study_module.tune(Root(str(a)), request)
+    assert _terms(out)["l4t"].startswith("R32") and _terms(out)["workload"] == ""
+    b = make_board(tmp_path / "b", "tx1")
+    release = b / "etc/nv_tegra_release"
+    release.write_text(release.read_text().replace("# R32 (release), REVISION: 7.1",
+                                                   "# R28 (release), REVISION: 2.1"))
+    with pytest.raises(UsageError, match=r"L4T release: R32\.7\.1 \(asked now: R28\.2\.1\)"
+                       ) as refused:
+        study_module.tune(Root(str(b)), dataclasses.replace(request, budget=2))
+    assert "--mix-boards" in (refused.value.hint or "")
+    study_module.tune(Root(str(b)), dataclasses.replace(request, budget=2, mix_boards=True))
+    [summary] = optuna.get_all_study_summaries(f"sqlite:///{out / 'study.db'}")
+    study = optuna.load_study(study_name=summary.study_name,
+                              storage=f"sqlite:///{out / 'study.db'}")
+    prints = [t.user_attrs["fingerprint"] for t in study.trials]
+    assert [p["l4t"] for p in prints] == ["R32.7.1", "R28.2.1"], prints
+    assert {p["board"] for p in prints} == {_terms(out)["board"]}
+    assert _terms(out)["l4t"] == "R32.7.1"  # the study's own terms are the maker's
+
+
 def test_an_empty_study_file_beside_earlier_trials_is_refused(tmp_path):
     base = make_board(tmp_path, "tx1")
     root, out = Root(str(base)), tmp_path / "tuned"
@@ -225,3 +253,38 @@ def test_a_board_done_with_a_shared_study_waits_for_the_others_last_trials():
     study.tell(stuck, 2.0)
     wait_for_others(optuna, study, nothing.append)
     assert nothing == []
+
+
+def test_an_interrupted_point_is_queued_again_a_few_times_and_leftovers_are_closed():
+    """A trial that never ended (its board died) has its point queued again, RETRIES times at
+    most, naming the trials it replaces; a queued point the full budget leaves unrun is closed
+    as not run, so no WAITING trial stays in the study, and it does not count."""
+    from jetbench.run.tune.storage import RETRIES, drain_waiting, retry_callback
+    from jetbench.run.tune.study import counts
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    requeue = retry_callback(optuna)
+    dead = study.ask({"gpu_index": optuna.distributions.IntDistribution(0, 12)})
+    number = dead.number
+    for attempt in range(RETRIES + 1):
+        study.tell(number, state=optuna.trial.TrialState.FAIL)
+        requeue(study, study.trials[number])
+        waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
+        if attempt == RETRIES:
+            assert waiting == []  # retried enough
+            break
+        assert len(waiting) == 1 and waiting[0].params == dead.params
+        assert waiting[0].user_attrs["retry_of"][-1] == number
+        number = study.ask().number  # the retry, taken and interrupted again
+    unchosen = study.ask()  # killed before it chose its point: nothing to measure again
+    study.tell(unchosen, state=optuna.trial.TrialState.FAIL)
+    requeue(study, study.trials[unchosen.number])
+    assert study.get_trials(states=(optuna.trial.TrialState.WAITING,)) == []
+
+    study.enqueue_trial({"gpu_index": 3}, user_attrs={"confirms": True})
+    assert drain_waiting(optuna, study) == 1
+    closed = study.trials[-1]
+    assert closed.state == optuna.trial.TrialState.PRUNED and "not_run" in closed.user_attrs
+    assert not counts(optuna, closed)
+    assert study.get_trials(states=(optuna.trial.TrialState.WAITING,)) == []

@@ -61,6 +61,15 @@ def tune(
              "mysql://...). Default: DIR/study.db."),
     study: Optional[str] = typer.Option(None, "--study", rich_help_panel=_SEARCH,
                                         metavar="NAME", help="The study's name in --storage."),
+    heartbeat: Optional[int] = typer.Option(
+        None, "--heartbeat", rich_help_panel=_SEARCH, metavar="S",
+        help="With --storage: each running trial beats every S seconds (default 10); a trial "
+             "whose board missed 3 beats is failed by another board, which measures its "
+             "point again. 0: off."),
+    mix_boards: bool = typer.Option(
+        False, "--mix-boards", rich_help_panel=_SEARCH,
+        help="Let boards of the study's model whose L4T release or power mode differ join it "
+             "(each trial records its board's). Their clock tables must still match."),
     out: Path = typer.Option(Path("jetbench-tune"), "--out", rich_help_panel="Output",
                              metavar="DIR", help="Directory: study.db, tune.json, pareto.png "
                              "and every trial's result. Run tune again with the same DIR to "
@@ -101,6 +110,7 @@ def tune(
         o for item in objective for o in split_list(item)),
         constraints=tuple(Constraint.parse(c) for c in constraint),
         knobs=tuple(split_list(knobs)), budget=budget, storage=storage, study=study, seed=seed,
+        mix_boards=mix_boards, **({} if heartbeat is None else {"heartbeat_s": heartbeat or None}),
         # the board a trial ran on: this host, and its --root when that is not / (simulated)
         board_name=host if str(root.base) == "/" else f"{host}:{root.base}")
 

@@ -33,6 +33,9 @@ STUDY_FILE = "study.db"
 CONFIRM = 3  # the best distinct points measured once more at the end of the budget
 
 
+HEARTBEAT_S = 10  # a shared study's running trials beat this often (Optuna's heartbeat)
+
+
 _CONSTRAINT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
 
 
@@ -92,6 +95,8 @@ class TuneRequest:
     seed: Optional[int] = None
     board_name: str = field(default_factory=socket.gethostname)
     unit: str = DEFAULT_UNIT  # what a trial counts: a --cmd's --unit (tune() sets it)
+    heartbeat_s: Optional[int] = HEARTBEAT_S  # a shared study's trials beat this often
+    mix_boards: bool = False  # boards of one model, other L4T or power mode, in one study
 
 
 @dataclass
@@ -114,6 +119,8 @@ def check(req: TuneRequest) -> None:
             raise UsageError(f"--knobs {knob!r}: expected a list of " + ", ".join(KNOBS))
     if req.budget < 1:
         raise UsageError("--budget must be at least 1 trial")
+    if req.heartbeat_s is not None and req.heartbeat_s < 0:
+        raise UsageError("--heartbeat must be 0 (off) or a number of seconds")
     for name in ("freq", "cpu_freq", "emc_freq", "profile"):
         if getattr(req.options, name):
             raise UsageError(f"--{name.replace('_', '-')} does not go with tune: the clocks "

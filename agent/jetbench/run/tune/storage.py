@@ -3,13 +3,15 @@ how a storage's failures read as one message; a study recovered after a kill."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import stat
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Union
 
 from ...errors import HardwareError, JetbenchError, UsageError, first_line
 from ...hw.fs import Root
@@ -19,7 +21,11 @@ from ...ownership.lease import Guard
 if TYPE_CHECKING:
     from optuna import Study
     from optuna.samplers import BaseSampler
+    from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
+
+RETRIES = 2  # an interrupted trial's point is measured again at most this many times
+GRACE_BEATS = 3  # a trial whose board missed this many heartbeats is taken as dead
 
 
 def _shown(storage: str) -> str:
@@ -110,14 +116,18 @@ def storage_errors(storage: str) -> Iterator[None]:
 
 
 def _open_study(optuna: ModuleType, name: str, storage: str, directions: List[str],
-                sampler: BaseSampler) -> Study:
+                sampler: BaseSampler, heartbeat_s: Optional[int] = None) -> Study:
     """The study, created or joined. Boards starting together on a new database race to create
     Optuna's tables ("table alembic_version already exists", a duplicated study): the one that
-    loses tries again and joins what the other made."""
+    loses tries again and joins what the other made. With `heartbeat_s`, each running trial
+    beats that often (Optuna's heartbeat): a trial whose board stopped beating for
+    GRACE_BEATS beats is failed by the next board that looks, and its point queued again."""
     for attempt in range(20):
         try:
-            return optuna.create_study(study_name=name, storage=storage, directions=directions,
-                                       sampler=sampler, load_if_exists=True)
+            return optuna.create_study(study_name=name,
+                                       storage=_with_heartbeat(optuna, storage, heartbeat_s),
+                                       directions=directions, sampler=sampler,
+                                       load_if_exists=True)
         except Exception as err:  # noqa: BLE001 - SQLAlchemy's and Optuna's, whichever won
             text = str(err)
             racing = any(w in text for w in ("already exists", "locked", "no such table")) \
@@ -126,6 +136,45 @@ def _open_study(optuna: ModuleType, name: str, storage: str, directions: List[st
                 raise
             time.sleep(0.1 + 0.05 * attempt)
     raise AssertionError("unreachable")
+
+
+def _with_heartbeat(optuna: ModuleType, storage: str, heartbeat_s: Optional[int]
+                    ) -> Union[str, BaseStorage]:
+    if not heartbeat_s:
+        return storage
+    rdb = optuna.storages.RDBStorage
+    # the callback's name: heartbeat_stale_trial_callback (Optuna 4.9+), failed_trial_callback
+    accepts = inspect.signature(rdb.__init__).parameters
+    name = ("heartbeat_stale_trial_callback" if "heartbeat_stale_trial_callback" in accepts
+            else "failed_trial_callback")
+    with warnings.catch_warnings():  # Optuna calls the heartbeat experimental
+        warnings.simplefilter("ignore")
+        return rdb(storage, heartbeat_interval=heartbeat_s,
+                   grace_period=GRACE_BEATS * heartbeat_s, **{name: retry_callback(optuna)})
+
+
+def retry_callback(optuna: ModuleType) -> Callable[[Study, FrozenTrial], None]:
+    """The retry of an interrupted trial (a board that died, a kill, a reboot): its point
+    queued again, RETRIES times at most, the trial numbers it replaces in `retry_of` (a user
+    attribute: Optuna's own retry callback keeps them where Optuna 5's Trial cannot read)."""
+    def requeue(study: Study, trial: FrozenTrial) -> None:
+        history = [*trial.user_attrs.get("retry_of", []), trial.number]
+        if not trial.params or len(history) > RETRIES:
+            return  # killed before it chose its point, or retried enough
+        attrs = {"retry_of": history, **({"confirms": True} if trial.user_attrs.get("confirms")
+                                         else {})}
+        study.add_trial(optuna.trial.create_trial(
+            state=optuna.trial.TrialState.WAITING, params=trial.params,
+            distributions=trial.distributions, user_attrs=attrs))
+    return requeue
+
+
+def fail_stale(optuna: ModuleType, study: Study) -> None:
+    """Trials of boards that stopped beating failed and queued again (a no-op without the
+    heartbeat)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna.storages.fail_stale_trials(study)
 
 
 def _worst(direction: str) -> float:
@@ -145,11 +194,15 @@ def _recover(optuna: ModuleType, root: Root, guard: Guard, study: Study, board: 
     running = optuna.trial.TrialState.RUNNING
     stale = [t for t in study.get_trials(deepcopy=False, states=(running,))
              if t.user_attrs.get("board") == board]
+    retry = retry_callback(optuna)
     for t in stale:
         study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        if t.params:  # its point is measured again first (one killed before choosing is not)
+            retry(study, study.get_trials(deepcopy=False)[t.number])
     if stale:
         say(f"tune: {len(stale)} trial(s) of an earlier run on this board had not finished "
-            "(interrupted): marked failed, not counted against the budget")
+            "(interrupted): marked failed, not counted against the budget, their points "
+            "queued to be measured again")
     if restored:
         say("tune: an interrupted run had left the board pinned: restored from the journal")
 
@@ -162,25 +215,52 @@ def others_measuring(optuna: ModuleType, study: Study) -> List[FrozenTrial]:
 
 
 def wait_for_others(optuna: ModuleType, study: Study, say: Callable[[str], None],
-                    poll_s: float = 0.2, least_s: float = 60.0) -> None:
+                    poll_s: float = 0.2, least_s: float = 60.0,
+                    rerun: Optional[Callable[[], bool]] = None) -> None:
     """A board that ends its part of a shared study while the others' last trials still
     measure waits for them, so its tune.json is the study's answer, not a snapshot missing
-    them. It waits at most three times the longest trial so far (`least_s` at least): a board that
-    died mid-trial leaves its trial RUNNING until it tunes again, and is not waited for ever."""
-    waiting = others_measuring(optuna, study)
-    if not waiting:
-        return
-    durations = [(t.datetime_complete - t.datetime_start).total_seconds()
-                 for t in study.get_trials(deepcopy=False)
-                 if t.datetime_complete is not None and t.datetime_start is not None]
-    limit_s = max(least_s, 3 * max(durations, default=0.0))
-    boards = sorted({str(t.user_attrs.get("board", "?")) for t in waiting})
-    say(f"tune: waiting for {len(waiting)} trial(s) still measuring on other boards "
-        f"({', '.join(boards)}), {limit_s:.0f} s at most")
-    deadline = time.monotonic() + limit_s
-    while waiting and time.monotonic() < deadline:
-        time.sleep(poll_s)
+    them. Meanwhile it fails the trials of boards that stopped beating (the heartbeat) and
+    `rerun` measures what that queued again (True: it ran something, so the wait starts over).
+    It waits at most three times the longest trial so far (`least_s` at least): without a
+    heartbeat a board that died mid-trial leaves its trial RUNNING until it tunes again, and
+    is not waited for ever."""
+    said = False
+    deadline = 0.0
+    limit_s = 0.0
+    while True:
+        fail_stale(optuna, study)
+        if rerun is not None and rerun():
+            said = False  # it measured something: the others' wait is counted anew
+            continue
         waiting = others_measuring(optuna, study)
-    if waiting:
-        say(f"tune: {len(waiting)} trial(s) on other boards still running after "
-            f"{limit_s:.0f} s: the study is written without them")
+        if not waiting:
+            return
+        if not said:
+            durations = [(t.datetime_complete - t.datetime_start).total_seconds()
+                         for t in study.get_trials(deepcopy=False)
+                         if t.datetime_complete is not None and t.datetime_start is not None]
+            limit_s = max(least_s, 3 * max(durations, default=0.0))
+            boards = sorted({str(t.user_attrs.get("board", "?")) for t in waiting})
+            say(f"tune: waiting for {len(waiting)} trial(s) still measuring on other boards "
+                f"({', '.join(boards)}), {limit_s:.0f} s at most")
+            deadline = time.monotonic() + limit_s
+            said = True
+        if time.monotonic() >= deadline:
+            say(f"tune: {len(waiting)} trial(s) on other boards still running after "
+                f"{limit_s:.0f} s: the study is written without them")
+            return
+        time.sleep(poll_s)
+
+
+def drain_waiting(optuna: ModuleType, study: Study) -> int:
+    """Points queued again (or to be read again) that no trial will run, the budget being full:
+    taken and closed as not run, so no WAITING trial is left behind in the study. Returns how
+    many."""
+    waiting = optuna.trial.TrialState.WAITING
+    closed = 0
+    for _ in range(len(study.get_trials(deepcopy=False, states=(waiting,)))):
+        trial = study.ask()  # the oldest WAITING trial (a fresh one if another board took it)
+        trial.set_user_attr("not_run", "the budget was full when its turn came")
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        closed += 1
+    return closed

@@ -57,10 +57,12 @@ from .storage import (
     _worst,
     check_storage,
     check_study_kept,
+    drain_waiting,
+    others_measuring,
     storage_errors,
     wait_for_others,
 )
-from .terms import TERMS_ATTR, check_same, terms_of
+from .terms import TERMS_ATTR, check_same, fingerprint, terms_of
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -130,6 +132,7 @@ def tune(root: Root, req: TuneRequest,
 def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
           models: List[str], precisions: List[str], batches: List[int], storage: str,
           wait_s: Optional[float]) -> TuneReport:
+    from ...hw.nvpmodel import read_power_mode
     from ...open_board import open_board
 
     name = req.study or "jetbench-" + "-".join([*models, *precisions, *map(str, batches),
@@ -149,7 +152,8 @@ def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str],
                                           n_startup_trials=startup, **given)
                if len(directions) == 1 else
                optuna.samplers.NSGAIISampler(seed=req.seed, **given))
-    study = _open_study(optuna, name, storage, directions, sampler)
+    study = _open_study(optuna, name, storage, directions, sampler,
+                        req.heartbeat_s if req.storage is not None else None)
     # The board is ours for the whole study (the lock, or one lease from the daemon): a second
     # tune or a measure is refused with who holds it, and no trial is lent away half-way.
     with borrow_board(root, "tune", wait_s) as guard:
@@ -160,10 +164,13 @@ def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str],
             tables = search_space(root, board, req.knobs, req.options.beyond_power_mode)
             simulated = board.simulated
             listed = bool(board.emc and board.emc.available_hz)
-            model = board.model
+            model, l4t = board.model, board.l4t or ""
+        mode = read_power_mode(root)
         asked = terms_of(model, req.objectives, req.constraints, req.knobs, models, precisions,
-                         batches, tables)
-        stored = check_same(study, asked, shared=req.storage is not None)
+                         batches, tables, workload=req.options.cmd or "", l4t=l4t,
+                         power_mode=mode.text if mode else "")
+        stored = check_same(study, asked, shared=req.storage is not None,
+                            mix_boards=req.mix_boards)
         if stored is not None and stored["space"]:
             space = {k: list(v) for k, v in stored["space"].items()}  # fixed at creation
         else:
@@ -173,14 +180,14 @@ def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str],
                                                req.options.beyond_power_mode)
             study.set_user_attr(TERMS_ATTR, dict(asked, space=space))
         return _study(root, req, optuna, say, study, space, simulated, models, precisions,
-                      batches, directions, modern)
+                      batches, directions, modern, fingerprint(asked))
 
 
 def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
            study: Study,
            space: Dict[str, List[int]], simulated: bool, models: List[str],
            precisions: List[str], batches: List[int], directions: List[str],
-           modern: bool) -> TuneReport:
+           modern: bool, board_print: Dict[str, str]) -> TuneReport:
     from ..measure import measure
 
     fatal: List[BaseException] = []
@@ -195,16 +202,23 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         # before this one) fill the budget first, so the study stops at its budget, not past
         # it. A trial says it measures before it looks, so of two that look at once the later
         # one yields; one that yields never counts as measuring (it is no longer RUNNING).
+        # A dead board's trial queued again by the heartbeat keeps the place in the budget its
+        # trial had: it is measured before any new point (or a point read again) is.
         trial.set_user_attr("measuring", True)
-        running = optuna.trial.TrialState.RUNNING
-        earlier = [t for t in study.get_trials(deepcopy=False, states=(running,))
-                   if t.number < trial.number and t.user_attrs.get("measuring")]
+        state = optuna.trial.TrialState
+        retry = "retry_of" in trial.user_attrs
+        earlier = [t for t in study.get_trials(deepcopy=False, states=(state.RUNNING,
+                                                                       state.WAITING))
+                   if (t.state == state.RUNNING and t.number < trial.number
+                       and t.user_attrs.get("measuring"))
+                   or (t.state == state.WAITING and not retry and "retry_of" in t.user_attrs)]
         if count() + len(earlier) >= limit[0]:
             trial.set_user_attr("not_run", "the budget was taken by other boards' trials")
             study.stop()
             raise optuna.TrialPruned()
         settings = _suggest(trial, space, models, precisions, batches)
         trial.set_user_attr("board", req.board_name)
+        trial.set_user_attr("fingerprint", board_print)
         trial.set_user_attr("settings", settings)
         out = req.out_dir / "trials" / f"{trial.number:04d}"
         options = _options_for(req.options, settings, out)
@@ -284,7 +298,11 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
                         req.budget - count())
     choices: Dict[str, Sequence[Union[str, int]]] = {"model": models, "precision": precisions,
                                                      "batch": batches}
-    again = [p for p in (_params_of(s, space, choices) for s in again) if p is not None]
+    queued = [t.params for t in study.get_trials(
+        deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
+    # (a point another board of a shared study has queued already is not queued twice)
+    again = [p for p in (_params_of(s, space, choices) for s in again)
+             if p is not None and p not in queued]
     for params in again:
         study.enqueue_trial(params, user_attrs={"confirms": True})
     limit[0] = req.budget
@@ -299,7 +317,29 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     if fatal:
         raise fatal[0]
     if req.storage is not None:
-        wait_for_others(optuna, study, say)
+        def rerun() -> bool:
+            """Points queued again (a dead board's trial, by the heartbeat), or budget left
+            that another board's yield gave back: measured here."""
+            room = req.budget - count()
+            if room <= 0 or fatal:
+                return False
+            waiting = study.get_trials(deepcopy=False,
+                                       states=(optuna.trial.TrialState.WAITING,))
+            if not waiting and others_measuring(optuna, study):
+                return False
+            before = (count(), len(waiting))
+            study.optimize(objective, n_trials=min(room, len(waiting) or room),
+                           catch=(Exception,), callbacks=[progress, stop_at(req.budget)])
+            after = (count(), len(study.get_trials(deepcopy=False,
+                                                   states=(optuna.trial.TrialState.WAITING,))))
+            # went on only while it gets somewhere: a trial counted or a queued point taken
+            return after[0] > before[0] or after[1] < before[1]
+
+        wait_for_others(optuna, study, say, rerun=rerun)
+        if fatal:
+            raise fatal[0]
+    if count() >= req.budget:
+        drain_waiting(optuna, study)
     doc = study_doc(study, req, space, simulated, req.unit)
     path = req.out_dir / "tune.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
