@@ -288,3 +288,66 @@ def test_an_interrupted_point_is_queued_again_a_few_times_and_leftovers_are_clos
     assert closed.state == optuna.trial.TrialState.PRUNED and "not_run" in closed.user_attrs
     assert not counts(optuna, closed)
     assert study.get_trials(states=(optuna.trial.TrialState.WAITING,)) == []
+
+
+def _measured(number, settings, violations, valid=True):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(number=number, state=SimpleNamespace(name="COMPLETE"), user_attrs={
+        "valid": valid, "settings": settings, "constraints": list(violations)})
+
+
+def test_a_point_no_faster_than_one_that_missed_a_throughput_floor_is_known_to_miss():
+    """Throughput and power do not fall as a clock rises (latency does not rise): a miss
+    spreads to the points it bounds, within one model, precision and batch, from valid
+    measured points only, and never to the same point read again."""
+    from jetbench.run.tune.monotone import implied_miss
+
+    def at(gpu, emc, batch=8):
+        return {"model": "sim:alexnet", "precision": "fp16", "batch": batch, "gpu_hz": gpu,
+                "emc_hz": emc}
+
+    floor, cap = Constraint.parse("images_per_s>=100"), Constraint.parse("power_w<=5")
+    slow = _measured(4, at(500, 800), [3.0, -1.0, 0.0])  # missed the floor, met the cap
+    hot = _measured(6, at(900, 1600), [-5.0, 0.4, 0.0])  # met the floor, broke the cap
+    knobs = ["gpu", "emc"]
+    trials = [slow, hot]
+    assert implied_miss(trials, at(400, 800), knobs, [floor, cap]) == (slow, "images_per_s>=100")
+    assert implied_miss(trials, at(300, 204), knobs, [floor, cap])[0] is slow
+    assert implied_miss(trials, at(998, 1600), knobs, [floor, cap]) == (hot, "power_w<=5")
+    assert implied_miss(trials, at(600, 800), knobs, [floor, cap]) is None  # faster GPU
+    assert implied_miss(trials, at(400, 1066), knobs, [floor, cap]) is None  # neither bound
+    assert implied_miss(trials, at(500, 800), knobs, [floor, cap]) is None  # a re-reading
+    assert implied_miss(trials, at(400, 800, batch=32), knobs, [floor, cap]) is None
+    invalid = _measured(4, at(500, 800), [3.0, -1.0, 1.0], valid=False)
+    assert implied_miss([invalid], at(400, 800), knobs, [floor, cap]) is None
+    # img/J has no direction a clock moves it in: nothing is known from its misses
+    per_j = Constraint.parse("images_per_j>=30")
+    assert implied_miss([_measured(4, at(500, 800), [2.0, 0.0])], at(400, 800), knobs,
+                        [per_j]) is None
+
+
+def test_a_new_study_starts_at_the_top_and_a_warm_start_from_an_earlier_studys_best(tmp_path):
+    """The first trial of a new study is the top of the space; a study warm-started from an
+    earlier tune.json (another board of the model) measures that study's best points first."""
+    first = tmp_path / "first"
+    a = make_board(tmp_path / "a", "tx1")
+    request = dataclasses.replace(_request(first, budget=4), knobs=("gpu",))
+    doc = study_module.tune(Root(str(a)), request).doc
+    assert doc["trials"][0]["settings"]["gpu_hz"] == max(doc["space"]["gpu"])
+    ranked = sorted((t for t in doc["trials"] if t["feasible"]),
+                    key=lambda t: -t["metrics"]["images_per_j"])
+    best_first = list(dict.fromkeys(t["settings"]["gpu_hz"] for t in ranked))
+    said = []
+    b = make_board(tmp_path / "b", "tx1")
+    warm = dataclasses.replace(request, out_dir=tmp_path / "second", budget=3,
+                               warm_start=first / "tune.json")
+    again = study_module.tune(Root(str(b)), warm, progress=said.append).doc
+    started = [t["settings"]["gpu_hz"] for t in again["trials"][:min(3, len(best_first))]]
+    assert started == best_first[:3], (started, best_first)
+    assert any("starting from" in line and "tune.json" in line for line in said), said
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(UsageError, match="not a jetbench tune.json"):
+        study_module.tune(Root(str(b)), dataclasses.replace(
+            warm, out_dir=tmp_path / "third", warm_start=tmp_path / "bad.json"))
+    assert not (tmp_path / "third").exists()  # refused before any work

@@ -70,6 +70,10 @@ def tune(
         False, "--mix-boards", rich_help_panel=_SEARCH,
         help="Let boards of the study's model whose L4T release or power mode differ join it "
              "(each trial records its board's). Their clock tables must still match."),
+    warm_start: Optional[Path] = typer.Option(
+        None, "--warm-start", rich_help_panel=_SEARCH, metavar="TUNE_JSON",
+        help="Start a new study from an earlier one's best points (its tune.json: another "
+             "board of this model, the same workload): measured here first, then searched."),
     out: Path = typer.Option(Path("jetbench-tune"), "--out", rich_help_panel="Output",
                              metavar="DIR", help="Directory: study.db, tune.json, pareto.png "
                              "and every trial's result. Run tune again with the same DIR to "
@@ -97,7 +101,7 @@ def tune(
     from ..interrupts import InterruptLatch
     from ..open_board import open_board
     from ..run.request import split_list
-    from ..run.tune.options import Constraint, TuneRequest
+    from ..run.tune.options import HEARTBEAT_S, Constraint, TuneRequest
     from ..run.tune.output import pareto_plot
     from ..run.tune.output import save_profile as write_profile
     from ..run.tune.study import tune as run
@@ -110,7 +114,8 @@ def tune(
         o for item in objective for o in split_list(item)),
         constraints=tuple(Constraint.parse(c) for c in constraint),
         knobs=tuple(split_list(knobs)), budget=budget, storage=storage, study=study, seed=seed,
-        mix_boards=mix_boards, **({} if heartbeat is None else {"heartbeat_s": heartbeat or None}),
+        mix_boards=mix_boards, warm_start=warm_start,
+        heartbeat_s=HEARTBEAT_S if heartbeat is None else heartbeat or None,
         # the board a trial ran on: this host, and its --root when that is not / (simulated)
         board_name=host if str(root.base) == "/" else f"{host}:{root.base}")
 

@@ -33,6 +33,9 @@ STUDY_FILE = "study.db"
 CONFIRM = 3  # the best distinct points measured once more at the end of the budget
 
 
+INFERRED_IN_A_ROW = 25  # sampled points known to miss in a row: the search stops there
+
+
 HEARTBEAT_S = 10  # a shared study's running trials beat this often (Optuna's heartbeat)
 
 
@@ -97,6 +100,7 @@ class TuneRequest:
     unit: str = DEFAULT_UNIT  # what a trial counts: a --cmd's --unit (tune() sets it)
     heartbeat_s: Optional[int] = HEARTBEAT_S  # a shared study's trials beat this often
     mix_boards: bool = False  # boards of one model, other L4T or power mode, in one study
+    warm_start: Optional[Path] = None  # an earlier study's tune.json: its best points first
 
 
 @dataclass

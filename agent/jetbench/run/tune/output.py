@@ -50,7 +50,9 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
                 "valid": t.user_attrs.get("valid"),
                 "feasible": feasible(t) and problem is None,
                 "reasons": (list(reasons) if isinstance(reasons, list) else [])
-                + ([f"not a point of this board: {problem}"] if problem else []),
+                + ([f"not a point of this board: {problem}"] if problem else [])
+                + [str(t.user_attrs[k]) for k in ("inferred", "not_run")
+                   if k in t.user_attrs],
                 "constraint_violations": t.user_attrs.get("constraints"),
                 "result": t.user_attrs.get("result")}
 

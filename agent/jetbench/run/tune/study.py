@@ -39,9 +39,11 @@ from ...report import io
 from ...report.io import removed_if_left_empty
 from ..request import MeasureOptions, build_request, split_list
 from .choice import Settings, _params_of, _to_confirm, _usable, metrics_of
+from .monotone import implied_miss, top_points
 from .options import (
     COMMAND_MODEL,
     CONFIRM,
+    INFERRED_IN_A_ROW,
     OBJECTIVES,
     STUDY_FILE,
     TuneReport,
@@ -63,6 +65,7 @@ from .storage import (
     wait_for_others,
 )
 from .terms import TERMS_ATTR, check_same, fingerprint, terms_of
+from .warm import read_study, warm_points
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -97,10 +100,12 @@ def counts(optuna: ModuleType, trial: FrozenTrial) -> bool:
     """Whether a trial counts against the budget: it ran to its end (measured, or failed with
     its own error). One interrupted (Ctrl-C, SIGTERM, a kill -9 found RUNNING and failed by
     the next run) ran nothing to the end: its point is measured again by a later trial; nor
-    does one a board did not run because other boards' trials had taken the budget."""
+    does one a board did not run because other boards' trials had taken the budget, nor one
+    not measured because the trials measured show it misses a constraint (monotone.py)."""
     state = optuna.trial.TrialState
     return trial.state == state.COMPLETE or (
-        trial.state == state.PRUNED and "not_run" not in trial.user_attrs) or (
+        trial.state == state.PRUNED and "not_run" not in trial.user_attrs
+        and "inferred" not in trial.user_attrs) or (
         trial.state == state.FAIL and "error" in trial.user_attrs)
 
 
@@ -117,6 +122,7 @@ def tune(root: Root, req: TuneRequest,
     batches = list(probe.batches)
     if probe.command is not None:
         req = dataclasses.replace(req, unit=probe.command.unit)
+    earlier = read_study(req.warm_start) if req.warm_start is not None else None
     made = not req.out_dir.exists()
     with removed_if_left_empty(req.out_dir if made else None):
         io.check_out_dir(req.out_dir)  # before any work: a bad --out costs nothing
@@ -126,12 +132,12 @@ def tune(root: Root, req: TuneRequest,
             check_study_kept(req.out_dir, STUDY_FILE)
         with storage_errors(storage):
             return _tune(root, req, optuna, say, models, precisions, batches, storage,
-                         probe.wait_s)
+                         probe.wait_s, earlier)
 
 
 def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
           models: List[str], precisions: List[str], batches: List[int], storage: str,
-          wait_s: Optional[float]) -> TuneReport:
+          wait_s: Optional[float], earlier: Optional[Dict[str, object]]) -> TuneReport:
     from ...hw.nvpmodel import read_power_mode
     from ...open_board import open_board
 
@@ -180,14 +186,15 @@ def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str],
                                                req.options.beyond_power_mode)
             study.set_user_attr(TERMS_ATTR, dict(asked, space=space))
         return _study(root, req, optuna, say, study, space, simulated, models, precisions,
-                      batches, directions, modern, fingerprint(asked))
+                      batches, directions, modern, fingerprint(asked), earlier)
 
 
 def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
            study: Study,
            space: Dict[str, List[int]], simulated: bool, models: List[str],
            precisions: List[str], batches: List[int], directions: List[str],
-           modern: bool, board_print: Dict[str, str]) -> TuneReport:
+           modern: bool, board_print: Dict[str, str],
+           earlier: Optional[Dict[str, object]] = None) -> TuneReport:
     from ..measure import measure
 
     fatal: List[BaseException] = []
@@ -196,6 +203,9 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     shown = [""]  # the best point the progress last named: named again only when it changes
 
     limit = [req.budget]  # the trials the phase running now may bring the study to
+    inferred_run = [0]  # trials in a row the sampler chose where a miss was already known
+    exhausted: List[int] = []  # INFERRED_IN_A_ROW of them: what is left cannot meet them
+    yielded: List[int] = []  # trials this board left to others' (the budget was theirs)
 
     def objective(trial: Trial) -> Union[float, Tuple[float, ...]]:
         # Several boards on one study: the trials already measuring on the others (started
@@ -214,12 +224,34 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
                    or (t.state == state.WAITING and not retry and "retry_of" in t.user_attrs)]
         if count() + len(earlier) >= limit[0]:
             trial.set_user_attr("not_run", "the budget was taken by other boards' trials")
+            yielded.append(trial.number)
             study.stop()
             raise optuna.TrialPruned()
         settings = _suggest(trial, space, models, precisions, batches)
         trial.set_user_attr("board", req.board_name)
         trial.set_user_attr("fingerprint", board_print)
         trial.set_user_attr("settings", settings)
+        implied = implied_miss(study.get_trials(deepcopy=False, states=(state.COMPLETE,)),
+                               settings, list(space), req.constraints)
+        if implied is not None:
+            # known without measuring: closed as pruned, with the constraints the point it
+            # follows from broke (the sampler learns it is infeasible); never counted
+            source, missed = implied
+            why = (f"not measured: its clocks are no better than trial {source.number + 1}'s, "
+                   f"which missed {missed}")
+            trial.set_user_attr("inferred", why)
+            violations = list(source.user_attrs.get("constraints") or [1.0])
+            trial.set_user_attr("constraints", violations)
+            if modern:
+                for k, v in enumerate(violations):
+                    trial.set_constraint(f"c{k}", v)
+            say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> {why}")
+            inferred_run[0] += 1
+            if inferred_run[0] >= INFERRED_IN_A_ROW:
+                exhausted.append(trial.number)
+                study.stop()
+            raise optuna.TrialPruned()
+        inferred_run[0] = 0
         out = req.out_dir / "trials" / f"{trial.number:04d}"
         options = _options_for(req.options, settings, out)
         try:
@@ -288,16 +320,45 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         say(f"tune: {req.budget - count()} trial(s) to run here ({req.budget} in the study, "
             f"{count()} done{again_text}); space: "
             + ", ".join(f"{k} {len(v)}" for k, v in space.items()))
-    if count() < search:
-        limit[0] = search
-        study.optimize(objective, n_trials=search - count(), catch=(Exception,),
-                       callbacks=[progress, stop_at(search)])
-    if fatal:
-        raise fatal[0]
-    again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
-                        req.budget - count())
+    def search_to(n: int) -> None:
+        """Trials until `n` count (a point known to miss is not measured and does not count),
+        this board yields its place to others', the space left is all known misses, or a
+        trial loses the board."""
+        yielded.clear()
+        for _ in range(n + INFERRED_IN_A_ROW):
+            if count() >= n or fatal or yielded or exhausted:
+                return
+            study.optimize(objective, n_trials=n - count(), catch=(Exception,),
+                           callbacks=[progress, stop_at(n)])
+
     choices: Dict[str, Sequence[Union[str, int]]] = {"model": models, "precision": precisions,
                                                      "batch": batches}
+    if not study.get_trials(deepcopy=False):
+        # a new study starts from an earlier one's best points (--warm-start), else at the top
+        # of the space for each workload setting: the fastest each can be (a setting that
+        # cannot meet a throughput constraint there cannot anywhere), where there are few
+        # enough settings for the budget
+        firsts = [] if earlier is None else warm_points(earlier, req.objectives[0], space,
+                                                       choices, search)
+        if earlier is not None:
+            say(f"tune: starting from {len(firsts)} of the best points of {req.warm_start}"
+                + ("" if firsts else " (none is a point of this study: from the top instead)"))
+        tops = top_points(space, models, precisions, batches)
+        if not firsts and len(tops) <= max(1, search // 3):
+            firsts = tops
+        for params in firsts:
+            study.enqueue_trial(params, user_attrs={"warm": str(req.warm_start)} if earlier
+                                else {"top": True})
+    if count() < search:
+        limit[0] = search
+        search_to(search)
+    if fatal:
+        raise fatal[0]
+    if exhausted:
+        say(f"tune: the sampler chose {INFERRED_IN_A_ROW} points in a row that the trials "
+            "already measured show cannot meet the constraints: the search stops there")
+    again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
+                        req.budget - count())
     queued = [t.params for t in study.get_trials(
         deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
     # (a point another board of a shared study has queued already is not queued twice)
@@ -309,11 +370,10 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     if again:
         study.optimize(objective, n_trials=len(again), catch=(Exception,),
                        callbacks=[progress, stop_at(req.budget)])
-    if not fatal and count() < req.budget:
+    if not fatal and not exhausted and count() < req.budget:
         # fewer points to read again than the budget kept for them (every good point already
         # read twice, or another board's trials stopped this one's search early): searched
-        study.optimize(objective, n_trials=req.budget - count(), catch=(Exception,),
-                       callbacks=[progress, stop_at(req.budget)])
+        search_to(req.budget)
     if fatal:
         raise fatal[0]
     if req.storage is not None:

@@ -1,0 +1,64 @@
+"""What a study knows without measuring: throughput and power do not fall as a clock rises, and
+latency does not rise (a clock raised never slows a workload; thermal throttling is a failed,
+invalid point, not a trend). So a point whose clocks are all at or below those of a point that
+missed a throughput or latency constraint misses it too, and one whose clocks are all at or
+above a point that broke a power limit breaks it too: such a point is not measured (issue 38:
+"a feasibility model for constraints"). And the first trials of a new study are the top of
+the space for each workload setting (every clock at its highest): the fastest each can be, so
+a setting that cannot meet a throughput constraint anywhere is known at once."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
+
+from .choice import Settings
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+    from .options import Constraint
+
+# constraint name -> the way its misses spread: "down" (to points no faster), "up" (no slower)
+SPREADS: Dict[Tuple[str, str], str] = {("images_per_s", ">="): "down",
+                                       ("latency_p99_ms", "<="): "down",
+                                       ("power_w", "<="): "up"}
+CATEGORIES = ("model", "precision", "batch")
+
+
+def implied_miss(trials: Sequence[FrozenTrial], settings: Settings, knobs: Sequence[str],
+                 constraints: Sequence[Constraint]) -> Optional[Tuple[FrozenTrial, str]]:
+    """(the measured trial, what it missed) that tells this point misses a constraint too, or
+    None. Only valid measured trials of the same model, precision and batch count, and only a
+    miss their uncertainty does not excuse (the constraint's own rule); the same point again
+    (a re-reading) is never inferred."""
+    for t in trials:
+        if t.state.name != "COMPLETE" or t.user_attrs.get("valid") is not True:
+            continue
+        other = t.user_attrs.get("settings") or {}
+        if any(other.get(k) != settings.get(k) for k in CATEGORIES):
+            continue
+        clocks = [(settings.get(f"{k}_hz"), other.get(f"{k}_hz")) for k in knobs]
+        if any(not isinstance(a, int) or not isinstance(b, int) for a, b in clocks):
+            continue
+        if all(a == b for a, b in clocks):
+            continue
+        violations = t.user_attrs.get("constraints") or []
+        for k, c in enumerate(constraints):
+            spread = SPREADS.get((c.name, c.op))
+            if spread is None or k >= len(violations) or not violations[k] > 0:
+                continue
+            below = all(a <= b for a, b in clocks)  # type: ignore[operator]
+            above = all(a >= b for a, b in clocks)  # type: ignore[operator]
+            if (spread == "down" and below) or (spread == "up" and above):
+                return t, str(c)
+    return None
+
+
+def top_points(space: Dict[str, List[int]], models: Sequence[str], precisions: Sequence[str],
+               batches: Sequence[int]) -> List[Dict[str, Union[str, int]]]:
+    """Optuna's params of the top of the space (every clock at its highest) for each model,
+    precision and batch: the first trials of a new study."""
+    tops = {f"{knob}_index": len(values) - 1 for knob, values in space.items()}
+    return [{"model": m, "precision": p, "batch": b, **tops}
+            for m, p, b in itertools.product(models, precisions, batches)]
