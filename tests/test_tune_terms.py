@@ -351,3 +351,18 @@ def test_a_new_study_starts_at_the_top_and_a_warm_start_from_an_earlier_studys_b
         study_module.tune(Root(str(b)), dataclasses.replace(
             warm, out_dir=tmp_path / "third", warm_start=tmp_path / "bad.json"))
     assert not (tmp_path / "third").exists()  # refused before any work
+
+
+def test_the_emc_probe_reads_a_rate_once_it_moved_not_the_last_ones_twice():
+    """Under load the clock framework had not acted on a write when two equal reads came: the
+    probe took the previous candidate's rate and the space lost one. A read after a write
+    waits for the value to move (and takes an unmoved one as it is after a while)."""
+    import time
+
+    from jetbench.hw.readings import settled_change
+
+    reads = iter([1600, 1600, 1600, 1600, 1066, 1066, 1066])
+    assert settled_change(lambda: next(reads), before=1600) == 1066
+    t0 = time.monotonic()
+    assert settled_change(lambda: 800, before=800, wait_s=0.1) == 800  # rounded to the same
+    assert time.monotonic() - t0 < 2.0

@@ -127,6 +127,20 @@ def memory_mb(root: Root) -> Optional[Tuple[float, float]]:
     return total - fields["MemAvailable"] / 1024, total
 
 
+def settled_change(read: Callable[[], T], before: T, wait_s: float = 0.5) -> T:
+    """`settled(read)` once it differs from `before` (the reading before a write), waiting at
+    most `wait_s` for it to move: two equal reads right after a write can both be the old
+    value when the kernel has not acted on the write yet (a loaded machine, a DVFS
+    transition). A write that leaves the value where it was (rounded to the same rate) is
+    read as it is after `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        now = settled(read)
+        if now != before or time.monotonic() >= deadline:
+            return now
+        time.sleep(SETTLE_INTERVAL_S)
+
+
 def settled(read: Callable[[], T], timeout_s: float = 1.0) -> T:
     """`read()` until two reads agree, at most `timeout_s` (the last read then): a simulated
     kernel or a slow governor takes a few ms to move the current frequency after a write, and

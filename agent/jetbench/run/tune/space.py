@@ -64,7 +64,7 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
     back once settled, and everything is put back as measure does."""
     from ...hw.clocks.domains import read_clocks
     from ...hw.clocks.types import Step
-    from ...hw.readings import settled
+    from ...hw.readings import settled_change
     from ...open_board import open_board
     from ...profiles.apply import apply_profile
     from ...profiles.profile import Profile
@@ -77,13 +77,19 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
         had_journal = bool(journal.load(root))
         steps: List[Step] = []
         try:
+            def emc_now() -> Set[int]:
+                return {c.cur_hz for c in read_clocks(root, board)
+                        if c.domain == "emc" and c.cur_hz}
+
             for hz in candidates:
                 profile = Profile(name="tune-emc-probe", source="jetbench tune", emc_freq=hz,
                                   sections=("emc",), beyond_power_mode=beyond_power_mode)
+                before = emc_now()
                 with guard.writing():
                     steps += list(apply_profile(root, board, profile).steps)
-                clocks = settled(lambda: read_clocks(root, board))  # noqa: B023 - read now
-                rates.update(c.cur_hz for c in clocks if c.domain == "emc" and c.cur_hz)
+                # read once the rate moved (a rate read before the clock framework acted
+                # would be the last candidate's: under load a probe lost a rate that way)
+                rates.update(settled_change(emc_now, before))
         finally:
             with guard.writing():
                 put_back(root, MeasureRequest(), had_journal, steps)
