@@ -237,15 +237,15 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             # known without measuring: closed as pruned, with the constraints the point it
             # follows from broke (the sampler learns it is infeasible); never counted
             source, missed = implied
-            why = (f"not measured: its clocks are no better than trial {source.number + 1}'s, "
-                   f"which missed {missed}")
+            why = (f"not measured: its clocks are no better than trial #{source.number + 1}'s,"
+                   f" which missed {missed}")
             trial.set_user_attr("inferred", why)
             violations = list(source.user_attrs.get("constraints") or [1.0])
             trial.set_user_attr("constraints", violations)
             if modern:
                 for k, v in enumerate(violations):
                     trial.set_constraint(f"c{k}", v)
-            say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> {why}")
+            say(f"(#{trial.number + 1}) {_settings_text(settings)} -> {why}")
             inferred_run[0] += 1
             if inferred_run[0] >= INFERRED_IN_A_ROW:
                 exhausted.append(trial.number)
@@ -259,7 +259,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         except Exception as err:  # (Ctrl-C, SIGTERM: a KeyboardInterrupt, not counted)
             # One line (Optuna's own log, with its traceback, is off); a trial that lost the
             # board (taken back, busy, its sampler gone) ends the study with its error.
-            say(f"trial {trial.number + 1}/{req.budget}: {_settings_text(settings)} -> "
+            say(f"{ordinal(trial.number, count() + 1)}: {_settings_text(settings)} -> "
                 f"failed: {err if isinstance(err, JetbenchError) else first_line(err)}")
             trial.set_user_attr("error", str(err)[:300])
             if isinstance(err, (BoardBusy, LeaseRevoked, SamplerDied)):
@@ -296,11 +296,18 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         if metrics is None:  # a trial that failed said so itself
             return
         violations = trial.user_attrs.get("constraints") or []
-        say(f"trial {trial.number + 1}/{req.budget}: "
+        say(f"{ordinal(trial.number, count())}: "
             f"{_settings_text(trial.user_attrs['settings'])} -> {_metrics_text(metrics, req.unit)}"
             f"{'' if trial.user_attrs.get('valid') else ' (invalid)'}"
             f"{' (breaks a constraint)' if any(v > 0 for v in violations[:-1]) else ''}"
             + _best_news(_best_line(study, req, space, req.unit), shown, trial.number))
+
+    def ordinal(number: int, counted: int) -> str:
+        """`trial K/BUDGET`: the K-th trial to count against the budget (the study's, every
+        board's), and Optuna's number (`#N`, as tune.json and the answer name it) where that
+        differs (another board's trials, points not measured)."""
+        return f"trial {counted}/{req.budget}" + (f" (#{number + 1})" if counted != number + 1
+                                                  else "")
 
     def count() -> int:
         return len([t for t in study.get_trials(deepcopy=False) if counts(optuna, t)])
