@@ -366,3 +366,22 @@ def test_the_emc_probe_reads_a_rate_once_it_moved_not_the_last_ones_twice():
     t0 = time.monotonic()
     assert settled_change(lambda: 800, before=800, wait_s=0.1) == 800  # rounded to the same
     assert time.monotonic() - t0 < 2.0
+
+
+def test_reprobe_checks_the_studys_emc_rates_and_refuses_where_they_moved(tmp_path,
+                                                                         monkeypatch):
+    """A study probes the EMC once; --reprobe on a resume probes again and goes on only where
+    the EMC still runs the study's rates (a new L4T's clock table is another space)."""
+    base = make_board(tmp_path, "orin-nano")
+    root, out = Root(str(base)), tmp_path / "tuned"
+    study_module.tune(root, _request(out))
+    rates = _terms(out)["space"]["emc"]
+    said = []
+    monkeypatch.setattr(study_module, "probe_emc_rates", lambda *_a, **_k: list(rates))
+    study_module.tune(root, dataclasses.replace(_request(out, budget=1), reprobe=True),
+                      progress=said.append)
+    assert f"tune: --reprobe: the EMC runs the study's {len(rates)} rates" in said
+    monkeypatch.setattr(study_module, "probe_emc_rates", lambda *_a, **_k: list(rates[1:]))
+    with pytest.raises(UsageError, match="--reprobe: the EMC now runs .* MHz; the study's "
+                                         "space has"):
+        study_module.tune(root, dataclasses.replace(_request(out, budget=2), reprobe=True))

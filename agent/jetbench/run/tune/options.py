@@ -101,6 +101,7 @@ class TuneRequest:
     heartbeat_s: Optional[int] = HEARTBEAT_S  # a shared study's trials beat this often
     mix_boards: bool = False  # boards of one model, other L4T or power mode, in one study
     warm_start: Optional[Path] = None  # an earlier study's tune.json: its best points first
+    reprobe: bool = False  # probe the EMC's rates again on a resume, refuse where they moved
 
 
 @dataclass

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ...errors import JetbenchError, SamplerDied, first_line
+from ...errors import JetbenchError, SamplerDied, UsageError, first_line
 from ...hw.fs import Root
 from ...ownership.lease import LeaseRevoked
 from ...ownership.lock import BoardBusy
@@ -94,6 +94,10 @@ def _suggest(trial: Trial, space: Dict[str, List[int]], models: List[str],
         # the table (TPE models neighbours), not as unrelated categories.
         settings[f"{knob}_hz"] = values[trial.suggest_int(f"{knob}_index", 0, len(values) - 1)]
     return settings
+
+
+def _mhz(rates: Sequence[int]) -> str:
+    return ", ".join(f"{hz / 1e6:g}" for hz in rates) + " MHz"
 
 
 def counts(optuna: ModuleType, trial: FrozenTrial) -> bool:
@@ -179,6 +183,16 @@ def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str],
                             mix_boards=req.mix_boards)
         if stored is not None and stored["space"]:
             space = {k: list(v) for k, v in stored["space"].items()}  # fixed at creation
+            if req.reprobe and "emc" in space and not listed:
+                # asked: are the rates the study was made with still the ones the EMC runs?
+                found = probe_emc_rates(root, tables["emc"], req.options.beyond_power_mode)
+                if found != space["emc"]:
+                    raise UsageError(
+                        "--reprobe: the EMC now runs " + _mhz(found) + "; the study's space "
+                        "has " + _mhz(space["emc"]),
+                        hint="a study's space is fixed when it is made: give another --out "
+                             "(or --study NAME) for a study over the rates found now")
+                say(f"tune: --reprobe: the EMC runs the study's {len(found)} rates")
         else:
             space = {k: list(v) for k, v in tables.items()}
             if "emc" in space and not listed:  # the kernel lists no rates: ask what it runs
