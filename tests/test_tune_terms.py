@@ -385,3 +385,19 @@ def test_reprobe_checks_the_studys_emc_rates_and_refuses_where_they_moved(tmp_pa
     with pytest.raises(UsageError, match="--reprobe: the EMC now runs .* MHz; the study's "
                                          "space has"):
         study_module.tune(root, dataclasses.replace(_request(out, budget=2), reprobe=True))
+
+
+def test_patience_stops_the_search_when_the_best_stands_still_and_says_so(tmp_path):
+    """--patience N: once N trials in a row leave the best point where it is, the search stops
+    (short of the budget), the best points are read again, and the progress says why."""
+    base = make_board(tmp_path, "tx1")
+    said = []
+    request = dataclasses.replace(_request(tmp_path / "tuned", budget=40), knobs=("gpu",),
+                                  patience=3)
+    doc = study_module.tune(Root(str(base)), request, progress=said.append).doc
+    stopped = [line for line in said if "(--patience)" in line]
+    assert len(stopped) == 1 and "has not changed in 3 trials" in stopped[0], said
+    complete = sum(t["state"] == "COMPLETE" for t in doc["trials"])
+    assert complete < 40 and doc["best"] is not None
+    with pytest.raises(UsageError, match="--patience must be at least 1"):
+        study_module.tune(Root(str(base)), dataclasses.replace(request, patience=0))

@@ -78,6 +78,10 @@ def tune(
         False, "--reprobe", rich_help_panel=_SEARCH,
         help="On a resume, probe the EMC's rates again (a study probes them once, when it is "
              "made) and refuse to go on where they are not the study's."),
+    patience: Optional[int] = typer.Option(
+        None, "--patience", rich_help_panel=_SEARCH, metavar="N",
+        help="Stop the search once N trials in a row have not changed the best point (then "
+             "read the best points again); the budget is the most it spends."),
     out: Path = typer.Option(Path("jetbench-tune"), "--out", rich_help_panel="Output",
                              metavar="DIR", help="Directory: study.db, tune.json, pareto.png "
                              "and every trial's result. Run tune again with the same DIR to "
@@ -118,7 +122,7 @@ def tune(
         o for item in objective for o in split_list(item)),
         constraints=tuple(Constraint.parse(c) for c in constraint),
         knobs=tuple(split_list(knobs)), budget=budget, storage=storage, study=study, seed=seed,
-        mix_boards=mix_boards, warm_start=warm_start, reprobe=reprobe,
+        mix_boards=mix_boards, warm_start=warm_start, reprobe=reprobe, patience=patience,
         heartbeat_s=HEARTBEAT_S if heartbeat is None else heartbeat or None,
         # the board a trial ran on: this host, and its --root when that is not / (simulated)
         board_name=host if str(root.base) == "/" else f"{host}:{root.base}")

@@ -102,6 +102,7 @@ class TuneRequest:
     mix_boards: bool = False  # boards of one model, other L4T or power mode, in one study
     warm_start: Optional[Path] = None  # an earlier study's tune.json: its best points first
     reprobe: bool = False  # probe the EMC's rates again on a resume, refuse where they moved
+    patience: Optional[int] = None  # stop searching once this many trials left the best be
 
 
 @dataclass
@@ -124,6 +125,8 @@ def check(req: TuneRequest) -> None:
             raise UsageError(f"--knobs {knob!r}: expected a list of " + ", ".join(KNOBS))
     if req.budget < 1:
         raise UsageError("--budget must be at least 1 trial")
+    if req.patience is not None and req.patience < 1:
+        raise UsageError("--patience must be at least 1 trial")
     if req.heartbeat_s is not None and req.heartbeat_s < 0:
         raise UsageError("--heartbeat must be 0 (off) or a number of seconds")
     for name in ("freq", "cpu_freq", "emc_freq", "profile"):

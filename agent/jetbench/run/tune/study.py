@@ -38,7 +38,7 @@ from ...ownership.owner import borrow_board
 from ...report import io
 from ...report.io import removed_if_left_empty
 from ..request import MeasureOptions, build_request, split_list
-from .choice import Settings, _params_of, _to_confirm, _usable, metrics_of
+from .choice import Settings, _params_of, _to_confirm, _usable, choose_best, metrics_of
 from .monotone import implied_miss, top_points
 from .options import (
     COMMAND_MODEL,
@@ -347,10 +347,25 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         trial loses the board."""
         yielded.clear()
         for _ in range(n + INFERRED_IN_A_ROW):
-            if count() >= n or fatal or yielded or exhausted:
+            if count() >= n or fatal or yielded or exhausted or still:
                 return
             study.optimize(objective, n_trials=n - count(), catch=(Exception,),
-                           callbacks=[progress, stop_at(n)])
+                           callbacks=[progress, stop_at(n), patience])
+
+    moved: List[Tuple[Optional[str], int]] = [(None, count())]  # the best's point, since when
+    still: List[int] = []  # --patience: the count at which the best had stood still long enough
+
+    def patience(_: Study, trial: FrozenTrial) -> None:
+        """--patience N: the search stops once N trials in a row have not moved the best."""
+        if not req.patience or len(directions) > 1 or not counts(optuna, trial):
+            return
+        best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
+        key = json.dumps(best.user_attrs.get("settings"), sort_keys=True) if best else None
+        if key != moved[0][0]:
+            moved[0] = (key, count())
+        elif key is not None and count() - moved[0][1] >= req.patience:
+            still.append(count())
+            study.stop()
 
     choices: Dict[str, Sequence[Union[str, int]]] = {"model": models, "precision": precisions,
                                                      "batch": batches}
@@ -378,8 +393,11 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     if exhausted:
         say(f"tune: the sampler chose {INFERRED_IN_A_ROW} points in a row that the trials "
             "already measured show cannot meet the constraints: the search stops there")
+    if still:
+        say(f"tune: the best point has not changed in {req.patience} trials: the search stops "
+            f"at {still[0]} of the budget's {req.budget} (--patience)")
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
-                        req.budget - count())
+                        min(confirm, req.budget - count()) if still else req.budget - count())
     queued = [t.params for t in study.get_trials(
         deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
     # (a point another board of a shared study has queued already is not queued twice)
@@ -391,7 +409,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     if again:
         study.optimize(objective, n_trials=len(again), catch=(Exception,),
                        callbacks=[progress, stop_at(req.budget)])
-    if not fatal and not exhausted and count() < req.budget:
+    if not fatal and not exhausted and not still and count() < req.budget:
         # fewer points to read again than the budget kept for them (every good point already
         # read twice, or another board's trials stopped this one's search early): searched
         search_to(req.budget)
