@@ -401,3 +401,38 @@ def test_patience_stops_the_search_when_the_best_stands_still_and_says_so(tmp_pa
     assert complete < 40 and doc["best"] is not None
     with pytest.raises(UsageError, match="--patience must be at least 1"):
         study_module.tune(Root(str(base)), dataclasses.replace(request, patience=0))
+
+
+def test_a_trial_stopped_by_ctrl_c_has_its_point_measured_first_on_resume(tmp_path,
+                                                                         monkeypatch):
+    """Ctrl-C or SIGTERM (a KeyboardInterrupt) inside a trial: the trial is not counted and its
+    point is queued, so the resumed study measures it before anything new."""
+    from jetbench.run import measure as measure_module
+
+    base = make_board(tmp_path, "tx1")
+    root, out = Root(str(base)), tmp_path / "tuned"
+    request = dataclasses.replace(_request(out, budget=3), knobs=("gpu",))
+    real = measure_module.measure
+    calls = []
+
+    def interrupted(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(measure_module, "measure", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        study_module.tune(root, request)
+    monkeypatch.setattr(measure_module, "measure", real)
+    [summary] = optuna.get_all_study_summaries(f"sqlite:///{out / 'study.db'}")
+    study = optuna.load_study(study_name=summary.study_name,
+                              storage=f"sqlite:///{out / 'study.db'}")
+    stopped = study.trials[1]
+    assert stopped.state == optuna.trial.TrialState.FAIL
+    [queued] = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
+    assert queued.user_attrs["retry_of"] == [1]
+    doc = study_module.tune(root, request).doc
+    assert doc["trials"][2]["settings"] == stopped.user_attrs["settings"]
+    assert doc["trials"][2]["state"] == "COMPLETE"
+    assert sum(t["state"] == "COMPLETE" for t in doc["trials"]) == 3

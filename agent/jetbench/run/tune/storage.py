@@ -196,9 +196,11 @@ def _recover(optuna: ModuleType, root: Root, guard: Guard, study: Study, board: 
              if t.user_attrs.get("board") == board]
     retry = retry_callback(optuna)
     for t in stale:
-        study.tell(t.number, state=optuna.trial.TrialState.FAIL)
-        if t.params:  # its point is measured again first (one killed before choosing is not)
-            retry(study, study.get_trials(deepcopy=False)[t.number])
+        try:
+            study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        except Exception:  # noqa: BLE001 - another board's heartbeat check failed it first
+            continue  # (and queued its point again)
+        retry(study, study.get_trials(deepcopy=False)[t.number])
     if stale:
         say(f"tune: {len(stale)} trial(s) of an earlier run on this board had not finished "
             "(interrupted): marked failed, not counted against the budget, their points "

@@ -61,6 +61,7 @@ from .storage import (
     check_study_kept,
     drain_waiting,
     others_measuring,
+    retry_callback,
     storage_errors,
     wait_for_others,
 )
@@ -226,17 +227,20 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         # before this one) fill the budget first, so the study stops at its budget, not past
         # it. A trial says it measures before it looks, so of two that look at once the later
         # one yields; one that yields never counts as measuring (it is no longer RUNNING).
-        # A dead board's trial queued again by the heartbeat keeps the place in the budget its
-        # trial had: it is measured before any new point (or a point read again) is.
+        # A point queued again (a dead board's trial, failed by the heartbeat; an interrupted
+        # one) keeps the place in the budget its trial had: while it waits or runs, no new
+        # trial takes that place, and it runs against the whole budget, not a phase's limit.
         trial.set_user_attr("measuring", True)
         state = optuna.trial.TrialState
         retry = "retry_of" in trial.user_attrs
         earlier = [t for t in study.get_trials(deepcopy=False, states=(state.RUNNING,
                                                                        state.WAITING))
-                   if (t.state == state.RUNNING and t.number < trial.number
-                       and t.user_attrs.get("measuring"))
-                   or (t.state == state.WAITING and not retry and "retry_of" in t.user_attrs)]
-        if count() + len(earlier) >= limit[0]:
+                   if t.number != trial.number and (
+                       (t.state == state.RUNNING and t.number < trial.number
+                        and t.user_attrs.get("measuring"))
+                       or ("retry_of" in t.user_attrs and (not retry or t.number < trial.number)
+                           and (t.state == state.RUNNING or not retry)))]
+        if count() + len(earlier) >= (req.budget if retry else limit[0]):
             trial.set_user_attr("not_run", "the budget was taken by other boards' trials")
             yielded.append(trial.number)
             study.stop()
@@ -245,7 +249,9 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         trial.set_user_attr("board", req.board_name)
         trial.set_user_attr("fingerprint", board_print)
         trial.set_user_attr("settings", settings)
-        implied = implied_miss(study.get_trials(deepcopy=False, states=(state.COMPLETE,)),
+        implied = implied_miss([t for t in study.get_trials(deepcopy=False,
+                                                            states=(state.COMPLETE,))
+                                if t.user_attrs.get("fingerprint", board_print) == board_print],
                                settings, list(space), req.constraints)
         if implied is not None:
             # known without measuring: closed as pruned, with the constraints the point it
@@ -270,7 +276,10 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         options = _options_for(req.options, settings, out)
         try:
             report = measure(root, build_request(options), command="tune")
-        except Exception as err:  # (Ctrl-C, SIGTERM: a KeyboardInterrupt, not counted)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: not counted; its point measured again
+            retry_callback(optuna)(study, study.get_trials(deepcopy=False)[trial.number])
+            raise
+        except Exception as err:
             # One line (Optuna's own log, with its traceback, is off); a trial that lost the
             # board (taken back, busy, its sampler gone) ends the study with its error.
             say(f"{ordinal(trial.number, count() + 1)}: {_settings_text(settings)} -> "
@@ -382,9 +391,12 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         tops = top_points(space, models, precisions, batches)
         if not firsts and len(tops) <= max(1, search // 3):
             firsts = tops
-        for params in firsts:
+        for params in firsts:  # (boards starting a shared study together: queued once)
             study.enqueue_trial(params, user_attrs={"warm": str(req.warm_start)} if earlier
-                                else {"top": True})
+                                else {"top": True}, skip_if_exists=True)
+    elif earlier is not None:
+        say(f"tune: --warm-start starts a new study; this one has trials already: "
+            f"{req.warm_start} is not used")
     if count() < search:
         limit[0] = search
         search_to(search)
@@ -397,8 +409,10 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         say(f"tune: the best point has not changed in {req.patience} trials: the search stops "
             f"at {still[0]} of the budget's {req.budget} (--patience)")
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
-                        min(confirm, req.budget - count()) if still else req.budget - count())
-    queued = [t.params for t in study.get_trials(
+                        min(confirm, req.budget - count()) if still or exhausted
+                        else req.budget - count())
+    # (a queued trial's point is its fixed params until it runs)
+    queued = [t.system_attrs.get("fixed_params", t.params) for t in study.get_trials(
         deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
     # (a point another board of a shared study has queued already is not queued twice)
     again = [p for p in (_params_of(s, space, choices) for s in again)
@@ -424,6 +438,10 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
                 return False
             waiting = study.get_trials(deepcopy=False,
                                        states=(optuna.trial.TrialState.WAITING,))
+            if still or exhausted:  # this board's search has ended: only points queued again
+                waiting = [t for t in waiting if "retry_of" in t.user_attrs]
+                if not waiting:
+                    return False
             if not waiting and others_measuring(optuna, study):
                 return False
             before = (count(), len(waiting))
