@@ -317,7 +317,11 @@ def test_a_point_no_faster_than_one_that_missed_a_throughput_floor_is_known_to_m
     assert implied_miss(trials, at(998, 1600), knobs, [floor, cap]) == (hot, "power_w<=5")
     assert implied_miss(trials, at(600, 800), knobs, [floor, cap]) is None  # faster GPU
     assert implied_miss(trials, at(400, 1066), knobs, [floor, cap]) is None  # neither bound
-    assert implied_miss(trials, at(500, 800), knobs, [floor, cap]) is None  # a re-reading
+    # the same point again: not measured again where it missed, re-read where it met them all
+    assert implied_miss(trials, at(500, 800), knobs, [floor, cap]) == (
+        slow, "images_per_s>=100 at this very point")
+    met = _measured(7, at(700, 1066), [-2.0, -0.5, 0.0])
+    assert implied_miss([met], at(700, 1066), knobs, [floor, cap]) is None
     assert implied_miss(trials, at(400, 800, batch=32), knobs, [floor, cap]) is None
     invalid = _measured(4, at(500, 800), [3.0, -1.0, 1.0], valid=False)
     assert implied_miss([invalid], at(400, 800), knobs, [floor, cap]) is None

@@ -5,7 +5,8 @@ missed a throughput or latency constraint misses it too, and one whose clocks ar
 above a point that broke a power limit breaks it too: such a point is not measured (issue 38:
 "a feasibility model for constraints"). And the first trials of a new study are the top of
 the space for each workload setting (every clock at its highest): the fastest each can be, so
-a setting that cannot meet a throughput constraint anywhere is known at once."""
+a setting that cannot meet a throughput constraint anywhere is known at once. A point already
+measured that missed a constraint is not measured again by the search."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def implied_miss(trials: Sequence[FrozenTrial], settings: Settings, knobs: Seque
                  constraints: Sequence[Constraint]) -> Optional[Tuple[FrozenTrial, str]]:
     """(the measured trial, what it missed) that tells this point misses a constraint too, or
     None. Only valid measured trials of the same model, precision and batch count, and only a
-    miss their uncertainty does not excuse (the constraint's own rule); the same point again
-    (a re-reading) is never inferred."""
+    miss their uncertainty does not excuse (the constraint's own rule). The same point, already
+    measured and missing any constraint, is not measured again by the search either (a
+    sampler proposes a point it has seen; reading a miss again is a trial spent on nothing)."""
     for t in trials:
         if t.state.name != "COMPLETE" or t.user_attrs.get("valid") is not True:
             continue
@@ -41,9 +43,13 @@ def implied_miss(trials: Sequence[FrozenTrial], settings: Settings, knobs: Seque
         clocks = [(settings.get(f"{k}_hz"), other.get(f"{k}_hz")) for k in knobs]
         if any(not isinstance(a, int) or not isinstance(b, int) for a, b in clocks):
             continue
-        if all(a == b for a, b in clocks):
-            continue
         violations = t.user_attrs.get("constraints") or []
+        if all(a == b for a, b in clocks):
+            missed = [str(c) for k, c in enumerate(constraints)
+                      if k < len(violations) and violations[k] > 0]
+            if missed:
+                return t, ", ".join(missed) + " at this very point"
+            continue
         for k, c in enumerate(constraints):
             spread = SPREADS.get((c.name, c.op))
             if spread is None or k >= len(violations) or not violations[k] > 0:

@@ -257,7 +257,9 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             # known without measuring: closed as pruned, with the constraints the point it
             # follows from broke (the sampler learns it is infeasible); never counted
             source, missed = implied
-            why = (f"not measured: its clocks are no better than trial #{source.number + 1}'s,"
+            why = (f"not measured: trial #{source.number + 1} missed {missed}"
+                   if missed.endswith(" at this very point") else
+                   f"not measured: its clocks are no better than trial #{source.number + 1}'s,"
                    f" which missed {missed}")
             trial.set_user_attr("inferred", why)
             violations = list(source.user_attrs.get("constraints") or [1.0])
