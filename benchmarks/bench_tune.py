@@ -17,7 +17,8 @@ uncertainty: the gap shows what that costs).
 Issue 38's targets: within 3% median (worst 5%) in 15 trials over GPU x EMC and in 25 over
 GPU x EMC x CPU x batch x precision, under a binding throughput constraint: `--binding 0.5`
 (items/s at least halfway from the grid's unconstrained best to its fastest point; the grid's
-best is then the best point meeting it by tune's rule).
+best is then the best point meeting it by tune's rule), or a power cap, `--cap 0.5` (W at most
+halfway from the grid's least power to its unconstrained best's).
 
     python benchmarks/bench_tune.py [--boards tx1,xavier-nx,orin-agx,thor,nano:1]
         [--workloads sim:alexnet,cmd:compute] [--knobs gpu,emc] [--batches 8]
@@ -112,17 +113,21 @@ def point_of(settings: Dict) -> Point:
 
 
 def judged(root: Root, work: Workload, base: Path, points: List[Point]
-           ) -> List[Tuple[float, float]]:
-    """(median img/J, median img/s) of each point over REPEATS readings, the points
-    interleaved within each repeat."""
-    readings: List[List[Tuple[float, float]]] = [[] for _ in points]
+           ) -> List[Tuple[float, Dict[str, float]]]:
+    """(median img/J, the median of each constrained figure) of each point over REPEATS
+    readings, the points interleaved within each repeat."""
+    readings: List[List[Tuple[float, Metrics]]] = [[] for _ in points]
     for _ in range(REPEATS):
         for k, point in enumerate(points):
             options = pinned(work.options(base, point[3], point[4], judge=True), point)
             doc = measure(root, build_request(options)).results[0]
-            readings[k].append((ipj(doc) or 0.0, metrics_of(doc)["images_per_s"] or 0.0))
-    return [(statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
-            for rs in readings]
+            readings[k].append((ipj(doc) or 0.0, metrics_of(doc)))
+    # each figure with its uncertainty (the median of its readings'): the constraint is judged
+    # by tune's rule on both sides, here as when the grid's points were chosen
+    return [(statistics.median(r[0] for r in rs),
+             {name: statistics.median(r[1][name] or 0.0 for r in rs)
+              for name in ("images_per_s", "power_w", "images_per_s_uncertainty_pct",
+                           "power_w_uncertainty_pct")}) for rs in readings]
 
 
 def label(point: Point) -> str:
@@ -167,7 +172,12 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
         name = board
         free_best = max(measured, key=lambda k: measured[k][0])
         constraints: Tuple[Constraint, ...] = ()
-        if args.binding:
+        if args.cap:
+            free_w = measured[free_best][1]["power_w"] or 0.0
+            least = min(m["power_w"] or 0.0 for _, m in measured.values())
+            cap = least + args.cap * (free_w - least)
+            constraints = (Constraint.parse(f"power_w<={cap:.4g}"),)
+        elif args.binding:
             free_ips = measured[free_best][1]["images_per_s"] or 0.0
             fastest = max(m["images_per_s"] or 0.0 for _, m in measured.values())
             floor = free_ips + args.binding * (fastest - free_ips)
@@ -194,12 +204,14 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
                 return 100.0, "none feasible"
             tuned = point_of(doc["best"]["settings"])
             medians = judged(on, work, on_base, [tuned, *[k for k in top if k != tuned]])
-            meets = [all(c.violation({"images_per_s": ips}) <= 0 for c in constraints)
-                     for _, ips in medians]
+            meets = [all(c.violation(dict(figures)) <= 0 for c in constraints)
+                     for _, figures in medians]
             grid_best = max((m[0] for m, ok in zip(medians, meets) if ok), default=0.0)
             if not meets[0]:
                 return 100.0, (f"{label(tuned)} (misses the constraint re-measured: "
-                               f"{medians[0][1]:.4g}/s)")
+                               + ", ".join(f"{k} {v:.4g}" for k, v in medians[0][1].items()
+                                           if not k.endswith("_pct"))
+                               + ")")
             if not grid_best:
                 return 0.0, f"{label(tuned)} (no grid top point met it re-measured)"
             return 100.0 * (1 - medians[0][0] / max(grid_best, medians[0][0])), label(tuned)
@@ -257,6 +269,9 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--binding", type=float, default=0.5, metavar="SHARE",
                     help="the constraint images_per_s >= the rate SHARE of the way from the "
                          "grid's unconstrained best to its fastest point (0: none)")
+    ap.add_argument("--cap", type=float, default=0.0, metavar="SHARE",
+                    help="instead: the constraint power_w <= the W SHARE of the way from the "
+                         "grid's least power to its unconstrained best's (0.5: halfway)")
     ap.add_argument("--target", type=float, default=3.0, help="median gap target, percent")
     ap.add_argument("--worst", type=float, default=5.0, help="worst gap target, percent")
     ap.add_argument("--warm", type=int, default=0, metavar="N",

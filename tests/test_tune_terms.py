@@ -344,7 +344,7 @@ def test_a_new_study_starts_at_the_top_and_a_warm_start_from_an_earlier_studys_b
     best_first = list(dict.fromkeys(t["settings"]["gpu_hz"] for t in ranked))
     said = []
     b = make_board(tmp_path / "b", "tx1")
-    warm = dataclasses.replace(request, out_dir=tmp_path / "second", budget=3,
+    warm = dataclasses.replace(request, out_dir=tmp_path / "second", budget=5,
                                warm_start=first / "tune.json")
     again = study_module.tune(Root(str(b)), warm, progress=said.append).doc
     started = [t["settings"]["gpu_hz"] for t in again["trials"][:min(3, len(best_first))]]

@@ -63,25 +63,20 @@ def tune(
                                         metavar="NAME", help="The study's name in --storage."),
     heartbeat: Optional[int] = typer.Option(
         None, "--heartbeat", rich_help_panel=_SEARCH, metavar="S",
-        help="With --storage: each running trial beats every S seconds (default 10); a trial "
-             "whose board missed 3 beats is failed by another board, which measures its "
-             "point again. 0: off."),
+        help="--storage: a trial beats every S s (10); one that missed 3 beats is measured "
+             "again elsewhere. 0: off."),
     mix_boards: bool = typer.Option(
         False, "--mix-boards", rich_help_panel=_SEARCH,
-        help="Let boards of the study's model whose L4T release or power mode differ join it "
-             "(each trial records its board's). Their clock tables must still match."),
+        help="Let boards on another L4T or power mode (same tables) join the study."),
     warm_start: Optional[Path] = typer.Option(
         None, "--warm-start", rich_help_panel=_SEARCH, metavar="TUNE_JSON",
-        help="Start a new study from an earlier one's best points (its tune.json: another "
-             "board of this model, the same workload): measured here first, then searched."),
+        help="A new study measures an earlier study's best points first."),
     reprobe: bool = typer.Option(
         False, "--reprobe", rich_help_panel=_SEARCH,
-        help="On a resume, probe the EMC's rates again (a study probes them once, when it is "
-             "made) and refuse to go on where they are not the study's."),
+        help="Resume only where the EMC still runs the study's rates (probed again)."),
     patience: Optional[int] = typer.Option(
         None, "--patience", rich_help_panel=_SEARCH, metavar="N",
-        help="Stop the search once N trials in a row have not changed the best point (then "
-             "read the best points again); the budget is the most it spends."),
+        help="Stop searching once N trials leave the best point unchanged."),
     out: Path = typer.Option(Path("jetbench-tune"), "--out", rich_help_panel="Output",
                              metavar="DIR", help="Directory: study.db, tune.json, pareto.png "
                              "and every trial's result. Run tune again with the same DIR to "
