@@ -38,7 +38,15 @@ from ...ownership.owner import borrow_board
 from ...report import io
 from ...report.io import removed_if_left_empty
 from ..request import MeasureOptions, build_request, split_list
-from .choice import Settings, _params_of, _to_confirm, _usable, choose_best, metrics_of
+from .choice import (
+    Settings,
+    _key,
+    _params_of,
+    _to_confirm,
+    _usable,
+    choose_best,
+    metrics_of,
+)
 from .monotone import implied_miss, top_points
 from .options import (
     COMMAND_MODEL,
@@ -371,7 +379,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         if not req.patience or len(directions) > 1 or not counts(optuna, trial):
             return
         best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
-        key = json.dumps(best.user_attrs.get("settings"), sort_keys=True) if best else None
+        key = _key(best) if best else None
         if key != moved[0][0]:
             moved[0] = (key, count())
         elif key is not None and count() - moved[0][1] >= req.patience:
