@@ -4,9 +4,10 @@ errors become messages and exit codes."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
 
 import typer
 
@@ -51,6 +52,109 @@ def _arguments_read_plainly() -> None:
 
 
 _arguments_read_plainly()
+
+def _int(text: str) -> int:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(text)  # typer's own conversion says what is wrong
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text):
+        raise ValueError(text)
+    return float(text)
+
+
+def _path(text: str) -> Path:
+    if not text or (os.path.exists(text) and not os.access(text, os.R_OK)):
+        raise ValueError(text)  # typer's own says "is not readable"
+    return Path(text)
+
+
+def _bool(text: str) -> bool:
+    raise ValueError(text)  # "yes", "0", ...: typer's own conversion reads a flag's text
+
+
+# A value of these annotations as typer's conversion makes it (a list's: each item's)
+_PLAIN_TYPES: Dict[type, Callable[[str], object]] = {
+    str: str, int: _int, float: _float, Path: _path, bool: _bool}
+# a value of these types is the annotation's as it stands (a flag's, a default: an int
+# default of a float option is that float)
+_KEPT: Dict[type, Tuple[type, ...]] = {
+    int: (int,), float: (int, float), Path: (type(Path()),), bool: (bool,)}
+# typer's private conversion objects (typer._coercion: TypeDescriptor, RuntimeParam, click's
+# Parameter and Context), whose shapes change between typer releases
+Typers = Any
+
+
+def _plain_info(info: Typers) -> bool:
+    """No bounds, parser, or path checks beyond typer's defaults (readable only)."""
+    return (all(getattr(info, name, None) in (None, False) for name in (
+        "parser", "min", "max", "clamp", "exists", "resolve_path", "allow_dash", "path_type",
+        "writable")) and all(getattr(info, name, True) is True for name in (
+            "readable", "file_okay", "dir_okay")))
+
+
+class _PlainValue:
+    """One option's conversion, of the shape of typer's RuntimeParam (`coerce`): a plain
+    value here, anything else by typer's own conversion, built only then."""
+
+    def __init__(self, descriptor: Typers, annotation: type, many: bool,
+                 typers_build: Callable[[Typers], Typers]) -> None:
+        self.descriptor, self.annotation, self.many = descriptor, annotation, many
+        self.parameter_info = descriptor.parameter_info
+        self.convert = _PLAIN_TYPES[annotation]
+        self._typers_build = typers_build
+        self._typers: Optional[Typers] = None
+
+    def coerce(self, value: object, param: Typers, ctx: Typers) -> object:
+        if value is None:  # as RuntimeParam.coerce
+            return () if param.multiple or param.nargs == -1 else None
+        try:
+            if self.many:
+                if isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value):
+                    return [self.convert(x) for x in value]
+            elif isinstance(value, str):
+                return self.convert(value)
+            elif type(value) in _KEPT.get(self.annotation, ()):
+                return self.annotation(value)  # a default: 20 for an int, 1 for a float
+        except ValueError:
+            pass  # a bad value: typer's own conversion says what is wrong
+        if self._typers is None:
+            self._typers = self._typers_build(self.descriptor)
+        return self._typers.coerce(value, param=param, ctx=ctx)
+
+
+def _plain_values_without_pydantic() -> None:
+    """Recent typer converts each option's value through a pydantic TypeAdapter, built when
+    a command runs: pydantic's import and a schema per option, about 0.09 s of every command
+    (`info` 0.26 s, measured 2026-11-27). jetbench's options are str, int, float, bool and
+    Path (or lists of these): such a value (a flag's, a default's, or text that reads
+    plainly as its type) is converted here as typer's conversion would; a value that
+    will not convert, and any other option (bounds, choices, checked paths), goes to typer's
+    own conversion, so its messages are typer's (tests/test_cli_values.py compares the two).
+    Older typer has no such step."""
+    core = typer.core
+    build = getattr(core, "build_runtime_param", None)
+    if build is None or getattr(build, "_plain", False):
+        return
+
+    def plain_build(descriptor: Typers) -> Typers:
+        annotation = descriptor.annotation
+        many = getattr(annotation, "__origin__", None) is list
+        if many:
+            annotation = (getattr(annotation, "__args__", None) or (None,))[0]
+        if (annotation not in _PLAIN_TYPES or getattr(descriptor, "file_annotation", None)
+                is not None or not _plain_info(descriptor.parameter_info)):
+            return build(descriptor)
+        return _PlainValue(descriptor, annotation, many, build)
+
+    plain_build._plain = True  # type: ignore[attr-defined]
+    plain_build.typers_own = build  # type: ignore[attr-defined]  # tests compare the two
+    core.build_runtime_param = plain_build
+
+
+_plain_values_without_pydantic()
 
 
 class _JetbenchGroup(HelpGroup):
