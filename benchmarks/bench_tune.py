@@ -18,7 +18,12 @@ Issue 38's targets: within 3% median (worst 5%) in 15 trials over GPU x EMC and 
 GPU x EMC x CPU x batch x precision, under a binding throughput constraint: `--binding 0.5`
 (items/s at least halfway from the grid's unconstrained best to its fastest point; the grid's
 best is then the best point meeting it by tune's rule), or a power cap, `--cap 0.5` (W at most
-halfway from the grid's least power to its unconstrained best's).
+halfway from the grid's least power to its unconstrained best's), or a latency ceiling that a
+share of the grid's points meet, `--latency 0.2` (said, and the board skipped, where it does not
+exclude the grid's unconstrained best).
+
+On a machine with an NVIDIA GPU, `--boards host --gpu-cmd ./fma_cmd --workloads
+cmd:gpu-compute` searches the GPU's own NVML clocks for a real kernel (benchmarks/gpu/).
 
     python benchmarks/bench_tune.py [--boards tx1,xavier-nx,orin-agx,thor,nano:1]
         [--workloads sim:alexnet,cmd:compute] [--knobs gpu,emc] [--batches 8]
@@ -62,13 +67,18 @@ Metrics = Dict[str, Optional[float]]
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
-    name: str  # sim:alexnet or cmd:compute
+    name: str  # sim:alexnet, cmd:compute, or cmd:gpu-compute (a real GPU: --gpu-cmd)
+    gpu_cmd: Optional[str] = None  # benchmarks/gpu/fma_cmd.cu built: the board is this host
 
     def options(self, base: Path, batch: int, precision: str, judge: bool = False
                 ) -> MeasureOptions:
         window = JUDGE if judge else WINDOW
         if self.name.startswith("cmd:"):
             seconds = CMD_SECONDS["judge" if judge else "window"]
+            if self.gpu_cmd:  # a kernel on this host's GPU, its power from NVML
+                line = f"{self.gpu_cmd} {self.name[8:]} {seconds} 0.1"
+                return MeasureOptions(cmd=line, throughput_from="trtexec", meter=("nvml",),
+                                      cmd_log=base / "cmd.log", duration=str(seconds))
             line = (f"{sys.executable} {BLACKBOX} --root {base} --shape {self.name[4:]} "
                     f"--seconds {seconds} --warmup 0.1")
             return MeasureOptions(cmd=line, throughput_from="trtexec", cmd_log=base / "cmd.log",
@@ -126,8 +136,9 @@ def judged(root: Root, work: Workload, base: Path, points: List[Point]
     # by tune's rule on both sides, here as when the grid's points were chosen
     return [(statistics.median(r[0] for r in rs),
              {name: statistics.median(r[1][name] or 0.0 for r in rs)
-              for name in ("images_per_s", "power_w", "images_per_s_uncertainty_pct",
-                           "power_w_uncertainty_pct")}) for rs in readings]
+              for name in ("images_per_s", "power_w", "latency_p99_ms",
+                           "images_per_s_uncertainty_pct", "power_w_uncertainty_pct")})
+            for rs in readings]
 
 
 def label(point: Point) -> str:
@@ -160,8 +171,12 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
     name, _, mode = board.partition(":")  # nano:1: the Nano in nvpmodel mode 1 (5 W)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / name
-        create_board(name, base, power_mode=int(mode) if mode else None)
-        root = Root(str(base))
+        if name == "host":  # this machine's own GPU (NVML clocks), with --gpu-cmd
+            base.mkdir()
+            root = Root("/")
+        else:
+            create_board(name, base, power_mode=int(mode) if mode else None)
+            root = Root(str(base))
         space = search_space(root, detect(root), knobs, False)
         if "emc" in space:
             space["emc"] = probe_emc_rates(root, space["emc"], False)
@@ -177,6 +192,13 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
             least = min(m["power_w"] or 0.0 for _, m in measured.values())
             cap = least + args.cap * (free_w - least)
             constraints = (Constraint.parse(f"power_w<={cap:.4g}"),)
+        elif args.latency:
+            # a ceiling that SHARE of the grid's points meet; it binds only where the grid's
+            # unconstrained best is not among them (said, and the board skipped, where not)
+            lats = sorted(m["latency_p99_ms"] for _, m in measured.values()
+                          if m.get("latency_p99_ms"))
+            ceiling = lats[max(0, int(args.latency * len(lats)) - 1)]
+            constraints = (Constraint.parse(f"latency_p99_ms<={ceiling:.4g}"),)
         elif args.binding:
             free_ips = measured[free_best][1]["images_per_s"] or 0.0
             fastest = max(m["images_per_s"] or 0.0 for _, m in measured.values())
@@ -194,6 +216,10 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
         if not allowed:
             return True, f"{name:10} {work.name:12} {size:5d}: no grid point meets " \
                          f"{constraints[0]}: skipped"
+        if constraints and allowed[0] == free_best:
+            return True, (f"{name:10} {work.name:12} {size:5d}: {constraints[0]} does not bind "
+                          f"(the grid's unconstrained best, {label(free_best)}, meets it; "
+                          f"{len(allowed)} points do): skipped")
         top = allowed[:GRID_TOP]
         def judge(doc: Dict, on: Root, on_base: Path) -> Tuple[float, str]:
             """(gap %, the answer's label) of a study's answer, re-measured on board `on`
@@ -272,6 +298,10 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--cap", type=float, default=0.0, metavar="SHARE",
                     help="instead: the constraint power_w <= the W SHARE of the way from the "
                          "grid's least power to its unconstrained best's (0.5: halfway)")
+    ap.add_argument("--latency", type=float, default=0.0, metavar="SHARE",
+                    help="instead: the constraint latency_p99_ms <= the latency that SHARE of "
+                         "the grid's points meet (0.2: a fifth); a board where that ceiling "
+                         "does not exclude the grid's unconstrained best is skipped, said so")
     ap.add_argument("--target", type=float, default=3.0, help="median gap target, percent")
     ap.add_argument("--worst", type=float, default=5.0, help="worst gap target, percent")
     ap.add_argument("--warm", type=int, default=0, metavar="N",
@@ -280,14 +310,21 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--grid-cache", type=Path, metavar="DIR",
                     help="keep each grid in DIR and read it back on the next run (the search "
                          "judged again without measuring the grid again)")
+    ap.add_argument("--gpu-cmd", metavar="PATH",
+                    help="board `host` (this machine's GPU, NVML clocks and power): the built "
+                         "benchmarks/gpu/fma_cmd.cu, workloads cmd:gpu-compute, cmd:gpu-memory")
+    ap.add_argument("--cmd-seconds", default="0.4,1.6", metavar="GRID,JUDGE",
+                    help="a command's timed span in the grid and the search, and when judged "
+                         "(NVML's power wants a second or more)")
     args = ap.parse_args(argv)
+    CMD_SECONDS["window"], CMD_SECONDS["judge"] = map(float, args.cmd_seconds.split(","))
     met_all = True
     print(f"{'board':10} {'workload':12} {'grid':>5} {'trials':>6} {'median':>6} {'worst':>6}  "
           f"per seed (img/J re-measured {REPEATS}x beside the grid's top {GRID_TOP})",
           flush=True)
     for work in args.workloads.split(","):
         for name in args.boards.split(","):
-            met, line = run_board(name, Workload(work), args)
+            met, line = run_board(name, Workload(work, args.gpu_cmd), args)
             met_all &= met
             print(line, flush=True)
     print(f"target: median gap <= {args.target:g}%, worst <= {args.worst:g}% in {args.budget} "
