@@ -260,7 +260,7 @@ def test_measure_cli_exits_0_and_report_reads_the_results(tmp_path: Path, dynami
     base = make_board(tmp_path, "tx1")
     out = tmp_path / "out"
     proc = run_cli("--root", str(base), "measure", "--model", str(dynamic), "--freq", "690MHz",
-                   "--out", str(out), *FAST, "--duration", "0.5", timeout=120)
+                   "--out", str(out), *FAST, "--duration", "1", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "clocks: restored" in proc.stdout
     shown = run_cli("report", str(out), "--json")

@@ -62,7 +62,7 @@ def test_a_result_states_how_fast_its_sensor_was_read_and_refreshed(tmp_path):
     out = tmp_path / "out"
     r = CliRunner().invoke(app, [
         "--root", str(base), "measure", "--model", "sim:resnet18", "--freq", "max",
-        "--iterations", "2", "--duration", "0.5s", "--warmup", "0s",
+        "--iterations", "2", "--duration", "1s", "--warmup", "0s",
         "--meter", "ina3221?interval=1ms", "--out", str(out)])
     assert r.exit_code == 0, r.output
     [doc] = [json.loads(p.read_text()) for p in Path(out).glob("*.json")]
