@@ -49,9 +49,10 @@ ORT_VENV ?= .venv-ort-gpu
 ort-gpu-env: setup
 	@sh tools/ort_gpu_env.sh "$(PYTHON)" "$(VENV)" "$(ORT_VENV)"
 
-# Two pytest-xdist workers: the suite is mostly waiting on subprocesses, and 2 halves its time
-# on a 2-core machine (TESTING.md). TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 2
+# Three pytest-xdist workers on a 2-core machine: a third of the suite's time is waiting on the
+# processes its tests start (windows, daemons), which a third worker fills (TESTING.md: 6 min
+# 40 s idle, 8 min with two). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 
 test: setup system-deps ort-gpu-env
 	$(PY) -m pytest -n $(TEST_WORKERS)
