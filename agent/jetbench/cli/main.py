@@ -53,6 +53,7 @@ def _arguments_read_plainly() -> None:
 
 _arguments_read_plainly()
 
+
 def _int(text: str) -> int:
     if not re.fullmatch(r"[+-]?[0-9]+", text):
         raise ValueError(text)  # typer's own conversion says what is wrong
