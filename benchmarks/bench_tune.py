@@ -56,7 +56,6 @@ from jetbench.sim.create import create_board
 BLACKBOX = Path(__file__).resolve().parent / "blackbox_cmd.py"
 WINDOW = dict(duration="0.3", warmup="0.1", iterations=3)
 JUDGE = dict(duration="1.5", warmup="0.2", iterations=10)
-CMD_SECONDS = {"window": 0.4, "judge": 1.6}  # a command's timed span (>= the duration)
 REPEATS = 3
 GRID_TOP = 3
 
@@ -69,12 +68,13 @@ Metrics = Dict[str, Optional[float]]
 class Workload:
     name: str  # sim:alexnet, cmd:compute, or cmd:gpu-compute (a real GPU: --gpu-cmd)
     gpu_cmd: Optional[str] = None  # benchmarks/gpu/fma_cmd.cu built: the board is this host
+    cmd_seconds: Tuple[float, float] = (0.4, 1.6)  # a command's timed span: grid, judged
 
     def options(self, base: Path, batch: int, precision: str, judge: bool = False
                 ) -> MeasureOptions:
         window = JUDGE if judge else WINDOW
         if self.name.startswith("cmd:"):
-            seconds = CMD_SECONDS["judge" if judge else "window"]
+            seconds = self.cmd_seconds[1 if judge else 0]
             if self.gpu_cmd:  # a kernel on this host's GPU, its power from NVML
                 line = f"{self.gpu_cmd} {self.name[8:]} {seconds} 0.1"
                 return MeasureOptions(cmd=line, throughput_from="trtexec", meter=("nvml",),
@@ -317,14 +317,14 @@ def main(argv: List[str]) -> int:
                     help="a command's timed span in the grid and the search, and when judged "
                          "(NVML's power wants a second or more)")
     args = ap.parse_args(argv)
-    CMD_SECONDS["window"], CMD_SECONDS["judge"] = map(float, args.cmd_seconds.split(","))
+    spans = tuple(map(float, args.cmd_seconds.split(",")))
     met_all = True
     print(f"{'board':10} {'workload':12} {'grid':>5} {'trials':>6} {'median':>6} {'worst':>6}  "
           f"per seed (img/J re-measured {REPEATS}x beside the grid's top {GRID_TOP})",
           flush=True)
     for work in args.workloads.split(","):
         for name in args.boards.split(","):
-            met, line = run_board(name, Workload(work, args.gpu_cmd), args)
+            met, line = run_board(name, Workload(work, args.gpu_cmd, (spans[0], spans[1])), args)
             met_all &= met
             print(line, flush=True)
     print(f"target: median gap <= {args.target:g}%, worst <= {args.worst:g}% in {args.budget} "

@@ -103,7 +103,6 @@ class _PlainValue:
     def __init__(self, descriptor: Typers, annotation: type, many: bool,
                  typers_build: Callable[[Typers], Typers]) -> None:
         self.descriptor, self.annotation, self.many = descriptor, annotation, many
-        self.parameter_info = descriptor.parameter_info
         self.convert = _PLAIN_TYPES[annotation]
         self._typers_build = typers_build
         self._typers: Optional[Typers] = None
