@@ -55,7 +55,7 @@ ort-gpu-env: setup
 TEST_WORKERS ?= 3
 
 test: setup system-deps ort-gpu-env
-	$(PY) -m pytest -n $(TEST_WORKERS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --maxschedchunk 1
 
 # Before each stop (TESTING.md): make test from fresh clones, in the background with SIGINT
 # ignored, beside BURNERS CPU burners, RUNS times in a row.
