@@ -115,7 +115,25 @@ def test_model_cost_of_a_user_module() -> None:
     cost = model_cost(net, (3, 4, 4))
     assert cost.macs_per_image == 4 * 4 * 8 * 27 + 128 * 10
     assert cost.params == 8 * 27 + 8 + 1280 + 10
-    assert next(net.parameters()).device.type == "cpu"  # counted on a meta copy
+    assert next(net.parameters()).device.type == "cpu"  # counted on a copy
+
+
+def test_a_small_network_is_counted_on_the_cpu_and_gives_metas_counts(monkeypatch) -> None:
+    """A small network's pass runs on a CPU copy (meta's first call imports torch._dynamo,
+    about 1 s), a large one's on meta; both count the same."""
+    import jetbench.workload.macs as macs
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8),
+                              torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(2),
+                              torch.nn.Flatten(), torch.nn.Linear(32, 10))
+    shape = (3, 16, 16)
+    assert macs.counting_device(net, shape) == "cpu"  # 682 params x 256 positions
+    assert macs.counting_device(get_spec("resnet18").build(0), (3, 64, 64)) == "meta"
+    on_cpu = model_cost(net, shape)
+    monkeypatch.setattr(macs, "CPU_PASS_MACS", 0)
+    assert macs.counting_device(net, shape) == "meta"
+    assert model_cost(net, shape) == on_cpu
+    assert on_cpu.macs_per_image == 14 * 14 * 8 * 27 + 32 * 10
 
 
 def test_models_command_json() -> None:

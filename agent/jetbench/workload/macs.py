@@ -4,7 +4,10 @@ What is counted: the multiply-accumulates of convolutions (grouped/depthwise inc
 fully-connected layers, per image, at the model's input shape. BatchNorm, LRN, pooling,
 activations, residual additions and concatenations are not counted (they are <1% of the
 arithmetic of these networks, and it is what the published "GMACs" figures count).
-The pass runs on torch's meta device: shapes only, no memory, no arithmetic.
+A large network's pass runs on torch's meta device: shapes only, no memory, no arithmetic. A small
+one's runs on a CPU copy with a batch of 1 zeros: on meta, most operators run through torch's
+Python references, whose first call imports torch._dynamo (about 1 s of CPU here, several on a
+Jetson's CPU), more than a small network's pass costs on the CPU.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from .registry import get_spec
 
 if TYPE_CHECKING:  # torch is optional at run time; its types are the dev venv's
     from torch.nn import Module
+
+
+# A network whose multiply-accumulates per image are surely under this (params x input positions:
+# each weight used at most once per position, as in a network that never upsamples) is counted
+# on the CPU: 2e8 is about 10 ms on this x86 and 0.1 s on a Jetson Nano's CPU.
+CPU_PASS_MACS = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -42,15 +51,17 @@ def count_params(model: Module) -> int:
 
 
 def model_cost(model: Module, input_shape: Sequence[int]) -> ModelCost:
-    """Counts on a copy of `model` moved to the meta device (the model itself is used if it
-    already lives on meta); on torch 1.x (no meta convolutions) with a batch of 1 zeros through
-    the model itself, where it is."""
+    """Counts on a copy of `model` moved to the meta device, or for a small network
+    (`counting_device`) to the CPU (the model itself is used if it already lives on meta); on
+    torch 1.x (no meta convolutions) with a batch of 1 zeros through the model itself, where it
+    is."""
     torch = import_torch()
     from torch import nn
 
     device = next(iter(model.parameters()), torch.empty(0, device="meta")).device.type
     if device != "meta" and meta_kernels(torch):
-        model, device = _meta_copy(model), "meta"
+        device = counting_device(model, input_shape)
+        model = _copy_to(model, device)
     counts = {"macs": 0, "acts": 0, "peak": 0}
 
     def hook(module: Module, inputs: Tuple[object, ...], output: object) -> None:
@@ -97,11 +108,18 @@ def meta_kernels(torch: ModuleType) -> bool:
     return hasattr(torch.device("cpu"), "__enter__")
 
 
-def _meta_copy(model: Module) -> Module:
+def counting_device(model: Module, input_shape: Sequence[int]) -> str:
+    """"cpu" where the pass surely costs less there than meta's first call (CPU_PASS_MACS),
+    else "meta"."""
+    positions = _prod(input_shape[1:]) if len(input_shape) > 1 else 1
+    return "cpu" if count_params(model) * positions <= CPU_PASS_MACS else "meta"
+
+
+def _copy_to(model: Module, device: str) -> Module:
     import copy
 
     clone = copy.deepcopy(model)
-    return clone.to("meta")
+    return clone.to(device)
 
 
 def _prod(values: Union[int, Sequence[int]]) -> int:
