@@ -18,7 +18,6 @@ from typing import List, Tuple
 import pytest
 from helpers.daemons import Daemon, board_state
 from helpers.processes import is_stopped
-from helpers.workloads import write_tiny
 
 from conftest import REPO, diff, make_board, run_cli, snapshot
 from conftest import wait_until as _wait
@@ -255,9 +254,10 @@ class _GpuTrace:
 
 
 def _measure_args(base: Path, out: Path, duration: str) -> List[str]:
-    return ["--root", str(base), "measure", "--model", "jb_tinynet:tiny", "--input-shape",
-            "3,16,16", "--freq", "400MHz", "--duration", duration, "--warmup", "0",
-            "--iterations", "2", "--device", "cpu", "--out", str(out), "--json"]
+    # a simulated network: the lease is what is tested (torch's import cost each borrower 1.5 s)
+    return ["--root", str(base), "measure", "--model", "sim:alexnet", "--freq", "400MHz",
+            "--duration", duration, "--warmup", "0", "--iterations", "2", "--out", str(out),
+            "--json"]
 
 
 def _lease_of(d: Daemon):
@@ -273,12 +273,10 @@ def test_measure_under_the_daemon_runs_at_the_clock_it_claims(tmp_path, started)
     384 MHz, then the daemon's 614.4 MHz comes back."""
     base = make_board(tmp_path, "nano")
     before = board_state(base)
-    write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ)
     out = tmp_path / "results"
     duration_s = 2.0
     with _GpuTrace(base) as trace:
@@ -313,12 +311,10 @@ def test_kill9_of_a_lease_holder_gives_the_board_back(tmp_path, started):
     leave the daemon paused, and what it had pinned is put back."""
     base = make_board(tmp_path, "nano")
     before = board_state(base)
-    write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ)
     proc = _jetbench(*_measure_args(base, tmp_path / "r", "60s"), env=env)
     try:
         gpu_min = base / NANO_GPU / "min_freq"
@@ -344,12 +340,10 @@ def test_a_second_measure_waits_for_the_lease(tmp_path, started):
     """One borrower at a time: a second measure is refused at once (exit 2, naming the
     holder) while the first holds the lease."""
     base = make_board(tmp_path, "nano")
-    write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ)
     first = _jetbench(*_measure_args(base, tmp_path / "a", "60s"), env=env)
     try:
         assert _wait(lambda: _lease_of(d) is not None or first.poll() is not None, timeout=90)
@@ -377,8 +371,7 @@ def test_a_second_measure_waits_for_the_lease(tmp_path, started):
 
 
 def _start_measure_under(d: Daemon, tmp_path: Path, base: Path, duration: str):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path),
-                                                      os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ)
     proc = _jetbench(*_measure_args(base, tmp_path / "r", duration), env=env)
     gpu_min = base / NANO_GPU / "min_freq"
     assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_384_HZ)]
@@ -394,12 +387,11 @@ def test_stopping_the_daemon_during_a_lease_interrupts_the_borrower_first(tmp_pa
     other boundaries are in test_interrupt_boundaries.py."""
     base = make_board(tmp_path, "nano")
     before = board_state(base)
-    write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
     env = dict(os.environ, INTERRUPT_AT=f"window-open:revoke:{d.proc.pid}",
-               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO / "agent")]))
+               PYTHONPATH=str(REPO / "agent"))
     proc = subprocess.run([sys.executable, str(REPO / "tests/interrupt_at.py"),
                            *_measure_args(base, tmp_path / "r", "60s")],
                           capture_output=True, text=True, cwd=REPO, env=env,
@@ -420,7 +412,6 @@ def test_a_daemon_killed_during_a_lease_leaves_the_board_locked_to_the_borrower(
     `restore` brings back the original board."""
     base = make_board(tmp_path, "nano")
     before = board_state(base)
-    write_tiny(tmp_path)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
