@@ -92,12 +92,11 @@ def test_stale_temporaries_are_removed_fresh_ones_kept(tmp_path):
 
 
 def test_two_measure_runs_into_one_out_keep_both(tmp_path):
-    """Real `jetbench measure` processes, two simulated boards, one --out, started together."""
-    from helpers.workloads import write_tiny
-
+    """Real `jetbench measure` processes, two simulated boards, one --out, started together,
+    the same network at the same clock (one result name: a simulated network, the files are
+    what is tested)."""
     from conftest import make_board
 
-    write_tiny(tmp_path)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
     procs = []
@@ -105,8 +104,8 @@ def test_two_measure_runs_into_one_out_keep_both(tmp_path):
         base = make_board(tmp_path, key)
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "jetbench.cli.main", "--root", str(base), "measure",
-             "--model", "jb_tinynet:tiny", "--input-shape", "3,16,16", "--iterations", "2",
-             "--warmup", "0", "--duration", "0.5", "--device", "cpu", "--out", str(out),
+             "--model", "sim:alexnet", "--freq", "614MHz", "--iterations", "2", "--warmup",
+             "0", "--duration", "0.5", "--out", str(out),
              "--json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE))
     reports = []
@@ -116,6 +115,7 @@ def test_two_measure_runs_into_one_out_keep_both(tmp_path):
         reports.append(json.loads(stdout))
     families = sorted(json.loads(p.read_text())["board"]["family"] for p in out.glob("*.json"))
     assert families == ["nano", "tx1"]  # both results kept, under two names
+    assert len({doc["results"][0]["id"] for doc in reports}) == 1
     assert len(list(out.glob("*.csv"))) == 2
 
 
