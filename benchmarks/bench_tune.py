@@ -20,7 +20,8 @@ GPU x EMC x CPU x batch x precision, under a binding throughput constraint: `--b
 best is then the best point meeting it by tune's rule), or a power cap, `--cap 0.5` (W at most
 halfway from the grid's least power to its unconstrained best's), or a latency ceiling that a
 share of the grid's points meet, `--latency 0.2` (said, and the board skipped, where it does not
-exclude the grid's unconstrained best).
+exclude the grid's unconstrained best), or a throughput floor that a share of them meet,
+`--floor 0.2` (the same; on a large space the halfway floor leaves a handful of points).
 
 On a machine with an NVIDIA GPU, `--boards host --gpu-cmd ./fma_cmd --workloads
 cmd:gpu-compute` searches the GPU's own NVML clocks for a real kernel (benchmarks/gpu/).
@@ -199,6 +200,13 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
                           if m.get("latency_p99_ms"))
             ceiling = lats[max(0, int(args.latency * len(lats)) - 1)]
             constraints = (Constraint.parse(f"latency_p99_ms<={ceiling:.4g}"),)
+        elif args.floor:
+            # a floor that SHARE of the grid's points meet, binding where the grid's
+            # unconstrained best is not among them (said, and the board skipped, where not)
+            rates = sorted((m["images_per_s"] for _, m in measured.values()
+                            if m.get("images_per_s")), reverse=True)
+            floor = rates[max(0, int(args.floor * len(rates)) - 1)]
+            constraints = (Constraint.parse(f"images_per_s>={floor:.4g}"),)
         elif args.binding:
             free_ips = measured[free_best][1]["images_per_s"] or 0.0
             fastest = max(m["images_per_s"] or 0.0 for _, m in measured.values())
@@ -302,6 +310,10 @@ def main(argv: List[str]) -> int:
                     help="instead: the constraint latency_p99_ms <= the latency that SHARE of "
                          "the grid's points meet (0.2: a fifth); a board where that ceiling "
                          "does not exclude the grid's unconstrained best is skipped, said so")
+    ap.add_argument("--floor", type=float, default=0.0, metavar="SHARE",
+                    help="instead: the constraint images_per_s >= the rate that SHARE of the "
+                         "grid's points meet (0.2: a fifth); skipped, said so, where it does "
+                         "not exclude the grid's unconstrained best")
     ap.add_argument("--target", type=float, default=3.0, help="median gap target, percent")
     ap.add_argument("--worst", type=float, default=5.0, help="worst gap target, percent")
     ap.add_argument("--warm", type=int, default=0, metavar="N",
