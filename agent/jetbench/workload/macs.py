@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple, Union
 
 from ._torch import import_torch
 from .registry import get_spec
@@ -116,10 +116,20 @@ def counting_device(model: Module, input_shape: Sequence[int]) -> str:
 
 
 def _copy_to(model: Module, device: str) -> Module:
+    """A copy of `model` on `device`. To meta, its weights are not copied first (a deep copy of
+    ResNet-18's 47 MB took 0.5 s): each parameter and buffer is given to the copy as an empty
+    meta tensor of its shape."""
     import copy
 
-    clone = copy.deepcopy(model)
-    return clone.to(device)
+    memo: Dict[int, object] = {}
+    if device == "meta":
+        torch = import_torch()
+        for p in model.parameters():
+            memo[id(p)] = torch.nn.Parameter(torch.empty_like(p, device="meta"),
+                                             requires_grad=p.requires_grad)
+        for b in model.buffers():
+            memo[id(b)] = torch.empty_like(b, device="meta")
+    return copy.deepcopy(model, memo).to(device)
 
 
 def _prod(values: Union[int, Sequence[int]]) -> int:
