@@ -332,7 +332,10 @@ def test_kill9_of_a_lease_holder_gives_the_board_back(tmp_path, started):
     assert "handed the board back" in d.output()
     assert d.ask("status")["pinned"]
     assert d.stop() == 0
-    assert diff(before, board_state(base)) == []
+    # The simulated network's GPU load file keeps what its killed process last wrote (a board's
+    # kernel computes it): a reading, not something jetbench pins.
+    load = "sys/devices/57000000.gpu/load"
+    assert [p for p in diff(before, board_state(base)) if p != load] == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
 
 
