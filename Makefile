@@ -49,10 +49,11 @@ ORT_VENV ?= .venv-ort-gpu
 ort-gpu-env: setup
 	@sh tools/ort_gpu_env.sh "$(PYTHON)" "$(VENV)" "$(ORT_VENV)"
 
-# Three pytest-xdist workers on a 2-core machine: a third of the suite's time is waiting on the
-# processes its tests start (windows, daemons), which a third worker fills (TESTING.md: 6 min
-# 40 s idle, 8 min with two). TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 3
+# Four pytest-xdist workers on a 2-core machine: a third of the suite's time is waiting on the
+# processes its tests start (windows, daemons), which more workers fill; one test handed out at
+# a time (--maxschedchunk 1), so no worker is given a long run of long tests (TESTING.md, "How
+# long the suite takes"). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 4
 
 test: setup system-deps ort-gpu-env
 	$(PY) -m pytest -n $(TEST_WORKERS) --maxschedchunk 1
