@@ -24,9 +24,10 @@ if TYPE_CHECKING:  # torch is optional at run time; its types are the dev venv's
     from torch.nn import Module
 
 
-# A network whose multiply-accumulates per image are surely under this (params x input positions:
-# each weight used at most once per position, as in a network that never upsamples) is counted
-# on the CPU: 2e8 is about 10 ms on this x86 and 0.1 s on a Jetson Nano's CPU.
+# A network whose params x input positions is at most this is counted on the CPU (its
+# multiply-accumulates per image are at most that where no layer upsamples: each weight used at
+# most once per position). Measured on the development machine's x86 core: a 1.5e8 convolution
+# 2.7 ms, against about 1 s for meta's first call.
 CPU_PASS_MACS = 200_000_000
 
 
@@ -109,8 +110,8 @@ def meta_kernels(torch: ModuleType) -> bool:
 
 
 def counting_device(model: Module, input_shape: Sequence[int]) -> str:
-    """"cpu" where the pass surely costs less there than meta's first call (CPU_PASS_MACS),
-    else "meta"."""
+    """"cpu" for a network small enough that its pass costs less there than meta's first call
+    in a process (CPU_PASS_MACS), else "meta"."""
     positions = _prod(input_shape[1:]) if len(input_shape) > 1 else 1
     return "cpu" if count_params(model) * positions <= CPU_PASS_MACS else "meta"
 
