@@ -5,12 +5,13 @@ daemon's one lock (an RLock, given to each part beside this) guards every field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, TypedDict
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, TypedDict
 
 from ..documents import ClockDoc, PowerModeDoc
 from ..hw.board import Board
 from ..profiles.profile import Profile
 from ..profiles.targets import Targets
+from ..units import format_hz
 
 if TYPE_CHECKING:
     from .live_tuning import TuneStatusDoc
@@ -113,3 +114,32 @@ class Held:
     judge_after: float = 0.0  # monotonic time before which a low clock is not judged
     counters: Dict[str, int] = field(default_factory=_counters)
     last_error: Optional[str] = None
+
+
+def summary_line(held: Held, clocks: Sequence[ClockDoc], configured: Optional[str],
+                 refused: Optional[str], tuning_phase: Optional[str],
+                 throttle_reasons: Sequence[str], below_pin: Sequence[str]) -> str:
+    """The daemon's STATUS= line: what is pinned (or lent, or being tuned), at which clocks;
+    `refused`: why the configured profile was refused (None: it was not)."""
+    parts = []
+    for domain in ("cpu", "gpu", "emc"):
+        hz = [c["cur_hz"] for c in clocks if c["domain"] == domain and c["cur_hz"]]
+        if hz:
+            parts.append(f"{domain} {format_hz(max(hz))}")
+    profile = held.profile
+    what = f"holding {profile.name}" if held.pinned and profile else "not pinning"
+    if refused and not held.pinned:
+        what += f" (profile {configured} refused)"
+    if tuning_phase is not None:
+        what = f"tuning ({tuning_phase})"
+    if held.lease is not None:
+        what = f"lent to {held.lease.who} (pid {held.lease.pid})"
+    text = what + (": " + ", ".join(parts) if parts else "")
+    if throttle_reasons:
+        text += " (throttling)"
+    elif below_pin:
+        domains = sorted({b.split(" ", 1)[0] for b in below_pin})
+        text += f" ({', '.join(domains)} below its pin, cause unknown)"
+    if held.board is not None and held.board.simulated:
+        text += " [simulated board]"
+    return text

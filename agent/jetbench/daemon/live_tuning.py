@@ -19,18 +19,25 @@ took. It is an estimate from the first window's efficiency, and says so (`energy
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple, TypedDict, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
 
-from ..errors import JetbenchError
+from ..errors import HardwareError, JetbenchError
 from ..sampling.uncertainty import sem_pct
 from .live_log import JournalRate, LogRate, LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .online_tuner import FROZEN, Decision, Limit, OnlineTuner, Point, Space, Window
+
+if TYPE_CHECKING:
+    from ..documents import ClockDoc
+    from ..hw.board import Board
+    from ..hw.fs import Root
+    from ..profiles.profile import Profile
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -275,3 +282,57 @@ class LiveTuning:
             "latency_ms": dict(self._latency),
             "paused": self._paused_why,
         }
+
+
+def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mode: bool,
+                     total_power_w: Callable[[], Optional[float]],
+                     pin: Callable[[Dict[str, int]], None],
+                     read_clocks: Callable[[], Sequence[ClockDoc]],
+                     lent_to: Callable[[], Optional[str]]) -> LiveTuning:
+    """--tune: the rate source answers and the board has power readings and the knobs'
+    tables, or the daemon does not start (one message); then the first window begins at the
+    point the board holds (`read_clocks`)."""
+    from ..run.tune.space import search_space
+    from .live_log import open_log_rate
+
+    source = LiveRate(tune.rate, tune.latency) if isinstance(tune.rate, PrometheusSource) \
+        else open_log_rate(tune.rate)
+    try:
+        source.check()
+    except JetbenchError as err:
+        raise HardwareError(f"--tune: {err.message}", hint=err.hint or
+                            "start the workload first, or point --throughput-from at its "
+                            "metrics") from None
+    total_power_w()  # an energy counter gives watts from its second reading on
+    time.sleep(0.3)
+    if total_power_w() is None:
+        raise HardwareError("--tune: this board has no power reading to divide by (no "
+                            "rails, RAPL or NVML): items per joule cannot be measured")
+    tables = search_space(root, board, tune.knobs, beyond_power_mode)
+    space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
+    tuning = LiveTuning(tune, source, space, total_power_w, pin, paused=lent_to)
+    now: Dict[str, Optional[int]] = {}
+    for c in read_clocks():
+        if c["domain"] in tables and c.get("cur_hz"):
+            now[c["domain"]] = max(now.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
+    tuning.begin(now)
+    log.info("tune: %s, %s within the power mode; windows of %.3g s", tune.rate.text(),
+             ", ".join(f"{k} {len(v)} clocks" for k, v in tables.items()), tune.window_s)
+    return tuning
+
+
+def tuned_profile(held: Optional[Profile], hz: Dict[str, int], beyond_power_mode: bool
+                  ) -> Profile:
+    """The profile that pins the controller's point `hz` over the one held (or alone)."""
+    from ..profiles.profile import FreqRange, Profile
+
+    base = held or Profile("live-tuned", "daemon --tune")
+    return dataclasses.replace(
+        base, name="live-tuned", source="daemon --tune",
+        gpu_freq=FreqRange(hz["gpu"], hz["gpu"]) if "gpu" in hz else base.gpu_freq,
+        gpu_railgate=False if "gpu" in hz else base.gpu_railgate,
+        emc_freq=hz.get("emc", base.emc_freq),
+        cpu_freq=FreqRange(hz["cpu"], hz["cpu"]) if "cpu" in hz else base.cpu_freq,
+        cpu_online=True if "cpu" in hz else base.cpu_online,
+        sections=tuple(dict.fromkeys(base.sections + tuple(hz))),
+        beyond_power_mode=beyond_power_mode)

@@ -15,6 +15,8 @@ the process, one lock guards the board: the loop and the socket's thread never w
 
 This file: lifecycle, signals, pinning and status. commands.py: the control requests. drift.py:
 the periodic check. lending.py: leases. rails.py: the power readings and energy totals.
+live_tuning.py: --tune's windows and the point it pins. logs.py: the log. held.py: what is held,
+and the status line.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import logging
 import os
 import select
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -47,13 +48,13 @@ from ..ownership.wire import DEFAULT_SOCKET, Request
 from ..profiles.apply import ApplyResult, apply_profile
 from ..profiles.profile import Profile, load_profile
 from ..profiles.targets import resolve
-from ..units import format_hz
 from .commands import Commands
 from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
-from .held import Held, ReadingsDoc, StatusDoc
+from .held import Held, ReadingsDoc, StatusDoc, summary_line
 from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, Lending
-from .live_tuning import LiveTuning, TuneConfig
+from .live_tuning import LiveTuning, TuneConfig, open_live_tuning, tuned_profile
+from .logs import log_moved, setup_logging
 from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
 
@@ -83,14 +84,6 @@ class DaemonConfig:
 
 class _NothingToRestore(Exception):
     pass
-
-
-def _log_moved(result: journal.RestoreResult) -> None:
-    for moved in result.moved:
-        log.warning("moved by another tool since jetbench wrote it: %s", moved.note())
-    for changed in result.changed:
-        log.warning("changed by another tool while jetbench held the board: %s",
-                    changed.note())
 
 
 class Daemon:
@@ -209,7 +202,7 @@ class Daemon:
                 log.warning("finishing an interrupted job: restoring %d journalled value(s)",
                             len(pending))
                 result = journal.restore(self.root)
-                _log_moved(result)
+                log_moved(result)
                 log.info("restored %d value(s), %d already in place", len(result.written),
                          result.unchanged)
             if self.config.profile:
@@ -242,41 +235,12 @@ class Daemon:
         self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
 
     def _start_tuning(self, board: Board, tune: TuneConfig) -> LiveTuning:
-        """--tune: the rate source answers and the board has power readings and the knobs'
-        tables, or the daemon does not start (one message); then the first window begins at
-        the point the board holds."""
-        from ..run.tune.space import search_space
-        from .live_log import open_log_rate
-        from .live_rate import LiveRate, PrometheusSource
-        from .online_tuner import Space
-
-        source = LiveRate(tune.rate, tune.latency) if isinstance(tune.rate, PrometheusSource) \
-            else open_log_rate(tune.rate)
-        try:
-            source.check()
-        except JetbenchError as err:
-            raise HardwareError(f"--tune: {err.message}", hint=err.hint or
-                                "start the workload first, or point --throughput-from at its "
-                                "metrics") from None
-        self._total_power_w()  # an energy counter gives watts from its second reading on
-        time.sleep(0.3)
-        if self._total_power_w() is None:
-            raise HardwareError("--tune: this board has no power reading to divide by (no "
-                                "rails, RAPL or NVML): items per joule cannot be measured")
-        tables = search_space(self.root, board, tune.knobs, self.config.beyond_power_mode)
-        space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
-        tuning = LiveTuning(tune, source, space, self._total_power_w, self._pin_point,
-                            paused=lambda: (f"lent to {self.held.lease.who}"
-                                            if self.held.lease is not None else None))
-        clocks = self._read(board).get("clocks") or []
-        now: Dict[str, Optional[int]] = {}
-        for c in clocks:
-            if c["domain"] in tables and c.get("cur_hz"):
-                now[c["domain"]] = max(now.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
-        tuning.begin(now)
-        log.info("tune: %s, %s within the power mode; windows of %.3g s", tune.rate.text(),
-                 ", ".join(f"{k} {len(v)} clocks" for k, v in tables.items()), tune.window_s)
-        return tuning
+        """--tune (live_tuning.open_live_tuning), from the point the board holds."""
+        return open_live_tuning(
+            self.root, board, tune, self.config.beyond_power_mode, self._total_power_w,
+            self._pin_point, lambda: self._read(board).get("clocks") or [],
+            lent_to=lambda: (f"lent to {self.held.lease.who}" if self.held.lease is not None
+                             else None))
 
     def _total_power_w(self) -> Optional[float]:
         """The board's total power now: the sources' total, else the sum of its rails."""
@@ -289,24 +253,13 @@ class Daemon:
     def _pin_point(self, hz: Dict[str, int]) -> None:
         """--tune: pin the controller's point over what is held (the journal keeps the values
         from before the daemon's first pin), within the power mode unless told otherwise."""
-        from ..profiles.profile import FreqRange, Profile
-
         with self._lock:
             assert self.held.board is not None
             if self.held.lease is not None:
                 # lent since the tuning last looked: nothing is written under a borrower (the
                 # tuning pauses, and pins its point again when the board comes back)
                 return
-            base = self.held.profile or Profile("live-tuned", "daemon --tune")
-            profile = dataclasses.replace(
-                base, name="live-tuned", source="daemon --tune",
-                gpu_freq=FreqRange(hz["gpu"], hz["gpu"]) if "gpu" in hz else base.gpu_freq,
-                gpu_railgate=False if "gpu" in hz else base.gpu_railgate,
-                emc_freq=hz.get("emc", base.emc_freq),
-                cpu_freq=FreqRange(hz["cpu"], hz["cpu"]) if "cpu" in hz else base.cpu_freq,
-                cpu_online=True if "cpu" in hz else base.cpu_online,
-                sections=tuple(dict.fromkeys(base.sections + tuple(hz))),
-                beyond_power_mode=self.config.beyond_power_mode)
+            profile = tuned_profile(self.held.profile, hz, self.config.beyond_power_mode)
             resolve(profile, self.held.board, self.root)
             self._apply_held(profile)
 
@@ -392,7 +345,7 @@ class Daemon:
                     # stopped mid-write holds it: not ours to write under.
                     raise _NothingToRestore
                 result = journal.restore(self.root)
-                _log_moved(result)
+                log_moved(result)
                 if result.had_journal:
                     log.info("restored %d value(s) (%d already in place); journal removed",
                              len(result.written), result.unchanged)
@@ -488,31 +441,11 @@ class Daemon:
 
     # -- what the socket and metrics see -----------------------------------------------------
     def summary(self) -> str:
-        """The STATUS= line: what is pinned, at which clocks."""
-        board = self.held.board
-        clocks = self._snapshot.get("clocks") or []
-        parts = []
-        for domain in ("cpu", "gpu", "emc"):
-            hz = [c["cur_hz"] for c in clocks if c["domain"] == domain and c["cur_hz"]]
-            if hz:
-                parts.append(f"{domain} {format_hz(max(hz))}")
-        profile = self.held.profile
-        what = f"holding {profile.name}" if self.held.pinned and profile else "not pinning"
-        if self.profile_refused and not self.held.pinned:
-            what += f" (profile {self.config.profile} refused)"
-        if self.tuning is not None:
-            what = f"tuning ({self.tuning.tuner.phase})"
-        if self.held.lease is not None:
-            what = f"lent to {self.held.lease.who} (pid {self.held.lease.pid})"
-        text = what + (": " + ", ".join(parts) if parts else "")
-        if self.drift.throttle_reasons:
-            text += " (throttling)"
-        elif self.drift.below_pin:
-            domains = sorted({b.split(" ", 1)[0] for b in self.drift.below_pin})
-            text += f" ({', '.join(domains)} below its pin, cause unknown)"
-        if board is not None and board.simulated:
-            text += " [simulated board]"
-        return text
+        """The STATUS= line: what is pinned, at which clocks (held.summary_line)."""
+        return summary_line(self.held, self._snapshot.get("clocks") or [], self.config.profile,
+                            self.profile_refused,
+                            self.tuning.tuner.phase if self.tuning is not None else None,
+                            self.drift.throttle_reasons, self.drift.below_pin)
 
     def _status_doc(self, readings: ReadingsDoc) -> StatusDoc:
         board = self.held.board
@@ -553,30 +486,6 @@ class Daemon:
         if not self._ready:
             raise HardwareError("the daemon is starting (restoring, pinning): ask again")
         return self.commands.handle(request, peer)
-
-
-class _JournaldFormatter(logging.Formatter):
-    """`<N>message`: journald reads the syslog priority from the prefix (SyslogLevelPrefix=)."""
-
-    PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3,
-                logging.CRITICAL: 2}
-
-    def format(self, record: logging.LogRecord) -> str:
-        return f"<{self.PRIORITY.get(record.levelno, 6)}>{super().format(record)}"
-
-
-def setup_logging(env: Mapping[str, str]) -> None:
-    """stderr, which journald collects; priority prefixes when journald is reading it."""
-    handler = logging.StreamHandler(sys.stderr)
-    if env.get("JOURNAL_STREAM"):
-        handler.setFormatter(_JournaldFormatter("%(message)s"))
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s jetbench daemon %(levelname)s: "
-                                               "%(message)s", "%H:%M:%S"))
-    logger = logging.getLogger("jetbench")
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
 
 
 def run_daemon(root: Root, config: DaemonConfig) -> int:
