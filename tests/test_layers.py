@@ -157,3 +157,27 @@ def test_the_readmes_layout_names_every_package():
     missing = [str(init.parent.relative_to(PACKAGE)) for init in PACKAGE.rglob("__init__.py")
                if init.parent != PACKAGE and f"`{init.parent.name}/`" not in layout]
     assert not missing, f"packages the README's layout does not name: {missing}"
+
+
+MAX_MODULE_LINES = 500  # issue 36: small modules; the simulator's tables are the exception
+
+
+def long_modules(package: Path, limit: int = MAX_MODULE_LINES) -> List[str]:
+    """Modules outside sim/ longer than `limit` lines, with their lengths."""
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        lines = len(path.read_text().splitlines())
+        if rel.parts[0] != "sim" and lines > limit:
+            out.append(f"{rel}: {lines}")
+    return out
+
+
+def test_no_module_outside_the_simulator_is_over_500_lines(tmp_path):
+    assert long_modules(PACKAGE) == []
+    # the check itself sees a long module, and lets the simulator's be
+    (tmp_path / "sim").mkdir()
+    (tmp_path / "sim" / "tables.py").write_text("x = 1\n" * 600)
+    (tmp_path / "big.py").write_text("x = 1\n" * 501)
+    (tmp_path / "ok.py").write_text("x = 1\n" * 500)
+    assert long_modules(tmp_path) == ["big.py: 501"]
