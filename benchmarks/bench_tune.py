@@ -165,6 +165,14 @@ def cached_grid(cache: Optional[Path], key: str, measure_it) -> Tuple[Dict, floa
     return measured, grid_s
 
 
+def met_by_share(measured: Dict[Point, Tuple[float, Metrics]], name: str, share: float,
+                 lower: bool) -> float:
+    """The value of figure `name` that `share` of the grid's points meet (at or below it when
+    `lower` is better, at or above it otherwise)."""
+    values = sorted((m[name] for _, m in measured.values() if m.get(name)), reverse=not lower)
+    return values[max(0, int(share * len(values)) - 1)]
+
+
 def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[bool, str]:
     knobs = tuple(args.knobs.split(","))
     batches = [int(b) for b in args.batches.split(",")] if work.name.startswith("sim:") else [1]
@@ -196,16 +204,12 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
         elif args.latency:
             # a ceiling that SHARE of the grid's points meet; it binds only where the grid's
             # unconstrained best is not among them (said, and the board skipped, where not)
-            lats = sorted(m["latency_p99_ms"] for _, m in measured.values()
-                          if m.get("latency_p99_ms"))
-            ceiling = lats[max(0, int(args.latency * len(lats)) - 1)]
+            ceiling = met_by_share(measured, "latency_p99_ms", args.latency, lower=True)
             constraints = (Constraint.parse(f"latency_p99_ms<={ceiling:.4g}"),)
         elif args.floor:
             # a floor that SHARE of the grid's points meet, binding where the grid's
             # unconstrained best is not among them (said, and the board skipped, where not)
-            rates = sorted((m["images_per_s"] for _, m in measured.values()
-                            if m.get("images_per_s")), reverse=True)
-            floor = rates[max(0, int(args.floor * len(rates)) - 1)]
+            floor = met_by_share(measured, "images_per_s", args.floor, lower=False)
             constraints = (Constraint.parse(f"images_per_s>={floor:.4g}"),)
         elif args.binding:
             free_ips = measured[free_best][1]["images_per_s"] or 0.0

@@ -276,11 +276,10 @@ def test_measure_under_the_daemon_runs_at_the_clock_it_claims(tmp_path, started)
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
-    env = dict(os.environ)
     out = tmp_path / "results"
     duration_s = 2.0
     with _GpuTrace(base) as trace:
-        proc = _jetbench(*_measure_args(base, out, f"{duration_s}s"), env=env)
+        proc = _jetbench(*_measure_args(base, out, f"{duration_s}s"))
         assert _wait(lambda: _lease_of(d) is not None or proc.poll() is not None, timeout=90)
         lease = _lease_of(d)
         assert lease is not None, proc.communicate()
@@ -314,8 +313,7 @@ def test_kill9_of_a_lease_holder_gives_the_board_back(tmp_path, started):
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
-    env = dict(os.environ)
-    proc = _jetbench(*_measure_args(base, tmp_path / "r", "60s"), env=env)
+    proc = _jetbench(*_measure_args(base, tmp_path / "r", "60s"))
     try:
         gpu_min = base / NANO_GPU / "min_freq"
         assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_384_HZ)]
@@ -346,11 +344,10 @@ def test_a_second_measure_waits_for_the_lease(tmp_path, started):
     d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
     started.append(d)
     d.ready()
-    env = dict(os.environ)
-    first = _jetbench(*_measure_args(base, tmp_path / "a", "60s"), env=env)
+    first = _jetbench(*_measure_args(base, tmp_path / "a", "60s"))
     try:
         assert _wait(lambda: _lease_of(d) is not None or first.poll() is not None, timeout=90)
-        second = run_cli(*_measure_args(base, tmp_path / "b", "1s"), env=env, timeout=120)
+        second = run_cli(*_measure_args(base, tmp_path / "b", "1s"), timeout=120)
         assert second.returncode == 2, second.stderr
         assert "lent to measure" in second.stderr and "--wait" in second.stderr
         # Writers through the daemon are refused too, or queue with --wait.
@@ -374,8 +371,7 @@ def test_a_second_measure_waits_for_the_lease(tmp_path, started):
 
 
 def _start_measure_under(d: Daemon, tmp_path: Path, base: Path, duration: str):
-    env = dict(os.environ)
-    proc = _jetbench(*_measure_args(base, tmp_path / "r", duration), env=env)
+    proc = _jetbench(*_measure_args(base, tmp_path / "r", duration))
     gpu_min = base / NANO_GPU / "min_freq"
     assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_384_HZ)]
                  or proc.poll() is not None, timeout=90)

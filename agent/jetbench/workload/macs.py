@@ -112,7 +112,7 @@ def meta_kernels(torch: ModuleType) -> bool:
 def counting_device(model: Module, input_shape: Sequence[int]) -> str:
     """"cpu" for a network small enough that its pass costs less there than meta's first call
     in a process (CPU_PASS_MACS), else "meta"."""
-    positions = _prod(input_shape[1:]) if len(input_shape) > 1 else 1
+    positions = _prod(tuple(input_shape[1:]))  # 1 for a shape of one dimension
     return "cpu" if count_params(model) * positions <= CPU_PASS_MACS else "meta"
 
 
