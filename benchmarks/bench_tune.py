@@ -37,6 +37,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -52,6 +53,7 @@ from jetbench.run.tune.choice import metrics_of
 from jetbench.run.tune.options import Constraint, TuneRequest
 from jetbench.run.tune.space import probe_emc_rates, search_space
 from jetbench.run.tune.study import tune
+from jetbench.sampling.uncertainty import pooled_sd_pct
 from jetbench.sim.create import create_board
 
 BLACKBOX = Path(__file__).resolve().parent / "blackbox_cmd.py"
@@ -133,13 +135,21 @@ def judged(root: Root, work: Workload, base: Path, points: List[Point]
             options = pinned(work.options(base, point[3], point[4], judge=True), point)
             doc = measure(root, build_request(options)).results[0]
             readings[k].append((ipj(doc) or 0.0, metrics_of(doc)))
-    # each figure with its uncertainty (the median of its readings'): the constraint is judged
-    # by tune's rule on both sides, here as when the grid's points were chosen
-    return [(statistics.median(r[0] for r in rs),
-             {name: statistics.median(r[1][name] or 0.0 for r in rs)
-              for name in ("images_per_s", "power_w", "latency_p99_ms",
-                           "images_per_s_uncertainty_pct", "power_w_uncertainty_pct")})
-            for rs in readings]
+    # each figure with its uncertainty (the median of its readings' stated ones; where they
+    # state none, one reading's spread pooled over the judged points, over sqrt(REPEATS), as
+    # tune judges its points read again): the constraint is judged by tune's rule on both sides
+    out = []
+    for rs in readings:
+        figures = {name: statistics.median(r[1][name] or 0.0 for r in rs)
+                   for name in ("images_per_s", "power_w", "latency_p99_ms")}
+        for name in ("images_per_s", "power_w"):
+            stated = [r[1].get(f"{name}_uncertainty_pct") for r in rs]
+            spread = pooled_sd_pct([[r[1][name] or 0.0 for r in other] for other in readings])
+            figures[f"{name}_uncertainty_pct"] = (
+                statistics.median(stated) if None not in stated else
+                (spread or 0.0) / math.sqrt(len(rs)))
+        out.append((statistics.median(r[0] for r in rs), figures))
+    return out
 
 
 def label(point: Point) -> str:

@@ -298,6 +298,59 @@ def test_the_best_is_never_invalid_or_infeasible_and_a_tie_goes_to_less_power():
     assert best(*lucky, steady) == 10
 
 
+def _read(number, gpu_hz, ips, watts, ips_pct=None):
+    """A command's reading: its rate states no uncertainty unless `ips_pct` is given."""
+    metrics = {"images_per_s": ips, "power_w": watts, "images_per_j": ips / watts,
+               "images_per_s_uncertainty_pct": ips_pct, "power_w_uncertainty_pct": 1.0,
+               "images_per_j_uncertainty_pct": None if ips_pct is None else ips_pct + 1.0}
+    floor = Constraint.parse("images_per_s>=100")
+    return SimpleNamespace(number=number, state=SimpleNamespace(name="COMPLETE"), user_attrs={
+        "valid": True, "metrics": metrics, "settings": {"gpu_hz": gpu_hz},
+        "constraints": [floor.violation(metrics), 0.0]})
+
+
+def test_a_rate_with_no_stated_uncertainty_takes_the_read_to_read_spread_once_seen():
+    """Issue 38: a command's rate (trtexec's line) states no uncertainty, so a floor inside its
+    read-to-read noise was a coin flip. Once a point has been read twice, the spread of the
+    study's re-reads is every such point's uncertainty (over sqrt(readings))."""
+    from jetbench.run.tune.choice import _pooled, read_to_read_pct
+    from jetbench.run.tune.output import _closest
+    from jetbench.sampling.uncertainty import pooled_sd_pct
+
+    # one reading's relative standard deviation, pooled: (n-1) degrees of freedom per group
+    assert pooled_sd_pct([[99.0, 101.0]]) == pytest.approx(100 * 2 ** 0.5 / 100)
+    assert pooled_sd_pct([[99.0, 101.0], [50.0, 50.0, 50.0]]) == pytest.approx(
+        100 * (2 * 0.01 ** 2 / 3) ** 0.5)
+    assert pooled_sd_pct([[7.0], []]) is None and pooled_sd_pct([[0.0, 0.0]]) is None
+    floor = (Constraint.parse("images_per_s>=100"),)
+    steady = [_read(0, 1, 110.0, 10.0), _read(1, 1, 108.9, 10.0)]  # read twice: ~0.7% apart
+    edge = _read(2, 2, 100.5, 8.0)  # the most per joule, 0.5% over the floor, read once
+    assert edge.user_attrs["constraints"][0] < 0  # met by its value alone, as the trial said
+    spread = read_to_read_pct([steady, [edge]])
+    assert spread["images_per_s"] == pytest.approx(100 * 1.1 / 2 ** 0.5 / 109.45, rel=1e-6)
+    assert "power_w" not in spread  # stated (1%): never replaced
+    points = _pooled([*steady, edge], floor)
+    once = points['{"gpu_hz": 2}']
+    assert once.metrics["images_per_s_uncertainty_pct"] == pytest.approx(spread["images_per_s"])
+    assert not once.feasible  # 100.5 - 0.71%: not surely >= 100
+    twice = points['{"gpu_hz": 1}']
+    assert twice.feasible and twice.metrics["images_per_s_uncertainty_pct"] == pytest.approx(
+        spread["images_per_s"] / 2 ** 0.5)
+    assert choose_best([*steady, edge], "images_per_j").number == 2  # no constraints given
+    assert choose_best([*steady, edge], "images_per_j", floor).number == 1
+    # before any point was read twice: by the value alone, as before
+    assert choose_best([steady[0], edge], "images_per_j", floor).number == 2
+    # a rate that states its uncertainty keeps it (0.1%: 100.5 is surely over the floor)
+    stated = [_read(0, 1, 110.0, 10.0, 0.1), _read(1, 1, 108.9, 10.0, 0.1),
+              _read(2, 2, 100.5, 8.0, 0.1)]
+    assert choose_best(stated, "images_per_j", floor).number == 2
+    # the closest, when nothing else is left, says it missed only within that spread
+    closest = _closest([*steady[:0], edge, _read(3, 2, 99.9, 8.0)], floor,
+                       lambda t: {"number": t.number})
+    assert closest is not None and closest["missed"][0].startswith("images_per_s 100 +- 0.")
+    assert closest["missed"][0].endswith(">=100 only within its uncertainty")
+
+
 def test_the_answer_says_why_this_point():
     from jetbench.run.tune.choice import why_best
 

@@ -119,6 +119,21 @@ def sem_pct(values: Sequence[float]) -> Optional[float]:
     return 100.0 * math.sqrt(var / n) / mean if mean > 0 else None
 
 
+def pooled_sd_pct(groups: Sequence[Sequence[float]]) -> Optional[float]:
+    """One reading's standard deviation, as % of its point's mean, pooled over groups of repeated
+    readings of one point each (their squared relative deviations over their degrees of
+    freedom); None where no group has two readings with a mean > 0."""
+    squares, dof = 0.0, 0
+    for values in groups:
+        n = len(values)
+        mean = math.fsum(values) / n if n else 0.0
+        if n < 2 or mean <= 0:
+            continue
+        squares += math.fsum(((x - mean) / mean) ** 2 for x in values)
+        dof += n - 1
+    return 100.0 * math.sqrt(squares / dof) if dof else None
+
+
 def throughput_sem_pct(latencies_ms: Sequence[float]) -> Optional[float]:
     """Standard error of the mean iteration latency, as % of the mean (None below 2 samples)."""
     return sem_pct(latencies_ms)

@@ -1,5 +1,11 @@
 """Choosing: the metrics of a trial, which trials are feasible, the best one by measure's
-uncertainty rule (a tie goes to the one drawing less power), the points read again."""
+uncertainty rule (a tie goes to the one drawing less power), the points read again.
+
+A figure whose readings state no uncertainty (a command's rate from its own lines, NVML's
+power) takes the read-to-read spread the study has seen, once it has seen some: one reading's
+standard deviation, pooled over the points read more than once (`pooled_sd_pct`), over the
+square root of a point's readings. A constraint on such a figure is then judged with it, as
+with a stated uncertainty; before any point is read twice, by its value alone."""
 
 from __future__ import annotations
 
@@ -11,7 +17,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Union
 
 from ...report import schema
 from ...report.digits import separated
-from .options import OBJECTIVES
+from ...sampling.uncertainty import pooled_sd_pct
+from .options import OBJECTIVES, Constraint
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -47,6 +54,10 @@ def _key(t: FrozenTrial) -> str:
     return json.dumps(settings, sort_keys=True) if settings else f"#{t.number}"
 
 
+# figures a reading may give with no uncertainty: theirs can come from re-reads instead
+SPREAD_FIGURES = ("images_per_s", "power_w", "images_per_j")
+
+
 @dataclass(frozen=True)
 class _Point:
     """Trials of the same settings: their readings and mean metrics."""
@@ -55,13 +66,43 @@ class _Point:
     feasible: bool
 
 
-def _pooled(trials: Sequence[FrozenTrial]) -> Dict[str, _Point]:
+def _unstated(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
+    """A point's readings of figure `name` where none of them states its uncertainty (None
+    where one does or a reading lacks the figure)."""
+    values = []
+    for t in group:
+        metrics = t.user_attrs.get("metrics") or {}
+        value = metrics.get(name)
+        if value is None or metrics.get(f"{name}_uncertainty_pct") is not None:
+            return None
+        values.append(value)
+    return values
+
+
+def read_to_read_pct(groups: Sequence[Sequence[FrozenTrial]]) -> Dict[str, float]:
+    """For each figure of SPREAD_FIGURES that its readings give with no uncertainty: one
+    reading's standard deviation in percent, pooled over the points read more than once
+    (absent where none was)."""
+    out = {}
+    for name in SPREAD_FIGURES:
+        readings = [v for v in (_unstated(g, name) for g in groups if len(g) > 1) if v]
+        spread = pooled_sd_pct(readings)
+        if spread is not None:
+            out[name] = spread
+    return out
+
+
+def _pooled(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint] = ()
+            ) -> Dict[str, _Point]:
     """Trials of the same settings as one point: its readings' mean metrics (a point with a
-    reading that is invalid or breaks a constraint is not feasible)."""
+    reading that is invalid or breaks a constraint is not feasible). A figure whose readings
+    state no uncertainty takes the study's read-to-read spread over sqrt(readings), and the
+    constraints are judged again with it."""
     groups: Dict[str, List[FrozenTrial]] = {}
     for t in trials:
         if t.state.name == "COMPLETE":
             groups.setdefault(_key(t), []).append(t)
+    spread = read_to_read_pct(list(groups.values()))
     pooled = {}
     for key, group in groups.items():
         metrics: Metrics = {}
@@ -69,17 +110,24 @@ def _pooled(trials: Sequence[FrozenTrial]) -> Dict[str, _Point]:
             values = [t.user_attrs["metrics"].get(name) for t in group]
             known = [v for v in values if v is not None]
             metrics[name] = sum(known) / len(known) if len(known) == len(values) else None
-        pooled[key] = _Point(group, metrics, all(feasible(t) for t in group))
+        for name, pct in spread.items():
+            if metrics.get(name) is not None and _unstated(group, name) is not None:
+                metrics[f"{name}_uncertainty_pct"] = pct / math.sqrt(len(group))
+        ok = all(feasible(t) for t in group) and all(
+            c.violation(metrics) <= 0 for c in constraints)
+        pooled[key] = _Point(group, metrics, ok)
     return pooled
 
 
-def _to_confirm(trials: Sequence[FrozenTrial], objective: str, room: int) -> List[Settings]:
+def _to_confirm(trials: Sequence[FrozenTrial], objective: str, room: int,
+                constraints: Sequence[Constraint] = ()) -> List[Settings]:
     """The settings of the best feasible points read only once, best first, at most `room`
     (trials whose settings are checked: `_usable`)."""
     if room <= 0 or objective not in OBJECTIVES:
         return []
     sign = 1 if OBJECTIVES[objective] == "maximize" else -1
-    once = [(value, p) for p in _pooled(trials).values() if p.feasible and len(p.trials) == 1
+    once = [(value, p) for p in _pooled(trials, constraints).values()
+            if p.feasible and len(p.trials) == 1
             for value in [p.metrics.get(objective)] if value is not None]
     once.sort(key=lambda vp: -sign * vp[0])
     return [dict(p.trials[0].user_attrs["settings"]) for _, p in once[:room]]
@@ -103,11 +151,13 @@ def _params_of(settings: Settings, space: Dict[str, List[int]],
     return params
 
 
-def choose_best(trials: Sequence[FrozenTrial], objective: str) -> Optional[FrozenTrial]:
+def choose_best(trials: Sequence[FrozenTrial], objective: str,
+                constraints: Sequence[Constraint] = ()) -> Optional[FrozenTrial]:
     """The best feasible point on `objective` (a trial standing for it; points measured more
     than once count by their mean); for images_per_j, points whose img/J differ by less than
-    their combined uncertainty are a tie and the one drawing less power wins."""
-    points = [p for p in _pooled(trials).values()
+    their combined uncertainty are a tie and the one drawing less power wins. `constraints`:
+    the study's, judged again on each point's pooled readings (module doc)."""
+    points = [p for p in _pooled(trials, constraints).values()
               if p.feasible and p.metrics.get(objective) is not None]
     ok = []
     for p in points:
@@ -122,18 +172,21 @@ def choose_best(trials: Sequence[FrozenTrial], objective: str) -> Optional[Froze
     if objective != "images_per_j":
         return top
     ties = [t for t in ok if _tied(t, top)]
-    return min(ties, key=lambda t: t.user_attrs["metrics"].get("power_w") or math.inf)
+    # (of equal power, the higher img/J)
+    return min(ties, key=lambda t: (t.user_attrs["metrics"].get("power_w") or math.inf,
+                                    -t.user_attrs["metrics"][objective]))
 
 
 def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/J",
-             best: Optional[FrozenTrial] = None) -> str:
+             best: Optional[FrozenTrial] = None, constraints: Sequence[Constraint] = ()
+             ) -> str:
     """Why choose_best chose its point (`best`, where the caller has it already), in a line:
     the tie it won on power, or how far it is from the runner-up ('' where nothing was
     chosen)."""
-    best = best or choose_best(trials, objective)
+    best = best or choose_best(trials, objective, constraints)
     if best is None:
         return ""
-    points = [p for p in _pooled(trials).values()
+    points = [p for p in _pooled(trials, constraints).values()
               if p.feasible and p.metrics.get(objective) is not None
               and _key(p.trials[-1]) != _key(best)]
     if not points:

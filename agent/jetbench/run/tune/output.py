@@ -14,6 +14,7 @@ from ...hw.fs import Root
 from ...units import format_hz
 from ...work_units import DEFAULT_UNIT, per_joule_label, rate_label
 from .choice import (
+    _pooled,
     _usable,
     choose_best,
     feasible,
@@ -34,7 +35,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
     trials = study.get_trials(deepcopy=False)
     problems = {t.number: trial_problem(t, space) for t in trials}
     usable = _usable(trials, space)
-    best = choose_best(usable, req.objectives[0])
+    best = choose_best(usable, req.objectives[0], req.constraints)
     front = [t for t in (study.best_trials if len(req.objectives) > 1 else [best] if best else [])
              if feasible(t) and problems.get(t.number) is None]
 
@@ -63,29 +64,29 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "trials": [trial_doc(t) for t in trials],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
-            "why": why_best(usable, req.objectives[0], per_joule_label(unit), best)
-            if best else None,
-            "closest": None if best else _closest(trials, req.constraints, trial_doc),
+            "why": why_best(usable, req.objectives[0], per_joule_label(unit), best,
+                            req.constraints) if best else None,
+            "closest": None if best else _closest(usable, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def _closest(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint],
              trial_doc: Callable[[FrozenTrial], TrialDoc]) -> Optional[ClosestDoc]:
-    """The valid trial whose constraints were missed by the least (each miss relative to its
-    limit, summed), and by how much it missed each: what to relax, or how far to go."""
-    def misses(t: FrozenTrial) -> List[float]:
-        got = t.user_attrs.get("constraints") or []
-        return [max(0.0, float(v)) / (abs(c.value) or 1.0)
-                for c, v in zip(constraints, got) if isinstance(v, (int, float))]
+    """The valid point whose constraints were missed by the least (each miss relative to its
+    limit, summed; a point read more than once by its readings' mean, with the uncertainty
+    choose_best judged it by), and by how much it missed each: what to relax, or how far to
+    go."""
+    def misses(metrics: Mapping[str, Optional[float]]) -> List[float]:
+        return [max(0.0, c.violation(metrics)) / (abs(c.value) or 1.0) for c in constraints]
 
-    ran = [t for t in trials if t.state.name == "COMPLETE" and t.user_attrs.get("valid") is True
-           and constraints and len(misses(t)) == len(constraints)]
+    ran = [p for p in _pooled(trials, constraints).values()
+           if constraints and all(t.user_attrs.get("valid") is True for t in p.trials)]
     if not ran:
         return None
-    near = min(ran, key=lambda t: (sum(misses(t)), t.number))
-    metrics = near.user_attrs.get("metrics") or {}
+    point = min(ran, key=lambda p: (sum(misses(p.metrics)), p.trials[-1].number))
+    near, metrics = point.trials[-1], point.metrics
     missed = []
-    for c, miss in zip(constraints, misses(near)):
+    for c, miss in zip(constraints, misses(metrics)):
         if miss <= 0:
             continue
         got, pct = metrics.get(c.name), metrics.get(f"{c.name}_uncertainty_pct")
@@ -115,7 +116,8 @@ def _best_line(study: Study, req: TuneRequest, space: Dict[str, List[int]],
                unit: str = DEFAULT_UNIT) -> Tuple[str, int]:
     """The best point of the finished trials, said as the progress says a point, and its
     trial's number ('' and -1 while none is usable)."""
-    best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
+    best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
+                       req.constraints)
     if best is None:
         return "", -1
     attrs = best.user_attrs

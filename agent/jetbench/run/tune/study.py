@@ -378,7 +378,8 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         """--patience N: the search stops once N trials in a row have not moved the best."""
         if not req.patience or len(directions) > 1 or not counts(optuna, trial):
             return
-        best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0])
+        best = choose_best(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
+                           req.constraints)
         key = _key(best) if best else None
         if key != moved[0][0]:
             moved[0] = (key, count())
@@ -420,7 +421,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             f"at {still[0]} of the budget's {req.budget} (--patience)")
     again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
                         min(confirm, req.budget - count()) if still or exhausted
-                        else req.budget - count())
+                        else req.budget - count(), req.constraints)
     # (a queued trial's point is its fixed params until it runs)
     queued = [t.system_attrs.get("fixed_params", t.params) for t in study.get_trials(
         deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
