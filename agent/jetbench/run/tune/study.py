@@ -47,7 +47,7 @@ from .choice import (
     choose_best,
     metrics_of,
 )
-from .monotone import implied_miss, top_points
+from .monotone import SPREADS, edge_points, implied_miss, top_points
 from .options import (
     COMMAND_MODEL,
     CONFIRM,
@@ -387,6 +387,27 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             still.append(count())
             study.stop()
 
+    def to_edge(n: int, choices: Dict[str, Sequence[Union[str, int]]]) -> None:
+        """Trials at the midpoints between the best point and a constraint's edge, until n
+        count, none is left, or the search ended otherwise (this board's trials only)."""
+        for _ in range(n):
+            if count() >= n or fatal or yielded or exhausted or still:
+                return
+            mine = [t for t in _usable(study.get_trials(deepcopy=False), space)
+                    if t.user_attrs.get("fingerprint", board_print) == board_print]
+            best = choose_best(mine, req.objectives[0], req.constraints)
+            points = [] if best is None else [
+                p for p in (_params_of(s, space, choices) for s in edge_points(
+                    mine, best.user_attrs["settings"], space, req.constraints))
+                if p is not None][:n - count()]
+            if not points:
+                return
+            for params in points:
+                study.enqueue_trial(params, user_attrs={"edge": True})
+            limit[0] = n
+            study.optimize(objective, n_trials=len(points), catch=(Exception,),
+                           callbacks=[progress, stop_at(n)])
+
     choices: Dict[str, Sequence[Union[str, int]]] = {"model": models, "precision": precisions,
                                                      "batch": batches}
     if not study.get_trials(deepcopy=False):
@@ -408,6 +429,15 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     elif earlier is not None:
         say(f"tune: --warm-start starts a new study; this one has trials already: "
             f"{req.warm_start} is not used")
+    # Under a constraint that spreads by the monotone rule, the last quarter of the search
+    # halves the way from the best point to that constraint's edge (monotone.edge_points)
+    edge = search // 4 if len(directions) == 1 and any(
+        (c.name, c.op) in SPREADS for c in req.constraints) else 0
+    if count() < search - edge:
+        limit[0] = search - edge
+        search_to(search - edge)
+    if edge and count() < search:
+        to_edge(search, choices)
     if count() < search:
         limit[0] = search
         search_to(search)
