@@ -331,6 +331,67 @@ def test_a_point_no_faster_than_one_that_missed_a_throughput_floor_is_known_to_m
                         [per_j]) is None
 
 
+def test_the_edge_of_a_binding_constraint_is_sought_by_halving_the_way_to_a_known_miss():
+    """Under a constraint that binds, the best point lies on its edge: the midpoint between the
+    best feasible point and the nearest point known to miss (below it for a floor, above it for
+    a power cap), along each knob, where nothing between was read."""
+    from jetbench.run.tune.monotone import edge_points
+
+    space = {"gpu": [100 * k for k in range(1, 10)], "emc": [800, 1600]}
+
+    def at(gpu, emc=1600):
+        return {"model": "sim:alexnet", "precision": "fp16", "batch": 8, "gpu_hz": gpu,
+                "emc_hz": emc}
+
+    floor, cap = Constraint.parse("images_per_s>=100"), Constraint.parse("power_w<=5")
+    best = _measured(5, at(800), [-1.0, 0.0])
+    slow = _measured(4, at(300), [3.0, 0.0])  # missed the floor
+    # 300 missed, 800 met: halfway is 500; along the EMC nothing below is known to miss
+    assert edge_points([best, slow], at(800), space, [floor]) == [at(500)]
+    # a point between that was read and met the floor: the best beat it, nothing to seek
+    met = _measured(6, at(600), [-0.5, 0.0])
+    assert edge_points([best, slow, met], at(800), space, [floor]) == []
+    # next to the miss already: the edge is found
+    assert edge_points([best, _measured(4, at(700), [1.0, 0.0])], at(800), space, [floor]) == []
+    # a miss known without reading it (no faster than a point that missed) bounds the way too
+    lower = _measured(4, at(400, 1600), [2.0, 0.0])
+    assert edge_points([best, lower], at(800), space, [floor]) == [at(600)]
+    # a power cap spreads upwards: the way up to a point that broke it, along each knob
+    cool = _measured(5, at(500, 800), [-1.0, 0.0])
+    hot = _measured(7, at(900, 800), [0.4, 0.0])
+    hot_emc = _measured(8, at(500, 1600), [0.2, 0.0])
+    assert edge_points([cool, hot, hot_emc], at(500, 800), space, [cap]) == [at(700, 800)]
+    # img/J has no direction a clock moves it in: no edge
+    assert edge_points([best, slow], at(800), space, [Constraint.parse("images_per_j>=3")]) \
+        == []
+
+
+def test_a_study_under_a_binding_floor_reads_points_towards_its_edge(tmp_path):
+    """A command whose items take 0.9/g + 0.1 of 5 ms at GPU clock g of the table's top
+    (benchmarks/blackbox_cmd.py: paced by deadline, so a busy host does not move it) meets
+    170 items/s from the TX1's 844.8 MHz up: the floor binds, and the search's last quarter
+    reads points between the best one found and the nearest that missed, each between a miss
+    and a point that met the floor."""
+    base = make_board(tmp_path, "tx1")
+    line = (f"{sys.executable} {REPO / 'benchmarks' / 'blackbox_cmd.py'} --root {base} "
+            "--shape compute --seconds 0.3 --warmup 0.05")
+    options = MeasureOptions(cmd=line, throughput_from="trtexec", cmd_log=tmp_path / "cmd.log",
+                             duration="0.3")
+    request = TuneRequest(options, tmp_path / "tuned", budget=10, knobs=("gpu",), seed=1,
+                          constraints=(Constraint.parse("images_per_s>=170"),))
+    doc = study_module.tune(Root(str(base)), request).doc
+    trials = [t for t in doc["trials"] if t["state"] == "COMPLETE"]
+    seen = [(t["settings"]["gpu_hz"], t["feasible"], t["edge"]) for t in trials]
+    edges = [t for t in trials if t["edge"]]
+    assert edges, seen
+    for edge in edges:
+        before = [t for t in trials if t["number"] < edge["number"]]
+        hz = edge["settings"]["gpu_hz"]
+        assert any(t["settings"]["gpu_hz"] < hz and not t["feasible"] for t in before), seen
+        assert any(t["settings"]["gpu_hz"] > hz and t["feasible"] for t in before), seen
+    assert doc["best"] is not None and doc["best"]["settings"]["gpu_hz"] >= 844_800_000, seen
+
+
 def test_a_new_study_starts_at_the_top_and_a_warm_start_from_an_earlier_studys_best(tmp_path):
     """The first trial of a new study is the top of the space; a study warm-started from an
     earlier tune.json (another board of the model) measures that study's best points first."""

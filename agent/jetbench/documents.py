@@ -339,7 +339,8 @@ class TrialDoc(TypedDict, total=False):
     state: str
     board: Optional[str]
     readings: int
-    confirms: bool
+    confirms: bool  # read again at the end of the budget
+    edge: bool  # halving the way to a constraint's edge (tune/monotone.edge_points)
     settings: Optional[TrialSettings]
     metrics: Optional[TrialMetrics]
     valid: Optional[bool]

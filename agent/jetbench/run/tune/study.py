@@ -388,19 +388,16 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             study.stop()
 
     def to_edge(n: int, choices: Dict[str, Sequence[Union[str, int]]]) -> None:
-        """Trials at the midpoints between the best point and a constraint's edge, until n
-        count, none is left, or the search ended otherwise (this board's trials only)."""
+        """Trials halving the way from the best point to a constraint's edge (this board's
+        trials), until n count, none is left, or the search ended otherwise."""
         for _ in range(n):
-            if count() >= n or fatal or yielded or exhausted or still:
-                return
             mine = [t for t in _usable(study.get_trials(deepcopy=False), space)
                     if t.user_attrs.get("fingerprint", board_print) == board_print]
             best = choose_best(mine, req.objectives[0], req.constraints)
-            points = [] if best is None else [
-                p for p in (_params_of(s, space, choices) for s in edge_points(
-                    mine, best.user_attrs["settings"], space, req.constraints))
-                if p is not None][:n - count()]
-            if not points:
+            points = [] if best is None else [p for p in (_params_of(s, space, choices) for s in
+                      edge_points(mine, best.user_attrs["settings"], space, req.constraints))
+                      if p is not None][:n - count()]
+            if not points or fatal or yielded or exhausted or still:
                 return
             for params in points:
                 study.enqueue_trial(params, user_attrs={"edge": True})
@@ -429,8 +426,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     elif earlier is not None:
         say(f"tune: --warm-start starts a new study; this one has trials already: "
             f"{req.warm_start} is not used")
-    # Under a constraint that spreads by the monotone rule, the last quarter of the search
-    # halves the way from the best point to that constraint's edge (monotone.edge_points)
+    # the search's last quarter seeks a monotone constraint's edge (monotone.edge_points)
     edge = search // 4 if len(directions) == 1 and any(
         (c.name, c.op) in SPREADS for c in req.constraints) else 0
     if count() < search - edge:
