@@ -332,9 +332,10 @@ def test_a_point_no_faster_than_one_that_missed_a_throughput_floor_is_known_to_m
 
 
 def test_the_edge_of_a_binding_constraint_is_sought_by_halving_the_way_to_a_known_miss():
-    """Under a constraint that binds, the best point lies on its edge: the midpoint between the
-    best feasible point and the nearest point known to miss (below it for a floor, above it for
-    a power cap), along each knob, where nothing between was read."""
+    """Under a throughput floor that binds, the best point lies on its edge: the midpoint
+    between the best feasible point and the nearest point known to miss below it, along each
+    knob, where nothing between was read. Not sought for a latency ceiling or a power cap
+    (measured: it did not pay, monotone.EDGES)."""
     from jetbench.run.tune.monotone import edge_points
 
     space = {"gpu": [100 * k for k in range(1, 10)], "emc": [800, 1600]}
@@ -356,11 +357,12 @@ def test_the_edge_of_a_binding_constraint_is_sought_by_halving_the_way_to_a_know
     # a miss known without reading it (no faster than a point that missed) bounds the way too
     lower = _measured(4, at(400, 1600), [2.0, 0.0])
     assert edge_points([best, lower], at(800), space, [floor]) == [at(600)]
-    # a power cap spreads upwards: the way up to a point that broke it, along each knob
+    # a power cap or a latency ceiling: no edge is sought
     cool = _measured(5, at(500, 800), [-1.0, 0.0])
     hot = _measured(7, at(900, 800), [0.4, 0.0])
-    hot_emc = _measured(8, at(500, 1600), [0.2, 0.0])
-    assert edge_points([cool, hot, hot_emc], at(500, 800), space, [cap]) == [at(700, 800)]
+    assert edge_points([cool, hot], at(500, 800), space, [cap]) == []
+    assert edge_points([best, slow], at(800), space,
+                       [Constraint.parse("latency_p99_ms<=20")]) == []
     # img/J has no direction a clock moves it in: no edge
     assert edge_points([best, slow], at(800), space, [Constraint.parse("images_per_j>=3")]) \
         == []

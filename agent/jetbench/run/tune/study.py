@@ -47,7 +47,7 @@ from .choice import (
     choose_best,
     metrics_of,
 )
-from .monotone import SPREADS, edge_points, implied_miss, top_points
+from .monotone import EDGES, edge_points, implied_miss, top_points
 from .options import (
     COMMAND_MODEL,
     CONFIRM,
@@ -426,9 +426,9 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     elif earlier is not None:
         say(f"tune: --warm-start starts a new study; this one has trials already: "
             f"{req.warm_start} is not used")
-    # the search's last quarter seeks a monotone constraint's edge (monotone.edge_points)
+    # the search's last quarter seeks a throughput floor's edge (monotone.edge_points)
     edge = search // 4 if len(directions) == 1 and any(
-        (c.name, c.op) in SPREADS for c in req.constraints) else 0
+        (c.name, c.op) in EDGES for c in req.constraints) else 0
     if count() < search - edge:
         limit[0] = search - edge
         search_to(search - edge)
