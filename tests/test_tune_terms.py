@@ -394,6 +394,22 @@ def test_a_study_under_a_binding_floor_reads_points_towards_its_edge(tmp_path):
     assert doc["best"] is not None and doc["best"]["settings"]["gpu_hz"] >= 844_800_000, seen
 
 
+def test_a_p99_latency_from_a_dozen_batches_a_trial_is_said_to_be_thin():
+    """Issue 38: a TX2's 0.3 s trials held about 11 batches, so their "p99" was nearly their
+    maximum, and answers at the ceiling read over it when judged with longer windows."""
+    from jetbench.run.tune.output import thin_p99_note
+
+    ceiling = _request(Path("x"), constraints=(Constraint.parse("latency_p99_ms<=26"),))
+    note = thin_p99_note([11.0, 12.0, None, 10.0], ceiling)
+    assert note.startswith("tune: latency_p99_ms rests on about 11 timed batches a trial")
+    assert note.endswith("a window 10x as long (--duration) gives about 100")
+    assert thin_p99_note([150.0, 120.0], ceiling) == ""  # enough batches
+    assert thin_p99_note([None, None], ceiling) == ""  # a command's: unknown, nothing said
+    floor = _request(Path("x"), constraints=(Constraint.parse("images_per_s>=26"),))
+    assert thin_p99_note([11.0], floor) == ""  # no latency asked about
+    assert thin_p99_note([11.0], dataclasses.replace(floor, objectives=("latency_p99_ms",)))
+
+
 def test_a_new_study_starts_at_the_top_and_a_warm_start_from_an_earlier_studys_best(tmp_path):
     """The first trial of a new study is the top of the space; a study warm-started from an
     earlier tune.json (another board of the model) measures that study's best points first."""

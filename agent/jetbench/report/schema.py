@@ -223,6 +223,11 @@ def latency_ms(doc: Doc, stat: str = "p50") -> Optional[float]:
     return _number(_get(doc, "throughput", "latency_ms", stat))
 
 
+def timed_iterations(doc: Doc) -> Optional[float]:
+    """How many iterations (batches) the timed window held (None: unknown, as a command's)."""
+    return _number(_get(doc, "throughput", "iterations"))
+
+
 def total_w(doc: Doc) -> Optional[float]:
     return _number(_get(doc, "power", "total", "mean_w"))
 

@@ -102,6 +102,26 @@ def _closest(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint],
     return {"trial": trial_doc(near), "missed": missed}
 
 
+P99_BATCHES = 100  # a 99th percentile of fewer timed iterations is near their maximum
+
+
+def thin_p99_note(timed: Sequence[Optional[float]], req: TuneRequest) -> str:
+    """A line where the study's p99 latency (a constraint or objective) rests on fewer than
+    P99_BATCHES timed iterations a trial (their median), with how much longer a window gives
+    that many; '' otherwise. (A p99 of n < 299 readings has no distribution-free bound: 0.99^n
+    > 0.05; of a dozen it is nearly their maximum, which the next reading may well pass.)"""
+    if "latency_p99_ms" not in [c.name for c in req.constraints] + list(req.objectives):
+        return ""
+    known = sorted(n for n in timed if n)
+    if not known or known[len(known) // 2] >= P99_BATCHES:
+        return ""
+    n = int(known[len(known) // 2])
+    return (f"tune: latency_p99_ms rests on about {n} timed batches a trial: the 99th percentile "
+            f"of fewer than {P99_BATCHES} is near their maximum, so a point near the limit can "
+            f"read over it when measured again; a window {-(-P99_BATCHES // max(1, n))}x as "
+            f"long (--duration) gives about {P99_BATCHES}")
+
+
 def closest_text(doc: TuneDoc) -> str:
     """'closest: trial 7 (settings): images_per_s 64.1: 36% under >=100', or ''."""
     closest = doc.get("closest")

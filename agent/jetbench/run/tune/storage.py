@@ -153,6 +153,19 @@ def _with_heartbeat(optuna: ModuleType, storage: str, heartbeat_s: Optional[int]
                    grace_period=GRACE_BEATS * heartbeat_s, **{name: retry_callback(optuna)})
 
 
+def counts(optuna: ModuleType, trial: FrozenTrial) -> bool:
+    """Whether a trial counts against the budget: it ran to its end (measured, or failed with
+    its own error). One interrupted (Ctrl-C, SIGTERM, a kill -9 found RUNNING and failed by
+    the next run) ran nothing to the end: its point is measured again by a later trial; nor
+    does one a board did not run because other boards' trials had taken the budget, nor one
+    not measured because the trials measured show it misses a constraint (monotone.py)."""
+    state = optuna.trial.TrialState
+    return trial.state == state.COMPLETE or (
+        trial.state == state.PRUNED and "not_run" not in trial.user_attrs
+        and "inferred" not in trial.user_attrs) or (
+        trial.state == state.FAIL and "error" in trial.user_attrs)
+
+
 def retry_callback(optuna: ModuleType) -> Callable[[Study, FrozenTrial], None]:
     """The retry of an interrupted trial (a board that died, a kill, a reboot): its point
     queued again, RETRIES times at most, the trial numbers it replaces in `retry_of` (a user

@@ -35,7 +35,7 @@ from ...hw.fs import Root
 from ...ownership.lease import LeaseRevoked
 from ...ownership.lock import BoardBusy
 from ...ownership.owner import borrow_board
-from ...report import io
+from ...report import io, schema
 from ...report.io import removed_if_left_empty
 from ..request import MeasureOptions, build_request, split_list
 from .choice import (
@@ -59,7 +59,14 @@ from .options import (
     check,
     load_optuna,
 )
-from .output import _best_line, _best_news, _metrics_text, _settings_text, study_doc
+from .output import (
+    _best_line,
+    _best_news,
+    _metrics_text,
+    _settings_text,
+    study_doc,
+    thin_p99_note,
+)
 from .space import probe_emc_rates, search_space
 from .storage import (
     _open_study,
@@ -67,6 +74,7 @@ from .storage import (
     _worst,
     check_storage,
     check_study_kept,
+    counts,
     drain_waiting,
     others_measuring,
     retry_callback,
@@ -107,19 +115,6 @@ def _suggest(trial: Trial, space: Dict[str, List[int]], models: List[str],
 
 def _mhz(rates: Sequence[int]) -> str:
     return ", ".join(f"{hz / 1e6:g}" for hz in rates) + " MHz"
-
-
-def counts(optuna: ModuleType, trial: FrozenTrial) -> bool:
-    """Whether a trial counts against the budget: it ran to its end (measured, or failed with
-    its own error). One interrupted (Ctrl-C, SIGTERM, a kill -9 found RUNNING and failed by
-    the next run) ran nothing to the end: its point is measured again by a later trial; nor
-    does one a board did not run because other boards' trials had taken the budget, nor one
-    not measured because the trials measured show it misses a constraint (monotone.py)."""
-    state = optuna.trial.TrialState
-    return trial.state == state.COMPLETE or (
-        trial.state == state.PRUNED and "not_run" not in trial.user_attrs
-        and "inferred" not in trial.user_attrs) or (
-        trial.state == state.FAIL and "error" in trial.user_attrs)
 
 
 def tune(root: Root, req: TuneRequest,
@@ -221,6 +216,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     from ..measure import measure
 
     fatal: List[BaseException] = []
+    timed: List[Optional[float]] = []  # each trial's timed iterations (thin_p99_note)
     study.set_user_attr("space", {k: v for k, v in space.items()})
 
     shown = [""]  # the best point the progress last named: named again only when it changes
@@ -301,6 +297,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             raise
         doc: ResultDoc = report.results[0] if report.results else {}
         metrics = metrics_of(doc)
+        timed.append(schema.timed_iterations(doc))
         valid = doc.get("status") == "ok" and (doc.get("validity") or {}).get("valid", False)
         violations = [c.violation(metrics) for c in req.constraints]
         # an invalid result is infeasible whatever it measured (its clocks were not the ones
@@ -494,6 +491,8 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             raise fatal[0]
     if count() >= req.budget:
         drain_waiting(optuna, study)
+    if thin_p99_note(timed, req):
+        say(thin_p99_note(timed, req))
     doc = study_doc(study, req, space, simulated, req.unit)
     path = req.out_dir / "tune.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
