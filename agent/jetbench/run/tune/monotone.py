@@ -84,7 +84,8 @@ def edge_points(trials: Sequence[FrozenTrial], best: Settings, space: Dict[str, 
     out: List[Settings] = []
     for knob in knobs:
         values = space[knob]
-        at = values.index(best[f"{knob}_hz"]) if best.get(f"{knob}_hz") in values else None
+        hz = best.get(f"{knob}_hz")
+        at = values.index(hz) if isinstance(hz, int) and hz in values else None
         for way in sorted(ways):
             if at is None:
                 continue

@@ -77,7 +77,7 @@ def _closest(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint],
     limit, summed; a point read more than once by its readings' mean, with the uncertainty
     choose_best judged it by), and by how much it missed each: what to relax, or how far to
     go."""
-    def misses(metrics: Mapping[str, Optional[float]]) -> List[float]:
+    def misses(metrics: Dict[str, Optional[float]]) -> List[float]:
         return [max(0.0, c.violation(metrics)) / (abs(c.value) or 1.0) for c in constraints]
 
     ran = [p for p in _pooled(trials, constraints).values()
