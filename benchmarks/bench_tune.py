@@ -138,16 +138,17 @@ def judged(root: Root, work: Workload, base: Path, points: List[Point]
     # each figure with its uncertainty (the median of its readings' stated ones; where they
     # state none, one reading's spread pooled over the judged points, over sqrt(REPEATS), as
     # tune judges its points read again): the constraint is judged by tune's rule on both sides
+    spread = {name: pooled_sd_pct([[r[1][name] or 0.0 for r in rs] for rs in readings]) or 0.0
+              for name in ("images_per_s", "power_w")}
     out = []
     for rs in readings:
         figures = {name: statistics.median(r[1][name] or 0.0 for r in rs)
                    for name in ("images_per_s", "power_w", "latency_p99_ms")}
         for name in ("images_per_s", "power_w"):
             stated = [r[1].get(f"{name}_uncertainty_pct") for r in rs]
-            spread = pooled_sd_pct([[r[1][name] or 0.0 for r in other] for other in readings])
             figures[f"{name}_uncertainty_pct"] = (
                 statistics.median(stated) if None not in stated else
-                (spread or 0.0) / math.sqrt(len(rs)))
+                spread[name] / math.sqrt(len(rs)))
         out.append((statistics.median(r[0] for r in rs), figures))
     return out
 

@@ -68,41 +68,32 @@ def implied_miss(trials: Sequence[FrozenTrial], settings: Settings, knobs: Seque
 
 def edge_points(trials: Sequence[FrozenTrial], best: Settings, space: Dict[str, List[int]],
                 constraints: Sequence[Constraint]) -> List[Settings]:
-    """Where a constraint's edge may hold a better point than `best` (the best feasible point):
-    along each knob, the other settings as the best's, the midpoint between it and the
-    nearest point known to miss a constraint of EDGES that spreads that way (below it for a
-    throughput floor; above it for a power cap, were one in EDGES), where the points between
-    are not measured. Under a constraint that binds, the best lies on its edge (img/J rises towards
-    the unconstrained best, on the other side), and a search keeps no edge to itself: halving
-    the distance finds it in a few trials. None along a knob whose next measured point that
-    way met the constraints (the best already beat it) or where nothing that way is known to
-    miss."""
+    """Where a throughput floor's edge (EDGES) may hold a better point than `best` (the best
+    feasible point): along each knob, the other settings as the best's, the midpoint between it
+    and the nearest point below it known to miss a constraint, where the points between are not
+    measured. Under a floor that binds, the best lies on its edge (img/J rises towards the
+    unconstrained best, below it), and a search keeps no edge to itself: halving the distance
+    finds it in a few trials. None along a knob whose next measured point down met the
+    constraints (the best already beat it) or where nothing below is known to miss."""
+    if not any((c.name, c.op) in EDGES for c in constraints):
+        return []
     knobs = list(space)
     measured = {tuple(sorted((t.user_attrs.get("settings") or {}).items()))
                 for t in trials if t.state.name == "COMPLETE"}
-    ways = {SPREADS[(c.name, c.op)] for c in constraints if (c.name, c.op) in EDGES}
     out: List[Settings] = []
-    for knob in knobs:
-        values = space[knob]
+    for knob, values in space.items():
         hz = best.get(f"{knob}_hz")
-        at = values.index(hz) if isinstance(hz, int) and hz in values else None
-        for way in sorted(ways):
-            if at is None:
-                continue
-            step = -1 if way == "down" else 1
-            edge = None
-            k = at + step
-            while 0 <= k < len(values):
-                point = dict(best, **{f"{knob}_hz": values[k]})
-                if implied_miss(trials, point, knobs, constraints) is not None:
-                    edge = k
-                    break
-                if tuple(sorted(point.items())) in measured:
-                    break  # read, and it met them: the best beat it
-                k += step
-            if edge is not None and abs(edge - at) > 1:
-                out.append(dict(best, **{f"{knob}_hz": values[(edge + at) // 2 if step < 0
-                                                            else (edge + at + 1) // 2]}))
+        if not isinstance(hz, int) or hz not in values:
+            continue
+        at = values.index(hz)
+        for k in range(at - 1, -1, -1):
+            point = dict(best, **{f"{knob}_hz": values[k]})
+            if implied_miss(trials, point, knobs, constraints) is not None:
+                if at - k > 1:
+                    out.append(dict(best, **{f"{knob}_hz": values[(k + at) // 2]}))
+                break
+            if tuple(sorted(point.items())) in measured:
+                break  # read, and it met them: the best beat it
     return out
 
 

@@ -219,6 +219,9 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     timed: List[Optional[float]] = []  # each trial's timed iterations (thin_p99_note)
     study.set_user_attr("space", {k: v for k, v in space.items()})
 
+    def same_board(trials: Sequence[FrozenTrial]) -> List[FrozenTrial]:  # (--mix-boards)
+        return [t for t in trials if t.user_attrs.get("fingerprint", board_print) == board_print]
+
     shown = [""]  # the best point the progress last named: named again only when it changes
 
     limit = [req.budget]  # the trials the phase running now may bring the study to
@@ -253,9 +256,8 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         trial.set_user_attr("board", req.board_name)
         trial.set_user_attr("fingerprint", board_print)
         trial.set_user_attr("settings", settings)
-        implied = implied_miss([t for t in study.get_trials(deepcopy=False,
-                                                            states=(state.COMPLETE,))
-                                if t.user_attrs.get("fingerprint", board_print) == board_print],
+        implied = implied_miss(same_board(study.get_trials(deepcopy=False,
+                                                           states=(state.COMPLETE,))),
                                settings, list(space), req.constraints)
         if implied is not None:
             # known without measuring: closed as pruned, with the constraints the point it
@@ -388,8 +390,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         """Trials halving the way from the best point to a constraint's edge (this board's
         trials), until n count, none is left, or the search ended otherwise."""
         for _ in range(n):
-            mine = [t for t in _usable(study.get_trials(deepcopy=False), space)
-                    if t.user_attrs.get("fingerprint", board_print) == board_print]
+            mine = same_board(_usable(study.get_trials(deepcopy=False), space))
             best = choose_best(mine, req.objectives[0], req.constraints)
             points = [] if best is None else [p for p in (_params_of(s, space, choices) for s in
                       edge_points(mine, best.user_attrs["settings"], space, req.constraints))
@@ -491,8 +492,8 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             raise fatal[0]
     if count() >= req.budget:
         drain_waiting(optuna, study)
-    if thin_p99_note(timed, req):
-        say(thin_p99_note(timed, req))
+    if (thin := thin_p99_note(timed, req)):
+        say(thin)
     doc = study_doc(study, req, space, simulated, req.unit)
     path = req.out_dir / "tune.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
