@@ -351,6 +351,33 @@ def test_a_rate_with_no_stated_uncertainty_takes_the_read_to_read_spread_once_se
     assert closest["missed"][0].endswith(">=100 only within its uncertainty")
 
 
+def test_a_p99_latency_near_its_ceiling_takes_the_read_to_read_spread_once_seen():
+    """Issue 38: a p99 latency states no uncertainty; from a short window it is nearly the
+    maximum of a few batches, and a point a few percent under a ceiling read over it when
+    measured again (a simulated Xavier NX at 10 W: 14.6 ms one study, 16.4 ms the next, against
+    15.22 ms). Once a point has been read twice, the re-reads' spread is its uncertainty too."""
+    from jetbench.run.tune.choice import _pooled, read_to_read_pct
+
+    ceiling = (Constraint.parse("latency_p99_ms<=15"),)
+
+    def reading(number, gpu_hz, p99, ipj):
+        t = _read(number, gpu_hz, 100.0 * ipj, 100.0, ips_pct=0.5)
+        t.user_attrs["metrics"]["latency_p99_ms"] = p99
+        t.user_attrs["constraints"] = [ceiling[0].violation(t.user_attrs["metrics"])]
+        return t
+
+    steady = [reading(0, 1, 12.0, 10.0), reading(1, 1, 13.0, 10.0)]  # read twice: 5.4% apart
+    edge = reading(2, 2, 14.6, 12.0)  # the most per joule, 2.7% under the ceiling, read once
+    assert read_to_read_pct([steady, [edge]])["latency_p99_ms"] == pytest.approx(
+        100 * 0.5 * 2 ** 0.5 / 12.5, rel=1e-6)
+    points = _pooled([*steady, edge], ceiling)
+    assert not points['{"gpu_hz": 2}'].feasible  # 14.6 ms + 5.7%: not surely <= 15
+    assert points['{"gpu_hz": 1}'].feasible  # 12.5 ms + 4%
+    assert choose_best([*steady, edge], "images_per_j", ceiling).number == 1
+    # before any point was read twice: by the value alone
+    assert choose_best([steady[0], edge], "images_per_j", ceiling).number == 2
+
+
 def test_the_answer_says_why_this_point():
     from jetbench.run.tune.choice import why_best
 

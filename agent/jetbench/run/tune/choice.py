@@ -54,8 +54,10 @@ def _key(t: FrozenTrial) -> str:
     return json.dumps(settings, sort_keys=True) if settings else f"#{t.number}"
 
 
-# figures a reading may give with no uncertainty: theirs can come from re-reads instead
-SPREAD_FIGURES = ("images_per_s", "power_w", "images_per_j")
+# figures a reading may give with no uncertainty: theirs can come from re-reads instead (a p99
+# latency never states one: from a short window it is nearly the maximum of a few batches, and
+# a point near a ceiling reads over it as often as under: RESULTS.md, the Xavier NX 10 W row)
+SPREAD_FIGURES = ("images_per_s", "power_w", "images_per_j", "latency_p99_ms")
 
 
 @dataclass(frozen=True)
