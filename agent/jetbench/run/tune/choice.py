@@ -68,11 +68,22 @@ class _Point:
     feasible: bool
 
 
+def _readings(group: Sequence[FrozenTrial], name: str) -> Sequence[FrozenTrial]:
+    """The readings of a point that give figure `name`: all of them, but for a p99 latency
+    those on at least half the most timed batches any of them had (a p99 of a dozen batches is
+    nearly their maximum, biased low against one of a hundred: the points read again under a
+    latency constraint are read on P99_BATCHES, study.py)."""
+    if name != "latency_p99_ms":
+        return group
+    batches = [t.user_attrs.get("batches") or 0 for t in group]
+    return [t for t, n in zip(group, batches) if 2 * n >= max(batches)]
+
+
 def _unstated(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
     """A point's readings of figure `name` where none of them states its uncertainty (None
     where one does or a reading lacks the figure)."""
     values = []
-    for t in group:
+    for t in _readings(group, name):
         metrics = t.user_attrs.get("metrics") or {}
         value = metrics.get(name)
         if value is None or metrics.get(f"{name}_uncertainty_pct") is not None:
@@ -109,12 +120,12 @@ def _pooled(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint] = (
     for key, group in groups.items():
         metrics: Metrics = {}
         for name in group[0].user_attrs.get("metrics", {}):
-            values = [t.user_attrs["metrics"].get(name) for t in group]
+            values = [t.user_attrs["metrics"].get(name) for t in _readings(group, name)]
             known = [v for v in values if v is not None]
             metrics[name] = sum(known) / len(known) if len(known) == len(values) else None
         for name, pct in spread.items():
             if metrics.get(name) is not None and _unstated(group, name) is not None:
-                metrics[f"{name}_uncertainty_pct"] = pct / math.sqrt(len(group))
+                metrics[f"{name}_uncertainty_pct"] = pct / math.sqrt(len(_readings(group, name)))
         ok = all(feasible(t) for t in group) and all(
             c.violation(metrics) <= 0 for c in constraints)
         pooled[key] = _Point(group, metrics, ok)

@@ -3,13 +3,14 @@ any work; Optuna, loaded where a study needs it."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 from ...documents import TuneDoc
 from ...errors import UsageError
@@ -31,6 +32,11 @@ STUDY_FILE = "study.db"
 
 
 CONFIRM = 3  # the best distinct points measured once more at the end of the budget
+
+
+# a 99th percentile of fewer timed iterations is near their maximum: where a p99 latency is
+# constrained or the objective, the points read again are read with at least this many
+P99_BATCHES = 100
 
 
 INFERRED_IN_A_ROW = 25  # sampled points known to miss in a row: the search stops there
@@ -104,6 +110,13 @@ class TuneRequest:
     reprobe: bool = False  # probe the EMC's rates again on a resume, refuse where they moved
     patience: Optional[int] = None  # stop searching once this many trials left the best be
 
+    @property
+    def p99_matters(self) -> bool:
+        """Whether a p99 latency is constrained or an objective (and timed here: a command's
+        own lines give its p99 from however many it ran)."""
+        return not self.options.cmd and "latency_p99_ms" in (
+            [c.name for c in self.constraints] + list(self.objectives))
+
 
 @dataclass
 class TuneReport:
@@ -149,3 +162,15 @@ def load_optuna() -> ModuleType:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     return optuna
+
+
+def options_for(base: MeasureOptions, settings: Dict[str, Union[str, int]], out: Path,
+                batches: int = 0) -> MeasureOptions:
+    """The measure options of one trial: its point pinned; a p99 read again on `batches`."""
+    return dataclasses.replace(
+        base, model=base.model if base.cmd else str(settings["model"]),
+        iterations=max(base.iterations, batches),
+        precision=str(settings["precision"]), batch=str(settings["batch"]), out=out,
+        freq=f"{settings['gpu_hz']}" if "gpu_hz" in settings else None,
+        emc_freq=f"{settings['emc_hz']}" if "emc_hz" in settings else None,
+        cpu_freq=f"{settings['cpu_hz']}" if "cpu_hz" in settings else None)

@@ -23,7 +23,7 @@ from .choice import (
     trial_problem,
     why_best,
 )
-from .options import _CONSTRAINT, COMMAND_MODEL, Constraint, TuneRequest
+from .options import _CONSTRAINT, COMMAND_MODEL, P99_BATCHES, Constraint, TuneRequest
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -47,6 +47,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
                 "readings": t.user_attrs.get("readings", 1),
                 "confirms": bool(t.user_attrs.get("confirms")),
                 "edge": bool(t.user_attrs.get("edge")),
+                "batches": t.user_attrs.get("batches"),
                 "settings": t.user_attrs.get("settings"),
                 "metrics": None if metrics_problem(metrics) else metrics,
                 "valid": t.user_attrs.get("valid"),
@@ -102,7 +103,6 @@ def _closest(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint],
     return {"trial": trial_doc(near), "missed": missed}
 
 
-P99_BATCHES = 100  # a 99th percentile of fewer timed iterations is near their maximum
 
 
 def thin_p99_note(timed: Sequence[Optional[float]], req: TuneRequest) -> str:
@@ -110,16 +110,16 @@ def thin_p99_note(timed: Sequence[Optional[float]], req: TuneRequest) -> str:
     P99_BATCHES timed iterations a trial (their median), with how much longer a window gives
     that many; '' otherwise. (A p99 of n < 299 readings has no distribution-free bound: 0.99^n
     > 0.05; of a dozen it is nearly their maximum, which the next reading may well pass.)"""
-    if "latency_p99_ms" not in [c.name for c in req.constraints] + list(req.objectives):
+    if not req.p99_matters:
         return ""
     known = sorted(n for n in timed if n)
     if not known or known[len(known) // 2] >= P99_BATCHES:
         return ""
     n = int(known[len(known) // 2])
-    return (f"tune: latency_p99_ms rests on about {n} timed batches a trial: the 99th percentile "
-            f"of fewer than {P99_BATCHES} is near their maximum, so a point near the limit can "
-            f"read over it when measured again; a window {-(-P99_BATCHES // max(1, n))}x as "
-            f"long (--duration) gives about {P99_BATCHES}")
+    return (f"tune: latency_p99_ms rests on about {n} timed batches a trial (the points read "
+            f"again on at least {P99_BATCHES}): the 99th percentile of fewer is near their "
+            "maximum, so a point near the limit can read over it when measured again; a window "
+            f"{-(-P99_BATCHES // max(1, n))}x as long (--duration) gives about {P99_BATCHES}")
 
 
 def closest_text(doc: TuneDoc) -> str:

@@ -15,9 +15,8 @@ violation is infeasible). The study lives in Optuna's storage (DIR/study.db, SQL
 kill -9 or a reboot, and several boards can work on one study at once (--storage, --study);
 each trial records the board that ran it.
 
-"The best" follows measure's uncertainty rule: points whose img/J
-intervals overlap (report/digits.separated, the rule of every comparison printed) are a
-tie, and the one drawing less power wins.
+"The best" follows measure's uncertainty rule: points whose img/J intervals overlap
+(report/digits.separated, the rule of every comparison printed) are a tie: less power wins.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import dataclasses
 import json
 import math
 import os
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -37,7 +35,7 @@ from ...ownership.lock import BoardBusy
 from ...ownership.owner import borrow_board
 from ...report import io, schema
 from ...report.io import removed_if_left_empty
-from ..request import MeasureOptions, build_request, split_list
+from ..request import build_request, split_list
 from .choice import (
     Settings,
     _key,
@@ -53,11 +51,13 @@ from .options import (
     CONFIRM,
     INFERRED_IN_A_ROW,
     OBJECTIVES,
+    P99_BATCHES,
     STUDY_FILE,
     TuneReport,
     TuneRequest,
     check,
     load_optuna,
+    options_for,
 )
 from .output import (
     _best_line,
@@ -89,15 +89,6 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial, Trial
 
     from ...documents import ResultDoc
-
-
-def _options_for(base: MeasureOptions, settings: Settings, out: Path) -> MeasureOptions:
-    return dataclasses.replace(
-        base, model=base.model if base.cmd else str(settings["model"]),
-        precision=str(settings["precision"]), batch=str(settings["batch"]), out=out,
-        freq=f"{settings['gpu_hz']}" if "gpu_hz" in settings else None,
-        emc_freq=f"{settings['emc_hz']}" if "emc_hz" in settings else None,
-        cpu_freq=f"{settings['cpu_hz']}" if "cpu_hz" in settings else None)
 
 
 def _suggest(trial: Trial, space: Dict[str, List[int]], models: List[str],
@@ -281,7 +272,8 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             raise optuna.TrialPruned()
         inferred_run[0] = 0
         out = req.out_dir / "trials" / f"{trial.number:04d}"
-        options = _options_for(req.options, settings, out)
+        options = options_for(req.options, settings, out, P99_BATCHES if req.p99_matters
+                               and trial.user_attrs.get("confirms") else 0)  # a p99 read again
         try:
             report = measure(root, build_request(options), command="tune")
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM: not counted; its point measured again
@@ -300,6 +292,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
         doc: ResultDoc = report.results[0] if report.results else {}
         metrics = metrics_of(doc)
         timed.append(schema.timed_iterations(doc))
+        trial.set_user_attr("batches", timed[-1])
         valid = doc.get("status") == "ok" and (doc.get("validity") or {}).get("valid", False)
         violations = [c.violation(metrics) for c in req.constraints]
         # an invalid result is infeasible whatever it measured (its clocks were not the ones
