@@ -376,6 +376,15 @@ def test_a_p99_latency_near_its_ceiling_takes_the_read_to_read_spread_once_seen(
     assert choose_best([*steady, edge], "images_per_j", ceiling).number == 1
     # before any point was read twice: by the value alone
     assert choose_best([steady[0], edge], "images_per_j", ceiling).number == 2
+    # read again on a long window (more batches): the point's p99 is the long window's, and
+    # the short one's lower reading counts in the spread, not in the value
+    thin, thick = reading(3, 3, 14.0, 12.0), reading(4, 3, 14.6, 12.0)
+    thin.user_attrs["batches"], thick.user_attrs["batches"] = 20, 100
+    point = _pooled([thin, thick], ceiling)['{"gpu_hz": 3}']
+    assert point.metrics["latency_p99_ms"] == pytest.approx(14.6)
+    assert point.metrics["latency_p99_ms_uncertainty_pct"] == pytest.approx(
+        100 * 0.3 * 2 ** 0.5 / 14.3, rel=1e-6)  # one reading's SD over sqrt(1 long reading)
+    assert not point.feasible  # 14.6 ms + 3.0% > 15
 
 
 def test_the_answer_says_why_this_point():

@@ -83,7 +83,7 @@ def _unstated(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
     """A point's readings of figure `name` where none of them states its uncertainty (None
     where one does or a reading lacks the figure)."""
     values = []
-    for t in _readings(group, name):
+    for t in group:
         metrics = t.user_attrs.get("metrics") or {}
         value = metrics.get(name)
         if value is None or metrics.get(f"{name}_uncertainty_pct") is not None:
@@ -95,7 +95,8 @@ def _unstated(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
 def read_to_read_pct(groups: Sequence[Sequence[FrozenTrial]]) -> Dict[str, float]:
     """For each figure of SPREAD_FIGURES that its readings give with no uncertainty: one
     reading's standard deviation in percent, pooled over the points read more than once
-    (absent where none was)."""
+    (absent where none was). A p99's counts all its readings, a short window's beside a long
+    one's: their difference (the short one's bias) is part of what one reading may be off by."""
     out = {}
     for name in SPREAD_FIGURES:
         readings = [v for v in (_unstated(g, name) for g in groups if len(g) > 1) if v]
