@@ -275,7 +275,8 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
             if not grid_best:
                 return 0.0, (f"{label(tuned)} (none of the grid's {start + len(chunk)} best "
                              "points meeting it by their one reading met it re-measured)")
-            note = f" (the grid's best {start + 1}-{start + len(chunk)} judged)" if start else ""
+            note = (f" (the grid's {start} best missed it re-measured; the next {len(chunk)} "
+                    "judged)") if start else ""
             return 100.0 * (1 - medians[0][0] / max(grid_best, medians[0][0])), \
                 label(tuned) + note
 
