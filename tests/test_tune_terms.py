@@ -403,6 +403,9 @@ def test_a_p99_latency_from_a_dozen_batches_a_trial_is_said_to_be_thin():
     note = thin_p99_note([11.0, 12.0, None, 10.0], ceiling)
     assert note.startswith("tune: latency_p99_ms rests on about 11 timed batches a trial")
     assert note.endswith("a window 10x as long (--duration) gives about 100")
+    assert "read again" not in note  # a budget of 1 reads no point again
+    assert "trial (the points read again on at least 100): " in thin_p99_note(
+        [11.0], dataclasses.replace(ceiling, budget=25))
     assert thin_p99_note([150.0, 120.0], ceiling) == ""  # enough batches
     assert thin_p99_note([None, None], ceiling) == ""  # a command's: unknown, nothing said
     floor = _request(Path("x"), constraints=(Constraint.parse("images_per_s>=26"),))

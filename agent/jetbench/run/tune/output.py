@@ -103,8 +103,6 @@ def _closest(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint],
     return {"trial": trial_doc(near), "missed": missed}
 
 
-
-
 def thin_p99_note(timed: Sequence[Optional[float]], req: TuneRequest) -> str:
     """A line where the study's p99 latency (a constraint or objective) rests on fewer than
     P99_BATCHES timed iterations a trial (their median), with how much longer a window gives
@@ -116,9 +114,11 @@ def thin_p99_note(timed: Sequence[Optional[float]], req: TuneRequest) -> str:
     if not known or known[len(known) // 2] >= P99_BATCHES:
         return ""
     n = int(known[len(known) // 2])
-    return (f"tune: latency_p99_ms rests on about {n} timed batches a trial (the points read "
-            f"again on at least {P99_BATCHES}): the 99th percentile of fewer is near their "
-            "maximum, so a point near the limit can read over it when measured again; a window "
+    again = f" (the points read again on at least {P99_BATCHES})" if len(
+        req.objectives) == 1 and req.budget >= 5 else ""  # (study.py: confirm trials)
+    return (f"tune: latency_p99_ms rests on about {n} timed batches a trial{again}: the 99th "
+            "percentile of fewer is near their maximum, so a point near the limit can read "
+            "over it when measured again; a window "
             f"{-(-P99_BATCHES // max(1, n))}x as long (--duration) gives about {P99_BATCHES}")
 
 
