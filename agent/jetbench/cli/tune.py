@@ -47,9 +47,7 @@ def tune(
     constraint: List[str] = typer.Option(
         [], "--constraint", rich_help_panel=_SEARCH, metavar="NAME>=X",
         help="A requirement on the same names, e.g. 'images_per_s>=30' or "
-             "'latency_p99_ms<=40' (repeatable). A trial that breaks one is never chosen; "
-             "one is met only where the figure's uncertainty says so, and under a p99 one the "
-             "best points are read again on at least 100 batches."),
+             "'latency_p99_ms<=40' (repeatable). A trial that breaks one is never chosen."),
     knobs: str = typer.Option("gpu", "--knobs", rich_help_panel=_SEARCH, metavar="KNOBS",
                               help="Clocks to search, from the board's own tables: gpu, emc, "
                                    "cpu (comma-separated)."),
