@@ -111,6 +111,11 @@ class TuneRequest:
     patience: Optional[int] = None  # stop searching once this many trials left the best be
 
     @property
+    def confirm_trials(self) -> int:
+        """How many of the budget's trials read the best points again (one objective only)."""
+        return min(CONFIRM, self.budget // 5) if len(self.objectives) == 1 else 0
+
+    @property
     def p99_matters(self) -> bool:
         """Whether a p99 latency is constrained or an objective (and timed here: a command's
         own lines give its p99 from however many it ran)."""

@@ -114,8 +114,7 @@ def thin_p99_note(timed: Sequence[Optional[float]], req: TuneRequest) -> str:
     if not known or known[len(known) // 2] >= P99_BATCHES:
         return ""
     n = int(known[len(known) // 2])
-    again = f" (the points read again on at least {P99_BATCHES})" if len(
-        req.objectives) == 1 and req.budget >= 5 else ""  # (study.py: confirm trials)
+    again = f" (the points read again on at least {P99_BATCHES})" if req.confirm_trials else ""
     return (f"tune: latency_p99_ms rests on about {n} timed batches a trial{again}: the 99th "
             "percentile of fewer is near their maximum, so a point near the limit can read "
             "over it when measured again; a window "

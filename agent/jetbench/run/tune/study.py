@@ -48,7 +48,6 @@ from .choice import (
 from .monotone import EDGES, edge_points, implied_miss, top_points
 from .options import (
     COMMAND_MODEL,
-    CONFIRM,
     INFERRED_IN_A_ROW,
     OBJECTIVES,
     P99_BATCHES,
@@ -345,7 +344,7 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
 
     # The last trials of the budget measure the best points found once more: a search keeps
     # the luckiest of many noisy readings, and a second reading is what tells a real peak.
-    confirm = min(CONFIRM, req.budget // 5) if len(directions) == 1 else 0
+    confirm = req.confirm_trials
     search = req.budget - confirm
     if count() < req.budget:
         again_text = f", the last {confirm} measuring the best points again" if confirm else ""
