@@ -137,6 +137,30 @@ def test_the_emc_clock_in_the_tree_sets_a_memory_bound_batchs_time(tmp_path):
     assert slow > 2 * fast
 
 
+def test_a_cluster_the_power_mode_took_offline_sets_no_clock(tmp_path):
+    """The AGX Orin's 15 W mode takes cpu4-11 offline; their policies still read their table's
+    top as max. The simulated network runs at the online cluster's clock (pinned low here),
+    not the offline ones' (it read 2.2 GHz whatever the CPU knob said, before)."""
+    from jetbench.hw.board import detect
+    from jetbench.hw.clocks.domains import read_clocks
+    from jetbench.hw.fs import Root
+    from jetbench.sim.create import create_board
+    from jetbench.workload import sim_run
+
+    base = tmp_path / "orin-agx"
+    create_board("orin-agx", base, power_mode=1)
+    root = Root(base)
+    board = detect(root)
+    cpus = [r for r in read_clocks(root, board) if r.domain == "cpu"]
+    assert [r.online for r in cpus] == [True, False, False]
+    policy0 = base / "sys/devices/system/cpu/cpufreq/policy0"
+    (policy0 / "scaling_governor").write_text("userspace\n")
+    (policy0 / "scaling_cur_freq").write_text("729600\n")
+    _, network = sim_run.build_sim_workload(root, board, "sim:resnet18", "fp16", 1)
+    network.batch_time()
+    assert network.clocks is not None and network.clocks.cpu_hz == 729.6e6
+
+
 _NO_TORCH = ("import runpy, sys\n"
              "class _Block:\n"
              "    def find_spec(self, name, path=None, target=None):\n"

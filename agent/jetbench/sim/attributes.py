@@ -425,6 +425,10 @@ class KernelModel:
             raise Refused(errno.EBUSY)
         self.online[cpu].text = str(value)
 
+    def cluster_online(self, cpus: Sequence[int]) -> bool:
+        """Whether any of a cluster's cores is online (cpu0 has no `online` file: always)."""
+        return any(c not in self.online or self.online[c].text == "1" for c in cpus)
+
     def cpu_cur_khz(self, policy: CpuPolicy) -> int:
         load = self.load()
         cur = policy.target_khz(load)
@@ -592,7 +596,8 @@ class KernelModel:
     def rails_w(self) -> Dict[str, float]:
         board = self.board
         cpu_khz = [self.cpu_cur_khz(p) if not self.has("amu-cpu") else p.target_khz(self.load())
-                   for p in self.policies]
+                   for p, cluster in zip(self.policies, board.clusters)
+                   if self.cluster_online(cluster.cpus)] or [0]  # an offline cluster draws none
         online = (1 + sum(v.text == "1" for v in self.online.values())) / (1 + len(self.online))
         clocks = ClockState(
             gpu_hz=self.gpu_hz(),

@@ -355,7 +355,8 @@ class FileKernel:
                 shown = int(cur * (1 - Q.AMU_BUSY_ERROR) if busy else cur * Q.AMU_IDLE_FRACTION)
             _poke(self.p(f"{d}/scaling_cur_freq"), shown)
             _poke(self.p(f"{d}/cpuinfo_cur_freq"), shown)
-            cpu_hz.append(cur * 1000.0)
+            if any(self._online(c) for c in cluster.cpus):  # an offline cluster draws no power
+                cpu_hz.append(cur * 1000.0)
         for path in self._derived:
             _poke(self.p(path), model.attrs[path].show())
         return cpu_hz, model.gpu_hz(), model.emc_hz()
@@ -401,13 +402,13 @@ class FileKernel:
         self._ina_ticks[ina.device_dir] = tick
         return True
 
+    def _online(self, cpu: int) -> bool:
+        f = self.p(f"/sys/devices/system/cpu/cpu{cpu}/online")
+        return not f.exists() or _read(f) != "0"
+
     def _online_fraction(self) -> float:
         cpus = [c for cl in self.board.clusters for c in cl.cpus]
-        online = 0
-        for cpu in cpus:
-            f = self.p(f"/sys/devices/system/cpu/cpu{cpu}/online")
-            online += 1 if (not f.exists() or _read(f) != "0") else 0
-        return online / len(cpus)
+        return sum(self._online(cpu) for cpu in cpus) / len(cpus)
 
     def _sync_rails(self, cpu_hz: List[float], gpu_hz: float, emc_hz: float,
                     activity: float) -> None:

@@ -127,14 +127,16 @@ class SimNetwork:
         self.pace = Pace()
 
     def clocks_now(self) -> Clocks:
-        """The running clocks, read from the tree: GPU and EMC current rates, the fastest CPU
-        policy's current frequency. A CPU under a load-following governor (schedutil,
+        """The running clocks, read from the tree: GPU and EMC current rates, the fastest online
+        CPU policy's current frequency. A CPU under a load-following governor (schedutil,
         ondemand, interactive...) counts at its policy's max: a kernel raises it under this
         load, and the simulated kernel does not model that ramp. A clock that reads nothing
         counts at its table's top."""
         gpu = emc = cpu = None
         top: Dict[str, float] = {}
         for r in read_clocks(self.root, self.board):
+            if r.online is False:  # a cluster the power mode took offline runs nothing
+                continue
             if r.available_hz:
                 top[r.domain] = max(top.get(r.domain, 0.0), float(max(r.available_hz)))
             hz = r.cur_hz

@@ -4,7 +4,7 @@ and cpuquiet/cluster switching on TX1 with L4T R24. cpufreq files are in kHz."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 from ..board import Board, CpuPolicy
 from ..fs import Root
@@ -23,6 +23,7 @@ def _cpus_label(cpus) -> str:
 
 def read(root: Root, board: Board) -> List[ClockReading]:
     readings = []
+    online = cores_online(root, board)
     for policy in board.cpu.policies:
         cur = root.read_int(f"{policy.path}/scaling_cur_freq", default=None)
         lo = root.read_int(f"{policy.path}/scaling_min_freq", default=None)
@@ -36,6 +37,7 @@ def read(root: Root, board: Board) -> List[ClockReading]:
                 max_hz=hi * 1000 if hi is not None else None,
                 cur_hz=cur * 1000 if cur is not None else None,
                 available_hz=policy.available_hz,
+                online=any(c in online for c in policy.cpus),
             )
         )
     return readings
@@ -50,14 +52,23 @@ class CoreState:
     idle_disabled: Tuple[str, ...]  # names of the cpuidle states whose `disable` is 1
 
 
+def _cpus(board: Board) -> List[int]:
+    return sorted({c for p in board.cpu.policies for c in p.cpus} | {
+        int(f.split("/")[-2][3:]) for f in board.cpu.online_files})
+
+
+def cores_online(root: Root, board: Board) -> Set[int]:
+    """The cores online now (cpu0 often has no `online` file: it cannot be taken offline)."""
+    return {cpu for cpu in _cpus(board)
+            if root.read(cpu_online_file(cpu), default="1") != "0"}
+
+
 def read_cores(root: Root, board: Board) -> List[CoreState]:
     base = "/sys/devices/system/cpu"
-    cpus = sorted({c for p in board.cpu.policies for c in p.cpus} | {
-        int(f.split("/")[-2][3:]) for f in board.cpu.online_files})
+    online_now = cores_online(root, board)
     out = []
-    for cpu in cpus:
-        # cpu0 often has no `online` file: it cannot be taken offline
-        online = root.read(f"{base}/cpu{cpu}/online", default="1") != "0"
+    for cpu in _cpus(board):
+        online = cpu in online_now
         disabled = tuple(
             root.read(f"{path.rsplit('/', 1)[0]}/name", default=path.split("/")[-2])
             for path in board.cpu.idle_files

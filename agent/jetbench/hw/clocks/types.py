@@ -40,6 +40,9 @@ class ClockReading:
     cur_hz: Optional[int]
     available_hz: Tuple[int, ...] = field(default=())
     locked: Optional[bool] = None  # EMC/GPU override on
+    # a CPU cluster: whether any of its cores is online (a power mode may take a whole cluster
+    # offline; its policy's files then say nothing about the clocks that run); None elsewhere
+    online: Optional[bool] = None
 
 
 @dataclass(frozen=True)
