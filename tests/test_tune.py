@@ -387,6 +387,38 @@ def test_a_p99_latency_near_its_ceiling_takes_the_read_to_read_spread_once_seen(
     assert not point.feasible  # 14.6 ms + 3.0% > 15
 
 
+def test_points_read_on_one_board_are_compared_without_the_meters_own_error():
+    """The simulated Orin Nano at 7 W, ResNet-50 b1 FP16, three CPU clocks (their grid's
+    readings): 6.55, 6.19 and 5.74 img/J at 7.49, 7.40 and 7.40 W, each +-4.8% of which 4.7%
+    is the INA3221's datasheet limits. With those limits a tie, and 5.74 won on 0.1 W; read on
+    one board the limits cancel (a gain) or nearly (an offset of the same watts): 6.55 wins."""
+    def reading(number, ipj, watts, board="orin-nano-a", sensor=4.7):
+        t = _trial(number, ipj, watts, pct=4.8)
+        t.user_attrs["metrics"]["images_per_j_sensor_pct"] = sensor
+        t.user_attrs["board"] = board
+        t.user_attrs["settings"] = {"gpu_hz": number}
+        return t
+
+    def best(*trials):
+        return choose_best(list(trials), "images_per_j").number
+
+    top, step, two = reading(1, 6.554, 7.49), reading(2, 6.192, 7.401), reading(3, 5.742, 7.396)
+    assert best(top, step, two) == 1
+    # within what differs from one reading to the next (0.1% here), still a tie: less power
+    assert best(reading(4, 6.56, 7.49), reading(5, 6.554, 7.40)) == 5
+    # read on two boards (two meters, two calibrations): the whole 4.8% counts, as before
+    assert best(top, reading(6, 6.192, 7.401, board="orin-nano-b")) == 6
+    # a meter whose limits are unknown leaves the stated uncertainty alone
+    assert best(top, reading(7, 6.192, 7.401, sensor=None)) == 7
+    # a point read more than once: the study's read-to-read spread of img/J counts (6.3 then
+    # 6.8: one reading's SD is 5.4%, so 6.55 +- 3.8% over two readings, 6.19 +- 5.4% over
+    # one): they overlap, a tie again, and less power wins
+    again = [reading(8, 6.3, 7.49), reading(9, 6.8, 7.49)]
+    for t in again:
+        t.user_attrs["settings"] = {"gpu_hz": 8}
+    assert best(*again, step) == 2
+
+
 def test_the_answer_says_why_this_point():
     from jetbench.run.tune.choice import why_best
 

@@ -237,6 +237,14 @@ def total_w_pct(doc: Doc) -> Optional[float]:
     return _number(_get(doc, "power", "total", "mean_w_uncertainty_pct"))
 
 
+def total_sensor_pct(doc: Doc) -> Optional[float]:
+    """The part of the total power's uncertainty that is the meters' datasheet limits, in
+    percent: the same in every reading on the same meters (None: unknown)."""
+    sensor = _number(_get(doc, "power", "total", "uncertainty", "sensor_w"))
+    mean = total_w(doc)
+    return None if sensor is None or not mean else 100.0 * sensor / abs(mean)
+
+
 def total_label(doc: Doc) -> Optional[str]:
     total = _get(doc, "power", "total")
     if not isinstance(total, Mapping) or not total:

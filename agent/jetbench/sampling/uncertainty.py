@@ -106,6 +106,9 @@ def window_uncertainty(res: WindowResult, traces: Sequence[SourceTrace],
                     if total.mean_w else None,
                     "basis": known_parts[0].get("basis", "unknown") if len(parts) == 1 else
                     "sum of the channels' worst-case uncertainties"}
+        for part in ("sensor_w", "integration_w", "uncovered_w"):  # a sum's parts add too
+            ws = [p.get(part) for p in known_parts]
+            out[key][part] = math.fsum(ws) if None not in ws else None  # type: ignore[arg-type]
     return out
 
 

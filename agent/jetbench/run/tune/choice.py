@@ -5,7 +5,15 @@ A figure whose readings state no uncertainty (a command's rate from its own line
 power) takes the read-to-read spread the study has seen, once it has seen some: one reading's
 standard deviation, pooled over the points read more than once (`pooled_sd_pct`), over the
 square root of a point's readings. A constraint on such a figure is then judged with it, as
-with a stated uncertainty; before any point is read twice, by its value alone."""
+with a stated uncertainty; before any point is read twice, by its value alone.
+
+Two points read on the same board are compared (the tie rule) without the part of their img/J
+uncertainty that is the power meters' datasheet limits: a gain error is the same factor in
+both readings and cancels in their ratio, and an offset of the same watts moves the ratio by
+at most that part times their powers' relative difference (`_compared_pct`). What is left is
+what differs from one reading to the next: the rate's standard error, the trace's integration
+and coverage, and the read-to-read spread of img/J once the study has seen one. Left in, a
+meter's 5% accuracy made points 10% apart a tie and the one drawing 1% less power won."""
 
 from __future__ import annotations
 
@@ -38,6 +46,7 @@ def metrics_of(doc: ResultDoc) -> Metrics:
             "latency_p99_ms": schema.latency_ms(doc, "p99"),
             "power_w": schema.total_w(doc),
             "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc),
+            "images_per_j_sensor_pct": schema.total_sensor_pct(doc),
             "images_per_s_uncertainty_pct": schema.throughput_pct(doc),
             "power_w_uncertainty_pct": schema.total_w_pct(doc)}
 
@@ -92,6 +101,25 @@ def _unstated(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
     return values
 
 
+def _values(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
+    """A point's readings of figure `name` (None where a reading lacks it)."""
+    values = [(t.user_attrs.get("metrics") or {}).get(name) for t in group]
+    return None if any(v is None for v in values) else values  # type: ignore[return-value]
+
+
+def _own_pct(metrics: Metrics, spread_pct: Optional[float], readings: int) -> Optional[float]:
+    """A point's img/J uncertainty less its meters' datasheet part, in percent, and at least
+    the study's read-to-read spread over sqrt(readings) (None: the parts are unknown)."""
+    stated, sensor = metrics.get("images_per_j_uncertainty_pct"), metrics.get(
+        "images_per_j_sensor_pct")
+    if stated is None or sensor is None:
+        return None
+    own = max(stated - sensor, 0.0)
+    if spread_pct is not None:
+        own = max(own, spread_pct / math.sqrt(readings))
+    return own
+
+
 def read_to_read_pct(groups: Sequence[Sequence[FrozenTrial]]) -> Dict[str, float]:
     """For each figure of SPREAD_FIGURES that its readings give with no uncertainty: one
     reading's standard deviation in percent, pooled over the points read more than once
@@ -117,6 +145,8 @@ def _pooled(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint] = (
         if t.state.name == "COMPLETE":
             groups.setdefault(_key(t), []).append(t)
     spread = read_to_read_pct(list(groups.values()))
+    ipj_spread = pooled_sd_pct([v for v in (_values(g, "images_per_j") for g in groups.values()
+                                            if len(g) > 1) if v])
     pooled = {}
     for key, group in groups.items():
         metrics: Metrics = {}
@@ -127,6 +157,9 @@ def _pooled(trials: Sequence[FrozenTrial], constraints: Sequence[Constraint] = (
         for name, pct in spread.items():
             if metrics.get(name) is not None and _unstated(group, name) is not None:
                 metrics[f"{name}_uncertainty_pct"] = pct / math.sqrt(len(_readings(group, name)))
+        own = _own_pct(metrics, ipj_spread, len(group))
+        if own is not None:
+            metrics["images_per_j_own_pct"] = own
         ok = all(feasible(t) for t in group) and all(
             c.violation(metrics) <= 0 for c in constraints)
         pooled[key] = _Point(group, metrics, ok)
@@ -177,7 +210,7 @@ def choose_best(trials: Sequence[FrozenTrial], objective: str,
     for p in points:
         stand_in = copy.copy(p.trials[-1])
         stand_in.user_attrs = {**stand_in.user_attrs, "metrics": p.metrics,
-                               "readings": len(p.trials)}
+                               "readings": len(p.trials), "boards": _boards_of(p)}
         ok.append(stand_in)
     if not ok:
         return None
@@ -221,11 +254,35 @@ def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/J"
         return (f"{gap:.1f}% more {per_j} than trial {number} (uncertainty unknown: no tie "
                 "could be claimed)")
     stand_in = copy.copy(runner.trials[-1])
-    stand_in.user_attrs = {**stand_in.user_attrs, "metrics": runner.metrics}
+    stand_in.user_attrs = {**stand_in.user_attrs, "metrics": runner.metrics,
+                           "boards": _boards_of(runner)}
     if _tied(best, stand_in):
         return (f"tie with trial {number} within {gap:.1f}% (their uncertainties overlap): "
                 "less power wins")
     return f"{gap:.1f}% more {per_j} than trial {number}, beyond both uncertainties"
+
+
+def _boards_of(point: _Point) -> List[str]:
+    """The boards a point's readings were taken on."""
+    return sorted({str(t.user_attrs.get("board")) for t in point.trials})
+
+
+def _boards(t: FrozenTrial) -> List[str]:
+    return t.user_attrs.get("boards") or [str(t.user_attrs.get("board"))]
+
+
+def _compared_pct(a: FrozenTrial, b: FrozenTrial) -> Optional[float]:
+    """What the meters' datasheet part adds to a comparison of `a` and `b` read on the same
+    board: at most that part times their powers' relative difference (a gain error cancels,
+    an offset of the same watts nearly does). None where they were not read on one board or a
+    part is unknown: the whole stated uncertainty then counts (module doc)."""
+    ma, mb = a.user_attrs["metrics"], b.user_attrs["metrics"]
+    sa, sb = ma.get("images_per_j_sensor_pct"), mb.get("images_per_j_sensor_pct")
+    wa, wb = ma.get("power_w"), mb.get("power_w")
+    own = (ma.get("images_per_j_own_pct"), mb.get("images_per_j_own_pct"))
+    if len(_boards(a)) != 1 or _boards(a) != _boards(b) or None in (sa, sb, wa, wb, *own):
+        return None
+    return max(sa, sb) * abs(wa - wb) / max(wa, wb, 1e-12)
 
 
 def _tied(a: FrozenTrial, b: FrozenTrial) -> bool:
@@ -233,6 +290,9 @@ def _tied(a: FrozenTrial, b: FrozenTrial) -> bool:
     ua, ub = ma.get("images_per_j_uncertainty_pct"), mb.get("images_per_j_uncertainty_pct")
     if a is b:
         return True
+    common = _compared_pct(a, b)
+    if common is not None:  # read on one board: the meters' own error left out (module doc)
+        ua, ub = ma["images_per_j_own_pct"] + common, mb["images_per_j_own_pct"] + common
     if ua is None or ub is None:
         return False  # unknown uncertainty: no tie can be claimed
     return not separated(ma["images_per_j"], ua, mb["images_per_j"], ub)
