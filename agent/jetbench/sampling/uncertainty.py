@@ -105,11 +105,19 @@ def window_uncertainty(res: WindowResult, traces: Sequence[SourceTrace],
                     "mean_w_uncertainty_pct": 100.0 * w / abs(total.mean_w)
                     if total.mean_w else None,
                     "basis": known_parts[0].get("basis", "unknown") if len(parts) == 1 else
-                    "sum of the channels' worst-case uncertainties"}
-        for part in ("sensor_w", "integration_w", "uncovered_w"):  # a sum's parts add too
-            ws = [p.get(part) for p in known_parts]
-            out[key][part] = math.fsum(ws) if None not in ws else None  # type: ignore[arg-type]
+                    "sum of the channels' worst-case uncertainties",
+                    # a sum's parts add too
+                    "sensor_w": _part_sum(known_parts, "sensor_w"),
+                    "integration_w": _part_sum(known_parts, "integration_w"),
+                    "uncovered_w": _part_sum(known_parts, "uncovered_w")}
     return out
+
+
+def _part_sum(parts: Sequence[FigureUncertainty], name: str) -> Optional[float]:
+    """The sum of one part over a total's channels (None where one lacks it)."""
+    values = [p.get(name) for p in parts]
+    known = [float(v) for v in values if isinstance(v, (int, float))]
+    return math.fsum(known) if len(known) == len(values) else None
 
 
 def sem_pct(values: Sequence[float]) -> Optional[float]:

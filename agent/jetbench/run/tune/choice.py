@@ -104,7 +104,8 @@ def _unstated(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
 def _values(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
     """A point's readings of figure `name` (None where a reading lacks it)."""
     values = [(t.user_attrs.get("metrics") or {}).get(name) for t in group]
-    return None if any(v is None for v in values) else values  # type: ignore[return-value]
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None
 
 
 def _own_pct(metrics: Metrics, spread_pct: Optional[float], readings: int) -> Optional[float]:
