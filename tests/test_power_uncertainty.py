@@ -94,6 +94,10 @@ def test_agx_orin_sum_by_hand(tmp_path):
     assert len(total) == 1  # the sum of the connected channels
     assert unc[total[0]]["mean_w_uncertainty_w"] == pytest.approx(0.3417)
     assert unc[total[0]]["mean_w_uncertainty_pct"] == pytest.approx(100 * 0.3417 / 14.9)
+    # and its parts: the sensors' (all of it here, a constant load), none uncovered
+    assert unc[total[0]]["sensor_w"] == pytest.approx(0.3417)
+    assert unc[total[0]]["integration_w"] == pytest.approx(0.0)
+    assert unc[total[0]]["uncovered_w"] == 0.0
 
 
 def test_iio_board_without_a_shunt_file_is_unknown_not_zero(tmp_path):
