@@ -23,7 +23,6 @@ def _cpus_label(cpus) -> str:
 
 def read(root: Root, board: Board) -> List[ClockReading]:
     readings = []
-    online = cores_online(root, board)
     for policy in board.cpu.policies:
         cur = root.read_int(f"{policy.path}/scaling_cur_freq", default=None)
         lo = root.read_int(f"{policy.path}/scaling_min_freq", default=None)
@@ -37,7 +36,7 @@ def read(root: Root, board: Board) -> List[ClockReading]:
                 max_hz=hi * 1000 if hi is not None else None,
                 cur_hz=cur * 1000 if cur is not None else None,
                 available_hz=policy.available_hz,
-                online=any(c in online for c in policy.cpus),
+                online=_any_online(root, policy.cpus),
             )
         )
     return readings
@@ -57,10 +56,19 @@ def _cpus(board: Board) -> List[int]:
         int(f.split("/")[-2][3:]) for f in board.cpu.online_files})
 
 
+def _online(root: Root, cpu: int) -> bool:
+    return root.read(cpu_online_file(cpu), default="1") != "0"
+
+
+def _any_online(root: Root, cpus) -> bool:
+    """Whether a cluster has a core online: read core by core until one is (one file for an
+    online cluster; clocks are read every few ms while a simulated network runs)."""
+    return any(_online(root, c) for c in sorted(cpus))
+
+
 def cores_online(root: Root, board: Board) -> Set[int]:
     """The cores online now (cpu0 often has no `online` file: it cannot be taken offline)."""
-    return {cpu for cpu in _cpus(board)
-            if root.read(cpu_online_file(cpu), default="1") != "0"}
+    return {cpu for cpu in _cpus(board) if _online(root, cpu)}
 
 
 def read_cores(root: Root, board: Board) -> List[CoreState]:
