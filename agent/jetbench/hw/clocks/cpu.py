@@ -4,7 +4,7 @@ and cpuquiet/cluster switching on TX1 with L4T R24. cpufreq files are in kHz."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Set, Tuple
+from typing import Iterable, List, Optional, Set, Tuple
 
 from ..board import Board, CpuPolicy
 from ..fs import Root
@@ -60,7 +60,7 @@ def _online(root: Root, cpu: int) -> bool:
     return root.read(cpu_online_file(cpu), default="1") != "0"
 
 
-def _any_online(root: Root, cpus) -> bool:
+def _any_online(root: Root, cpus: Iterable[int]) -> bool:
     """Whether a cluster has a core online: read core by core until one is (one file for an
     online cluster; clocks are read every few ms while a simulated network runs)."""
     return any(_online(root, c) for c in sorted(cpus))

@@ -91,14 +91,10 @@ def _readings(group: Sequence[FrozenTrial], name: str) -> Sequence[FrozenTrial]:
 def _unstated(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
     """A point's readings of figure `name` where none of them states its uncertainty (None
     where one does or a reading lacks the figure)."""
-    values = []
-    for t in group:
-        metrics = t.user_attrs.get("metrics") or {}
-        value = metrics.get(name)
-        if value is None or metrics.get(f"{name}_uncertainty_pct") is not None:
-            return None
-        values.append(value)
-    return values
+    if any((t.user_attrs.get("metrics") or {}).get(f"{name}_uncertainty_pct") is not None
+           for t in group):
+        return None
+    return _values(group, name)
 
 
 def _values(group: Sequence[FrozenTrial], name: str) -> Optional[List[float]]:
