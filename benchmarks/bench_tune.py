@@ -248,6 +248,10 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
                           f"(the grid's unconstrained best, {label(free_best)}, meets it; "
                           f"{len(allowed)} points do): skipped")
         top = allowed[:GRID_TOP]
+        # how far the grid's best meeting the constraint is inside it, percent of the limit: a
+        # floor a point's own read-to-read noise can cross makes the grid's best a coin flip
+        edge = (min(-c.violation(measured[top[0]][1]) / abs(c.value) * 100 for c in constraints)
+                if constraints else float("inf"))
         def judge(doc: Dict, on: Root, on_base: Path) -> Tuple[float, str]:
             """(gap %, the answer's label) of a study's answer, re-measured on board `on`
             beside the grid's top points; both sides judged on the re-measurement: a grid
@@ -310,8 +314,8 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
             statistics.median(warm_gaps) <= args.target and max(warm_gaps) <= args.worst))
         return met, (f"{name:10} {work.name:12} {size:5d} {args.budget:6d} {gap:5.1f}% "
                      f"{max(gaps):5.1f}%  gaps {', '.join(f'{g:.1f}' for g in gaps)}"
-                     + (f" under {constraints[0]} ({len(allowed)} grid points meet it)"
-                        if constraints else "")
+                     + (f" under {constraints[0]} ({len(allowed)} grid points meet it; "
+                        f"the grid's best is {edge:.1f}% inside it)" if constraints else "")
                      + f" (grid {grid_s:.0f} s; grid's best read once: {label(top[0])}; "
                      f"tune's answers: {', '.join(answers)})  {'met' if met else 'NOT met'}"
                      + (f"; warm-started on another {name} in {args.warm} trials: median "
