@@ -26,9 +26,10 @@ share of the grid's points meet, `--latency 0.2` (said, and the board skipped, w
 exclude the grid's unconstrained best), or a throughput floor that a share of them meet,
 `--floor 0.2` (the same; on a large space the halfway floor leaves a handful of points).
 `--clear 1` moves a `--binding` floor to the nearest gap in the grid's rates that leaves every
-point at least 1% off it: where the rates above the unconstrained best climb by 1% a step (a
-GPU past the memory's bound), any floor runs through a point's own read-to-read noise, and
-whether that point is the grid's best is decided by one reading, not by the search.
+point at least 1% (or its reading's stated uncertainty) off it: where the rates above the
+unconstrained best climb by 1% a step (a GPU past the memory's bound), any floor runs through
+a point's own read-to-read noise, and whether that point is the grid's best is decided by one
+reading, not by the search.
 
 On a machine with an NVIDIA GPU, `--boards host --gpu-cmd ./fma_cmd --workloads
 cmd:gpu-compute` searches the GPU's own NVML clocks for a real kernel (benchmarks/gpu/).
@@ -195,13 +196,16 @@ def met_by_share(measured: Dict[Point, Tuple[float, Metrics]], name: str, share:
 def clear_floor(measured: Dict[Point, Tuple[float, Metrics]], floor: float, free_ips: float,
                 clear_pct: float) -> Optional[float]:
     """The floor nearest `floor` that still binds (above the unconstrained best's rate) and
-    leaves every grid point at least `clear_pct` percent off it, midway (geometrically) in a
-    gap of the grid's rates; None where no gap is that wide. A floor within one reading's noise
-    of a point makes the grid's best a coin flip rather than a test of the search."""
-    rates = sorted({m["images_per_s"] or 0.0 for _, m in measured.values()})
-    mids = [math.sqrt(a * b) for a, b in zip(rates, rates[1:])
-            if b / a >= (1 + clear_pct / 100) ** 2 and math.sqrt(a * b) > free_ips]
-    return min(mids, key=lambda m: abs(m - floor), default=None)
+    leaves every grid point at least `clear_pct` percent off it, or its reading's stated
+    uncertainty where that is more (a floor midway, geometrically, between two of the grid's
+    rates); None where there is none. A floor within one reading's noise of a point makes the
+    grid's best a coin flip rather than a test of the search."""
+    read = [(m["images_per_s"] or 0.0, max(clear_pct, m.get("images_per_s_uncertainty_pct")
+                                           or 0.0)) for _, m in measured.values()]
+    rates = sorted({r for r, _ in read})
+    mids = [math.sqrt(a * b) for a, b in zip(rates, rates[1:]) if math.sqrt(a * b) > free_ips]
+    clear = [f for f in mids if all(abs(r / f - 1) * 100 >= pct for r, pct in read)]
+    return min(clear, key=lambda f: abs(f - floor), default=None)
 
 
 def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[bool, str]:
@@ -250,7 +254,8 @@ def run_board(board: str, work: Workload, args: argparse.Namespace) -> Tuple[boo
                 floor = clear_floor(measured, floor, free_ips, args.clear)
                 if floor is None:
                     return True, (f"{board:10} {work.name:12}: no binding floor leaves every "
-                                  f"grid point {args.clear:g}% or more off it: skipped")
+                                  f"grid point {args.clear:g}% (or its reading's uncertainty) "
+                                  "off it: skipped")
             constraints = (Constraint.parse(f"images_per_s>={floor:.4g}"),)
         # the grid's points meeting the constraint as tune's rule says (the figure's whole
         # uncertainty interval on the right side), from their one reading
@@ -360,8 +365,8 @@ def main(argv: List[str]) -> int:
                          "grid's unconstrained best to its fastest point (0: none)")
     ap.add_argument("--clear", type=float, default=0.0, metavar="PCT",
                     help="with --binding: move the floor to the nearest gap of the grid's rates "
-                         "that leaves every point PCT%% or more off it and still binds (a "
-                         "board with no such gap is skipped, said so)")
+                         "that leaves every point PCT%% (or its reading's stated uncertainty) "
+                         "off it and still binds (a board with no such gap is skipped, said so)")
     ap.add_argument("--cap", type=float, default=0.0, metavar="SHARE",
                     help="instead: the constraint power_w <= the W SHARE of the way from the "
                          "grid's least power to its unconstrained best's (0.5: halfway)")
