@@ -71,7 +71,7 @@ gpu-check: setup
 	$(PY) tools/gpu_check.py $(if $(OUT),--out "$(OUT)")
 
 lint: setup
-	$(PY) -m ruff check agent tests benchmarks
+	$(PY) -m ruff check agent tests benchmarks tools
 	$(PY) -m pytest -n 0 -q tests/test_types.py  # mypy against its baseline (TESTING.md)
 
 bench: setup
