@@ -435,24 +435,32 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
     if still:
         say(f"tune: the best point has not changed in {req.patience} trials: the search stops "
             f"at {still[0]} of the budget's {req.budget} (--patience)")
-    again = _to_confirm(_usable(study.get_trials(deepcopy=False), space), req.objectives[0],
-                        min(confirm, req.budget - count()) if still or exhausted
-                        else req.budget - count(), req.constraints)
-    # (a queued trial's point is its fixed params until it runs)
-    queued = [t.system_attrs.get("fixed_params", t.params) for t in study.get_trials(
-        deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
-    # (a point another board of a shared study has queued already is not queued twice)
-    again = [p for p in (_params_of(s, space, choices) for s in again)
-             if p is not None and p not in queued]
-    for params in again:
-        study.enqueue_trial(params, user_attrs={"confirms": True})
-    limit[0] = req.budget
-    if again:
-        study.optimize(objective, n_trials=len(again), catch=(Exception,),
-                       callbacks=[progress, stop_at(req.budget)])
+
+    def read_again(room: int) -> None:
+        """The best points read once, read again (at most `room`)."""
+        again = _to_confirm(_usable(study.get_trials(deepcopy=False), space),
+                            req.objectives[0], room, req.constraints)
+        # (a queued trial's point is its fixed params until it runs)
+        queued = [t.system_attrs.get("fixed_params", t.params) for t in study.get_trials(
+            deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
+        # (a point another board of a shared study has queued already is not queued twice)
+        again = [p for p in (_params_of(s, space, choices) for s in again)
+                 if p is not None and p not in queued]
+        for params in again:
+            study.enqueue_trial(params, user_attrs={"confirms": True})
+        limit[0] = req.budget
+        if again:
+            study.optimize(objective, n_trials=len(again), catch=(Exception,),
+                           callbacks=[progress, stop_at(req.budget)])
+    read_again(min(confirm, req.budget - count()) if still or exhausted
+               else req.budget - count())
     if not fatal and not exhausted and not still and count() < req.budget:
         # fewer points to read again than the budget kept for them (every good point already
-        # read twice, or another board's trials stopped this one's search early): searched
+        # read twice, or another board's trials stopped this one's search early): the edge
+        # first where its halving stopped short (its new best read again), then searched
+        if edge and count() < req.budget - 1:
+            to_edge(req.budget - 1, choices)
+            read_again(req.budget - count())
         search_to(req.budget)
     if fatal:
         raise fatal[0]
