@@ -437,9 +437,9 @@ def _study(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str]
             f"at {still[0]} of the budget's {req.budget} (--patience)")
 
     def read_again(room: int) -> None:
-        """The best points read once, read again (at most `room`)."""
-        again = _to_confirm(_usable(study.get_trials(deepcopy=False), space),
-                            req.objectives[0], room, req.constraints)
+        """The best points read once, read again (at most `room`; none after a fatal)."""
+        again = [] if fatal else _to_confirm(_usable(study.get_trials(deepcopy=False), space),
+                                             req.objectives[0], room, req.constraints)
         # (a queued trial's point is its fixed params until it runs)
         queued = [t.system_attrs.get("fixed_params", t.params) for t in study.get_trials(
             deepcopy=False, states=(optuna.trial.TrialState.WAITING,))]
