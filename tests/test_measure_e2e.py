@@ -22,7 +22,7 @@ def test_requested_vs_applied_and_result_files(tmp_path, tiny):
     base = make_board(tmp_path, "tx1")
     before = board_snapshot(base, "tx1")
     out = tmp_path / "out"
-    report = measure(Root(base), quick(out, gpu_freqs=("690MHz",), idle_s=0.2,
+    report = measure(Root(base), quick(out, gpu_freqs=(690_000_000,), idle_s=0.2,
                                        regulator_efficiency=0.8))
     assert report.restored == "restored"
     doc = report.results[0]
@@ -104,7 +104,7 @@ def test_window_too_short_is_refused_and_clocks_restored(tmp_path, tiny):
     with sim_for("scpi", 5.0) as meter:
         # The meter is read once a second: a 0.3 s window spans less than 4 of its periods.
         report = measure(Root(base), quick(tmp_path / "out", duration_s=0.3,
-                                           gpu_freqs=("690MHz",),
+                                           gpu_freqs=(690_000_000,),
                                            meters=("auto", meter.spec + "?interval=1s&timeout=5s")))
     doc = report.results[0]
     assert report.invalid == [doc]  # kept, marked: the CLI exits 3 after writing it
@@ -155,7 +155,7 @@ def test_existing_journal_is_kept_and_only_own_writes_undone(tmp_path, tiny):
     assert CliRunner().invoke(app, ["--root", str(base), "maxperf"]).exit_code == 0
     after_maxperf = board_snapshot(base, "tx1")
     journal = (base / "var/lib/jetbench/journal.json").read_text()
-    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("307MHz",)))
+    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=(307_000_000,)))
     assert report.results[0]["settings"]["applied"]["gpu_hz"] == 307_200_000
     assert "earlier jetbench state" in report.restored
     assert diff(after_maxperf, board_snapshot(base, "tx1")) == []
@@ -167,7 +167,7 @@ def test_existing_journal_is_kept_and_only_own_writes_undone(tmp_path, tiny):
 
 def test_keep_clocks_leaves_the_journal(tmp_path, tiny):
     base = make_board(tmp_path, "tx1")
-    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("690MHz",),
+    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=(690_000_000,),
                                        keep_clocks=True))
     assert report.restored.startswith("kept")
     node = base / "sys/devices/57000000.gpu/devfreq/57000000.gpu"
@@ -177,7 +177,7 @@ def test_keep_clocks_leaves_the_journal(tmp_path, tiny):
 
 def test_setup_time_is_recorded(tmp_path, tiny):
     base = make_board(tmp_path, "nano")
-    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("614MHz",)))
+    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=(614_000_000,)))
     assert report.setup_s is not None and 0 < report.setup_s < 60
     assert report.results[0]["settings"]["applied"]["gpu_hz"] == 614_400_000
 

@@ -90,7 +90,7 @@ def test_following_kernel_is_valid_exit_0(tmp_path):
 def test_qos_cap_is_invalid_and_not_called_throttling(tmp_path, tiny):
     # TX1 table top 998.4 MHz; the cap is the highest entry at or below half of it: 460.8 MHz.
     base = _board(tmp_path, "tx1", "qos-cap")
-    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("690MHz",)))
+    report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=(690_000_000,)))
     doc = report.results[0]
     assert report.invalid == [doc]
     assert doc["validity"]["reasons"][0].startswith(
@@ -125,7 +125,7 @@ def test_clock_moved_mid_window_either_way_is_invalid(tmp_path, tiny, to_hz, wor
             timed.set()
 
     try:
-        report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=("690MHz",),
+        report = measure(Root(base), quick(tmp_path / "out", gpu_freqs=(690_000_000,),
                                            duration_s=1.5), progress=progress)
     finally:
         stop.set()
@@ -165,7 +165,7 @@ def test_amu_cpu_pinned_and_busy_is_valid(tmp_path, tiny):
     # Orin: the CPU clock is read from activity counters, 2% low under load; judged on the
     # mean within 5%. 1.4 GHz resolves to the 1420.8 MHz table entry.
     base = _board(tmp_path, "orin-nano", "amu-cpu")
-    doc = measure(Root(base), quick(tmp_path / "out", cpu_freq="1420.8MHz",
+    doc = measure(Root(base), quick(tmp_path / "out", cpu_freq=1_420_800_000,
                                     meters=("none",))).results[0]
     cpu = [c for c in doc["clocks"]["observed"] if c["domain"] == "cpu"][0]
     assert doc["settings"]["applied"]["cpu_hz"] == 1_420_800_000
@@ -229,7 +229,7 @@ def test_the_pin_waits_for_the_kernel_to_run_what_was_applied(tmp_path, monkeypa
 
     from jetbench.open_board import open_board
     from jetbench.run import pinning
-    from jetbench.run.request import MeasureRequest
+    from jetbench.run.request import MeasureRequest, resolve_gpu
 
     base = make_board(tmp_path, "tx1")
     root = Root(base)
@@ -247,7 +247,7 @@ def test_the_pin_waits_for_the_kernel_to_run_what_was_applied(tmp_path, monkeypa
     guard = SimpleNamespace(writing=contextlib.nullcontext)
     with open_board(root) as board:
         pin = pinning.Pin(root, board, MeasureRequest(), guard)
-        pin.to("690MHz")
+        pin.to(resolve_gpu(root, board, 690_000_000, beyond_power_mode=False))
         journal_restore = pinning.put_back(root, MeasureRequest(), False, pin.steps)
     gpu = next(c for c in pin.clocks if c.domain == "gpu")
     assert gpu.cur_hz == 691_200_000 and calls[0] > 3

@@ -229,7 +229,7 @@ def test_measure_on_a_simulated_board(tmp_path: Path, dynamic: Path) -> None:
     base = make_board(tmp_path, "tx1")
     out = tmp_path / "out"
     request = MeasureRequest(models=(str(dynamic),), precisions=("fp32", "fp16"), batches=(2,),
-                             gpu_freqs=("690MHz",), provider="cpu", iterations=3,
+                             gpu_freqs=(690_000_000,), provider="cpu", iterations=3,
                              duration_s=0.5, warmup_s=0.0, out_dir=out)
     report = measure(Root(base), request)
     assert report.restored == "restored"

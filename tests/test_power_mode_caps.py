@@ -58,8 +58,10 @@ def test_maxperf_on_a_capped_nano_pins_what_jetson_clocks_pins(tmp_path):
     assert read(base, f"{policy}/scaling_cur_freq") == "825600"
     assert read(base, f"{policy}/scaling_setspeed") == "825600"
     assert read(base, f"{NANO_GPU}/cur_freq") == "614400000"
-    assert "cap 918 MHz -> 825.6 MHz runs" in r.output
-    assert "cap 640 MHz -> 614.4 MHz runs" in r.output
+    assert "max -> 825.6 MHz: power mode 1 5W caps CPU policy0 at 918 MHz, no table entry" \
+        in r.output
+    assert "max -> 614.4 MHz: power mode 1 5W caps the GPU at 640 MHz, no table entry" \
+        in r.output
     assert read(base, f"{CPU}/cpu2/online") == "0" and read(base, f"{CPU}/cpu3/online") == "0"
     assert cli(base, "restore").exit_code == 0
     assert diff(settled(before), settled(snapshot(base))) == []
@@ -102,17 +104,18 @@ def test_a_sweep_over_all_stops_at_the_cap_and_a_listed_clock_above_is_refused(t
     from jetbench.hw.board import detect
     from jetbench.hw.fs import Root
     from jetbench.run.request import MeasureRequest
+    from jetbench.run.request import parse_selection
     from jetbench.run.sweep import _within_mode
 
     base = board(tmp_path, "nano", 1)
     b = detect(Root(base))
     table = b.gpu.available_hz
-    kept = _within_mode(Root(base), b, MeasureRequest(), "all", table)
+    kept = _within_mode(Root(base), b, MeasureRequest(), parse_selection("all"), table)
     assert max(kept) == 614_400_000 and len(kept) == 8  # 76.8 MHz x 1..8
     with pytest.raises(PowerModeCap, match="mode 1 5W"):
-        _within_mode(Root(base), b, MeasureRequest(), "614MHz,921MHz", table)
+        _within_mode(Root(base), b, MeasureRequest(), parse_selection("614MHz,921MHz"), table)
     beyond = MeasureRequest(beyond_power_mode=True)
-    assert _within_mode(Root(base), b, beyond, "all", table) == table
+    assert _within_mode(Root(base), b, beyond, parse_selection("all"), table) == table
 
 
 def test_beyond_power_mode_goes_past_it_and_says_so(tmp_path):
@@ -198,8 +201,14 @@ def test_a_measure_under_caps_that_are_no_table_entry_is_valid_and_says_what_run
         == (640_000_000, 918_000_000)
     assert (doc["settings"]["resolved"]["gpu_hz"], doc["settings"]["resolved"]["cpu_hz"]) \
         == (614_400_000, 825_600_000)
-    assert any("CPU policy0: cap 918 MHz -> 825.6 MHz runs" in w for w in doc["warnings"])
-    assert any("GPU: cap 640 MHz -> 614.4 MHz runs" in w for w in doc["warnings"])
+    assert any("--cpu-freq max -> 825.6 MHz: power mode 1 5W caps CPU policy0 at 918 MHz"
+               in w for w in doc["warnings"])
+    assert any("--freq max -> 614.4 MHz: power mode 1 5W caps the GPU at 640 MHz" in w
+               for w in doc["warnings"])
+    # one clock named everywhere: the file, the result's clock, the table (issue 56)
+    assert out.joinpath("sim_alexnet-fp32-b1-gpu614mhz.json").exists()
+    assert doc["settings"]["requested"]["gpu_hz"] == "max"
+    assert "614.4 MHz" in r.output and "640 MHz" not in r.output.split("note")[0]
 
 
 def test_policies_sharing_a_cap_are_noted_once(tmp_path):
@@ -208,5 +217,6 @@ def test_policies_sharing_a_cap_are_noted_once(tmp_path):
     base = board(tmp_path, "thor", 1)
     r = cli(base, "maxperf", "--dry-run")
     assert r.exit_code == 0, r.output
-    assert r.output.count("cap 2 GHz -> 1.836 GHz runs") == 1, r.output
-    assert r.output.count("cap 1.4 GHz -> 1.377 GHz runs") == 1, r.output
+    assert r.output.count("max -> 1.836 GHz: power mode 1 120W caps CPU") == 1, r.output
+    assert r.output.count("max -> 1.377 GHz: power mode 1 120W caps the GPU at 1.4 GHz") \
+        == 1, r.output

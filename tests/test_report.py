@@ -31,7 +31,7 @@ def test_whitepaper_table_cells():
     assert by["Performance/W (img/s/W): VDD_IN"] == ["8.55 +- 0.43", "13.1 +- 0.7"]
     assert by["  VDD_GPU (rail) W"] == ["2.00 +- 0.20", "2.00 +- 0.20"]
     assert by["Valid"] == ["yes", "yes"]
-    assert by["GPU clock (applied)"] == ["691.2 MHz", "691.2 MHz"]
+    assert by["GPU clock (runs)"] == ["691.2 MHz", "691.2 MHz"]
     assert "ESTIMATE" not in " ".join(by)  # only when asked for
     assert "SIMULATED" in tables.title(docs)
     assert "SIMULATED" not in tables.title([result_doc(691.2, simulated=False)])
@@ -141,7 +141,7 @@ def test_plots_are_pngs_with_the_right_axes(tmp_path, monkeypatch):
     assert top.get_ylabel() == "img/s\n(bars: latency CV)"
     assert power.get_ylabel() == "power (W)\n(bars: uncertainty)"
     assert bottom.get_ylabel() == "img/s/W\n(bars: uncertainty)"
-    assert bottom.get_xlabel() == "GPU clock (MHz, applied)"
+    assert bottom.get_xlabel() == "GPU clock (MHz, the clock that ran)"
     assert "SIMULATED" in top.get_title()
     joined = [line for line in top.lines if line.get_linestyle() != "None"]  # not error caps
     assert len(joined) == 2  # b1 and b8

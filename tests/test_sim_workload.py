@@ -378,8 +378,8 @@ def test_the_refusal_comes_before_anything_is_pinned(tmp_path):
     host = make_generic_host(tmp_path / "pc")
     board = detect(Root(host))
     with pytest.raises(UsageError, match="simulated board only"):
-        plan_points(MeasureRequest(models=("alexnet", "sim:alexnet")), board)
-    assert plan_points(MeasureRequest(models=("alexnet",)), board)  # a real network: planned
+        plan_points(MeasureRequest(models=("alexnet", "sim:alexnet")), board, Root(host))
+    assert plan_points(MeasureRequest(models=("alexnet",)), board, Root(host))  # planned
 
 
 def test_a_bad_batch_for_measure_never_suggests_batch_sweep(tmp_path):

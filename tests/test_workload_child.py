@@ -58,7 +58,7 @@ def test_measure_window_is_the_childs_timed_phase(tmp_path):
     base = make_board(tmp_path, "tx1")
     request = MeasureRequest(models=("resnet18",), input_shape=(3, 32, 32), device="cpu",
                              iterations=2, duration_s=0.5, warmup_s=1.0,
-                             gpu_freqs=("690MHz",), out_dir=tmp_path / "out",
+                             gpu_freqs=(690_000_000,), out_dir=tmp_path / "out",
                              workload_python=sys.executable)
     report = measure(Root(base), request)
     assert report.restored == "restored"

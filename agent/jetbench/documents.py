@@ -168,7 +168,8 @@ class ObservedClock(TypedDict):
 class SettingsDoc(TypedDict, total=False):
     profile: Optional[str]
     requested: Dict[str, object]  # "gpu_hz": a frequency as asked (690000000 or "max")
-    resolved: Dict[str, int]
+    resolved: Dict[str, int]  # the clock that runs for each request (the one named everywhere)
+    resolved_why: Dict[str, str]  # why a resolved clock is not the request ("nearest entry")
     applied: Dict[str, Optional[int]]  # the knobs read back ("gpu_hz", "gpu_min_hz", ...)
     clocks: List[ClockDoc]
     pinned: bool

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence, Union
+from decimal import Decimal
+from typing import List, Sequence, Union
 
 from .errors import UsageError
 
@@ -33,21 +34,65 @@ def parse_freq(text: Union[str, int, float]) -> FreqSpec:
         return word
     match = _FREQ_RE.match(word)
     if not match:
+        near = freq_suggestions(str(text))
         raise UsageError(
-            f"not a frequency: {text!r}",
-            hint="use e.g. 690MHz, 0.69GHz, 690000000 (Hz), max or min",
+            f"not a frequency: {str(text)[:40]!r}",
+            hint=(f"did you mean {' or '.join(near)}? " if near else "") +
+                 "a frequency reads 690MHz, 0.69GHz, 690000000 (Hz), max or min",
         )
     number, unit = match.groups()
-    value = float(number) * _FREQ_SCALE[unit.lower() if unit else None]
-    if not value < HZ_LIMIT:  # a thousand digits reads as inf
+    if len(number.partition(".")[0].lstrip("0")) > 13:  # a thousand digits: never a clock
         raise UsageError(f"frequency must be below 1 THz: {str(text)[:40]!r}")
-    hz = int(round(value))
+    # Decimal, not float: 624.75MHz is 624750000 Hz exactly, as typed
+    value = Decimal(number) * _FREQ_SCALE[unit.lower() if unit else None]
+    if not value < HZ_LIMIT:
+        raise UsageError(f"frequency must be below 1 THz: {str(text)[:40]!r}")
+    hz = int(value.to_integral_value())
     if hz <= 0:
         raise UsageError(f"frequency must be positive: {text!r}")
     if unit is None and hz < BARE_HZ_MIN:
         raise UsageError(f"{str(text).strip()!r} is {hz} Hz: a bare number is Hz, and no clock "
                          "runs that slow", hint=f"did you mean {number}MHz?")
     return hz
+
+
+_UNIT_WORDS = (("g", "GHz"), ("m", "MHz"), ("k", "kHz"), ("h", "Hz"))
+_LOOKALIKE_DIGITS = str.maketrans({"o": "0", "O": "0", "l": "1", "I": "1"})
+
+
+def freq_suggestions(text: str) -> List[str]:
+    """What a mistyped frequency most likely meant, each one a form parse_freq accepts:
+    '69O' -> 690MHz (a letter for a digit, a bare number below 1 MHz read as MHz),
+    '1.6 gigs' -> 1.6GHz (a unit word by its first letter); [] when nothing is near."""
+    word = text.strip()
+    out: List[str] = []
+    match = re.match(r"^\s*([0-9OolI]*\.?[0-9OolI]+)\s*([a-zA-Z]*)\s*$", word)
+    if match:
+        number, unit = match.group(1).translate(_LOOKALIKE_DIGITS), match.group(2).lower()
+        if re.fullmatch(r"[0-9]*\.?[0-9]+", number) and any(c.isdigit() for c in number):
+            name = next((u for first, u in _UNIT_WORDS if unit.startswith(first)), None) \
+                if unit else ("MHz" if Decimal(number) < BARE_HZ_MIN else "")
+            if name is not None:
+                out.append(f"{number}{name}")
+    for symbol in (MAX, MIN):
+        if word.lower().startswith(symbol[:2]) and symbol not in out:
+            out.append(symbol)
+    return out
+
+
+def format_hz_exact(hz: int) -> str:
+    """Every digit a request was typed with: 624750000 -> '624.75 MHz' (format_hz rounds to
+    four figures, which is how a clock that runs is shown, not how a request is kept)."""
+    for scale, unit in ((10**9, "GHz"), (10**6, "MHz"), (10**3, "kHz")):
+        if abs(hz) >= scale:
+            text = f"{Decimal(hz) / scale:f}"
+            return (text.rstrip("0").rstrip(".") if "." in text else text) + f" {unit}"
+    return f"{hz} Hz"
+
+
+def format_spec(spec: FreqSpec) -> str:
+    """A request as the user gave it: 'max', 'min' or its exact frequency."""
+    return spec if isinstance(spec, str) else format_hz_exact(spec)
 
 
 def resolve_freq(spec: FreqSpec, available_hz: Sequence[int]) -> int:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..hw.fs import Root
     from ..run.measure import MeasureReport
     from ..run.measure import Progress as OnProgress
-    from ..run.request import MeasureOptions, MeasureRequest
+    from ..run.request import FreqSelection, MeasureOptions, MeasureRequest
 
     Runner = Callable[..., Optional[MeasureReport]]  # measure or sweep, with its keywords
 
@@ -336,7 +336,7 @@ def _measure(root: Root, request: MeasureRequest, progress: Optional[OnProgress]
     return measure(root, request, progress=progress, ranks=ranks)
 
 
-def _sweep(root: Root, request: MeasureRequest, freq: str,
+def _sweep(root: Root, request: MeasureRequest, freq: FreqSelection,
            progress: Optional[OnProgress] = None, ranks: Optional[Leader] = None
            ) -> MeasureReport:
     from ..run.sweep import sweep
@@ -432,9 +432,13 @@ def sweep(
     """measure over GPU clocks x batch x precision: where is the efficiency peak really?
     Prints every point, the most efficient and the fastest, and draws the curves. With --cmd,
     the command is run once per clock."""
-    report = _run(ctx, _options(ctx, locals()),
+    from ..run.request import parse_selection
+
+    chosen = parse_selection(freq)  # a typo answered at once, before the board is opened
+    given = {k: v for k, v in locals().items() if k != "freq"}  # the selection, not a list
+    report = _run(ctx, _options(ctx, given),
                   lambda root, req, progress=None, ranks=None: _sweep(
-                      root, req, freq, progress=progress, ranks=ranks), as_json)
+                      root, req, chosen, progress=progress, ranks=ranks), as_json)
     if report is None:
         return  # not rank 0: rank 0 reports for the run
     from ..run.sweep import summarize

@@ -4,7 +4,7 @@ check that needs the board. Raises ProfileError (naming the key) before anything
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 from ..errors import JetbenchError, PowerModeCap, ProfileError
 from ..hw.board import Board
@@ -14,7 +14,7 @@ from ..hw.fs import Root
 from ..hw.mode_caps import ModeCaps, cpu_online_file, read_mode_caps
 from ..hw.nvml import NvmlGpu
 from ..ownership import journal
-from ..units import MAX, MIN, FreqSpec, format_hz, resolve_freq
+from ..units import MAX, MIN, FreqSpec, format_hz, format_spec, resolve_freq
 from .profile import FreqRange, Profile
 
 RANGE_TOLERANCE = 0.02  # "1000MHz" on a 998.4 MHz clock is a rounding, not an error
@@ -22,10 +22,25 @@ RANGE_TOLERANCE = 0.02  # "1000MHz" on a 998.4 MHz clock is a rounding, not an e
 
 @dataclass(frozen=True)
 class Requested:
+    """One knob's request resolved against the board, once: what was asked (Hz exactly as
+    typed, `max`/`min`, or a governor's name), the clock that runs for it, and why that
+    differs from the request ("" where it does not)."""
+
     domain: str
     setting: str
-    requested: str
+    requested: Union[FreqSpec, str]
     resolved_hz: Optional[int]
+    why: str = ""
+
+    @property
+    def text(self) -> str:
+        """The request as typed: '624.75 MHz', 'max', 'userspace'."""
+        return self.requested if self.resolved_hz is None and isinstance(self.requested, str) \
+            else format_spec(self.requested)
+
+    def said(self, who: str) -> str:
+        """'--freq 600 MHz -> 624.8 MHz: nearest table entry (522.8 MHz is below)'."""
+        return f"{who} {self.text} -> {format_hz(self.resolved_hz)}: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -132,10 +147,6 @@ def resolve_spec(
     return min(hz, cap.hz) if cap is not None else hz
 
 
-def _spec_text(spec: Optional[FreqSpec]) -> str:
-    return spec if isinstance(spec, str) else format_hz(spec)
-
-
 def resolve(profile: Profile, board: Board, root: Root) -> Targets:
     if profile.match_soc and board.soc not in profile.match_soc:
         fit = fitting_profiles(board, root)
@@ -186,7 +197,10 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
         e = board.emc
         assert e is not None
         hz = resolve_spec(profile, "[emc] freq", profile.emc_freq, e.available_hz, 0, e.max_hz)
-        requested.append(Requested("emc", "freq", _spec_text(profile.emc_freq), hz))
+        why = _why(profile.emc_freq, hz, hz, e.available_hz, None)
+        requested.append(Requested("emc", "freq", profile.emc_freq, hz, why))
+        if why:
+            notes.append(requested[-1].said(_who(profile, "[emc] freq")))
         if e.iso_cap_hz and e.iso_cap_hz < (max(e.available_hz) if e.available_hz else hz + 1):
             notes.append(f"EMC capped at {format_hz(e.iso_cap_hz)} by nvpmodel's emc_iso_cap")
         emc = EmcTarget(freq_hz=hz)
@@ -255,7 +269,7 @@ def _nvml_target(profile: Profile, gpu: NvmlGpu, requested: List[Requested],
         mem = gpu.memory_hz
         hz = resolve_spec(profile, f"{where} memory_freq", profile.gpu_memory_freq, mem,
                           min(mem), max(mem))
-        requested.append(Requested("gpu-mem", "freq", _spec_text(profile.gpu_memory_freq), hz))
+        requested.append(Requested("gpu-mem", "freq", profile.gpu_memory_freq, hz))
         memory = (hz, hz)
     power = _power_limit_mw(profile, gpu, where, notes)
     if gpu.persistence is False and (graphics or memory or power is not None):
@@ -284,11 +298,40 @@ def _power_limit_mw(profile: Profile, gpu: NvmlGpu, where: str,
     return spec
 
 
+def _why(spec: FreqSpec, knob_hz: int, runs_hz: int, table: Sequence[int],
+         cap: Optional[Cap]) -> str:
+    """Why the clock that runs (`runs_hz`, for knob value `knob_hz`) is not the request, said
+    so that a user can check it against `jetbench info`; "" where it is what was asked."""
+    mode = f"power mode {cap.caps.mode.text}" if cap is not None else ""
+    if cap is not None and knob_hz == cap.hz and (spec == MAX or
+                                                  (isinstance(spec, int) and spec > cap.hz)):
+        if runs_hz != knob_hz:
+            return (f"{mode} caps {cap.clock} at {format_hz(cap.hz)}, no table entry: the "
+                    "kernel runs the highest entry not above it")
+        return f"{mode}'s cap on {cap.clock}"
+    if not isinstance(spec, int) or spec == runs_hz:
+        return ""
+    if not table:
+        return "the edge of this clock's range"
+    if runs_hz != knob_hz:
+        return (f"{mode} caps {cap.clock if cap else 'it'} at {format_hz(knob_hz)}, no table "
+                "entry: the kernel runs the highest entry not above it")
+    other = [f for f in table if (f < spec if runs_hz > spec else f > spec)]
+    if not other:
+        return "the nearest table entry (the table's " + \
+            ("lowest)" if runs_hz > spec else "highest)")
+    near = max(other) if runs_hz > spec else min(other)
+    return (f"the nearest table entry ({format_hz(near)} is "
+            f"{'below' if near < spec else 'above'})")
+
+
 def _range(
     profile: Profile, where: str, freq: Optional[FreqRange], table: Sequence[int], lo: int,
     hi: int, requested: List[Requested], domain: str, cap: Optional[Cap] = None,
     notes: Optional[List[str]] = None,
 ) -> Tuple[Optional[int], Optional[int]]:
+    """A clock's min/max knob values for `freq`, each request recorded (`requested`) with the
+    clock that runs for it and why that is not what was asked (said once in `notes`)."""
     if freq is None:
         return None, None
     new_lo = resolve_spec(profile, f"{where} min_freq", freq.min, table, lo, hi, cap) \
@@ -296,26 +339,23 @@ def _range(
     new_hi = resolve_spec(profile, f"{where} max_freq", freq.max, table, lo, hi, cap) \
         if freq.max is not None else None
 
-    def runs(hz: Optional[int]) -> Optional[int]:
-        """What the kernel runs for a knob value: a cap that is no table entry runs the
-        highest entry not above it (hw/clocks/runs.py), said once in the notes."""
-        if hz is None or cap is None or is_entry(table, hz):
-            return hz
-        entry = at_or_below(table, hz)
-        clock = cap.clock[4:] if cap.clock.startswith("the ") else cap.clock
-        said = (f"{clock}: cap {format_hz(hz)} -> {format_hz(entry)} runs (power mode "
-                f"{cap.caps.mode.text}'s cap is no table entry: the kernel runs the highest "
-                "entry not above it)")
-        if notes is not None and said not in notes:
-            notes.append(said)
-        return entry
+    def record(setting: str, spec: FreqSpec, knob_hz: int) -> None:
+        # a knob that is no table entry (a cap) runs the highest entry not above it
+        # (hw/clocks/runs.py)
+        runs = knob_hz if is_entry(table, knob_hz) else at_or_below(table, knob_hz)
+        said = Requested(domain, setting, spec, runs, _why(spec, knob_hz, runs, table, cap))
+        requested.append(said)
+        line = said.said(_who(profile, f"{where} {setting}"))
+        if said.why and notes is not None and line not in notes:
+            notes.append(line)
     if freq.pinned:
-        requested.append(Requested(domain, "freq", _spec_text(freq.min), runs(new_lo)))
+        assert freq.min is not None and new_lo is not None
+        record("freq", freq.min, new_lo)
     else:
-        if new_lo is not None:
-            requested.append(Requested(domain, "min_freq", _spec_text(freq.min), runs(new_lo)))
-        if new_hi is not None:
-            requested.append(Requested(domain, "max_freq", _spec_text(freq.max), runs(new_hi)))
+        if new_lo is not None and freq.min is not None:
+            record("min_freq", freq.min, new_lo)
+        if new_hi is not None and freq.max is not None:
+            record("max_freq", freq.max, new_hi)
     if new_lo is not None and new_hi is not None and new_lo > new_hi:
         raise _fail(profile, where, "min_freq resolves above max_freq")
     return new_lo, new_hi

@@ -305,7 +305,7 @@ def plot_vs_freq(docs: Sequence[ResultDoc], out: Path) -> Path:
     top.set_ylabel(f"{rate_label(unit)}\n(bars: latency CV)")
     middle.set_ylabel("power (W)\n(bars: uncertainty)")
     bottom.set_ylabel(f"{efficiency_label(unit)}\n(bars: uncertainty)")
-    bottom.set_xlabel("GPU clock (MHz, applied)")
+    bottom.set_xlabel("GPU clock (MHz, the clock that ran)")
     sim = schema.simulated_any(list(docs))
     what = next(iter(series)) if len(series) == 1 else f"{len(series)} configurations"
     top.set_title(f"Throughput, power and efficiency vs GPU clock: {what}\n{_board(docs)}"

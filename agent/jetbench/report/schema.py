@@ -268,8 +268,12 @@ def images_per_j_pct(doc: Doc) -> Optional[float]:
 
 
 def gpu_hz(doc: Doc) -> Optional[int]:
-    """The GPU clock the run was measured at (applied, read back)."""
-    hz = _number(_get(doc, "settings", "applied", "gpu_hz"))
+    """The GPU clock the run was measured at: the clock that runs for its request (the pin's
+    resolution: under a cap that is no table entry, the entry below it, not the knob's value);
+    the knob read back where nothing was asked (a result from before `resolved` was kept)."""
+    hz = _number(_get(doc, "settings", "resolved", "gpu_hz"))
+    if hz is None:
+        hz = _number(_get(doc, "settings", "applied", "gpu_hz"))
     return None if hz is None else int(hz)
 
 

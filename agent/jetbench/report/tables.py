@@ -120,7 +120,7 @@ def table_cells(docs: Sequence[ResultDoc]) -> Tuple[List[str], Rows]:
         if any(c not in ("-", "") for c in cells):
             rows.append((label, cells))
 
-    add("GPU clock (applied)", [format_hz(schema.gpu_hz(d)) if schema.gpu_hz(d) else "-"
+    add("GPU clock (runs)", [format_hz(schema.gpu_hz(d)) if schema.gpu_hz(d) else "-"
                                 for d in docs])
     add("Power mode (nvpmodel)", [_mode_text((d.get("board") or {}).get("power_mode"))
                                   for d in docs])
@@ -229,7 +229,7 @@ def _pre(doc: ResultDoc, field: str, digits: int) -> str:
 
 
 _SHORT = (  # a row label as a column header of the one-row-per-configuration table
-    (re.compile(r"^GPU clock \(applied\)$"), "GPU clock"),
+    (re.compile(r"^GPU clock \(runs\)$"), "GPU clock"),
     (re.compile(r"^Power mode \(nvpmodel\)$"), "mode"),
     (re.compile(r"^Performance \((.+)\)$"), r"\1"),
     (re.compile(r"^Latency p50 / p99 \(ms\)$"), "p50/p99 ms"),

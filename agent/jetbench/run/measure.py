@@ -1,7 +1,7 @@
 """`jetbench measure` as a library call: pin -> build -> warm up -> (idle) -> window around
 the timed iterations -> correlate -> result file + trace, then restore the clocks.
 
-    report = measure(root, MeasureRequest(models=("alexnet",), gpu_freqs=("690MHz",)))
+    report = measure(root, MeasureRequest(models=("alexnet",), gpu_freqs=(690_000_000,)))
 
 Every configuration (GPU clock x model x precision x batch) is a `Point`; `run/sweep.py` asks for
 many GPU clocks, `measure` usually for one. The clocks are journalled before the first write
@@ -127,7 +127,8 @@ def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
     with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated
         report.board = identity(root, board)
-        points = plan_points(request, board)
+        planned: List[str] = []  # two requests that run one clock: said, measured once
+        points = plan_points(request, board, root, planned)
         had_journal = bool(journal.load(root))
         pin = Pin(root, board, request, guard)  # every write through the guard
         state = _State(root, board, request, report, pin, progress, t_start, ranks)
@@ -161,7 +162,7 @@ def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
                     if pending():
                         set_interrupt_notes([f"clocks: {report.restored}",
                                              _finished_note(report)])
-    report.advice = build.precision_advice(report.results)
+    report.advice = planned + build.precision_advice(report.results)
     return report
 
 
@@ -234,7 +235,7 @@ class _State:
                 self._sampler_started = True
                 self.meters.start()
                 self.measure_idle_unpinned()
-            self.pin.to(point.gpu_freq, on_applied)
+            self.pin.to(point.gpu, on_applied)
             _phase("pinned")
             # Once the workload has returned its timings the point is finished: an interrupt
             # from then on is held until its result is written whole (docs/measure.md,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 from ..documents import ClockDoc
+from ..errors import HardwareError
 from ..hw.board import Board
 from ..hw.clocks.domains import read_applied, read_clocks
 from ..hw.clocks.steps import undo_writes
@@ -20,7 +21,7 @@ from ..ownership import journal
 from ..profiles.apply import apply_profile
 from ..profiles.profile import FreqRange, Profile, load_profile
 from ..profiles.targets import COMMAND_LINE, Requested
-from ..units import parse_freq
+from ..units import MAX, MIN, format_hz
 from .request import MeasureRequest
 from .validity import activity_counter_cpu, expected_range
 
@@ -34,34 +35,35 @@ OnApplied = Callable[[Sequence[Requested], Sequence[ClockReading]], None]
 PIN_SETTLE_S = 2.0
 
 
-def build_profile(request: MeasureRequest, gpu_freq: Optional[str], root_base: Path
+def build_profile(request: MeasureRequest, gpu: Optional[Requested], root_base: Path
                   ) -> Optional[Profile]:
-    """The profile to pin for one GPU clock: --profile (if any) with --freq/--cpu-freq/
-    --emc-freq on top. None when nothing is to be pinned."""
+    """The profile to pin for one GPU clock (as planning resolved it): --profile (if any) with
+    --freq/--cpu-freq/--emc-freq on top. None when nothing is to be pinned."""
+    gpu_freq = gpu.requested if gpu is not None else None
     if request.profile:
         profile = load_profile(request.profile, root_base)
-    elif gpu_freq or request.cpu_freq or request.emc_freq:
+    elif gpu_freq is not None or request.cpu_freq is not None or request.emc_freq is not None:
         profile = Profile(name="measure", source=COMMAND_LINE)
     else:
         return None
     sections = list(profile.sections)
-    gpu, railgate = profile.gpu_freq, profile.gpu_railgate
+    railgate = profile.gpu_railgate
     cpu, governors, emc = profile.cpu_freq, profile.cpu_governors, profile.emc_freq
-    if gpu_freq:
-        spec = parse_freq(gpu_freq)
-        gpu = FreqRange(spec, spec)
+    gpu_range = profile.gpu_freq
+    if gpu_freq is not None:
+        assert not isinstance(gpu_freq, str) or gpu_freq in (MAX, MIN)
+        gpu_range = FreqRange(gpu_freq, gpu_freq)
         if railgate is None:
             railgate = False  # a railgated GPU wakes up slowly: never measure it
         sections.append("gpu")
-    if request.cpu_freq:
-        spec = parse_freq(request.cpu_freq)
-        cpu = FreqRange(spec, spec)
+    if request.cpu_freq is not None:
+        cpu = FreqRange(request.cpu_freq, request.cpu_freq)
         governors = governors or ("userspace", "performance")
         sections.append("cpu")
-    if request.emc_freq:
-        emc = parse_freq(request.emc_freq)
+    if request.emc_freq is not None:
+        emc = request.emc_freq
         sections.append("emc")
-    return dataclasses.replace(profile, gpu_freq=gpu, gpu_railgate=railgate, cpu_freq=cpu,
+    return dataclasses.replace(profile, gpu_freq=gpu_range, gpu_railgate=railgate, cpu_freq=cpu,
                                cpu_governors=governors, emc_freq=emc,
                                sections=tuple(dict.fromkeys(sections)),
                                beyond_power_mode=request.beyond_power_mode)
@@ -116,7 +118,7 @@ class Pin:
     def __init__(self, root: Root, board: Board, request: MeasureRequest, guard: Guard):
         self.root, self.board, self.request, self.guard = root, board, request, guard
         self.steps: List[Step] = []  # every Step written, in order
-        self.pinned_for: Union[str, None, object] = object()  # the GPU clock pinned (none yet)
+        self.pinned_for: Union[Requested, None, object] = object()  # GPU clock pinned (none yet)
         self.applied_clocks: List[ClockDoc] = []  # knobs read back (domains.read_applied)
         self.requested: List[Requested] = []
         self.clocks: Tuple[ClockReading, ...] = ()
@@ -140,21 +142,32 @@ class Pin:
             clocks = read()
         return tuple(settled(read))
 
-    def to(self, gpu_freq: Optional[str],
+    def to(self, gpu: Optional[Requested],
            on_applied: Optional[OnApplied] = None) -> None:
-        if gpu_freq == self.pinned_for:
+        """Pin the clocks for one point's GPU clock, as planning resolved it (`gpu`)."""
+        if gpu == self.pinned_for:
             return
-        profile = build_profile(self.request, gpu_freq, self.root.base)
+        profile = build_profile(self.request, gpu, self.root.base)
         if profile is not None:
             with self.guard.writing():
                 result = apply_profile(self.root, self.board, profile)
             self.steps += list(result.steps)
             self.requested = list(result.targets.requested)
+            pinned = next((r for r in self.requested if r.domain == "gpu"), None)
+            if gpu is not None and pinned is not None and \
+                    pinned.resolved_hz != gpu.resolved_hz:
+                # the same rules on the same board gave another clock: something (nvpmodel,
+                # another tool) changed the board's caps since planning; the pin names it
+                raise HardwareError(
+                    f"--freq {gpu.text}: planned to run {format_hz(gpu.resolved_hz)}, the "
+                    f"board now runs {format_hz(pinned.resolved_hz)} for it (its power mode "
+                    "or caps changed during the run)",
+                    hint="the clocks are put back; run again once the board is settled")
             self.notes = result.targets.notes
             self.caps_lifted = result.targets.caps_lifted
             self.profile_name = profile.name
         self.applied_clocks = applied_clocks(self.root, self.board)
         self.clocks = self.settle()
-        self.pinned_for = gpu_freq
+        self.pinned_for = gpu
         if on_applied is not None:
             on_applied(self.requested, self.clocks)

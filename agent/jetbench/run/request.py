@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from ..errors import UsageError
 from ..hw.board import Board
+from ..hw.fs import Root
+from ..profiles.profile import FreqRange, Profile
+from ..profiles.targets import COMMAND_LINE, Requested, resolve
 from ..report.schema import point_id
-from ..units import format_hz, parse_duration_s, parse_freq, resolve_freq
+from ..units import FreqSpec, format_hz, parse_duration_s, parse_freq
 from ..workload.command.spec import PRECISION as COMMAND_PRECISION
 from ..workload.command.spec import CommandSpec, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
@@ -29,9 +32,10 @@ class MeasureRequest:
     models: Tuple[str, ...] = ("alexnet",)
     precisions: Tuple[str, ...] = ("fp32",)
     batches: Tuple[int, ...] = (1,)
-    gpu_freqs: Tuple[Optional[str], ...] = (None,)  # None: leave the GPU clock as it is
-    cpu_freq: Optional[str] = None
-    emc_freq: Optional[str] = None
+    # parsed once (parse_freq_option): Hz exactly as typed, or MAX/MIN
+    gpu_freqs: Tuple[Optional[FreqSpec], ...] = (None,)  # None: leave the GPU clock as it is
+    cpu_freq: Optional[FreqSpec] = None
+    emc_freq: Optional[FreqSpec] = None
     profile: Optional[str] = None  # a name or TOML file; --freq/--cpu-freq/--emc-freq override it
     meters: Tuple[str, ...] = ()  # () = auto
     device: str = "auto"
@@ -57,12 +61,16 @@ class MeasureRequest:
 
 @dataclass(frozen=True)
 class Point:
-    gpu_freq: Optional[str]
-    gpu_hz: Optional[int]  # resolved against the board's table (None: not pinned)
+    gpu: Optional[Requested]  # the GPU clock asked and the one that runs (None: not pinned)
     model: str
     precision: str
     batch: int
     runtime: str = TORCH
+
+    @property
+    def gpu_hz(self) -> Optional[int]:
+        """The GPU clock this point runs at (None: not pinned)."""
+        return self.gpu.resolved_hz if self.gpu is not None else None
 
     @property
     def id(self) -> str:
@@ -135,6 +143,42 @@ def split_list(text: str) -> List[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def parse_freq_option(option: str, text: str) -> FreqSpec:
+    """One clock option's value, parsed once, before anything opens the board: a typo is a
+    usage error naming the option (exit 1), even while another command holds the board."""
+    try:
+        return parse_freq(text)
+    except UsageError as err:
+        raise UsageError(f"{option}: {err.message}", hint=err.hint) from None
+
+
+@dataclass(frozen=True)
+class FreqSelection:
+    """sweep's --freq, parsed once (before the board is opened): `all`, a range `lo..hi`, or a
+    list; each bound or item a FreqSpec (Hz exactly as typed, or MAX/MIN)."""
+
+    text: str
+    kind: str  # "all", "range" or "list"
+    specs: Tuple[FreqSpec, ...] = ()
+
+
+def parse_selection(text: str) -> FreqSelection:
+    """'307MHz..998MHz' / 'all' / '614MHz,max' -> a FreqSelection, or UsageError naming
+    --freq (a typo answered at once, even while another command holds the board)."""
+    word = text.strip().lower()
+    if word == "all":
+        return FreqSelection(text, "all")
+    if ".." in word:
+        lo_text, _, hi_text = word.partition("..")
+        return FreqSelection(text, "range", (parse_freq_option("--freq", lo_text),
+                                             parse_freq_option("--freq", hi_text)))
+    specs = tuple(parse_freq_option("--freq", p) for p in word.split(",") if p.strip())
+    if not specs:
+        raise UsageError(f"--freq: no frequency in {text!r}",
+                         hint="use e.g. 307MHz..998MHz, all, or 614MHz,691MHz")
+    return FreqSelection(text, "list", specs)
+
+
 def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
     """The request, or UsageError naming the option at fault (nothing run, nothing created).
     `ranked`: this run is one of several devices (--devices, or under torchrun)."""
@@ -163,8 +207,11 @@ def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
         check_runtimes(runtimes, split_list(o.model), o.provider, False, o.workload_python)
     request = MeasureRequest(
         models=tuple(split_list(o.model)), precisions=tuple(parse_precisions(o.precision)),
-        batches=batches, gpu_freqs=tuple(split_list(o.freq)) if o.freq else (None,),
-        cpu_freq=o.cpu_freq, emc_freq=o.emc_freq, profile=o.profile, meters=tuple(o.meter),
+        batches=batches, gpu_freqs=tuple(dict.fromkeys(
+            parse_freq_option("--freq", f) for f in split_list(o.freq))) if o.freq else (None,),
+        cpu_freq=parse_freq_option("--cpu-freq", o.cpu_freq) if o.cpu_freq else None,
+        emc_freq=parse_freq_option("--emc-freq", o.emc_freq) if o.emc_freq else None,
+        profile=o.profile, meters=tuple(o.meter),
         device=o.device,
         input_shape=parse_shape_option(o.input_shape) if o.input_shape else None,
         provider=o.provider, iterations=o.iterations, duration_s=parse_duration_s(o.duration),
@@ -200,21 +247,40 @@ def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
                    batches=(spec.batch,), command=spec)
 
 
-def plan_points(request: MeasureRequest, board: Board) -> List[Point]:
+def resolve_gpu(root: Root, board: Board, spec: FreqSpec,
+                beyond_power_mode: bool) -> Requested:
+    """A GPU clock request resolved against the board by the pin's own rules
+    (profiles/targets.py: table entry, the kernel's rule, the power mode's cap): the clock that
+    will run, and why it is not the request."""
+    if board.gpu is None and not board.nvml_gpus:
+        raise UsageError("--freq: this board has no GPU clock jetbench can set")
+    profile = Profile(name="measure", source=COMMAND_LINE, gpu_freq=FreqRange(spec, spec),
+                      sections=("gpu",), beyond_power_mode=beyond_power_mode)
+    return next(r for r in resolve(profile, board, root).requested if r.domain == "gpu")
+
+
+def plan_points(request: MeasureRequest, board: Board, root: Root,
+                said: Optional[List[str]] = None) -> List[Point]:
+    """Every point of the request, each GPU clock resolved once: the file name, the progress
+    line and the pin all name the clock that runs. Two requests that run one clock are
+    measured once (`said` gets a line saying so)."""
     check_simulated(request.models if request.command is None else (), board)
     points = []
-    table = board.gpu.available_hz if board.gpu else (
-        board.nvml_gpus[0].graphics_hz if board.nvml_gpus else ())
+    planned: Dict[Optional[int], Requested] = {}
     for freq in request.gpu_freqs:
-        hz = None
-        if freq is not None:
-            if board.gpu is None and not board.nvml_gpus:
-                raise UsageError("--freq: this board has no GPU clock jetbench can set")
-            spec = parse_freq(freq)
-            hz = resolve_freq(spec, table) if table else (spec if isinstance(spec, int) else None)
+        gpu = resolve_gpu(root, board, freq, request.beyond_power_mode) \
+            if freq is not None else None
+        hz = gpu.resolved_hz if gpu is not None else None
+        if gpu is not None and hz in planned:
+            if said is not None:
+                said.append(f"--freq {gpu.text} runs {format_hz(hz)}, as --freq "
+                            f"{planned[hz].text} does: measured once")
+            continue
+        if gpu is not None:
+            planned[hz] = gpu
         for model in request.models:
             for runtime in request.runtimes:
                 for precision in request.precisions:
                     for batch in request.batches:
-                        points.append(Point(freq, hz, model, precision, batch, runtime))
+                        points.append(Point(gpu, model, precision, batch, runtime))
     return points

@@ -27,7 +27,6 @@ from ..hw.fs import Root
 from ..hw.thermal import assess, cooling_states, read_temperatures_c, scan
 from ..report import schema
 from ..report.schema import SCHEMA
-from ..units import parse_freq
 from ..workload.runtimes import provider_for
 from .request import MeasureRequest, Point
 from .timing import precision_advice as advise
@@ -49,14 +48,16 @@ def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
     provider = provider_for(point.runtime, point.model, request.provider)  # ONNX Runtime's only
     requested: Dict[str, object] = {}
     resolved: Dict[str, int] = {}
+    why: Dict[str, str] = {}
     for r in pin.requested:
         if r.resolved_hz is None:
             requested[f"{r.domain}_{r.setting}"] = r.requested
             continue
         key = f"{r.domain}_hz" if r.setting == "freq" else f"{r.domain}_{r.setting}_hz"
-        spec = parse_freq(r.requested)
-        requested[key] = spec
-        resolved[key] = r.resolved_hz
+        requested[key] = r.requested  # exactly as asked: 624750000, "max"
+        resolved[key] = r.resolved_hz  # the clock that runs for it
+        if r.why:
+            why[key] = r.why
     return {
         "schema": SCHEMA,
         "status": status,
@@ -69,6 +70,7 @@ def skeleton(point: Point, status: str, request: MeasureRequest, board: Board,
             "profile": pin.profile_name,
             "requested": requested,
             "resolved": resolved,
+            "resolved_why": why,  # why a resolved clock is not the request
             "applied": applied,  # the knobs read back, not cur_freq (see run/validity.py)
             "clocks": [_without_table(c) for c in pin.applied_clocks],
             "pinned": bool(pin.requested),

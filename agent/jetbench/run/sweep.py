@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Union
 
 from ..documents import ResultDoc
 from ..errors import PowerModeCap, UsageError
@@ -23,28 +23,28 @@ from ..hw.fs import Root
 from ..profiles.targets import RANGE_TOLERANCE, mode_caps_now, table_hint
 from ..report import schema
 from ..report.digits import noise_words, plus_minus_pct, separated
-from ..units import MAX, MIN, format_hz, parse_freq, resolve_freq
+from ..units import MAX, MIN, FreqSpec, format_hz, format_spec, resolve_freq
 from ..work_units import efficiency_label, rate_label
 from ..workload.model_arg import SIM
 from .measure import MeasureReport, OnResult, Progress, measure
 
 if TYPE_CHECKING:
     from ..distributed.messages import Leader
-from .request import MeasureRequest
+from .request import FreqSelection, MeasureRequest, parse_selection
 
 
-def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
+def expand_freqs(selection: Union[str, FreqSelection], table: Sequence[int]) -> List[int]:
     """'307MHz..998MHz' / 'all' / '614MHz,max' -> table entries in Hz, ascending, unique."""
-    word = text.strip().lower()
+    chosen = parse_selection(selection) if isinstance(selection, str) else selection
+    text = chosen.text
     if not table:
         raise UsageError("this board lists no GPU frequency table to sweep",
                          hint="give explicit frequencies, e.g. --freq 614MHz,691MHz")
     ordered = sorted(set(table))
-    if word == "all":
+    if chosen.kind == "all":
         return ordered
-    if ".." in word:
-        lo_text, _, hi_text = word.partition("..")
-        lo, hi = (_bound(lo_text, ordered), _bound(hi_text, ordered))
+    if chosen.kind == "range":
+        lo, hi = (_bound(chosen.specs[0], ordered), _bound(chosen.specs[1], ordered))
         if lo > hi:
             raise UsageError(f"empty frequency range: {text!r} (low end above the high end)")
         picked = [f for f in ordered if lo <= f <= hi]
@@ -54,20 +54,17 @@ def expand_freqs(text: str, table: Sequence[int]) -> List[int]:
                                   f"{format_hz(ordered[-1])}")
         return picked
     out = set()
-    for part in (p for p in word.split(",") if p.strip()):
-        spec = parse_freq(part)
+    for spec in chosen.specs:
         if isinstance(spec, int) and not (ordered[0] * (1 - RANGE_TOLERANCE) <= spec
                                           <= ordered[-1] * (1 + RANGE_TOLERANCE)):
             raise UsageError(f"--freq: {format_hz(spec)} is outside this board's range "
                              f"{format_hz(ordered[0])} .. {format_hz(ordered[-1])}",
                              hint=table_hint(ordered, spec, ordered[0], ordered[-1]))
         out.add(resolve_freq(spec, ordered))
-    if not out:
-        raise UsageError(f"no frequency in {text!r}", hint="use e.g. 307MHz..998MHz or all")
     return sorted(out)
 
 
-def _within_mode(root: Root, board: Board, request: MeasureRequest, text: str,
+def _within_mode(root: Root, board: Board, request: MeasureRequest, chosen: FreqSelection,
                  table: Sequence[int]) -> Sequence[int]:
     """The GPU table a sweep may visit: under a power mode's GPU cap (no --beyond-power-mode),
     `all` and ranges stop at the cap, and a listed clock above it is refused before the first
@@ -77,11 +74,9 @@ def _within_mode(root: Root, board: Board, request: MeasureRequest, text: str,
     if caps is None or caps.gpu_max_hz is None:
         return table
     cap = caps.gpu_max_hz
-    word = text.strip().lower()
-    if word != "all" and ".." not in word:
-        above = [part for part in word.split(",") if part.strip()
-                 and parse_freq(part) not in (MAX, MIN)
-                 and int(parse_freq(part)) > cap * (1 + RANGE_TOLERANCE)]
+    if chosen.kind == "list":
+        above = [format_spec(spec) for spec in chosen.specs
+                 if isinstance(spec, int) and spec > cap * (1 + RANGE_TOLERANCE)]
         if above:
             raise PowerModeCap(f"--freq {', '.join(above)}: above the power mode's cap: mode "
                                f"{caps.mode.text} holds the GPU at {format_hz(cap)} or below",
@@ -89,8 +84,7 @@ def _within_mode(root: Root, board: Board, request: MeasureRequest, text: str,
     return [f for f in table if f <= cap]
 
 
-def _bound(text: str, table: Sequence[int]) -> int:
-    spec = parse_freq(text)
+def _bound(spec: FreqSpec, table: Sequence[int]) -> int:
     if spec == MAX:
         return table[-1]
     if spec == MIN:
@@ -229,7 +223,7 @@ def summarize(results: Sequence[ResultDoc], simulated: bool = False) -> SweepSum
     )
 
 
-def sweep(root: Root, request: MeasureRequest, freqs: str,
+def sweep(root: Root, request: MeasureRequest, freqs: Union[str, FreqSelection],
           progress: Optional[Progress] = None, ranks: Optional[Leader] = None,
           on_result: Optional[OnResult] = None) -> MeasureReport:
     """Every GPU clock of `freqs` (see module docstring) crossed with the request's models,
@@ -240,7 +234,9 @@ def sweep(root: Root, request: MeasureRequest, freqs: str,
     if board.gpu is None and not board.nvml_gpus:
         raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
     table = board.gpu.available_hz if board.gpu else board.nvml_gpus[0].graphics_hz
-    hz = expand_freqs(freqs, _within_mode(root, board, request, freqs, table))
-    request = dataclasses.replace(request, gpu_freqs=tuple(str(f) for f in hz), keep_going=True)
+    chosen = parse_selection(freqs) if isinstance(freqs, str) else freqs
+    hz = expand_freqs(chosen, _within_mode(root, board, request, chosen, table))
+    # the table entries as numbers: planning resolves each once (an entry resolves to itself)
+    request = dataclasses.replace(request, gpu_freqs=tuple(hz), keep_going=True)
     return measure(root, request, progress=progress, command="sweep", on_result=on_result,
                    ranks=ranks)
