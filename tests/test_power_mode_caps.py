@@ -103,8 +103,7 @@ def test_a_sweep_over_all_stops_at_the_cap_and_a_listed_clock_above_is_refused(t
     from jetbench.errors import PowerModeCap
     from jetbench.hw.board import detect
     from jetbench.hw.fs import Root
-    from jetbench.run.request import MeasureRequest
-    from jetbench.run.request import parse_selection
+    from jetbench.run.request import MeasureRequest, parse_selection
     from jetbench.run.sweep import _within_mode
 
     base = board(tmp_path, "nano", 1)
