@@ -20,11 +20,10 @@ from .common import (
     open_root,
     print_json,
 )
+from .progress_bar import ProgressBar, interruptible
 from .render import print_invalid, print_note, print_results, print_table
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
-
     from ..distributed.devices import RankEnv
     from ..distributed.messages import Leader
     from ..documents import ResultDoc
@@ -34,59 +33,6 @@ if TYPE_CHECKING:
     from ..run.request import FreqSelection, MeasureOptions, MeasureRequest
 
     Runner = Callable[..., Optional[MeasureReport]]  # measure or sweep, with its keywords
-
-_PROGRESS_AFTER_S = 1.0
-
-
-class _Bar:
-    """Points done / total with the time left, on stderr, only on a terminal and only once
-    the run has lasted a moment."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and console(stderr=True).is_terminal
-        self.start = time.monotonic()
-        self.progress: Optional[Progress] = None
-        self.task: Optional[TaskID] = None
-
-    def __enter__(self) -> _Bar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    def update(self, done: int, total: int, label: str, phase: str, fraction: float) -> None:
-        if not self.enabled or time.monotonic() - self.start < _PROGRESS_AFTER_S:
-            return
-        if self.progress is None:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TextColumn("left"), TimeRemainingColumn(),
-                                     console=console(stderr=True), transient=True)
-            self.progress.start()
-            self.task = self.progress.add_task("", total=total)
-        if self.task is not None:
-            self.progress.update(self.task, description=f"{label}: {phase}",
-                                 completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
-
-
-def _interruptible(update: OnProgress, latch: InterruptLatch) -> OnProgress:
-    """The progress callback, which is also where a swallowed Ctrl-C is raised again: it runs
-    in the measurement loop (at most every 0.1 s), never while the clocks are being restored."""
-    def progress(done: int, total: int, label: str, phase: str, fraction: float) -> None:
-        latch.check()
-        update(done, total, label, phase, fraction)
-    return progress
-
 
 def _finish(report: MeasureReport, as_json: bool, plot: bool, what: str, long: bool = False,
             answer: Sequence[str] = ()) -> None:
@@ -355,8 +301,8 @@ def _run(ctx: typer.Context, options: MeasureOptions, run: Runner, as_json: bool
                             rank_env() is not None)
     env = _ranks(ctx, options.devices, options.scaling, request)
     with InterruptLatch() as latch, \
-            _Bar(enabled=not as_json and (env is None or env.leader)) as bar:
-        progress = _interruptible(bar.update, latch)
+            ProgressBar(enabled=not as_json and (env is None or env.leader)) as bar:
+        progress = interruptible(bar.update, latch)
         if env is None:
             return run(open_root(ctx), request, progress=progress)
         return _run_ranked(env, latch, request, options.devices, options.scaling,
@@ -470,8 +416,8 @@ def demo(
     con.print("jetbench demo: a SIMULATED Jetson TX1 (L4T R24) in a temporary directory, "
               f"profile tx1-690mhz (GPU 690 MHz, CPU and EMC at max), {model} FP32 and FP16, "
               "batch 1. Short runs: 3 iterations / 2 s each.")  # wrapped at words
-    with InterruptLatch() as latch, _Bar(enabled=True) as bar:
-        result = run_demo(out, progress=_interruptible(bar.update, latch), model=model)
+    with InterruptLatch() as latch, ProgressBar(enabled=True) as bar:
+        result = run_demo(out, progress=interruptible(bar.update, latch), model=model)
     width = con.width
     if not con.is_terminal:  # piped: the table whole, the prose at the screen's width
         con.width = max(con.width, 140)
