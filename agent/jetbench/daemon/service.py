@@ -242,7 +242,8 @@ class Daemon:
             self.root, board, tune, self.config.beyond_power_mode, self._total_power_w,
             self._pin_point, lambda: self._read(board).get("clocks") or [],
             lent_to=lambda: (f"lent to {self.held.lease.who}" if self.held.lease is not None
-                             else None))
+                             else None),
+            known_rates=self.drift.known_rates)
 
     def _total_power_w(self) -> Optional[float]:
         """The board's total power now: the sources' total, else the sum of its rails."""
