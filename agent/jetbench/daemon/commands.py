@@ -17,7 +17,6 @@ from ..hw.board import Board
 from ..hw.fs import Root
 from ..ownership import journal
 from ..ownership.wire import Request
-from ..profiles.apply import build_plan
 from ..profiles.profile import Profile, load_profile
 from .control import Peer
 from .drift import Drift
@@ -96,7 +95,7 @@ class Commands:
             raise UsageError("no profile to pin: start the daemon with --profile, or "
                              "send apply")
         if self.held.pinned and self.held.targets is not None:
-            steps = build_plan(self.root, self.held.board, self.held.targets)  # type: ignore
+            steps = self.drift.plan(self.held.board, self.held.targets)  # type: ignore
             if steps:
                 self.drift.repin(steps)
         else:

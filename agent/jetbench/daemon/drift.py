@@ -4,6 +4,11 @@ throttling only with evidence (hw/thermal.py) and a clock below its pin as just 
 back any knob something else moved (nvpmodel, another tool), in every state: writing the knobs
 back does not fight a kernel cap (caps act through QoS and cooling devices). Nothing is ever
 left drifted on purpose.
+
+Drift is judged against the point the daemon pinned: what it wrote, as the kernel kept it. A
+rate the clock framework rounds (the BPMP EMC `rate` reads back rounded down to a table rate)
+is read back once after each of the daemon's own writes, and that rounded value is the pin from
+then on: the daemon's own pins are never "moved behind jetbench's back" (`pinned`, `plan`).
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Mapping, Optional, Sequence, Tuple
+from dataclasses import replace
+from functools import partial
+from typing import Callable, Collection, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import JetbenchError
 from ..hw import thermal
@@ -20,9 +27,10 @@ from ..hw.clocks.domains import read_applied, read_clocks
 from ..hw.clocks.steps import apply_step
 from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
-from ..hw.readings import settled
+from ..hw.readings import settled, settled_change
 from ..ownership import journal
 from ..profiles.apply import build_plan
+from ..profiles.targets import Targets
 from ..run.validity import below_pin
 from .held import Held, ReadingsDoc, RepinDoc
 
@@ -30,6 +38,7 @@ log = logging.getLogger("jetbench.daemon")
 
 SETTLE_GRACE_S = 2.0  # after a pin, clocks below it are not judged for this long
 SETTLE_TIMEOUT_S = 1.0  # before the first check, wait at most this long for two equal reads
+ROUNDING_WAIT_S = 0.5  # after writing a rate the kernel rounds: how long it may take to round
 
 
 def iso(t: float) -> str:
@@ -74,6 +83,47 @@ class Drift:
         self.below_pin: Tuple[str, ...] = ()
         self.last_repin: Optional[RepinDoc] = None
         self.failed_checks = 0
+        # knob -> (the value the daemon wrote, the value the kernel kept for it): a rate the
+        # kernel rounds, as it read back after the daemon's own write
+        self.kept: Dict[str, Tuple[str, str]] = {}
+        # values known to be kept as written (rates the clock runs: probed or listed): no wait
+        self._as_written: Set[str] = set()
+
+    def known_rates(self, hz: Collection[int]) -> None:
+        """Rates the clock framework is known to run as they are written (the EMC's probed or
+        listed rates): a pin of one of them is kept as it is, with no wait to read it back."""
+        self._as_written |= {str(int(v)) for v in hz}
+
+    def pinned(self, steps: Sequence[Step]) -> None:
+        """The daemon's own writes (a pin or a re-pin) are done: a rate the kernel rounds
+        (a write not verified byte for byte) is read back once the kernel acted on it (at most
+        ROUNDING_WAIT_S), and what it kept is the point pinned from now on, not drift."""
+        for step in steps:
+            for w in step.writes:
+                if w.verify:
+                    continue
+                if w.value in self._as_written:
+                    self.kept[w.path] = (w.value, w.value)
+                    continue
+                written: Optional[str] = w.value
+                kept = settled_change(partial(self._read_knob, w.path), written,
+                                      ROUNDING_WAIT_S)
+                if kept is not None:
+                    self.kept[w.path] = (w.value, kept)
+
+    def _read_knob(self, path: str) -> Optional[str]:
+        text = self.root.read(path, default=None)
+        return text if isinstance(text, str) else None
+
+    def plan(self, board: Board, targets: Targets) -> List[Step]:
+        """The writes that put the point pinned back: the profile's plan less the rates that
+        hold what the kernel kept of the daemon's own write (its rounding is not drift)."""
+        out: List[Step] = []
+        for step in build_plan(self.root, board, targets):
+            writes = tuple(w for w in step.writes if self.kept.get(w.path) != (w.value, w.old))
+            if writes:
+                out.append(replace(step, writes=writes))
+        return out
 
     def wait_settled(self, board: Board) -> None:
         """The kernel takes a moment to move the clocks after a pin, and the first judgement
@@ -92,6 +142,7 @@ class Drift:
                        board_family=self.held.board.family)
         for step in steps:
             apply_step(self.root, step)
+        self.pinned(steps)
 
     # -- the periodic check ------------------------------------------------------------------
     def check(self) -> None:
@@ -133,7 +184,7 @@ class Drift:
         self.below_pin = below
         if held.pinned and held.targets is not None:
             # A blind step (an NVML lock NVML cannot read back) is planned every time: no drift.
-            steps = [s for s in build_plan(self.root, board, held.targets) if not s.blind]
+            steps = [s for s in self.plan(board, held.targets) if not s.blind]
             if steps:
                 moved = [f"{w.path}: {w.old} (pinned: {w.value})" for s in steps for w in s.writes]
                 try:

@@ -21,7 +21,6 @@ from ..ownership import journal
 from ..ownership import lease as lease_file
 from ..ownership.lock import BoardLock
 from ..ownership.wire import BUSY, REVOKED, Request
-from ..profiles.apply import build_plan
 from ..profiles.profile import Profile
 from .control import FDS, HOLD, ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
@@ -159,7 +158,7 @@ class Lending:
                 self._pin_new(held.profile)  # restores the journal first
                 return
             assert held.board is not None
-            steps = build_plan(self.root, held.board, held.targets)
+            steps = self.drift.plan(held.board, held.targets)
             if steps:
                 self.drift.repin(steps)
         elif journal.load(self.root):

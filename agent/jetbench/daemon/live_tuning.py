@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 
 from ..errors import HardwareError, JetbenchError
 from ..sampling.uncertainty import sem_pct
+from ..units import format_hz
 from .live_log import JournalRate, LogRate, LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .online_tuner import FROZEN, Decision, Limit, OnlineTuner, Point, Space, Window
@@ -84,6 +85,7 @@ class TuneStatusDoc(TypedDict, total=False):
     energy_saved_basis: str
     latency_ms: Dict[str, float]
     paused: Optional[str]
+    space_hz: Dict[str, List[int]]  # each knob's candidates: the distinct rates the kernel runs
 
 
 def _point_doc(space: Space, point: Point, w: Window) -> PointDoc:
@@ -281,6 +283,7 @@ class LiveTuning:
                                   "energy",
             "latency_ms": dict(self._latency),
             "paused": self._paused_why,
+            "space_hz": {k: list(t) for k, t in zip(self.space.knobs, self.space.tables)},
         }
 
 
@@ -288,11 +291,13 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
                      total_power_w: Callable[[], Optional[float]],
                      pin: Callable[[Dict[str, int]], None],
                      read_clocks: Callable[[], Sequence[ClockDoc]],
-                     lent_to: Callable[[], Optional[str]]) -> LiveTuning:
+                     lent_to: Callable[[], Optional[str]],
+                     known_rates: Callable[[Sequence[int]], None] = lambda hz: None
+                     ) -> LiveTuning:
     """--tune: the rate source answers and the board has power readings and the knobs'
     tables, or the daemon does not start (one message); then the first window begins at the
-    point the board holds (`read_clocks`)."""
-    from ..run.tune.space import search_space
+    point the board holds (`read_clocks`), among the rates that run (`live_space`; told to
+    `known_rates` before the first pin)."""
     from .live_log import open_log_rate
 
     source = LiveRate(tune.rate, tune.latency) if isinstance(tune.rate, PrometheusSource) \
@@ -308,17 +313,49 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
     if total_power_w() is None:
         raise HardwareError("--tune: this board has no power reading to divide by (no "
                             "rails, RAPL or NVML): items per joule cannot be measured")
-    tables = search_space(root, board, tune.knobs, beyond_power_mode)
+    # the point the board holds, read before the EMC's rates are probed (which moves it)
+    held: Dict[str, Optional[int]] = {}
+    for c in read_clocks():
+        if c["domain"] in tune.knobs and c.get("cur_hz"):
+            held[c["domain"]] = max(held.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
+    tables = live_space(root, board, tune.knobs, beyond_power_mode, pin)
+    for rates in tables.values():
+        known_rates(rates)
     space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
     tuning = LiveTuning(tune, source, space, total_power_w, pin, paused=lent_to)
-    now: Dict[str, Optional[int]] = {}
-    for c in read_clocks():
-        if c["domain"] in tables and c.get("cur_hz"):
-            now[c["domain"]] = max(now.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
-    tuning.begin(now)
-    log.info("tune: %s, %s within the power mode; windows of %.3g s", tune.rate.text(),
-             ", ".join(f"{k} {len(v)} clocks" for k, v in tables.items()), tune.window_s)
+    tuning.begin(held)
+    log.info("tune: %s, within the power mode the clocks run %s; windows of %.3g s",
+             tune.rate.text(), "; ".join(f"{k} {_rates_text(v)}" for k, v in tables.items()),
+             tune.window_s)
     return tuning
+
+
+def live_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mode: bool,
+               pin: Callable[[Dict[str, int]], None]) -> Dict[str, List[int]]:
+    """Each knob's candidates, the rates the kernel runs, each once: the GPU's and CPU's table
+    entries within the power mode's caps (the mode's, from the journal's originals: a profile
+    the daemon pinned is no cap), the EMC's listed rates, or where the kernel lists none the
+    rates it runs when asked for shares of its max, probed as `tune` probes them (each pinned
+    with the daemon's own journalled pin, `pin`): a share rounds to a table rate, and several
+    shares to the same one."""
+    from ..hw.readings import emc_running_hz, rates_that_run
+    from ..ownership import journal
+    from ..run.tune.space import search_space
+
+    originals = {e.path: e.raw for e in journal.load(root)}
+    tables = search_space(root, board, knobs, beyond_power_mode, originals)
+    emc = board.emc
+    if "emc" in tables and emc is not None and not emc.available_hz:
+        asked = tables["emc"]
+        tables["emc"] = rates_that_run(asked, lambda hz: pin({"emc": hz}),
+                                       lambda: emc_running_hz(root, board))
+        log.info("tune: the EMC lists no rates: asked for %s, it runs %s", _rates_text(asked),
+                 _rates_text(tables["emc"]))
+    return tables
+
+
+def _rates_text(hz: Sequence[int]) -> str:
+    return ", ".join(format_hz(v) for v in hz)
 
 
 def tuned_profile(held: Optional[Profile], hz: Dict[str, int], beyond_power_mode: bool

@@ -39,6 +39,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ..report.digits import separated
+from ..units import format_hz
 
 EXPLORING = "exploring"
 HOLDING = "holding"
@@ -448,7 +449,7 @@ class OnlineTuner:
 
     # -- words ---------------------------------------------------------------------------------
     def _text(self, point: Point) -> str:
-        return ", ".join(f"{k} {hz / 1e6:.0f} MHz" for k, hz in self.space.hz(point).items())
+        return ", ".join(f"{k} {format_hz(hz)}" for k, hz in self.space.hz(point).items())
 
     def _met(self) -> str:
         if not self.limits:

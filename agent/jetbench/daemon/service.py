@@ -189,6 +189,8 @@ class Daemon:
         log.info("control socket: %s", self.config.socket_path)
         board = detect(self.root)
         self.held.board = board
+        if board.emc is not None:
+            self.drift.known_rates(board.emc.available_hz)  # listed: each runs as written
         if board.simulated and self.config.sim_kernel and not served_kernel(self.root):
             from ..sim.file_kernel import FileKernel
 
@@ -240,7 +242,8 @@ class Daemon:
             self.root, board, tune, self.config.beyond_power_mode, self._total_power_w,
             self._pin_point, lambda: self._read(board).get("clocks") or [],
             lent_to=lambda: (f"lent to {self.held.lease.who}" if self.held.lease is not None
-                             else None))
+                             else None),
+            known_rates=self.drift.known_rates)
 
     def _total_power_w(self) -> Optional[float]:
         """The board's total power now: the sources' total, else the sum of its rails."""
@@ -395,6 +398,7 @@ class Daemon:
         after the settle grace. The caller holds the lock and has resolved it."""
         assert self.held.board is not None
         result = apply_profile(self.root, self.held.board, profile)
+        self.drift.pinned(result.steps)  # a rate the kernel rounds: as it kept it, not drift
         self.held.judge_after = time.monotonic() + SETTLE_GRACE_S
         self.held.profile, self.held.targets, self.held.pinned = profile, result.targets, True
         return result

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple, TypedDict, TypeVar
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, TypedDict, TypeVar
 
 from ..documents import BoardDoc, ClockDoc, PowerModeDoc
 from .board import Board
@@ -154,3 +154,24 @@ def settled(read: Callable[[], T], timeout_s: float = 1.0) -> T:
             return now
         last = now
     return last
+
+
+def emc_running_hz(root: Root, board: Board) -> Set[int]:
+    """The rate the EMC runs now (empty where it reads none)."""
+    return {c.cur_hz for c in read_clocks(root, board) if c.domain == "emc" and c.cur_hz}
+
+
+def rates_that_run(candidates: Sequence[int], pin: Callable[[int], None],
+                   running: Callable[[], Set[int]]) -> List[int]:
+    """The distinct rates a clock runs when asked for each candidate, ascending: the clock
+    framework rounds a rate that is not one of its table's (BPMP EMC: down to a table rate),
+    so a candidate is only a question. `pin(hz)` asks for one; `running()` reads what runs,
+    once it moved (a rate read before the clock framework acted would be the last
+    candidate's: under load a probe lost a rate that way). Both `tune` (under its borrow)
+    and the daemon (its own journalled pins) ask this way."""
+    rates: Set[int] = set()
+    for hz in candidates:
+        before = running()
+        pin(hz)
+        rates.update(settled_change(running, before))
+    return sorted(rates)

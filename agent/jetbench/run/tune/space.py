@@ -3,7 +3,7 @@ rates the clock framework really runs (probed once)."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Set
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from ...errors import UsageError
 from ...hw.board import Board
@@ -18,10 +18,12 @@ from ...ownership.owner import borrow_board
 EMC_FRACTIONS = (1.0, 0.75, 0.5, 0.375, 0.25)
 
 
-def search_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mode: bool
-                 ) -> Dict[str, List[int]]:
-    """Candidate Hz per knob, from the board's own tables, within the power mode's caps."""
-    caps = None if beyond_power_mode else read_mode_caps(root, board, {})
+def search_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mode: bool,
+                 originals: Optional[Mapping[str, str]] = None) -> Dict[str, List[int]]:
+    """Candidate Hz per knob, from the board's own tables, within the power mode's caps
+    (`originals`: the state journal's values, path -> raw, which win over what jetbench itself
+    wrote since: the daemon's pinned profile is no cap)."""
+    caps = None if beyond_power_mode else read_mode_caps(root, board, originals or {})
     space: Dict[str, List[int]] = {}
     for knob in knobs:
         if knob == "gpu":
@@ -31,20 +33,23 @@ def search_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mo
                                  hint="a Jetson's GPU (devfreq) or an NVIDIA GPU whose NVML "
                                  "lists its supported clocks")
             cap = caps.gpu_max_hz if caps and caps.gpu_max_hz else None
-            space["gpu"] = [hz for hz in table if cap is None or hz <= cap]
+            # a cap that is no table entry runs the highest entry not above it: each entry
+            # at or below the cap runs as it is (hw/clocks/runs.py)
+            space["gpu"] = sorted({hz for hz in table if cap is None or hz <= cap})
         elif knob == "emc":
             emc = board.emc
             if emc is None:
                 raise UsageError("--knobs emc: this board has no EMC clock jetbench can set")
             rates = list(emc.available_hz) or sorted(
                 {int(emc.max_hz * f) for f in EMC_FRACTIONS})
-            space["emc"] = sorted(hz for hz in rates if hz <= emc.max_hz)
+            space["emc"] = sorted({hz for hz in rates if hz <= emc.max_hz})
         else:
             policies = board.cpu.policies
             if not policies or not policies[0].available_hz:
                 raise UsageError("--knobs cpu: this board lists no CPU frequency table")
             cap = caps.cpu_max_hz.get(policies[0].path) if caps else None
-            space["cpu"] = [hz for hz in policies[0].available_hz if cap is None or hz <= cap]
+            space["cpu"] = sorted({hz for hz in policies[0].available_hz
+                                   if cap is None or hz <= cap})
     return space
 
 
@@ -62,35 +67,26 @@ def probe_emc_rates(root: Root, candidates: Sequence[int], beyond_power_mode: bo
     rate that is not one of its table's (docs/hardware.md, EMC), and a trial must not claim a
     rate that did not run. Each is pinned under the board lock (or the daemon's lease), read
     back once settled, and everything is put back as measure does."""
-    from ...hw.clocks.domains import read_clocks
     from ...hw.clocks.types import Step
-    from ...hw.readings import settled_change
+    from ...hw.readings import emc_running_hz, rates_that_run
     from ...open_board import open_board
     from ...profiles.apply import apply_profile
     from ...profiles.profile import Profile
     from ..pinning import put_back
     from ..request import MeasureRequest
 
-    rates: Set[int] = set()
     # (inside tune's own borrow, which this shares; "tune" is a lease name the daemon takes)
     with borrow_board(root, "tune", 0.0) as guard, open_board(root) as board:
         had_journal = bool(journal.load(root))
         steps: List[Step] = []
         try:
-            def emc_now() -> Set[int]:
-                return {c.cur_hz for c in read_clocks(root, board)
-                        if c.domain == "emc" and c.cur_hz}
-
-            for hz in candidates:
+            def pin(hz: int) -> None:
                 profile = Profile(name="tune-emc-probe", source="jetbench tune", emc_freq=hz,
                                   sections=("emc",), beyond_power_mode=beyond_power_mode)
-                before = emc_now()
                 with guard.writing():
-                    steps += list(apply_profile(root, board, profile).steps)
-                # read once the rate moved (a rate read before the clock framework acted
-                # would be the last candidate's: under load a probe lost a rate that way)
-                rates.update(settled_change(emc_now, before))
+                    steps.extend(apply_profile(root, board, profile).steps)
+
+            return rates_that_run(candidates, pin, lambda: emc_running_hz(root, board))
         finally:
             with guard.writing():
                 put_back(root, MeasureRequest(), had_journal, steps)
-    return sorted(rates)
