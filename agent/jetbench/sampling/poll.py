@@ -34,12 +34,40 @@ class Sink(Protocol):
     def mark_fault(self, t_s: float, kind: str) -> None: ...
 
 
-class PollState:
-    """What a loop reports while it runs (read by the owner's stats())."""
+# A loop "falls behind" when, over one second of ticks, at least this share woke more than half
+# an interval late: then `PollState.on_behind` runs, once (the sampler process asks for a
+# real-time priority then, and not before: benchmarks/RESULTS.md, issue 64).
+BEHIND_SHARE = 0.05
+_BEHIND_SPAN_S = 1.0
 
-    def __init__(self) -> None:
+
+class PollState:
+    """What a loop reports while it runs (read by the owner's stats()), and what it calls once
+    should it fall behind its cadence (`on_behind`)."""
+
+    def __init__(self, on_behind: Optional[Callable[[], None]] = None) -> None:
         self.reads = 0
+        self.late = 0  # ticks that woke more than half an interval late
+        self.behind = False  # on_behind has run
+        self.on_behind = on_behind
         self.last_error: Optional[BaseException] = None
+        self._span_ticks = 0
+        self._span_late = 0
+
+    def tick(self, lag_s: float, interval_s: float) -> None:
+        """One polled tick that woke `lag_s` after its time; calls on_behind once when a
+        second's worth of ticks had BEHIND_SHARE or more late."""
+        self._span_ticks += 1
+        if lag_s > interval_s / 2:
+            self.late += 1
+            self._span_late += 1
+        if self._span_ticks < max(10, round(_BEHIND_SPAN_S / interval_s)):
+            return
+        if self._span_late >= BEHIND_SHARE * self._span_ticks and not self.behind:
+            self.behind = True
+            if self.on_behind is not None:
+                self.on_behind()
+        self._span_ticks = self._span_late = 0
 
 
 def sampling_interval_s(
@@ -72,6 +100,8 @@ def poll(
     pushed = source.pushed
     next_t = clock()
     while not stop.is_set():
+        if not pushed and interval_s > 0:
+            state.tick(clock() - next_t, interval_s)
         try:
             reading = source.read()
         except SourceFault as fault:

@@ -11,9 +11,9 @@ packed records (`sampling/records.py`) to the data pipe.
 It never outlives its parent: stdin stays open for its whole life and EOF on it (the parent
 stopped the sampler, or died) ends it; on Linux the kernel also kills it when the parent dies
 (PR_SET_PDEATHSIG), even if something else still holds the pipe; and a write to a data pipe
-nobody reads ends it too. Ctrl-C is the parent's business: SIGINT is ignored here. Where it is
-allowed, its reading threads run at a higher priority (see SAMPLER_RT_PRIORITY) so that a busy
-machine does not delay their reads.
+nobody reads ends it too. Ctrl-C is the parent's business: SIGINT is ignored here. Its reading
+threads run at a lower nice value, and a polled one that falls behind its cadence (a busy
+machine delays its wake-ups) asks for a real-time priority (see SAMPLER_RT_PRIORITY).
 """
 
 from __future__ import annotations
@@ -34,9 +34,12 @@ if TYPE_CHECKING:
 
 # Asked for where allowed (root, CAP_SYS_NICE): the sampler needs little CPU, but on time. On a
 # busy machine a normal-priority sampler waits behind other threads and misses ticks (61-93% of
-# 1 kHz on a loaded 2-core machine, 99.6-100% at SCHED_FIFO 1: benchmarks/RESULTS.md). Polled
-# sources' threads take the lowest real-time priority (they sleep between reads); the rest
-# (pushed streams, which read whatever the instrument sends) only a lower nice value.
+# 1 kHz on a loaded 2-core machine, 99.6-100% at SCHED_FIFO 1: benchmarks/RESULTS.md). But a
+# real-time thread wakes on the core it last ran on and preempts whatever runs there, even with
+# another core idle: at 1 kHz it took 3-5% from a GIL-holding workload on an idle machine
+# (issue 64), where a nice -10 thread wakes on the idle core. So every reading thread starts at
+# nice -10, and a polled one takes the lowest real-time priority only once it falls behind
+# (sampling/poll.py: BEHIND_SHARE of a second's ticks late); pushed streams never do.
 SAMPLER_RT_PRIORITY = 1
 SAMPLER_NICE = -10
 _LENGTH = struct.Struct("<I")
@@ -125,10 +128,13 @@ def _open_all(sources: Sequence[PowerSource]) -> None:
 def _sample(src: PowerSource, sink: Sink, interval_s: float, stop: threading.Event) -> None:
     from .poll import PollState, poll
 
-    # real time only where the loop sleeps between reads (never a pushed or 0-interval source)
-    raise_priority(realtime=not src.pushed and interval_s > 0)
+    raise_priority(realtime=False)
+    # real time only where the loop sleeps between reads (never a pushed or 0-interval source),
+    # and only once it falls behind: poll() calls this from this very thread
+    state = PollState(on_behind=lambda: raise_priority(realtime=True)) \
+        if not src.pushed and interval_s > 0 else PollState()
     try:
-        poll(src, sink, interval_s, stop, PollState())
+        poll(src, sink, interval_s, stop, state)
     except OSError:  # the data pipe is gone: the parent is gone or stopped reading
         stop.set()
 
