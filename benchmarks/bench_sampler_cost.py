@@ -69,9 +69,10 @@ def main() -> None:
     duration_s = float(_arg("--duration", "4"))
     key = _arg("--board", "orin-nano")
     arms = [("ina3221?interval=1ms", "1 kHz"), ("ina3221", "sensor's refresh")]
+    kernel = " (simulated kernel)" if "--simulated" in sys.argv else ""
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f} at start; {pairs} interleaved pairs of {duration_s:g} s "
-          f"windows per arm, board {key}{' (simulated kernel)' if '--simulated' in sys.argv else ''}")
+          f"windows per arm, board {key}{kernel}")
     with tempfile.TemporaryDirectory(prefix="jetbench-bench-") as base:
         work = Path(base)
         (work / "jb_spin.py").write_text(SPIN)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import cli
 
 from jetbench.hw.fs import Root
 from jetbench.ownership.lock import BoardLock
 from jetbench.sim.create import create_board
+
+from conftest import cli
 
 QUICK = ("--iterations", "2", "--duration", "0.2s", "--warmup", "0s")
 
