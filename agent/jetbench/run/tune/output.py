@@ -13,6 +13,7 @@ from ...hw.board import Board
 from ...hw.fs import Root
 from ...units import format_hz
 from ...work_units import DEFAULT_UNIT, per_joule_label, rate_label
+from ..constraint import Constraint
 from .choice import (
     _pooled,
     _usable,
@@ -23,7 +24,7 @@ from .choice import (
     trial_problem,
     why_best,
 )
-from .options import _CONSTRAINT, COMMAND_MODEL, P99_BATCHES, Constraint, TuneRequest
+from .options import COMMAND_MODEL, P99_BATCHES, TuneRequest
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -226,8 +227,11 @@ def pareto_plot(doc: TuneDoc, path: Path) -> Optional[Path]:
     from ...report.plots import plot_pareto
 
     limits = []
-    for c in doc.get("constraints", []):
-        m = _CONSTRAINT.match(c)
-        if m and m.group(1) in ("images_per_s", "images_per_j"):
-            limits.append((m.group(1), float(m.group(3)), c))
+    for text in doc.get("constraints", []):
+        try:  # (as tune.json keeps them: by the figures' keys, images_per_s for any unit)
+            c = Constraint.parse(text)
+        except UsageError:
+            continue
+        if c.name in ("images_per_s", "images_per_j"):
+            limits.append((c.name, c.value, text))
     return plot_pareto(doc, path, limits)
