@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 
 def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
-              simulated: bool, unit: str = DEFAULT_UNIT) -> TuneDoc:
+              simulated: bool, unit: str = DEFAULT_UNIT,
+              space_size: Optional[int] = None) -> TuneDoc:
     trials = study.get_trials(deepcopy=False)
     problems = {t.number: trial_problem(t, space) for t in trials}
     usable = _usable(trials, space)
@@ -68,7 +69,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
             "why": why_best(usable, req.objectives[0], per_joule_label(unit), best,
-                            req.constraints) if best else None,
+                            req.constraints, space_size) if best else None,
             "closest": None if best else _closest(usable, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
