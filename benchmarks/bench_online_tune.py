@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from jetbench.daemon.online_tuner import HOLDING, OnlineTuner, Point, Space, Window
-from jetbench.run.constraint import Constraint
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
+from jetbench.run.constraint import Constraint
 from jetbench.run.tune.space import search_space
 from jetbench.sim.boards import BOARDS
 from jetbench.sim.create import create_board
