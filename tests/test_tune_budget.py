@@ -107,3 +107,22 @@ def test_a_trial_that_repeats_a_point_says_why():
         "read again (its reading 2): one of the best points, first read by trial #3")
     assert again_reason(trial(5, retry_of=[3]), [first]) == \
         "measured again: trial #4 did not finish"
+
+
+def test_a_space_measured_whole_where_nothing_meets_the_floor_says_what_it_left_unspent(
+        tmp_path, monkeypatch):
+    """The top misses the floor, so every point below is known to miss without measuring; no
+    point is left to read again, and the budget left is said, not spent on repeats."""
+    from jetbench.run.tune.options import constraints_for
+
+    _stand_in(monkeypatch)
+    lines: List[str] = []
+    floor = constraints_for(["items_per_s>=1000"], MeasureOptions(model="sim:alexnet"))
+    doc = _study(tmp_path, 12, lines, constraints=floor)
+    complete = [t for t in doc["trials"] if t["state"] == "COMPLETE"]
+    known = [t for t in doc["trials"] if t["state"] == "PRUNED"]
+    assert len(complete) == 1 and len(known) == 6, doc["trials"]
+    assert doc["best"] is None and doc["closest"] is not None
+    assert lines[-1] == ("tune: every point of the space is measured (or known to miss) and "
+                         "none meets the constraints to be read again: 11 trial(s) of the "
+                         "budget left unspent"), lines

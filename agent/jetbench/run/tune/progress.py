@@ -23,7 +23,7 @@ class Reading(Protocol):
     def number(self) -> int: ...
 
     @property
-    def user_attrs(self) -> Dict[str, Any]: ...
+    def user_attrs(self) -> Dict[str, Any]: ...  # Any: Optuna's type (JSON values)
 
 
 def clock(seconds: float) -> str:

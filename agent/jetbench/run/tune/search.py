@@ -160,6 +160,16 @@ class Study:
         self.limit = self.req.budget
         if waiting:
             self._optimize(len(waiting), self.req.budget)
+        if len(self.directions) > 1:  # a Pareto front has no leaders to read again
+            self._say_unspent("a Pareto front's points are read once")
+            return
+        self._read_leaders()
+        self._say_why_stopped()
+        self._say_unspent("none meets the constraints to be read again")
+
+    def _read_leaders(self) -> None:
+        """Rounds of reading the leaders again (choice.leaders_again) until the budget is
+        spent, none is left to read, --patience or a trial lost the board."""
         best = choose_best(self.usable(), self.req.objectives[0], self.req.constraints)
         self.moved = (_key(best) if best else None, self.count())  # (--patience from here)
         while not self.fatal and self.still is None and self.count() < self.req.budget:
@@ -167,13 +177,15 @@ class Study:
             again = leaders_again(self.same_board(self.usable()), self.req.objectives[0],
                                   self.req.budget - before, CONFIRM, self.req.constraints)
             if not self._enqueue_again(again, self._patience) or self.count() == before:
-                break
-        self._say_why_stopped()
+                return
+
+    def _say_unspent(self, why: str) -> None:
+        """Where the whole space is measured and the budget is not spent: why."""
         if not self.fatal and self.still is None and self.count() < self.req.budget \
                 and self.req.storage is None:
-            self.say(f"tune: every point of the space is measured and none meets the "
-                     f"constraints to be read again: {self.req.budget - self.count()} trial(s) "
-                     "of the budget left unspent")
+            self.say(f"tune: every point of the space is measured (or known to miss) and "
+                     f"{why}: {self.req.budget - self.count()} trial(s) of the budget left "
+                     "unspent")
 
     def _search(self) -> None:
         """The sampler's search, the edge of a throughput floor in its last quarter, then the
