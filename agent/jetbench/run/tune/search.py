@@ -206,10 +206,9 @@ class Study:
         self._raise_fatal()
         self._say_why_stopped()
         left = req.budget - self.count()
-        self._read_again(min(req.confirm_trials, left) if self.still or self.exhausted
-                         else left)
-        if not self.fatal and not self.exhausted and self.still is None \
-                and self.count() < req.budget:
+        stopped = self.still is not None or self.exhausted
+        self._read_again(min(req.confirm_trials, left) if stopped else left)
+        if not self.fatal and not stopped and self.count() < req.budget:
             # fewer points to read again than the budget kept for them (every good point
             # read twice, or another board's trials stopped this one's search early): the
             # edge first where its halving stopped short (its new best read again), then
