@@ -41,9 +41,10 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from jetbench.daemon.online_tuner import HOLDING, Limit, OnlineTuner, Point, Space, Window
+from jetbench.daemon.online_tuner import HOLDING, OnlineTuner, Point, Space, Window
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
+from jetbench.run.constraint import Constraint
 from jetbench.run.tune.space import search_space
 from jetbench.sim.boards import BOARDS
 from jetbench.sim.create import create_board
@@ -102,7 +103,7 @@ class Model:
 
 def run_controller(model: Model, seed: int) -> Dict[str, object]:
     noise = random.Random(seed)
-    tuner = OnlineTuner(model.space, [Limit("items_per_s", ">=", LIMIT)])
+    tuner = OnlineTuner(model.space, [Constraint("items_per_s", ">=", LIMIT)])
     decision = tuner.start(model.space.top())
     met = total = 0
     gaps: List[float] = []

@@ -24,8 +24,9 @@ from jetbench.daemon.live_rate import (
     window,
 )
 from jetbench.daemon.live_tuning import LiveTuning, TuneConfig
-from jetbench.daemon.online_tuner import FROZEN, Limit, Space
+from jetbench.daemon.online_tuner import FROZEN, Space
 from jetbench.errors import HardwareError, UsageError
+from jetbench.run.constraint import Constraint
 
 TRITON = """# HELP nv_inference_count Number of inferences performed
 # TYPE nv_inference_count counter
@@ -112,7 +113,7 @@ def _tuning(rate: float = 30.0, power: Optional[float] = 5.0, lent: Optional[lis
     lent = lent if lent is not None else []
     space = Space(("gpu",), ((100_000_000, 200_000_000, 300_000_000, 400_000_000),))
     config = TuneConfig(rate=parse_source("prometheus:http://x/m#c"),
-                        limits=(Limit("items_per_s", ">=", 20.0),), knobs=("gpu",),
+                        limits=(Constraint("items_per_s", ">=", 20.0),), knobs=("gpu",),
                         window_s=2.0)
     tuning = LiveTuning(config, source, space, lambda: power, pins.append,
                         paused=lambda: lent[0] if lent else None, clock=lambda: clock[0])

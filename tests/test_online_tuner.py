@@ -17,12 +17,13 @@ from jetbench.daemon.online_tuner import (
     FROZEN,
     HOLDING,
     RETUNING,
-    Limit,
     OnlineTuner,
     Point,
     Space,
     Window,
+    parse_limit,
 )
+from jetbench.run.constraint import Constraint
 
 GPU = (76_800_000, 153_600_000, 230_400_000, 307_200_000, 384_000_000, 460_800_000,
        537_600_000, 614_400_000, 691_200_000, 768_000_000, 844_800_000, 921_600_000,
@@ -86,7 +87,7 @@ def _run(tuner: OnlineTuner, board: Board, start: Point, windows: int):
     broken = 0
     for _ in range(windows):
         window = board.window(decision.point)
-        broken += any(lim.broken(window) for lim in tuner.limits)
+        broken += any(window.breaks(lim) for lim in tuner.limits)
         decision = tuner.observe(decision.point, window)
     return decision, broken
 
@@ -94,7 +95,7 @@ def _run(tuner: OnlineTuner, board: Board, start: Point, windows: int):
 @pytest.mark.parametrize("demand,limit", [(30.0, 29.0), (60.0, 58.0), (None, 40.0)])
 def test_it_converges_near_the_sweeps_best_under_the_constraint(demand, limit):
     board = Board(_space(), demand)
-    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", limit)])
+    tuner = OnlineTuner(board.space, [Constraint("items_per_s", ">=", limit)])
     decision, broken = _run(tuner, board, board.space.top(), 30)
     assert decision.phase == HOLDING, decision
     rate, power = board.truth(decision.point)
@@ -107,12 +108,12 @@ def test_it_converges_near_the_sweeps_best_under_the_constraint(demand, limit):
 
 def test_a_step_that_breaks_the_constraint_is_rolled_back_at_once():
     board = Board(_space(("gpu",)), 30.0)
-    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 29.0)])
+    tuner = OnlineTuner(board.space, [Constraint("items_per_s", ">=", 29.0)])
     decision = tuner.start(board.space.top())
     seen = []
     for _ in range(20):
         window = board.window(decision.point)
-        was_broken = tuner.limits[0].broken(window)
+        was_broken = window.breaks(tuner.limits[0])
         held_before = tuner.held
         decision = tuner.observe(decision.point, window)
         seen.append(decision.point)
@@ -123,11 +124,11 @@ def test_a_step_that_breaks_the_constraint_is_rolled_back_at_once():
 
 def test_a_demand_change_is_followed_both_ways():
     board = Board(_space(), 30.0, noise=0.02, seed=3)
-    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 25.0)])
+    tuner = OnlineTuner(board.space, [Constraint("items_per_s", ">=", 25.0)])
     decision, _ = _run(tuner, board, board.space.top(), 30)
     low = board.truth(decision.point)
     board.demand = 60.0  # more frames: the held point cannot keep up, or barely
-    tuner.limits = (Limit("items_per_s", ">=", 55.0),)
+    tuner.limits = (Constraint("items_per_s", ">=", 55.0),)
     phases = set()
     for _ in range(30):
         window = board.window(decision.point)
@@ -137,7 +138,7 @@ def test_a_demand_change_is_followed_both_ways():
     high = board.truth(decision.point)
     assert high[0] >= 55.0 and high[1] > low[1]  # it keeps up, on more power than before
     board.demand = 30.0  # fewer: the rate at the held point falls beyond noise
-    tuner.limits = (Limit("items_per_s", ">=", 25.0),)
+    tuner.limits = (Constraint("items_per_s", ">=", 25.0),)
     for _ in range(30):
         decision = tuner.observe(decision.point, board.window(decision.point))
     again = board.truth(decision.point)
@@ -148,7 +149,7 @@ def test_a_demand_change_is_followed_both_ways():
 
 def test_a_silent_source_freezes_at_the_last_good_point_and_resumes():
     board = Board(_space(("gpu",)), 30.0)
-    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 29.0)])
+    tuner = OnlineTuner(board.space, [Constraint("items_per_s", ">=", 29.0)])
     decision = tuner.start(board.space.top())
     decision = tuner.observe(decision.point, board.window(decision.point))
     good = tuner.held
@@ -170,7 +171,7 @@ def _run_on(tuner, board, decision, windows):
 
 def test_a_constraint_the_top_cannot_meet_holds_the_top_and_says_so():
     board = Board(_space(("gpu",)), None)
-    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 1000.0)])
+    tuner = OnlineTuner(board.space, [Constraint("items_per_s", ">=", 1000.0)])
     decision, _ = _run(tuner, board, (3,), 4)
     assert decision.point == board.space.top() and decision.phase == HOLDING
     assert "not met even at the top" in decision.why
@@ -180,7 +181,7 @@ def test_noise_is_not_a_reason_to_move():
     """Holding, windows that differ only by noise keep the point (no re-tune); one window in
     CHECK_UP_EVERY + 1 looks one step up, and comes back."""
     board = Board(_space(), None, noise=0.01, seed=1)
-    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 40.0)])
+    tuner = OnlineTuner(board.space, [Constraint("items_per_s", ">=", 40.0)])
     decision, _ = _run(tuner, board, board.space.top(), 30)
     held = tuner.held
     up = (held[0] + 1, *held[1:])
@@ -197,7 +198,7 @@ def test_holding_a_saturated_point_looks_up_and_follows_a_demand_that_grew():
     """A paced workload whose demand grows past what the held point serves: the rate stays
     above the constraint (it serves what it can), so only the look one step up tells."""
     board = Board(_space(("gpu",)), 30.0)
-    tuner = OnlineTuner(board.space, [Limit("items_per_s", ">=", 27.0)])
+    tuner = OnlineTuner(board.space, [Constraint("items_per_s", ">=", 27.0)])
     decision, _ = _run(tuner, board, board.space.top(), 30)
     low = decision.point
     board.demand = 90.0
@@ -219,7 +220,7 @@ def test_keeping_up_with_the_demand_needs_no_number():
     """`demand>=0.95`: the demand is what the top serves; the point with the most items/J
     that still serves 95% of it is held, and a demand that falls or grows is followed."""
     board = Board(_space(("gpu",)), 30.0)
-    tuner = OnlineTuner(board.space, [Limit.parse("demand>=0.95")])
+    tuner = OnlineTuner(board.space, [parse_limit("demand>=0.95")])
     decision, _ = _run(tuner, board, (6,), 20)  # starts below the top: goes there first
     assert decision.phase == HOLDING and tuner.demand == pytest.approx(30.0, rel=0.01)
     for demand in (30.0, 20.0, 60.0):
@@ -239,4 +240,4 @@ def test_a_demand_share_is_above_zero_and_at_most_one(text):
     from jetbench.errors import UsageError
 
     with pytest.raises(UsageError, match="share of the demand"):
-        Limit.parse(text)
+        parse_limit(text)

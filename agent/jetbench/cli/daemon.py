@@ -88,7 +88,7 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     from ..daemon.live_log import parse_log_source
     from ..daemon.live_rate import parse_source
     from ..daemon.live_tuning import TuneConfig
-    from ..daemon.online_tuner import Limit
+    from ..daemon.online_tuner import parse_limit
     from ..errors import UsageError
     from ..run.tune.options import KNOBS
     from ..units import parse_duration_s
@@ -103,10 +103,10 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     if not throughput_from:
         raise UsageError("--tune needs --throughput-from prometheus:URL#METRIC (the "
                          "workload's counter of items done) or log:PATH#regex:PATTERN")
-    limits = [Limit.parse(text) for text in constraints]
+    limits = [parse_limit(text) for text in constraints]
     for limit in limits:
         if limit.name.startswith("latency") and not latency_from:
-            raise UsageError(f"--constraint {limit.text()} needs --latency-from (a histogram)")
+            raise UsageError(f"--constraint {limit} needs --latency-from (a histogram)")
     names = tuple(k.strip() for k in knobs.split(",") if k.strip())
     bad = [k for k in names if k not in KNOBS]
     if bad or not names:

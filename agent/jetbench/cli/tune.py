@@ -46,8 +46,8 @@ def tune(
              "images_per_s, latency_p99_ms, power_w."),
     constraint: List[str] = typer.Option(
         [], "--constraint", rich_help_panel=_SEARCH, metavar="NAME>=X",
-        help="A requirement on the same names, e.g. 'images_per_s>=30' or "
-             "'latency_p99_ms<=40' (repeatable). A trial that breaks one is never chosen."),
+        help="A requirement: items_per_s (images_per_s), items_per_j, latency_p99_ms, power_w, "
+             "e.g. 'items_per_s>=30' (repeatable). A trial that breaks one is never chosen."),
     knobs: str = typer.Option("gpu", "--knobs", rich_help_panel=_SEARCH, metavar="KNOBS",
                               help="Clocks to search, from the board's own tables: gpu, emc, "
                                    "cpu (comma-separated)."),
@@ -104,7 +104,7 @@ def tune(
     from ..interrupts import InterruptLatch
     from ..open_board import open_board
     from ..run.request import split_list
-    from ..run.tune.options import HEARTBEAT_S, Constraint, TuneRequest
+    from ..run.tune.options import HEARTBEAT_S, TuneRequest, constraints_for
     from ..run.tune.output import pareto_plot
     from ..run.tune.output import save_profile as write_profile
     from ..run.tune.study import tune as run
@@ -115,7 +115,7 @@ def tune(
     host = socket.gethostname()
     request = TuneRequest(options, out, objectives=tuple(
         o for item in objective for o in split_list(item)),
-        constraints=tuple(Constraint.parse(c) for c in constraint),
+        constraints=constraints_for(constraint, options),
         knobs=tuple(split_list(knobs)), budget=budget, storage=storage, study=study, seed=seed,
         mix_boards=mix_boards, warm_start=warm_start, reprobe=reprobe, patience=patience,
         heartbeat_s=HEARTBEAT_S if heartbeat is None else heartbeat or None,

@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
 
 from ..errors import HardwareError, JetbenchError
+from ..run.constraint import Constraint
 from ..sampling.uncertainty import sem_pct
 from ..units import format_hz
 from .live_log import JournalRate, LogRate, LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
-from .online_tuner import FROZEN, Decision, Limit, OnlineTuner, Point, Space, Window
+from .online_tuner import FROZEN, Decision, OnlineTuner, Point, Space, Window
 
 if TYPE_CHECKING:
     from ..documents import ClockDoc
@@ -54,7 +55,7 @@ class TuneConfig:
     """What `daemon --tune` was given."""
 
     rate: Union[PrometheusSource, LogSource]
-    limits: Tuple[Limit, ...] = ()
+    limits: Tuple[Constraint, ...] = ()
     latency: Optional[PrometheusSource] = None
     knobs: Tuple[str, ...] = ("gpu", "emc")
     window_s: float = 10.0
@@ -210,7 +211,7 @@ class LiveTuning:
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self.config.window_s:
             return False
         partial = self._figures()
-        return partial is not None and any(lim.broken(partial) for lim in self.tuner.judged())
+        return partial is not None and any(partial.breaks(lim) for lim in self.tuner.judged())
 
     def _measured(self) -> Optional[Window]:
         """The window's figures, counted in the energy saved."""
@@ -268,7 +269,7 @@ class LiveTuning:
         return {
             "phase": t.phase,
             "source": self.config.rate.text(),
-            "constraints": [lim.text() for lim in t.limits],
+            "constraints": [str(lim) for lim in t.limits],
             "demand_per_s": t.demand,
             "window_s": self.config.window_s,
             "held": held,

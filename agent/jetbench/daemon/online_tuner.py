@@ -39,6 +39,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ..report.digits import separated
+from ..run.constraint import Constraint, daemon_names
 from ..units import format_hz
 
 EXPLORING = "exploring"
@@ -52,7 +53,6 @@ PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN)
 # from being taken, on the noise of one window).
 SIGMAS = 2.0
 DEMAND = "demand"  # demand>=SHARE: serve that share of the demand (measured at the top)
-LIMIT_NAMES = ("items_per_s", "power_w", "latency_p99_ms", "latency_p50_ms", DEMAND)
 MAX_PASSES = 3  # passes over the knobs in one search (another only where one moved)
 MOVED_WINDOWS = 2  # windows in a row whose rate moved beyond noise before a search again
 CHECK_UP_EVERY = 6  # holding: every this many windows, one window one step up
@@ -116,56 +116,26 @@ class Window:
             return self.latency_ms.get(name[len("latency_"):-len("_ms")]), None
         return None, None
 
+    def meets(self, limit: Constraint) -> bool:
+        """Met with the whole interval (SIGMAS uncertainties) on the right side: what a step
+        needs to be taken. An unknown figure is not met."""
+        return limit.met(*self.metric(limit.name), sigmas=SIGMAS)
 
-@dataclass(frozen=True)
-class Limit:
-    """A constraint, `NAME>=VALUE` or `NAME<=VALUE` (run/tune/options.Constraint's terms)."""
-
-    name: str
-    op: str
-    value: float
-    # Met where not broken (the demand's share: a point that keeps up serves the demand, not
-    # more, so its interval can never lie wholly above it).
-    lenient: bool = False
-
-    def _margin(self, window: Window) -> Tuple[Optional[float], float]:
-        got, pct = window.metric(self.name)
-        return got, (0.0 if got is None else abs(got) * (pct or 0.0) / 100.0 * SIGMAS)
-
-    def met(self, window: Window) -> bool:
-        """Met with the whole interval on the right side (SIGMAS uncertainties): what a step
-        needs to be taken. An unknown metric is not met."""
-        got, margin = self._margin(window)
-        if got is None:
-            return False
-        if self.lenient:
-            return not self.broken(window)
-        return got - margin >= self.value if self.op == ">=" else got + margin <= self.value
-
-    def broken(self, window: Window) -> bool:
+    def breaks(self, limit: Constraint) -> bool:
         """Broken with the whole interval on the wrong side: what makes a held point be left.
-        An unknown metric is not judged."""
-        got, margin = self._margin(window)
-        if got is None:
-            return False
-        return got + margin < self.value if self.op == ">=" else got - margin > self.value
+        An unknown figure is not judged."""
+        return limit.broken(*self.metric(limit.name), sigmas=SIGMAS)
 
-    @staticmethod
-    def parse(text: str) -> Limit:
-        """'items_per_s>=30', 'latency_p99_ms<=40', 'power_w<=10' -> a Limit; UsageError."""
-        # here, not at the top: run/tune/options.py brings the measure request with it, which
-        # the daemon needs only when a constraint is parsed
-        from ..run.tune.options import parse_bound
 
-        name, op, value = parse_bound(text, LIMIT_NAMES, "items_per_s>=30")
-        if name == DEMAND and (op != ">=" or not 0 < value <= 1):
-            raise UsageError(f"--constraint {text!r}: demand>=SHARE, the share of the demand "
-                             "served, above 0 and at most 1",
-                             hint="e.g. --constraint 'demand>=0.98': keep up with what arrives")
-        return Limit(name, op, value)
-
-    def text(self) -> str:
-        return f"{self.name}{self.op}{self.value:.4g}"
+def parse_limit(text: str) -> Constraint:
+    """'items_per_s>=30' (or images_per_s, fps), 'latency_p99_ms<=40', 'power_w<=10',
+    'demand>=0.98' -> a constraint on a window's figures; UsageError (run/constraint.py)."""
+    limit = Constraint.parse(text, daemon_names((DEMAND,)))
+    if limit.name == DEMAND and (limit.op != ">=" or not 0 < limit.value <= 1):
+        raise UsageError(f"--constraint {text!r}: demand>=SHARE, the share of the demand "
+                         "served, above 0 and at most 1",
+                         hint="e.g. --constraint 'demand>=0.98': keep up with what arrives")
+    return limit
 
 
 def _apart(a: float, a_pct: Optional[float], b: float, b_pct: Optional[float],
@@ -209,7 +179,7 @@ class OnlineTuner:
     """The search state. `start(point)` gives the first point; `observe(point, window)` (None:
     the source was not read) answers the next."""
 
-    def __init__(self, space: Space, limits: Sequence[Limit]):
+    def __init__(self, space: Space, limits: Sequence[Constraint]):
         self.space = space
         self.limits = tuple(limits)
         self.phase = EXPLORING
@@ -239,7 +209,7 @@ class OnlineTuner:
         """Where the first window runs: the point the board holds now (the profile's)."""
         return Decision(point, self.phase, "measuring the point the board holds", settle=True)
 
-    def judged(self) -> Tuple[Limit, ...]:
+    def judged(self) -> Tuple[Constraint, ...]:
         """The limits as windows are judged by: `demand>=SHARE` becomes items_per_s at least
         SHARE of the demand measured at the top of the space (none while it is unknown)."""
         out = []
@@ -247,7 +217,7 @@ class OnlineTuner:
             if lim.name != DEMAND:
                 out.append(lim)
             elif self.demand is not None:
-                out.append(Limit("items_per_s", ">=", lim.value * self.demand, lenient=True))
+                out.append(Constraint("items_per_s", ">=", lim.value * self.demand, lenient=True))
         return tuple(out)
 
     def observe(self, point: Point, window: Optional[Window]) -> Decision:
@@ -261,9 +231,9 @@ class OnlineTuner:
             # where even it does not)
             self.demand = window.items_per_s
         limits = self.judged()
-        if any(lim.broken(window) for lim in limits):
+        if any(window.breaks(lim) for lim in limits):
             self.broken_windows += 1
-        unmet = [lim for lim in limits if not lim.met(window)]
+        unmet = [lim for lim in limits if not window.meets(lim)]
         if not unmet and (self.best is None or _better(window, self.best[1])):
             self.best = (point, window)
         if self.phase == FROZEN:
@@ -271,8 +241,8 @@ class OnlineTuner:
         if wants_demand and self.demand is None:
             return self._to_top("the demand is not known yet: measured at the top")
         if self.phase == HOLDING:
-            return self._hold(point, window, [lim for lim in limits if lim.broken(window)])
-        return self._search(point, window, unmet, [lim for lim in limits if lim.broken(window)])
+            return self._hold(point, window, [lim for lim in limits if window.breaks(lim)])
+        return self._search(point, window, unmet, [lim for lim in limits if window.breaks(lim)])
 
     # -- searching -----------------------------------------------------------------------------
     def _first_step(self, knob: int) -> int:
@@ -295,11 +265,11 @@ class OnlineTuner:
         self.held, self.held_window, self._recovering = None, None, False
         return Decision(top, self.phase, f"{why}: to the top at once", settle=True)
 
-    def _search(self, point: Point, window: Window, unmet: List[Limit],
-                broken: List[Limit]) -> Decision:
+    def _search(self, point: Point, window: Window, unmet: List[Constraint],
+                broken: List[Constraint]) -> Decision:
         """A step is taken only where every constraint is met beyond its uncertainty; the last
         good point is left only where one is broken beyond it."""
-        why_unmet = ", ".join(lim.text() for lim in unmet) + " not met"
+        why_unmet = ", ".join(str(lim) for lim in unmet) + " not met"
         if self.held is None:  # the first good point is not found yet
             if unmet:
                 if point == self.space.top():
@@ -316,7 +286,7 @@ class OnlineTuner:
         if self._recovering:  # the window back at the last good point after a failed step
             self._recovering = False
             if broken:
-                why = ", ".join(lim.text() for lim in broken)
+                why = ", ".join(str(lim) for lim in broken)
                 return self._to_top(f"{why} broken back at {self._text(point)}")
             return self._next_probe(f"back at {self._text(point)}")
         if unmet:
@@ -376,12 +346,12 @@ class OnlineTuner:
         return Decision(self.held, self.phase, f"{why}; holding {self._text(self.held)}")
 
     # -- holding -------------------------------------------------------------------------------
-    def _hold(self, point: Point, window: Window, broken: List[Limit]) -> Decision:
+    def _hold(self, point: Point, window: Window, broken: List[Constraint]) -> Decision:
         assert self.held is not None and self.held_window is not None
         if self._checking:  # the window one step up
             self._checking = False
             ref = self.held_window
-            if all(lim.met(window) for lim in self.judged()) and \
+            if all(window.meets(lim) for lim in self.judged()) and \
                     window.items_per_s > ref.items_per_s and _moved(window, ref) and \
                     _better(window, ref):
                 # more served one step up, and more per joule: the held point was not keeping
@@ -398,7 +368,7 @@ class OnlineTuner:
         self._held_windows += 1
         if broken:
             top = self.space.top()
-            why = ", ".join(lim.text() for lim in broken)
+            why = ", ".join(str(lim) for lim in broken)
             if self.held == top:
                 return Decision(top, self.phase, f"{why} is not met even at the top of the "
                                 "space: holding the top")
@@ -454,4 +424,4 @@ class OnlineTuner:
     def _met(self) -> str:
         if not self.limits:
             return "no constraint"
-        return ", ".join(lim.text() for lim in self.limits) + " met"
+        return ", ".join(str(lim) for lim in self.limits) + " met"

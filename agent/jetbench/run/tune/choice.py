@@ -177,6 +177,22 @@ def _to_confirm(trials: Sequence[FrozenTrial], objective: str, room: int,
     return [dict(p.trials[0].user_attrs["settings"]) for _, p in once[:room]]
 
 
+def leaders_again(trials: Sequence[FrozenTrial], objective: str, room: int, leaders: int,
+                  constraints: Sequence[Constraint] = ()) -> List[Settings]:
+    """Where every point is measured: the settings of the best `leaders` feasible points that
+    have the fewest readings among them, best first, at most `room` (a round of reading the
+    leaders again; the next round judges them on their new means)."""
+    if room <= 0 or objective not in OBJECTIVES:
+        return []
+    sign = 1 if OBJECTIVES[objective] == "maximize" else -1
+    ranked = sorted(((value, p) for p in _pooled(trials, constraints).values() if p.feasible
+                     for value in [p.metrics.get(objective)] if value is not None),
+                    key=lambda vp: -sign * vp[0])[:leaders]
+    fewest = min((len(p.trials) for _, p in ranked), default=0)
+    return [dict(p.trials[0].user_attrs["settings"]) for _, p in ranked
+            if len(p.trials) == fewest][:room]
+
+
 def _params_of(settings: Settings, space: Dict[str, List[int]],
                choices: Dict[str, Sequence[Union[str, int]]]) -> Optional[Settings]:
     """Optuna's params for a point, rebuilt from its checked settings (never the stored
@@ -222,14 +238,23 @@ def choose_best(trials: Sequence[FrozenTrial], objective: str,
 
 
 def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/J",
-             best: Optional[FrozenTrial] = None, constraints: Sequence[Constraint] = ()
-             ) -> str:
+             best: Optional[FrozenTrial] = None, constraints: Sequence[Constraint] = (),
+             space_size: Optional[int] = None) -> str:
     """Why choose_best chose its point (`best`, where the caller has it already), in a line:
     the tie it won on power, or how far it is from the runner-up ('' where nothing was
-    chosen)."""
+    chosen); with `space_size`, over how many of the space's points that was judged."""
     best = best or choose_best(trials, objective, constraints)
     if best is None:
         return ""
+    line = _why(trials, objective, per_j, best, constraints)
+    if space_size is None:
+        return line
+    measured = len(_pooled(trials, constraints))
+    return f"{line}, over the {measured} of {space_size} points measured"
+
+
+def _why(trials: Sequence[FrozenTrial], objective: str, per_j: str, best: FrozenTrial,
+         constraints: Sequence[Constraint]) -> str:
     points = [p for p in _pooled(trials, constraints).values()
               if p.feasible and p.metrics.get(objective) is not None
               and _key(p.trials[-1]) != _key(best)]

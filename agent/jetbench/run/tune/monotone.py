@@ -104,3 +104,15 @@ def top_points(space: Dict[str, List[int]], models: Sequence[str], precisions: S
     tops = {f"{knob}_index": len(values) - 1 for knob, values in space.items()}
     return [{"model": m, "precision": p, "batch": b, **tops}
             for m, p, b in itertools.product(models, precisions, batches)]
+
+
+def every_point(space: Dict[str, List[int]], models: Sequence[str], precisions: Sequence[str],
+                batches: Sequence[int]) -> List[Dict[str, Union[str, int]]]:
+    """Optuna's params of every point of the space, the highest clocks first (so a point below
+    one that missed a throughput floor is known to miss before its turn comes)."""
+    knobs = list(space)
+    clocks = sorted(itertools.product(*(range(len(space[k])) for k in knobs)),
+                    key=lambda at: (-sum(at), [-i for i in at]))
+    return [{"model": m, "precision": p, "batch": b,
+             **{f"{k}_index": i for k, i in zip(knobs, at)}}
+            for m, p, b in itertools.product(models, precisions, batches) for at in clocks]

@@ -4,17 +4,16 @@ any work; Optuna, loaded where a study needs it."""
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 from ...documents import TuneDoc
 from ...errors import UsageError
 from ...work_units import DEFAULT_UNIT
+from ..constraint import Constraint, tune_names
 from ..request import MeasureOptions
 
 # name -> Optuna's direction
@@ -45,50 +44,12 @@ INFERRED_IN_A_ROW = 25  # sampled points known to miss in a row: the search stop
 HEARTBEAT_S = 10  # a shared study's running trials beat this often (Optuna's heartbeat)
 
 
-_CONSTRAINT = re.compile(r"^\s*([a-z_0-9]+)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$")
-
-
-def parse_bound(text: str, names: Tuple[str, ...], example: str) -> Tuple[str, str, float]:
-    """'NAME>=VALUE' or 'NAME<=VALUE', NAME one of `names`, VALUE a finite number -> (name,
-    op, value); a UsageError naming what is wrong otherwise (tune's and `daemon --tune`'s
-    --constraint)."""
-    m = _CONSTRAINT.match(text)
-    if not m or m.group(1) not in names:
-        raise UsageError(f"--constraint {text!r}: expected NAME>=VALUE or NAME<=VALUE",
-                         hint="NAME is one of " + ", ".join(names)
-                         + f"; e.g. --constraint '{example}'")
-    try:
-        value = float(m.group(3))
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise UsageError(f"--constraint {text!r}: {m.group(3)!r} is not a number")
-    return m.group(1), m.group(2), value
-
-
-@dataclass(frozen=True)
-class Constraint:
-    name: str
-    op: str  # ">=" or "<="
-    value: float
-
-    @staticmethod
-    def parse(text: str) -> Constraint:
-        return Constraint(*parse_bound(text, tuple(OBJECTIVES), "images_per_s>=30"))
-
-    def violation(self, metrics: Dict[str, Optional[float]]) -> float:
-        """<= 0 when met with the figure's uncertainty (`NAME_uncertainty_pct`: the whole
-        interval on the right side of the limit; a figure of unknown uncertainty by its value
-        alone); how far off otherwise (1e9 when the metric is unknown)."""
-        got = metrics.get(self.name)
-        if got is None:
-            return 1e9
-        pct = metrics.get(f"{self.name}_uncertainty_pct")
-        margin = abs(got) * pct / 100.0 if pct is not None and math.isfinite(pct) else 0.0
-        return self.value - (got - margin) if self.op == ">=" else (got + margin) - self.value
-
-    def __str__(self) -> str:
-        return f"{self.name}{self.op}{self.value:g}"
+def constraints_for(texts: Sequence[str], options: MeasureOptions) -> Tuple[Constraint, ...]:
+    """--constraint's texts for this workload: the rate is items_per_s, also images_per_s or
+    fps where a --cmd counts images or frames (a network counts images)."""
+    unit = (options.unit or DEFAULT_UNIT).strip().lower() if options.cmd else DEFAULT_UNIT
+    names = tune_names(unit)
+    return tuple(Constraint.parse(text, names) for text in texts)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from ...hw.board import Board
 from ...hw.fs import Root
 from ...units import format_hz
 from ...work_units import DEFAULT_UNIT, per_joule_label, rate_label
+from ..constraint import Constraint
 from .choice import (
     _pooled,
     _usable,
@@ -23,7 +24,7 @@ from .choice import (
     trial_problem,
     why_best,
 )
-from .options import _CONSTRAINT, COMMAND_MODEL, P99_BATCHES, Constraint, TuneRequest
+from .options import COMMAND_MODEL, P99_BATCHES, TuneRequest
 
 if TYPE_CHECKING:
     from optuna import Study
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 
 
 def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
-              simulated: bool, unit: str = DEFAULT_UNIT) -> TuneDoc:
+              simulated: bool, unit: str = DEFAULT_UNIT,
+              space_size: Optional[int] = None) -> TuneDoc:
     trials = study.get_trials(deepcopy=False)
     problems = {t.number: trial_problem(t, space) for t in trials}
     usable = _usable(trials, space)
@@ -67,7 +69,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
             "why": why_best(usable, req.objectives[0], per_joule_label(unit), best,
-                            req.constraints) if best else None,
+                            req.constraints, space_size) if best else None,
             "closest": None if best else _closest(usable, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
@@ -226,8 +228,11 @@ def pareto_plot(doc: TuneDoc, path: Path) -> Optional[Path]:
     from ...report.plots import plot_pareto
 
     limits = []
-    for c in doc.get("constraints", []):
-        m = _CONSTRAINT.match(c)
-        if m and m.group(1) in ("images_per_s", "images_per_j"):
-            limits.append((m.group(1), float(m.group(3)), c))
+    for text in doc.get("constraints", []):
+        try:  # (as tune.json keeps them: by the figures' keys, images_per_s for any unit)
+            c = Constraint.parse(text)
+        except UsageError:
+            continue
+        if c.name in ("images_per_s", "images_per_j"):
+            limits.append((c.name, c.value, text))
     return plot_pareto(doc, path, limits)
