@@ -191,7 +191,7 @@ def requested_table(requested, applied, simulated: bool, dry_run: bool = False):
             if i:
                 table.add_row(knob, "", "", *figures)
             else:
-                table.add_row(knob, req.requested, resolved, *figures)
+                table.add_row(knob, req.text, resolved, *figures)
     return table
 
 

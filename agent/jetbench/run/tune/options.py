@@ -14,7 +14,7 @@ from ...documents import TuneDoc
 from ...errors import UsageError
 from ...work_units import DEFAULT_UNIT
 from ..constraint import Constraint, tune_names
-from ..request import MeasureOptions
+from ..request import MeasureOptions, MeasureRequest
 
 # name -> Optuna's direction
 OBJECTIVES = {"images_per_j": "maximize", "images_per_s": "maximize",
@@ -70,6 +70,8 @@ class TuneRequest:
     warm_start: Optional[Path] = None  # an earlier study's tune.json: its best points first
     reprobe: bool = False  # probe the EMC's rates again on a resume, refuse where they moved
     patience: Optional[int] = None  # stop searching once this many trials left the best be
+    # the options checked once (run/request.build_request), every trial a copy of it
+    checked: Optional[MeasureRequest] = None
 
     @property
     def confirm_trials(self) -> int:
@@ -130,13 +132,16 @@ def load_optuna() -> ModuleType:
     return optuna
 
 
-def options_for(base: MeasureOptions, settings: Dict[str, Union[str, int]], out: Path,
-                batches: int = 0) -> MeasureOptions:
-    """The measure options of one trial: its point pinned; a p99 read again on `batches`."""
+def request_for(checked: MeasureRequest, settings: Dict[str, Union[str, int]], out: Path,
+                batches: int = 0) -> MeasureRequest:
+    """One trial's request: a copy of the request checked once, its point pinned (the clocks
+    as numbers, Hz: nothing parsed again); a p99 read again on `batches` iterations."""
+    if checked.command is None:  # a command is its own workload: no model, precision, batch
+        checked = dataclasses.replace(
+            checked, models=(str(settings["model"]),), precisions=(str(settings["precision"]),),
+            batches=(int(settings["batch"]),))
     return dataclasses.replace(
-        base, model=base.model if base.cmd else str(settings["model"]),
-        iterations=max(base.iterations, batches),
-        precision=str(settings["precision"]), batch=str(settings["batch"]), out=out,
-        freq=f"{settings['gpu_hz']}" if "gpu_hz" in settings else None,
-        emc_freq=f"{settings['emc_hz']}" if "emc_hz" in settings else None,
-        cpu_freq=f"{settings['cpu_hz']}" if "cpu_hz" in settings else None)
+        checked, out_dir=out, iterations=max(checked.iterations, batches),
+        gpu_freqs=(int(settings["gpu_hz"]),) if "gpu_hz" in settings else (None,),
+        emc_freq=int(settings["emc_hz"]) if "emc_hz" in settings else None,
+        cpu_freq=int(settings["cpu_hz"]) if "cpu_hz" in settings else None)

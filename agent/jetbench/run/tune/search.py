@@ -18,10 +18,9 @@ from ...errors import JetbenchError, SamplerDied, first_line
 from ...hw.fs import Root
 from ...ownership.lease import LeaseRevoked
 from ...ownership.lock import BoardBusy
-from ..request import build_request
 from .choice import _key, _params_of, _to_confirm, _usable, choose_best, leaders_again
 from .monotone import EDGES, edge_points, every_point, implied_miss, top_points
-from .options import CONFIRM, INFERRED_IN_A_ROW, P99_BATCHES, TuneReport, TuneRequest, options_for
+from .options import CONFIRM, INFERRED_IN_A_ROW, P99_BATCHES, TuneReport, TuneRequest, request_for
 from .output import _settings_text, study_doc, thin_p99_note
 from .progress import Progress, again_reason, earlier_readings
 from .storage import counts, drain_waiting, others_measuring, retry_callback, wait_for_others
@@ -388,11 +387,12 @@ class Study:
         from ..measure import measure
 
         out = self.req.out_dir / "trials" / f"{trial.number:04d}"
-        options = options_for(self.req.options, settings, out, P99_BATCHES
+        assert self.req.checked is not None  # tune() checks the options once
+        request = request_for(self.req.checked, settings, out, P99_BATCHES
                               if self.req.p99_matters and trial.user_attrs.get("confirms")
                               else 0)  # a p99 read again
         try:
-            return measure(self.root, build_request(options), command="tune")
+            return measure(self.root, request, command="tune")
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM: not counted; its point measured again
             retry_callback(self.optuna)(self.study,
                                         self.study.get_trials(deepcopy=False)[trial.number])

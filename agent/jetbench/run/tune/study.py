@@ -74,8 +74,10 @@ def tune(root: Root, req: TuneRequest,
     optuna = load_optuna()
     say = progress or (lambda line: None)
     models = [COMMAND_MODEL] if req.options.cmd else split_list(req.options.model)
-    precisions = split_list(req.options.precision)
-    probe = build_request(dataclasses.replace(req.options, out=None))  # every option rule
+    probe = build_request(dataclasses.replace(req.options, out=None))  # every option rule, once
+    # the checked names (a precision as measure spells it), every trial a copy of `probe`
+    precisions = split_list(req.options.precision) if req.options.cmd else list(probe.precisions)
+    req = dataclasses.replace(req, checked=probe)
     batches = list(probe.batches)
     if probe.command is not None:
         req = dataclasses.replace(req, unit=probe.command.unit)
