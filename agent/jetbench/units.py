@@ -51,8 +51,9 @@ def parse_freq(text: Union[str, int, float]) -> FreqSpec:
     if hz <= 0:
         raise UsageError(f"frequency must be positive: {text!r}")
     if unit is None and hz < BARE_HZ_MIN:
-        raise UsageError(f"{str(text).strip()!r} is {hz} Hz: a bare number is Hz, and no clock "
-                         "runs that slow", hint=f"did you mean {number}MHz?")
+        raise UsageError(f"{str(text).strip()!r} is {number} Hz: a bare number is Hz, and no "
+                         "clock runs that slow",
+                         hint=f"did you mean {' or '.join(freq_suggestions(number))}?")
     return hz
 
 
@@ -60,24 +61,37 @@ _UNIT_WORDS = (("g", "GHz"), ("m", "MHz"), ("k", "kHz"), ("h", "Hz"))
 _LOOKALIKE_DIGITS = str.maketrans({"o": "0", "O": "0", "l": "1", "I": "1"})
 
 
+# Words people type for the ends of a clock's range.
+_SYMBOL_WORDS = {MAX: ("fast", "fastest", "turbo", "high", "highest", "full", "top", "maximum",
+                       "performance", "peak", "mx", "maks"),
+                 MIN: ("slow", "slowest", "low", "lowest", "minimum", "idle", "mn", "least")}
+
+
 def freq_suggestions(text: str) -> List[str]:
     """What a mistyped frequency most likely meant, each one a form parse_freq accepts:
-    '69O' -> 690MHz (a letter for a digit, a bare number below 1 MHz read as MHz),
-    '1.6 gigs' -> 1.6GHz (a unit word by its first letter); [] when nothing is near."""
+    '69O' -> 690MHz (a letter for a digit, a bare number below 1 MHz read as MHz, or GHz
+    below 10: '1.2' -> 1.2GHz), '1.6 gigs' -> 1.6GHz (a unit word by its first letter),
+    'fast' -> max; [] when nothing is near."""
+    import difflib
+
     word = text.strip()
     out: List[str] = []
+    for symbol, words in _SYMBOL_WORDS.items():
+        if word.lower() in words or difflib.get_close_matches(word.lower(), [symbol], cutoff=0.6):
+            out.append(symbol)
     match = re.match(r"^\s*([0-9OolI]*\.?[0-9OolI]+)\s*([a-zA-Z]*)\s*$", word)
     if match:
         number, unit = match.group(1).translate(_LOOKALIKE_DIGITS), match.group(2).lower()
         if re.fullmatch(r"[0-9]*\.?[0-9]+", number) and any(c.isdigit() for c in number):
             name = next((u for first, u in _UNIT_WORDS if unit.startswith(first)), None) \
-                if unit else ("MHz" if Decimal(number) < BARE_HZ_MIN else "")
+                if unit else ("" if Decimal(number) >= BARE_HZ_MIN else
+                              "GHz" if Decimal(number) < 10 else "MHz")
             if name is not None:
                 out.append(f"{number}{name}")
     for symbol in (MAX, MIN):
         if word.lower().startswith(symbol[:2]) and symbol not in out:
             out.append(symbol)
-    return out
+    return [x for x in out if x]
 
 
 def format_hz_exact(hz: int) -> str:

@@ -54,7 +54,7 @@ def _finish(report: MeasureReport, as_json: bool, plot: bool, what: str, long: b
         print_json({"simulated": report.simulated, "out_dir": str(report.out_dir),
                     "out_fallback": report.fallback,
                     "clocks": report.restored, "results": docs,
-                    "advice": list(report.advice),
+                    "advice": list(report.advice), "notes": list(report.notes),
                     "plots": [str(p) for p in plots]})
         _exit_if_invalid(report)
         return
@@ -69,6 +69,8 @@ def _finish(report: MeasureReport, as_json: bool, plot: bool, what: str, long: b
     err = console(stderr=True)
     for w in tables.warnings_of(docs):
         print_note(err, "warning", w)
+    for line in report.notes:
+        print_note(err, "note", line)
     for line in report.advice:
         print_note(err, "advice", line)
     if report.fallback:
@@ -414,7 +416,7 @@ def demo(
     t0 = time.monotonic()
     con = console()
     con.print("jetbench demo: a SIMULATED Jetson TX1 (L4T R24) in a temporary directory, "
-              f"profile tx1-690mhz (GPU 690 MHz, CPU and EMC at max), {model} FP32 and FP16, "
+              f"profile tx1-690mhz (GPU 690 MHz asked: 691.2 MHz runs; CPU and EMC at max), {model} FP32 and FP16, "
               "batch 1. Short runs: 3 iterations / 2 s each.")  # wrapped at words
     with InterruptLatch() as latch, ProgressBar(enabled=True) as bar:
         result = run_demo(out, progress=interruptible(bar.update, latch), model=model)

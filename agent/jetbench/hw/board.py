@@ -91,6 +91,7 @@ class EmcInfo:
     cur_freq: Optional[str]
     iso_cap_hz: Optional[int]
     control: Optional[str] = None  # the devfreq node dir (kind "devfreq")
+    min_hz: int = 0  # the lowest rate it runs (BPMP's min_rate, a table's first); 0: unknown
 
 
 @dataclass(frozen=True)
@@ -401,6 +402,7 @@ def _detect_emc(root: Root) -> Optional[EmcInfo]:
                 cur_freq=f"{real}/cur_freq",
                 iso_cap_hz=None,
                 control=real,
+                min_hz=min(table) if table else 0,
             )
     bpmp = "/sys/kernel/debug/bpmp/debug/clk/emc"
     if root.exists(f"{bpmp}/rate"):
@@ -416,6 +418,7 @@ def _detect_emc(root: Root) -> Optional[EmcInfo]:
             available_hz=(),
             cur_freq=f"{bpmp}/rate",
             iso_cap_hz=cap or None,
+            min_hz=root.read_int(f"{bpmp}/min_rate", default=0),
         )
     for kind, override, lock, rate, max_file, rates_file, cur in EMC_OVERRIDES:
         if root.exists(f"{override}/{rate}"):

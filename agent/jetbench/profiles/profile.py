@@ -88,6 +88,9 @@ class Profile:
     sections: Tuple[str, ...] = ()  # the sections present, for "this board has no GPU"
     # Set by --beyond-power-mode (never by a file): "max" is the hardware's, not the mode's.
     beyond_power_mode: bool = False
+    # Sections a command's options (--freq, --cpu-freq, --emc-freq) set over the profile's own
+    # (never by a file): a note or refusal about them names the option, not the profile.
+    from_options: Tuple[str, ...] = ()
 
     def with_fan(self, pwm: int) -> Profile:
         fields = dict(self.__dict__)
@@ -302,8 +305,13 @@ def load_profile(spec: str, root_base: Union[str, os.PathLike] = "/",
     for name, path in list_profiles(root_base):
         if name == spec:
             return parse_profile(_read(path), name, str(path))
-    names = ", ".join(n for n, _ in list_profiles(root_base))
-    raise UsageError(f"no profile named {spec!r}", hint=f"available: {names}")
+    import difflib
+
+    known = [n for n, _ in list_profiles(root_base)]
+    near = difflib.get_close_matches(spec, known, n=1)
+    raise UsageError(f"no profile named {spec!r}",
+                     hint=(f"did you mean {near[0]}? " if near else "") +
+                     f"available: {', '.join(known)}")
 
 
 def _read(path: Path) -> str:

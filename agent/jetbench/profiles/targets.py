@@ -18,6 +18,9 @@ from ..units import MAX, MIN, FreqSpec, format_hz, format_spec, resolve_freq
 from .profile import FreqRange, Profile
 
 RANGE_TOLERANCE = 0.02  # "1000MHz" on a 998.4 MHz clock is a rounding, not an error
+# A request this close to the entry that runs is that entry as printed (624.8 MHz for
+# 624.75 MHz): resolved to it without a note.
+_SAME_ENTRY = 0.0005
 
 
 @dataclass(frozen=True)
@@ -84,11 +87,12 @@ _OPTION_OF = {"[gpu]": "--freq", "[cpu]": "--cpu-freq", "[emc]": "--emc-freq"}
 
 
 def _who(profile: Profile, where: str) -> str:
-    """'profile NAME: [gpu] min_freq' for a profile; '--freq' for the command line's."""
-    if profile.source == COMMAND_LINE:
-        for section, option in _OPTION_OF.items():
-            if where.startswith(section):
-                return option
+    """'profile NAME: [gpu] min_freq' for a profile; '--freq' for the command line's, or for
+    a section an option set over a profile's."""
+    for section, option in _OPTION_OF.items():
+        if where.startswith(section) and (profile.source == COMMAND_LINE or
+                                          section[1:-1] in profile.from_options):
+            return option
     return f"profile {profile.name}: {where}"
 
 
@@ -140,9 +144,17 @@ def resolve_spec(
             f"below{allowed}",
             hint=f"nothing was written; {cap.caps.way_out()}")
     if spec > hi * (1 + RANGE_TOLERANCE) or (lo and spec < lo * (1 - RANGE_TOLERANCE)):
-        raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
-                                    f"{format_hz(lo)} .. {format_hz(hi)}",
-                    hint=table_hint(table, spec, lo, hi))
+        if cap is None:
+            raise _fail(profile, where, f"{format_hz(spec)} is outside this board's range "
+                                        f"{format_hz(lo)} .. {format_hz(hi)}",
+                        hint=table_hint(table, spec, lo, hi))
+        # under a cap, the range and the entries this mode runs (never one above the cap)
+        allowed_table = [f for f in table if f <= cap.hz]
+        top = at_or_below(table, cap.hz) if table else cap.hz
+        raise _fail(profile, where, f"{format_hz(spec)} is outside the range power mode "
+                                    f"{cap.caps.mode.text} runs {cap.clock} at: "
+                                    f"{format_hz(lo)} .. {format_hz(top)}",
+                    hint=table_hint(allowed_table, spec, lo, top))
     hz = resolve_freq(spec, table) if table else min(max(spec, lo), hi)
     return min(hz, cap.hz) if cap is not None else hz
 
@@ -196,13 +208,14 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
     if present["emc"] and profile.emc_freq is not None:
         e = board.emc
         assert e is not None
-        hz = resolve_spec(profile, "[emc] freq", profile.emc_freq, e.available_hz, 0, e.max_hz)
+        hz = resolve_spec(profile, "[emc] freq", profile.emc_freq, e.available_hz, e.min_hz,
+                          e.max_hz)
         why = _why(profile.emc_freq, hz, hz, e.available_hz, None)
+        if not why and profile.emc_freq == MAX and e.iso_cap_hz and e.iso_cap_hz == e.max_hz:
+            why = f"the power mode caps the EMC at {format_hz(hz)} (nvpmodel's emc_iso_cap)"
         requested.append(Requested("emc", "freq", profile.emc_freq, hz, why))
         if why:
             notes.append(requested[-1].said(_who(profile, "[emc] freq")))
-        if e.iso_cap_hz and e.iso_cap_hz < (max(e.available_hz) if e.available_hz else hz + 1):
-            notes.append(f"EMC capped at {format_hz(e.iso_cap_hz)} by nvpmodel's emc_iso_cap")
         emc = EmcTarget(freq_hz=hz)
     fan = FanTarget(pwm=profile.fan_pwm) if present["fan"] else FanTarget()
     for k, (path, _value) in enumerate(profile.writes):
@@ -309,15 +322,19 @@ def _why(spec: FreqSpec, knob_hz: int, runs_hz: int, table: Sequence[int],
             return (f"{mode} caps {cap.clock} at {format_hz(cap.hz)}, no table entry: the "
                     "kernel runs the highest entry not above it")
         return f"{mode}'s cap on {cap.clock}"
-    if not isinstance(spec, int) or spec == runs_hz:
-        return ""
+    if not isinstance(spec, int) or abs(spec - runs_hz) <= runs_hz * _SAME_ENTRY:
+        return ""  # the entry itself, as jetbench prints it (624.8MHz for 624.75 MHz)
     if not table:
         return "the edge of this clock's range"
     if runs_hz != knob_hz:
         return (f"{mode} caps {cap.clock if cap else 'it'} at {format_hz(knob_hz)}, no table "
                 "entry: the kernel runs the highest entry not above it")
-    other = [f for f in table if (f < spec if runs_hz > spec else f > spec)]
+    # the entry on the other side of the request, among those this mode runs
+    allowed = [f for f in table if cap is None or f <= cap.hz]
+    other = [f for f in allowed if (f < spec if runs_hz > spec else f > spec)]
     if not other:
+        if cap is not None and runs_hz < spec:
+            return f"the highest table entry {mode} runs {cap.clock} at"
         return "the nearest table entry (the table's " + \
             ("lowest)" if runs_hz > spec else "highest)")
     near = max(other) if runs_hz > spec else min(other)
@@ -334,8 +351,8 @@ def _range(
     clock that runs for it and why that is not what was asked (said once in `notes`)."""
     if freq is None:
         return None, None
-    new_lo = resolve_spec(profile, f"{where} min_freq", freq.min, table, lo, hi, cap) \
-        if freq.min is not None else None
+    new_lo = resolve_spec(profile, f"{where} {'freq' if freq.pinned else 'min_freq'}",
+                          freq.min, table, lo, hi, cap) if freq.min is not None else None
     new_hi = resolve_spec(profile, f"{where} max_freq", freq.max, table, lo, hi, cap) \
         if freq.max is not None else None
 

@@ -272,6 +272,12 @@ def gpu_hz(doc: Doc) -> Optional[int]:
     resolution: under a cap that is no table entry, the entry below it, not the knob's value);
     the knob read back where nothing was asked (a result from before `resolved` was kept)."""
     hz = _number(_get(doc, "settings", "resolved", "gpu_hz"))
+    if hz is None:  # a result from before `resolved`: the clock sampled, where it held still
+        observed = _get(doc, "clocks", "observed")
+        steady = [c for c in observed if isinstance(c, Mapping) and c.get("domain") == "gpu"
+                  and c.get("min_hz") is not None and c.get("min_hz") == c.get("max_hz")] \
+            if isinstance(observed, list) else []
+        hz = _number(steady[0]["min_hz"]) if len(steady) == 1 else None
     if hz is None:
         hz = _number(_get(doc, "settings", "applied", "gpu_hz"))
     return None if hz is None else int(hz)

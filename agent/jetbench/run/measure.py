@@ -32,7 +32,7 @@ from ..errors import (
     not_run,
     set_interrupt_notes,
 )
-from ..hw.board import Board
+from ..hw.board import Board, detect
 from ..hw.clocks.domains import read_clocks
 from ..hw.fs import Root
 from ..hw.readings import identity
@@ -92,6 +92,7 @@ class MeasureReport:
     restored: Optional[str] = None  # what happened to the clocks at the end
     setup_s: Optional[float] = None  # measure start -> first timed iteration
     advice: List[str] = field(default_factory=list)  # "fp16 is 15x slower than fp32 here..."
+    notes: List[str] = field(default_factory=list)  # planning's: "--freq X runs Y, as ..."
     fallback: Optional[str] = None  # --out failed mid-run: where the results went instead
 
     @property
@@ -124,11 +125,13 @@ def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
              ranks: Optional[Leader],
              t_start: float) -> MeasureReport:
     report = MeasureReport(out_dir=request.out_dir)
+    # Planned before the board lock: every request resolved once (reading the board, writing
+    # nothing), so a request the board cannot run is refused at once, even while another
+    # command holds it; the pin checks the board still resolves each point so.
+    points = plan_points(request, detect(root), root, report.notes)
     with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated
         report.board = identity(root, board)
-        planned: List[str] = []  # two requests that run one clock: said, measured once
-        points = plan_points(request, board, root, planned)
         had_journal = bool(journal.load(root))
         pin = Pin(root, board, request, guard)  # every write through the guard
         state = _State(root, board, request, report, pin, progress, t_start, ranks)
@@ -162,7 +165,7 @@ def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
                     if pending():
                         set_interrupt_notes([f"clocks: {report.restored}",
                                              _finished_note(report)])
-    report.advice = planned + build.precision_advice(report.results)
+    report.advice = build.precision_advice(report.results)
     return report
 
 

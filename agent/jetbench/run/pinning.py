@@ -16,7 +16,7 @@ from ..hw.clocks.domains import read_applied, read_clocks
 from ..hw.clocks.steps import undo_writes
 from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
-from ..hw.readings import SETTLE_INTERVAL_S, settled
+from ..hw.readings import SETTLE_INTERVAL_S, settled, settled_change
 from ..ownership import journal
 from ..profiles.apply import apply_profile
 from ..profiles.profile import FreqRange, Profile, load_profile
@@ -37,12 +37,13 @@ PIN_SETTLE_S = 2.0
 
 def build_profile(request: MeasureRequest, gpu: Optional[Requested], root_base: Path
                   ) -> Optional[Profile]:
-    """The profile to pin for one GPU clock (as planning resolved it): --profile (if any) with
-    --freq/--cpu-freq/--emc-freq on top. None when nothing is to be pinned."""
-    gpu_freq = gpu.requested if gpu is not None else None
+    """The profile to pin for one point: --profile (if any) with --freq/--cpu-freq/--emc-freq
+    on top, the GPU clock as planning resolved it (`gpu`, from --freq or from the profile's own
+    [gpu] freq). None when nothing is to be pinned."""
+    by_option = any(f is not None for f in request.gpu_freqs)  # else `gpu` is the profile's
     if request.profile:
         profile = load_profile(request.profile, root_base)
-    elif gpu_freq is not None or request.cpu_freq is not None or request.emc_freq is not None:
+    elif gpu is not None or request.cpu_freq is not None or request.emc_freq is not None:
         profile = Profile(name="measure", source=COMMAND_LINE)
     else:
         return None
@@ -50,23 +51,28 @@ def build_profile(request: MeasureRequest, gpu: Optional[Requested], root_base: 
     railgate = profile.gpu_railgate
     cpu, governors, emc = profile.cpu_freq, profile.cpu_governors, profile.emc_freq
     gpu_range = profile.gpu_freq
-    if gpu_freq is not None:
-        assert not isinstance(gpu_freq, str) or gpu_freq in (MAX, MIN)
-        gpu_range = FreqRange(gpu_freq, gpu_freq)
+    options: List[str] = []
+    if gpu is not None and by_option:
+        assert not isinstance(gpu.requested, str) or gpu.requested in (MAX, MIN)
+        gpu_range = FreqRange(gpu.requested, gpu.requested)
         if railgate is None:
             railgate = False  # a railgated GPU wakes up slowly: never measure it
         sections.append("gpu")
+        options.append("gpu")
     if request.cpu_freq is not None:
         cpu = FreqRange(request.cpu_freq, request.cpu_freq)
         governors = governors or ("userspace", "performance")
         sections.append("cpu")
+        options.append("cpu")
     if request.emc_freq is not None:
         emc = request.emc_freq
         sections.append("emc")
+        options.append("emc")
     return dataclasses.replace(profile, gpu_freq=gpu_range, gpu_railgate=railgate, cpu_freq=cpu,
                                cpu_governors=governors, emc_freq=emc,
                                sections=tuple(dict.fromkeys(sections)),
-                               beyond_power_mode=request.beyond_power_mode)
+                               beyond_power_mode=request.beyond_power_mode,
+                               from_options=tuple(options))
 
 
 def applied_clocks(root: Root, board: Board) -> List[ClockDoc]:
@@ -139,8 +145,39 @@ class Pin:
         while not runs_as_applied(clocks, self.applied_clocks, self.board.soc) and \
                 time.monotonic() < deadline:
             time.sleep(SETTLE_INTERVAL_S)
+            # the knobs read again too: a kernel may round a write after it (an EMC rate with
+            # no table reads back the rate it runs), and what it kept is what was applied
+            self.applied_clocks = applied_clocks(self.root, self.board)
             clocks = read()
         return tuple(settled(read))
+
+    def _rounded_by_the_kernel(self) -> None:
+        """An EMC rate asked where the kernel lists no rates is resolved by the clock
+        framework itself: the rate it kept (read back once settled) is the one that runs, and
+        the request says so (it is not known before the write)."""
+        emc = self.board.emc
+        asked = next((r.resolved_hz for r in self.requested if r.domain == "emc"), None)
+        if emc is None or emc.available_hz or asked is None:
+            return
+        # the file keeps the write until the clock framework acts on it (at once on a board;
+        # a simulated kernel's next pass): read it once it moved, or as it is after a while
+        settled_change(lambda: self.root.read_int(emc.rate, default=None), asked)
+        self.applied_clocks = applied_clocks(self.root, self.board)
+        self.clocks = self.settle()
+        kept = {a["domain"]: a.get("override_hz") for a in self.applied_clocks
+                if a["domain"] == "emc"}
+        for k, r in enumerate(self.requested):
+            hz = kept.get(r.domain)
+            if r.domain != "emc" or hz is None or r.resolved_hz is None or \
+                    abs(hz - r.resolved_hz) <= hz * 0.0005:
+                continue
+            why = (f"the clock framework runs the EMC at {format_hz(hz)} for it (no rate "
+                   "table here: the rate read back once the pin settled)")
+            self.requested[k] = dataclasses.replace(r, resolved_hz=hz, why=why)
+            who = "--emc-freq" if self.request.emc_freq is not None else \
+                f"profile {self.profile_name}: [emc] freq"
+            self.notes = tuple(n for n in self.notes if not n.startswith(f"{who} ")) + \
+                (self.requested[k].said(who),)
 
     def to(self, gpu: Optional[Requested],
            on_applied: Optional[OnApplied] = None) -> None:
@@ -154,20 +191,21 @@ class Pin:
             self.steps += list(result.steps)
             self.requested = list(result.targets.requested)
             pinned = next((r for r in self.requested if r.domain == "gpu"), None)
-            if gpu is not None and pinned is not None and \
-                    pinned.resolved_hz != gpu.resolved_hz:
+            if gpu is not None and (pinned is None or pinned.resolved_hz != gpu.resolved_hz):
                 # the same rules on the same board gave another clock: something (nvpmodel,
                 # another tool) changed the board's caps since planning; the pin names it
+                now = format_hz(pinned.resolved_hz) if pinned is not None else "nothing"
                 raise HardwareError(
-                    f"--freq {gpu.text}: planned to run {format_hz(gpu.resolved_hz)}, the "
-                    f"board now runs {format_hz(pinned.resolved_hz)} for it (its power mode "
-                    "or caps changed during the run)",
+                    f"GPU clock {gpu.text}: planned to run {format_hz(gpu.resolved_hz)}, the "
+                    f"board now runs {now} for it (its power mode or caps changed during the "
+                    "run)",
                     hint="the clocks are put back; run again once the board is settled")
             self.notes = result.targets.notes
             self.caps_lifted = result.targets.caps_lifted
             self.profile_name = profile.name
         self.applied_clocks = applied_clocks(self.root, self.board)
         self.clocks = self.settle()
+        self._rounded_by_the_kernel()
         self.pinned_for = gpu
         if on_applied is not None:
             on_applied(self.requested, self.clocks)

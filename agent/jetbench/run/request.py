@@ -4,6 +4,7 @@ it expands to (GPU clock x model x runtime x precision x batch)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Tuple
@@ -143,6 +144,17 @@ def split_list(text: str) -> List[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
+def _gpu_freqs(text: Optional[str]) -> Tuple[Optional[FreqSpec], ...]:
+    """--freq's list, parsed once (the same request twice is one); (None,): no --freq."""
+    if text is None:
+        return (None,)
+    specs = tuple(dict.fromkeys(parse_freq_option("--freq", f) for f in split_list(text)))
+    if not specs:
+        raise UsageError(f"--freq: no frequency in {text!r}",
+                         hint="a frequency reads 690MHz, 0.69GHz, 690000000 (Hz), max or min")
+    return specs
+
+
 def parse_freq_option(option: str, text: str) -> FreqSpec:
     """One clock option's value, parsed once, before anything opens the board: a typo is a
     usage error naming the option (exit 1), even while another command holds the board."""
@@ -165,17 +177,34 @@ class FreqSelection:
 def parse_selection(text: str) -> FreqSelection:
     """'307MHz..998MHz' / 'all' / '614MHz,max' -> a FreqSelection, or UsageError naming
     --freq (a typo answered at once, even while another command holds the board)."""
-    word = text.strip().lower()
-    if word == "all":
+    word = text.strip()
+    example = "use e.g. 307MHz..998MHz, all, or 614MHz,691MHz"
+    if word.lower() == "all":
         return FreqSelection(text, "all")
     if ".." in word:
-        lo_text, _, hi_text = word.partition("..")
-        return FreqSelection(text, "range", (parse_freq_option("--freq", lo_text),
-                                             parse_freq_option("--freq", hi_text)))
+        ends = [e.strip() for e in re.split(r"\.{2,}", word)]
+        if len(ends) != 2 or not all(ends):
+            meant = f"did you mean {ends[0] or 'min'}..{ends[-1] or 'max'}? " \
+                if len(ends) == 2 else ""
+            raise UsageError(f"--freq: a range has two ends, low..high: {word!r}",
+                             hint=f"{meant}{example}; min and max stand for the table's ends")
+        return FreqSelection(text, "range", (parse_freq_option("--freq", ends[0]),
+                                             parse_freq_option("--freq", ends[1])))
+    if word.lower() in ("al", "a", "every", "each", "any"):
+        raise UsageError(f"--freq: not a frequency selection: {word!r}",
+                         hint=f"did you mean all? {example}")
+    dash = re.fullmatch(r"(.+?)\s*-\s*(.+)", word)
+    if dash and "," not in word:
+        try:
+            parse_freq(dash.group(1)), parse_freq(dash.group(2))
+        except UsageError:
+            pass
+        else:
+            raise UsageError(f"--freq: not a frequency selection: {word!r}",
+                             hint=f"did you mean {dash.group(1)}..{dash.group(2)}? {example}")
     specs = tuple(parse_freq_option("--freq", p) for p in word.split(",") if p.strip())
     if not specs:
-        raise UsageError(f"--freq: no frequency in {text!r}",
-                         hint="use e.g. 307MHz..998MHz, all, or 614MHz,691MHz")
+        raise UsageError(f"--freq: no frequency in {text!r}", hint=example)
     return FreqSelection(text, "list", specs)
 
 
@@ -207,10 +236,9 @@ def build_request(o: MeasureOptions, ranked: bool = False) -> MeasureRequest:
         check_runtimes(runtimes, split_list(o.model), o.provider, False, o.workload_python)
     request = MeasureRequest(
         models=tuple(split_list(o.model)), precisions=tuple(parse_precisions(o.precision)),
-        batches=batches, gpu_freqs=tuple(dict.fromkeys(
-            parse_freq_option("--freq", f) for f in split_list(o.freq))) if o.freq else (None,),
-        cpu_freq=parse_freq_option("--cpu-freq", o.cpu_freq) if o.cpu_freq else None,
-        emc_freq=parse_freq_option("--emc-freq", o.emc_freq) if o.emc_freq else None,
+        batches=batches, gpu_freqs=_gpu_freqs(o.freq),
+        cpu_freq=parse_freq_option("--cpu-freq", o.cpu_freq) if o.cpu_freq is not None else None,
+        emc_freq=parse_freq_option("--emc-freq", o.emc_freq) if o.emc_freq is not None else None,
         profile=o.profile, meters=tuple(o.meter),
         device=o.device,
         input_shape=parse_shape_option(o.input_shape) if o.input_shape else None,
@@ -247,16 +275,32 @@ def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
                    batches=(spec.batch,), command=spec)
 
 
-def resolve_gpu(root: Root, board: Board, spec: FreqSpec,
-                beyond_power_mode: bool) -> Requested:
+def resolve_gpu(root: Root, board: Board, spec: FreqSpec, beyond_power_mode: bool,
+                profile: Optional[Profile] = None) -> Requested:
     """A GPU clock request resolved against the board by the pin's own rules
     (profiles/targets.py: table entry, the kernel's rule, the power mode's cap): the clock that
-    will run, and why it is not the request."""
+    will run, and why it is not the request. `profile`: the --profile whose [gpu] freq this is
+    (named in a note or refusal instead of --freq)."""
     if board.gpu is None and not board.nvml_gpus:
         raise UsageError("--freq: this board has no GPU clock jetbench can set")
-    profile = Profile(name="measure", source=COMMAND_LINE, gpu_freq=FreqRange(spec, spec),
-                      sections=("gpu",), beyond_power_mode=beyond_power_mode)
+    if profile is None:
+        profile = Profile(name="measure", source=COMMAND_LINE, gpu_freq=FreqRange(spec, spec),
+                          sections=("gpu",), beyond_power_mode=beyond_power_mode)
     return next(r for r in resolve(profile, board, root).requested if r.domain == "gpu")
+
+
+def _profile_gpu(request: MeasureRequest, board: Board, root: Root) -> Optional[Requested]:
+    """The GPU clock a --profile pins by itself (its [gpu] freq, no --freq), resolved as
+    --freq would be, so that the file name and the progress line name it too; None where the
+    profile pins no single GPU clock (a range, or no [gpu])."""
+    from .pinning import build_profile
+
+    profile = build_profile(request, None, root.base)
+    rng = profile.gpu_freq if profile is not None else None
+    if profile is None or rng is None or not rng.pinned or rng.min is None or \
+            (board.gpu is None and not board.nvml_gpus):
+        return None
+    return resolve_gpu(root, board, rng.min, request.beyond_power_mode, profile)
 
 
 def plan_points(request: MeasureRequest, board: Board, root: Root,
@@ -268,8 +312,10 @@ def plan_points(request: MeasureRequest, board: Board, root: Root,
     points = []
     planned: Dict[Optional[int], Requested] = {}
     for freq in request.gpu_freqs:
-        gpu = resolve_gpu(root, board, freq, request.beyond_power_mode) \
-            if freq is not None else None
+        if freq is not None:
+            gpu = resolve_gpu(root, board, freq, request.beyond_power_mode)
+        else:
+            gpu = _profile_gpu(request, board, root) if request.profile else None
         hz = gpu.resolved_hz if gpu is not None else None
         if gpu is not None and hz in planned:
             if said is not None:

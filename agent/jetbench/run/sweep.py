@@ -13,8 +13,9 @@ with its message, and the sweep goes on.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 from ..documents import ResultDoc
 from ..errors import PowerModeCap, UsageError
@@ -46,10 +47,13 @@ def expand_freqs(selection: Union[str, FreqSelection], table: Sequence[int]) -> 
     if chosen.kind == "range":
         lo, hi = (_bound(chosen.specs[0], ordered), _bound(chosen.specs[1], ordered))
         if lo > hi:
-            raise UsageError(f"empty frequency range: {text!r} (low end above the high end)")
+            ends = [e.strip() for e in re.split(r"\.{2,}", text.strip())]
+            raise UsageError(f"--freq: empty frequency range: {text!r} (its low end runs above "
+                             "its high end)",
+                             hint=f"did you mean {ends[-1]}..{ends[0]}? the low end comes first")
         picked = [f for f in ordered if lo <= f <= hi]
         if not picked:
-            raise UsageError(f"no table entry in {text!r}",
+            raise UsageError(f"--freq: no table entry in {text!r}",
                              hint=f"this GPU's table: {format_hz(ordered[0])} .. "
                                   f"{format_hz(ordered[-1])}")
         return picked
@@ -235,8 +239,12 @@ def sweep(root: Root, request: MeasureRequest, freqs: Union[str, FreqSelection],
         raise UsageError("this board has no GPU clock jetbench can set: nothing to sweep")
     table = board.gpu.available_hz if board.gpu else board.nvml_gpus[0].graphics_hz
     chosen = parse_selection(freqs) if isinstance(freqs, str) else freqs
-    hz = expand_freqs(chosen, _within_mode(root, board, request, chosen, table))
-    # the table entries as numbers: planning resolves each once (an entry resolves to itself)
-    request = dataclasses.replace(request, gpu_freqs=tuple(hz), keep_going=True)
+    if chosen.kind == "list":
+        # each item as asked: planning resolves it as measure's --freq (kept exactly, the
+        # clock that runs and why it moved said once, a cap refused before the first point)
+        specs: Tuple[FreqSpec, ...] = chosen.specs
+    else:  # every table entry in the range (within the mode), as numbers: each runs itself
+        specs = tuple(expand_freqs(chosen, _within_mode(root, board, request, chosen, table)))
+    request = dataclasses.replace(request, gpu_freqs=specs, keep_going=True)
     return measure(root, request, progress=progress, command="sweep", on_result=on_result,
                    ranks=ranks)

@@ -171,7 +171,7 @@ def judge(applied_clocks: Sequence[ClockDoc], observed: Sequence[ObservedClockDo
         if applied is None or not obs.get("samples"):
             continue
         lo, hi = expected_range(applied)
-        who = f"{obs['domain']} {obs['name']}"
+        who = obs['domain'] if obs['name'] == obs['domain'] else f"{obs['domain']} {obs['name']}"
         if obs["domain"] == "cpu" and activity_counter_cpu(soc):
             reason = _judge_mean(who, obs, lo, hi)
         else:
