@@ -416,8 +416,8 @@ def demo(
     t0 = time.monotonic()
     con = console()
     con.print("jetbench demo: a SIMULATED Jetson TX1 (L4T R24) in a temporary directory, "
-              f"profile tx1-690mhz (GPU 690 MHz asked: 691.2 MHz runs; CPU and EMC at max), {model} FP32 and FP16, "
-              "batch 1. Short runs: 3 iterations / 2 s each.")  # wrapped at words
+              "profile tx1-690mhz (GPU 690 MHz asked: 691.2 MHz runs; CPU and EMC at max), "
+              f"{model} FP32 and FP16, batch 1. Short runs: 3 iterations / 2 s each.")
     with InterruptLatch() as latch, ProgressBar(enabled=True) as bar:
         result = run_demo(out, progress=interruptible(bar.update, latch), model=model)
     width = con.width
