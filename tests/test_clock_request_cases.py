@@ -1,9 +1,9 @@
-"""Issue 56 (the clock that runs), the cases a review found by trying the issue as a user
-would: each failed at 0b7e0af (the first pass of the issue) and passes since. Expected clocks
-from the simulated boards' tables (docs/hardware.md): Xavier NX in mode 4 caps the GPU at
-800 MHz, so 675.75 MHz runs (the highest allowed entry; hardware max 1100.25 MHz); the Nano in mode 1 (5 W)
-runs 614.4 MHz (hardware max 921.6 MHz). The NX EMC (bpmp) has min_rate 204 MHz and
-max_rate 1866 MHz; nvpmodel's emc_iso_cap in mode 4 is 1.6 GHz.
+"""Issue 56 (the clock that runs), the cases a review found by trying the issue as a user would:
+each failed at 0b7e0af (the first pass of the issue) and passes since. Expected clocks from the
+simulated boards' tables (docs/hardware.md): Xavier NX in mode 4 caps the GPU at 800 MHz, so
+675.75 MHz runs (the highest allowed entry; hardware max 1100.25 MHz); the Nano in mode 1 (5 W)
+runs 614.4 MHz (hardware max 921.6 MHz). The NX EMC (bpmp) has min_rate 204 MHz and max_rate
+1866 MHz; nvpmodel's emc_iso_cap in mode 4 is 1.6 GHz.
 """
 
 from __future__ import annotations
