@@ -110,13 +110,12 @@ def check_report(root: Path, doc: Dict) -> List[str]:
 
 def pin_at(root: Path, board, entry_hz: int) -> Optional[str]:
     """What `measure --freq ENTRY` pins (planning's run/request.resolve_gpu, then
-    run/pinning.build_profile and apply_profile), in process: None when pinned, else the
+    run/request.build_profile and apply_profile), in process: None when pinned, else the
     refusal (a power mode's cap: nothing written)."""
     from jetbench.errors import JetbenchError
     from jetbench.hw.fs import Root
     from jetbench.profiles.apply import apply_profile
-    from jetbench.run.pinning import build_profile
-    from jetbench.run.request import MeasureRequest, resolve_gpu
+    from jetbench.run.request import MeasureRequest, build_profile, resolve_gpu
 
     try:
         gpu = resolve_gpu(Root(root), board, entry_hz, beyond_power_mode=False)

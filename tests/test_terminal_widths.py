@@ -132,7 +132,8 @@ def test_sweep_and_tune_progress_fit(tmp_path, columns):
     assert 1 <= flat.count("best so far") < budget, text
     # the best named on the line of the trial that found it (it was named one trial late: the
     # objective asked for the best before Optuna had stored the trial it was measuring)
-    first = flat[flat.index("trial 1/4: "):flat.index("trial 2/4: ")]
+    # (the trial's line ends before the ETA line that follows it: "tune: 1/4 trials done")
+    first = flat[flat.index("trial 1/4: "):flat.index("tune: 1/4 trials done")]
     assert first.rstrip().endswith("; the best so far"), text
     # one way of writing a clock in one output: the best point's table as the progress lines
     # ('2.133 GHz'; it said '2133MHz')

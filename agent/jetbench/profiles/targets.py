@@ -80,7 +80,7 @@ def fitting_profiles(board: Board, root: Root) -> List[str]:
     return out
 
 
-# A profile made from measure's/sweep's/tune's options (run/pinning.build_profile) is spoken of
+# A profile made from measure's/sweep's/tune's options (run/request.build_profile) is spoken of
 # in the options the user gave, not in the profile's sections.
 COMMAND_LINE = "command line"
 _OPTION_OF = {"[gpu]": "--freq", "[cpu]": "--cpu-freq", "[emc]": "--emc-freq"}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 from ..documents import ClockDoc
@@ -19,10 +18,9 @@ from ..hw.fs import Root
 from ..hw.readings import SETTLE_INTERVAL_S, settled, settled_change
 from ..ownership import journal
 from ..profiles.apply import apply_profile
-from ..profiles.profile import FreqRange, Profile, load_profile
-from ..profiles.targets import COMMAND_LINE, Requested
-from ..units import MAX, MIN, format_hz
-from .request import MeasureRequest
+from ..profiles.targets import Requested
+from ..units import format_hz
+from .request import MeasureRequest, build_profile
 from .validity import activity_counter_cpu, expected_range
 
 if TYPE_CHECKING:
@@ -33,46 +31,6 @@ OnApplied = Callable[[Sequence[Requested], Sequence[ClockReading]], None]
 
 # How long a pin waits for the clocks to run what was applied before the window opens.
 PIN_SETTLE_S = 2.0
-
-
-def build_profile(request: MeasureRequest, gpu: Optional[Requested], root_base: Path
-                  ) -> Optional[Profile]:
-    """The profile to pin for one point: --profile (if any) with --freq/--cpu-freq/--emc-freq
-    on top, the GPU clock as planning resolved it (`gpu`, from --freq or from the profile's own
-    [gpu] freq). None when nothing is to be pinned."""
-    by_option = any(f is not None for f in request.gpu_freqs)  # else `gpu` is the profile's
-    if request.profile:
-        profile = load_profile(request.profile, root_base)
-    elif gpu is not None or request.cpu_freq is not None or request.emc_freq is not None:
-        profile = Profile(name="measure", source=COMMAND_LINE)
-    else:
-        return None
-    sections = list(profile.sections)
-    railgate = profile.gpu_railgate
-    cpu, governors, emc = profile.cpu_freq, profile.cpu_governors, profile.emc_freq
-    gpu_range = profile.gpu_freq
-    options: List[str] = []
-    if gpu is not None and by_option:
-        assert not isinstance(gpu.requested, str) or gpu.requested in (MAX, MIN)
-        gpu_range = FreqRange(gpu.requested, gpu.requested)
-        if railgate is None:
-            railgate = False  # a railgated GPU wakes up slowly: never measure it
-        sections.append("gpu")
-        options.append("gpu")
-    if request.cpu_freq is not None:
-        cpu = FreqRange(request.cpu_freq, request.cpu_freq)
-        governors = governors or ("userspace", "performance")
-        sections.append("cpu")
-        options.append("cpu")
-    if request.emc_freq is not None:
-        emc = request.emc_freq
-        sections.append("emc")
-        options.append("emc")
-    return dataclasses.replace(profile, gpu_freq=gpu_range, gpu_railgate=railgate, cpu_freq=cpu,
-                               cpu_governors=governors, emc_freq=emc,
-                               sections=tuple(dict.fromkeys(sections)),
-                               beyond_power_mode=request.beyond_power_mode,
-                               from_options=tuple(options))
 
 
 def applied_clocks(root: Root, board: Board) -> List[ClockDoc]:

@@ -12,10 +12,10 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 from ..errors import UsageError
 from ..hw.board import Board
 from ..hw.fs import Root
-from ..profiles.profile import FreqRange, Profile
+from ..profiles.profile import FreqRange, Profile, load_profile
 from ..profiles.targets import COMMAND_LINE, Requested, resolve
 from ..report.schema import point_id
-from ..units import FreqSpec, format_hz, parse_duration_s, parse_freq
+from ..units import MAX, MIN, FreqSpec, format_hz, parse_duration_s, parse_freq
 from ..workload.command.spec import PRECISION as COMMAND_PRECISION
 from ..workload.command.spec import CommandSpec, command_spec
 from ..workload.model_arg import InputShape, parse_shape_option
@@ -275,6 +275,45 @@ def _with_command(o: MeasureOptions, request: MeasureRequest) -> MeasureRequest:
                    batches=(spec.batch,), command=spec)
 
 
+def build_profile(request: MeasureRequest, gpu: Optional[Requested], root_base: Path
+                  ) -> Optional[Profile]:
+    """The profile to pin for one point: --profile (if any) with --freq/--cpu-freq/--emc-freq
+    on top, the GPU clock as planning resolved it (`gpu`, from --freq or from the profile's own
+    [gpu] freq). None when nothing is to be pinned."""
+    # `gpu` is --freq's, or (a --profile and no --freq) the profile's own [gpu] freq
+    by_option = not request.profile or any(f is not None for f in request.gpu_freqs)
+    if request.profile:
+        profile = load_profile(request.profile, root_base)
+    elif gpu is not None or request.cpu_freq is not None or request.emc_freq is not None:
+        profile = Profile(name="measure", source=COMMAND_LINE)
+    else:
+        return None
+    sections = list(profile.sections)
+    railgate = profile.gpu_railgate
+    cpu, governors, emc = profile.cpu_freq, profile.cpu_governors, profile.emc_freq
+    gpu_range = profile.gpu_freq
+    options: List[str] = []
+    if gpu is not None and by_option:
+        assert not isinstance(gpu.requested, str) or gpu.requested in (MAX, MIN)
+        gpu_range = FreqRange(gpu.requested, gpu.requested)
+        if railgate is None:
+            railgate = False  # a railgated GPU wakes up slowly: never measure it
+        sections.append("gpu")
+        options.append("gpu")
+    if request.cpu_freq is not None:
+        cpu = FreqRange(request.cpu_freq, request.cpu_freq)
+        governors = governors or ("userspace", "performance")
+        sections.append("cpu")
+        options.append("cpu")
+    if request.emc_freq is not None:
+        emc = request.emc_freq
+        sections.append("emc")
+        options.append("emc")
+    return replace(profile, gpu_freq=gpu_range, gpu_railgate=railgate, cpu_freq=cpu,
+                   cpu_governors=governors, emc_freq=emc, sections=tuple(dict.fromkeys(sections)),
+                   beyond_power_mode=request.beyond_power_mode, from_options=tuple(options))
+
+
 def resolve_gpu(root: Root, board: Board, spec: FreqSpec, beyond_power_mode: bool,
                 profile: Optional[Profile] = None) -> Requested:
     """A GPU clock request resolved against the board by the pin's own rules
@@ -293,8 +332,6 @@ def _profile_gpu(request: MeasureRequest, board: Board, root: Root) -> Optional[
     """The GPU clock a --profile pins by itself (its [gpu] freq, no --freq), resolved as
     --freq would be, so that the file name and the progress line name it too; None where the
     profile pins no single GPU clock (a range, or no [gpu])."""
-    from .pinning import build_profile
-
     profile = build_profile(request, None, root.base)
     rng = profile.gpu_freq if profile is not None else None
     if profile is None or rng is None or not rng.pinned or rng.min is None or \
@@ -312,6 +349,7 @@ def plan_points(request: MeasureRequest, board: Board, root: Root,
     points = []
     planned: Dict[Optional[int], Requested] = {}
     for freq in request.gpu_freqs:
+        gpu: Optional[Requested]
         if freq is not None:
             gpu = resolve_gpu(root, board, freq, request.beyond_power_mode)
         else:
