@@ -3,7 +3,9 @@
 `--meter none`, as interleaved pairs of fresh CLI runs, and the ratio of their img/s.
 
 Run on an idle machine: .venv/bin/python benchmarks/bench_sampler_cost.py [--pairs 7]
-    [--duration 4] [--board orin-nano] [--simulated]
+    [--duration 4] [--board orin-nano] [--simulated] [--before TREE]
+(--before TREE: also the 1 kHz arm with the jetbench of another checkout's agent/ directory,
+e.g. a `git worktree` at the commit before a change, interleaved in the same rounds.)
 
 The workload is a network whose forward pass is ~3 ms of pure Python (it holds the GIL, as a
 Python-heavy network at batch 1 does). The board is an Orin Nano tree without the simulator's
@@ -49,8 +51,9 @@ def _arg(name: str, default: str) -> str:
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
-def run_once(tree: Path, meter: str, duration_s: float, out: Path, work: Path) -> float:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "agent"), str(work)]),
+def run_once(tree: Path, meter: str, duration_s: float, out: Path, work: Path,
+             agent: Path = REPO / "agent") -> float:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(agent), str(work)]),
                JETBENCH_ROOT=str(tree))
     cmd = [sys.executable, "-m", "jetbench.cli.main", "measure", "--model", "jb_spin:spin",
            "--input-shape", "3,8,8", "--device", "cpu", "--iterations", "2",
@@ -68,7 +71,11 @@ def main() -> None:
     pairs = int(_arg("--pairs", "7"))
     duration_s = float(_arg("--duration", "4"))
     key = _arg("--board", "orin-nano")
-    arms = [("ina3221?interval=1ms", "1 kHz"), ("ina3221", "sensor's refresh")]
+    # (meter, label, the agent/ tree that runs it)
+    arms = [("ina3221?interval=1ms", "1 kHz", REPO / "agent"),
+            ("ina3221", "sensor's refresh", REPO / "agent")]
+    if "--before" in sys.argv:
+        arms.append(("ina3221?interval=1ms", "1 kHz, before", Path(_arg("--before", ""))))
     kernel = " (simulated kernel)" if "--simulated" in sys.argv else ""
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f} at start; {pairs} interleaved pairs of {duration_s:g} s "
@@ -80,15 +87,16 @@ def main() -> None:
         create_board(key, tree)
         if "--simulated" not in sys.argv:
             (tree / "etc/jetbench/simulated.json").unlink()
-        ratios = {label: [] for _, label in arms}
+        ratios = {label: [] for _, label, _ in arms}
         for k in range(pairs):
-            for meter, label in arms:
-                order = [("none", "none"), (meter, label)]
+            for meter, label, agent in arms:
+                order = [("none", "none", REPO / "agent"), (meter, label, agent)]
                 if k % 2:
                     order.reverse()
                 got = {}
-                for m, name in order:
-                    got[name] = run_once(tree, m, duration_s, work / f"out-{k}-{name}", work)
+                for m, name, tree_agent in order:
+                    got[name] = run_once(tree, m, duration_s, work / f"out-{k}-{name}", work,
+                                         tree_agent)
                 ratios[label].append(got[label] / got["none"])
                 print(f"pair {k + 1} {label}: none {got['none']:.1f} img/s, sampled "
                       f"{got[label]:.1f} img/s, ratio {ratios[label][-1]:.3f}", flush=True)
