@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "agent"))
@@ -52,7 +53,8 @@ def _arg(name: str, default: str) -> str:
 
 
 def run_once(tree: Path, meter: str, duration_s: float, out: Path, work: Path,
-             agent: Path = REPO / "agent") -> float:
+             agent: Path = REPO / "agent") -> Tuple[float, str]:
+    """img/s, and for a sampled run its total channel's coverage and samples per second."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(agent), str(work)]),
                JETBENCH_ROOT=str(tree))
     cmd = [sys.executable, "-m", "jetbench.cli.main", "measure", "--model", "jb_spin:spin",
@@ -63,8 +65,15 @@ def run_once(tree: Path, meter: str, duration_s: float, out: Path, work: Path,
     if proc.returncode not in (0, 3):
         raise SystemExit(f"measure failed ({proc.returncode}): {proc.stderr[-2000:]}")
     doc = json.loads(proc.stdout)
-    results = doc["results"] if isinstance(doc, dict) and "results" in doc else doc
-    return float(results[0]["throughput"]["images_per_s"])
+    result = (doc["results"] if isinstance(doc, dict) and "results" in doc else doc)[0]
+    power = result.get("power") or {}
+    channels = [c for c in power.get("channels") or [] if c.get("name") == "VDD_IN"]
+    window_s = (power.get("window") or {}).get("duration_s")
+    seen = ""
+    if channels and window_s:
+        seen = (f" (VDD_IN coverage {channels[0]['coverage']:.1%}, "
+                f"{channels[0]['samples'] / window_s:.0f} samples/s)")
+    return float(result["throughput"]["images_per_s"]), seen
 
 
 def main() -> None:
@@ -93,13 +102,14 @@ def main() -> None:
                 order = [("none", "none", REPO / "agent"), (meter, label, agent)]
                 if k % 2:
                     order.reverse()
-                got = {}
+                got, seen = {}, {}
                 for m, name, tree_agent in order:
-                    got[name] = run_once(tree, m, duration_s, work / f"out-{k}-{name}", work,
-                                         tree_agent)
+                    got[name], seen[name] = run_once(tree, m, duration_s,
+                                                     work / f"out-{k}-{name}", work, tree_agent)
                 ratios[label].append(got[label] / got["none"])
                 print(f"pair {k + 1} {label}: none {got['none']:.1f} img/s, sampled "
-                      f"{got[label]:.1f} img/s, ratio {ratios[label][-1]:.3f}", flush=True)
+                      f"{got[label]:.1f} img/s{seen[label]}, ratio {ratios[label][-1]:.3f}",
+                      flush=True)
         print()
         print("| arm | ratios (sampled / none), in order | median | min .. max |")
         print("|---|---|---|---|")
