@@ -4,15 +4,29 @@ readers take from it, checked by mypy at both ends.
 Every key may be absent (a file written by an older jetbench) and a figure is None where it
 was not measured (never 0): readers go through report/schema.py's accessors. Units are in key
 names. The document is still a plain dict (what the JSON holds); these are its shapes, nothing
-at run time. report/schema.py's RESULT_TYPES checks the same shapes in a file that is read."""
+at run time, except that report/schema.py derives from them (REQUIRED, WHOLE and OPEN_KEYS
+below add what a type cannot say on Python 3.8) the check a file that is read must pass."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, TypedDict
+from typing import Dict, List, Optional, Tuple, TypedDict
 
 # The workload's own description: what ran, as the workload layer reports it. Its keys depend
 # on the runtime (a network's GMACs, a command's argv, an engine's precision): an open dict.
 WorkloadDoc = Dict[str, object]
+
+
+class WorkloadKeys(TypedDict, total=False):
+    """The keys of a result's `workload` that readers take (WorkloadDoc stays an open dict for
+    its writers): report/schema.py checks them where a file is read (OPEN_KEYS below)."""
+    model: str
+    precision: str
+    batch: int
+    framework: str  # report/schema.py FRAMEWORKS (absent in older results: pytorch)
+    provider: str  # ONNX Runtime's execution provider
+    runtime: str
+    device: str
+    unit: str
 
 
 class UncertaintyParts(TypedDict, total=False):
@@ -312,6 +326,22 @@ class ResultDoc(TypedDict, total=False):
     warnings: List[str]
     notes: List[str]
     _path: str  # in memory only: the file it was read from (report/io.py), never written
+
+
+# What a file that is read is held to beyond the types above (report/schema.py result_types),
+# said here once, by TypedDict name, as typing cannot on Python 3.8 (no typing.Required):
+# the keys that must be there and not null (every other key may be absent, or null where its
+# type is not a list's item)...
+REQUIRED: Dict[str, Tuple[str, ...]] = {
+    "ResultDoc": ("schema", "status", "simulated"),
+    "PowerPoint": ("name", "point", "source"),
+    "PreRegulation": ("regulator_efficiency",),
+    "DeviceDoc": ("device",),
+}
+# ...the ints that must be whole (any other int read from a file may be any number)...
+WHOLE: Dict[str, Tuple[str, ...]] = {"WorkloadKeys": ("batch",)}
+# ...and the keys checked in an open dict (its other keys are free).
+OPEN_KEYS: Dict[str, Dict[str, str]] = {"ResultDoc": {"workload": "WorkloadKeys"}}
 
 
 class TrialSettings(TypedDict, total=False):

@@ -8,8 +8,22 @@ Units are in key names (`_hz`, `_w`, `_j`, `_s`, `_ms`); `None` means "not measu
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from functools import lru_cache
+from typing import (
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
+from .. import documents
 from ..documents import ResultDoc
 from ..errors import UsageError
 from ..units import format_hz
@@ -38,48 +52,74 @@ def point_id(model: str, precision: str, batch: int, gpu_hz: Optional[int]) -> s
     return stem
 
 
-# The types of what readers (tables, plots, --compare, --by runtime) take from a result, so
-# a file with a wrong type anywhere is one message, not a TypeError deep in a table. A dict is
-# an object with these keys (others are free; "NAME!" must be there and not null); [X] a list
-# of X (never null); "*" any key. Other keys may be absent or null ("not measured").
+# The types of a result's keys, so a file with a wrong type anywhere is one message, not a
+# TypeError deep in a table. A spec is one of the four kinds, None (anything), a list of one
+# spec ([X]: a list of X, never null, nor its items), or an object's keys (others are free;
+# "NAME!" must be there and not null; "*" any key). Other keys may be absent or null ("not
+# measured"). It is derived from documents.py's ResultDoc (result_types), the shape's one home.
 NUM, STR, BOOL, INT = "number", "string", "boolean", "integer"
-# a spec: one of the four kinds, None (anything), a list of one spec, or an object's keys
 Spec = Union[str, None, List["Spec"], Dict[str, "Spec"]]
-_POINT: Dict[str, Spec] = {"name!": STR, "point!": STR, "source!": STR, "kind": STR, "mean_w": NUM,
-          "energy_j": NUM, "images_per_j": NUM, "items_per_j": NUM,
-          "mean_w_uncertainty_pct": NUM, "samples": NUM, "coverage": NUM}
-RESULT_TYPES: Dict[str, Spec] = {
-    "schema": STR, "status": STR, "simulated": BOOL, "id": STR, "message": STR,
-    "created": STR, "warnings": [STR], "notes": [STR], "interrupted": STR,
-    "board": {"model": STR, "soc": STR, "l4t": STR, "family": STR,
-              "power_mode": {"text": STR, "caps_lifted": BOOL}},
-    "settings": {"requested": {"*": None}, "applied": {"gpu_hz": NUM, "*": None}},
-    "workload": {"model": STR, "precision": STR, "batch": INT, "framework": STR,
-                 "provider": STR, "runtime": STR, "device": STR, "unit": STR},
-    "throughput": {"images_per_s": NUM, "items_per_s": NUM, "unit": STR, "cv": NUM,
-                   "latency_ms": {"*": NUM}},
-    "power": {"total": _POINT, "totals": [_POINT], "channels": [_POINT],
-              "phases_s": {"*": NUM}, "trace_csv": STR,
-              "idle": {"total": _POINT}, "idle_unpinned": {"total": _POINT}},
-    "devices": [{"device!": STR, "throughput": {"images_per_s": NUM}}],
-    "scaling": {"efficiency": NUM, "devices": NUM, "baseline_images_per_s": NUM},
-    "efficiency": {"images_per_j": NUM, "items_per_j": NUM, "by_point": [_POINT],
-                   "above_idle": {"mean_w": NUM, "images_per_j": NUM, "items_per_j": NUM,
-                                  "mean_w_uncertainty_pct": NUM},
-                   "pre_regulation_estimate": {"regulator_efficiency!": NUM, "mean_w": NUM,
-                                               "images_per_j": NUM, "items_per_j": NUM},
-                   "uncertainty": {"power_pct": NUM, "throughput_pct": NUM,
-                                   "images_per_j_pct": NUM, "basis": STR,
-                                   "lower_it": [STR]}},
-    "thermal": {"throttled": BOOL},
-    "validity": {"valid": BOOL, "reasons": [STR]},
-}
-_REQUIRED = {"schema", "status", "simulated"}  # never null
+_REQUIRED = documents.REQUIRED["ResultDoc"]  # never null
+
+
+def _is_typed_dict(tp: object) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__total__")
+
+
+def spec_of(tp: object, whole: bool = False) -> Spec:
+    """The spec (see above) of a type as documents.py writes one: a TypedDict is an object of
+    its keys (documents.REQUIRED, WHOLE, OPEN_KEYS by its name), List[X] [X], Dict[str, X]
+    {"*": X}, Optional[X] X (a key may be null anyway), int or float a number (an int in
+    WHOLE an integer), object anything. Any other type is a TypeError: a shape this cannot
+    check is a mistake in documents.py, found by the tests, not a check left out."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Union:
+        types = [a for a in args if a is not type(None)]
+        if len(types) != 1:
+            raise TypeError(f"documents.py: {tp} is not one type or None")
+        return spec_of(types[0], whole)
+    if origin is list:
+        if get_origin(args[0]) is Union and type(None) in get_args(args[0]):
+            raise TypeError(f"documents.py: {tp}: a list's items are never null")
+        return [spec_of(args[0])]
+    if origin is dict:
+        return {"*": spec_of(args[1])}
+    if _is_typed_dict(tp):
+        return _object_spec(cast(type, tp))
+    kinds: Dict[object, Spec] = {bool: BOOL, int: INT if whole else NUM, float: NUM, str: STR,
+                                 object: None}
+    if tp in kinds:
+        return kinds[tp]
+    raise TypeError(f"documents.py: no spec for {tp!r}")
+
+
+def _object_spec(typed: type) -> Dict[str, Spec]:
+    name = typed.__name__
+    required = documents.REQUIRED.get(name, ())
+    whole = documents.WHOLE.get(name, ())
+    opened = documents.OPEN_KEYS.get(name, {})
+    out: Dict[str, Spec] = {}
+    for key, tp in get_type_hints(typed).items():
+        spec = spec_of(tp, key in whole)
+        if key in opened:  # an open dict: the keys readers take checked, the others free
+            keys = _object_spec(getattr(documents, opened[key]))
+            spec = {**keys, "*": spec["*"]} if isinstance(spec, dict) else keys
+        out[f"{key}!" if key in required else key] = spec
+    return out
+
+
+@lru_cache(maxsize=None)
+def result_types() -> Dict[str, Spec]:
+    """ResultDoc's spec: what check() holds a file to (worked out at the first check, not at
+    start-up)."""
+    return _object_spec(ResultDoc)
+
+
 _KIND = {NUM: (int, float), STR: (str,), BOOL: (bool,), INT: (int,)}
 
 
 def type_problem(value: object, spec: Spec, where: str) -> Optional[str]:
-    """Where a document leaves `spec` (see RESULT_TYPES), first found; None when it fits."""
+    """Where a document leaves `spec` (see Spec), first found; None when it fits."""
     stack: List[Tuple[object, Spec, str, bool]] = [(value, spec, where, True)]
     while stack:
         node, want, at, nullable = stack.pop()
@@ -128,7 +168,7 @@ def check(doc: object, where: str = "result") -> ResultDoc:
     for key in _REQUIRED:
         if doc[key] is None:
             raise UsageError(f"{where}: {key} is null")
-    problem = type_problem(doc, RESULT_TYPES, "")
+    problem = type_problem(doc, result_types(), "")
     if problem:
         raise UsageError(f"{where}: not a valid {SCHEMA} document: {problem[:200]}")
     work = doc["workload"] if isinstance(doc["workload"], dict) else {}
@@ -138,7 +178,7 @@ def check(doc: object, where: str = "result") -> ResultDoc:
     if framework(doc) == "onnxruntime" and doc["status"] == "ok" \
             and not isinstance(work.get("provider"), str):
         raise UsageError(f"{where}: an ONNX Runtime result without workload.provider")
-    return cast(ResultDoc, doc)  # its shape checked above (RESULT_TYPES)
+    return cast(ResultDoc, doc)  # its shape checked above (result_types)
 
 
 # -- accessors (tolerant: a missing figure is None, never 0) --------------------------------
