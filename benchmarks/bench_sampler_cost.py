@@ -8,8 +8,9 @@ Run on an idle machine: .venv/bin/python benchmarks/bench_sampler_cost.py [--pai
 e.g. a `git worktree` at the commit before a change, interleaved in the same rounds.)
 --where N: instead, where the time goes (PROBE below), N interleaved rounds.
 
-The workload is a network whose forward pass is ~3 ms of pure Python (it holds the GIL, as a
-Python-heavy network at batch 1 does). The board is an Orin Nano tree without the simulator's
+The workload is a network whose forward pass is a fixed ~3 ms of pure Python work (it holds
+the GIL, as a Python-heavy network at batch 1 does; fixed work, not a fixed time, so that
+what the sampler takes from it shows). The board is an Orin Nano tree without the simulator's
 marker (no simulated kernel runs beside jetbench: the rails are still files, as a tree copied
 off a board), unless --simulated (the file-based simulated kernel runs beside jetbench) or
 --fuse (the board served through FUSE by `jetbench sim mount`: every read a request to the
@@ -36,16 +37,17 @@ sys.path.insert(0, str(REPO / "agent"))
 
 from jetbench.sim.create import create_board  # noqa: E402
 
+# A fixed amount of pure-Python work per forward (~3 ms on this machine's cores), not a fixed
+# time: a forward that spins until 3 ms have passed takes 3 ms whatever is taken from it, and
+# would hide the very cost measured here.
 SPIN = """
-import time
 import torch
 
 class _Spin(torch.nn.Module):
     def forward(self, x):
-        end = time.perf_counter() + 0.003
         n = 0
-        while time.perf_counter() < end:
-            n += 1
+        for k in range(100000):
+            n += k & 7
         return x.mean() + 0.0 * n
 
 def spin():
@@ -131,8 +133,9 @@ def _arg(name: str, default: str) -> str:
 def run_once(tree: Path, meter: str, duration_s: float, out: Path, work: Path,
              agent: Path = REPO / "agent") -> Tuple[float, str]:
     """img/s, and for a sampled run its total channel's coverage and samples per second."""
+    # one hash seed for every run: a process's speed also depends on its random layout
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(agent), str(work)]),
-               JETBENCH_ROOT=str(tree))
+               JETBENCH_ROOT=str(tree), PYTHONHASHSEED="0")
     cmd = [sys.executable, "-m", "jetbench.cli.main", "measure", "--model", "jb_spin:spin",
            "--input-shape", "3,8,8", "--device", "cpu", "--iterations", "2",
            "--duration", f"{duration_s}s", "--warmup", "0.5s", "--meter", meter,
