@@ -51,11 +51,12 @@ def wait_until(predicate: Callable[[], object], timeout: float = WAIT_BOUND_S,
     return bool(predicate())
 
 
-def make_board(tmp_path: Path, key: str) -> Path:
+def make_board(tmp_path: Path, key: str, power_mode: Optional[int] = None) -> Path:
+    """A simulated board's tree in tmp_path (KEY, or KEY-MODE started in nvpmodel mode MODE)."""
     from jetbench.sim.create import create_board
 
-    path = tmp_path / key
-    create_board(key, path)
+    path = tmp_path / (key if power_mode is None else f"{key}-{power_mode}")
+    create_board(key, path, power_mode=power_mode)
     return path
 
 

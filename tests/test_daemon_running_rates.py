@@ -12,17 +12,13 @@ Expected values are computed here from those table facts, never from jetbench's 
 
 from __future__ import annotations
 
-import re
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from helpers.daemons import Daemon, board_state
+from helpers.daemons import Daemon, board_state, start_sim_app
 
-from conftest import REPO, bound_s, diff, jetbench_env, make_board, wait_until
+from conftest import bound_s, diff, make_board, wait_until
 
 MHZ = 1_000_000
 # The Orin Nano's EMC table (sim/boards.py): the rates its clock framework runs.
@@ -114,16 +110,6 @@ def test_a_held_emc_rate_the_kernel_rounds_is_no_drift_and_a_foreign_write_is(tm
     assert diff(before, board_state(base)) == []
 
 
-def _start_app(base: Path, *args: str) -> tuple:
-    proc = subprocess.Popen([sys.executable, "-m", "jetbench.cli.main", "sim", "app", str(base),
-                             "--port", "0", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=REPO, env=jetbench_env())
-    line = proc.stdout.readline()
-    m = re.search(r"serving (http://\S+)", line)
-    assert m, line + (proc.stdout.read() if proc.poll() is not None else "")
-    return proc, m.group(1)
-
-
 @pytest.mark.long
 def test_the_daemon_tunes_over_the_emc_rates_that_run_and_holds_what_runs(tmp_path, started):
     """End to end on a simulated Orin Nano serving `sim app` at 30 frames/s, started from a
@@ -134,7 +120,7 @@ def test_the_daemon_tunes_over_the_emc_rates_that_run_and_holds_what_runs(tmp_pa
     before = board_state(base)
     profile = tmp_path / "emc-1066.toml"
     profile.write_text('description = "EMC at 1066 MHz"\n[emc]\nfreq = "1066MHz"\n')
-    app, url = _start_app(base, "--demand", "30", "--model", "sim:resnet18")
+    app, url = start_sim_app(base, "--demand", "30", "--model", "sim:resnet18")
     try:
         d = Daemon(tmp_path, base, "--profile", str(profile), "--tune", "--tune-window", "1s",
                    "--throughput-from", f"prometheus:{url}#sim_app_items",

@@ -8,30 +8,17 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
-from helpers.daemons import TUNE_METRICS, Daemon, board_state
+from helpers.daemons import TUNE_METRICS, Daemon, board_state, start_sim_app
 
-from conftest import REPO, bound_s, jetbench_env, make_board, run_cli
+from conftest import bound_s, make_board, run_cli
 
 pytest.importorskip("prometheus_client")
 
 TX1_GPU = "sys/devices/57000000.gpu/devfreq/57000000.gpu"
-
-
-def _start_app(base: Path, *args: str) -> tuple:
-    proc = subprocess.Popen([sys.executable, "-m", "jetbench.cli.main", "sim", "app", str(base),
-                             "--port", "0", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=REPO, env=jetbench_env())
-    line = proc.stdout.readline()
-    m = re.search(r"serving (http://\S+)", line)
-    assert m, line + (proc.stdout.read() if proc.poll() is not None else "")
-    return proc, m.group(1)
 
 
 def _metric(url: str, name: str) -> float:
@@ -51,7 +38,7 @@ def test_sim_app_serves_at_the_speed_of_the_boards_clocks(tmp_path):
     base = make_board(tmp_path, "tx1")
     # no kernel runs: the GPU runs what its cur_freq says, the tree's 76.8 MHz, then what a
     # kernel would show once the GPU is at its top, 998.4 MHz
-    app, url = _start_app(base, "--demand", "max", "--model", "sim:resnet18")
+    app, url = start_sim_app(base, "--demand", "max", "--model", "sim:resnet18")
     try:
         slow = _rate(url, 1.0)
         (base / TX1_GPU / "cur_freq").write_text("998400000\n")
@@ -83,7 +70,7 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
     before = board_state(base)
     demand = tmp_path / "demand"
     demand.write_text("30\n")
-    app, url = _start_app(base, "--demand-file", str(demand), "--model", "sim:resnet18")
+    app, url = start_sim_app(base, "--demand-file", str(demand), "--model", "sim:resnet18")
     try:
         daemon = Daemon(tmp_path, base, "--tune", "--tune-knobs", "gpu", "--tune-window", "2s",
                         "--throughput-from", f"prometheus:{url}#sim_app_items",

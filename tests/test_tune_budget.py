@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from helpers.results import computed_report
 
 from jetbench.hw.fs import Root
 from jetbench.run.request import MeasureOptions
@@ -33,12 +34,7 @@ def _stand_in(monkeypatch) -> None:
     def shape(_root, request, command):
         x = int(request.gpu_freqs[0]) / SEVEN[-1]
         rate, watts = 100.0 * x, 2.0 + 3.0 * x * x
-        return measure_module.MeasureReport(results=[{
-            "status": "ok", "validity": {"valid": True, "reasons": []},
-            "throughput": {"items_per_s": rate},
-            "power": {"total": {"mean_w": watts, "mean_w_uncertainty_pct": 0.5}},
-            "efficiency": {"items_per_j": rate / watts,
-                           "uncertainty": {"throughput_pct": 0.3, "images_per_j_pct": 0.6}}}])
+        return computed_report(rate, watts)
 
     monkeypatch.setattr(measure_module, "measure", shape)
     monkeypatch.setattr(study_module, "search_space", lambda *_a, **_k: {"gpu": list(SEVEN)})

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.results import computed_report
 
 from jetbench.errors import HardwareError, UsageError
 from jetbench.hw.fs import Root
@@ -410,12 +411,7 @@ def test_budget_the_points_read_again_did_not_need_goes_on_halving_to_the_edge(t
     def shape(_root, request, command):
         g, e = int(request.gpu_freqs[0]) / 998.4e6, int(request.emc_freq) / 1600e6
         rate, watts = 200.0 / (0.75 / e + 0.25 / g), 3.9 + 0.5 * e + 5.54 * g * g
-        return measure_module.MeasureReport(results=[{
-            "status": "ok", "validity": {"valid": True, "reasons": []},
-            "throughput": {"items_per_s": rate},
-            "power": {"total": {"mean_w": watts, "mean_w_uncertainty_pct": 0.5}},
-            "efficiency": {"items_per_j": rate / watts,
-                           "uncertainty": {"throughput_pct": 0.3, "images_per_j_pct": 0.6}}}])
+        return computed_report(rate, watts)
 
     monkeypatch.setattr(measure_module, "measure", shape)
     options = MeasureOptions(cmd="memory-shape", throughput_from="trtexec", duration="0.3")

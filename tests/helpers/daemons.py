@@ -124,3 +124,18 @@ class Daemon:
     def output(self) -> str:
         self.log.flush()
         return self.log_path.read_text(errors="replace")
+
+
+def start_sim_app(base: Path, *args: str) -> tuple:
+    """`jetbench sim app` on a simulated board, on a free port: (process, its URL)."""
+    import re
+
+    from conftest import jetbench_env
+
+    proc = subprocess.Popen([sys.executable, "-m", "jetbench.cli.main", "sim", "app", str(base),
+                             "--port", "0", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=REPO, env=jetbench_env())
+    line = proc.stdout.readline()
+    m = re.search(r"serving (http://\S+)", line)
+    assert m, line + (proc.stdout.read() if proc.poll() is not None else "")
+    return proc, m.group(1)

@@ -39,3 +39,16 @@ def result_doc(mhz, batch=1, ips=47.0, watts=5.5, precision="fp32", simulated=Tr
     if path is not None:
         doc["_path"] = str(path)
     return doc
+
+
+def computed_report(rate: float, watts: float):
+    """What `measure` returns for one valid point whose figures a test computed from the
+    pinned clocks (a stand-in for timing a workload: a loaded host cannot move it)."""
+    from jetbench.run.measure import MeasureReport
+
+    return MeasureReport(results=[{
+        "status": "ok", "validity": {"valid": True, "reasons": []},
+        "throughput": {"items_per_s": rate},
+        "power": {"total": {"mean_w": watts, "mean_w_uncertainty_pct": 0.5}},
+        "efficiency": {"items_per_j": rate / watts,
+                       "uncertainty": {"throughput_pct": 0.3, "images_per_j_pct": 0.6}}}])
