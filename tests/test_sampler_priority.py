@@ -65,3 +65,17 @@ def test_poll_times_each_tick_against_its_cadence():
 
     poll(Source(), Sink(), INTERVAL_S, stop, state, clock=clock)
     assert state.behind and state.late >= 10
+
+
+def test_one_stall_is_behind_at_once():
+    """A single wake-up 5 ms late at 1 kHz (a gap is 5 intervals: window.GAP_FACTOR) asks at
+    once, not after a second of ticks: a short window cannot wait that long."""
+    calls = []
+    state = PollState(on_behind=lambda: calls.append(1))
+    for lag in (0.0001, 0.0001, 0.0051):
+        state.tick(lag, INTERVAL_S)
+    assert calls == [1]
+    state = PollState(on_behind=lambda: calls.append(2))
+    for lag in (0.0001, 0.0029, 0.0001):  # under 3 intervals: no stall
+        state.tick(lag, INTERVAL_S)
+    assert calls == [1]

@@ -39,6 +39,10 @@ class Sink(Protocol):
 # real-time priority then, and not before: benchmarks/RESULTS.md, issue 64).
 BEHIND_SHARE = 0.05
 _BEHIND_SPAN_S = 1.0
+# One wake-up this late is behind at once: a few more and the window has a gap (an interval
+# over window.GAP_FACTOR = 5 sampling intervals), which a short window cannot afford.
+STALL_INTERVALS = 3.0
+STALL_MIN_S = 0.005
 
 
 class PollState:
@@ -56,18 +60,25 @@ class PollState:
 
     def tick(self, lag_s: float, interval_s: float) -> None:
         """One polled tick that woke `lag_s` after its time; calls on_behind once when a
-        second's worth of ticks had BEHIND_SHARE or more late."""
+        second's worth of ticks had BEHIND_SHARE or more late, or at once on a stall (one
+        wake-up STALL_INTERVALS intervals late, and at least STALL_MIN_S)."""
         self._span_ticks += 1
         if lag_s > interval_s / 2:
             self.late += 1
             self._span_late += 1
+        if lag_s > max(STALL_INTERVALS * interval_s, STALL_MIN_S):
+            self._fall_behind()
         if self._span_ticks < max(10, round(_BEHIND_SPAN_S / interval_s)):
             return
-        if self._span_late >= BEHIND_SHARE * self._span_ticks and not self.behind:
+        if self._span_late >= BEHIND_SHARE * self._span_ticks:
+            self._fall_behind()
+        self._span_ticks = self._span_late = 0
+
+    def _fall_behind(self) -> None:
+        if not self.behind:
             self.behind = True
             if self.on_behind is not None:
                 self.on_behind()
-        self._span_ticks = self._span_late = 0
 
 
 def sampling_interval_s(

@@ -37,9 +37,11 @@ if TYPE_CHECKING:
 # 1 kHz on a loaded 2-core machine, 99.6-100% at SCHED_FIFO 1: benchmarks/RESULTS.md). But a
 # real-time thread wakes on the core it last ran on and preempts whatever runs there, even with
 # another core idle: at 1 kHz it took 3-5% from a GIL-holding workload on an idle machine
-# (issue 64), where a nice -10 thread wakes on the idle core. So every reading thread starts at
-# nice -10, and a polled one takes the lowest real-time priority only once it falls behind
-# (sampling/poll.py: BEHIND_SHARE of a second's ticks late); pushed streams never do.
+# (issue 64), where a nice -10 thread wakes on the idle core. So a polled source's thread
+# starts at nice -10 where a core is to spare (machine_busy), and takes the lowest real-time
+# priority once it falls behind (sampling/poll.py: BEHIND_SHARE of a second's ticks late, or
+# one stall); on a machine with no core to spare it takes it at once (a short window cannot
+# wait). Pushed streams never do.
 SAMPLER_RT_PRIORITY = 1
 SAMPLER_NICE = -10
 _LENGTH = struct.Struct("<I")
@@ -86,6 +88,15 @@ def send_message(fd: int, message: Hello) -> None:
     os.write(fd, _LENGTH.pack(len(body)) + body)
 
 
+def machine_busy() -> bool:
+    """No core to spare, by the load average: (nearly) one runnable task per core or more.
+    A short window cannot wait for a sampler to fall behind before it gets its priority."""
+    try:
+        return os.getloadavg()[0] > (os.cpu_count() or 1) - 0.5
+    except OSError:
+        return False
+
+
 def raise_priority(realtime: bool) -> None:
     """Best effort, for the calling thread (Linux schedules threads; new ones inherit)."""
     if realtime:
@@ -128,11 +139,14 @@ def _open_all(sources: Sequence[PowerSource]) -> None:
 def _sample(src: PowerSource, sink: Sink, interval_s: float, stop: threading.Event) -> None:
     from .poll import PollState, poll
 
-    raise_priority(realtime=False)
-    # real time only where the loop sleeps between reads (never a pushed or 0-interval source),
-    # and only once it falls behind: poll() calls this from this very thread
+    polled = not src.pushed and interval_s > 0  # it sleeps between reads
+    busy = machine_busy()
+    raise_priority(realtime=polled and busy)
+    # real time only for a polled source (never a pushed or 0-interval one): at once on a
+    # machine with no core to spare, else once it falls behind (poll() calls this from this
+    # very thread)
     state = PollState(on_behind=lambda: raise_priority(realtime=True)) \
-        if not src.pushed and interval_s > 0 else PollState()
+        if polled and not busy else PollState()
     try:
         poll(src, sink, interval_s, stop, state)
     except OSError:  # the data pipe is gone: the parent is gone or stopped reading
