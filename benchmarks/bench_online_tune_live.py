@@ -41,7 +41,7 @@ from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.hw.meters.base import total_power_w
 from jetbench.hw.meters.registry import auto_sources
-from jetbench.profiles.profile import pinned_clocks_table, profile_toml
+from jetbench.profiles.profile_file import pinned_clocks_table, profile_toml
 from jetbench.sim.create import create_board
 from jetbench.sim.file_kernel import FileKernel
 

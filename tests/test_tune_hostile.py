@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from jetbench.errors import HardwareError, ProfileError, UsageError
-from jetbench.profiles.profile import load_profile, parse_profile, write_profile_file
+from jetbench.profiles.profile import load_profile, parse_profile
+from jetbench.profiles.profile_file import write_profile_file
 from jetbench.run.tune.output import profile_text, save_profile
 
 from conftest import REPO, bound_s, make_board, wait_until

@@ -39,7 +39,7 @@ from ..hw.clocks.types import ClockReading
 from ..hw.fs import Root
 from ..hw.meters.registry import auto_sources
 from ..hw.nvml import nvml_available
-from ..hw.readings import identity, read_now
+from ..hw.readings import read_now
 from ..open_board import served_kernel
 from ..ownership import journal
 from ..ownership import lease as lease_file
@@ -57,6 +57,7 @@ from .live_tuning import LiveTuning, TuneConfig, open_live_tuning, tuned_profile
 from .logs import log_moved, setup_logging
 from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
+from .status_doc import status_doc
 
 if TYPE_CHECKING:  # imported where used: only on a simulated board, only with --metrics
     from ..sim.file_kernel import FileKernel
@@ -452,33 +453,7 @@ class Daemon:
                             self.drift.throttle_reasons, self.drift.below_pin)
 
     def _status_doc(self, readings: ReadingsDoc) -> StatusDoc:
-        board = self.held.board
-        assert board is not None
-        return {
-            "schema": "jetbench.status/1",
-            "pid": os.getpid(),
-            "started": iso(self._started),
-            "uptime_s": round(time.time() - self._started, 1),
-            "simulated": board.simulated,
-            "board": identity(self.root, board),
-            "profile": self.held.profile.name if self.held.profile else None,
-            "profile_source": self.held.profile.source if self.held.profile else None,
-            "pinned": self.held.pinned,
-            "profile_refused": self.profile_refused,
-            "summary": self.summary(),
-            "interval_s": self.config.interval_s,
-            "socket": str(self.config.socket_path),
-            "metrics": self._metrics.address if self._metrics is not None else None,
-            "throttling": bool(self.drift.throttle_reasons),
-            "throttle_reasons": list(self.drift.throttle_reasons),
-            "below_pin": list(self.drift.below_pin),
-            "counters": dict(self.held.counters),
-            "last_repin": self.drift.last_repin,
-            "last_error": self.held.last_error,
-            "lease": self.held.lease.doc() if self.held.lease is not None else None,
-            "tune": self.tuning.doc() if self.tuning is not None else None,
-            **readings,
-        }
+        return status_doc(self, readings)
 
     def snapshot(self) -> StatusDoc:
         """The latest check's document (metrics read this: no hardware access per scrape)."""

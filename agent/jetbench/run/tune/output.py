@@ -187,7 +187,7 @@ def _metrics_text(m: Mapping[str, object], unit: str = DEFAULT_UNIT) -> str:
 def profile_text(doc: TuneDoc, board: Board, name: str) -> str:
     """The best point as a profile `apply` and the daemon take, saying what chose it. Its
     settings are checked against this board's space again and written by a TOML writer."""
-    from ...profiles.profile import pinned_clocks_table, profile_toml
+    from ...profiles.profile_file import pinned_clocks_table, profile_toml
 
     best = doc.get("best") or {}
     s = best.get("settings") or {}
@@ -211,7 +211,7 @@ def profile_text(doc: TuneDoc, board: Board, name: str) -> str:
 
 def save_profile(root: Root, board: Board, doc: TuneDoc, name: str) -> Path:
     from ...ownership.wire import PROFILE_NAME
-    from ...profiles.profile import write_profile_file
+    from ...profiles.profile_file import write_profile_file
 
     if not PROFILE_NAME.match(name):
         raise UsageError(f"--save-profile {name!r}: letters, digits, '.', '_' and '-' only")
