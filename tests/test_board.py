@@ -68,7 +68,10 @@ def test_tx1_r24_knobs(tmp_path):
 def test_xavier_nx_emc_iso_cap(tmp_path):
     board = detect(Root(make_board(tmp_path, "xavier-nx")))
     assert board.emc.max_hz == 1_600_000_000  # capped below the 1866 MHz max_rate
-    assert board.emc.iso_cap_hz == 1_600_000_000
+    assert board.emc.cap_hz == 1_600_000_000
+    # R35 keeps the mode's EMC cap in nvpmodel_emc_cap (docs/hardware.md, "EMC")
+    assert board.emc.cap_file == "/sys/kernel/nvpmodel_emc_cap/emc_iso_cap"
+    assert board.emc.top_hz == 1_866_000_000
 
 
 def test_gpu_found_by_of_node_not_by_path(tmp_path):

@@ -201,6 +201,10 @@ def test_orin_nano_super_maxperf_reaches_1020mhz_and_3199mhz(tmp_path):
         f"{gpu}/railgate_enable": "0",
         f"{gpu}/devfreq/17000000.gpu/min_freq": "1020000000",
         f"{emc}/mrq_rate_locked": "1",
+        # R36's lock recipe (NVIDIA's clock guide, JetPack 6.2 scripts): the clock's state and
+        # the bandwidth manager halted, before the rate
+        f"{emc}/state": "1",
+        "sys/kernel/debug/bpmp/debug/bwmgr/bwmgr_halt": "1",
     }
     assert read(base, f"{emc}/rate") == "3199000000"
     assert not any("BPMP" in n for n in json.loads(result.output)["notes"])

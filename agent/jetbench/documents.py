@@ -169,14 +169,21 @@ class ClockDoc(TypedDict, total=False):
     table_hz: List[int]  # hw/clocks/domains.read_applied only (not in a result's settings)
 
 
-class ObservedClock(TypedDict):
-    """A clock as sampled during the window (run/validity.py ClockSampler)."""
+class _ObservedClockKeys(TypedDict):
     domain: str
     name: str
     min_hz: Optional[int]
     mean_hz: Optional[int]
     max_hz: Optional[int]
     samples: int
+
+
+class ObservedClock(_ObservedClockKeys, total=False):
+    """A clock as sampled during the window (run/validity.py ClockSampler): the time it ran at
+    each rate ([[Hz, s], ...]: a reading holds until the next) and, for a pinned clock judged
+    exactly, the share of that time it ran where its knobs put it."""
+    time_at_hz: List[List[float]]
+    held_share: float
 
 
 class SettingsDoc(TypedDict, total=False):

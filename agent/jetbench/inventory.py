@@ -80,8 +80,12 @@ class InfoGpuDoc(TypedDict):
 
 class InfoEmcDoc(TypedDict):
     kind: str
-    max_hz: int
-    iso_cap_hz: Optional[int]
+    max_hz: int  # the highest rate it runs now: under the mode's cap and the firmware ceiling
+    table_max_hz: int  # the clock's own top
+    cap_hz: Optional[int]  # the power mode's cap in force, where below the top
+    cap_file: Optional[str]  # where that cap is kept (R35 emc_iso_cap, R36+ nvpmodel_clk_cap)
+    ceiling_hz: Optional[int]  # a firmware ceiling found this boot
+    ceiling_why: Optional[str]
     control: Optional[str]
 
 
@@ -247,7 +251,11 @@ def describe(root: Root, board: Board,
         },
         "emc": None if board.emc is None else {
             "kind": board.emc.kind, "max_hz": board.emc.max_hz,
-            "iso_cap_hz": board.emc.iso_cap_hz, "control": board.emc.control,
+            "table_max_hz": board.emc.top_hz, "cap_hz": board.emc.cap_hz,
+            "cap_file": board.emc.cap_file,
+            "ceiling_hz": board.emc.ceiling.hz if board.emc.ceiling else None,
+            "ceiling_why": board.emc.ceiling.why if board.emc.ceiling else None,
+            "control": board.emc.control,
         },
         "fan": None if board.fan is None else {"pwm_file": board.fan.pwm,
                                                 "pwm": read_pwm(root, board)},

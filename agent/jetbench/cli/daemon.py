@@ -198,6 +198,8 @@ def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
         ("drift re-pins", str(doc.get("counters", {}).get("repins", 0))),
         ("throttling", "; ".join(doc.get("throttle_reasons") or []) or "no"),
     ]
+    for said in doc.get("not_held") or []:  # measured: the running clock, not the knobs
+        rows.append(("not held", said))
     below = doc.get("below_pin")
     if below:  # a fact without thermal evidence: said as just that
         rows.append(("below its pin", "; ".join(below)))

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from ..documents import ResultDoc
     from ..hw.clocks.types import ClockReading
-    from ..inventory import InfoDoc
+    from ..inventory import InfoDoc, InfoEmcDoc
 
 
 def sim_tag(simulated: bool) -> str:
@@ -43,6 +43,18 @@ def _compact_table(title: str, *columns: str, header: bool = True) -> Table:
     return table
 
 
+def emc_limit_text(emc: InfoEmcDoc) -> str:
+    """'2.133 GHz: the power mode's cap (/sys/kernel/nvpmodel_clk_cap/emc); table top 3.199
+    GHz' and/or the firmware's ceiling this boot."""
+    parts = []
+    if emc.get("cap_hz"):
+        parts.append(f"{format_hz(emc['cap_hz'])}: the power mode's cap ({emc['cap_file']})")
+    if emc.get("ceiling_hz"):
+        parts.append(f"{format_hz(emc['ceiling_hz'])}: the firmware's ceiling this boot "
+                     f"({emc['ceiling_why']})")
+    return "; ".join(parts) + f"; table top {format_hz(emc['table_max_hz'])}"
+
+
 def info_tables(doc: InfoDoc) -> Iterable[Table]:
     from ..inventory import cpu_label
 
@@ -63,6 +75,9 @@ def info_tables(doc: InfoDoc) -> Iterable[Table]:
         head.add_row("gpu", ", ".join(gpu))
     if doc["fan"]:
         head.add_row("fan pwm", str(doc["fan"]["pwm"]))
+    emc = doc.get("emc")
+    if emc and (emc.get("cap_hz") or emc.get("ceiling_hz")):
+        head.add_row("emc limit", emc_limit_text(emc))
     for g in doc.get("nvml_gpus", ()):
         limit = "-" if g["power_limit_mw"] is None else f"{g['power_limit_mw'] / 1000:g} W"
         bounds = g["power_limits_mw"]

@@ -24,6 +24,7 @@ from ..errors import JetbenchError
 from ..hw import thermal
 from ..hw.board import Board
 from ..hw.clocks.domains import read_applied, read_clocks
+from ..hw.clocks.emc import relock_step
 from ..hw.clocks.steps import apply_step
 from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
@@ -32,6 +33,7 @@ from ..ownership import journal
 from ..profiles.apply import build_plan
 from ..profiles.targets import Targets
 from ..run.validity import below_pin
+from .clock_hold import RELOCKS_PER_HOUR, ClockHold
 from .held import Held, ReadingsDoc, RepinDoc
 
 log = logging.getLogger("jetbench.daemon")
@@ -83,6 +85,7 @@ class Drift:
         self.below_pin: Tuple[str, ...] = ()
         self.last_repin: Optional[RepinDoc] = None
         self.failed_checks = 0
+        self.hold = ClockHold()  # the running clocks against their pins (firmware moves them)
         # knob -> (the value the daemon wrote, the value the kernel kept for it): a rate the
         # kernel rounds, as it read back after the daemon's own write
         self.kept: Dict[str, Tuple[str, str]] = {}
@@ -144,6 +147,26 @@ class Drift:
             apply_step(self.root, step)
         self.pinned(steps)
 
+    def _not_held(self, board: Board, domain: str) -> None:
+        """A pinned clock stopped running at its pin with its knobs in place (a firmware moves
+        it): said, counted, and its lock written again while RELOCKS_PER_HOUR allows."""
+        said = "; ".join(v for (d, _n), v in self.hold.not_held.items() if d == domain)
+        target = self.held.targets
+        step = relock_step(self.root, board, target.emc.freq_hz) \
+            if domain == "emc" and target is not None and target.emc.freq_hz else None
+        if step is None or not self.hold.may_relock():
+            log.warning("%s%s", said, "" if step is None else
+                        f" (not re-locked: {RELOCKS_PER_HOUR} re-locks an hour at most)")
+            return
+        try:
+            apply_step(self.root, step)
+        except JetbenchError as err:
+            self._error(f"re-lock of {domain} failed: {err}")
+            return
+        self.held.counters["relocks"] = self.held.counters.get("relocks", 0) + 1
+        log.warning("%s: re-locked it (%d so far, at most %d an hour)", said,
+                    self.held.counters["relocks"], RELOCKS_PER_HOUR)
+
     # -- the periodic check ------------------------------------------------------------------
     def check(self) -> None:
         with self._lock:
@@ -178,7 +201,12 @@ class Drift:
         self.throttle_reasons = reasons
         below: Tuple[str, ...] = ()
         if held.pinned and time.monotonic() >= held.judge_after:
-            below = below_pin(read_applied(self.root, board), clocks, board.soc)
+            applied = read_applied(self.root, board)
+            below = below_pin(applied, clocks, board.soc)
+            for domain in self.hold.add(applied, clocks, board.soc):
+                self._not_held(board, domain)
+        elif not held.pinned:
+            self.hold.forget()
         if below and below != self.below_pin:
             log.warning("%s", "; ".join(below))
         self.below_pin = below

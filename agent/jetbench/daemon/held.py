@@ -78,6 +78,8 @@ class StatusDoc(ReadingsDoc, total=False):
     throttling: bool
     throttle_reasons: List[str]
     below_pin: List[str]
+    not_held: List[str]  # pinned clocks a firmware moved (daemon/clock_hold.py)
+    clock_drift_events: Dict[str, int]  # per domain: times a pinned clock stopped being held
     counters: Dict[str, int]
     last_repin: Optional[RepinDoc]
     last_error: Optional[str]
@@ -101,7 +103,7 @@ class Lease:
 
 
 def _counters() -> Dict[str, int]:
-    return {"checks": 0, "repins": 0, "throttle_events": 0, "errors": 0}
+    return {"checks": 0, "repins": 0, "relocks": 0, "throttle_events": 0, "errors": 0}
 
 
 @dataclass
@@ -118,7 +120,8 @@ class Held:
 
 def summary_line(held: Held, clocks: Sequence[ClockDoc], configured: Optional[str],
                  refused: Optional[str], tuning_phase: Optional[str],
-                 throttle_reasons: Sequence[str], below_pin: Sequence[str]) -> str:
+                 throttle_reasons: Sequence[str], below_pin: Sequence[str],
+                 not_held: Sequence[str] = ()) -> str:
     """The daemon's STATUS= line: what is pinned (or lent, or being tuned), at which clocks;
     `refused`: why the configured profile was refused (None: it was not)."""
     parts = []
@@ -137,6 +140,9 @@ def summary_line(held: Held, clocks: Sequence[ClockDoc], configured: Optional[st
     text = what + (": " + ", ".join(parts) if parts else "")
     if throttle_reasons:
         text += " (throttling)"
+    elif not_held:
+        domains = sorted({b.split(" ", 1)[0] for b in not_held})
+        text += f" ({', '.join(domains)} not held: see not_held)"
     elif below_pin:
         domains = sorted({b.split(" ", 1)[0] for b in below_pin})
         text += f" ({', '.join(domains)} below its pin, cause unknown)"

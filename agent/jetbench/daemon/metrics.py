@@ -10,6 +10,8 @@ the loop), so a scrape never touches the hardware and never waits for it:
                                                  a window's energy is the difference of 2 scrapes)
     jetbench_temperature_celsius{zone}
     jetbench_drift_repins_total                  re-pins after something else moved a clock
+    jetbench_clock_drift_events_total{domain}    a pinned clock stopped running at its pin
+                                                 (its knobs in place: a firmware moved it)
     jetbench_throttling                          1 while the board throttles
     jetbench_throttle_events_total               times throttling began
     jetbench_pinned, jetbench_profile_info{profile}, jetbench_simulated, jetbench_errors_total
@@ -124,6 +126,12 @@ class _Collector:
             ("jetbench_errors", "errors", "Failed checks, re-pins or reads"),
         ):
             yield CounterMetricFamily(name, text, value=counters.get(key, 0))
+        drift = CounterMetricFamily("jetbench_clock_drift_events", "Times a pinned clock "
+                                    "stopped running at its pin, its knobs in place (a "
+                                    "firmware moved it)", labels=["domain"])
+        for domain, count in sorted(snap.get("clock_drift_events", {}).items()):
+            drift.add_metric([domain], count)
+        yield drift
         yield GaugeMetricFamily("jetbench_throttling", "1 while the board throttles",
                                 value=1.0 if snap.get("throttling") else 0.0)
         yield GaugeMetricFamily("jetbench_pinned", "1 while the daemon holds a profile",

@@ -450,7 +450,8 @@ class Daemon:
         return summary_line(self.held, self._snapshot.get("clocks") or [], self.config.profile,
                             self.profile_refused,
                             self.tuning.tuner.phase if self.tuning is not None else None,
-                            self.drift.throttle_reasons, self.drift.below_pin)
+                            self.drift.throttle_reasons, self.drift.below_pin,
+                            tuple(self.drift.hold.not_held.values()))
 
     def _status_doc(self, readings: ReadingsDoc) -> StatusDoc:
         return status_doc(self, readings)

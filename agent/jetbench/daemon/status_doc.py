@@ -50,6 +50,8 @@ def status_doc(daemon: Publishing, readings: ReadingsDoc) -> StatusDoc:
         "throttling": bool(daemon.drift.throttle_reasons),
         "throttle_reasons": list(daemon.drift.throttle_reasons),
         "below_pin": list(daemon.drift.below_pin),
+        "not_held": list(daemon.drift.hold.not_held.values()),
+        "clock_drift_events": dict(daemon.drift.hold.events),
         "counters": dict(daemon.held.counters),
         "last_repin": daemon.drift.last_repin,
         "last_error": daemon.held.last_error,

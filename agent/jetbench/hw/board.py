@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .board_tables import (
-    EMC_DEVFREQ_ENTRIES,
-    EMC_OVERRIDES,
     GPU_ENTRY_PATTERNS,
     GPU_OF_NODE_NAMES,
     GPU_SANE_HZ,
@@ -27,6 +25,7 @@ from .board_tables import (
     parse_l4t_release,
     soc_from_compatible,
 )
+from .emc_info import EmcInfo, detect_emc
 from .fs import Root
 from .meters.sensors import FAMILIES as SENSOR_FAMILIES
 from .meters.sensors import SensorFamily, point_for
@@ -78,20 +77,6 @@ class GpuInfo:
     railgate_values: Tuple[str, str] = ("0", "1")
     side_clocks: Tuple[Tuple[str, str], ...] = ()  # (name, devfreq dir): shown, never pinned
     hz_per_unit: int = 1  # devfreq files are Hz by ABI; 1000 where values only make sense as kHz
-
-
-@dataclass(frozen=True)
-class EmcInfo:
-    kind: str  # "debugfs-clock" (R24) | "debugfs-clk" (R28+) | "bpmp" | "devfreq" (tegra264)
-    lock: str  # devfreq: the node's min_freq (pinning min = max locks it)
-    lock_value: str  # what to write to lock (devfreq: unused, the rate itself)
-    rate: str  # devfreq: the node's max_freq
-    max_hz: int  # after the emc_iso_cap rule
-    available_hz: Tuple[int, ...]  # empty when the kernel lists none (any rate <= max)
-    cur_freq: Optional[str]
-    iso_cap_hz: Optional[int]
-    control: Optional[str] = None  # the devfreq node dir (kind "devfreq")
-    min_hz: int = 0  # the lowest rate it runs (BPMP's min_rate, a table's first); 0: unknown
 
 
 @dataclass(frozen=True)
@@ -173,7 +158,7 @@ def detect(root: Root) -> Board:
 
     cpu = _detect_cpu(root)
     gpu = _detect_gpu(root, notes) if soc else None
-    emc = _detect_emc(root) if soc else None
+    emc = detect_emc(root) if soc else None
     rails = detect_rails(root)
     if soc:
         key = family.key if family else soc
@@ -381,57 +366,6 @@ def _detect_gpu(root: Root, notes: List[str]) -> Optional[GpuInfo]:
     found = [n.rsplit("/", 1)[-1] for n in root.glob("/sys/class/devfreq/*")]
     notes.append("GPU: not controllable here; found devfreq nodes: "
                  + (", ".join(found) if found else "none"))
-    return None
-
-
-def _detect_emc(root: Root) -> Optional[EmcInfo]:
-    for entry in EMC_DEVFREQ_ENTRIES:
-        node = f"/sys/class/devfreq/{entry}"
-        if root.exists(f"{node}/max_freq"):
-            # A devfreq node (no debugfs: works under lockdown too): pinned min = max = rate.
-            real = root.resolve(node)
-            table = tuple(sorted(set(root.read_ints(f"{real}/available_frequencies",
-                                                    default=[]))))
-            return EmcInfo(
-                kind="devfreq",
-                lock=f"{real}/min_freq",
-                lock_value="",
-                rate=f"{real}/max_freq",
-                max_hz=max(table) if table else root.read_int(f"{real}/max_freq", default=0),
-                available_hz=table,
-                cur_freq=f"{real}/cur_freq",
-                iso_cap_hz=None,
-                control=real,
-                min_hz=min(table) if table else 0,
-            )
-    bpmp = "/sys/kernel/debug/bpmp/debug/clk/emc"
-    if root.exists(f"{bpmp}/rate"):
-        hi = root.read_int(f"{bpmp}/max_rate", default=0)
-        cap = root.read_int("/sys/kernel/nvpmodel_emc_cap/emc_iso_cap", default=0)
-        capped = cap if 0 < cap < hi else hi
-        return EmcInfo(
-            kind="bpmp",
-            lock=f"{bpmp}/mrq_rate_locked",
-            lock_value="1",
-            rate=f"{bpmp}/rate",
-            max_hz=capped,
-            available_hz=(),
-            cur_freq=f"{bpmp}/rate",
-            iso_cap_hz=cap or None,
-            min_hz=root.read_int(f"{bpmp}/min_rate", default=0),
-        )
-    for kind, override, lock, rate, max_file, rates_file, cur in EMC_OVERRIDES:
-        if root.exists(f"{override}/{rate}"):
-            return EmcInfo(
-                kind=kind,
-                lock=f"{override}/{lock}",
-                lock_value="1",
-                rate=f"{override}/{rate}",
-                max_hz=root.read_int(max_file, default=0),
-                available_hz=_khz_to_hz(root.read_ints(rates_file, default=[])),
-                cur_freq=cur,
-                iso_cap_hz=None,
-            )
     return None
 
 

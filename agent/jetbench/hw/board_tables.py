@@ -30,6 +30,19 @@ GPU_ENTRY_PATTERNS = ("gpu-gpc-*",)
 GPU_SIDE_ENTRY_PATTERNS = ("gpu-nvd-*",)
 # EMC as a devfreq node (tegra264's bandwidth manager): pinned min = max.
 EMC_DEVFREQ_ENTRIES = ("bwmgr",)
+# The power mode's EMC cap, where each L4T release keeps it (nvpmodel writes it; Hz; 0 or a value
+# at or above the clock's top = no cap): (file, who writes it). The lowest one in force binds.
+EMC_CAP_FILES = (
+    ("/sys/kernel/nvpmodel_emc_cap/emc_iso_cap", "nvpmodel's emc_iso_cap, L4T R32-R35"),
+    ("/sys/kernel/nvpmodel_clk_cap/emc", "nvpmodel's clk_cap (sent to the BPMP), L4T R36+"),
+)
+# The EMC's lock files beyond `mrq_rate_locked` that R36+ lock recipes (NVIDIA's clock guide,
+# JetPack 6.2 scripts) also set to 1 before the rate, where they exist: the BPMP clock's state,
+# then the bandwidth manager halted (it would otherwise move the rate it is asked for).
+EMC_LOCK_EXTRAS = (
+    "/sys/kernel/debug/bpmp/debug/clk/emc/state",
+    "/sys/kernel/debug/bpmp/debug/bwmgr/bwmgr_halt",
+)
 # A GPU clock lies between these (docs/hardware.md): devfreq values outside are checked as kHz.
 GPU_SANE_HZ = (50_000_000, 4_000_000_000)
 

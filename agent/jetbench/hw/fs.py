@@ -26,6 +26,9 @@ from ..errors import (
     WriteRejected,
 )
 
+# jetbench's state directory under the root (the journal, the board lock, this boot's facts):
+# ownership/statedir.py checks it before use; hw/ only reads the facts kept there.
+STATE_DIR = "/var/lib/jetbench"
 # Board-relative prefixes (no leading slash) under which jetbench may write.
 WRITE_ALLOWLIST = (
     "sys/devices/system/cpu",
@@ -37,6 +40,8 @@ WRITE_ALLOWLIST = (
     "sys/kernel/debug/tegra_fan",
     "sys/kernel/cluster",
     "sys/devices/pwm-fan",
+    "sys/kernel/nvpmodel_clk_cap",  # the mode's EMC cap: lifted only by --beyond-power-mode
+    "sys/kernel/nvpmodel_emc_cap",
 )
 # Files under sys/devices that unbind, remove, reset or reprogram hardware: never a tuning knob,
 # whatever the knob table below says (names, then names by parent directory).
@@ -69,6 +74,8 @@ KNOB_FILES = (
     ("clk_state", "override.*", _DEBUGFS), ("clk_update_rate", "override.*", _DEBUGFS),
     ("mrq_rate_locked", "*", _DEBUGFS), ("min_rate", "*", _DEBUGFS),  # BPMP clocks
     ("max_rate", "*", _DEBUGFS),
+    ("state", "emc", _DEBUGFS), ("bwmgr_halt", "bwmgr", _DEBUGFS),  # R36+ EMC lock recipe
+    ("emc", "nvpmodel_clk_cap", ""), ("emc_iso_cap", "nvpmodel_emc_cap", ""),  # EMC mode caps
 )
 # A sysfs store gets at most one page; no knob holds more.
 MAX_KNOB_BYTES = 4096

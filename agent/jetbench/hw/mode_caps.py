@@ -1,9 +1,10 @@
 """The limits the active power mode set: what NVIDIA's `jetson_clocks` takes as "max".
 
 nvpmodel applies a mode by lowering each CPU policy's `scaling_max_freq` and the GPU's devfreq
-`max_freq`, taking cores offline (`cpuN/online` = 0) and capping EMC (`emc_iso_cap`, already in
-`EmcInfo.max_hz`). jetson_clocks then pins min = those maxima and leaves offline cores alone, so
-a 10 W mode stays a 10 W budget. jetbench does the same unless told to go past the mode.
+`max_freq`, taking cores offline (`cpuN/online` = 0) and capping EMC (R35 `emc_iso_cap`, R36+
+`nvpmodel_clk_cap/emc`: hw/board_tables.EMC_CAP_FILES). jetson_clocks then pins min = those
+maxima and leaves offline cores alone, so a 10 W mode stays a 10 W budget. jetbench does the
+same unless told to go past the mode.
 
 The values are the mode's, not what jetbench wrote: `originals` (the state journal's saved raw
 values, path -> raw) win over what the files hold now, so a board jetbench already pinned
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
 from .board import Board
+from .board_tables import EMC_CAP_FILES
 from .fs import Root
 from .nvpmodel import CONF_FILE, PowerMode, parse_mode_names, read_power_mode
 
@@ -27,10 +29,13 @@ class ModeCaps:
     gpu_max_hz: Optional[int]  # the mode's devfreq max_freq, where below the table's top
     offline: Tuple[str, ...]  # cpuN/online files the mode left at 0
     unconstrained_id: Optional[int]  # the board's MAXN mode (the way out), if its conf names one
+    emc_max_hz: Optional[int] = None  # the mode's EMC cap, where below the clock's top
+    emc_cap_file: Optional[str] = None  # the file it is kept in (R35 emc_iso_cap, R36+ clk_cap)
 
     @property
     def any(self) -> bool:
-        return bool(self.cpu_max_hz or self.gpu_max_hz is not None or self.offline)
+        return bool(self.cpu_max_hz or self.gpu_max_hz is not None or self.offline or
+                    self.emc_max_hz is not None)
 
     def way_out(self) -> str:
         switch = (f"`sudo nvpmodel -m {self.unconstrained_id}` (a mode without these caps)"
@@ -67,4 +72,11 @@ def read_mode_caps(root: Root, board: Board, originals: Mapping[str, str]) -> Op
     offline = tuple(f for f in board.cpu.online_files if value(f) == 0)
     names = parse_mode_names(root.read(CONF_FILE, default=""))
     maxn = sorted(k for k, name in names.items() if name.upper().startswith("MAXN"))
-    return ModeCaps(mode, cpu, gpu_hz, offline, maxn[-1] if maxn else None)
+    emc_hz: Optional[int] = None
+    emc_file: Optional[str] = None
+    if board.emc is not None:
+        for path, _who in EMC_CAP_FILES:
+            hz = value(path)
+            if hz is not None and 0 < hz < board.emc.top_hz and (emc_hz is None or hz < emc_hz):
+                emc_hz, emc_file = hz, path
+    return ModeCaps(mode, cpu, gpu_hz, offline, maxn[-1] if maxn else None, emc_hz, emc_file)

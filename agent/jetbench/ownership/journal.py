@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 import time
 from dataclasses import dataclass, replace
@@ -43,7 +42,7 @@ from ..errors import HardwareError, JetbenchError, WriteRejected
 from ..hw import knob_io, nvml, services
 from ..hw.board import Board
 from ..hw.fs import MAX_KNOB_BYTES, Root
-from .statedir import STATE_DIR, remove_stale_temporaries, state_dir_fd
+from .statedir import STATE_DIR, remove_stale_temporaries, replace_file, state_dir_fd
 
 JOURNAL_NAME = "journal.json"
 JOURNAL_PATH = f"{STATE_DIR}/{JOURNAL_NAME}"
@@ -59,7 +58,6 @@ _ENTRY_KEYS = {"path", "raw", "step", "kind", "wrote"}
 KIND_FILE = "file"
 KIND_NVML = "nvml"
 KIND_SERVICE = "service"
-_FILE_MODE = 0o644  # clock values are no secret; readable by every member of the group
 
 
 @dataclass(frozen=True)
@@ -245,31 +243,6 @@ def watched_knobs(root: Root, board: Board) -> List[str]:
     return sorted(dict.fromkeys(paths))
 
 
-def _replace(dir_fd: int, text: str) -> None:
-    """Write the journal as a new file (exclusive, random name, never through a link), fsync
-    it, rename it over the journal, fsync the directory."""
-    tmp = f".{JOURNAL_NAME}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 _FILE_MODE, dir_fd=dir_fd)
-    try:
-        try:
-            os.fchmod(fd, _FILE_MODE)  # whatever the umask: other group members read it
-            data = text.encode("utf-8", errors="surrogateescape")
-            while data:
-                data = data[os.write(fd, data):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, JOURNAL_NAME, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        try:
-            os.unlink(tmp, dir_fd=dir_fd)
-        except OSError:
-            pass
-        raise
-    os.fsync(dir_fd)
-
-
 def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
            watch: Iterable[str] = ()) -> List[Entry]:
     """Add (path, step) or (path, step, value about to be written) items to the journal,
@@ -327,7 +300,7 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
             }
             try:
                 remove_stale_temporaries(dir_fd, JOURNAL_NAME)
-                _replace(dir_fd, json.dumps(doc, indent=1) + "\n")
+                replace_file(dir_fd, JOURNAL_NAME, json.dumps(doc, indent=1) + "\n")
             except OSError as err:
                 raise HardwareError(f"cannot write the state journal ({err.strerror})",
                                     path=shown, hint="nothing was changed; run with sudo") \

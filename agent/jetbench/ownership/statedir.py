@@ -17,16 +17,18 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
 from ..errors import HardwareError
-from ..hw.fs import Root
+from ..hw.fs import STATE_DIR, Root
 
-STATE_DIR = "/var/lib/jetbench"
+__all__ = ["STATE_DIR", "state_dir_fd"]
 GROUP = "jetbench"
+FILE_MODE = 0o644  # clock values are no secret; readable by every member of the group
 # mkdir mode for the state directory and any missing parent (the umask may take more away).
 DIR_MODE = 0o755
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -182,3 +184,29 @@ def remove_stale_temporaries(dir_fd: int, prefix: str) -> int:
         except OSError:
             pass  # gone already, or not ours to remove
     return removed
+
+
+def replace_file(dir_fd: int, name: str, text: str, mode: int = FILE_MODE) -> None:
+    """Write `name` in the state directory as a new file (exclusive, random name, never through
+    a link), fsync it, rename it over `name`, fsync the directory: a reader sees the old file
+    or the new one, never half of either."""
+    tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 mode, dir_fd=dir_fd)
+    try:
+        try:
+            os.fchmod(fd, mode)  # whatever the umask: other group members read it
+            data = text.encode("utf-8", errors="surrogateescape")
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    os.fsync(dir_fd)

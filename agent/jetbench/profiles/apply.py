@@ -12,6 +12,7 @@ from ..hw.clocks.steps import apply_step, write_if_changed
 from ..hw.clocks.types import ClockReading, Step
 from ..hw.fs import Root
 from ..ownership import journal
+from . import emc_ceiling
 from .profile import Profile
 from .targets import Targets, resolve
 
@@ -59,4 +60,6 @@ def apply_profile(root: Root, board: Board, profile: Profile, dry_run: bool = Fa
         )
         for step in steps:
             apply_step(root, step)
+        if any(s.domain == "emc" for s in steps):
+            targets = emc_ceiling.check(root, board, targets)
     return ApplyResult(profile.name, tuple(steps), targets, read_clocks(root, board), dry_run)

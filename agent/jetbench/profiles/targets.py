@@ -8,6 +8,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 from ..errors import JetbenchError, PowerModeCap, ProfileError
 from ..hw.board import Board
+from ..hw.boot_facts import EmcCeiling
 from ..hw.clocks.runs import at_or_below, is_entry
 from ..hw.clocks.types import CpuTarget, EmcTarget, FanTarget, GpuTarget, NvmlGpuTarget
 from ..hw.fs import Root
@@ -206,17 +207,8 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
         gpu = GpuTarget(min_hz=lo, max_hz=hi, railgate=profile.gpu_railgate)
     emc = EmcTarget()
     if present["emc"] and profile.emc_freq is not None:
-        e = board.emc
-        assert e is not None
-        hz = resolve_spec(profile, "[emc] freq", profile.emc_freq, e.available_hz, e.min_hz,
-                          e.max_hz)
-        why = _why(profile.emc_freq, hz, hz, e.available_hz, None)
-        if not why and profile.emc_freq == MAX and e.iso_cap_hz and e.iso_cap_hz == e.max_hz:
-            why = f"the power mode caps the EMC at {format_hz(hz)} (nvpmodel's emc_iso_cap)"
-        requested.append(Requested("emc", "freq", profile.emc_freq, hz, why))
-        if why:
-            notes.append(requested[-1].said(_who(profile, "[emc] freq")))
-        emc = EmcTarget(freq_hz=hz)
+        assert board.emc is not None
+        emc = _emc_target(profile, board, limit, requested, notes)
     fan = FanTarget(pwm=profile.fan_pwm) if present["fan"] else FanTarget()
     for k, (path, _value) in enumerate(profile.writes):
         try:
@@ -224,7 +216,7 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
             root.read(path)
         except JetbenchError as err:
             raise _fail(profile, f"[[write]] #{k + 1} path", str(err)) from err
-    lifted = _lifted(caps, board, cpu, gpu) if profile.beyond_power_mode else ()
+    lifted = _lifted(caps, board, cpu, gpu, emc) if profile.beyond_power_mode else ()
     if lifted:
         assert caps is not None
         notes.append(f"--beyond-power-mode: past power mode {caps.mode.text}'s caps: "
@@ -242,8 +234,45 @@ def mode_caps_now(root: Root, board: Board) -> Optional[ModeCaps]:
     return read_mode_caps(root, board, originals)
 
 
+def _emc_target(profile: Profile, board: Board, limit: Optional[ModeCaps],
+                requested: List[Requested], notes: List[str]) -> EmcTarget:
+    """The EMC rate for the profile's request: under the power mode's cap (R35 emc_iso_cap, R36+
+    nvpmodel_clk_cap/emc; lifted by --beyond-power-mode, the cap file then written up to the
+    rate and journalled) and under a firmware ceiling found this boot (never lifted: the rate
+    above it does not run, so the request runs the ceiling and says so)."""
+    e = board.emc
+    assert e is not None and profile.emc_freq is not None
+    cap = Cap(limit.emc_max_hz, limit, "the EMC") \
+        if limit is not None and limit.emc_max_hz is not None else None
+    # no mode read (no nvpmodel status): a cap file in force still binds, unless told otherwise
+    hi = e.top_hz if limit is not None or profile.beyond_power_mode else \
+        min(e.top_hz, e.cap_hz or e.top_hz)
+    hz = resolve_spec(profile, "[emc] freq", profile.emc_freq, e.available_hz, e.min_hz, hi,
+                      cap)
+    why = _why(profile.emc_freq, hz, hz, e.available_hz, cap)
+    if cap is not None and why and cap.caps.emc_cap_file:
+        why += f" ({cap.caps.emc_cap_file})"
+    if e.ceiling is not None and hz > e.ceiling.hz:
+        hz = e.ceiling.hz
+        why = emc_ceiling_said(e.ceiling)
+    requested.append(Requested("emc", "freq", profile.emc_freq, hz, why))
+    if why:
+        notes.append(requested[-1].said(_who(profile, "[emc] freq")))
+    lift = None
+    if profile.beyond_power_mode and e.cap_file and e.cap_hz is not None and hz > e.cap_hz:
+        lift = (e.cap_file, hz)  # the cap in force is below the rate: raise it first
+    return EmcTarget(freq_hz=hz, cap_lift=lift)
+
+
+def emc_ceiling_said(ceiling: EmcCeiling) -> str:
+    """'the firmware runs the EMC at most at 2.133 GHz this boot (...)'."""
+    return (f"the firmware runs the EMC at most at {format_hz(ceiling.hz)} this boot "
+            f"({ceiling.why}; found reading the rate back after asking "
+            f"{format_hz(ceiling.asked_hz)})")
+
+
 def _lifted(caps: Optional[ModeCaps], board: Board, cpu: CpuTarget,
-            gpu: GpuTarget) -> Tuple[str, ...]:
+            gpu: GpuTarget, emc: EmcTarget) -> Tuple[str, ...]:
     """What a pin goes past, for the warning and the result's power_mode.caps_lifted."""
     if caps is None:
         return ()
@@ -254,6 +283,9 @@ def _lifted(caps: Optional[ModeCaps], board: Board, cpu: CpuTarget,
             out.append(f"cpu {path.rsplit('/', 1)[-1]} {format_hz(cap)} -> {format_hz(hi)}")
     if caps.gpu_max_hz is not None and gpu.max_hz is not None and gpu.max_hz > caps.gpu_max_hz:
         out.append(f"gpu {format_hz(caps.gpu_max_hz)} -> {format_hz(gpu.max_hz)}")
+    if caps.emc_max_hz is not None and emc.freq_hz is not None and \
+            emc.freq_hz > caps.emc_max_hz:
+        out.append(f"emc {format_hz(caps.emc_max_hz)} -> {format_hz(emc.freq_hz)}")
     if cpu.online and caps.offline:
         cores = [f.split("/")[-2] for f in caps.offline]
         out.append(f"{', '.join(cores)} brought online")

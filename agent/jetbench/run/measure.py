@@ -52,7 +52,7 @@ from . import result as build
 from .meters import Meters
 from .pinning import OnApplied, Pin, put_back
 from .request import MeasureRequest, Point, plan_points, validate
-from .validity import ClockSampler, judge
+from .validity import ClockSampler, held_shares, judge
 
 if TYPE_CHECKING:
     from ..distributed.messages import Leader
@@ -409,6 +409,10 @@ class _State:
         else:
             warnings += list(res.warnings)
         observed = watch.observed()
+        shares = held_shares(self.pin.applied_clocks, observed, self.board.soc)
+        for obs in observed:
+            if (obs["domain"], obs["name"]) in shares:
+                obs["held_share"] = shares[(obs["domain"], obs["name"])]
         mismatches = judge(self.pin.applied_clocks, observed, self.board.soc)
         doc["clocks"] = {"observed": observed}
         doc["thermal"] = build.thermal(self.root, self.board, temps_before, mismatches, warnings)

@@ -8,6 +8,11 @@ not the applied one, in either direction, beyond the domain's tolerance:
 
 - devfreq clocks and override-pinned clocks (GPU, EMC): exact. The clock must run at the applied
   table entry (or inside the applied min..max when the governor is free to move it).
+- Each clock's time at each rate is kept (a reading holds until the next one), so a result says
+  the share of the window each pinned clock ran where its knobs put it (`held_share`); an
+  exactly judged clock is valid only when that share is at least HELD_SHARE_MIN (a firmware
+  that re-floors the EMC a third of the time, Thor's OSP controller, is not a held window).
+  With fewer than two timed readings (the daemon's one read) any reading outside counts.
 - CPU clocks whose current frequency is *measured* from activity counters (Xavier, Orin, Thor):
   the reading is a few percent off the set clock and drops when cores idle, so these are judged
   on the mean over the window (under load) with ACTIVITY_COUNTER_TOLERANCE. An unpinned one is
@@ -17,7 +22,8 @@ not the applied one, in either direction, beyond the domain's tolerance:
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..documents import ClockDoc
@@ -32,6 +38,10 @@ ACTIVITY_COUNTER_SOCS = ("tegra194", "tegra234", "tegra264")
 # read "a few percent" off under load; more than that is a different clock).
 ACTIVITY_COUNTER_TOLERANCE = 0.05
 SAMPLE_EVERY_S = 0.1  # clock polling through the window (a transient cap shows up here)
+# The share of a window's time a pinned clock must run where its knobs put it for the window to
+# count as held (docs/measure.md, "Validity"): one 0.1 s reading off in a 10 s window passes.
+HELD_SHARE_MIN = 0.99
+TIME_AT_RATES_KEPT = 8  # the result lists a clock's time at this many rates (the longest)
 
 
 @dataclass
@@ -44,12 +54,19 @@ class ObservedClock:
     max_hz: Optional[int] = None
     sum_hz: float = 0.0
     samples: int = 0
+    seconds_at: Dict[int, float] = field(default_factory=dict)  # rate -> time it ran there
+    last: Optional[Tuple[float, int]] = None  # (when, rate) of the last reading
 
-    def add(self, hz: int) -> None:
+    def add(self, hz: int, at_s: Optional[float] = None) -> None:
         self.min_hz = hz if self.min_hz is None else min(self.min_hz, hz)
         self.max_hz = hz if self.max_hz is None else max(self.max_hz, hz)
         self.sum_hz += hz
         self.samples += 1
+        if at_s is not None:
+            if self.last is not None and at_s > self.last[0]:
+                rate = self.last[1]
+                self.seconds_at[rate] = self.seconds_at.get(rate, 0.0) + at_s - self.last[0]
+            self.last = (at_s, hz)
 
     @property
     def mean_hz(self) -> Optional[float]:
@@ -57,9 +74,11 @@ class ObservedClock:
 
     def to_dict(self) -> ObservedClockDoc:
         mean = self.mean_hz
+        longest = sorted(self.seconds_at.items(), key=lambda kv: -kv[1])[:TIME_AT_RATES_KEPT]
         return {"domain": self.domain, "name": self.name, "min_hz": self.min_hz,
                 "mean_hz": None if mean is None else round(mean), "max_hz": self.max_hz,
-                "samples": self.samples}
+                "samples": self.samples,
+                "time_at_hz": [[hz, round(s, 3)] for hz, s in sorted(longest)]}
 
 
 class ClockSampler:
@@ -80,13 +99,14 @@ class ClockSampler:
             readings = self._read()
         except Exception:  # a flaky sysfs read must not end the measurement
             return
+        now = time.monotonic()
         with self._lock:
             for r in readings:
                 if r.cur_hz is None:
                     continue
                 key = (r.domain, r.name)
                 clock = self._clocks.setdefault(key, ObservedClock(r.domain, r.name))
-                clock.add(int(r.cur_hz))
+                clock.add(int(r.cur_hz), now)
 
     def start(self) -> None:
         self.sample()
@@ -175,10 +195,54 @@ def judge(applied_clocks: Sequence[ClockDoc], observed: Sequence[ObservedClockDo
         if obs["domain"] == "cpu" and activity_counter_cpu(soc):
             reason = _judge_mean(who, obs, lo, hi)
         else:
-            reason = _judge_exact(who, obs, lo, hi)
+            share = held_share(obs, lo, hi)
+            reason = _judge_exact(who, obs, lo, hi) if share is None else \
+                _judge_share(who, obs, lo, hi, share)
         if reason:
             reasons.append(Mismatch(obs["domain"], obs["name"], reason[0], reason[1]))
     return reasons
+
+
+def held_share(obs: ObservedClockDoc, lo: Optional[int], hi: Optional[int]) -> Optional[float]:
+    """The share of the timed readings' time the clock ran inside lo..hi; None with too few."""
+    timed = obs.get("time_at_hz") or []
+    total = sum(s for _hz, s in timed)
+    if total <= 0:
+        return None
+    inside = sum(s for hz, s in timed if (lo is None or hz >= lo) and (hi is None or hz <= hi))
+    return inside / total
+
+
+def held_shares(applied_clocks: Sequence[ClockDoc], observed: Sequence[ObservedClockDoc],
+                soc: Optional[str]) -> Dict[Tuple[str, str], float]:
+    """Each exactly judged clock's held share (the result's `held_share`)."""
+    by_key = {(c["domain"], c["name"]): c for c in applied_clocks}
+    out = {}
+    for obs in observed:
+        applied = by_key.get((obs["domain"], obs["name"]))
+        if applied is None or (obs["domain"] == "cpu" and activity_counter_cpu(soc)):
+            continue
+        lo, hi = expected_range(applied)
+        share = held_share(obs, lo, hi)
+        if share is not None:
+            out[(obs["domain"], obs["name"])] = round(share, 4)
+    return out
+
+
+def _judge_share(who: str, obs: ObservedClockDoc, lo: Optional[int], hi: Optional[int],
+                 share: float) -> Optional[Tuple[str, str]]:
+    """An exactly judged clock by the time it held lo..hi: below HELD_SHARE_MIN it was not held
+    (the rate it ran at most outside, and for how long, named)."""
+    if share >= HELD_SHARE_MIN:
+        return None
+    outside = [(s, hz) for hz, s in obs.get("time_at_hz") or []
+               if (lo is not None and hz < lo) or (hi is not None and hz > hi)]
+    total = sum(s for _hz, s in obs.get("time_at_hz") or [])
+    seconds, hz = max(outside) if outside else (0.0, obs["max_hz"])
+    direction = "below" if lo is not None and hz is not None and hz < lo else "above"
+    return direction, (f"{who} not held: ran at {format_hz(hz)} for {seconds / total:.0%} of "
+                       f"the window, {_range_text(lo, hi)} (held {share:.0%}; a window needs "
+                       f"{HELD_SHARE_MIN:.0%}) {_spread(obs)}")
 
 
 def _range_text(lo: Optional[int], hi: Optional[int]) -> str:

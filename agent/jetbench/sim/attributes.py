@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import quirks as q
-from .boards import EMC_DEVFREQ_DEVICE, SimBoard
+from .boards import EMC_DEVFREQ_DEVICE, SimBoard, emc_cap_file, r36_or_newer
 from .power_model import (
     ClockState,
     component_powers_w,
@@ -295,6 +295,9 @@ class BpmpEmc:
     rate_hz: int
     locked: int = 0
     round_step_hz: int = 0  # round-emc
+    # The caps the BPMP applies to a rate (the power mode's cap files, emc-boot-cap): the rate
+    # asked above them runs the highest rate under them, without an error.
+    caps_hz: Callable[[], Sequence[int]] = lambda: ()
 
     def store_rate(self, data: str) -> None:
         value = parse_uint(data)
@@ -304,6 +307,13 @@ class BpmpEmc:
             self.rate_hz = round_emc(value)
         else:
             self.rate_hz = highest_at_or_below(self.table_hz, value)
+
+    def running_hz(self) -> int:
+        """The rate the `rate` file shows (clk_get_rate): the kept rate under every cap."""
+        caps = [c for c in self.caps_hz() if c > 0]
+        if not caps or self.rate_hz <= min(caps):
+            return self.rate_hz
+        return highest_at_or_below(self.table_hz, min(caps))
 
     def store_locked(self, data: str) -> None:
         self.locked = parse_bool(data)
@@ -321,6 +331,10 @@ def _per_mille(text: str) -> str:
     if value > 1000:
         raise Refused(errno.EINVAL)
     return str(value)
+
+
+def _uint_text(data: str) -> str:
+    return str(parse_uint(data))
 
 
 def _bool_text(data: str) -> str:
@@ -357,6 +371,7 @@ class KernelModel:
         self.devfreqs: Dict[str, Devfreq] = {}
         self.online: Dict[int, Value] = {}
         self._ina_cache: Dict[str, Tuple[int, Dict[str, float]]] = {}
+        self._refloor: Optional[Tuple[float, int]] = None  # emc-refloor: (share, rate)
         self._cpu()
         self._gpu()
         self._emc()
@@ -496,6 +511,8 @@ class KernelModel:
         if is_gpu and self.has("static-cur"):
             return static_hz
         cur = node.running_hz()
+        if node is self.devfreqs.get("bwmgr") and self.board.emc_kind == "devfreq":
+            return self.refloored(cur)
         return self._capped(cur) if is_gpu else cur
 
     def _capped(self, gpu_hz: int) -> int:
@@ -513,15 +530,25 @@ class KernelModel:
         board = self.board
         table = tuple(board.emc_freqs_hz)
         step = q.EMC_ROUND_STEP_HZ if self.has("round-emc") else 0
+        cap_file = emc_cap_file(board)
+        cap = None
+        if board.emc_iso_cap_hz is not None:  # nvpmodel's cap file: what the mode (or a lift) keeps
+            cap = Value(self._initial(cap_file).strip(), _uint_text)
+            self.attrs[cap_file] = cap.attribute()
         if board.emc_kind == "bpmp":
             d = "/sys/kernel/debug/bpmp/debug/clk/emc"
+            boot_cap = table[-2] if self.has("emc-boot-cap") and len(table) > 1 else 0
             self.bpmp = b = BpmpEmc(table, self._int(f"{d}/rate"),
-                                    self._int(f"{d}/mrq_rate_locked"), step)
+                                    self._int(f"{d}/mrq_rate_locked"), step,
+                                    lambda: ([int(cap.text)] if cap else []) + [boot_cap])
             self.emc_override: Optional[Override] = None
             self.attrs.update({
-                f"{d}/rate": Attribute(lambda: str(b.rate_hz), b.store_rate),
+                f"{d}/rate": Attribute(lambda: str(b.running_hz()), b.store_rate),
                 f"{d}/mrq_rate_locked": Attribute(lambda: str(b.locked), b.store_locked),
             })
+            if r36_or_newer(board):  # the R36 lock recipe's other files
+                for path in (f"{d}/state", "/sys/kernel/debug/bpmp/debug/bwmgr/bwmgr_halt"):
+                    self.attrs[path] = Value(self._initial(path).strip(), _bool_text).attribute()
             return
         self.bpmp = None  # type: ignore[assignment]
         self.emc_override = None
@@ -546,10 +573,29 @@ class KernelModel:
 
     def emc_hz(self) -> float:
         if self.bpmp is not None:
-            return float(self.bpmp.rate_hz)
+            return float(self.bpmp.running_hz())
         if self.emc_override is None:  # devfreq (bwmgr)
-            return float(self.devfreqs["bwmgr"].running_hz())
+            return float(self.refloored(self.devfreqs["bwmgr"].running_hz()))
         return float(self.emc_override.running_hz())
+
+    def refloored(self, emc_hz: int) -> int:
+        """emc-refloor: for a share of each period the firmware runs the EMC at a higher floor
+        than its pin (the knobs untouched)."""
+        if not self.has("emc-refloor"):
+            return emc_hz
+        if self._refloor is None:
+            share, hz = q.EMC_REFLOOR_SHARE, self.board.emc_freqs_hz[-1]
+            try:
+                words = self._initial(q.EMC_REFLOOR_FILE).split()
+            except OSError:
+                words = []
+            if words:
+                share = float(words[0])
+                hz = int(words[1]) if len(words) > 1 else hz
+            self._refloor = (share, hz)
+        share, hz = self._refloor
+        phase = ((self.clock() - self.started) % q.EMC_REFLOOR_PERIOD_S) / q.EMC_REFLOOR_PERIOD_S
+        return max(emc_hz, hz) if phase < share else emc_hz
 
     # -- fan and the plain knobs ---------------------------------------------------------------
     def _fan(self) -> None:

@@ -6,6 +6,7 @@ between releases and nvpmodel modes); paths, file names and units are as on the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Tuple
 
@@ -38,6 +39,7 @@ class SimModeCaps:
     cpu_max_khz: Optional[int]  # every online cluster's scaling_max_freq, as the conf writes it
     gpu_max_hz: Optional[int]  # devfreq max_freq, as the conf writes it (often no table entry)
     offline_cpus: Tuple[int, ...] = ()
+    emc_max_hz: Optional[int] = None  # the EMC cap file (R35 emc_iso_cap, R36+ clk_cap), Hz
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class SimBoard:
     gpu_governors: Tuple[str, ...]
     emc_kind: str  # "debugfs-clock" | "debugfs-clk" | "bpmp" | "devfreq" (bwmgr)
     emc_freqs_hz: Tuple[int, ...]
+    # The power mode's EMC cap file in the default mode (0 = no cap; None = no such file): R35
+    # and older keep it in nvpmodel_emc_cap/emc_iso_cap, R36+ in nvpmodel_clk_cap/emc
+    # (emc_cap_file() says which, by the board's L4T release).
     emc_iso_cap_hz: Optional[int]
     fan_kind: str  # "pwm-fan" | "tegra_fan" | "hwmon"
     inas: Tuple[SimIna, ...]
@@ -84,6 +89,18 @@ class SimBoard:
     # through /sys/devices/platform/gpu.0/of_node/compatible and the devfreq node whose
     # device's of_node/compatible matches it.
     gpu_compatible: str = ""
+
+
+def emc_cap_file(board: SimBoard) -> str:
+    """Where nvpmodel keeps the EMC cap on this board's release (docs/hardware.md, "EMC")."""
+    match = re.match(r"#\s*R(\d+)", board.l4t_line or "")
+    if match and int(match.group(1)) >= 36:
+        return "/sys/kernel/nvpmodel_clk_cap/emc"
+    return "/sys/kernel/nvpmodel_emc_cap/emc_iso_cap"
+
+
+def r36_or_newer(board: SimBoard) -> bool:
+    return emc_cap_file(board).endswith("clk_cap/emc")
 
 
 _T210_CPU = (102000, 204000, 306000, 408000, 510000, 612000, 714000, 816000, 918000, 1020000,
@@ -435,7 +452,11 @@ _add(replace(
     emc_freqs_hz=(204000000, 665600000, 2133000000, 3199000000),
     power_modes=((0, "15W"), (1, "25W"), (2, "MAXN_SUPER"), (3, "7W")),
     power_mode=2,
-    mode_caps=((3, SimModeCaps(980000, 420000000, (4, 5))),),  # its 7 W: as the Orin Nano's
+    # nvpmodel_clk_cap/emc per mode (representative caps, not NVIDIA's conf): 15 W and 7 W hold
+    # the EMC at 2133 MHz, 25 W writes the table's top (no cap in effect), MAXN_SUPER 0.
+    mode_caps=((0, SimModeCaps(1500000, 620000000, (), emc_max_hz=2133000000)),
+               (1, SimModeCaps(1750000, 920000000, (), emc_max_hz=3199000000)),
+               (3, SimModeCaps(980000, 420000000, (4, 5), emc_max_hz=2133000000))),
 ))
 
 # Jetson AGX Thor developer kit (JetPack 7, L4T R38): the GPU is a PCI device (0000:01:00.0)

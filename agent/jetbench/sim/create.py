@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Union
@@ -17,7 +18,15 @@ from typing import Dict, Iterable, List, Optional, Union
 from ..errors import UsageError
 from ..hw.board import SIM_MARKER
 from . import quirks as Q
-from .boards import EMC_DEVFREQ_DEVICE, SimBoard, SimIna, SimModeCaps, get
+from .boards import (
+    EMC_DEVFREQ_DEVICE,
+    SimBoard,
+    SimIna,
+    SimModeCaps,
+    emc_cap_file,
+    get,
+    r36_or_newer,
+)
 from .file_kernel import FileKernel, idle_rails_mw, rail_mv
 
 DYNAMIC_GOVERNOR_NOTE = "simulated: dynamic governors idle at the table minimum"
@@ -133,6 +142,8 @@ def _apply_mode_caps(tree: _Tree, board: SimBoard, caps: SimModeCaps) -> None:
     if caps.gpu_max_hz is not None and board.gpu_kind == "devfreq":
         node = f"{board.gpu_device}/devfreq/{board.gpu_devfreq_name}"
         tree.value(f"{node}/max_freq", caps.gpu_max_hz)
+    if caps.emc_max_hz is not None and board.emc_iso_cap_hz is not None:
+        tree.value(emc_cap_file(board), caps.emc_max_hz)
 
 
 def _cpu_ranges(cpus: List[int]) -> str:
@@ -158,6 +169,8 @@ def _identity(tree: _Tree, board: SimBoard, quirks: Iterable[str] = ()) -> None:
         tree.file("/etc/nv_tegra_release", board.l4t_line + "\n")
     if board.power_modes:
         _nvpmodel(tree, board)
+    # the kernel's boot id: this boot's facts (hw/boot_facts.py) are keyed by it
+    tree.file("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
 
 
 def _nvpmodel(tree: _Tree, board: SimBoard) -> None:
@@ -311,8 +324,11 @@ def _emc(tree: _Tree, board: SimBoard) -> None:
         tree.value(f"{bpmp}/max_rate", freqs[-1])
         tree.value(f"{bpmp}/min_rate", freqs[0])
         tree.value(f"{bpmp}/mrq_rate_locked", 0)
-        if board.emc_iso_cap_hz is not None:
-            tree.value("/sys/kernel/nvpmodel_emc_cap/emc_iso_cap", board.emc_iso_cap_hz)
+        if r36_or_newer(board):  # the R36 lock recipe's other files (docs/hardware.md, "EMC")
+            tree.value(f"{bpmp}/state", 0)
+            tree.value("/sys/kernel/debug/bpmp/debug/bwmgr/bwmgr_halt", 0)
+    if board.emc_iso_cap_hz is not None:  # nvpmodel's EMC cap, where this release keeps it
+        tree.value(emc_cap_file(board), board.emc_iso_cap_hz)
 
 
 def _fan(tree: _Tree, board: SimBoard) -> None:

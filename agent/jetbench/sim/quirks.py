@@ -20,6 +20,12 @@ QUIRKS: Dict[str, str] = {
     "late-gpu": "the GPU devfreq node appears only a few seconds after the board starts",
     "round-emc": "EMC rate writes are accepted and rounded to the nearest rate the memory "
                  "controller can run",
+    "emc-boot-cap": "the BPMP boots with the EMC capped at its boot rate (the table's second "
+                    "highest entry; AGX Orin on L4T R36 until NVIDIA's nvphs lifts it): rate "
+                    "writes above it run the cap, without an error",
+    "emc-refloor": "the firmware re-floors the EMC from its QoS clients (Thor's OSP "
+                   "controller): the running EMC reads the table's top for a share of each "
+                   "second, its knobs untouched (share and rate: /etc/jetbench/emc-refloor)",
 }
 
 # The cap that `qos-cap` applies, as a fraction of the GPU table's top (then the nearest entry
@@ -29,6 +35,11 @@ LATE_GPU_S = 3.0
 # `amu-cpu`: the busy reading is this far below the set clock; an idle core reads this fraction.
 AMU_BUSY_ERROR = 0.02
 AMU_IDLE_FRACTION = 0.3
+# `emc-refloor`: the share of each period the firmware holds the EMC above its pin (a file
+# `EMC_REFLOOR_FILE` in the tree, "SHARE [HZ]", overrides the share and the rate it raises to).
+EMC_REFLOOR_SHARE = 1 / 3
+EMC_REFLOOR_PERIOD_S = 1.0
+EMC_REFLOOR_FILE = "/etc/jetbench/emc-refloor"
 # `round-emc`: EMC rates are multiples of this step (Hz).
 EMC_ROUND_STEP_HZ = 6_400_000
 # `amu-cpu`: a cluster counts as busy while the process using the board (leaving out the

@@ -66,6 +66,8 @@ class GpuTarget:
 @dataclass(frozen=True)
 class EmcTarget:
     freq_hz: Optional[int] = None
+    # --beyond-power-mode past the mode's EMC cap: (cap file, the rate) written before the rate
+    cap_lift: Optional[Tuple[str, int]] = None
 
 
 @dataclass(frozen=True)
