@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 
+from helpers.daemons import board_state
+
 from conftest import cli, diff, make_board, snapshot
 
 MHZ = 1_000_000
@@ -274,3 +276,67 @@ def test_kernel_clamps_bpmp_rate_writes_to_the_caps(tmp_path):
     assert model.attrs[f"/{EMC}/rate"].show() == "2133000000"
     assert Root(base2).exists(f"/{EMC}/state")
     assert os.path.exists(base2 / "sys/kernel/debug/bpmp/debug/bwmgr/bwmgr_halt")
+
+
+def test_thor_maxperf_pins_both_gpu_nodes_at_their_max_and_restores_them(tmp_path):
+    """jetson_clocks pins every GPU devfreq node at its max: Thor's gpu-gpc-0 at 1575 MHz and
+    gpu-nvd-0 at its table's top (601.6 MHz in the simulated table); a measure at a GPU clock
+    below max leaves gpu-nvd-0 to its governor."""
+    base = make_board(tmp_path, "thor")
+    before = board_state(base)
+    result = cli(base, "maxperf", "--json")
+    assert result.exit_code == 0, result.output
+    nvd = base / "sys/class/devfreq/gpu-nvd-0"
+    gpc = base / "sys/class/devfreq/gpu-gpc-0"
+    assert (nvd / "min_freq").read_text().strip() == (nvd / "max_freq").read_text().strip() \
+        == "601600000"
+    assert (gpc / "min_freq").read_text().strip() == "1575000000"
+    assert cli(base, "restore").exit_code == 0
+    assert diff(before, board_state(base)) == []
+    out = tmp_path / "out"
+    result = cli(base, "measure", "--model", "sim:resnet50", "--freq", "918MHz",
+                 "--duration", "0.3", "--meter", "none", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    doc = json.loads(next(out.glob("*.json")).read_text())
+    nvd_knobs = [c for c in doc["settings"]["clocks"] if c["name"] == "gpu-nvd-0"]
+    assert nvd_knobs and nvd_knobs[0]["min_hz"] < nvd_knobs[0]["max_hz"], nvd_knobs
+    assert diff(before, board_state(base)) == []  # the rails' readings aside
+
+
+def test_r39_agx_orin_pins_its_gpu_at_max_without_enable_3d_scaling(tmp_path):
+    """JetPack 7.2 (R39.2) on AGX Orin has no enable_3d_scaling: the pin is the devfreq node's
+    min = max (1300.5 MHz, the table's top), whatever its governor."""
+    base = make_board(tmp_path, "orin-agx-jp7")
+    gpu = base / "sys/devices/platform/bus@0/17000000.gpu"
+    assert not (gpu / "enable_3d_scaling").exists()
+    before = snapshot(base, exclude=("var",))
+    result = cli(base, "maxperf")
+    assert result.exit_code == 0, result.output
+    node = gpu / "devfreq/17000000.gpu"
+    assert (node / "min_freq").read_text().strip() == "1300500000"
+    assert (node / "cur_freq").read_text().strip() == "1300500000"
+    assert cli(base, "restore").exit_code == 0
+    assert diff(before, snapshot(base, exclude=("var",))) == []
+
+
+def test_ina238_accuracy_from_its_datasheet(tmp_path):
+    """TI SLYS025 max limits: gain 0.1% on V and on I, shunt offset 5 uV, bus offset 5 mV. A
+    reading of 3 mV across the shunt at 1500 mA and 19 V bus: the shunt taken as (3 - 0.5) mV /
+    1.5 A = 1.667 mOhm, so the offset current is 5 uV / 1.667 mOhm = 3 mA. At 28.5 W:
+    2 x 0.001 x 28.5 + 19 V x 0.003 A + 28.5 W / 19 V x 0.005 V = 0.057 + 0.057 + 0.0075."""
+    from jetbench.hw.board import Rail
+    from jetbench.hw.fs import Root
+    from jetbench.hw.meters.accuracy import _ina_accuracy
+
+    hwmon = tmp_path / "sys/bus/i2c/devices/2-0044/hwmon/hwmon3"
+    hwmon.mkdir(parents=True)
+    for name, value in (("name", "ina238"), ("in0_input", "3"), ("curr1_input", "1500"),
+                        ("in1_input", "19000")):
+        (hwmon / name).write_text(value + "\n")
+    rail = Rail("VIN", "/sys/bus/i2c/devices/2-0044/hwmon/hwmon3", 1, "hwmon", "board_input",
+                "2-0044", "ina238")
+    acc = _ina_accuracy(Root(tmp_path), rail, "thor")
+    assert acc.known, acc.basis
+    assert abs(acc.worst_case_w(28.5) - 0.1215) < 1e-9
+    (hwmon / "curr1_input").write_text("0\n")  # no current: the shunt cannot be inferred
+    assert not _ina_accuracy(Root(tmp_path), rail, "thor").known

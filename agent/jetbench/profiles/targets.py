@@ -204,7 +204,10 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
             if limit is not None and limit.gpu_max_hz is not None else None
         lo, hi = _range(profile, "[gpu]", profile.gpu_freq, g.available_hz, g.min_hz, g.max_hz,
                         requested, "gpu", cap, notes)
-        gpu = GpuTarget(min_hz=lo, max_hz=hi, railgate=profile.gpu_railgate)
+        at_max = profile.gpu_freq is not None and profile.gpu_freq.pinned and \
+            profile.gpu_freq.max == MAX
+        gpu = GpuTarget(min_hz=lo, max_hz=hi, railgate=profile.gpu_railgate,
+                        side_at_max=at_max)
     emc = EmcTarget()
     if present["emc"] and profile.emc_freq is not None:
         assert board.emc is not None

@@ -1,6 +1,7 @@
 """GPU clock: devfreq min/max (L4T R28+, Thor's gpu-gpc) or the debugfs clock override (L4T R24),
 and railgating (`railgate_enable`, or the GPU PCI device's runtime PM on Thor). Other GPU-side
-clocks (Thor's gpu-nvd) are read, never pinned."""
+clocks (Thor's gpu-nvd) are read, and pinned only at their own max beside a GPU pinned at max
+(`GpuTarget.side_at_max`: jetson_clocks pins every GPU devfreq node at its max)."""
 
 from __future__ import annotations
 
@@ -137,12 +138,31 @@ def plan(root: Root, board: Board, target: GpuTarget) -> List[Step]:
             for w in write_if_changed(root, f"{gpu.control}/rate", rate)
         ]
         writes += write_if_changed(root, f"{gpu.control}/state", 1)
+    if target.side_at_max and gpu.kind == "devfreq":
+        steps += _side_clocks_at_max(root, board)
     if writes:
         step = Step("gpu", f"gpu {gpu.name}", tuple(writes))
         if gpu.available_hz and target.max_hz == max(gpu.available_hz):
             hint = FIRMWARE_CAP_HINT if board.family in SUPER_FAMILIES else OTHER_CAP_HINT
             step = replace(step, readback_hint=hint.format(top=format_hz(max(gpu.available_hz))))
         steps.append(step)
+    return steps
+
+
+def _side_clocks_at_max(root: Root, board: Board) -> List[Step]:
+    """Each GPU-side devfreq clock pinned min = max = its table's top (its max_freq where it
+    lists none)."""
+    assert board.gpu is not None
+    steps = []
+    for name, node in board.gpu.side_clocks:
+        table = root.read_ints(f"{node}/available_frequencies", default=[])
+        top = max(table) if table else root.read_int(f"{node}/max_freq", default=None)
+        if top is None:
+            continue
+        writes = ordered_min_max(root, f"{node}/min_freq", f"{node}/max_freq", top, top)
+        if writes:
+            steps.append(Step("gpu", f"gpu {name} (beside the GPU, at its max)",
+                              tuple(writes)))
     return steps
 
 

@@ -61,6 +61,9 @@ class GpuTarget:
     min_hz: Optional[int] = None
     max_hz: Optional[int] = None
     railgate: Optional[bool] = None
+    # the GPU pinned at max: its other clocks (Thor's gpu-nvd-*) pinned at theirs too, as
+    # jetson_clocks pins every GPU devfreq node
+    side_at_max: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,10 @@
   hwmon, micro-ohms, or the board's documented shunt), bus offset 16 mV max. P = V x I, so the
   worst case is  dP = 2 x 0.25% x P  +  V x 80 uV / R  +  I x 16 mV.
   Without a shunt resistance the offset term cannot be computed: the accuracy is "unknown".
+- INA238 (TI datasheet SLYS025, Thor's carrier VIN): gain error 0.1% max on the shunt and on
+  the bus reading, shunt offset 5 uV max, bus offset 5 mV max; the hwmon driver shows no shunt
+  resistance, so it is taken from the chip's own readings (shunt mV / current), rounded down a
+  half LSB of `in0_input` (1 mV) so the offset term is never understated.
 - External meters: `?accuracy=READING%+RANGEW` in the meter spec (e.g. `0.1%+0.05W`: 0.1% of the
   reading plus 0.05 W). Without it: the WT310 family's published figure, else "unknown".
 - Anything else (RAPL, NVML, jtop): "unknown" (NVML says why: its energy counter integrates a
@@ -30,6 +34,9 @@ if TYPE_CHECKING:
 INA3221_GAIN_FRAC = 0.0025  # max, each of the two readings
 INA3221_SHUNT_OFFSET_V = 80e-6  # max
 INA3221_BUS_OFFSET_V = 0.016  # max
+INA238_GAIN_FRAC = 0.001  # max, each of the two readings
+INA238_SHUNT_OFFSET_V = 5e-6  # max
+INA238_BUS_OFFSET_V = 0.005  # max
 # Shunts documented for boards whose driver exposes no `shuntN_resistor` (docs/hardware.md:
 # 5 mOhm on Orin NX / Orin Nano per public carrier designs). Others: unknown.
 DOCUMENTED_SHUNT_OHM: Dict[str, float] = {"orin-nano": 0.005}
@@ -97,6 +104,8 @@ INA3221_NAMES = ("ina3221", "ina3221x")  # the driver's `name` file (hwmon / iio
 def _ina_accuracy(root: Root, rail: Rail, family: Optional[str]) -> Accuracy:
     d, n = rail.device.rstrip("/"), rail.channel
     chip = root.read(f"{d}/name", default="") or ""
+    if chip == "ina238":
+        return _ina238_accuracy(root, rail)
     if chip not in INA3221_NAMES:  # another sensor family: these limits are not its own
         return Accuracy(f"{rail.name}: no accuracy table for sensor {chip or 'unknown'}",
                         known=False)
@@ -122,6 +131,28 @@ def _ina_accuracy(root: Root, rail: Rail, family: Optional[str]) -> Accuracy:
         gain_frac=INA3221_GAIN_FRAC, readings=2,
         offset_current_a=INA3221_SHUNT_OFFSET_V / shunt,
         offset_voltage_v=INA3221_BUS_OFFSET_V,
+        bus_v=bus_mv / 1000.0 if bus_mv else None,
+    )
+
+
+def _ina238_accuracy(root: Root, rail: Rail) -> Accuracy:
+    d = rail.device.rstrip("/")
+    shunt_mv = root.read_int(f"{d}/in0_input", default=None)
+    current_ma = root.read_int(f"{d}/curr1_input", default=None)
+    bus_mv = root.read_int(f"{d}/in1_input", default=None)
+    if not shunt_mv or not current_ma or shunt_mv < 1 or current_ma <= 0:
+        return Accuracy(f"INA238 {rail.name}: shunt resistance unknown (the driver shows none, "
+                        "and no current flows to infer it from)", known=False)
+    ohm = (shunt_mv - 0.5) / current_ma if shunt_mv > 0.5 else None
+    if not ohm:
+        return Accuracy(f"INA238 {rail.name}: shunt voltage too small to infer its resistance",
+                        known=False)
+    return Accuracy(
+        f"INA238 datasheet max: gain 0.1% on V and I, shunt offset 5 uV / {ohm * 1e3:.2g} mOhm "
+        "(inferred: shunt mV / current, rounded down), bus offset 5 mV",
+        gain_frac=INA238_GAIN_FRAC, readings=2,
+        offset_current_a=INA238_SHUNT_OFFSET_V / ohm,
+        offset_voltage_v=INA238_BUS_OFFSET_V,
         bus_v=bus_mv / 1000.0 if bus_mv else None,
     )
 
