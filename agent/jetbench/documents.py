@@ -143,6 +143,9 @@ class PowerModeDoc(TypedDict, total=False):
     text: str
     caps_lifted: bool  # this point ran past the mode's caps (--beyond-power-mode)
     lifted: List[str]
+    # what the mode sets that the kernel does not have (hw/mode_in_force.py): reported, not
+    # in force
+    not_in_force: List[str]
 
 
 class BoardDoc(TypedDict, total=False):

@@ -15,6 +15,7 @@ from .hw.clocks.types import ClockReading
 from .hw.fs import Root
 from .hw.readings import clock_doc, identity, read_now
 from .ownership import journal
+from .ownership.journal import originals
 
 if TYPE_CHECKING:
     from .hw.meters.base import PowerSource
@@ -225,7 +226,7 @@ def describe(root: Root, board: Board,
     return {
         "schema": "jetbench.info/1",
         "simulated": board.simulated,
-        "board": identity(root, board),
+        "board": identity(root, board, originals(root)),
         "clocks": [clock_doc(r, table=True) for r in readings],
         "cpu_clusters": cpu_clusters(board, readings,
                                      [c.cpu for c in cores if not c.online]),

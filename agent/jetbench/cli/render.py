@@ -66,6 +66,8 @@ def info_tables(doc: InfoDoc) -> Iterable[Table]:
     head.add_row("root", str(board.get("root") or "-"))
     mode = board.get("power_mode")
     head.add_row("power mode", mode["text"] if mode else "- (no nvpmodel)")
+    for differ in (mode or {}).get("not_in_force", []):
+        head.add_row("[yellow]not in force[/]", differ)
     gpu = []
     if doc["gpu"] and doc["gpu"].get("load_pct") is not None:
         gpu.append(f"load {doc['gpu']['load_pct']:.1f} %")

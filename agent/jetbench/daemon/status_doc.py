@@ -9,6 +9,7 @@ from typing import Any, Optional, Protocol
 
 from ..hw.fs import Root
 from ..hw.readings import identity
+from ..ownership.journal import originals
 from .drift import Drift, iso
 from .held import Held, ReadingsDoc, StatusDoc
 
@@ -38,7 +39,7 @@ def status_doc(daemon: Publishing, readings: ReadingsDoc) -> StatusDoc:
         "started": iso(daemon._started),
         "uptime_s": round(time.time() - daemon._started, 1),
         "simulated": board.simulated,
-        "board": identity(daemon.root, board),
+        "board": identity(daemon.root, board, originals(daemon.root)),
         "profile": daemon.held.profile.name if daemon.held.profile else None,
         "profile_source": daemon.held.profile.source if daemon.held.profile else None,
         "pinned": daemon.held.pinned,

@@ -11,7 +11,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, TypedDict, TypeVar
+from typing import (
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypedDict,
+    TypeVar,
+)
 
 from ..documents import BoardDoc, ClockDoc, PowerModeDoc
 from .board import Board
@@ -20,6 +31,7 @@ from .clocks.fan import read_pwm
 from .clocks.gpu import gpu_load_pct
 from .clocks.types import ClockReading
 from .fs import Root
+from .mode_in_force import not_in_force
 from .nvpmodel import mode_doc
 from .thermal import read_temperatures_c
 
@@ -27,10 +39,17 @@ SETTLE_INTERVAL_S = 0.02  # between two reads of the settle loop
 T = TypeVar("T")
 
 
-def identity(root: Root, board: Board) -> BoardDoc:
-    """Which board this is, as every document names it (`board`)."""
+def identity(root: Root, board: Board, originals: Mapping[str, str] = {}) -> BoardDoc:
+    """Which board this is, as every document names it (`board`); its power mode says where
+    the kernel does not have what the mode sets (`originals`: the journal's values, which win
+    over what jetbench wrote since)."""
+    mode = mode_doc(root)
+    if mode is not None:
+        differ = not_in_force(root, originals)
+        if differ:
+            mode["not_in_force"] = differ
     return {"model": board.model, "family": board.family, "soc": board.soc, "l4t": board.l4t,
-            "power_mode": mode_doc(root), "simulated": board.simulated, "root": str(root.base)}
+            "power_mode": mode, "simulated": board.simulated, "root": str(root.base)}
 
 
 def clock_doc(r: ClockReading, table: bool = False) -> ClockDoc:

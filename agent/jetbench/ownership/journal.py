@@ -229,6 +229,15 @@ def _load(root: Root) -> Tuple[List[Entry], List[Entry]]:
     return ([], []) if data is None else _parse(root, data, str(journal_file(root)))
 
 
+def originals(root: Root) -> Dict[str, str]:
+    """path -> the raw value the journal saved (what the board held before jetbench): where a
+    knob's value is judged as the power mode left it. Empty without a (readable) journal."""
+    try:
+        return {e.path: e.raw for e in load(root)}
+    except JetbenchError:
+        return {}
+
+
 def watched_knobs(root: Root, board: Board) -> List[str]:
     """Board knobs jetbench knows, whether or not a profile writes them: what another tool
     (jetson_clocks, jtop) moves while jetbench holds the board."""

@@ -39,6 +39,7 @@ from ..hw.readings import identity
 from ..interrupts import Hold, checkpoint, pending
 from ..open_board import open_board
 from ..ownership import journal
+from ..ownership.journal import originals
 from ..ownership.owner import borrow_board
 from ..report import io
 from ..sampling.rates import sampling_doc
@@ -131,7 +132,10 @@ def _measure(root: Root, request: MeasureRequest, progress: Optional[Progress],
     points = plan_points(request, detect(root), root, report.notes)
     with borrow_board(root, command, request.wait_s) as guard, open_board(root) as board:
         report.simulated = board.simulated
-        report.board = identity(root, board)
+        report.board = identity(root, board, originals(root))
+        mode = report.board.get("power_mode") or {}
+        for differ in mode.get("not_in_force", []):
+            report.notes.append(f"power mode reported by nvpmodel, not in force: {differ}")
         had_journal = bool(journal.load(root))
         pin = Pin(root, board, request, guard)  # every write through the guard
         state = _State(root, board, request, report, pin, progress, t_start, ranks)

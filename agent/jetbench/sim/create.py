@@ -21,6 +21,7 @@ from . import quirks as Q
 from .boards import (
     EMC_DEVFREQ_DEVICE,
     SimBoard,
+    SimCluster,
     SimIna,
     SimModeCaps,
     emc_cap_file,
@@ -95,6 +96,8 @@ def create_board(key: str, directory: Union[str, os.PathLike],
     _thermal(tree, board)
     _inas(tree, board)
     if caps is not None:
+        if "mode-cores-online" in wanted:  # the switch failed to take cores offline
+            caps = replace(caps, offline_cpus=())
         _apply_mode_caps(tree, board, caps)
     tree.dir("/var/lib/jetbench")  # the state journal's directory, as after `jetbench` runs
     # The kernel's derived files (current frequencies) from the initial settings.
@@ -135,10 +138,8 @@ def _apply_mode_caps(tree: _Tree, board: SimBoard, caps: SimModeCaps) -> None:
     for cluster in board.clusters:
         if caps.cpu_max_khz is None or set(cluster.cpus) <= set(caps.offline_cpus):
             continue
-        owner = min(cluster.cpus)
-        policy = (f"{base}/cpufreq/policy{owner}" if board.policy_dirs
-                  else f"{base}/cpu{owner}/cpufreq")
-        tree.value(f"{policy}/scaling_max_freq", min(caps.cpu_max_khz, cluster.freqs_khz[-1]))
+        tree.value(f"{_policy_dir(board, cluster)}/scaling_max_freq",
+                   min(caps.cpu_max_khz, cluster.freqs_khz[-1]))
     if caps.gpu_max_hz is not None and board.gpu_kind == "devfreq":
         node = f"{board.gpu_device}/devfreq/{board.gpu_devfreq_name}"
         tree.value(f"{node}/max_freq", caps.gpu_max_hz)
@@ -174,14 +175,56 @@ def _identity(tree: _Tree, board: SimBoard, quirks: Iterable[str] = ()) -> None:
 
 
 def _nvpmodel(tree: _Tree, board: SimBoard) -> None:
-    """The current mode and the names of the modes (only those lines: not NVIDIA's file)."""
+    """The current mode, and a conf in nvpmodel's format (not NVIDIA's file: the simulated
+    boards' representative caps): PARAM blocks naming the files, then each mode's settings
+    (hw/mode_in_force.py compares the reported mode with them)."""
     conf = f"/etc/nvpmodel/nvpmodel_sim_{board.key}.conf"
-    lines = ["# jetbench simulated board: power mode names only (not hardware)"]
-    lines += [f"< POWER_MODEL ID={k} NAME={name} >" for k, name in board.power_modes]
-    lines.append(f"< PM_CONFIG DEFAULT={board.power_mode} >")
+    base = "/sys/devices/system/cpu"
+    cpus = sorted(c for cl in board.clusters for c in cl.cpus)[1:]
+    lines = ["# jetbench simulated board: representative caps, not NVIDIA's conf (not hardware)",
+             "< PARAM TYPE=FILE NAME=CPU_ONLINE >"]
+    lines += [f"CORE_{c} {base}/cpu{c}/online" for c in cpus]
+    for k, cluster in enumerate(board.clusters):
+        policy = _policy_dir(board, cluster)
+        lines += [f"< PARAM TYPE=CLOCK NAME=CPU_CLUSTER{k} >",
+                  f"FREQ_TABLE {policy}/scaling_available_frequencies",
+                  f"MAX_FREQ {policy}/scaling_max_freq"]
+    gpu = f"{board.gpu_device}/devfreq/{board.gpu_devfreq_name}" \
+        if board.gpu_kind == "devfreq" else None
+    if gpu:
+        lines += ["< PARAM TYPE=CLOCK NAME=GPU >", f"FREQ_TABLE {gpu}/available_frequencies",
+                  f"MAX_FREQ {gpu}/max_freq"]
+    emc = board.emc_iso_cap_hz is not None
+    if emc:
+        key = "MAX_FREQ_KNEXT" if r36_or_newer(board) else "MAX_FREQ"
+        lines += ["< PARAM TYPE=CLOCK NAME=EMC >", f"{key} {emc_cap_file(board)}"]
+    caps = dict(board.mode_caps)
+    default = get(board.key).power_mode  # the board's usual mode (its tree is that mode's)
+    for mode_id, name in board.power_modes:
+        lines.append(f"< POWER_MODEL ID={mode_id} NAME={name} >")
+        mode = caps.get(mode_id)
+        if mode is None and mode_id != default:
+            continue  # a mode the simulator does not model: its settings are not listed
+        offline = mode.offline_cpus if mode else ()
+        lines += [f"CPU_ONLINE CORE_{c} {0 if c in offline else 1}" for c in cpus]
+        for k in range(len(board.clusters)):
+            cap = mode.cpu_max_khz if mode and mode.cpu_max_khz else -1
+            lines.append(f"CPU_CLUSTER{k} MAX_FREQ {cap}")
+        if gpu:
+            lines.append(f"GPU MAX_FREQ {mode.gpu_max_hz if mode and mode.gpu_max_hz else -1}")
+        if emc:
+            cap = mode.emc_max_hz if mode and mode.emc_max_hz else board.emc_iso_cap_hz
+            lines.append(f"EMC MAX_FREQ {cap}")
+    lines.append(f"< PM_CONFIG DEFAULT={default} >")
     tree.file(conf, "\n".join(lines) + "\n")
     tree.link("/etc/nvpmodel.conf", conf)
     tree.file("/var/lib/nvpmodel/status", f"pmode:{board.power_mode:04d} fmode:quiet\n")
+
+
+def _policy_dir(board: SimBoard, cluster: SimCluster) -> str:
+    owner = min(cluster.cpus)
+    base = "/sys/devices/system/cpu"
+    return f"{base}/cpufreq/policy{owner}" if board.policy_dirs else f"{base}/cpu{owner}/cpufreq"
 
 
 def _cpu(tree: _Tree, board: SimBoard) -> None:

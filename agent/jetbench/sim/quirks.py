@@ -23,6 +23,9 @@ QUIRKS: Dict[str, str] = {
     "emc-boot-cap": "the BPMP boots with the EMC capped at its boot rate (the table's second "
                     "highest entry; AGX Orin on L4T R36 until NVIDIA's nvphs lifts it): rate "
                     "writes above it run the cap, without an error",
+    "mode-cores-online": "a power mode switch that failed to take cores offline (Orin NX over "
+                         "SSH): nvpmodel's status names the mode, its other caps are in "
+                         "force, the cores it takes offline stay online",
     "emc-refloor": "the firmware re-floors the EMC from its QoS clients (Thor's OSP "
                    "controller): the running EMC reads the table's top for a share of each "
                    "second, its knobs untouched (share and rate: /etc/jetbench/emc-refloor)",

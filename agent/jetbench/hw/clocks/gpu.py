@@ -161,7 +161,7 @@ def _side_clocks_at_max(root: Root, board: Board) -> List[Step]:
             continue
         writes = ordered_min_max(root, f"{node}/min_freq", f"{node}/max_freq", top, top)
         if writes:
-            steps.append(Step("gpu", f"gpu {name} (beside the GPU, at its max)",
+            steps.append(Step("gpu", f"{SIDE_DOMAIN} {name} (at its max, beside the GPU)",
                               tuple(writes)))
     return steps
 
