@@ -76,7 +76,7 @@ class ClockHold:
         """'emc not held: the firmware raised it to 3.199 GHz for 35% of the last minute', or
         '' while it is held (or too few readings to say)."""
         start = max(readings[0][0], now - self.window_s)
-        spans: Dict[int, float] = collections.Counter()
+        spans: Dict[int, float] = collections.defaultdict(float)
         inside_s = total = 0.0
         for (t, hz, inside), nxt in zip(readings, list(readings)[1:] + [(now, 0, False)]):
             seconds = max(0.0, nxt[0] - max(t, start))

@@ -55,7 +55,9 @@ def parse_conf(conf: str) -> Tuple[Paths, Settings]:
         if section[0] == "param" and len(words) == 2:
             paths[(str(section[1]), words[0])] = words[1]
         elif section[0] == "mode" and len(words) == 3:
-            modes[int(section[1])].append((words[0], words[1], words[2]))  # type: ignore[arg-type]
+            mode_id = section[1]
+            assert isinstance(mode_id, int)
+            modes[mode_id].append((words[0], words[1], words[2]))
     return paths, modes
 
 

@@ -49,7 +49,8 @@ def find(root: Root, board: Board, asked_hz: int) -> Optional[EmcCeiling]:
     def read() -> Optional[int]:
         return root.read_int(emc.cur_freq, default=None) if emc.cur_freq else None
 
-    runs = settled_change(read, asked_hz, wait_s=EMC_SETTLE_S)
+    written: Optional[int] = asked_hz
+    runs = settled_change(read, written, wait_s=EMC_SETTLE_S)
     if runs is None or runs >= asked_hz * (1 - RANGE_TOLERANCE):
         return None
     return EmcCeiling(runs, asked_hz, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

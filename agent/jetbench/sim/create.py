@@ -213,8 +213,8 @@ def _nvpmodel(tree: _Tree, board: SimBoard) -> None:
         if gpu:
             lines.append(f"GPU MAX_FREQ {mode.gpu_max_hz if mode and mode.gpu_max_hz else -1}")
         if emc:
-            cap = mode.emc_max_hz if mode and mode.emc_max_hz else board.emc_iso_cap_hz
-            lines.append(f"EMC MAX_FREQ {cap}")
+            emc_cap = mode.emc_max_hz if mode and mode.emc_max_hz else board.emc_iso_cap_hz
+            lines.append(f"EMC MAX_FREQ {emc_cap}")
     lines.append(f"< PM_CONFIG DEFAULT={default} >")
     tree.file(conf, "\n".join(lines) + "\n")
     tree.link("/etc/nvpmodel.conf", conf)
