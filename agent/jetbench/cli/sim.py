@@ -26,8 +26,9 @@ def create(
                               "orin-nano, orin-nano-super, thor (`jetbench sim list`)."),
     quirk: List[str] = typer.Option([], "--quirk", metavar="NAME",
                                     help="A real-kernel behaviour to show (repeatable): "
-                                    "static-cur, amu-cpu, qos-cap, late-gpu, round-emc "
-                                    "(see docs/hardware.md, What real kernels do)."),
+                                    "static-cur, amu-cpu, qos-cap, late-gpu, round-emc, "
+                                    "emc-boot-cap, emc-refloor, mode-cores-online "
+                                    "(docs/boards.md, Quirks)."),
     power_mode: Optional[int] = typer.Option(
         None, "--power-mode", metavar="ID", help="Start in this nvpmodel mode, its caps written "
         "as nvpmodel leaves them (nano 1 = 5W, tx2 1 = MAXQ); default: the board's usual mode."),
@@ -144,7 +145,8 @@ def mount(
                               "sim list`)."),
     quirk: Optional[List[str]] = typer.Option(None, "--quirk", help="A real-kernel behaviour to "
                                               "show (repeatable): static-cur, amu-cpu, qos-cap, "
-                                              "late-gpu, round-emc."),
+                                              "late-gpu, round-emc, emc-boot-cap, emc-refloor, "
+                                              "mode-cores-online."),
     load: Optional[float] = typer.Option(None, "--load", min=0.0, max=1.0, help="Fixed CPU "
                                          "load (0..1) for the power model and dynamic "
                                          "governors; default: this machine's real load."),
