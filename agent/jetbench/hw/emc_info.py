@@ -52,11 +52,12 @@ def emc_cap_now(root: Root, info: EmcInfo) -> Optional[int]:
 
 
 def max_now(root: Root, info: EmcInfo) -> int:
-    """The highest rate the EMC runs now: its top under the caps in force now and the ceiling
-    (detection's `max_hz` is the caps as they were when the board was read)."""
+    """The highest rate the EMC runs now: its top under the caps in force now and this boot's
+    ceiling (detection's `max_hz` is both as they were when the board was read)."""
     cap = emc_cap_now(root, info)
+    ceiling = emc_ceiling(root) if info.kind in ("bpmp", "devfreq") else None
     return min([info.top_hz] + ([cap] if cap else []) +
-               ([info.ceiling.hz] if info.ceiling else []))
+               ([ceiling.hz] if ceiling and ceiling.hz < info.top_hz else []))
 
 
 def _capped_emc(root: Root, info: EmcInfo) -> EmcInfo:
