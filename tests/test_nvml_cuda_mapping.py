@@ -135,3 +135,29 @@ def test_each_rank_measures_its_own_gpu_under_cuda_visible_devices(monkeypatch):
     assert [s.read().power_w for s in sources] == [(pytest.approx(3.0),), (pytest.approx(1.0),)]
     for src in sources:
         src.close()
+
+
+def test_each_device_finds_its_own_channel_under_a_renumbering_cuda_visible_devices(monkeypatch):
+    """Issue 60, 1: under CUDA_VISIBLE_DEVICES=2,3 (same-model GPUs, so the integers are NVML's
+    indices), cuda:0 is NVML's GPU2 and cuda:1 its GPU3. Each rank's source (made as
+    distributed/messages.py makes them) must be its device's own, so that the node's img/J
+    divides by the sum of both GPUs' power, not by one."""
+    from jetbench.distributed.rows import devices_power_sum, own_channels
+
+    four = [(f"GPU-{k}{k}{k}{k}-0000", b"NVIDIA A100") for k in range(4)]
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(four))
+    env = {"CUDA_VISIBLE_DEVICES": "2,3"}
+    sources = [NvmlSource(i, gpu=cuda_gpu(f"cuda:{i}", env)) for i in range(2)]
+    for s in sources:
+        s.open()
+    # the channels as a result carries them, with made-up powers of 300 W and 250 W
+    watts = {"GPU2": 300.0, "GPU3": 250.0}
+    channels = [{"name": ch.name, "source": s.name, "mean_w": watts[ch.name]}
+                for s in sources for ch in s.channels()]
+    assert [c["name"] for c in channels] == ["GPU2", "GPU3"]
+    mine = [own_channels(f"cuda:{i}", channels) for i in range(2)]
+    assert [[c["name"] for c in m] for m in mine] == [["GPU2"], ["GPU3"]]
+    docs = [{"power": {"channels": m, "mean_w": m[0]["mean_w"]}} for m in mine]
+    assert devices_power_sum(docs)["mean_w"] == 550.0
+    for s in sources:
+        s.close()

@@ -11,7 +11,10 @@ from ..workload.timing.runner import TimingResult
 from ..workload.timing.stats import coefficient_of_variation, latency_stats
 from .devices import describe_devices
 
-NVML_SOURCE = "nvml"  # hw/meters/nvml.py names GPU i's source nvml (i = 0) or nvml<i>
+# hw/meters/nvml.py names CUDA device i's source nvml (i = 0) or nvml<i> when it is made; its one
+# channel is named after NVML's index (GPU<n>), known only once it opens (CUDA_VISIBLE_DEVICES
+# renumbers: cuda:0 under "2,3" is NVML's GPU2), so a device's channel is found by its source.
+NVML_SOURCE = "nvml"
 
 
 @dataclass(frozen=True)
@@ -56,13 +59,13 @@ def aggregate_timing(rows: Sequence[RankRow]) -> TimingResult:
 
 
 def own_channels(device: str, channels: Sequence[PowerPoint]) -> List[PowerPoint]:
-    """The power channels of a device's own source: NVML for GPU i, none for a CPU rank
-    (a CPU share has no sensor of its own; the node's sources cover it)."""
+    """The power channels of a device's own source: NVML's for CUDA device i, none for a CPU
+    rank (a CPU share has no sensor of its own; the node's sources cover it)."""
     if not device.startswith("cuda:"):
         return []
     index = int(device.split(":", 1)[1])
     source = NVML_SOURCE if index == 0 else f"{NVML_SOURCE}{index}"
-    return [c for c in channels if c.get("source") == source and c.get("name") == f"GPU{index}"]
+    return [c for c in channels if c.get("source") == source]
 
 
 def device_docs(rows: Sequence[RankRow], channels: Sequence[PowerPoint],
