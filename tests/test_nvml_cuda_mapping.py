@@ -161,3 +161,27 @@ def test_each_device_finds_its_own_channel_under_a_renumbering_cuda_visible_devi
     assert devices_power_sum(docs)["mean_w"] == 550.0
     for s in sources:
         s.close()
+
+
+def test_a_mig_slice_is_measured_on_its_parent_gpu_with_a_note(monkeypatch):
+    """Issue 60, 6: CUDA_VISIBLE_DEVICES=MIG-... (a slice of NVML's GPU 1): NVML reads power
+    per GPU, so the source opens the parent GPU (it used to fail: the MIG UUID is no NVML
+    GPU), and the result says the figure is the whole GPU's."""
+    from jetbench.hw.meters.registry import open_sources
+
+    nv = fake_pynvml()
+    mig = "MIG-5c1a0000-1111-2222-3333-444455556666"
+    nv.nvmlDeviceGetHandleByUUID = lambda uuid: ("mig", 1) if uuid == mig else \
+        (_ for _ in ()).throw(_NVMLError("Not Found"))
+    nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle = lambda h: h[1]
+    nv.nvmlDeviceGetIndex = lambda h: h
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    gpu = cuda_gpu("cuda", {"CUDA_VISIBLE_DEVICES": mig})
+    source = NvmlSource(gpu=gpu)
+    source.open()
+    assert [c.name for c in source.channels()] == ["GPU1"]
+    source.close()
+    assert nv.calls.count("init") == nv.calls.count("shutdown")
+    notes = []
+    open_sources(["nvml"], None, gpu=gpu, notes=notes)
+    assert len(notes) == 1 and "MIG slice" in notes[0] and "whole GPU" in notes[0], notes

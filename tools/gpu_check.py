@@ -9,8 +9,11 @@ fails, hangs or crashes is that path's row and the others still run:
 - `time` of resnet18 batch 8 under each runtime x fp32/tf32/fp16/int8, with its output check
   (one command per runtime and precision: a failure is that row's);
 - NVML power: `info --meter nvml`; NVML energy: `measure --meter nvml` (the window's joules);
-- `measure --freq` on NVML locked clocks, then whether the clocks were put back
-  (`nvidia-smi`'s locked-clock state before and after, and no journal left);
+- `measure --freq` on NVML locked clocks (the middle supported clock), then whether the clocks
+  were put back: no journal left, and the clock a busy GPU runs after the restore (a CUDA load
+  for a few seconds, `nvidia-smi`'s SM clock read through it) above the lock measure set. A
+  lock (`nvmlDeviceSetGpuLockedClocks`, `nvidia-smi -lgc`) changes neither the max nor the
+  application clocks, so comparing those proves nothing;
 - `tune --budget 4 --knobs gpu` on the same GPU (its NVML clocks);
 - several runtimes and precisions in one `time` (a row that cannot run is its own row), and
   a CUDA graph replayed under TorchScript with its output check;
@@ -23,8 +26,10 @@ fails, hangs or crashes is that path's row and the others still run:
         [--only daemon-tune,clocks]
 
 Writes DIR/gpu_check.json (the rows and each command's output tail) when --out is given.
-Exit 0 when every path ran (a path the machine lacks, such as TensorRT, counts as ran:
-`unavailable` with its reason), 1 when any path failed.
+The last line counts each result: `ok` (proved), `unavailable` (the machine lacks it, such as
+TensorRT: its reason), `skipped` (not applicable here, such as --devices 2 on one GPU), `not run`
+(gpu-check's time limit came first) and `failed`. Exit 0 only when something was proved and
+nothing failed or was left unrun; 1 otherwise.
 """
 
 from __future__ import annotations
@@ -45,8 +50,11 @@ RUNTIMES = ("torch", "torchscript", "compile", "onnxruntime", "tensorrt")
 PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 MODEL, BATCH = "resnet18", "8"
 SHORT = ("--duration", "1s", "--warmup", "0.5s", "--iterations", "10")
-# row results that mean "the path ran and said what it is": the others are failures
-RAN = ("ok", "unavailable", "skipped")
+# row results: proved, lacking here, not applicable here (these three are no failure); a path
+# gpu-check's time limit left unrun, and a failure, are
+FINE = ("ok", "unavailable", "skipped")
+NOT_RUN = "not run"
+RESULTS = ("ok", "unavailable", "skipped", NOT_RUN, "failed")
 
 
 def gpu_names() -> List[str]:
@@ -116,7 +124,7 @@ def check_time(c: Check, runtimes: Sequence[str], precisions: Sequence[str]) -> 
         for precision in precisions:
             path = f"time {runtime} {precision} {MODEL} b{BATCH}"
             if c.out_of_time():
-                c.row(path, "skipped", "gpu-check's time limit", None, 0.0)
+                c.row(path, NOT_RUN, "gpu-check's time limit came first (--limit-s)", None, 0.0)
                 continue
             run = c.jetbench("time", "--model", MODEL, "--batch", BATCH, "--device", "cuda",
                              "--runtime", runtime, "--precision", precision, *SHORT, "--json",
@@ -226,13 +234,70 @@ def check_nvml(c: Check, out: Path) -> None:
           f"{(doc.get('validity') or {}).get('valid')}; exit {run['rc']}", run)
 
 
-def _locked_clocks() -> str:
+# A CUDA load for the restore check: a busy GPU runs its top clock unless something locks it.
+LOAD = ("import sys, time, torch\n"
+        "a = torch.randn(2048, 2048, device='cuda', dtype=torch.float16)\n"
+        "end = time.monotonic() + float(sys.argv[1])\n"
+        "while time.monotonic() < end:\n"
+        "    for _ in range(10):\n"
+        "        a = (a @ a).clamp_(-1, 1)\n"
+        "    torch.cuda.synchronize()\n")
+
+
+def _sm_clocks_mhz() -> Optional[Sequence[int]]:
+    """GPU 0's SM clock now and its max, MHz (None: not readable)."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return "?"
-    out = subprocess.run([smi, "--query-gpu=clocks.max.sm,clocks.applications.graphics",
-                          "--format=csv,noheader"], capture_output=True, text=True, timeout=60)
-    return out.stdout.strip()
+        return None
+    try:
+        out = subprocess.run([smi, "-i", "0", "--query-gpu=clocks.sm,clocks.max.sm",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=30)
+        now, top = (int(x.strip()) for x in out.stdout.strip().split(","))
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return now, top
+
+
+def clock_under_load(load_argv: Sequence[str], seconds: float = 4.0) -> Optional[Sequence[int]]:
+    """The highest SM clock GPU 0 ran while `load_argv` kept it busy, and its max (MHz)."""
+    load = subprocess.Popen(list(load_argv) + [str(seconds + 2)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    seen: List[int] = []
+    top = None
+    try:
+        time.sleep(1.0)  # the load starts, the clock rises
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            read = _sm_clocks_mhz()
+            if read is not None:
+                seen.append(read[0])
+                top = read[1]
+            time.sleep(0.5)
+    finally:
+        load.kill()
+        load.wait()
+    return (max(seen), top) if seen and top else None
+
+
+def check_restore(c: Check, locked_mhz: Optional[int], journal: Path,
+                  load_argv: Sequence[str]) -> None:
+    """After `measure --freq` locked the clocks at `locked_mhz`: put back means no journal left
+    and, under load, the GPU running above that lock (where its max is above it)."""
+    path = "restore after measure --freq"
+    under = clock_under_load(load_argv)
+    if under is None:
+        c.row(path, "failed", "the SM clock could not be read under load (nvidia-smi)", None,
+              0.0)
+        return
+    seen, top = under
+    lock_left = locked_mhz is not None and top > locked_mhz * 1.05 and \
+        seen <= locked_mhz * 1.02
+    ok = not journal.exists() and not lock_left
+    c.row(path, "ok" if ok else "failed",
+          f"journal left: {journal.exists()}; under load after the restore the GPU ran up to "
+          f"{seen} MHz (max {top} MHz; measure locked {locked_mhz} MHz)"
+          + ("; a lock was left behind" if lock_left else ""), None, 0.0)
 
 
 def _middle_graphics_mhz() -> Optional[int]:
@@ -249,7 +314,6 @@ def _middle_graphics_mhz() -> Optional[int]:
 
 
 def check_clocks(c: Check, out: Path) -> None:
-    before = _locked_clocks()
     mhz = _middle_graphics_mhz()
     freq = f"{mhz}MHz" if mhz else "max"
     path = f"measure --freq {freq} (NVML locked clocks)"
@@ -272,11 +336,7 @@ def check_clocks(c: Check, out: Path) -> None:
               f"observed mean {None if mean is None else mean / 1e6} MHz; valid "
               f"{(doc.get('validity') or {}).get('valid')}; exit {run['rc']} "
               f"{'' if run['rc'] == 0 else _first_error(run)}", run)
-    after = _locked_clocks()
-    put_back = not journal.exists() and before == after
-    c.row("restore after measure --freq", "ok" if put_back else "failed",
-          f"journal left: {journal.exists()}; nvidia-smi max,app clocks before [{before}] after "
-          f"[{after}]", None, 0.0)
+    check_restore(c, mhz, journal, [sys.executable, "-c", LOAD])
 
 
 def check_tune(c: Check, out: Path) -> None:
@@ -323,7 +383,6 @@ def check_daemon_tune(c: Check, out: Path) -> None:
     its items on a Prometheus page of its own, the constraint half its rate at the start; the
     daemon must hold a point, then put the clocks back on SIGTERM."""
     path = "daemon --tune (NVML clocks, a live CUDA loop)"
-    before = _locked_clocks()
     script = c.work / "workload.py"
     script.write_text(WORKLOAD)
     load = subprocess.Popen([sys.executable, str(script), "150"], stdout=subprocess.PIPE,
@@ -358,16 +417,24 @@ def check_daemon_tune(c: Check, out: Path) -> None:
         daemon.send_signal(15)
         code = daemon.wait(timeout=60)
         log.close()
-        after = _locked_clocks()
         journal = c.root / "var/lib/jetbench/journal.json"
         held = tune.get("held") or {}
-        ok = tune.get("phase") == "holding" and code == 0 and before == after and \
-            not journal.exists()
+        point = held.get("point_hz") or {}
+        held_mhz = int(point["gpu"] / 1e6) if isinstance(point, dict) and point.get("gpu") \
+            else None
+        # the CUDA loop still runs: the clock it gets now says whether the lock went with it
+        seen = [r[0] for r in (_sm_clocks_mhz() for _ in range(6)) if r is not None]
+        top = _sm_clocks_mhz()
+        lock_left = bool(held_mhz and seen and top and top[1] > held_mhz * 1.05
+                         and max(seen) <= held_mhz * 1.02)
+        ok = tune.get("phase") == "holding" and code == 0 and not lock_left and \
+            not journal.exists() and bool(seen)
         c.row(path, "ok" if ok else "failed",
               f"rate at the start {rate:.0f}/s; phase {tune.get('phase')}, held "
               f"{held.get('point_hz')} at {held.get('items_per_s')}/s, "
               f"{held.get('items_per_j')} items/J after {tune.get('windows')} windows; exit "
-              f"{code}; clocks before [{before}] after [{after}], journal left "
+              f"{code}; busy after SIGTERM the GPU ran up to {max(seen) if seen else '?'} MHz"
+              f"{' (a lock left behind)' if lock_left else ''}, journal left "
               f"{journal.exists()}", None, round(time.monotonic() - t0, 1))
     except Exception as err:  # noqa: BLE001 - one row, whatever failed
         c.row(path, "failed", f"{type(err).__name__}: {err}", None, 0.0)
@@ -428,7 +495,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if only and name not in only:
             continue
         if c.out_of_time():
-            c.row(step.__name__, "skipped", "gpu-check's time limit", None, 0.0)
+            c.row(step.__name__, NOT_RUN, "gpu-check's time limit came first (--limit-s)",
+                  None, 0.0)
         else:
             step(c, out)
     if not only or "devices" in only:
@@ -440,10 +508,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     (out / "gpu_check.json").write_text(json.dumps(
         {"gpus": gpus, "rows": c.rows, "seconds": round(time.monotonic() - c.started, 1)},
         indent=1))
-    failed = [r for r in c.rows if r["result"] not in RAN]
-    print(f"gpu-check: {len(c.rows) - len(failed)} of {len(c.rows)} paths ran; "
-          f"{len(failed)} failed; {out / 'gpu_check.json'}")
-    return 1 if failed else 0
+    return summary(c.rows, out / "gpu_check.json")
+
+
+def summary(rows: Sequence[Dict[str, object]], where: Path) -> int:
+    """The last line (each result counted) and the exit code: 0 only when a path was proved
+    and none failed or was left unrun."""
+    counts = {r: sum(1 for row in rows if row["result"] == r) for r in RESULTS}
+    other = len(rows) - sum(counts.values())  # a result none of the above (an odd status)
+    said = ", ".join(f"{n} {r}" for r, n in counts.items() if n)
+    print(f"gpu-check: {said or 'nothing'} of {len(rows)} paths"
+          + (f", {other} other" if other else "") + f"; {where}")
+    bad = counts["failed"] + counts[NOT_RUN] + other
+    return 1 if bad or not counts["ok"] else 0
 
 
 if __name__ == "__main__":

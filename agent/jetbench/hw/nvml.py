@@ -454,6 +454,8 @@ def nvml_index(nv: ModuleType, gpu: CudaGpu) -> int:
             raise HardwareError(f"cuda:{gpu.ordinal} is not among CUDA_VISIBLE_DEVICES="
                                 f"{gpu.visible!r}")
         entry = entries[gpu.ordinal]
+    if entry.upper().startswith("MIG-"):
+        return _mig_parent_index(nv, entry)
     handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
     if entry.upper().startswith("GPU-"):
         uuids = [nvml_text(nv.nvmlDeviceGetUUID(h)) for h in handles]
@@ -474,6 +476,31 @@ def nvml_index(nv: ModuleType, gpu: CudaGpu) -> int:
             hint="set CUDA_DEVICE_ORDER=PCI_BUS_ID, or CUDA_VISIBLE_DEVICES to the GPU's UUID "
                  "(nvidia-smi -L)")
     return int(entry)
+
+
+def _mig_parent_index(nv: ModuleType, entry: str) -> int:
+    """NVML's index of the GPU a MIG slice (CUDA_VISIBLE_DEVICES=MIG-...) is part of: NVML
+    reads power and energy per GPU, not per slice."""
+    try:
+        mig = nv.nvmlDeviceGetHandleByUUID(entry)
+        parent = nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig)
+        return int(nv.nvmlDeviceGetIndex(parent))
+    except (nv.NVMLError, AttributeError) as err:
+        raise HardwareError(f"CUDA_VISIBLE_DEVICES entry {entry!r}: NVML does not find the GPU "
+                            f"this MIG slice is part of ({err})") from err
+
+
+def mig_note(gpu: Optional[CudaGpu]) -> Optional[str]:
+    """What a result says when the workload's GPU is a MIG slice: NVML's power is the whole
+    GPU's (every slice of it), not the slice's."""
+    if gpu is None or gpu.visible is None:
+        return None
+    entries = visible_entries(gpu.visible)
+    if gpu.ordinal < len(entries) and entries[gpu.ordinal].upper().startswith("MIG-"):
+        return (f"cuda:{gpu.ordinal} is a MIG slice ({entries[gpu.ordinal]}): NVML measures "
+                "the GPU it is part of, every slice together, so its power and img/J are the "
+                "whole GPU's")
+    return None
 
 
 def shutdown(nv: ModuleType) -> None:

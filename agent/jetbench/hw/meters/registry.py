@@ -191,6 +191,19 @@ def serial_source(spec: MeterSpec) -> PowerSource:
     return source
 
 
+def nvml_source(gpu: Optional[object], notes: Optional[List[str]]) -> PowerSource:
+    """NVML's source for the workload's GPU; a MIG slice's is its parent GPU's, said in `notes`
+    (hw/nvml.mig_note)."""
+    from ..nvml import CudaGpu, mig_note
+    from .nvml import NvmlSource
+
+    cuda = gpu if isinstance(gpu, CudaGpu) else None
+    note = mig_note(cuda)
+    if note and notes is not None and note not in notes:
+        notes.append(note)
+    return NvmlSource(gpu=cuda)
+
+
 def open_sources(
     specs: Sequence[str],
     root: Root,
@@ -227,9 +240,7 @@ def open_sources(
 
             out.extend(_with_interval([RaplSource(root)], spec))
         elif spec.kind == "nvml":
-            from .nvml import NvmlSource
-
-            out.extend(_with_interval([NvmlSource(gpu=gpu)], spec))  # type: ignore[arg-type]
+            out.extend(_with_interval([nvml_source(gpu, notes)], spec))
         elif spec.kind == "jtop":
             from .jtop import JtopSource
 
@@ -263,26 +274,20 @@ def auto_sources(
         if root.is_host and nvml_api.nvml_power_supported():
             # A Jetson whose NVML reports power (Thor; Orin and older answer NotSupported):
             # the GPU's own figure beside the rails, at point gpu_board.
-            from .nvml import NvmlSource
-
-            out.append(NvmlSource(gpu=gpu))  # type: ignore[arg-type]
+            out.append(nvml_source(gpu, said))
         return out
     nvml = root.is_host and nvml_api.nvml_available()
     zones = rapl_zones(root)
     if gpu is not None and nvml:
-        from .nvml import NvmlSource
-
         if zones:
             said.append("meter auto: NVML (the CUDA GPU's board power), not RAPL (the CPU "
                         "package): add --meter rapl to record the CPU too")
-        return [NvmlSource(gpu=gpu)]  # type: ignore[arg-type]
+        return [nvml_source(gpu, said)]
     if zones:
         reason = unreadable_reason(root)
         if reason is None:
             return [RaplSource(root)]
         said.append(f"meter auto: RAPL skipped: {reason}")
     if nvml:
-        from .nvml import NvmlSource
-
-        return [NvmlSource(gpu=gpu)]  # type: ignore[arg-type]
+        return [nvml_source(gpu, said)]
     return [EmptySource()]
