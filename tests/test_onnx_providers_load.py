@@ -192,6 +192,68 @@ def test_an_option_this_ort_refuses_is_dropped_and_said():
     assert any("refused trt_timing_cache_path" in n for n in notes)
 
 
+class FallbackPickyOrt(FakeOrt):
+    """As ORT 1.12-1.32's Python layer really does with an option its TensorRT provider does not
+    know (InferenceSession.__init__ in onnxruntime_inference_collection.py; issue #21484): the
+    "Invalid TensorRT EP option" error is caught, a banner printed to stdout listing every
+    provider and option asked, and the session created again with the next providers and no
+    options. Nothing is raised."""
+
+    __version__ = "1.18.0"
+
+    def InferenceSession(self, model, sess_options=None, providers=()):  # noqa: N802
+        for p in providers:
+            if isinstance(p, tuple) and "trt_timing_cache_path" in p[1]:
+                print("*************** EP Error ***************")
+                print("EP Error [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Invalid TensorRT "
+                      f"EP option: trt_timing_cache_path when using {list(providers)}")
+                print("Falling back to ['CUDAExecutionProvider', 'CPUExecutionProvider'] and "
+                      "retrying.")
+                print("****************************************")
+                return super().InferenceSession(model, sess_options, [CUDA_EP, CPU_EP])
+        return super().InferenceSession(model, sess_options, providers)
+
+
+@pytest.mark.parametrize("provider", [None, "tensorrt"])
+def test_an_option_refused_inside_orts_own_fallback_is_dropped_and_said(provider, capfd):
+    """Issue 60, 5: the retry never ran on a real ORT (its stand-in raised where ORT does not):
+    --provider tensorrt became `unavailable`, and without it the run silently went to CUDA."""
+    session, choice, notes = open_session(FallbackPickyOrt(broken=()), "m.onnx",
+                                          RunOptions(provider=provider), "auto", "fp16")
+    assert choice.name == TENSORRT_EP and session.get_providers()[0] == TENSORRT_EP
+    assert "trt_timing_cache_path" not in choice.options
+    assert choice.options["trt_engine_cache_enable"] is True
+    assert any("refused trt_timing_cache_path" in n for n in notes), notes
+    assert "EP Error" not in capfd.readouterr().out
+
+
+class NoTensorrtBannerOrt(FakeOrt):
+    """TensorRT's libraries missing, the failure inside ORT's own fallback: its banner's "when
+    using [...]" lists every option asked, trt_timing_cache_path among them."""
+
+    __version__ = "1.18.0"
+
+    def InferenceSession(self, model, sess_options=None, providers=()):  # noqa: N802
+        if any(isinstance(p, tuple) and p[0] == TENSORRT_EP for p in providers):
+            print("EP Error libnvinfer.so.10: cannot open shared object file when using "
+                  f"{list(providers)}")
+            print("Falling back to ['CUDAExecutionProvider', 'CPUExecutionProvider'] and "
+                  "retrying.")
+            return super().InferenceSession(model, sess_options, [CUDA_EP, CPU_EP])
+        return super().InferenceSession(model, sess_options, providers)
+
+
+def test_a_banner_that_only_lists_an_option_is_no_refusal():
+    """A provider that failed for another reason (a missing library) is not taken for a
+    refused option because the banner lists the options asked."""
+    session, choice, notes = open_session(NoTensorrtBannerOrt(broken=()), "m.onnx",
+                                          RunOptions(), "auto", "fp16")
+    assert session.get_providers()[0] == CUDA_EP
+    assert not any("refused" in n for n in notes), notes
+    assert any("tensorrt provider did not load" in n and "libnvinfer.so.10" in n
+               for n in notes), notes
+
+
 def test_timing_cache_options_from_the_ort_versions_that_have_them():
     """trt_timing_cache_enable since ORT 1.15, trt_timing_cache_path since 1.17 (a review of
     ORT's sources; the constants in workload/runtimes/onnx/providers.py)."""

@@ -178,20 +178,37 @@ def _session_or_without_optional(ort: ModuleType, model: str, choice: ProviderCh
                                  options: RunOptions, notes: List[str]
                                  ) -> Tuple[OrtObject, str, ProviderChoice]:
     """The session; where ORT refuses one of the options jetbench passes only for speed (an
-    option its build does not know), the session without them, said in the notes."""
+    option its build does not know), the session without them, said in the notes. ORT's
+    Python layer catches that refusal itself ("Invalid TensorRT EP option: KEY", onnxruntime
+    #21484), prints its "EP Error ... when using ..." banner and falls back to the next
+    providers with no options: so the refusal is read from the banner's error (before "when
+    using", which lists every option asked) as well as from a raised error (older builds)."""
     plain = choice.without_optional()
     if plain.options == choice.options:
         return (*_session(ort, model, choice, options), choice)
+    optional = [k for k in choice.options if k not in plain.options]
     try:
-        return (*_session(ort, model, choice, options), choice)
+        session, log = _session(ort, model, choice, options)
     except UsageError as err:
-        refused = [k for k in choice.options if k in str(err) and k not in plain.options]
+        refused = [k for k in optional if k in str(err)]
         if not refused:
             raise
-        notes.append(f"this ONNX Runtime refused {', '.join(refused)}: its "
-                     f"{short_name(choice.name)} provider runs without "
-                     f"{'it' if len(refused) == 1 else 'them'} (no timing cache)")
-        return (*_session(ort, model, plain, options), plain)
+    else:
+        if choice.name in list(session.get_providers()):
+            return session, log, choice
+        refused = [k for k in optional if k in _ep_error(log)]
+        if not refused:
+            return session, log, choice
+    notes.append(f"this ONNX Runtime refused {', '.join(refused)}: its "
+                 f"{short_name(choice.name)} provider runs without "
+                 f"{'it' if len(refused) == 1 else 'them'} (no timing cache)")
+    return (*_session(ort, model, plain, options), plain)
+
+
+def _ep_error(log: str) -> str:
+    """The errors in ORT's fallback banners ("EP Error <error> when using <providers>"), without
+    the providers and options they list."""
+    return " ".join(m.group(1) for m in re.finditer(r"EP Error (.*?) when using ", log, re.S))
 
 
 def _session(ort: ModuleType, model: str, choice: ProviderChoice,
