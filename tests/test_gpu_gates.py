@@ -340,3 +340,22 @@ def test_compile_on_cuda_needs_triton_and_compute_capability_7():
     assert "Triton is not installed" in compile_unavailable_reason(torch(False, (8, 7)), "cuda")
     assert "this GPU is 5.3" in compile_unavailable_reason(torch(True, (5, 3)), "cuda:0")
     assert compile_unavailable_reason(torch(False, (5, 3)), "cpu") is None  # C++ on the CPU
+
+
+def test_compile_on_an_old_gpu_with_triton_installed_names_the_gpu_not_triton():
+    """Issue 60, 7: torch's has_triton() is False on a GPU below 7.0 even with Triton installed
+    (it checks the device), so the row said "Triton is not installed" on a TX2 that has it."""
+    from types import SimpleNamespace
+
+    from jetbench.workload.pytorch import compile_unavailable_reason
+
+    def torch(package: bool, capability):
+        usable = package and capability >= (7, 0)  # as torch.utils._triton.has_triton
+        return SimpleNamespace(utils=SimpleNamespace(_triton=SimpleNamespace(
+            has_triton_package=lambda: package, has_triton=lambda: usable)),
+            device=lambda d: d, cuda=SimpleNamespace(get_device_capability=lambda d: capability))
+
+    tx2 = compile_unavailable_reason(torch(True, (6, 2)), "cuda")
+    assert "this GPU is 6.2" in tx2 and "not installed" not in tx2
+    assert "not installed" in compile_unavailable_reason(torch(False, (8, 7)), "cuda")
+    assert compile_unavailable_reason(torch(True, (8, 7)), "cuda") is None

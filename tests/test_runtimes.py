@@ -651,3 +651,36 @@ def test_a_16_bit_export_the_cpu_cannot_run_is_made_on_the_gpu(monkeypatch, cach
     with pytest.raises(PrecisionUnavailable, match="slow_conv2d_cpu"):  # the CPU's reason
         onnx_export.exported_onnx("resnet18", "fp32", 2, 0, SMALL)  # fp32: never the GPU
     assert tried == ["cpu"]
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_tensorrt_tf32_and_bf16_are_unavailable_below_ampere_like_torchs(monkeypatch, precision):
+    """Issue 60, 4: on a Xavier (compute capability 7.2) TensorRT's TF32/BF16 flags permit
+    and do not require: the engine computes fp32 under the label. torch's row says
+    `unavailable` there; TensorRT's must too, before anything is exported or built."""
+    cuda = SimpleNamespace(get_device_capability=lambda i: (7, 2),
+                           get_device_name=lambda i: "Xavier")
+    monkeypatch.setattr(runtime_build, "import_tensorrt", lambda: FakeTrt("10.3.0"))
+    monkeypatch.setattr(runtime_build, "import_torch", lambda: SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(runtime_build, "resolve_device", lambda d: "cuda:0")
+    monkeypatch.setattr(runtime_build, "is_cuda", lambda d: True)
+    monkeypatch.setattr(runtime_build, "cuda_index", lambda torch, d: 0)
+    monkeypatch.setattr(runtime_build, "exported_onnx",
+                        lambda *a, **k: pytest.fail("exported anyway"))
+    with pytest.raises(PrecisionUnavailable, match="compute capability 8.0 or newer.*7.2"):
+        build_workload("resnet18", precision, 1, "cuda", input_shape=SMALL,
+                       options=RunOptions(runtime="tensorrt"))
+
+
+def test_onnxruntime_tf32_is_unavailable_below_ampere(monkeypatch):
+    """ORT's use_tf32 only permits TF32 math: a 7.2 GPU computes IEEE fp32 under the label."""
+    cuda = SimpleNamespace(get_device_capability=lambda d: (7, 2))
+    fake_torch = SimpleNamespace(cuda=cuda, device=lambda d: d)
+    monkeypatch.setattr(runtime_build, "import_onnxruntime", lambda: None)
+    monkeypatch.setattr(runtime_build, "import_torch", lambda: fake_torch)
+    monkeypatch.setattr(runtime_build, "resolve_device", lambda d: "cuda:0")
+    monkeypatch.setattr(runtime_build, "exported_onnx",
+                        lambda *a, **k: pytest.fail("exported anyway"))
+    with pytest.raises(PrecisionUnavailable, match="tf32 needs compute capability 8.0"):
+        build_workload("resnet18", "tf32", 1, "cuda", input_shape=SMALL,
+                       options=RunOptions(runtime="onnxruntime"))

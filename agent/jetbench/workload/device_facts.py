@@ -151,6 +151,18 @@ def set_fp32_math(torch: ModuleType, tf32: bool) -> Optional[str]:
     return f"{name}={value}"
 
 
+def ampere_precision_reason(precision: str, capability: Tuple[int, int],
+                            runtime: str) -> Optional[str]:
+    """Why `runtime` cannot run tf32 or bf16 on a GPU of `capability` (both need compute
+    capability 8.0+: Ampere, Orin, Thor), else None. A TensorRT builder flag or an ONNX Runtime
+    option only permits them: on an older GPU the engine computes fp32 under the label."""
+    if precision not in ("tf32", "bf16") or tuple(capability) >= (8, 0):
+        return None
+    major, minor = capability
+    return (f"{precision} needs compute capability 8.0 or newer (Ampere, Orin); this GPU is "
+            f"{major}.{minor}: {runtime} would compute fp32 under the {precision} label")
+
+
 def tf32_unavailable_reason(torch: ModuleType, device: str) -> Optional[str]:
     """None where TF32 runs (a CUDA GPU of compute capability 8.0+: Ampere, Orin, Thor, with a
     torch that has the switch); else why not."""

@@ -229,15 +229,21 @@ def compile_unavailable_reason(torch: ModuleType, device: str) -> Optional[str]:
     first call otherwise: torch/_inductor/scheduler.py); on the CPU it generates C++."""
     if not is_cuda(device):
         return None
-    triton = getattr(getattr(torch, "utils", None), "_triton", None)
-    has_triton = getattr(triton, "has_triton", None)
-    if has_triton is not None and not has_triton():
-        return ("torch.compile on CUDA generates Triton kernels, and Triton is not installed "
-                "for this torch (torch.utils._triton.has_triton() is False)")
+    # the GPU first: torch's has_triton() is also False for a GPU too old for Triton, with
+    # Triton installed (it checks the device's capability), which is not "not installed"
     major, minor = torch.cuda.get_device_capability(torch.device(device))
     if (major, minor) < (7, 0):
         return (f"torch.compile's Triton kernels need compute capability 7.0 or newer; this "
                 f"GPU is {major}.{minor} (Nano, TX1, TX2)")
+    triton = getattr(getattr(torch, "utils", None), "_triton", None)
+    has_package = getattr(triton, "has_triton_package", None)
+    if has_package is not None and not has_package():
+        return ("torch.compile on CUDA generates Triton kernels, and Triton is not installed "
+                "for this torch (torch.utils._triton.has_triton_package() is False)")
+    has_triton = getattr(triton, "has_triton", None)
+    if has_triton is not None and not has_triton():
+        return ("torch.compile on CUDA generates Triton kernels, and Triton is not installed "
+                "for this torch (torch.utils._triton.has_triton() is False)")
     return None
 
 

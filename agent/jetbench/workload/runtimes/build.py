@@ -17,6 +17,7 @@ from typing import Dict, Optional, Tuple
 from ...errors import HardwareError
 from .._torch import import_torch
 from ..base import RunOptions, Workload
+from ..device_facts import ampere_precision_reason, tf32_unavailable_reason
 from ..macs import builtin_cost
 from ..model_arg import InputShape, torch_shape
 from ..precision import PrecisionUnavailable
@@ -61,6 +62,12 @@ def _onnxruntime(model: str, precision: str, batch: int, device: str, input_mode
         raise PrecisionUnavailable("bf16 under ONNX Runtime: jetbench's opset-17 export has no "
                                    "bfloat16 Conv, so ONNX Runtime refuses the file",
                                    hint="use fp16 (or bf16 under torch, torchscript, compile)")
+    if precision == "tf32":  # ORT's use_tf32 permits TF32 math: only an Ampere+ GPU has it
+        torch = import_torch()
+        dev = resolve_device(device)
+        reason = tf32_unavailable_reason(torch, dev)
+        if reason:
+            raise PrecisionUnavailable(reason, hint="use fp32")
     shape = torch_shape(input_shape)
     path = exported_onnx(model, precision, batch, options.seed, shape)
     workload = build_onnx_workload(str(path), precision, batch, device, input_mode,
@@ -82,6 +89,9 @@ def _tensorrt(model: str, precision: str, batch: int, device: str, input_mode: s
                                  hint="use --device cuda on a machine with an NVIDIA GPU")
     index = cuda_index(torch, dev)
     major, minor = torch.cuda.get_device_capability(index)
+    reason = ampere_precision_reason(precision, (major, minor), "TensorRT")
+    if reason:  # as torch's row says it: a flag permits, it does not require
+        raise PrecisionUnavailable(reason, hint="use fp32 or fp16")
     gpu = f"{torch.cuda.get_device_name(index)}_sm{major}{minor}"
     shape = torch_shape(input_shape)
     # TensorRT 8-10 build weakly typed: from an fp32 file, its FP16/BF16 flag picks 16-bit
