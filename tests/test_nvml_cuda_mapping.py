@@ -8,8 +8,8 @@ import types
 import pytest
 
 from jetbench.errors import HardwareError
+from jetbench.hw.cuda_map import CudaGpu, cuda_gpu, nvml_index
 from jetbench.hw.meters.nvml import NvmlSource
-from jetbench.hw.nvml import CudaGpu, cuda_gpu, nvml_index
 
 
 class _NVMLError(Exception):

@@ -104,9 +104,9 @@ def _deny_energy(monkeypatch):
 
 
 def test_auto_takes_nvml_for_a_cuda_workload_on_a_pc_with_rapl(tmp_path, nvml_present):
+    from jetbench.hw.cuda_map import CudaGpu
     from jetbench.hw.meters.nvml import NvmlSource
     from jetbench.hw.meters.registry import auto_sources
-    from jetbench.hw.nvml import CudaGpu
 
     _zone(tmp_path, "intel-rapl:0", "package-0", 1)
     notes = []

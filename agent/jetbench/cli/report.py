@@ -141,17 +141,27 @@ def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> N
     def fmt(x: Optional[float]) -> str:
         return "-" if x is None else significant(x, 4)
 
+    whys = []
     for c in changes:
         change = "-" if c.ratio is None else f"{c.ratio:+.1%}"
-        noise = "-" if c.noise_pct is None else f"+-{c.noise_pct:.0f}%"
+        na, nb = c.noise
+        noise = "-" if c.higher_is_better is None else (
+            "unknown" if na is None or nb is None else f"+-{na:.1f}% / {nb:.1f}%")
         table.add_row(c.metric, fmt(c.a), fmt(c.b), change, noise, c.verdict)
+        if c.judged.why and c.a is not None and c.b is not None and \
+                c.judged.why not in whys:
+            whys.append(c.judged.why)
     con = console()
     con.print(f"A: {pa}", soft_wrap=True, highlight=False)
     con.print(f"B: {pb}", soft_wrap=True, highlight=False)
     print_table(con, table)
-    con.print("noise: the two results' spreads combined (the latency CV for the rate and the "
-              "latency, the stated uncertainty for power and efficiency); a change within it "
-              "is no finding", highlight=False)
+    con.print("noise: each result's uncertainty as the comparison counts it (the latency CV "
+              "for the rate and the latency; for power and efficiency the stated uncertainty, "
+              "less the meters' shared part where both were read on one board: "
+              "docs/measure.md, Comparing); a change whose intervals overlap is no finding",
+              highlight=False)
+    for why in whys:
+        con.print(f"no verdict: {why}", highlight=False)
     for note in notes:
         err = console(stderr=True)
         err.print(f"[yellow]note:[/] {note}", soft_wrap=not err.is_terminal)

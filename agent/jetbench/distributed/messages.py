@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequence, Union
 
 from ..errors import JetbenchError, RankFailed, RankLost
+from ..hw.cuda_map import cuda_gpu
 from ..hw.meters.nvml import NvmlSource
-from ..hw.nvml import cuda_gpu
 from ..workload.base import PointSpec, Workload
 from ..workload.build import build_workload
 from ..workload.model_arg import InputShape

@@ -10,15 +10,34 @@ from ..documents import ResultDoc
 from ..errors import UsageError
 from ..work_units import efficiency_label, rate_label
 from . import schema
+from .verdict import (
+    EFFICIENCY,
+    LATENCY_P50,
+    LATENCY_P99,
+    POWER,
+    RATE,
+    Reading,
+    Verdict,
+    compared_pcts,
+    reading_of,
+)
+from .verdict import compare as compare_readings
 
 
 @dataclass(frozen=True)
 class Change:
     metric: str
-    a: Optional[float]
-    b: Optional[float]
+    ra: Reading
+    rb: Reading
     higher_is_better: Optional[bool]  # None: a setting, not a result (no better or worse)
-    noise_pct: Optional[float] = None  # the two results' spreads combined (root sum square)
+
+    @property
+    def a(self) -> Optional[float]:
+        return self.ra.value
+
+    @property
+    def b(self) -> Optional[float]:
+        return self.rb.value
 
     @property
     def delta(self) -> Optional[float]:
@@ -30,42 +49,38 @@ class Change:
         return None if self.a in (None, 0) or self.b is None else self.b / self.a - 1.0
 
     @property
+    def noise(self) -> Tuple[Optional[float], Optional[float]]:
+        """Each result's uncertainty (%) as the comparison counts it (report/verdict.py)."""
+        return compared_pcts(self.ra, self.rb)
+
+    @property
+    def judged(self) -> Verdict:
+        """The one rule's verdict (report/verdict.py)."""
+        return compare_readings(self.ra, self.rb, self.higher_is_better)
+
+    @property
     def verdict(self) -> str:
-        r = self.ratio
-        if r is None:
-            return "-"
-        if abs(r) < 0.01:
-            return "same"
-        if self.higher_is_better is None:
-            return "higher" if r > 0 else "lower"
-        if self.noise_pct is not None and abs(r) * 100 <= self.noise_pct:
-            return "within noise"
-        return "better" if (r > 0) == self.higher_is_better else "worse"
+        return "-" if self.a is None or self.b is None else self.judged.word
 
     def to_dict(self) -> Dict[str, object]:  # as --compare --json prints it
+        pa, pb = self.noise
+        judged = self.judged
         return {"metric": self.metric, "a": self.a, "b": self.b, "delta": self.delta,
-                "change": self.ratio, "noise_pct": self.noise_pct, "verdict": self.verdict}
-
-
+                "change": self.ratio, "a_pct": pa, "b_pct": pb, "verdict": self.verdict,
+                "why": judged.why or None}
 
 
 _Getter = Callable[[ResultDoc], Optional[float]]
-# (name: 'rate'/'efficiency' take the unit's labels; figure; higher is better, None for a
-# setting; its spread in % of itself: the latency CV for img/s and latency, the stated
-# uncertainty for W and img/s/W)
-_METRICS: List[Tuple[str, _Getter, Optional[bool], Optional[_Getter]]] = [
-    ("rate", schema.items_per_s, True, schema.cv_pct),
-    ("latency p50 (ms)", lambda d: schema.latency_ms(d, "p50"), False, schema.cv_pct),
-    ("latency p99 (ms)", lambda d: schema.latency_ms(d, "p99"), False, schema.cv_pct),
-    ("power (W)", schema.total_w, False, schema.total_w_pct),
-    ("efficiency", schema.items_per_j, True, schema.images_per_j_pct),
-    ("GPU clock (MHz)", lambda d: hz / 1e6 if (hz := schema.gpu_hz(d)) else None,
-     None, None),
+# (name: 'rate'/'efficiency' take the unit's labels; the figure as report/verdict.py reads it;
+# higher is better, None for a setting)
+_METRICS: List[Tuple[str, str, Optional[bool]]] = [
+    ("rate", RATE, True),
+    ("latency p50 (ms)", LATENCY_P50, False),
+    ("latency p99 (ms)", LATENCY_P99, False),
+    ("power (W)", POWER, False),
+    ("efficiency", EFFICIENCY, True),
 ]
-
-
-def _combined(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return None if a is None or b is None else (a * a + b * b) ** 0.5
+_CLOCK: _Getter = lambda d: hz / 1e6 if (hz := schema.gpu_hz(d)) else None  # noqa: E731
 
 
 def check_units(a: ResultDoc, b: ResultDoc) -> str:
@@ -82,9 +97,11 @@ def check_units(a: ResultDoc, b: ResultDoc) -> str:
 def compare(a: ResultDoc, b: ResultDoc) -> List[Change]:
     unit = check_units(a, b)
     names = {"rate": rate_label(unit), "efficiency": efficiency_label(unit)}
-    return [Change(names.get(name, name), _float(get(a)), _float(get(b)), better,
-                   None if spread is None else _combined(spread(a), spread(b)))
-            for name, get, better, spread in _METRICS]
+    out = [Change(names.get(name, name), reading_of(a, figure), reading_of(b, figure), better)
+           for name, figure, better in _METRICS]
+    clock_a, clock_b = _float(_CLOCK(a)), _float(_CLOCK(b))
+    out.append(Change("GPU clock (MHz)", Reading(clock_a, None), Reading(clock_b, None), None))
+    return out
 
 
 def _float(x: Optional[float]) -> Optional[float]:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
 from ..documents import EfficiencyUncertainty, FigureUncertainty
 from ..hw.board import Board
+from ..hw.cuda_map import cuda_gpu
 from ..hw.fs import Root
 from ..hw.meters.accuracy import channel_accuracies
 from ..hw.meters.base import EmptySource
 from ..hw.meters.registry import open_sources
-from ..hw.nvml import cuda_gpu
 from ..sampling.rates import faster_than_sensor
 from ..sampling.sampler_process import ProcessSampler
 from ..sampling.uncertainty import efficiency_uncertainty, throughput_sem_pct, window_uncertainty

@@ -16,7 +16,8 @@ from types import ModuleType
 from typing import Optional, Tuple
 
 from ...errors import HardwareError
-from ..nvml import CudaGpu, NvmlHandle, load_pynvml, nvml_index, shutdown
+from ..cuda_map import CudaGpu, nvml_index
+from ..nvml import NvmlHandle, load_pynvml, shutdown
 from .base import KIND_ENERGY, KIND_POWER, Channel, Reading, Total
 
 SOURCE_NAME = "nvml"

@@ -194,7 +194,7 @@ def serial_source(spec: MeterSpec) -> PowerSource:
 def nvml_source(gpu: Optional[object], notes: Optional[List[str]]) -> PowerSource:
     """NVML's source for the workload's GPU; a MIG slice's is its parent GPU's, said in `notes`
     (hw/nvml.mig_note)."""
-    from ..nvml import CudaGpu, mig_note
+    from ..cuda_map import CudaGpu, mig_note
     from .nvml import NvmlSource
 
     cuda = gpu if isinstance(gpu, CudaGpu) else None
