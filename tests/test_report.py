@@ -99,6 +99,7 @@ def test_compare_change_per_metric():
     # uncertainties 1.5% each: the -6.4% img/s/W change is beyond them (no caveat)
     a = result_doc(691.2, ips=47, watts=5.5, power_pct=1.0, throughput_pct=0.5)
     b = result_doc(998.4, ips=60, watts=7.5, power_pct=1.0, throughput_pct=0.5)
+    a["throughput"]["cv"] = b["throughput"]["cv"] = 0.02  # the rate's spread, 2%
     changes = {c.metric: c for c in compare.compare(a, b)}
     assert changes["img/s"].ratio == pytest.approx(60 / 47 - 1)
     assert changes["img/s"].verdict == "better"

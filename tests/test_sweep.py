@@ -28,13 +28,17 @@ def test_expand_freqs():
         expand_freqs("all", [])
 
 
-def _docs(pairs):
+def _docs(pairs, unknown=False):
+    """Results with a 1% latency CV and img/s/W stated to 2% (unknown=True: neither stated)."""
     return [{"schema": "jetbench.result/1", "status": status, "id": name,
              "workload": {"model": "m", "precision": "fp32", "batch": 1},
              "settings": {"applied": {"gpu_hz": int(mhz * 1e6)}},
-             "throughput": {"images_per_s": ips} if ips else None,
+             "throughput": ({"images_per_s": ips} if unknown else
+                            {"images_per_s": ips, "cv": 0.01}) if ips else None,
              "power": {"total": {"mean_w": w}} if w else None,
-             "efficiency": {"images_per_j": ips / w if ips and w else None}}
+             "efficiency": {"images_per_j": ips / w if ips and w else None,
+                            **({} if unknown else
+                               {"uncertainty": {"images_per_j_pct": 2.0}})}}
             for name, status, mhz, ips, w in pairs]
 
 
@@ -43,7 +47,9 @@ def test_summary_picks_the_efficiency_peak_and_the_fastest():
                          ("c", "ok", 998, 24.0, 5.0), ("d", "oom", 998, None, None)]))
     assert s.most_efficient["id"] == "b" and s.fastest["id"] == "c" and s.oom == ["d"]
     text = "\n".join(s.lines())
-    assert "most efficient: m FP32 b1 @ 691 MHz: 6.67 +- unknown img/s/W" in text
+    # named by what differs from the other points (their clocks); 2% of 20/3 = 0.13
+    assert "most efficient: 691 MHz, 6.67 +- 0.13 img/s/W" in text
+    assert "fastest: 998 MHz, 24.0 img/s" in text
     assert "out of memory" in text
     assert "simulated board" not in text
 
@@ -58,8 +64,10 @@ def test_summary_leaves_invalid_points_out_and_says_simulated_throughput():
     s = summarize(docs)
     assert s.most_efficient["id"] == "a" and s.fastest["id"] == "c" and s.invalid == 1
     text = "\n".join(s.lines())
-    # 10 img/s / 2 W = 5.00 img/s/W, 5% = 0.25; 4% of 2 W = 0.08 W
-    assert "most efficient: m FP32 b1 @ 307 MHz: 5.00 +- 0.25 img/s/W" in text
+    # 10 img/s / 2 W = 5.00 img/s/W, 5% = 0.25; 4% of 2 W = 0.08 W; 998 MHz's 24 / 5 = 4.8
+    # +- 2% overlaps it (5 / 1.05 = 4.76 < 4.8 x 1.02 = 4.90): within noise, said with it
+    assert "most efficient: 307 MHz, 5.00 +- 0.25 img/s/W" in text
+    assert "(998 MHz within noise: 4.80)" in text
     assert "2.00 +- 0.08 W" in text
     assert "1 invalid point(s) left out" in text
     assert "does not follow the simulated GPU clock" in text
@@ -108,10 +116,25 @@ def test_sweep_records_oom_points_and_needs_an_out_dir(tmp_path, tiny):
         sweep(Root(base), MeasureRequest(), "all")
 
 
+def test_summary_gives_no_verdict_where_the_uncertainty_is_unknown():
+    """Issue 61: a point's unknown spread (a command that prints one rate) gives no "most
+    efficient" and no "fastest", and says why, as the result states it."""
+    docs = _docs([("a", "ok", 307, 10.0, 2.0), ("b", "ok", 998, 30.0, 3.0)], unknown=True)
+    for d in docs:
+        d["efficiency"]["uncertainty"] = {"basis": "power: x; throughput: unknown (a command "
+                                                   "reports no per-iteration times to jetbench)"}
+    lines = summarize(docs).answer()
+    assert lines == [
+        "most efficient: no verdict: the command reports one rate: no spread; print "
+        "per-iteration times or repeat it",
+        "fastest: no verdict: the command reports one rate: no spread; print per-iteration "
+        "times or repeat it"]
+
+
 def test_summary_answer_last_and_once_when_the_fastest_is_the_most_efficient():
     docs = _docs([("a", "ok", 307, 10.0, 2.0), ("b", "ok", 998, 30.0, 3.0)])
     docs[0]["simulated"] = True
     lines = summarize(docs).lines()
-    assert lines[-1].startswith("most efficient and fastest: m FP32 b1 @ 998 MHz: 10.0 ")
+    assert lines[-1].startswith("most efficient and fastest: 998 MHz, 10.0 ")
     assert not any(ln.startswith("fastest") for ln in lines)
     assert "simulated board" in " ".join(lines[:-1])  # the caveat before the answer

@@ -345,6 +345,30 @@ def label(doc: Doc, with_clock: bool = True) -> str:
     return text
 
 
+def _label_parts(doc: Doc) -> Tuple[str, ...]:
+    """label()'s parts: model, precision, batch, runtime (or provider), clock."""
+    w = _mapping(doc.get("workload"))
+    runtime = ""
+    if framework(doc) in ("onnxruntime", "tensorrt"):
+        ep = provider(doc)
+        runtime = f"{framework(doc)}{' ' + ep.replace('ExecutionProvider', '') if ep else ''}"
+    elif w.get("runtime") not in (None, "torch"):
+        runtime = str(w["runtime"])
+    hz = gpu_hz(doc)
+    return (str(w.get("model", "?")), str(w.get("precision", "?")).upper(),
+            f"b{w.get('batch', '?')}", runtime, format_hz(hz) if hz else "")
+
+
+def differing_labels(docs: Sequence[Doc]) -> List[str]:
+    """Each result named by what tells it apart from the others ('675.8 MHz', 'FP16 b8'), for
+    answer lines; the whole label where nothing differs (one result, or equal settings)."""
+    parts = [_label_parts(d) for d in docs]
+    differ = [k for k in range(5) if len({p[k] for p in parts}) > 1]
+    if not differ:
+        return [label(d) for d in docs]
+    return [" ".join(p[k] for k in differ if p[k]) or label(d) for p, d in zip(parts, docs)]
+
+
 def is_ok(doc: Doc) -> bool:
     return doc.get("status") == "ok"
 

@@ -136,9 +136,8 @@ def _spread_why(doc: ResultDoc) -> str:
 
 def reading_of(doc: ResultDoc, figure: str) -> Reading:
     """A result's `figure` (RATE, LATENCY_P50/P99, POWER, EFFICIENCY) as a comparison reads it."""
-    if figure == RATE:  # the mean rate's standard error, as in img/J's; else the latency CV
-        pct = schema.throughput_pct(doc)
-        return Reading(schema.items_per_s(doc), pct if pct is not None else schema.cv_pct(doc),
+    if figure == RATE:  # the latency CV: a rate is compared on its iterations' spread
+        return Reading(schema.items_per_s(doc), schema.cv_pct(doc),
                        unknown_why=_spread_why(doc))
     if figure in (LATENCY_P50, LATENCY_P99):
         return Reading(schema.latency_ms(doc, figure.split()[1]), schema.cv_pct(doc),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..documents import ResultDoc
 from ..errors import PowerModeCap, UsageError
@@ -23,7 +23,8 @@ from ..hw.board import Board, detect
 from ..hw.fs import Root
 from ..profiles.targets import RANGE_TOLERANCE, mode_caps_now, table_hint
 from ..report import schema
-from ..report.digits import noise_words, plus_minus_pct, separated
+from ..report.digits import plus_minus_pct, significant
+from ..report.verdict import EFFICIENCY, RATE, best_of, reading_of
 from ..units import MAX, MIN, FreqSpec, format_hz, format_spec, resolve_freq
 from ..work_units import efficiency_label, rate_label
 from ..workload.model_arg import SIM
@@ -109,10 +110,13 @@ class SweepSummary:
     invalid: int = 0
     failed: List[str] = dataclasses.field(default_factory=list)
     modelled: bool = False  # every point a sim:NAME network: img/s follows the simulated clocks
-    # the other points whose interval overlaps the most efficient's / the fastest's
-    # (digits.separated): then no single point is named
+    # the other points within noise of the most efficient / the fastest (report/verdict.py,
+    # the one rule), and why no verdict could be given at all (an unknown uncertainty)
     efficient_ties: List[ResultDoc] = dataclasses.field(default_factory=list)
     fastest_ties: List[ResultDoc] = dataclasses.field(default_factory=list)
+    efficient_why: Optional[str] = None
+    fastest_why: Optional[str] = None
+    names: Dict[int, str] = dataclasses.field(default_factory=dict)  # id(doc) -> its name
 
     def lines(self) -> List[str]:
         """What is worth knowing about the points, then the answer last: the most efficient
@@ -130,62 +134,66 @@ class SweepSummary:
         return out + self.answer()
 
     def answer(self) -> List[str]:
-        """The most efficient point and the fastest (one line when they are the same point),
-        each only where its interval separates from every other point's (digits.separated);
-        else which points are within noise."""
+        """The most efficient point and the fastest (one line when they are the same point and
+        neither has a tie), each named by what tells it apart from the other points: where
+        others are within noise of it, they follow with their figures; where an uncertainty is
+        unknown, no verdict and why (report/verdict.py, the one rule)."""
         out = []
         same = (self.fastest is not None and self.fastest is self.most_efficient
-                and not self.efficient_ties and not self.fastest_ties)
+                and not self.efficient_ties and not self.fastest_ties
+                and not self.efficient_why and not self.fastest_why)
         for word, doc, efficient in (
                 ("most efficient and fastest" if same else "most efficient",
                  self.most_efficient, True),
                 ("fastest", None if same else self.fastest, False)):
             if doc is None:
                 continue
-            ties = self.efficient_ties if efficient else self.fastest_ties
-            if ties:
-                out.append(_tie_line(word, doc, ties, efficient))
+            why = self.efficient_why if efficient else self.fastest_why
+            if why:
+                out.append(f"{word}: no verdict: {why}")
                 continue
             rate, eff = rate_label(schema.unit(doc)), efficiency_label(schema.unit(doc))
             ips, ipj = schema.items_per_s(doc), schema.items_per_j(doc)
             ipj_text = _pm(ipj, schema.images_per_j_pct(doc))
+            ties = self.efficient_ties if efficient else self.fastest_ties
             if efficient:  # the answer first, then what it costs: each figure once
                 figure, rest = f"{ipj_text} {eff}", f"{ips:.1f} {rate}, {_w(doc)}"
             else:
                 figure, rest = f"{ips:.1f} {rate}", f"{_w(doc)}, {ipj_text} {eff}"
-            out.append(f"{word}: {schema.label(doc)}: {figure} ({rest})")
+            line = f"{word}: {self._name(doc)}, {figure} ({rest})"
+            if ties:
+                line += " " + self._within_noise(ties, efficient)
+            out.append(line)
         return out
+
+    def _name(self, doc: ResultDoc) -> str:
+        return self.names.get(id(doc)) or schema.label(doc)
+
+    def _within_noise(self, ties: Sequence[ResultDoc], efficient: bool) -> str:
+        """'(624.8 MHz within noise: 20.9; ...)': the points that cannot be told from it."""
+        shown = []
+        for d in ties[:_TIES_NAMED]:
+            value = schema.items_per_j(d) if efficient else schema.items_per_s(d)
+            shown.append(f"{self._name(d)} within noise: "
+                         f"{significant(value, 3) if value is not None else '-'}")
+        more = f"; and {len(ties) - _TIES_NAMED} more" if len(ties) > _TIES_NAMED else ""
+        return "(" + "; ".join(shown) + more + ")"
 
 
 Figure = Callable[[ResultDoc], Optional[float]]  # a figure of a result (report/schema.py)
-_TIES_NAMED = 3  # a tie names this many points, then "and N more"
+_TIES_NAMED = 3  # an answer names this many points within noise of it, then "and N more"
 
 
-
-def _ties(top: Optional[ResultDoc], docs: Sequence[ResultDoc], value: Figure,
-          pct: Figure) -> List[ResultDoc]:
-    """The points of `docs` whose interval overlaps `top`'s (the rule: digits.separated)."""
+def _best(docs: Sequence[ResultDoc], figure: str
+          ) -> Tuple[Optional[ResultDoc], List[ResultDoc], Optional[str]]:
+    """The best of `docs` by `figure` (report/verdict.py), those within noise of it, and why
+    no verdict where an uncertainty is unknown."""
+    if not docs:
+        return None, [], None
+    top, ties, why = best_of([reading_of(d, figure) for d in docs])
     if top is None:
-        return []
-    return [d for d in docs if d is not top
-            and not separated(value(top) or 0.0, pct(top), value(d) or 0.0, pct(d))]
-
-
-def _tie_line(word: str, top: ResultDoc, ties: Sequence[ResultDoc],
-              efficient: bool) -> str:
-    docs = [top, *ties]
-    names = [schema.label(d) for d in docs[:_TIES_NAMED]]
-    if len(docs) > _TIES_NAMED:
-        names.append(f"{len(docs) - _TIES_NAMED} more")
-    listed = ", ".join(names[:-1]) + " and " + names[-1]
-    if efficient:
-        worst = max((p for p in map(schema.images_per_j_pct, docs) if p is not None), default=0)
-        eff = efficiency_label(schema.unit(top))
-        return (f"{word}: none: {listed} are within noise ({eff} {noise_words(worst, '+-')}; "
-                "a meter with a stated accuracy narrows it)")
-    worst = max((p for p in map(schema.cv_pct, docs) if p is not None), default=0)
-    return (f"{word}: none: {listed} are within noise ({noise_words(worst)}; "
-            "lengthen --duration)")
+        return docs[0], [], why
+    return docs[top], [docs[i] for i in ties], None
 
 
 def _pm(x: Optional[float], pct: Optional[float]) -> str:
@@ -210,12 +218,13 @@ MODELLED_THROUGHPUT_NOTE = (
 def summarize(results: Sequence[ResultDoc], simulated: bool = False) -> SweepSummary:
     ok = [d for d in results if schema.is_ok(d) and schema.is_valid(d)]
     eff = [d for d in ok if schema.items_per_j(d) is not None]
-    most_efficient = max(eff, key=lambda d: schema.items_per_j(d) or 0.0) if eff else None
-    fastest = max(ok, key=lambda d: schema.items_per_s(d) or 0.0) if ok else None
+    most_efficient, efficient_ties, efficient_why = _best(eff, EFFICIENCY)
+    fastest, fastest_ties, fastest_why = _best(ok, RATE)
     return SweepSummary(
         most_efficient=most_efficient, fastest=fastest,
-        efficient_ties=_ties(most_efficient, eff, schema.items_per_j, schema.images_per_j_pct),
-        fastest_ties=_ties(fastest, ok, schema.items_per_s, schema.cv_pct),
+        efficient_ties=efficient_ties, fastest_ties=fastest_ties,
+        efficient_why=efficient_why, fastest_why=fastest_why,
+        names={id(d): name for d, name in zip(ok, schema.differing_labels(ok))},
         oom=[d.get("id", schema.label(d)) for d in results if d.get("status") == "oom"],
         points=len(results),
         simulated=simulated or schema.simulated_any(list(results)),
