@@ -544,7 +544,7 @@ def test_fastest_runtime_line_prints_figures_not_exponents():
 
     def row(runtime, ips):
         return TimeRow("alexnet", "fp16", 64, "cuda:0", "ok", runtime=runtime,
-                       result=SimpleNamespace(images_per_s=ips))
+                       result=SimpleNamespace(images_per_s=ips, cv=0.01))
 
     [line] = fastest_runtime([row("torch", 1234.5), row("tensorrt", 2345.6)])
     assert line == ("fastest for alexnet fp16 batch 64 on cuda:0: tensorrt (2350 img/s; "

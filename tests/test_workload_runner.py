@@ -223,7 +223,7 @@ def test_batch_sweep_records_oom_and_carries_on() -> None:
 
 def test_precision_advice_names_the_faster_choice() -> None:
     def row(precision: str, ips: float) -> TimeRow:
-        result = type("R", (), {"images_per_s": ips})()
+        result = type("R", (), {"images_per_s": ips, "cv": 0.01})()
         return TimeRow("alexnet", precision, 1, "cpu", "ok", result)  # type: ignore[arg-type]
 
     advice = precision_advice([row("fp32", 30.0), row("fp16", 2.0), row("bf16", 45.0)])

@@ -27,10 +27,11 @@ from ..documents import ResultDoc
 from ..errors import UsageError
 from ..workload.runtimes import RUNTIMES  # their order is the columns'
 from . import schema
-from .digits import separated, significant
+from .digits import significant
 from .io import PathLike, expand, read_json
 from .plots import SIZE_IN, _caveat, _legend_outside, _plt, _save, _suffix
 from .schema import TIME_SCHEMA
+from .verdict import differ
 
 if TYPE_CHECKING:
     from rich.table import Table as RichTable
@@ -235,8 +236,8 @@ def _mark_fastest(cells: List[Optional[Cell]]) -> List[Optional[Cell]]:
     if len(ok) < 2:
         return cells
     best = max(ok, key=lambda c: c.images_per_s or 0.0)
-    if not all(separated(best.images_per_s or 0.0, best.cv_pct, c.images_per_s or 0.0, c.cv_pct)
-               for c in ok if c is not best):
+    if not all(differ(best.images_per_s, best.cv_pct, c.images_per_s, c.cv_pct) is True
+               for c in ok if c is not best):  # an unknown spread: no mark (verdict.py)
         return cells
     return [dataclasses.replace(c, fastest=True) if c is best else c for c in cells]
 

@@ -23,8 +23,8 @@ from ..documents import ResultDoc, TrialDoc, TuneDoc
 from ..units import format_hz
 from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, per_joule_label, rate_label
 from . import schema
-from .digits import separated
 from .io import read_trace_csv, trace_path
+from .verdict import differ
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -249,7 +249,8 @@ def peak_point(points: Sequence[FreqPoint]) -> Optional[FreqPoint]:
         return None
     best_ipj, best = max(rated, key=lambda r: r[0])
     pct = _pct(best_ipj, best.get("images_per_j_err"))
-    if all(separated(best_ipj, pct, ipj, _pct(ipj, p.get("images_per_j_err")))
+    # an unknown spread is no verdict, so no peak (report/verdict.py)
+    if all(differ(best_ipj, pct, ipj, _pct(ipj, p.get("images_per_j_err"))) is True
            for ipj, p in rated if p is not best):
         return best
     return None

@@ -86,6 +86,15 @@ def compare(a: Reading, b: Reading, higher_is_better: Optional[bool] = True) -> 
     return Verdict(BETTER if (b.value > a.value) == higher_is_better else WORSE)
 
 
+def differ(a: Optional[float], a_pct: Optional[float], b: Optional[float],
+           b_pct: Optional[float]) -> Optional[bool]:
+    """Two plain figures (no meters shared): True where their intervals separate, False where
+    they overlap, None where a value or a spread is unknown (no verdict)."""
+    if a is None or b is None or a_pct is None or b_pct is None:
+        return None
+    return separated(a, a_pct, b, b_pct)
+
+
 def best_of(readings: Sequence[Reading], higher_is_better: bool = True
             ) -> Tuple[Optional[int], List[int], Optional[str]]:
     """The index of the best reading, the indices within noise of it, and why no verdict

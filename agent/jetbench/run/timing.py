@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from ..errors import NOT_RUN, JetbenchError, OutOfMemory, UsageError, first_line, not_run
-from ..report.digits import noise_words, separated, significant
+from ..report.digits import noise_words, significant
 from ..report.schema import TIME_SCHEMA
+from ..report.verdict import differ
 from ..workload.base import PointSpec, RunOptions
 from ..workload.build import build_workload
 from ..workload.check import Agreement, check_precisions
@@ -320,7 +321,13 @@ def precision_advice(rows: Sequence[SpeedRow]) -> List[str]:
         for precision, (ips, pct) in speeds.items():
             if precision == "fp32" or ips >= fp32 * (1 - _ADVICE_MARGIN):
                 continue
-            if not separated(ips, pct, fp32, fp32_pct):
+            apart = differ(ips, pct, fp32, fp32_pct)
+            if apart is None:  # a spread unknown: no verdict (report/verdict.py)
+                advice.append(f"no verdict on {precision} against fp32 for {model} batch "
+                              f"{batch} on {where} ({ips:.1f} vs {fp32:.1f} img/s): their "
+                              "spread is unknown (no timed iterations)")
+                continue
+            if not apart:
                 advice.append(within_noise(
                     [precision, "fp32"], [speeds[precision], speeds["fp32"]],
                     f"for {model} batch {batch} on {where} ({ips:.1f} vs {fp32:.1f} img/s)"))
@@ -350,7 +357,12 @@ def fastest_runtime(rows: Sequence[TimeRow]) -> List[str]:
         best = max(speeds, key=lambda r: speeds[r][0])
         others = ", ".join(f"{r} {significant(speeds[r][0])}" for r in speeds if r != best)
         what = f"for {model} {precision} batch {batch} on {device}"
-        tied = [r for r in speeds if r != best and not separated(*speeds[best], *speeds[r])]
+        apart = {r: differ(*speeds[best], *speeds[r]) for r in speeds if r != best}
+        if None in apart.values():  # a spread unknown: no verdict (report/verdict.py)
+            lines.append(f"no verdict on the fastest {what}: a spread is unknown ({others}; "
+                         f"{best} {significant(speeds[best][0])} img/s)")
+            continue
+        tied = [r for r, sep in apart.items() if not sep]
         if tied:
             lines.append(within_noise([best, *tied], [speeds[r] for r in [best, *tied]],
                                       f"{what} ({significant(speeds[best][0])} img/s; "
