@@ -43,6 +43,7 @@ from ..ownership.journal import originals
 from ..ownership.owner import borrow_board
 from ..report import io
 from ..sampling.rates import sampling_doc
+from ..sampling.uncertainty import throughput_sem_pct
 from ..work_units import efficiency_label
 from ..workload.model_arg import is_sim
 from ..workload.runtimes import TORCH
@@ -383,7 +384,9 @@ class _State:
         doc = self.skeleton(point, "ok", run)
         warnings: List[str] = list(doc["warnings"])
         doc.update(timing.to_dict())
-        warnings += doc.pop("warnings", [])
+        warnings += build.noise_advice(doc.pop("warnings", []), self.board.simulated,
+                                       bool(self.pin.steps) or bool(journal.load(self.root)),
+                                       throughput_sem_pct(timing.latencies_ms))
         res = windows.result
         refused = self.meters.check_window(res, efficiency_label(run.unit),
                                            run.times_iterations) if res is not None else []

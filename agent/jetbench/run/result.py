@@ -28,6 +28,7 @@ from ..hw.thermal import assess, cooling_states, read_temperatures_c, scan
 from ..report import schema
 from ..report.schema import SCHEMA
 from ..workload.runtimes import provider_for
+from ..workload.timing.stats import LOCK_ADVICE
 from .request import MeasureRequest, Point
 from .timing import precision_advice as advise
 from .validity import Mismatch, applied_summary
@@ -305,3 +306,29 @@ class _Speed:
     status: str
     images_per_s: Optional[float]
     cv: Optional[float]
+
+
+# the CV warning's advice by the board's state (issue 61): maxperf's advice only where the
+# clocks are free; on a simulated board the latency follows this machine's load
+_HELD = "the clocks are held: stop other work on the machine"
+_SIMULATED = ("the host is busy: a simulated board's latency follows this machine's load "
+              "(stop other work on it)")
+# the rate's standard error under which the spread changes no figure this result gives (the
+# img/J's bound is 1%, MLPerf Power's: half of it for the rate)
+NOISE_MATTERS_PCT = 0.5
+
+
+def noise_advice(warnings: Sequence[str], simulated: bool, clocks_held: bool,
+                 rate_sem_pct: Optional[float]) -> List[str]:
+    """The timing's warnings with the latency-spread one said for this board's state: none
+    where the spread cannot change a figure (the rate's standard error under
+    NOISE_MATTERS_PCT), "the host is busy" on a simulated board, no "lock the clocks" where
+    they are held (this run pinned them, or an earlier maxperf/apply did)."""
+    out = []
+    for w in warnings:
+        if not w.endswith(LOCK_ADVICE):
+            out.append(w)
+        elif rate_sem_pct is None or rate_sem_pct >= NOISE_MATTERS_PCT:
+            advice = _SIMULATED if simulated else _HELD if clocks_held else LOCK_ADVICE
+            out.append(w[: -len(LOCK_ADVICE)] + advice)
+    return out

@@ -16,7 +16,7 @@ from ..base import Workload
 from ..pytorch import is_cuda
 from .loop import Done, Progress, cuda_loop, host_loop, warm_then_time
 from .plan import TimingPlan
-from .stats import CV_WARN, LatencyStats, coefficient_of_variation, images_per_s
+from .stats import CV_WARN, LOCK_ADVICE, LatencyStats, coefficient_of_variation, images_per_s
 from .stats import latency_stats as _latency_stats
 
 
@@ -86,8 +86,8 @@ def timing_result(workload: WorkloadDoc, batch: int, flops_per_iteration: Option
     cv = coefficient_of_variation(latencies_ms)
     warnings = list(warnings)
     if cv > CV_WARN and len(latencies_ms) >= 3:
-        warnings.append(f"latency varies {cv:.1%} between iterations (over {CV_WARN:.1%}): lock "
-                        "the clocks (`jetbench maxperf`) and stop other work on the machine")
+        warnings.append(f"latency varies {cv:.1%} between iterations (over {CV_WARN:.1%}): "
+                        + LOCK_ADVICE)
     ips = images_per_s(batch, len(timed), wall_s)
     gflops = None if flops_per_iteration is None else \
         flops_per_iteration * len(timed) / wall_s / 1e9

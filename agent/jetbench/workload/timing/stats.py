@@ -9,6 +9,9 @@ from typing import Dict, Sequence
 from .loop import is_stable  # noqa: F401 - the warm-up rule lives with the loop (Python 3.6)
 
 CV_WARN = 0.025  # above this, latency varies too much to trust one number: lock the clocks
+# what the CV warning advises where nothing is known of the clocks (`time`); `measure` says
+# what fits the board's state instead (run/result.py, noise_advice)
+LOCK_ADVICE = "lock the clocks (`jetbench maxperf`) and stop other work on the machine"
 CV_NOISY = 0.10  # above this, a valid result is labelled "valid, noisy" (report, measure)
 
 
