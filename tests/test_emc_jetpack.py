@@ -340,3 +340,25 @@ def test_ina238_accuracy_from_its_datasheet(tmp_path):
     assert abs(acc.worst_case_w(28.5) - 0.1215) < 1e-9
     (hwmon / "curr1_input").write_text("0\n")  # no current: the shunt cannot be inferred
     assert not _ina_accuracy(Root(tmp_path), rail, "thor").known
+
+
+def test_power_modes_are_listed_and_taken_by_name(tmp_path):
+    """Issue 61, 4: `sim list` names each board's modes, `--power-mode` takes a name (or a part
+    of one naming a single mode) as well as an id, and a wrong one lists them."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "jetbench.cli.main", "sim", "list"],
+                         capture_output=True, text=True, env=env, cwd=REPO, timeout=60).stdout
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    assert "1 5W" in out and "2 MAXN_SUPER (usual)" in out
+    made = cli(tmp_path / "unused", "sim", "create", "-b", "xavier-nx", "--power-mode", "10W",
+               str(tmp_path / "nx"))
+    assert made.exit_code == 0, made.output
+    assert (tmp_path / "nx/var/lib/nvpmodel/status").read_text().startswith("pmode:0004")
+    bad = cli(tmp_path / "unused", "sim", "create", "-b", "nano", "--power-mode", "10W",
+              str(tmp_path / "nano"))
+    assert bad.exit_code == 1 and "0 MAXN (usual), 1 5W" in bad.output

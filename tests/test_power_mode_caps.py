@@ -93,7 +93,8 @@ def test_a_request_above_the_mode_is_refused_naming_it(tmp_path, args):
     r = cli(base, *args, "--model", "alexnet", "--iterations", "1", "--duration", "0.1s",
             "--warmup", "0s", "--out", str(tmp_path / "out"))
     assert r.exit_code == 1, r.output
-    assert "mode 1 5W" in r.output and "sudo nvpmodel -m 0" in r.output, r.output
+    # the way out fits the board: a simulated board is made in another mode (issue 61)
+    assert "mode 1 5W" in r.output and "jetbench sim create --power-mode 0" in r.output, r.output
     assert "--beyond-power-mode" in r.output
     assert diff(settled(before), settled(snapshot(base))) == []
     assert not (base / "var/lib/jetbench/journal.json").exists()
@@ -219,3 +220,14 @@ def test_policies_sharing_a_cap_are_noted_once(tmp_path):
     assert r.output.count("max -> 1.836 GHz: power mode 1 120W caps CPU") == 1, r.output
     assert r.output.count("max -> 1.377 GHz: power mode 1 120W caps the GPU at 1.4 GHz") \
         == 1, r.output
+
+
+def test_the_way_out_on_a_board_is_nvpmodel():
+    """On hardware the way out of a mode is nvpmodel (the MAXN mode its conf names)."""
+    from jetbench.hw.mode_caps import ModeCaps
+    from jetbench.hw.nvpmodel import PowerMode
+
+    caps = ModeCaps(PowerMode(1, "5W"), {}, 640_000_000, (), 0)
+    assert "`sudo nvpmodel -m 0`" in caps.way_out()
+    assert "jetbench sim create --power-mode 0" in \
+        ModeCaps(PowerMode(1, "5W"), {}, 640_000_000, (), 0, simulated=True).way_out()

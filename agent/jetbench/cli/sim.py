@@ -29,31 +29,45 @@ def create(
                                     "static-cur, amu-cpu, qos-cap, late-gpu, round-emc, "
                                     "emc-boot-cap, emc-refloor, mode-cores-online "
                                     "(docs/boards.md, Quirks)."),
-    power_mode: Optional[int] = typer.Option(
-        None, "--power-mode", metavar="ID", help="Start in this nvpmodel mode, its caps written "
-        "as nvpmodel leaves them (nano 1 = 5W, tx2 1 = MAXQ); default: the board's usual mode."),
+    power_mode: Optional[str] = typer.Option(
+        None, "--power-mode", metavar="MODE", help="Start in this nvpmodel mode (an id or a "
+        "name: nano 1 or 5W, tx2 1 or MAXQ; `jetbench sim list` lists each board's), its caps "
+        "written as nvpmodel leaves them; default: the board's usual mode."),
 ) -> None:
     """Write a simulated board's tree. Use it with `jetbench --root DIR ...`."""
-    from ..sim.create import create_board
+    from ..sim.boards import get
+    from ..sim.create import create_board, power_mode_id
 
-    spec = create_board(board, directory, quirks=quirk, power_mode=power_mode)
+    mode = power_mode_id(get(board).key, power_mode)
+    spec = create_board(board, directory, quirks=quirk, power_mode=mode)
     shown = f" (you asked for {board}, another name of it)" if board.lower() != spec.key else ""
     shown += f" with quirk(s) {', '.join(quirk)}" if quirk else ""
-    if power_mode is not None:
-        shown += f" in power mode {power_mode}"
+    if mode is not None:
+        shown += f" in power mode {mode} {dict(spec.power_modes).get(mode, '')}".rstrip()
     console().print(f"Created simulated [bold]{spec.key}[/] ({spec.model}){shown} in {directory}\n"
                     f"Try: jetbench --root {directory} info")
 
 
 @sim_app.command("list", cls=HelpCommand)
 def list_boards() -> None:
-    """The simulated boards available, and the other names each answers to."""
-    from ..sim.boards import ALIASES, BOARDS
+    """The simulated boards available, the other names each answers to, and the power modes
+    each can start in (`sim create --power-mode ID|NAME`)."""
+    import shutil
+    import textwrap
 
+    from ..sim.boards import ALIASES, BOARDS
+    from ..sim.create import modes_text
+
+    width = max(40, shutil.get_terminal_size((80, 24)).columns)
     for key, spec in sorted(BOARDS.items()):
         others = sorted(a for a, k in ALIASES.items() if k == key)
-        typer.echo(f"{key:16} {spec.soc:9} {spec.model}"
-                   + (f"  (also: {', '.join(others)})" if others else ""))
+        line = f"{key} ({spec.soc}): {spec.model}" + (
+            f" (also: {', '.join(others)})" if others else "")
+        modes = modes_text(spec)
+        if modes:
+            line += f"; modes: {modes}"
+        typer.echo(textwrap.fill(line, width=width, subsequent_indent="    ",
+                                 break_on_hyphens=False))
 
 
 @sim_app.command("run", cls=HelpCommand)
@@ -153,9 +167,9 @@ def mount(
     write_log: Optional[Path] = typer.Option(None, "--write-log",
                                              metavar="FILE", help="Append every write to "
                                              "a knob here (path, value, ok or errno)."),
-    power_mode: Optional[int] = typer.Option(
-        None, "--power-mode", metavar="ID", help="Start in this nvpmodel mode, its caps written "
-        "as nvpmodel leaves them (as `sim create --power-mode`)."),
+    power_mode: Optional[str] = typer.Option(
+        None, "--power-mode", metavar="MODE", help="Start in this nvpmodel mode (an id or a "
+        "name), its caps written as nvpmodel leaves them (as `sim create --power-mode`)."),
 ) -> None:
     """Serve a simulated board through FUSE, with the kernel's semantics per attribute: writes
     are refused at once with the driver's errno, current clocks and rails are computed when
@@ -167,6 +181,9 @@ def mount(
     from ..sim.fuse_board import serve, unavailable_reason
 
     board = board_key(board)  # another name of a board is that board; a typo: the closest
+    from ..sim.create import power_mode_id
+
+    mode = power_mode_id(board, power_mode)
     reason = unavailable_reason()
     if reason:
         raise UsageError(f"cannot serve a FUSE board here: {reason}",
@@ -190,10 +207,10 @@ def mount(
 
     from ..sim.create import check_power_mode
 
-    check_power_mode(board, power_mode)  # a mode the board lacks: one message, before mounting
+    check_power_mode(board, mode)  # a mode the board lacks: one message, before mounting
     try:
         serve(board, directory, quirk or (), load, write_log, on_ready=ready,
-              power_mode=power_mode)
+              power_mode=mode)
     except RuntimeError as err:
         from ..errors import HardwareError
 

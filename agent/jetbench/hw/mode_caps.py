@@ -31,6 +31,7 @@ class ModeCaps:
     unconstrained_id: Optional[int]  # the board's MAXN mode (the way out), if its conf names one
     emc_max_hz: Optional[int] = None  # the mode's EMC cap, where below the clock's top
     emc_cap_file: Optional[str] = None  # the file it is kept in (R35 emc_iso_cap, R36+ clk_cap)
+    simulated: bool = False  # a simulated board's (its way out is another board, not nvpmodel)
 
     @property
     def any(self) -> bool:
@@ -38,6 +39,13 @@ class ModeCaps:
                     self.emc_max_hz is not None)
 
     def way_out(self) -> str:
+        """How to get past the caps: another mode (nvpmodel on a board; on a simulated one, a
+        board made in that mode), or --beyond-power-mode."""
+        mode = str(self.unconstrained_id) if self.unconstrained_id is not None else "ID"
+        if self.simulated:
+            return (f"a simulated board's mode is chosen when it is made: `jetbench sim create "
+                    f"--power-mode {mode} DIR` (`jetbench sim list` names each board's modes), "
+                    "or pass --beyond-power-mode to go past it")
         switch = (f"`sudo nvpmodel -m {self.unconstrained_id}` (a mode without these caps)"
                   if self.unconstrained_id is not None else "`sudo nvpmodel -m ID` (another mode)")
         return f"switch the mode with {switch}, or pass --beyond-power-mode to go past it"
@@ -79,4 +87,5 @@ def read_mode_caps(root: Root, board: Board, originals: Mapping[str, str]) -> Op
             hz = value(path)
             if hz is not None and 0 < hz < board.emc.top_hz and (emc_hz is None or hz < emc_hz):
                 emc_hz, emc_file = hz, path
-    return ModeCaps(mode, cpu, gpu_hz, offline, maxn[-1] if maxn else None, emc_hz, emc_file)
+    return ModeCaps(mode, cpu, gpu_hz, offline, maxn[-1] if maxn else None, emc_hz, emc_file,
+                    board.simulated)

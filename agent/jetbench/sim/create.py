@@ -115,15 +115,42 @@ def check_power_mode(key: str, mode: Optional[int]) -> None:
     _mode_caps(get(key), mode)
 
 
+def modes_text(board: SimBoard) -> str:
+    """'0 MAXN (usual), 1 5W': the modes a simulated board can start in, with their names."""
+    names = dict(board.power_modes)
+    ids = sorted({board.power_mode, *dict(board.mode_caps)} - {None})
+    return ", ".join(f"{m} {names.get(m, '?')}" + (" (usual)" if m == board.power_mode else "")
+                     for m in ids if m is not None)
+
+
+def power_mode_id(key: str, mode: Optional[str]) -> Optional[int]:
+    """A `--power-mode` as typed (an id, or a name: `5W`, `maxn`, `MODE_10W_4CORE`, or a
+    part of one that names a single mode) -> its id; UsageError naming the modes otherwise."""
+    if mode is None:
+        return None
+    board = get(key)
+    text = mode.strip()
+    if text.isdigit():
+        return int(text)
+    startable = {board.power_mode, *dict(board.mode_caps)}
+    names = {m: name for m, name in board.power_modes if m in startable}
+    exact = [m for m, name in names.items() if name.lower() == text.lower()]
+    near = exact or [m for m, name in names.items() if text.lower() in name.lower()]
+    if len(near) == 1:
+        return near[0]
+    said = "names more than one" if near else "is no mode's name or id"
+    raise UsageError(f"--power-mode {mode!r} {said} on simulated {board.key}",
+                     hint=f"its simulated modes: {modes_text(board) or 'none (no nvpmodel)'}")
+
+
 def _mode_caps(board: SimBoard, mode: Optional[int]) -> Optional[SimModeCaps]:
     """The caps of `mode` on `board`; None for its default mode; UsageError for another."""
     if mode is None or mode == board.power_mode:
         return None
     caps = dict(board.mode_caps)
     if mode not in caps:
-        known = ", ".join(str(m) for m in sorted({board.power_mode, *caps}) if m is not None)
         raise UsageError(f"simulated {board.key} has no power mode {mode}",
-                         hint=f"its simulated modes: {known or 'none (no nvpmodel)'}")
+                         hint=f"its simulated modes: {modes_text(board) or 'none (no nvpmodel)'}")
     return caps[mode]
 
 
