@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence
 from ..errors import HardwareError, PermissionDenied, UsageError
 from ..ownership.lock import LOCK_FILE_MODE, LOCK_PATH
 from ..ownership.statedir import STATE_DIR as _STATE_DIR
+from ..ownership.statedir import hint_for
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 UNIT_NAME = "jetbench.service"
@@ -94,7 +95,7 @@ def _state_dir(dest: Path, actions: List[Action], live: bool, dry_run: bool) -> 
                             f"--system {GROUP}, then install again") from err
     except OSError as err:
         raise HardwareError(f"cannot set up the state directory ({err.strerror})",
-                            path=str(path), hint="run with sudo") from err
+                            path=str(path), hint=hint_for(err, path)) from err
 
 
 def _shipped_rules() -> List[Path]:
@@ -121,7 +122,8 @@ def _write(dest: Path, rel: str, text: str, actions: List[Action], dry_run: bool
     except PermissionError as err:
         raise PermissionDenied("cannot write", path=str(path), hint="run with sudo") from err
     except OSError as err:
-        raise HardwareError(f"cannot write ({err.strerror})", path=str(path)) from err
+        raise HardwareError(f"cannot write ({err.strerror})", path=str(path),
+                            hint=hint_for(err, path.parent)) from err
 
 
 def _run(argv: Sequence[str], actions: List[Action], live: bool, check: bool = True) -> None:
