@@ -277,3 +277,42 @@ def test_no_nan_on_the_socket_nor_in_the_metrics():
     samples = [s for m in _tune_metrics(snap) for s in m.samples]
     assert samples and all(s.value == s.value and abs(s.value) != float("inf")
                            for s in samples), samples
+
+
+@pytest.mark.long
+def test_the_operators_restore_and_maxperf_stop_the_tuning_until_pin(tmp_path, started):
+    """`restore` through a tuning daemon: the board back and left alone (before, the tuner
+    re-pinned five knobs within 0.5 s); `maxperf` holds maxperf, not a tuned point; `pin`
+    resumes the search."""
+    from conftest import run_cli
+
+    base = make_board(tmp_path, "tx1")
+    before = board_state(base)
+    endpoint = hostile(GOOD, rate=30.0)
+    try:
+        daemon = Daemon(tmp_path, base, "--tune", "--tune-knobs", "gpu", "--tune-window", "1s",
+                        "--throughput-from", f"prometheus:{endpoint.url}#items",
+                        "--constraint", "items_per_s>=20", interval="0.3s")
+        started.append(daemon)
+        daemon.ready()
+        wait_until(lambda: daemon.ask("status")["tune"]["windows"] >= 1)
+        done = run_cli("--root", str(base), "restore")
+        assert done.returncode == 0, done.stderr
+        time.sleep(3.0)  # the claim: three windows and ten checks later, nothing pinned again
+        assert board_state(base) == before
+        assert "live tuning (--tune) is stopped" in " ".join(done.stdout.split()), done.stdout
+        tune = daemon.ask("status")["tune"]
+        assert tune["phase"] == STOPPED and "jetbench restore" in tune["why"], tune
+        done = run_cli("--root", str(base), "maxperf")
+        assert done.returncode == 0, done.stderr
+        gpu_max = (base / TX1_GPU / "max_freq").read_text().split()[0]
+        time.sleep(3.0)
+        assert (base / TX1_GPU / "max_freq").read_text().split()[0] == gpu_max == "998400000"
+        assert daemon.ask("status")["tune"]["phase"] == STOPPED
+        reply = daemon.ask("pin")
+        assert reply["ok"] and reply["tuning_resumed"], reply
+        assert daemon.ask("status")["tune"]["phase"] != STOPPED
+        assert daemon.stop() == 0
+    finally:
+        endpoint.close()
+    assert board_state(base) == before

@@ -101,6 +101,10 @@ class Commands:
                 "changed": [c.note() for c in result.changed]}
 
     def _pin(self) -> Dict[str, object]:
+        if self.held.profile is None and self._resume_tuning():  # --tune with no profile
+            log.info("pin requested: %s", self._summary())
+            self._check()
+            return {"ok": True, "profile": None, "pinned": True, "tuning_resumed": True}
         if self.held.profile is None:
             raise UsageError("no profile to pin: start the daemon with --profile, or "
                              "send apply")
