@@ -1,7 +1,8 @@
-"""Issue 63: a full state directory. `restore` needs no new space (the board lock's holder
-record is written where there is room, and skipped where there is none), so after `maxperf` a
-full disk still gets the board back; every message about a full disk names the directory and
-says to free space there (sudo would not help: root writes into the same full disk)."""
+"""Issue 63: full disks. With a full state directory `restore` needs no new space (the board
+lock's holder record is written where there is room, and skipped where there is none), so after
+`maxperf` the board still comes back; every message about a full disk names the directory and
+says to free space there (sudo would not help: root writes into the same full disk). A result
+that cannot be written leaves no empty placeholder."""
 
 from __future__ import annotations
 
@@ -99,3 +100,20 @@ def test_restore_on_a_really_full_tmpfs(tmp_path):
         assert _board(base) == before
     finally:
         subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+def test_a_result_that_cannot_be_written_leaves_no_empty_file(tmp_path, monkeypatch):
+    """The O_EXCL placeholders that claim a result's names go when the write fails (a full
+    --out): before, an empty `.json` stayed behind, looking like a result."""
+    from jetbench.report import io
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(io, "atomic_write_text", full)
+    out = tmp_path / "out"
+    with pytest.raises(OSError):
+        io.claim_result(out / "r.json", {"power": {}}, "t_s\n")
+    with pytest.raises(OSError):
+        io.claim_result(out / "r.json", {"power": {}}, None)
+    assert list(out.iterdir()) == []
