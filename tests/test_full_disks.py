@@ -117,3 +117,33 @@ def test_a_result_that_cannot_be_written_leaves_no_empty_file(tmp_path, monkeypa
     with pytest.raises(OSError):
         io.claim_result(out / "r.json", {"power": {}}, None)
     assert list(out.iterdir()) == []
+
+
+def test_a_study_store_that_fills_mid_run_is_one_message():
+    """Optuna ends a trial whose commit failed with `AssertionError("Should not reach.")`
+    raised while handling its StorageInternalError: that is the storage's failure, said in
+    one line with the database's own words, not a traceback."""
+    import sqlite3
+
+    from optuna.exceptions import StorageInternalError
+    from sqlalchemy.exc import OperationalError
+
+    from jetbench.errors import HardwareError
+    from jetbench.run.tune.storage import storage_errors
+
+    def commit() -> None:
+        try:
+            raise OperationalError("COMMIT", {}, sqlite3.OperationalError(
+                "database or disk is full"))
+        except OperationalError as err:
+            raise StorageInternalError("An exception is raised during the commit.") from err
+
+    with pytest.raises(HardwareError, match="disk is full"):
+        with storage_errors("sqlite:////x/study.db"):
+            try:
+                commit()
+            finally:
+                raise AssertionError("Should not reach.")
+    with pytest.raises(AssertionError):  # an assertion of jetbench's own stays a bug
+        with storage_errors("sqlite:////x/study.db"):
+            raise AssertionError("a bug")
