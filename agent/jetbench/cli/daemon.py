@@ -248,6 +248,13 @@ def install_service(
     dest: Path = typer.Option(Path("/"), "--dest",
                               metavar="DIR", help="Install under this root (image "
                               "builds); commands run only for /."),
+    log: Optional[List[str]] = typer.Option(None, "--log", metavar="PATH",
+                                            help="A log --throughput-from reads: the unit may "
+                                            "read its directory."),
+    nvml: Optional[bool] = typer.Option(None, "--nvml/--no-nvml", help="Let the unit open the "
+                                        "NVIDIA devices (default: where /dev/nvidiactl is)."),
+    meters: bool = typer.Option(False, "--meters", help="Let the unit open USB-serial "
+                                "meters."),
     no_start: bool = typer.Option(False, "--no-start", help="Enable, but do not start now."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be done."),
 ) -> None:
@@ -257,7 +264,8 @@ def install_service(
 
     exe = str(executable) if executable else _this_executable()
     _print_actions(install(dest, exe, profile=profile, metrics=metrics, interval=interval,
-                           start=not no_start, dry_run=dry_run), dry_run)
+                           start=not no_start, dry_run=dry_run, logs=log or [], nvml=nvml,
+                           meters=meters), dry_run)
 
 
 def uninstall_service(

@@ -125,8 +125,10 @@ class LogRate(_Integrated):
         try:
             fd = os.open(self.source.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as err:
-            raise HardwareError(f"cannot read the log {self.source.path} "
-                                f"({err.strerror})") from None
+            raise HardwareError(f"cannot read the log {self.source.path} ({err.strerror})",
+                                hint="start the workload first; under systemd, the unit's "
+                                     "sandbox hides home directories: sudo jetbench "
+                                     f"install-service --log {self.source.path}") from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
