@@ -316,3 +316,47 @@ def test_the_operators_restore_and_maxperf_stop_the_tuning_until_pin(tmp_path, s
     finally:
         endpoint.close()
     assert board_state(base) == before
+
+
+def test_a_journal_line_of_hundreds_of_megabytes_costs_a_pieces_memory():
+    """`journal:UNIT` reads a line in pieces and keeps the last (before, a whole 600 MB line
+    was read before it was cut: 671 MB)."""
+    import io
+
+    from jetbench.daemon.live_log import MAX_LINE_BYTES, JournalRate
+
+    class Endless(io.RawIOBase):
+        """200 MB of one line, then a **PERF: line, made as it is read."""
+
+        def __init__(self):
+            self.left = 200 * 1024 * 1024
+            self.tail = b"\n**PERF:  25.0 (25.0)\n"
+
+        def readable(self):
+            return True
+
+        def readinto(self, buf):
+            if self.left > 0:
+                n = min(len(buf), self.left)
+                buf[:n] = b"x" * n
+                self.left -= n
+                return n
+            n = min(len(buf), len(self.tail))
+            buf[:n], self.tail = self.tail[:n], self.tail[n:]
+            return n
+
+    class Proc:
+        stdout = io.BufferedReader(Endless())
+
+        def poll(self):
+            return None
+
+    rate = JournalRate(parse_log_source(r"journal:ds.service#regex:\*\*PERF:\s+([0-9.]+)"))
+    rate._proc = Proc()
+    tracemalloc.start()
+    rate._follow()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    lines = rate._lines()
+    assert [len(x) for x in lines] == [MAX_LINE_BYTES, len("**PERF:  25.0 (25.0)\n")]
+    assert peak < 8 * MAX_LINE_BYTES, peak
