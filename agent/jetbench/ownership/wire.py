@@ -135,7 +135,7 @@ def parse_request(line: bytes) -> Request:
     return Request(cmd, name)
 
 
-def finite(value: Any) -> Any:
+def finite(value: Any) -> Any:  # any JSON-shaped document: walked, not typed
     """`value` with every float that is not finite (NaN, inf: not JSON, and no figure) made
     None, through dicts, lists and tuples."""
     if isinstance(value, float):
