@@ -36,7 +36,6 @@ from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .online_tuner import (
     EXPLORING,
     FROZEN,
-    RETUNING,
     STOPPED,
     Decision,
     OnlineTuner,
@@ -172,6 +171,7 @@ class LiveTuning:
         self._paused_why: Optional[str] = None
         self._quiet_windows = 0  # windows a log said nothing new in: not judged
         self.stopped: Optional[str] = None  # why the operator stopped the tuning (None: not)
+        self._phase_before_stop = EXPLORING
 
     def begin(self, current_hz: Dict[str, Optional[int]]) -> None:
         """The first window, at the point the board holds now (nearest table entries)."""
@@ -201,6 +201,7 @@ class LiveTuning:
         window, no pin until `resume` (`pin`, a reload)."""
         if self.stopped is None:
             log.info("tune: stopped (%s)", why)
+            self._phase_before_stop = self.tuner.phase
         self.stopped = why
         self.tuner.phase = STOPPED
         self._readings, self._powers = [], []
@@ -210,7 +211,7 @@ class LiveTuning:
         if self.stopped is None:
             return
         self.stopped = None
-        self.tuner.phase = RETUNING if self.tuner.held is not None else EXPLORING
+        self.tuner.phase = self._phase_before_stop  # the search goes on where it was
         log.info("tune: resumed (%s)", self.tuner.phase)
         self._go(self._point, force=True)
 
