@@ -219,7 +219,8 @@ def restore(
 ) -> None:
     """Put back every value maxperf/apply/measure changed (from the state journal). While the
     jetbench daemon holds the board, the daemon restores it and stops holding its profile
-    (until `jetbench apply NAME`, or a restart of the service)."""
+    (until `jetbench apply NAME`, or a restart of the service) and stops its live tuning
+    (until a reload)."""
     from ..errors import UsageError
     from ..open_board import open_board
     from ..ownership.journal import restore as restore_journal

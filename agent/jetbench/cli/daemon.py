@@ -119,6 +119,11 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     window_s = parse_duration_s(window)
     if window_s < 1.0:
         raise UsageError(f"--tune-window {window}: at least 1 s (a window must count items)")
+    silence_s = parse_duration_s(silence) if silence else None
+    if silence_s is not None and silence_s < window_s:
+        raise UsageError(f"--tune-silence {silence}: at least one window ({window})",
+                         hint="a log that writes its rate every few seconds is silent for "
+                              "less than a window between lines")
     if throughput_from.startswith(("log:", "journal:")):
         if latency_from:
             raise UsageError("--latency-from is read only beside a prometheus: "
@@ -130,7 +135,7 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                       latency=parse_source(latency_from, "--latency-from")
                       if latency_from else None,
                       limits=tuple(limits), knobs=names, window_s=window_s,
-                      silent_after_s=parse_duration_s(silence) if silence else None)
+                      silent_after_s=silence_s)
 
 
 def status(
