@@ -361,3 +361,37 @@ def test_a_journal_line_of_hundreds_of_megabytes_costs_a_pieces_memory():
     lines = rate._lines()
     assert [len(x) for x in lines] == [MAX_LINE_BYTES, len("**PERF:  25.0 (25.0)\n")]
     assert peak < 8 * MAX_LINE_BYTES, peak
+
+
+@pytest.mark.long
+def test_a_daemon_whose_log_goes_silent_freezes_at_the_profiles_point(tmp_path, started):
+    """End to end, the issue's case: one `**PERF:` line, then silence. Before, the daemon
+    stepped the GPU down to 76.8 MHz on that one value and said the constraint was met; now
+    no window is judged on it, and after the silence it says `frozen: the log has been
+    silent for N s` and holds the profile's point (maxperf: 998.4 MHz), never lower."""
+    base = make_board(tmp_path, "tx1")
+    before = board_state(base)
+    log = tmp_path / "ds.log"
+    log.write_text("")
+    daemon = Daemon(tmp_path, base, "--profile", "maxperf", "--tune", "--tune-knobs", "gpu",
+                    "--tune-window", "1s", "--tune-silence", "4s", "--throughput-from",
+                    rf"log:{log}#regex:\*\*PERF:\s+([0-9.]+)", "--constraint",
+                    "items_per_s>=20", interval="0.3s")
+    started.append(daemon)
+    daemon.ready()
+    with log.open("a") as f:
+        f.write("**PERF:  30.0 (30.0)\n")
+    deadline = time.monotonic() + bound_s(30)
+    while True:
+        tune = daemon.ask("status")["tune"]
+        if tune["phase"] == FROZEN and "silent" in tune["why"]:
+            break
+        assert time.monotonic() < deadline, (tune, daemon.output())
+        time.sleep(0.2)
+    assert "the log has been silent for" in tune["why"] and tune["windows"] == 0, tune
+    assert tune["quiet_windows"] >= 1, tune  # windows it said nothing in: not judged
+    time.sleep(1.0)  # three more checks: nothing moves it
+    assert int((base / TX1_GPU / "max_freq").read_text()) == 998_400_000
+    assert daemon.ask("status")["tune"]["phase"] == FROZEN
+    assert daemon.stop() == 0
+    assert board_state(base) == before
