@@ -95,6 +95,10 @@ def test_the_installed_unit_scores_no_worse_than_before_and_verifies(tmp_path):
     assert float(m.group(1)) <= 4.1, done.stdout
     code, about = _verify(dest / install.UNIT_DEST)
     assert code == 0 and about == [], about
+    # the drop-in is read as systemd reads it (an invalid right, say, is reported by name)
+    done = subprocess.run(["systemd-analyze", "verify", f"--root={dest}", install.UNIT_NAME],
+                          capture_output=True, text=True, timeout=60)
+    assert "20-jetbench-access.conf" not in done.stdout + done.stderr, done.stderr
     with pytest.raises(UsageError, match="absolute"):
         install.access_text(["ds.log"], False, False)
     assert install.access_text([], False, False) is None
