@@ -12,6 +12,12 @@ window that breaks a constraint beyond its uncertainty by EARLY_FRACTION of its 
 there; where the controller asks for one (after a miss, after the first pin) a window only lets
 the workload settle and is not judged, unless it ends early so (then it is).
 
+The source is read off the daemon's loop (source_poller.py; a Prometheus page within a total
+deadline and a size bound, scrape.py): a fault, or a log silent for `silence_s`, freezes the
+search at the point held (where it began, before there is one), never lower; a window in
+which a log said nothing new is not judged; a counter that goes back starts a new window. The
+operator's restore/apply/maxperf `stop` the tuning until `resume` (pin, a reload).
+
 The energy saved is counted against the point the daemon started from (the profile's, or what
 the board ran): each window's items at that point's items per joule, less the energy the window
 took. It is an estimate from the first window's efficiency, and says so (`energy_saved_basis`).
@@ -282,9 +288,9 @@ class LiveTuning:
         window too, which is then judged: a backlog drained can only flatter a point, so one
         that misses while it settles misses (the point the daemon starts from, say)."""
         readings = self._readings
-        if len(readings) < 3 or \
+        if len(readings) < 3 or _said_nothing_new(readings) or \
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self.config.window_s:
-            return False
+            return False  # (a log's last value, repeated, is judged by no one)
         partial = self._figures()
         return partial is not None and any(partial.breaks(lim) for lim in self.tuner.judged())
 
