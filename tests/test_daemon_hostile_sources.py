@@ -395,3 +395,15 @@ def test_a_daemon_whose_log_goes_silent_freezes_at_the_profiles_point(tmp_path, 
     assert daemon.ask("status")["tune"]["phase"] == FROZEN
     assert daemon.stop() == 0
     assert board_state(base) == before
+
+
+def test_without_prometheus_client_a_page_is_one_message(monkeypatch):
+    import sys
+
+    from jetbench.daemon.scrape import select_series
+    from jetbench.errors import HardwareError
+
+    monkeypatch.setitem(sys.modules, "prometheus_client.parser", None)  # not installed
+    with pytest.raises(HardwareError, match="needs prometheus-client") as err:
+        select_series(["items_total 1\n"], NAMES)
+    assert "jetbench[metrics]" in err.value.hint

@@ -54,8 +54,11 @@ def select_series(lines: Iterable[str], names: Iterable[str], where: str = "the 
     """The samples of the wanted names among a page's lines (other lines are not parsed),
     read by prometheus_client's parser; SourceFault for a wanted sample it cannot read, a
     value that is not finite or past MAX_COUNTER, or more than MAX_SERIES of them."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        raise HardwareError("reading a Prometheus page needs prometheus-client",
+                            hint="pip install 'jetbench[metrics]'") from None
     wanted = tuple(sorted(set(names), key=len, reverse=True))
     out: Series = {}
     for raw in lines:
