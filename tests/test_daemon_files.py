@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from jetbench.cli.main import app
 from jetbench.daemon import install
+from jetbench.errors import UsageError
 
 from conftest import REPO
 
@@ -65,8 +66,42 @@ def test_unit_has_what_the_issue_asks():
     assert service["ExecStopPost"] == install.SHIPPED_EXECUTABLE + " restore --wait 20"
     assert service["ProtectSystem"] == "strict"
     # /sys must stay writable (the clock files): no setting that makes it read-only.
-    for key in ("ProtectKernelTunables", "ReadOnlyPaths", "InaccessiblePaths"):
+    for key in ("ProtectKernelTunables", "InaccessiblePaths"):
         assert key not in service
+    assert service["ReadOnlyPaths"] == "/proc/sys"  # sysctl read-only: /sys is not touched
+    # issue 63: the documented examples run (a log in /tmp, NVML's and the meters' devices
+    # through install-service's drop-in), with the hardening that costs nothing
+    assert "PrivateTmp" not in service and "PrivateDevices" not in service
+    assert service["DevicePolicy"] == "closed"
+    assert service["SystemCallFilter"] == "@system-service"
+
+
+@needs_analyze
+def test_the_installed_unit_scores_no_worse_than_before_and_verifies(tmp_path):
+    """`systemd-analyze security --offline` on the unit as installed with every drop-in
+    (a log in a home directory, NVML, meters): at most 4.1, the shipped unit's score before
+    issue 63; and it verifies."""
+    dest = tmp_path / "root"
+    install.install(dest, JETBENCH, logs=["/tmp/ds.log", "/home/u/app/app.log"], nvml=True,
+                    meters=True, start=False)
+    access = (dest / install.ACCESS_DEST).read_text()
+    assert "ReadOnlyPaths=-/tmp\n" in access and "BindReadOnlyPaths=-/home/u/app\n" in access
+    assert "ProtectHome=tmpfs" in access and "DeviceAllow=char-nvidia* rw" in access
+    assert "DeviceAllow=char-ttyUSB rw" in access
+    done = subprocess.run(["systemd-analyze", "security", "--offline=true", f"--root={dest}",
+                           "--no-pager", install.UNIT_NAME], capture_output=True, text=True)
+    m = re.search(r"Overall exposure level for jetbench.service: ([0-9.]+)", done.stdout)
+    assert m, done.stdout + done.stderr
+    assert float(m.group(1)) <= 4.1, done.stdout
+    code, about = _verify(dest / install.UNIT_DEST)
+    assert code == 0 and about == [], about
+    # the drop-in is read as systemd reads it (an invalid right, say, is reported by name)
+    done = subprocess.run(["systemd-analyze", "verify", f"--root={dest}", install.UNIT_NAME],
+                          capture_output=True, text=True, timeout=60)
+    assert "20-jetbench-access.conf" not in done.stdout + done.stderr, done.stderr
+    with pytest.raises(UsageError, match="absolute"):
+        install.access_text(["ds.log"], False, False)
+    assert install.access_text([], False, False) is None
 
 
 # -- udev rules -------------------------------------------------------------------------------

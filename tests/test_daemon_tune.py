@@ -147,6 +147,9 @@ def test_tune_refuses_to_start_without_a_reachable_source(tmp_path):
     (("--tune", "--throughput-from", "log:/x.log#regex:([0-9]+)", "--latency-from",
       "prometheus:http://h/m#x"), "not yet beside a log"),
     (("--tune", "--throughput-from", "log:/x.log#regex:no group"), "exactly one group"),
+    (("--tune", "--throughput-from", "log:/x.log#regex:([0-9]+)", "--tune-silence", "0s"),
+     "--tune-silence 0s: at least one window"),
+    (("--tune-silence", "30s"), "--tune-silence is for --tune only"),
 ])
 def test_bad_tune_options_are_one_message_before_anything(tmp_path, args, says):
     base = make_board(tmp_path, "tx1")

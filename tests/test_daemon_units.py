@@ -414,3 +414,30 @@ def test_status_rows_of_a_reply_missing_keys_are_dashes_not_a_crash():
     assert full["below its pin"] == "gpu: 306 MHz (pinned 624.75 MHz)"
     assert full["gpu gpu"] == "624.8 MHz (min 624.8 MHz, max 624.8 MHz)"
     assert full["power VDD_IN"] == "- (module_input)"
+
+
+def test_eviction_closes_only_connections_that_have_sent_no_request(tmp_path):
+    """Issue 63: a client that sent its request is not reset to make room (it lost its
+    reply); a half-sent line is what makes room, and with none the newcomer is told busy."""
+    with _Server(tmp_path, client_timeout_s=5.0, max_clients=3) as srv:
+        asked = [srv.connect() for _ in range(3)]
+        for s in asked:
+            s.sendall(b'{"cmd":"status"}\n')  # replies left unread for now
+        wait_until(lambda: len(srv.calls) == 3)
+        extra = srv.connect()
+        busy = _lines(extra)
+        assert busy and busy[0]["ok"] is False and busy[0]["error"] == "busy", busy
+        for s in asked:  # every one still has its reply
+            assert _lines(s) == [{"ok": True, "cmd": "status"}]
+        assert srv.server.evicted == 0
+        asked[0].close()
+        wait_until(lambda: len(srv.server._clients) == 2)
+        trickler = srv.connect()
+        trickler.sendall(b'{"cmd": "sta')
+        time.sleep(0.05)
+        newcomer = srv.connect()
+        newcomer.sendall(b'{"cmd":"status"}\n')
+        assert _lines(newcomer) == [{"ok": True, "cmd": "status"}]
+        assert trickler.recv(1) == b"" and srv.server.evicted == 1
+        for s in (*asked[1:], extra, trickler, newcomer):
+            s.close()

@@ -58,7 +58,8 @@ def test_the_source_is_parsed_or_refused_with_one_message():
 
 
 def test_counters_sum_their_series_and_find_the_total_suffix():
-    series = parse_exposition(TRITON)
+    series = parse_exposition(TRITON, ["nv_inference_count", "vllm:generation_tokens_total",
+                                       "sim_app_items_total", "absent"])
     assert counter_value(series, Selector("nv_inference_count")) == 1500
     assert counter_value(series, Selector("nv_inference_count", (("model", "yolo"),))) == 300
     assert counter_value(series, Selector("vllm:generation_tokens_total")) == 5500
@@ -67,7 +68,7 @@ def test_counters_sum_their_series_and_find_the_total_suffix():
 
 
 def test_quantiles_interpolate_inside_their_bucket_as_prometheus_does():
-    got = buckets(parse_exposition(TRITON), Selector("lat_seconds"))
+    got = buckets(parse_exposition(TRITON, ["lat_seconds_bucket"]), Selector("lat_seconds"))
     assert got == {0.01: 10, 0.02: 30, 0.05: 40, float("inf"): 40}
     assert quantile(0.5, got) == pytest.approx(0.015)  # rank 20 of 40: half-way in (0.01, 0.02]
     assert quantile(0.99, got) == pytest.approx(0.02 + 0.03 * (39.6 - 30) / 10)

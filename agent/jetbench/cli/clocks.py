@@ -66,6 +66,10 @@ def optional_wait_value(args: List[str]) -> List[str]:
     return out
 
 
+TUNING_STOPPED = ("Its live tuning (--tune) is stopped and pins nothing until a reload "
+                  "(sudo systemctl reload jetbench) or a `pin` request on its socket.")
+
+
 def _render_brokered(done: Brokered, title: str, as_json: bool) -> None:
     reply = done.result
     if as_json:
@@ -77,6 +81,8 @@ def _render_brokered(done: Brokered, title: str, as_json: bool) -> None:
               soft_wrap=not out.is_terminal)
     out.print("It re-pins this profile until told otherwise; `jetbench restore` asks it to put "
               "the board back.", highlight=False, soft_wrap=not out.is_terminal)
+    if reply.get("tuning_stopped"):
+        out.print(TUNING_STOPPED, highlight=False, soft_wrap=not out.is_terminal)
 
 
 def _apply(ctx: typer.Context, profile, dry_run: bool, title: str, as_json: bool,
@@ -213,7 +219,8 @@ def restore(
 ) -> None:
     """Put back every value maxperf/apply/measure changed (from the state journal). While the
     jetbench daemon holds the board, the daemon restores it and stops holding its profile
-    (until `jetbench apply NAME`, or a restart of the service)."""
+    (until `jetbench apply NAME`, or a restart of the service) and stops its live tuning
+    (until a reload)."""
     from ..errors import UsageError
     from ..open_board import open_board
     from ..ownership.journal import restore as restore_journal
@@ -239,6 +246,8 @@ def restore(
                         f"({reply.get('unchanged', 0)} already at their original value). "
                         "It keeps running and pins nothing until `jetbench apply NAME`.",
                         highlight=False, soft_wrap=not console().is_terminal)
+        if reply.get("tuning_stopped"):
+            console().print(TUNING_STOPPED, highlight=False, soft_wrap=not console().is_terminal)
         _print_moved(_strings(reply.get("moved")), _strings(reply.get("changed")))
         return
     result = done.result

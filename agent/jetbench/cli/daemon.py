@@ -63,6 +63,9 @@ def daemon(
     tune_window: str = typer.Option("10s", "--tune-window", metavar="DURATION",
                                     rich_help_panel=_TUNE, help="How long each point is "
                                     "measured."),
+    tune_silence: Optional[str] = typer.Option(
+        None, "--tune-silence", metavar="DURATION", rich_help_panel=_TUNE,
+        help="A log with no new value this long freezes the search (3 windows)."),
 ) -> None:
     """The systemd service's entry point, in the foreground: pin the profile, re-pin on drift,
     serve status and metrics; restore the board on SIGTERM/SIGINT, reload on SIGHUP."""
@@ -70,7 +73,7 @@ def daemon(
     from ..units import parse_duration_s
 
     tuning = _tune_config(tune, throughput_from, latency_from, constraint or [], tune_knobs,
-                          tune_window)
+                          tune_window, tune_silence)
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
@@ -83,7 +86,8 @@ def daemon(
 
 
 def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
-                 constraints: List[str], knobs: str, window: str) -> Optional[TuneConfig]:
+                 constraints: List[str], knobs: str, window: str,
+                 silence: Optional[str] = None) -> Optional[TuneConfig]:
     """--tune's options, checked before the daemon touches anything (UsageError)."""
     from ..daemon.live_log import parse_log_source
     from ..daemon.live_rate import parse_source
@@ -95,7 +99,8 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
 
     given = [name for name, value in (("--throughput-from", throughput_from),
                                       ("--latency-from", latency_from),
-                                      ("--constraint", constraints)) if value]
+                                      ("--constraint", constraints),
+                                      ("--tune-silence", silence)) if value]
     if not tune:
         if given:
             raise UsageError(f"{given[0]} is for --tune only")
@@ -114,6 +119,11 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     window_s = parse_duration_s(window)
     if window_s < 1.0:
         raise UsageError(f"--tune-window {window}: at least 1 s (a window must count items)")
+    silence_s = parse_duration_s(silence) if silence else None
+    if silence_s is not None and silence_s < window_s:
+        raise UsageError(f"--tune-silence {silence}: at least one window ({window})",
+                         hint="a log that writes its rate every few seconds is silent for "
+                              "less than a window between lines")
     if throughput_from.startswith(("log:", "journal:")):
         if latency_from:
             raise UsageError("--latency-from is read only beside a prometheus: "
@@ -124,7 +134,8 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     return TuneConfig(rate=rate,
                       latency=parse_source(latency_from, "--latency-from")
                       if latency_from else None,
-                      limits=tuple(limits), knobs=names, window_s=window_s)
+                      limits=tuple(limits), knobs=names, window_s=window_s,
+                      silent_after_s=silence_s)
 
 
 def status(
@@ -180,6 +191,9 @@ def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
                                     "top of the space)"))
     if tune.get("paused"):
         rows.append(("tune paused", str(tune.get("paused"))))
+    if tune.get("source_faults"):
+        rows.append(("tune source faults", f"{tune.get('source_faults')}, the latest: "
+                                           f"{tune.get('source_fault')}"))
     return rows
 
 
@@ -241,6 +255,13 @@ def install_service(
     dest: Path = typer.Option(Path("/"), "--dest",
                               metavar="DIR", help="Install under this root (image "
                               "builds); commands run only for /."),
+    log: Optional[List[str]] = typer.Option(None, "--log", metavar="PATH",
+                                            help="A log --throughput-from reads: the unit may "
+                                            "read its directory."),
+    nvml: Optional[bool] = typer.Option(None, "--nvml/--no-nvml", help="Let the unit open the "
+                                        "NVIDIA devices (default: where /dev/nvidiactl is)."),
+    meters: bool = typer.Option(False, "--meters", help="Let the unit open USB-serial "
+                                "meters."),
     no_start: bool = typer.Option(False, "--no-start", help="Enable, but do not start now."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be done."),
 ) -> None:
@@ -250,7 +271,8 @@ def install_service(
 
     exe = str(executable) if executable else _this_executable()
     _print_actions(install(dest, exe, profile=profile, metrics=metrics, interval=interval,
-                           start=not no_start, dry_run=dry_run), dry_run)
+                           start=not no_start, dry_run=dry_run, logs=log or [], nvml=nvml,
+                           meters=meters), dry_run)
 
 
 def uninstall_service(

@@ -3,6 +3,7 @@ errors become messages and exit codes."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -197,6 +198,10 @@ class _JetbenchGroup(HelpGroup):
         except OSError as err:
             # An OS error no jetbench layer expected: still a message, not a traceback.
             sys.stderr.write(f"jetbench: error: {err}\n")
+            if err.errno in (errno.ENOSPC, errno.EDQUOT):  # where, and what to do (issue 63)
+                where = os.path.dirname(os.path.abspath(err.filename)) \
+                    if isinstance(err.filename, str) else "the disk jetbench writes to"
+                sys.stderr.write(f"  hint: {where} is on a full disk: free space there\n")
             code = EXIT_HARDWARE
         except (typer.Abort, KeyboardInterrupt):
             sys.stderr.write("\ninterrupted\n" + _interrupt_notes())

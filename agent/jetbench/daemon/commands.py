@@ -34,7 +34,9 @@ class Commands:
                  lending: Lending, *, snapshot: Callable[[], StatusDoc],
                  profile_refused: Callable[[], Optional[str]],
                  summary: Callable[[], str], read: Callable[[Board], ReadingsDoc],
-                 pin_new: Callable[[Profile], None], check: Callable[[], None]):
+                 pin_new: Callable[[Profile], None], check: Callable[[], None],
+                 stop_tuning: Callable[[str], bool] = lambda why: False,
+                 resume_tuning: Callable[[], bool] = lambda: False):
         self.root = root
         self.held = held
         self._lock = lock
@@ -46,6 +48,10 @@ class Commands:
         self._read = read
         self._pin_new = pin_new
         self._check = check
+        # --tune: the operator's restore/apply/maxperf stop it (True: it was tuning); `pin`
+        # resumes it (True: it resumed)
+        self._stop_tuning = stop_tuning
+        self._resume_tuning = resume_tuning
 
     def handle(self, request: Request, peer: Optional[Peer] = None) -> Dict[str, object]:
         with self._lock:
@@ -80,17 +86,25 @@ class Commands:
         return {"ok": True, **doc}
 
     def _restore(self) -> Dict[str, object]:
+        # the tuning first: nothing of it is pinned over the restored board (the operator wins)
+        tuning = self._stop_tuning("`jetbench restore`: the board is restored; "
+                                   "`pin` or a reload resumes the tuning")
         result = journal.restore(self.root)
         self.held.pinned = False
         log.info("restore requested: %d value(s) written; not pinning until `pin` or "
-                 "`apply`", len(result.written))
+                 "`apply`%s", len(result.written), "; the live tuning is stopped" if tuning
+                 else "")
         self._check()
         return {"ok": True, "restored": len(result.written),
-                "unchanged": result.unchanged, "pinned": False,
+                "unchanged": result.unchanged, "pinned": False, "tuning_stopped": tuning,
                 "moved": [m.note() for m in result.moved],
                 "changed": [c.note() for c in result.changed]}
 
     def _pin(self) -> Dict[str, object]:
+        if self.held.profile is None and self._resume_tuning():  # --tune with no profile
+            log.info("pin requested: %s", self._summary())
+            self._check()
+            return {"ok": True, "profile": None, "pinned": True, "tuning_resumed": True}
         if self.held.profile is None:
             raise UsageError("no profile to pin: start the daemon with --profile, or "
                              "send apply")
@@ -100,9 +114,11 @@ class Commands:
                 self.drift.repin(steps)
         else:
             self._pin_new(self.held.profile)
+        resumed = self._resume_tuning()  # its point, pinned again over the profile
         log.info("pin requested: %s", self._summary())
         self._check()
-        return {"ok": True, "profile": self.held.profile.name, "pinned": True}
+        return {"ok": True, "profile": self.held.profile.name, "pinned": True,
+                "tuning_resumed": resumed}
 
     def _apply(self, request: Request) -> Dict[str, object]:
         if request.cmd == "maxperf":
@@ -112,9 +128,11 @@ class Commands:
         else:
             assert request.profile is not None
             profile = load_profile(request.profile, self.root.base, allow_paths=False)
+        what = "maxperf" if request.cmd == "maxperf" else f"apply {profile.name}"
+        tuning = self._stop_tuning(f"`jetbench {what}`: the profile is held; `pin` or a "
+                                   "reload resumes the tuning")
         self._pin_new(profile)
-        log.info("%s requested: %s", request.cmd if request.cmd == "maxperf" else
-                 f"apply {profile.name}", self._summary())
+        log.info("%s requested: %s", what, self._summary())
         self._check()
-        return {"ok": True, "profile": profile.name, "pinned": True,
+        return {"ok": True, "profile": profile.name, "pinned": True, "tuning_stopped": tuning,
                 "summary": self._summary()}

@@ -6,10 +6,12 @@ the connection is closed; a line must be finished within `line_timeout_s` of its
 client trickling a byte at a time is cut off quickly); a client that sends nothing for
 `client_timeout_s`, or stops reading its replies, is disconnected. Connections are capped in
 all (`max_clients`) and per peer uid (`max_per_uid`, from SO_PEERCRED): past a cap, the oldest
-connection that holds nothing (no lease) makes room, so slow clients cannot lock the others
-out. A connection holding a lease (the handler says so) is exempt from the idle timeout; when it
-closes, `on_disconnect` is told. A request the handler fails on is an error reply, never a dead
-thread, and client input never puts a traceback in the log.
+connection that has sent no whole request (and holds no lease) makes room, so slow clients
+cannot lock the others out, and a client that asked is never reset before its reply (it is
+served, then idle-timed-out like any other; with no such connection to close, the newcomer is
+told "busy"). A connection holding a lease (the handler says so) is exempt from the idle
+timeout; when it closes, `on_disconnect` is told. A request the handler fails on is an error
+reply, never a dead thread, and client input never puts a traceback in the log.
 """
 
 from __future__ import annotations
@@ -131,7 +133,7 @@ def _group_name(gid: int) -> str:
 
 class _Client:
     __slots__ = ("sock", "peer", "inbuf", "outbuf", "connected", "last_activity",
-                 "line_started", "closing", "draining", "held", "fds")
+                 "line_started", "closing", "draining", "held", "fds", "asked")
 
     def __init__(self, sock: socket.socket, peer: Peer, now: float):
         self.sock = sock
@@ -145,6 +147,7 @@ class _Client:
         self.draining = False  # replies sent and write side shut: discard input until EOF
         self.held = False  # holds a lease: never idle-timed-out, never evicted
         self.fds: List[int] = []  # to pass with the next bytes sent
+        self.asked = False  # sent a whole request: never evicted (its reply is its due)
 
     def deadline(self, idle_s: float, line_s: float) -> float:
         if self.held and not self.inbuf and not self.outbuf:
@@ -302,7 +305,8 @@ class ControlServer:
                 cap = self.max_per_uid if same_uid else self.max_clients
                 if uid < 0 and same_uid or len(pool) < cap:
                     break
-                victims: List[_Client] = sorted((c for c in pool if not c.held),
+                victims: List[_Client] = sorted((c for c in pool
+                                                 if not c.held and not c.asked),
                                                 key=lambda c: c.connected)
                 if not victims:
                     return False
@@ -348,6 +352,7 @@ class ControlServer:
             del client.inbuf[: end + 1]
             client.line_started = time.monotonic() if client.inbuf else None
             if line.strip():
+                client.asked = True
                 reply = self._answer(line, client.peer)
                 if reply.pop(HOLD, False):
                     client.held = True

@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence
 from ..errors import HardwareError, PermissionDenied, UsageError
 from ..ownership.lock import LOCK_FILE_MODE, LOCK_PATH
 from ..ownership.statedir import STATE_DIR as _STATE_DIR
+from ..ownership.statedir import hint_for
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 UNIT_NAME = "jetbench.service"
@@ -31,6 +32,12 @@ GROUP = "jetbench"
 
 UNIT_DEST = "etc/systemd/system/" + UNIT_NAME
 DROPIN_DEST = "etc/systemd/system/jetbench.service.d/10-jetbench-home.conf"
+ACCESS_DEST = "etc/systemd/system/jetbench.service.d/20-jetbench-access.conf"
+# What the unit's DevicePolicy=closed lets through for NVML (a GPU host, Thor: nvidiactl,
+# nvidiaN, nvidia-uvm... all of the driver's character devices, /proc/devices' names) and for
+# serial meters (USB-serial adapters, the links 71-jetbench-meters.rules makes point at them).
+NVML_DEVICES = ("char-nvidia* rw",)
+METER_DEVICES = ("char-ttyUSB rw", "char-ttyACM rw")
 RULES_DEST = "etc/udev/rules.d"
 DEFAULTS_DEST = "etc/default/jetbench"
 TMPFILES_DEST = "etc/tmpfiles.d/jetbench.conf"
@@ -71,6 +78,32 @@ def tmpfiles_text() -> str:
             f"f {LOCK_PATH} {LOCK_FILE_MODE:04o} root {GROUP} -\n")
 
 
+def access_text(logs: Sequence[str], nvml: bool, meters: bool) -> Optional[str]:
+    """The drop-in that opens the unit's sandbox to what the daemon is told to use: each
+    --log's directory (read-only; a whole directory, so a rotated log is seen; a home
+    directory, which ProtectHome= hides, through a tmpfs with only that directory in it), the
+    NVIDIA driver's devices for NVML, the serial meters' devices. None: nothing to open."""
+    lines: List[str] = []
+    home = False
+    for log in logs:
+        if not os.path.isabs(log):
+            raise UsageError(f"--log {log}: give the log's absolute path")
+        folder = os.path.dirname(os.path.normpath(log)) or "/"
+        if (folder + "/").startswith(HOME_PREFIXES):  # hidden by ProtectHome=: bound in
+            home = True
+            lines.append(f"BindReadOnlyPaths=-{folder}")
+        else:  # readable already (ProtectSystem=strict: all of / read-only): said so
+            lines.append(f"ReadOnlyPaths=-{folder}")
+    if home:
+        lines.insert(0, "ProtectHome=tmpfs")
+    lines += [f"DeviceAllow={d}" for d in (NVML_DEVICES if nvml else ())]
+    lines += [f"DeviceAllow={d}" for d in (METER_DEVICES if meters else ())]
+    if not lines:
+        return None
+    return ("# Written by `jetbench install-service`: what the daemon reads beyond the unit's "
+            "sandbox.\n[Service]\n" + "\n".join(lines) + "\n")
+
+
 def _state_dir(dest: Path, actions: List[Action], live: bool, dry_run: bool) -> None:
     """On the host: create the state directory root:jetbench 2775 now (tmpfiles.d does it at
     each boot); in a staging root the image's boot does it (the group's id is the image's)."""
@@ -94,7 +127,7 @@ def _state_dir(dest: Path, actions: List[Action], live: bool, dry_run: bool) -> 
                             f"--system {GROUP}, then install again") from err
     except OSError as err:
         raise HardwareError(f"cannot set up the state directory ({err.strerror})",
-                            path=str(path), hint="run with sudo") from err
+                            path=str(path), hint=hint_for(err, path)) from err
 
 
 def _shipped_rules() -> List[Path]:
@@ -121,7 +154,8 @@ def _write(dest: Path, rel: str, text: str, actions: List[Action], dry_run: bool
     except PermissionError as err:
         raise PermissionDenied("cannot write", path=str(path), hint="run with sudo") from err
     except OSError as err:
-        raise HardwareError(f"cannot write ({err.strerror})", path=str(path)) from err
+        raise HardwareError(f"cannot write ({err.strerror})", path=str(path),
+                            hint=hint_for(err, path.parent)) from err
 
 
 def _run(argv: Sequence[str], actions: List[Action], live: bool, check: bool = True) -> None:
@@ -141,7 +175,9 @@ def _run(argv: Sequence[str], actions: List[Action], live: bool, check: bool = T
 
 def install(dest: Path, executable: str, *, profile: Optional[str] = None,
             metrics: Optional[str] = None, interval: Optional[str] = None, start: bool = True,
-            dry_run: bool = False) -> List[Action]:
+            dry_run: bool = False, logs: Sequence[str] = (), nvml: Optional[bool] = None,
+            meters: bool = False) -> List[Action]:
+    """`nvml` None: where the host has the NVIDIA driver's /dev/nvidiactl (live installs)."""
     dest = Path(dest)
     live = str(dest.resolve()) == "/" and not dry_run
     executable = os.path.abspath(executable)
@@ -159,6 +195,13 @@ def install(dest: Path, executable: str, *, profile: Optional[str] = None,
     if executable.startswith(HOME_PREFIXES):
         _write(dest, DROPIN_DEST, "# jetbench is installed under a home directory: let the "
                "service read it.\n[Service]\nProtectHome=read-only\n", actions, dry_run)
+    if nvml is None:
+        nvml = live and os.path.exists("/dev/nvidiactl")
+    access = access_text(logs, nvml, meters)
+    if access is not None:
+        _write(dest, ACCESS_DEST, access, actions, dry_run)
+    elif (dest / ACCESS_DEST).exists() and not dry_run:
+        (dest / ACCESS_DEST).unlink()  # an earlier install's: nothing to open now
     for rule in rules:
         _write(dest, f"{RULES_DEST}/{rule.name}", rule.read_text(encoding="utf-8"), actions,
                dry_run)
@@ -180,7 +223,7 @@ def uninstall(dest: Path, *, dry_run: bool = False, remove_group: bool = False) 
     live = str(dest.resolve()) == "/" and not dry_run
     actions: List[Action] = []
     _run(["systemctl", "disable", "--now", UNIT_NAME], actions, live, check=False)
-    paths = [UNIT_DEST, DROPIN_DEST, DEFAULTS_DEST, TMPFILES_DEST]
+    paths = [UNIT_DEST, DROPIN_DEST, ACCESS_DEST, DEFAULTS_DEST, TMPFILES_DEST]
     paths += [f"{RULES_DEST}/{rule.name}" for rule in sorted(SHIPPED_RULES.glob("*.rules"))]
     for rel in paths:
         path = dest / rel

@@ -26,9 +26,11 @@ from typing import Callable, Deque, List, Optional, Union
 from ..errors import HardwareError, UsageError
 from ..workload.command.throughput_from import compile_user_pattern
 from .live_rate import Reading
+from .scrape import SourceFault
 
 MAX_READ_BYTES = 1 << 20  # read at most this much of the log per reading
 MAX_LINE_BYTES = 64 * 1024  # a longer "line" is cut: no pattern runs over megabytes
+MAX_RATE_PER_S = 1e9  # a line saying more items per second than this is a fault, not a rate
 
 
 @dataclass(frozen=True)
@@ -60,13 +62,17 @@ def parse_log_source(text: str, option: str = "--throughput-from") -> LogSource:
 
 
 class _Integrated:
-    """The values matched on lines, integrated into a counter (items = rate x seconds)."""
+    """The values matched on lines, integrated into a counter (items = rate x seconds). A log
+    with no new value for `silent_after_s` is a fault: silence is not a rate."""
 
-    def __init__(self, source: LogSource, clock: Callable[[], float]):
+    def __init__(self, source: LogSource, clock: Callable[[], float],
+                 silent_after_s: Optional[float] = None):
         self.source = source
+        self.silent_after_s = silent_after_s
         self._regex = compile_user_pattern(source.pattern)
         self._clock = clock
         self._value: Optional[float] = None  # items/s, from the last matching line
+        self._value_at: Optional[float] = None  # when that line was read
         self._count = 0.0
         self._at: Optional[float] = None
 
@@ -82,23 +88,34 @@ class _Integrated:
             matches = list(self._regex.finditer(line))
             if matches:
                 try:
-                    self._value = max(0.0, float(matches[-1].group(1)))
+                    value = float(matches[-1].group(1))
                 except (TypeError, ValueError):
                     continue
+                if not 0.0 <= value <= MAX_RATE_PER_S:  # NaN, inf, 1e308: no rate
+                    raise SourceFault(f"{self._what()} says {matches[-1].group(1)[:40]!r} "
+                                      f"items/s: not a rate (0 to {MAX_RATE_PER_S:g})")
+                self._value, self._value_at = value, now
         self._at = now
         if self._value is None:
-            raise HardwareError(f"no line of {self.source.path} has matched "
-                                f"{self.source.pattern!r} yet",
-                                hint="the workload writes its rate there every few seconds; "
-                                     "check the pattern against a line of its log")
-        return Reading(now, self._count)
+            raise SourceFault(f"no line of {self.source.path} has matched "
+                              f"{self.source.pattern!r} yet",
+                              hint="the workload writes its rate there every few seconds; "
+                                   "check the pattern against a line of its log")
+        assert self._value_at is not None
+        if self.silent_after_s is not None and now - self._value_at > self.silent_after_s:
+            raise SourceFault(f"{self._what()} has been silent for {now - self._value_at:.0f} s")
+        return Reading(now, self._count, value_at=self._value_at)
+
+    def _what(self) -> str:
+        return "the log" if self.source.kind == "log" else f"the journal of {self.source.path}"
 
 
 class LogRate(_Integrated):
     """Follows a log file; `read()` answers the integrated counter (a Reading)."""
 
-    def __init__(self, source: LogSource, clock: Callable[[], float] = time.monotonic):
-        super().__init__(source, clock)
+    def __init__(self, source: LogSource, clock: Callable[[], float] = time.monotonic,
+                 silent_after_s: Optional[float] = None):
+        super().__init__(source, clock, silent_after_s)
         self._fd: Optional[int] = None
         self._inode: Optional[int] = None
         self._offset = 0
@@ -108,8 +125,10 @@ class LogRate(_Integrated):
         try:
             fd = os.open(self.source.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as err:
-            raise HardwareError(f"cannot read the log {self.source.path} "
-                                f"({err.strerror})") from None
+            raise HardwareError(f"cannot read the log {self.source.path} ({err.strerror})",
+                                hint="start the workload first; under systemd, the unit's "
+                                     "sandbox hides home directories: sudo jetbench "
+                                     f"install-service --log {self.source.path}") from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
@@ -153,8 +172,9 @@ class JournalRate(_Integrated):
     """Follows a systemd unit's journal (`journalctl --unit UNIT --follow --output cat`, new
     lines only), read by a thread into a bounded queue."""
 
-    def __init__(self, source: LogSource, clock: Callable[[], float] = time.monotonic):
-        super().__init__(source, clock)
+    def __init__(self, source: LogSource, clock: Callable[[], float] = time.monotonic,
+                 silent_after_s: Optional[float] = None):
+        super().__init__(source, clock, silent_after_s)
         self._proc: Optional[subprocess.Popen[bytes]] = None
         self._queue: Deque[str] = collections.deque(maxlen=10_000)
         self._lock = threading.Lock()
@@ -171,14 +191,24 @@ class JournalRate(_Integrated):
         threading.Thread(target=self._follow, name="jetbench-journal", daemon=True).start()
 
     def _follow(self) -> None:
+        """Lines in pieces of at most MAX_LINE_BYTES: a 600 MB line costs one piece's memory
+        (its last piece is the line matched)."""
         assert self._proc is not None and self._proc.stdout is not None
-        for raw in self._proc.stdout:
+        tail = b""
+        while True:
+            piece = self._proc.stdout.readline(MAX_LINE_BYTES)
+            if not piece:
+                return
+            if not piece.endswith(b"\n"):
+                tail = (tail + piece)[-MAX_LINE_BYTES:]
+                continue
+            line, tail = (tail + piece)[-MAX_LINE_BYTES:], b""
             with self._lock:
-                self._queue.append(raw[-MAX_LINE_BYTES:].decode("utf-8", errors="replace"))
+                self._queue.append(line.decode("utf-8", errors="replace"))
 
     def _lines(self) -> List[str]:
         if self._proc is not None and self._proc.poll() is not None:
-            raise HardwareError(f"journalctl for {self.source.path} ended (exit "
+            raise SourceFault(f"journalctl for {self.source.path} ended (exit "
                                 f"{self._proc.returncode})")
         with self._lock:
             lines = list(self._queue)
@@ -195,5 +225,8 @@ class JournalRate(_Integrated):
                 self._proc.wait()
 
 
-def open_log_rate(source: LogSource) -> Union[LogRate, JournalRate]:
-    return LogRate(source) if source.kind == "log" else JournalRate(source)
+def open_log_rate(source: LogSource, silent_after_s: Optional[float] = None
+                  ) -> Union[LogRate, JournalRate]:
+    if source.kind == "log":
+        return LogRate(source, silent_after_s=silent_after_s)
+    return JournalRate(source, silent_after_s=silent_after_s)

@@ -12,7 +12,9 @@
                                      histogram_quantile() interpolates them.
 
 A counter that goes down (the workload restarted) starts a new window: nothing is counted
-across it. A scrape that fails is an error the caller decides on (the tuner freezes).
+across it. The page is untrusted input (scrape.py: a total deadline, a size bound, only the
+wanted series parsed, by prometheus_client's parser); whatever it does wrong is a SourceFault
+the caller counts and decides on (the tuner freezes).
 """
 
 from __future__ import annotations
@@ -20,18 +22,13 @@ from __future__ import annotations
 import math
 import re
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..errors import HardwareError, UsageError
+from ..errors import UsageError
+from .scrape import DEADLINE_S, Series, SourceFault, fetch_series, select_series
 
-SCRAPE_TIMEOUT_S = 2.0
-MAX_SCRAPE_BYTES = 8 * 1024 * 1024  # a metrics page larger than this is refused
-
-# name{labels} value [timestamp]: the text exposition format, version 0.0.4
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?\s*$")
+SCRAPE_TIMEOUT_S = DEADLINE_S
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
 
@@ -90,25 +87,9 @@ def parse_source(text: str, option: str = "--throughput-from") -> PrometheusSour
     return PrometheusSource(url, selector)
 
 
-Series = Dict[Tuple[str, Tuple[Tuple[str, str], ...]], float]  # (name, labels) -> value
-
-
-def parse_exposition(text: str) -> Series:
-    """The samples of a Prometheus text page (comments and malformed lines skipped)."""
-    out: Series = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if m is None:
-            continue
-        try:
-            value = float(m.group(3))
-            labels = _labels(m.group(2), "") if m.group(2) else ()
-        except ValueError:
-            continue
-        out[(m.group(1), tuple(sorted(labels)))] = value
-    return out
+def parse_exposition(text: str, names: Sequence[str]) -> Series:
+    """The samples of `names` on a Prometheus text page (scrape.select_series)."""
+    return select_series(text.splitlines(), names)
 
 
 def _matches(labels: Tuple[Tuple[str, str], ...], wanted: Tuple[Tuple[str, str], ...]) -> bool:
@@ -126,10 +107,14 @@ def counter_value(series: Series, selector: Selector) -> Optional[float]:
     return None
 
 
+def _histogram_name(selector: Selector) -> str:
+    name = selector.name
+    return name[:-len("_bucket")] if name.endswith("_bucket") else name
+
+
 def buckets(series: Series, selector: Selector) -> Dict[float, float]:
     """A histogram's cumulative bucket counts by upper bound (`le`), summed over its series."""
-    name = selector.name[:-len("_bucket")] if selector.name.endswith("_bucket") \
-        else selector.name
+    name = _histogram_name(selector)
     out: Dict[float, float] = {}
     for (n, labels), v in series.items():
         if n != name + "_bucket" or not _matches(labels, selector.labels):
@@ -167,19 +152,10 @@ def quantile(q: float, increase: Dict[float, float]) -> Optional[float]:
     return bounds[-1]
 
 
-def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S) -> Series:
-    """One GET of a metrics page, parsed; HardwareError (one line) when it cannot be read."""
-    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as reply:  # noqa: S310 - http(s) only
-            body = reply.read(MAX_SCRAPE_BYTES + 1)
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        why = getattr(err, "reason", None) or err
-        raise HardwareError(f"the metrics endpoint {url} did not answer ({why})") from None
-    if len(body) > MAX_SCRAPE_BYTES:
-        raise HardwareError(f"the metrics page at {url} is larger than "
-                            f"{MAX_SCRAPE_BYTES // (1024 * 1024)} MiB: refused")
-    return parse_exposition(body.decode("utf-8", errors="replace"))
+def scrape(url: str, names: Sequence[str], timeout_s: float = DEADLINE_S) -> Series:
+    """One GET of a metrics page within `timeout_s` in all, its wanted series kept
+    (scrape.fetch_series); SourceFault (one line) when it cannot be read or is refused."""
+    return fetch_series(url, names, timeout_s)
 
 
 @dataclass(frozen=True)
@@ -189,6 +165,8 @@ class Reading:
     t_s: float
     count: float
     buckets: Dict[float, float] = field(default_factory=dict)
+    # a log's: when it last said something new (None: every reading is new, a scrape's)
+    value_at: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -211,21 +189,31 @@ class LiveRate:
         self.timeout_s = timeout_s
         self._clock = clock
 
+    def _names(self, url: str) -> List[str]:
+        """The series names to keep from the page at `url`: the counter's, the histogram's."""
+        names: List[str] = []
+        if url == self.rate.url:
+            names += [self.rate.selector.name, self.rate.selector.name + "_total"]
+        if self.latency is not None and url == self.latency.url:
+            names.append(_histogram_name(self.latency.selector) + "_bucket")
+        return names
+
     def read(self) -> Reading:
-        series = scrape(self.rate.url, self.timeout_s)
+        series = scrape(self.rate.url, self._names(self.rate.url), self.timeout_s)
         t_s = self._clock()
         count = counter_value(series, self.rate.selector)
         if count is None:
-            raise HardwareError(f"{self.rate.selector.text()} is not on {self.rate.url}",
-                                hint="the counter's name as the page shows it (curl the URL)")
+            raise SourceFault(f"{self.rate.selector.text()} is not on {self.rate.url}",
+                              hint="the counter's name as the page shows it (curl the URL)")
         found: Dict[float, float] = {}
         if self.latency is not None:
             if self.latency.url != self.rate.url:
-                series = scrape(self.latency.url, self.timeout_s)
+                series = scrape(self.latency.url, self._names(self.latency.url),
+                                self.timeout_s)
             found = buckets(series, self.latency.selector)
             if not found:
-                raise HardwareError(f"{self.latency.selector.text()}_bucket is not on "
-                                    f"{self.latency.url}")
+                raise SourceFault(f"{self.latency.selector.text()}_bucket is not on "
+                                  f"{self.latency.url}")
         return Reading(t_s, count, found)
 
     def check(self) -> Reading:

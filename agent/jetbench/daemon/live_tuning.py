@@ -12,6 +12,12 @@ window that breaks a constraint beyond its uncertainty by EARLY_FRACTION of its 
 there; where the controller asks for one (after a miss, after the first pin) a window only lets
 the workload settle and is not judged, unless it ends early so (then it is).
 
+The source is read off the daemon's loop (source_poller.py; a Prometheus page within a total
+deadline and a size bound, scrape.py): a fault, or a log silent for `silence_s`, freezes the
+search at the point held (where it began, before there is one), never lower; a window in
+which a log said nothing new is not judged; a counter that goes back starts a new window. The
+operator's restore/apply/maxperf `stop` the tuning until `resume` (pin, a reload).
+
 The energy saved is counted against the point the daemon started from (the profile's, or what
 the board ran): each window's items at that point's items per joule, less the energy the window
 took. It is an estimate from the first window's efficiency, and says so (`energy_saved_basis`).
@@ -31,9 +37,19 @@ from ..errors import HardwareError, JetbenchError
 from ..run.constraint import Constraint
 from ..sampling.uncertainty import sem_pct
 from ..units import format_hz
-from .live_log import JournalRate, LogRate, LogSource
+from .live_log import LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
-from .online_tuner import FROZEN, Decision, OnlineTuner, Point, Space, Window
+from .online_tuner import (
+    EXPLORING,
+    FROZEN,
+    STOPPED,
+    Decision,
+    OnlineTuner,
+    Point,
+    Space,
+    Window,
+)
+from .source_poller import PolledSource, RateSource
 
 if TYPE_CHECKING:
     from ..documents import ClockDoc
@@ -48,6 +64,7 @@ SETTLE_MAX_S = 1.0
 MIN_SAMPLE_S = 0.25
 GROUP_ITEMS = 20
 EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends there
+SILENT_WINDOWS = 3  # a log silent for this many windows freezes the search
 
 
 @dataclass(frozen=True)
@@ -59,6 +76,19 @@ class TuneConfig:
     latency: Optional[PrometheusSource] = None
     knobs: Tuple[str, ...] = ("gpu", "emc")
     window_s: float = 10.0
+    silent_after_s: Optional[float] = None  # a log with no new value this long: frozen
+
+    @property
+    def silence_s(self) -> float:
+        """How long a log may say nothing before the search freezes (SILENT_WINDOWS windows
+        unless given)."""
+        return self.silent_after_s if self.silent_after_s is not None \
+            else SILENT_WINDOWS * self.window_s
+
+
+def sample_period_s(window_s: float) -> float:
+    """How often a window reads the source and the power: a tenth of it, MIN_SAMPLE_S at least."""
+    return max(MIN_SAMPLE_S, window_s / 10)
 
 
 class PointDoc(TypedDict):
@@ -86,6 +116,10 @@ class TuneStatusDoc(TypedDict, total=False):
     energy_saved_basis: str
     latency_ms: Dict[str, float]
     paused: Optional[str]
+    stopped: Optional[str]  # why the operator stopped the tuning (restore, apply, maxperf)
+    source_faults: int  # reads of the rate source that failed, answered wrong or too slowly
+    source_fault: Optional[str]  # the latest of them
+    quiet_windows: int  # windows a log said nothing new in (not judged)
     space_hz: Dict[str, List[int]]  # each knob's candidates: the distinct rates the kernel runs
 
 
@@ -93,6 +127,12 @@ def _point_doc(space: Space, point: Point, w: Window) -> PointDoc:
     return {"point_hz": space.hz(point), "items_per_s": w.items_per_s,
             "items_per_s_uncertainty_pct": w.items_per_s_uncertainty_pct,
             "power_w": w.power_w, "items_per_j": w.items_per_j}
+
+
+def _said_nothing_new(readings: List[Reading]) -> bool:
+    """A log's readings with no new value after the window's first: not judged."""
+    last = readings[-1].value_at
+    return last is not None and last <= readings[0].t_s
 
 
 def _group_rates(readings: List[Reading]) -> List[float]:
@@ -114,8 +154,7 @@ class LiveTuning:
     `read_power()` is the board's total power now (None: no reading); `paused()` says why not
     to tune now (a borrower holds the board), or None."""
 
-    def __init__(self, config: TuneConfig, source: Union[LiveRate, LogRate, JournalRate],
-                 space: Space,
+    def __init__(self, config: TuneConfig, source: RateSource, space: Space,
                  read_power: Callable[[], Optional[float]],
                  pin: Callable[[Dict[str, int]], None],
                  paused: Callable[[], Optional[str]] = lambda: None,
@@ -125,7 +164,7 @@ class LiveTuning:
         self.space = space
         self.tuner = OnlineTuner(space, config.limits)
         self._read_power, self._pin, self._paused, self._clock = read_power, pin, paused, clock
-        self.sample_s = max(MIN_SAMPLE_S, config.window_s / 10)
+        self.sample_s = sample_period_s(config.window_s)
         self._ms_per = ms_per_unit(config.latency.selector.name) if config.latency else 1000.0
         self._point: Point = space.top()
         self._decision: Optional[Decision] = None
@@ -136,6 +175,9 @@ class LiveTuning:
         self.energy_saved_j = 0.0
         self._latency: Dict[str, float] = {}
         self._paused_why: Optional[str] = None
+        self._quiet_windows = 0  # windows a log said nothing new in: not judged
+        self.stopped: Optional[str] = None  # why the operator stopped the tuning (None: not)
+        self._phase_before_stop = EXPLORING
 
     def begin(self, current_hz: Dict[str, Optional[int]]) -> None:
         """The first window, at the point the board holds now (nearest table entries)."""
@@ -156,6 +198,29 @@ class LiveTuning:
         window."""
         self._go(self._point, force=True)
 
+    @property
+    def phase(self) -> str:
+        return STOPPED if self.stopped is not None else self.tuner.phase
+
+    def stop(self, why: str) -> None:
+        """The operator took the board (`restore`, `apply`, `maxperf` through the daemon): no
+        window, no pin until `resume` (`pin`, a reload)."""
+        if self.stopped is None:
+            log.info("tune: stopped (%s)", why)
+            self._phase_before_stop = self.tuner.phase
+        self.stopped = why
+        self.tuner.phase = STOPPED
+        self._readings, self._powers = [], []
+
+    def resume(self) -> None:
+        """`pin` or a reload after a stop: the search again from the point it held."""
+        if self.stopped is None:
+            return
+        self.stopped = None
+        self.tuner.phase = self._phase_before_stop  # the search goes on where it was
+        log.info("tune: resumed (%s)", self.tuner.phase)
+        self._go(self._point, force=True)
+
     def close(self) -> None:
         """The source's file or process, let go (the daemon is stopping)."""
         close = getattr(self.source, "close", None)
@@ -165,6 +230,8 @@ class LiveTuning:
     def tick(self) -> float:
         """Take the samples due and end a window that is due; the time to be woken next."""
         now = self._clock()
+        if self.stopped is not None:
+            return now + self.config.window_s
         why = self._paused()
         if why is not None:  # a borrower holds the board: its clocks are not ours to judge
             if self._paused_why is None:
@@ -180,15 +247,29 @@ class LiveTuning:
         if now < self._window_from:
             return self._window_from
         try:
-            self._readings.append(self.source.read())
+            reading = self.source.read()  # the latest: read off the loop (source_poller.py)
         except JetbenchError as err:
-            self._decide(None, f"{err}")
+            self._decide(None, err.message)
             return self._window_from
+        last = self._readings[-1] if self._readings else None
+        if reading.t_s < self._window_from or (last is not None and reading.t_s <= last.t_s):
+            return now + self.sample_s / 4  # nothing new since the last sample
+        if last is not None and reading.count < last.count:
+            # a restart, not a rate: nothing is counted across it
+            log.info("tune: the counter went back (the workload restarted): a new window")
+            self._readings, self._powers = [], []
+        self._readings.append(reading)
         power = self._read_power()
         if power is not None and math.isfinite(power):
             self._powers.append(power)
         first = self._readings[0]
         if self._readings[-1].t_s - first.t_s >= self.config.window_s:
+            if _said_nothing_new(self._readings):
+                # a log that said nothing in the whole window: its last value is no rate
+                self._quiet_windows += 1
+                self._readings, self._powers = [], []
+                self._window_from = self._clock()
+                return self._window_from
             if self._decision is not None and self._decision.settle:
                 self._decision.settle = False  # that window let the workload settle: unjudged
                 self._readings, self._powers = [], []
@@ -207,9 +288,9 @@ class LiveTuning:
         window too, which is then judged: a backlog drained can only flatter a point, so one
         that misses while it settles misses (the point the daemon starts from, say)."""
         readings = self._readings
-        if len(readings) < 3 or \
+        if len(readings) < 3 or _said_nothing_new(readings) or \
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self.config.window_s:
-            return False
+            return False  # (a log's last value, repeated, is judged by no one)
         partial = self._figures()
         return partial is not None and any(partial.breaks(lim) for lim in self.tuner.judged())
 
@@ -244,20 +325,24 @@ class LiveTuning:
 
     def _decide(self, measured: Optional[Window], failure: Optional[str],
                 early: bool = False) -> None:
-        decision = self.tuner.observe(self._point, measured)
+        decision = self.tuner.observe(self._point, measured, failure)
         if early:
             decision.why = f"{decision.why} (that window ended early: it broke a constraint)"
         if failure is not None:
-            decision.why = f"{decision.why} ({failure})"
+            pass  # said by the freeze
         elif measured is None:
             decision.why = f"{decision.why} (the counter went back, or no power reading)"
-        if self._decision is None or decision.why != self._decision.why or \
-                decision.phase != self._decision.phase:
+        again = self._decision is not None and decision.phase == FROZEN == self._decision.phase
+        if not again and (self._decision is None or decision.why != self._decision.why or
+                          decision.phase != self._decision.phase):
             log.info("tune: %s: %s", decision.phase, decision.why)
         self._decision = decision
         if decision.phase == FROZEN:
+            if decision.point != self._point:  # the safe point: the held one, or the start
+                self._pin(self.space.hz(decision.point))
+                self._point = decision.point
             self._readings, self._powers = [], []
-            self._window_from = self._clock() + self.config.window_s
+            self._window_from = self._clock() + self.sample_s
             return
         self._go(decision.point)
 
@@ -267,7 +352,7 @@ class LiveTuning:
         if t.held is not None and t.held_window is not None:
             held = _point_doc(self.space, t.held, t.held_window)
         return {
-            "phase": t.phase,
+            "phase": self.phase,
             "source": self.config.rate.text(),
             "constraints": [str(lim) for lim in t.limits],
             "demand_per_s": t.demand,
@@ -275,7 +360,7 @@ class LiveTuning:
             "held": held,
             "last": _point_doc(self.space, *t.last) if t.last else None,
             "best": _point_doc(self.space, *t.best) if t.best else None,
-            "why": self._decision.why if self._decision else "starting",
+            "why": self.stopped or (self._decision.why if self._decision else "starting"),
             "windows": t.windows,
             "windows_breaking_constraints": t.broken_windows,
             "energy_saved_j": round(self.energy_saved_j, 3),
@@ -284,6 +369,10 @@ class LiveTuning:
                                   "energy",
             "latency_ms": dict(self._latency),
             "paused": self._paused_why,
+            "stopped": self.stopped,
+            "source_faults": int(getattr(self.source, "faults", 0)),
+            "source_fault": getattr(self.source, "last_fault", None),
+            "quiet_windows": self._quiet_windows,
             "space_hz": {k: list(t) for k, t in zip(self.space.knobs, self.space.tables)},
         }
 
@@ -302,7 +391,7 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
     from .live_log import open_log_rate
 
     source = LiveRate(tune.rate, tune.latency) if isinstance(tune.rate, PrometheusSource) \
-        else open_log_rate(tune.rate)
+        else open_log_rate(tune.rate, tune.silence_s)
     try:
         source.check()
     except JetbenchError as err:
@@ -323,7 +412,9 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
     for rates in tables.values():
         known_rates(rates)
     space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
-    tuning = LiveTuning(tune, source, space, total_power_w, pin, paused=lent_to)
+    polled = PolledSource(source, sample_period_s(tune.window_s))
+    polled.start()
+    tuning = LiveTuning(tune, polled, space, total_power_w, pin, paused=lent_to)
     tuning.begin(held)
     log.info("tune: %s, within the power mode the clocks run %s; windows of %.3g s",
              tune.rate.text(), "; ".join(f"{k} {_rates_text(v)}" for k, v in tables.items()),

@@ -117,7 +117,8 @@ class _Collector:
         temps = GaugeMetricFamily("jetbench_temperature_celsius", "Thermal zone temperature",
                                   labels=["zone"])
         for zone, value in sorted(snap.get("temperatures_c", {}).items()):
-            temps.add_metric([zone], value)
+            if value is not None:
+                temps.add_metric([zone], value)
         yield temps
         counters = snap.get("counters", {})
         for name, key, text in (
@@ -178,10 +179,13 @@ def _tune_metrics(snap: StatusDoc) -> Iterator[Metric]:
     yield phase
     held = tune.get("held")
     if held:
-        yield GaugeMetricFamily("jetbench_tune_items_per_joule", "Items per joule at the "
-                                "point held (its last window there)", value=held["items_per_j"])
-        yield GaugeMetricFamily("jetbench_tune_items_per_second", "The workload's rate at the "
-                                "point held", value=held["items_per_s"])
+        if held.get("items_per_j") is not None:
+            yield GaugeMetricFamily("jetbench_tune_items_per_joule", "Items per joule at the "
+                                    "point held (its last window there)",
+                                    value=held["items_per_j"])
+        if held.get("items_per_s") is not None:
+            yield GaugeMetricFamily("jetbench_tune_items_per_second", "The workload's rate at "
+                                    "the point held", value=held["items_per_s"])
         point = GaugeMetricFamily("jetbench_tune_point_hz", "The clocks of the point held",
                                   labels=["knob"])
         for knob, hz in sorted(held["point_hz"].items()):
@@ -189,12 +193,15 @@ def _tune_metrics(snap: StatusDoc) -> Iterator[Metric]:
         yield point
     yield CounterMetricFamily("jetbench_tune_energy_saved_joules", "Energy saved against the "
                               "point the daemon started from (an estimate: status says how)",
-                              value=float(tune.get("energy_saved_j", 0.0)))
+                              value=float(tune.get("energy_saved_j") or 0.0))
     yield CounterMetricFamily("jetbench_tune_constraint_violations", "Windows that broke a "
                               "constraint beyond their uncertainty",
                               value=float(tune.get("windows_breaking_constraints", 0)))
     yield CounterMetricFamily("jetbench_tune_windows", "Windows measured",
                               value=float(tune.get("windows", 0)))
+    yield CounterMetricFamily("jetbench_tune_source_faults", "Reads of the workload's rate "
+                              "source that failed, answered wrong or too slowly",
+                              value=float(tune.get("source_faults") or 0))
 
 
 def _power_mode_metrics(snap: StatusDoc) -> Iterator[Metric]:

@@ -23,7 +23,8 @@ there; a rate that moved beyond noise in MOVED_WINDOWS windows in a row (the dem
 searches again from the held point, upwards first where it rose; every CHECK_UP_EVERY + 1st
 window looks one step up (a saturated point serves no change when its demand grows: only a
 look above shows that more is served, and more per joule, there). A window the source could
-not read freezes the search at the last good point (phase `frozen`) until it answers again.
+not read (a fault, a log gone silent) freezes the search at the last good point, or where the
+daemon began before there is one (phase `frozen`), until it answers again.
 
 Every comparison goes by report/digits.separated: the uncertainties must separate two figures
 before one is called better; a constraint is met only with its whole interval on the right
@@ -46,7 +47,8 @@ EXPLORING = "exploring"
 HOLDING = "holding"
 RETUNING = "re-tuning"
 FROZEN = "frozen"
-PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN)
+STOPPED = "stopped"  # the operator restored the board, or pinned a profile: until `pin`
+PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN, STOPPED)
 
 # A figure's interval, for a decision, is this many of its uncertainties either side (one
 # uncertainty is about one standard error: two keep a held point from being left, or a step
@@ -203,10 +205,12 @@ class OnlineTuner:
         self._held_windows = 0
         self._moved = 0  # holding: windows in a row whose rate moved beyond noise
         self._moved_up = False
+        self._start: Optional[Point] = None  # the point the board held when the daemon began
 
     # -- what the daemon calls -----------------------------------------------------------------
     def start(self, point: Point) -> Decision:
         """Where the first window runs: the point the board holds now (the profile's)."""
+        self._start = point
         return Decision(point, self.phase, "measuring the point the board holds", settle=True)
 
     def judged(self) -> Tuple[Constraint, ...]:
@@ -220,9 +224,12 @@ class OnlineTuner:
                 out.append(Constraint("items_per_s", ">=", lim.value * self.demand, lenient=True))
         return tuple(out)
 
-    def observe(self, point: Point, window: Optional[Window]) -> Decision:
+    def observe(self, point: Point, window: Optional[Window],
+                failure: Optional[str] = None) -> Decision:
+        """The next point after a window at `point`; `window` None: the source was not read
+        (`failure` says why), and the search freezes at a safe point."""
         if window is None:
-            return self._freeze(point)
+            return self._freeze(point, failure or "the rate source did not answer")
         self.windows += 1
         self.last = (point, window)
         wants_demand = any(lim.name == DEMAND for lim in self.limits)
@@ -408,14 +415,15 @@ class OnlineTuner:
                 return tuple(up)
         return None
 
-    def _freeze(self, point: Point) -> Decision:
+    def _freeze(self, point: Point, why: str) -> Decision:
+        """No figure to go by: the last good point, or where the daemon began (the profile's)
+        before there is one; never a probe below them."""
         self.phase = FROZEN
-        keep = self.held if self.held is not None else point
+        keep = self.held if self.held is not None else (self._start or self.space.top())
         self._recovering = False
         if self.held is not None:
             self._begin_search()
-        return Decision(keep, self.phase, "the rate source did not answer: frozen at "
-                        f"{self._text(keep)}")
+        return Decision(keep, self.phase, f"{why}: frozen at {self._text(keep)}")
 
     # -- words ---------------------------------------------------------------------------------
     def _text(self, point: Point) -> str:

@@ -124,7 +124,9 @@ class Daemon:
                                  snapshot=self.snapshot,
                                  profile_refused=lambda: self.profile_refused,
                                  summary=self.summary, read=self._read, pin_new=self._pin_new,
-                                 check=lambda: self.check())
+                                 check=lambda: self.check(),
+                                 stop_tuning=self._stop_tuning,
+                                 resume_tuning=self._resume_tuning)
 
     def check(self) -> None:
         """The periodic check (drift.py); the loop calls it every interval."""
@@ -246,6 +248,21 @@ class Daemon:
                              else None),
             known_rates=self.drift.known_rates)
 
+    def _stop_tuning(self, why: str) -> bool:
+        """The operator's restore/apply/maxperf: the tuning stops (no pin of it lands after
+        this: _pin_point checks under the same lock). True where it was tuning."""
+        if self.tuning is None or self.tuning.stopped is not None:
+            return False
+        self.tuning.stop(why)
+        return True
+
+    def _resume_tuning(self) -> bool:
+        """`pin` or a reload: a stopped tuning searches again. True where it resumed."""
+        if self.tuning is None or self.tuning.stopped is None:
+            return False
+        self.tuning.resume()
+        return True
+
     def _total_power_w(self) -> Optional[float]:
         """The board's total power now: the sources' total, else the sum of its rails."""
         rails, total = self._rails.read()
@@ -259,6 +276,8 @@ class Daemon:
         from before the daemon's first pin), within the power mode unless told otherwise."""
         with self._lock:
             assert self.held.board is not None
+            if self.tuning is not None and self.tuning.stopped is not None:
+                return  # the operator took the board (restore, apply): its word stands
             if self.held.lease is not None:
                 # lent since the tuning last looked: nothing is written under a borrower (the
                 # tuning pauses, and pins its point again when the board comes back)
@@ -308,7 +327,8 @@ class Daemon:
                 next_check += interval * max(1, int((now - next_check) // interval) + 1)
             if self.tuning is not None and now >= next_tune:
                 try:
-                    next_tune = self.tuning.tick()
+                    with self._lock:  # a restore/apply on the socket never lands mid-tick
+                        next_tune = self.tuning.tick()
                 except JetbenchError as err:  # a pin refused: the loop goes on, said once
                     self._error(f"tune: {err}")
                     next_tune = now + self.tuning.config.window_s
@@ -419,8 +439,8 @@ class Daemon:
                 if self.config.profile:
                     self._pin_new(load_profile(self.config.profile, self.root.base))
                     self.profile_refused = None
-                if self.tuning is not None:  # the profile is pinned again: so is the point
-                    self.tuning.repin()
+                if self.tuning is not None and not self._resume_tuning():
+                    self.tuning.repin()  # the profile is pinned again: so is the point
                 log.info("reloaded: %s", self.summary())
             except JetbenchError as err:
                 self._error(f"reload failed, keeping the current state: {err}")
@@ -449,7 +469,7 @@ class Daemon:
         """The STATUS= line: what is pinned, at which clocks (held.summary_line)."""
         return summary_line(self.held, self._snapshot.get("clocks") or [], self.config.profile,
                             self.profile_refused,
-                            self.tuning.tuner.phase if self.tuning is not None else None,
+                            self.tuning.phase if self.tuning is not None else None,
                             self.drift.throttle_reasons, self.drift.below_pin,
                             tuple(self.drift.hold.not_held.values()))
 

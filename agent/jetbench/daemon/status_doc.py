@@ -10,6 +10,7 @@ from typing import Any, Optional, Protocol
 from ..hw.fs import Root
 from ..hw.readings import identity
 from ..ownership.journal import originals
+from ..ownership.wire import finite
 from .drift import Drift, iso
 from .held import Held, ReadingsDoc, StatusDoc
 
@@ -33,7 +34,7 @@ def status_doc(daemon: Publishing, readings: ReadingsDoc) -> StatusDoc:
     """What `status` shows after this check: what is held and how, its counters, the readings."""
     board = daemon.held.board
     assert board is not None
-    return {
+    doc: StatusDoc = {
         "schema": "jetbench.status/1",
         "pid": os.getpid(),
         "started": iso(daemon._started),
@@ -60,3 +61,4 @@ def status_doc(daemon: Publishing, readings: ReadingsDoc) -> StatusDoc:
         "tune": daemon.tuning.doc() if daemon.tuning is not None else None,
         **readings,
     }
+    return finite(doc)  # a NaN reading is no figure: null in status, absent in the metrics

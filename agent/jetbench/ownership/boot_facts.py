@@ -12,15 +12,18 @@ from .statedir import replace_file, state_dir_fd
 
 
 def record_emc_ceiling(root: Root, ceiling: EmcCeiling) -> bool:
-    """Keep `ceiling` for this boot; False where the kernel gives no boot id to key it by (it
-    is then said for this run only)."""
+    """Keep `ceiling` for this boot; False where the kernel gives no boot id to key it by or
+    the state directory cannot take it (full, read-only): it is then said for this run only."""
     here = boot_id(root)
     if here is None:
         return False
     doc = {"boot_id": here, "emc_ceiling_hz": ceiling.hz, "emc_asked_hz": ceiling.asked_hz,
            "found": ceiling.found or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "why": ceiling.why}
-    with state_dir_fd(root, create=True) as dir_fd:
-        assert dir_fd is not None
-        replace_file(dir_fd, FACTS_NAME, json.dumps(doc, indent=1) + "\n")
+    try:
+        with state_dir_fd(root, create=True) as dir_fd:
+            assert dir_fd is not None
+            replace_file(dir_fd, FACTS_NAME, json.dumps(doc, indent=1) + "\n")
+    except OSError:
+        return False
     return True

@@ -42,7 +42,13 @@ from ..errors import HardwareError, JetbenchError, WriteRejected
 from ..hw import knob_io, nvml, services
 from ..hw.board import Board
 from ..hw.fs import MAX_KNOB_BYTES, Root
-from .statedir import STATE_DIR, remove_stale_temporaries, replace_file, state_dir_fd
+from .statedir import (
+    STATE_DIR,
+    hint_for,
+    remove_stale_temporaries,
+    replace_file,
+    state_dir_fd,
+)
 
 JOURNAL_NAME = "journal.json"
 JOURNAL_PATH = f"{STATE_DIR}/{JOURNAL_NAME}"
@@ -196,7 +202,7 @@ def _read_journal(root: Root, dir_fd: int) -> Optional[bytes]:
         if os.path.islink(shown):
             raise JournalInvalid(shown, "it is a symbolic link") from None
         raise HardwareError(f"the state journal is unreadable ({err.strerror})", path=shown,
-                            hint="run with sudo, or as a member of the jetbench group") from err
+                            hint=hint_for(err, journal_file(root).parent)) from err
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -312,8 +318,8 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
                 replace_file(dir_fd, JOURNAL_NAME, json.dumps(doc, indent=1) + "\n")
             except OSError as err:
                 raise HardwareError(f"cannot write the state journal ({err.strerror})",
-                                    path=shown, hint="nothing was changed; run with sudo") \
-                    from err
+                                    path=shown, hint="nothing was changed; "
+                                    + hint_for(err, journal_file(root).parent)) from err
     return entries
 
 
@@ -339,7 +345,8 @@ def discard(root: Root) -> Optional[Path]:
             os.fsync(dir_fd)
         except OSError as err:
             raise HardwareError(f"cannot move the journal aside ({err.strerror})",
-                                path=str(journal_file(root)), hint="run with sudo") from err
+                                path=str(journal_file(root)),
+                                hint=hint_for(err, journal_file(root).parent)) from err
     return journal_file(root).with_name(name)
 
 

@@ -32,7 +32,7 @@ from typing import Iterator, Optional
 
 from ..errors import EXIT_INTERRUPTED, HardwareError, JetbenchError
 from ..hw.fs import Root
-from .statedir import STATE_DIR, state_dir_fd
+from .statedir import STATE_DIR, hint_for, state_dir_fd
 
 LEASE_NAME = "board.lease"
 LEASE_PATH = f"{STATE_DIR}/{LEASE_NAME}"
@@ -71,8 +71,8 @@ def _open(root: Root, create: bool, write: bool) -> Optional[int]:
         except OSError as err:
             raise HardwareError(f"cannot open the lease file ({err.strerror})",
                                 path=str(root.path(LEASE_PATH)),
-                                hint="run with sudo, or as a member of the jetbench group; "
-                                     "a symbolic link there is refused (remove it)") from err
+                                hint=hint_for(err, root.path(STATE_DIR)) + "; a symbolic "
+                                     "link there is refused (remove it)") from err
     if create:
         try:
             os.fchmod(fd, _FILE_MODE)
@@ -114,9 +114,14 @@ def grant(root: Root, token: str, borrower_pid: int, who: str) -> None:
             raise HardwareError("a stopped borrower still holds the lease file",
                                 path=str(root.path(LEASE_PATH)))
         doc = {"token": token, "pid": borrower_pid, "who": who, "daemon_pid": os.getpid()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(doc) + "\n").encode(), 0)
-        os.fsync(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(doc) + "\n").encode(), 0)
+            os.fsync(fd)
+        except OSError as err:
+            raise HardwareError(f"cannot write the lease file ({err.strerror})",
+                                path=str(root.path(LEASE_PATH)),
+                                hint=hint_for(err, root.path(STATE_DIR))) from err
     finally:
         os.close(fd)
 

@@ -26,11 +26,11 @@ import os
 import stat
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional
 
 from ..errors import HardwareError
 from ..hw.fs import Root
-from .statedir import ensure_state_dir
+from .statedir import NO_SPACE, ensure_state_dir, hint_for
 
 LOCK_PATH = "/var/lib/jetbench/board.lock"
 LOCK_FILE_MODE = 0o664  # any member of the state directory's group may take the board
@@ -134,8 +134,7 @@ class BoardLock:
                                     hint=f"remove the link (sudo rm {self.path}); jetbench "
                                          "recreates the file") from err
             raise HardwareError(f"cannot open the board lock ({err.strerror})", path=self.path,
-                                hint="run with sudo, or as a member of the jetbench group"
-                                ) from err
+                                hint=hint_for(err, os.path.dirname(self.path))) from err
         try:
             st = os.fstat(fd)
             if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != LOCK_FILE_MODE:
@@ -180,9 +179,8 @@ class BoardLock:
                 "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         if self.socket:
             info["socket"] = self.socket
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         self._fd = fd
+        _write_record(fd, info, self.path)
         return None
 
     def _still_linked(self, fd: int) -> bool:
@@ -205,12 +203,11 @@ class BoardLock:
             if not self._passed_on:
                 os.unlink(self.path)
             else:
-                os.ftruncate(fd, 0)
-                if handed_to is not None:
-                    doc = {"pid": handed_to.pid, "command": handed_to.command,
-                           "since": handed_to.since}
-                    os.pwrite(fd, (json.dumps(doc) + "\n").encode(), 0)
-        except OSError:
+                doc = None if handed_to is None else {
+                    "pid": handed_to.pid, "command": handed_to.command,
+                    "since": handed_to.since}
+                _write_record(fd, doc, self.path)
+        except (OSError, HardwareError):
             pass
         os.close(fd)  # the last descriptor of the open file closed drops the flock
 
@@ -219,6 +216,22 @@ class BoardLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _write_record(fd: int, info: Optional[Dict[str, object]], path: str) -> None:
+    """Who holds the lock, into its file (None: empty it). With no space left (a full state
+    directory) the lock is held without its record: others read "unknown" as the holder, and
+    `restore`, which needs no new space, still runs (issue 63)."""
+    try:
+        os.ftruncate(fd, 0)
+        if info is not None:
+            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+    except OSError as err:
+        if err.errno in NO_SPACE:
+            os.ftruncate(fd, 0)  # never half a record
+            return
+        raise HardwareError(f"cannot write the board lock's holder ({err.strerror})",
+                            path=path, hint=hint_for(err, os.path.dirname(path))) from err
 
 
 def _read_holder_fd(fd: int) -> Optional[Holder]:

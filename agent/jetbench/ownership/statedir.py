@@ -36,6 +36,18 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 TEMP_RE = re.compile(r"^\.[A-Za-z0-9_.-]+\.[0-9A-Za-z]+\.tmp$")
 
 
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or a user's quota used up
+
+
+def hint_for(err: OSError, directory: object) -> str:
+    """What to do about an OSError writing the state directory: free space there when it is
+    full (sudo would not help: root writes into the same full disk), else sudo or the group."""
+    if err.errno in NO_SPACE:
+        return (f"the disk holding {directory} is full: free space there (df -h {directory}; "
+                "nothing else is needed)")
+    return "run with sudo, or as a member of the jetbench group"
+
+
 def _group_name(gid: int) -> Optional[str]:
     try:
         import grp
@@ -119,7 +131,8 @@ def _open_walk(root: Root, create: bool) -> Optional[int]:
                     pass  # made by a concurrent jetbench: checked like any other below
                 except OSError as err:
                     raise HardwareError(f"cannot create the state directory ({err.strerror})",
-                                        path=str(current), hint="run with sudo") from err
+                                        path=str(current),
+                                        hint=hint_for(err, current.parent)) from err
                 child = _open_component(part, fd, current)
             except OSError as err:
                 if err.errno in (errno.ELOOP, errno.ENOTDIR):

@@ -12,10 +12,11 @@ JSON (nesting at most MAX_DEPTH, no duplicate keys), the keys and their types, a
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 MAX_LINE_BYTES = 4096  # a request is a few dozen bytes; anything longer is not one
 MAX_DEPTH = 4  # requests are flat objects; deeper JSON is refused before it is parsed
@@ -134,8 +135,22 @@ def parse_request(line: bytes) -> Request:
     return Request(cmd, name)
 
 
+def finite(value: Any) -> Any:  # any JSON-shaped document: walked, not typed
+    """`value` with every float that is not finite (NaN, inf: not JSON, and no figure) made
+    None, through dicts, lists and tuples."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
 def encode(doc: Mapping[str, object]) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
+    """One reply line: strict JSON (a NaN would be no JSON at all: said as null)."""
+    return json.dumps(finite(dict(doc)), separators=(",", ":"), default=str,
+                      allow_nan=False).encode("utf-8") + b"\n"
 
 
 def error_reply(code: str, message: str) -> Dict[str, object]:

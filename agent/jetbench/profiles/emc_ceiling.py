@@ -73,7 +73,8 @@ def check(root: Root, board: Board, targets: Targets) -> Targets:
     if ceiling is None:
         return targets
     kept = record_emc_ceiling(root, ceiling)
-    note = said(ceiling) + ("" if kept else "; no boot id to keep it by: said for this run")
+    note = said(ceiling) + ("" if kept else "; not kept for this boot (no boot id, or the state "
+                                            "directory cannot take it): said for this run")
     requested = tuple(dataclasses.replace(r, resolved_hz=ceiling.hz, why=note)
                       if r.domain == "emc" else r for r in targets.requested)
     return dataclasses.replace(targets, requested=requested, notes=targets.notes + (note,))

@@ -159,12 +159,19 @@ def claim_result(json_path: PathLike, doc: ResultDoc, csv_text: Optional[str]) -
     presence marks the point done); `doc["power"]["trace_csv"]` names the CSV written."""
     path = claim_result_path(json_path)
     csv_path = path.with_suffix(".csv")
-    if csv_text is not None:
-        (doc.get("power") or {})["trace_csv"] = csv_path.name
-        atomic_write_text(csv_path, csv_text)
-    else:
-        csv_path.unlink()
-    write_json(path, doc)
+    try:
+        if csv_text is not None:
+            (doc.get("power") or {})["trace_csv"] = csv_path.name
+            atomic_write_text(csv_path, csv_text)
+        else:
+            csv_path.unlink()
+        write_json(path, doc)
+    except BaseException:
+        # a full disk, say: no empty placeholder, nor a trace without its result, is left
+        # to look like a result (issue 63)
+        _unlink(csv_path)
+        _unlink(path)
+        raise
     return path
 
 

@@ -18,6 +18,7 @@ from ...errors import JetbenchError, SamplerDied, first_line
 from ...hw.fs import Root
 from ...ownership.lease import LeaseRevoked
 from ...ownership.lock import BoardBusy
+from ...report.io import atomic_write_text
 from .choice import _key, _params_of, _to_confirm, _usable, choose_best, leaders_again
 from .monotone import EDGES, edge_points, every_point, implied_miss, top_points
 from .options import CONFIRM, INFERRED_IN_A_ROW, P99_BATCHES, TuneReport, TuneRequest, request_for
@@ -239,7 +240,8 @@ class Study:
         doc = study_doc(self.study, self.req, self.space, self.simulated, self.req.unit,
                         self.size)
         path = self.req.out_dir / "tune.json"
-        path.write_text(json.dumps(doc, indent=2) + "\n")
+        # atomic: a full disk leaves the earlier tune.json or none, never an empty one
+        atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
         return TuneReport(doc, path)
 
     # -- phases --------------------------------------------------------------------------------

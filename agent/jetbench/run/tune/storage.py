@@ -88,6 +88,26 @@ def check_study_kept(out_dir: Path, study_file: str) -> None:
                                  "stay readable with jetbench report)")
 
 
+_STORAGE_MODULES = ("sqlalchemy", "sqlite3", "optuna", "psycopg2", "pymysql")
+
+
+def _storage_cause(err: BaseException) -> Optional[BaseException]:
+    """The storage's own error in `err` or in what it was raised from or during: Optuna ends
+    a trial whose commit failed (a disk that filled mid-run) with `AssertionError("Should not
+    reach.")` raised while handling its StorageInternalError (issue 63). None: not the
+    storage's (a bug is not dressed up as a storage error)."""
+    found: Optional[BaseException] = None
+    link: Optional[BaseException] = err
+    for _ in range(8):  # the innermost says most ("database or disk is full")
+        if link is None:
+            break
+        if (type(link).__module__ or "").startswith(_STORAGE_MODULES) or \
+                isinstance(link, ImportError):
+            found = link
+        link = link.__cause__ or link.__context__
+    return found
+
+
 @contextmanager
 def storage_errors(storage: str) -> Iterator[None]:
     """The storage's failures as one message: a URL no database driver takes (exit 1), a
@@ -96,12 +116,11 @@ def storage_errors(storage: str) -> Iterator[None]:
         yield
     except JetbenchError:
         raise
-    except Exception as err:
-        kind = type(err)
-        module = kind.__module__ or ""
-        if not module.startswith(("sqlalchemy", "sqlite3", "optuna", "psycopg2", "pymysql")) \
-                and not isinstance(err, ImportError):
+    except Exception as raised:
+        err = _storage_cause(raised)
+        if err is None:
             raise
+        kind = type(err)
         if kind.__name__ in ("ArgumentError", "NoSuchModuleError") or isinstance(err,
                                                                               ImportError):
             raise UsageError(f"--storage {_shown(storage)}: not a database URL jetbench can "

@@ -21,12 +21,13 @@ WARM_POINTS = 3  # the earlier study's best points measured first (fewer where i
 def read_study(path: Path) -> Dict[str, object]:
     """The earlier study's tune.json, checked before any work (UsageError naming what is
     wrong)."""
+    from ...report.io import read_json
+
     try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise UsageError(f"--warm-start {path}: cannot read it ({err.strerror})") from None
-    except ValueError:
-        raise UsageError(f"--warm-start {path}: not JSON",
+        # bounded (size, depth) and never blocking: a FIFO or /dev/zero named there is refused
+        doc = read_json(Path(path), "tune.json")
+    except UsageError as err:
+        raise UsageError(f"--warm-start {err.message}",
                          hint="give the tune.json an earlier `jetbench tune` wrote") from None
     if not isinstance(doc, dict) or doc.get("schema") != "jetbench.tune/1" \
             or not isinstance(doc.get("trials"), list):
