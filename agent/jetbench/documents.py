@@ -9,7 +9,7 @@ below add what a type cannot say on Python 3.8) the check a file that is read mu
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple, TypedDict
+from typing import Any, Dict, List, Optional, Tuple, TypedDict
 
 # The workload's own description: what ran, as the workload layer reports it. Its keys depend
 # on the runtime (a network's GMACs, a command's argv, an engine's precision): an open dict.
@@ -67,6 +67,44 @@ class PowerPoint(TypedDict, total=False):
     uncertainty: UncertaintyParts
     images_per_j: Optional[float]  # efficiency.by_point
     items_per_j: Optional[float]
+    scope: str  # module | board | wall: what the figure covers (hw/meters/base.py SCOPES)
+    basis: str  # measured | calibrated
+
+
+class WallFigure(TypedDict, total=False):
+    """The wall's power over the window from the board's sensors and a calibration
+    (run/calibration.py wall_figure); `refused` says why none is given."""
+    scope: str  # "wall"
+    basis: str  # "calibrated"
+    label: Optional[str]  # the calibration's carrier/supply label
+    calibrated_on: Optional[str]
+    mean_w: Optional[float]
+    energy_j: float
+    u95_pct: float  # 95% interval: the calibration's held-out residual, the sensor's, the meter's
+    u95_w: float
+    from_w: float  # the on-board total it was computed from
+    refused: str
+    meter_w: float  # a wall meter attached as well: its figure
+    meter_diff_pct: float
+    images_per_j: Optional[float]  # efficiency.wall
+    items_per_j: Optional[float]
+
+
+class CalibrationDoc(TypedDict, total=False):
+    """A wall calibration (`jetbench.calibration/1`, run/calibration.py)."""
+    schema: str
+    simulated: bool
+    created: str
+    created_unix: float
+    label: str  # the carrier and supply, as the user names them
+    board: Dict[str, Any]  # run/calibration.py board_identity
+    meter: str
+    total: str  # the on-board total it maps (VDD_IN, VIN, a sum)
+    range_w: List[float]  # [lowest, highest] on-board W it covered
+    lag_s: float
+    model: Dict[str, Any]  # kind, coefficients (wall = c0 + c1 P + c2 P^2), compared
+    residual: Dict[str, Any]  # heldout_rms_pct, heldout_p95_pct, meter_pct, bins
+    runs: List[Dict[str, Any]]
 
 
 class IdleDoc(TypedDict, total=False):
@@ -96,6 +134,7 @@ class PowerDoc(TypedDict, total=False):
     idle: Optional[IdleDoc]
     idle_unpinned: Optional[IdleDoc]
     devices_sum: Optional[PowerPoint]  # a multi-device run: the devices' own sources summed
+    wall: Optional[WallFigure]  # from a matching calibration (None: the board has none)
 
 
 class EfficiencyUncertainty(TypedDict, total=False):
@@ -135,6 +174,7 @@ class EfficiencyDoc(TypedDict, total=False):
     pre_regulation_estimate: PreRegulation
     uncertainty: EfficiencyUncertainty
     refused: List[str]  # why this window gives no img/J
+    wall: WallFigure  # img/J at the wall, from the calibrated wall figure
 
 
 class PowerModeDoc(TypedDict, total=False):

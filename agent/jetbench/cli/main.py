@@ -341,6 +341,10 @@ COMMANDS = (
       "--budget 40 --out tuned --save-profile alexnet-tuned",
       "jetbench tune --model resnet18 --precision fp16,fp32 --batch 1,8 --objective "
       "images_per_j --objective images_per_s --out front")),
+    ("calibrate", MEASURE, "Wall power from the board's own sensors: fit them to a meter once.",
+     ("jetbench calibrate --meter wt310:/dev/ttyUSB0 --label 'devkit + 19V brick'",
+      "jetbench calibrate --meter scpi:socket://10.0.0.5:5025 --plan quick --out cal.json",
+      "jetbench calibrate --import cal.json")),
     ("report", MEASURE, "Tables and plots across results; --compare for a regression check.",
      ("jetbench report results/", "jetbench report results/ --plot plots/ --markdown",
       "jetbench report old.json --compare new.json",
@@ -365,7 +369,7 @@ def _epilog(examples: Sequence[str]) -> str:
 
 def _register() -> None:
     # Command modules import only typer at module level: heavy libraries load inside commands.
-    from . import clocks, daemon, info, measure, monitor, report, sim, tune, workload
+    from . import calibrate, clocks, daemon, info, measure, monitor, report, sim, tune, workload
 
     functions = {
         "info": info.info, "maxperf": clocks.maxperf, "restore": clocks.restore,
@@ -373,7 +377,7 @@ def _register() -> None:
         "models": workload.models_cmd, "measure": measure.measure, "sweep": measure.sweep,
         "report": report.report, "tune": tune.tune, "demo": measure.demo, "daemon": daemon.daemon,
         "status": daemon.status, "install-service": daemon.install_service,
-        "uninstall-service": daemon.uninstall_service,
+        "uninstall-service": daemon.uninstall_service, "calibrate": calibrate.calibrate,
     }
     groups = {"sim": sim.sim_app, "profiles": clocks.profiles_app}
     for name, panel, short, examples in COMMANDS:

@@ -51,6 +51,7 @@ from ..workload.sim_run import SimRun
 from ..workload.timing.plan import TimingPlan
 from ..workload.timing.timed import ChildRun, InProcessRun, TimedRun, Timing
 from . import result as build
+from .calibration import add_wall, board_identity, installed
 from .meters import Meters
 from .pinning import OnApplied, Pin, put_back
 from .request import MeasureRequest, Point, plan_points, validate
@@ -198,6 +199,7 @@ class _State:
         self.root, self.board, self.request, self.report = root, board, request, report
         self.ranks = ranks  # multi-device: runs each point on every rank (distributed/)
         self.pin = pin
+        self.calibration = installed(root)  # the board's wall calibration, if it has one
         self.progress, self.t_start = progress, t_start
         self.meters = Meters(root, board, request, ranks)
         self._sampler_started = False
@@ -426,6 +428,8 @@ class _State:
         doc["validity"] = {"valid": not (mismatches or refused),
                            "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.pin.notes + self.meters.notes]
+        if self.calibration is not None and res is not None:  # wall figures (docs/power.md)
+            add_wall(doc, self.calibration, board_identity(self.root, self.board))  # type: ignore[arg-type]
         return doc
 
     def skeleton(self, point: Point, status: str, run: TimedRun) -> ResultDoc:

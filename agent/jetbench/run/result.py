@@ -24,6 +24,7 @@ from ..documents import (
 )
 from ..hw.board import Board
 from ..hw.fs import Root
+from ..hw.meters.base import scope_of
 from ..hw.thermal import assess, cooling_states, read_temperatures_c, scan
 from ..report import schema
 from ..report.schema import SCHEMA
@@ -163,9 +164,11 @@ def power_doc(req: MeasureRequest, res: Optional[WindowResult], idle: Optional[W
     for c in channels:  # gaps relative to the trace's t0, like the CSV
         c["gaps"] = [[a - t0, b - t0] for a, b in c.get("gaps", [])]
         c.update(_unc_fields(unc.get(f"{c.get('source')}/{c.get('name')}")))
+        c.update(scoped(c))
     totals = [t.to_dict() for t in res.totals]
     for t in totals:
         t.update(_unc_fields(unc.get(f"total:{t.get('source')}/{t.get('name')}")))
+        t.update(scoped(t))
     doc.update({"channels": channels, "totals": totals, "total": totals[0] if totals else None,
                 "faults": {k: dict(v) for k, v in res.faults.items()},
                 "window": {"start_s": res.t_start_s - t0, "duration_s": res.duration_s,
@@ -187,6 +190,11 @@ def idle_doc(idle: Optional[WindowResult], clocks: str, unc: Uncertainties) -> O
     doc: IdleDoc = {"clocks": clocks, "duration_s": idle.duration_s, "valid": idle.valid,
                     "total": total, "channels": channels}
     return doc
+
+
+def scoped(figure: PowerPoint) -> PowerPoint:
+    """What a measured figure covers (module, board, wall) and that it was measured."""
+    return {"scope": scope_of(figure.get("point", "")), "basis": "measured"}
 
 
 def _unc_fields(u: Optional[FigureUncertainty]) -> PowerPoint:
@@ -234,12 +242,14 @@ def efficiency(ips: float, res: Optional[WindowResult], idle: Optional[WindowRes
 
     by_point: List[PowerPoint] = [{"name": t.total.name, "source": t.source, "point": t.total.point,
                  "kind": "total", "mean_w": t.mean_w, "images_per_j": _ratio(ips, t.mean_w),
-                 "mean_w_uncertainty_pct": pct(f"total:{t.source}/{t.total.name}")}
+                 "mean_w_uncertainty_pct": pct(f"total:{t.source}/{t.total.name}"),
+                 "scope": scope_of(t.total.point), "basis": "measured"}
                 for t in res.totals]
     by_point += [{"name": c.channel.name, "source": c.channel.source,
                   "point": c.channel.point, "kind": "channel", "mean_w": c.mean_w,
                   "images_per_j": _ratio(ips, c.mean_w),
-                  "mean_w_uncertainty_pct": pct(c.channel.key)} for c in res.channels]
+                  "mean_w_uncertainty_pct": pct(c.channel.key),
+                  "scope": scope_of(c.channel.point), "basis": "measured"} for c in res.channels]
     doc: EfficiencyDoc = {
         "images_per_j": _ratio(ips, total_w),
         "basis": f"{total.total.name} ({total.total.point}, source {total.source})",

@@ -21,6 +21,15 @@ from ...errors import HardwareError
 
 # Where a channel was measured; reports always say which.
 POINTS = ("module_input", "rail", "external", "package", "gpu_board", "board_input")
+# What a figure covers, by measurement point: the module (its input or rails, the CPU package,
+# a GPU's own board), the whole carrier board (Thor's VIN), or the wall (an external meter at
+# the supply's input). docs/power.md, "Wall energy".
+SCOPES = {"module_input": "module", "rail": "module", "package": "module",
+          "gpu_board": "module", "board_input": "board", "external": "wall"}
+
+
+def scope_of(point: str) -> str:
+    return SCOPES.get(point, "module")
 # What a channel's values are.
 KIND_POWER = "power"  # watts, sampled
 KIND_ENERGY = "energy"  # cumulative joules from a counter (exact energy between two reads)
