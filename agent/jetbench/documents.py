@@ -9,7 +9,7 @@ below add what a type cannot say on Python 3.8) the check a file that is read mu
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple, TypedDict
+from typing import Dict, List, Optional, Tuple, TypedDict
 
 # The workload's own description: what ran, as the workload layer reports it. Its keys depend
 # on the runtime (a network's GMACs, a command's argv, an engine's precision): an open dict.
@@ -90,6 +90,39 @@ class WallFigure(TypedDict, total=False):
     items_per_j: Optional[float]
 
 
+class CalibrationBoard(TypedDict, total=False):
+    """What a calibration shares with the boards it applies to (run/calibration.py)."""
+    model: str
+    family: Optional[str]
+    soc: Optional[str]
+    module: Optional[str]  # device tree part numbers (hw/board_parts.py)
+    carrier: Optional[str]
+    total: Optional[str]  # the board's total rail (None: a sum)
+    simulated: bool
+
+
+class CalibrationModel(TypedDict, total=False):
+    kind: str  # affine | quadratic (sampling/calibration_fit.py MODELS)
+    coefficients: List[float]  # wall_w = c0 + c1 * board_w (+ c2 * board_w^2)
+    compared_heldout_rms_pct: Dict[str, float]
+    formula: str
+
+
+class CalibrationResidual(TypedDict, total=False):
+    heldout_rms_pct: float
+    heldout_p95_pct: float
+    meter_pct: Optional[float]  # the meter's own limit at the plan's mean power
+    bins: int
+    bin_s: float
+
+
+class CalibrationRun(TypedDict, total=False):
+    gpu_hz: float
+    board_w_min: float
+    board_w_max: float
+    seconds: float
+
+
 class CalibrationDoc(TypedDict, total=False):
     """A wall calibration (`jetbench.calibration/1`, run/calibration.py)."""
     schema: str
@@ -97,14 +130,14 @@ class CalibrationDoc(TypedDict, total=False):
     created: str
     created_unix: float
     label: str  # the carrier and supply, as the user names them
-    board: Dict[str, Any]  # run/calibration.py board_identity
+    board: CalibrationBoard
     meter: str
     total: str  # the on-board total it maps (VDD_IN, VIN, a sum)
     range_w: List[float]  # [lowest, highest] on-board W it covered
     lag_s: float
-    model: Dict[str, Any]  # kind, coefficients (wall = c0 + c1 P + c2 P^2), compared
-    residual: Dict[str, Any]  # heldout_rms_pct, heldout_p95_pct, meter_pct, bins
-    runs: List[Dict[str, Any]]
+    model: CalibrationModel
+    residual: CalibrationResidual
+    runs: List[CalibrationRun]
 
 
 class IdleDoc(TypedDict, total=False):

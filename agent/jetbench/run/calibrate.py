@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..documents import CalibrationDoc, ResultDoc
+from ..documents import CalibrationDoc, CalibrationRun, PowerPoint, ResultDoc
 from ..errors import MeasurementInvalid, UsageError
 from ..hw.board import detect
 from ..hw.clocks.domains import read_clocks
@@ -112,7 +112,7 @@ def _series(doc: ResultDoc, csv: Path) -> Tuple[np.ndarray, np.ndarray, np.ndarr
     trace = io.read_trace_csv(csv)
     t = np.array(trace["t_s"], dtype=float)
 
-    def column(total: dict) -> np.ndarray:
+    def column(total: PowerPoint) -> np.ndarray:
         cols = [trace["channels"].get(f"{total['source']}/{name}") for name in total["channels"]]
         if any(c is None for c in cols):
             raise MeasurementInvalid(f"calibrate: the trace lacks {total['name']}'s channels")
@@ -130,9 +130,9 @@ def _series(doc: ResultDoc, csv: Path) -> Tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def _pairs(docs: Sequence[ResultDoc], paths: Sequence[Path]
-           ) -> Tuple[float, np.ndarray, np.ndarray, str, List[Dict[str, float]]]:
+           ) -> Tuple[float, np.ndarray, np.ndarray, str, List[CalibrationRun]]:
     grids, name = [], ""
-    runs: List[Dict[str, float]] = []
+    runs: List[CalibrationRun] = []
     for doc, path in zip(docs, paths):
         t_a, a, t_b, b, name = _series(doc, path.with_suffix(".csv"))
         grid, ga, gb = F.common_grid(t_a, a, t_b, b)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from ..documents import CalibrationDoc, WallFigure
+from ..documents import CalibrationBoard, CalibrationDoc, ResultDoc, WallFigure
 from ..errors import UsageError
 from ..hw.board import Board
 from ..hw.board_parts import board_parts
@@ -29,7 +29,7 @@ MAX_AGE_DAYS = 180.0  # supplies age, fans clog, carriers get new peripherals: m
 RANGE_MARGIN = 0.03  # a window this far outside the covered range still counts as inside
 
 
-def board_identity(root: Root, board: Board) -> dict:
+def board_identity(root: Root, board: Board) -> CalibrationBoard:
     """What a calibration must share with a board: the module, the carrier, the total."""
     parts = board_parts(root)
     return {"model": board.model, "family": board.family, "soc": board.soc,
@@ -37,7 +37,7 @@ def board_identity(root: Root, board: Board) -> dict:
             "simulated": board.simulated}
 
 
-def mismatch(cal: CalibrationDoc, ident: dict) -> Optional[str]:
+def mismatch(cal: CalibrationDoc, ident: CalibrationBoard) -> Optional[str]:
     """Why this calibration does not hold for the board `ident` names (None: it holds)."""
     theirs = cal.get("board") or {}
     for key, what in (("family", "module family"), ("module", "module"),
@@ -93,7 +93,7 @@ def install(root: Root, board: Board, cal: CalibrationDoc) -> Path:
     return io.atomic_write_text(root.path(CALIBRATION_PATH), json.dumps(cal, indent=1) + "\n")
 
 
-def wall_figure(cal: Optional[CalibrationDoc], ident: dict, board_w: Optional[float],
+def wall_figure(cal: Optional[CalibrationDoc], ident: CalibrationBoard, board_w: Optional[float],
                 sensor_pct: Optional[float], seconds: float,
                 now: Optional[float] = None) -> Optional[WallFigure]:
     """The wall's power over a window from the board's total (`board_w`), or the reason none
@@ -140,7 +140,7 @@ def compare_with_meter(figure: WallFigure, meter_w: Optional[float]) -> Optional
             "again")
 
 
-def add_wall(doc: dict, cal: Optional[CalibrationDoc], ident: dict,
+def add_wall(doc: ResultDoc, cal: Optional[CalibrationDoc], ident: CalibrationBoard,
              now: Optional[float] = None) -> None:
     """A measured result's wall figures from the board's calibration (nothing when the board
     has none): `power.wall`, `efficiency.wall`, and a warning for a refused figure or a

@@ -429,7 +429,7 @@ class _State:
                            "reasons": [m.reason for m in mismatches] + refused}
         doc["warnings"] = warnings + [f"note: {n}" for n in self.pin.notes + self.meters.notes]
         if self.calibration is not None and res is not None:  # wall figures (docs/power.md)
-            add_wall(doc, self.calibration, board_identity(self.root, self.board))  # type: ignore[arg-type]
+            add_wall(doc, self.calibration, board_identity(self.root, self.board))
         return doc
 
     def skeleton(self, point: Point, status: str, run: TimedRun) -> ResultDoc:
