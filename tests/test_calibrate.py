@@ -189,3 +189,24 @@ def test_calibrate_needs_an_external_meter(tmp_path):
     base = make_board(tmp_path, "orin-nano")
     r = run_cli("--root", str(base), "calibrate", "--meter", "auto")
     assert r.returncode == 1 and "external meter" in r.stderr
+
+
+def test_report_rows_say_each_figures_scope_and_basis():
+    from helpers.results import result_doc
+
+    from jetbench.report import tables
+
+    with_wall = result_doc(691.2, ips=47.0, watts=5.5)
+    with_wall["power"]["wall"] = {"scope": "wall", "basis": "calibrated", "mean_w": 8.0,
+                                  "u95_pct": 2.5}
+    with_wall["efficiency"]["wall"] = {"scope": "wall", "basis": "calibrated",
+                                       "images_per_j": 47.0 / 8.0, "u95_pct": 2.5}
+    refused = result_doc(998.4, ips=60.0, watts=7.0)
+    refused["power"]["wall"] = {"scope": "wall", "basis": "calibrated", "mean_w": None,
+                                "refused": "outside the range"}
+    rows = dict(tables.table_cells([with_wall, refused])[1])
+    assert rows["Power (W): VDD_IN, module input; module, measured"][0].startswith("5.50")
+    # 2.5% of 8 W = 0.2 W; 47 / 8 = 5.875 img/J, 2.5% of it 0.147
+    assert rows["Power (W): wall, from the board's sensors; wall, calibrated"] == [
+        "8.00 +- 0.20", "not calibrated here"]
+    assert rows["Performance/W (img/s/W): wall; wall, calibrated"][0] == "5.88 +- 0.15"

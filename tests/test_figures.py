@@ -47,7 +47,7 @@ def test_table_sweep_and_report_print_the_same_figure():
     doc = result_doc(691.2, ips=0.36, watts=5.5, power_pct=24.9, throughput_pct=1.0)
     want = plus_minus_pct(0.36 / 5.5, 25.9)
     assert want == "0.065 +- 0.017"
-    cells = dict(tables.table_cells([doc])[1])["Performance/W (img/s/W): VDD_IN"]
+    cells = dict(tables.table_cells([doc])[1])["Performance/W (img/s/W): VDD_IN; module, measured"]
     assert cells == [want]
     assert f"{want} img/s/W" in summarize([doc]).lines()[-1]
     long_row = [c for c in tables.long_table([doc]).columns if c.header == "img/s/W"][0]

@@ -112,8 +112,8 @@ def test_measure_then_report_table_markdown_plots_and_compare(tmp_path):
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "SIMULATED" in text
-    for row in ("Performance (img/s)", "Power (W): VDD_IN, module input",
-                "Performance/W (img/s/W): VDD_IN", "ESTIMATE", "691.2 MHz"):
+    for row in ("Performance (img/s)", "Power (W): VDD_IN, module input; module, measured",
+                "Performance/W (img/s/W): VDD_IN; module, measured", "ESTIMATE", "691.2 MHz"):
         assert row in text, row
     names = sorted(p.name for p in out.iterdir())
     assert names == ["jb_tinynet_tiny-fp32-b1-gpu691mhz.csv",

@@ -27,8 +27,10 @@ def test_whitepaper_table_cells():
     assert by["Performance (img/s)"] == ["47.0", "67.0"]
     # 4% of 5.5 W = 0.22 W; of 5.1 W = 0.204 W. img/s/W: 47/5.5 = 8.545, 5% = 0.427;
     # 67/5.1 = 13.137, 5% = 0.657. VDD_GPU: 10% of 2 W.
-    assert by["Power (W): VDD_IN, module input"] == ["5.50 +- 0.22", "5.10 +- 0.20"]
-    assert by["Performance/W (img/s/W): VDD_IN"] == ["8.55 +- 0.43", "13.1 +- 0.7"]
+    assert by["Power (W): VDD_IN, module input; module, measured"] == ["5.50 +- 0.22",
+                                                                     "5.10 +- 0.20"]
+    assert by["Performance/W (img/s/W): VDD_IN; module, measured"] == ["8.55 +- 0.43",
+                                                                      "13.1 +- 0.7"]
     assert by["  VDD_GPU (rail) W"] == ["2.00 +- 0.20", "2.00 +- 0.20"]
     assert by["Valid"] == ["yes", "yes"]
     assert by["GPU clock (runs)"] == ["691.2 MHz", "691.2 MHz"]
@@ -36,14 +38,15 @@ def test_whitepaper_table_cells():
     assert "SIMULATED" in tables.title(docs)
     assert "SIMULATED" not in tables.title([result_doc(691.2, simulated=False)])
     md = tables.markdown(docs)
-    assert "| Performance/W (img/s/W): VDD_IN | 8.55 +- 0.43 | 13.1 +- 0.7 |" in md
+    assert ("| Performance/W (img/s/W): VDD_IN; module, measured | 8.55 +- 0.43 | 13.1 +- 0.7 |"
+            in md)
 
 
 def test_unknown_uncertainty_is_said_never_zero():
     doc = result_doc(691.2, power_pct=None)
     by = dict(tables.table_cells([doc])[1])
-    assert by["Power (W): VDD_IN, module input"] == ["5.50 +- unknown"]
-    assert by["Performance/W (img/s/W): VDD_IN"] == ["8.55 +- unknown"]
+    assert by["Power (W): VDD_IN, module input; module, measured"] == ["5.50 +- unknown"]
+    assert by["Performance/W (img/s/W): VDD_IN; module, measured"] == ["8.55 +- unknown"]
     advice = tables.uncertainty_advice([doc])
     assert len(advice) == 1 and "uncertainty is unknown" in advice[0] and "1%" in advice[0]
     assert tables.uncertainty_advice([result_doc(691.2, power_pct=0.5, throughput_pct=0.3)]) == []

@@ -51,14 +51,16 @@ def rows(docs):
 def test_tokens_table_says_tokens_per_j():
     cells = rows([result("tokens", 20.0, 8.0)])
     assert cells["Performance (tokens/s)"] == ["20.0"]
-    assert cells["Performance/W (tokens/J): VDD_IN"] == ["2.50 +- unknown"]  # 20 / 8
+    # 20 / 8
+    assert cells["Performance/W (tokens/J): VDD_IN; module, measured"] == ["2.50 +- unknown"]
     assert not any("img" in label for label in cells)
 
 
 def test_images_and_old_results_keep_img_per_s_per_w():
     cells = rows([result("images", 300.0, 6.0), result("images", 150.0, 5.0, old=True)])
     assert cells["Performance (img/s)"] == ["300.0", "150.0"]
-    assert cells["Performance/W (img/s/W): VDD_IN"] == ["50.0 +- unknown", "30.0 +- unknown"]
+    assert cells["Performance/W (img/s/W): VDD_IN; module, measured"] == ["50.0 +- unknown",
+                                                                          "30.0 +- unknown"]
     assert "Unit" not in cells
 
 
@@ -66,7 +68,7 @@ def test_mixed_units_in_one_table_say_each_columns_unit():
     cells = rows([result("frames", 30.0, 5.0, "deepstream"), result("tokens", 20.0, 8.0)])
     assert cells["Unit"] == ["frames", "tokens"]
     assert cells["Performance (per s: see Unit)"] == ["30.0", "20.0"]
-    assert cells["Performance/W (per J: see Unit): VDD_IN"] == ["6.00 +- unknown",
+    assert cells["Performance/W (per J: see Unit): VDD_IN; module, measured"] == ["6.00 +- unknown",
                                                                 "2.50 +- unknown"]
 
 

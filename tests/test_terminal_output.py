@@ -159,8 +159,8 @@ def test_split_table_never_cuts_a_figure_or_a_word(width):
     from jetbench.cli.render import print_results_table
     from jetbench.report.tables import short_label
 
-    labels = ["Performance (img/s)", "Power (W): VDD_IN, module input",
-              "Performance/W (img/s/W): VDD_IN", "Energy above idle: W / img/s/W",
+    labels = ["Performance (img/s)", "Power (W): VDD_IN, module input; module, measured",
+              "Performance/W (img/s/W): VDD_IN; module, measured", "Energy above idle: W / img/s/W",
               "Idle W, as pinned (active idle)", "Pre-regulation W, ESTIMATE", "Valid"]
     columns = [["36{k}.5", "7.7{k} +- 0.35", "46.{k} +- 3.7", "0.7{k} +- 0.70 / 490 +- 490",
                 "7.0{k} +- 0.35", "8.0{k} +- unknown (80%)",

@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Literal, Optional, Sequence, Tuple
 
-from ..documents import PowerModeDoc, ResultDoc
+from ..documents import PowerModeDoc, ResultDoc, WallFigure
+from ..hw.meters.base import scope_of
 from ..units import format_hz
 from ..work_units import common_unit, efficiency_label, per_j, rate_label
 from ..workload.timing.stats import CV_NOISY
@@ -138,13 +139,17 @@ def table_cells(docs: Sequence[ResultDoc]) -> Tuple[List[str], Rows]:
         if schema.is_ok(d) else "-" for d in docs])
     totals = _labels(docs, "totals")
     for name, point, source in totals:
-        add(f"Power (W): {name}, {point.replace('_', ' ')}",
+        scope = f"{scope_of(point)}, measured"
+        add(f"Power (W): {name}, {point.replace('_', ' ')}; {scope}",
             [_pm(_find(d, "total", name, source, "mean_w"),
                  _find(d, "total", name, source, "mean_w_uncertainty_pct"), 2) for d in docs])
-        add(f"Performance/W ({eff}): {name}",
+        add(f"Performance/W ({eff}): {name}; {scope}",
             [_pm(_find(d, "total", name, source, "items_per_j"),
                  _ipj_pct(d, _find(d, "total", name, source, "mean_w_uncertainty_pct")), 1)
              for d in docs])
+    add("Power (W): wall, from the board's sensors; wall, calibrated",
+        [_wall(d, "power") for d in docs])
+    add(f"Performance/W ({eff}): wall; wall, calibrated", [_wall(d, "efficiency") for d in docs])
     total_names = {(n, s) for n, _, s in totals}
     for name, point, source in _labels(docs, "channels"):
         if (name, source) in total_names:
@@ -195,6 +200,16 @@ def _labels(docs: Sequence[ResultDoc], key: Literal["channels", "totals"]
     return list(seen)
 
 
+def _wall(doc: ResultDoc, part: Literal["power", "efficiency"]) -> str:
+    """The calibrated wall figure (run/calibration.py), or why there is none."""
+    holder = doc.get("power") if part == "power" else doc.get("efficiency")
+    figure: WallFigure = (holder or {}).get("wall") or {}
+    if part == "power" and figure.get("refused"):
+        return "not calibrated here"
+    value = figure.get("mean_w") if part == "power" else figure.get("images_per_j")
+    return "-" if value is None else _pm(value, figure.get("u95_pct"), 2 if part == "power" else 1)
+
+
 def _find(doc: ResultDoc, kind: str, name: str, source: str, field: str) -> Optional[float]:
     for p in (doc.get("efficiency") or {}).get("by_point") or []:
         if p["kind"] == kind and p["name"] == name and p["source"] == source:
@@ -234,7 +249,7 @@ _SHORT = (  # a row label as a column header of the one-row-per-configuration ta
     (re.compile(r"^Performance \((.+)\)$"), r"\1"),
     (re.compile(r"^Latency p50 / p99 \(ms\)$"), "p50/p99 ms"),
     (re.compile(r"^Power \(W\): (\S+), .*$"), r"\1 W"),
-    (re.compile(r"^Performance/W \((.+)\): (\S+)$"), r"\1 (\2)"),
+    (re.compile(r"^Performance/W \((.+)\): (\S+?)(?:;.*)?$"), r"\1 (\2)"),
     (re.compile(r"^(\S+) \(.*\) W$"), r"\1 W"),
     (re.compile(r"^Energy above idle: W / (.+)$"), r"above idle: W / \1"),
     (re.compile(r"^Idle W, as pinned \(active idle\)$"), "idle W (pinned)"),
