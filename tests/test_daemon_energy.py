@@ -83,7 +83,8 @@ def test_energy_counter_grows_at_the_rails_power(tmp_path, started):
     assert mean_w > 1.0  # a live module input, not an empty file
     assert abs(rate_w - mean_w) <= 0.05 * mean_w, (rate_w, mean_w, len(watts))
     labels = [dict(lb) for (name, lb) in _scrape(url) if name == "jetbench_energy_joules_total"]
-    assert {"rail": "VDD_IN", "point": "module_input", "source": "ina3221"} in labels
+    assert {"rail": "VDD_IN", "point": "module_input", "source": "ina3221",
+            "scope": "module"} in labels
     assert d.stop() == 0, d.output()
 
 

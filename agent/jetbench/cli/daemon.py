@@ -232,7 +232,8 @@ def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
         rows.append((f"temp {zone}", f"{temp:.1f} C"))
     for r in doc.get("rails", []):
         watts = "-" if r.get("power_w") is None else f"{r.get('power_w'):.2f} W"
-        rows.append((f"power {r.get('name')}", f"{watts} ({r.get('point')})"))
+        scope = f"; {r['scope']}, {r['basis']}" if r.get("scope") else ""
+        rows.append((f"power {r.get('name')}", f"{watts} ({r.get('point')}{scope})"))
     if doc.get("metrics"):
         rows.append(("metrics", f"http://{doc.get('metrics')}/metrics"))
     error = doc.get("last_error")

@@ -26,12 +26,15 @@ class LeaseDoc(TypedDict):
 
 
 class RailDoc(TypedDict):
-    """One rail or meter channel in the daemon's readings (rails.py)."""
+    """One rail or meter channel in the daemon's readings (rails.py); the calibrated wall
+    (name "wall", point and source "calibrated") when the board has a calibration."""
     name: str
     point: str
     source: str
     power_w: Optional[float]
     energy_j: float  # since the daemon started
+    scope: str  # module | board | wall
+    basis: str  # measured | calibrated
 
 
 class RailTotalDoc(TypedDict):
@@ -39,6 +42,7 @@ class RailTotalDoc(TypedDict):
     name: str
     point: str
     power_w: Optional[float]
+    calibration: Optional[str]  # the label of the wall calibration applied to it, if any
 
 
 class RepinDoc(TypedDict):

@@ -6,8 +6,13 @@ the loop), so a scrape never touches the hardware and never waits for it:
     jetbench_clock_frequency_hz{domain,clock}   current clock frequency
     jetbench_clock_min_hz / jetbench_clock_max_hz{domain,clock}   the knobs as read back
     jetbench_rail_power_watts{rail,point,source} INA3221 rails (or RAPL/NVML where no rails)
-    jetbench_energy_joules_total{rail,point,source}   energy since the daemon started (counter:
-                                                 a window's energy is the difference of 2 scrapes)
+    jetbench_energy_joules_total{rail,point,source,scope}   energy since the daemon started
+                                                 (counter: a window's energy is the difference of
+                                                 2 scrapes); scope module|board|wall; the wall
+                                                 from a calibration: rail="wall",
+                                                 source="calibrated"
+    jetbench_clock_frequency_hertz{domain,clock}, jetbench_clock_locked{domain,clock}
+    jetbench_measurement_info{sampling_hz,method,calibration}
     jetbench_temperature_celsius{zone}
     jetbench_drift_repins_total                  re-pins after something else moved a clock
     jetbench_clock_drift_events_total{domain}    a pinned clock stopped running at its pin
@@ -105,6 +110,7 @@ class _Collector:
                 if hz is not None:
                     family.add_metric(labels, float(hz))
         yield from (freq, lo, hi)
+        yield from _clock_metrics(snap)
         rails = GaugeMetricFamily("jetbench_rail_power_watts", "Power of a rail or meter "
                                   "channel (W), labelled with its measurement point",
                                   labels=["rail", "point", "source"])
@@ -155,11 +161,39 @@ def _energy_metric(snap: StatusDoc) -> Metric:
     from prometheus_client.core import CounterMetricFamily
 
     energy = CounterMetricFamily("jetbench_energy_joules", "Energy of a rail or meter channel "
-                                 "since the daemon started (J)", labels=["rail", "point", "source"])
+                                 "since the daemon started (J); scope: module, board or wall",
+                                 labels=["rail", "point", "source", "scope"])
     for r in snap.get("rails", ()):
         if r.get("energy_j") is not None:
-            energy.add_metric([r["name"], r["point"], r["source"]], r["energy_j"])
+            energy.add_metric([r["name"], r["point"], r["source"], r.get("scope", "module")],
+                              r["energy_j"])
     return energy
+
+
+def _clock_metrics(snap: StatusDoc) -> Iterator[Metric]:
+    """Clocks in Prometheus' base unit (hertz), whether each is locked as read back, and how
+    power is measured (the daemon's interval, the wall calibration's label or none)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    hertz = GaugeMetricFamily("jetbench_clock_frequency_hertz", "Current clock frequency",
+                              labels=["domain", "clock"])
+    locked = GaugeMetricFamily("jetbench_clock_locked", "1 where the clock's knobs lock it "
+                               "(read back)", labels=["domain", "clock"])
+    for c in snap.get("clocks", ()):
+        cur_hz = c.get("cur_hz")
+        if cur_hz is not None:
+            hertz.add_metric([c["domain"], c["name"]], float(cur_hz))
+        if c.get("locked") is not None:
+            locked.add_metric([c["domain"], c["name"]], 1.0 if c["locked"] else 0.0)
+    yield from (hertz, locked)
+    info = GaugeMetricFamily("jetbench_measurement_info", "How power is measured",
+                             labels=["sampling_hz", "method", "calibration"])
+    interval = snap.get("interval_s")
+    total = snap.get("total")
+    label = total.get("calibration") if total is not None else None
+    info.add_metric([f"{1.0 / interval:g}" if interval else "", "sampled",
+                     str(label or "none")], 1.0)
+    yield info
 
 
 def _tune_metrics(snap: StatusDoc) -> Iterator[Metric]:

@@ -1,14 +1,18 @@
 """The daemon's power readings: each source read once per check, watts per rail (an energy
 counter's from its previous reading), the total as the source defines it, and the energy per
-rail since the daemon started (for `jetbench_energy_joules_total`)."""
+rail since the daemon started (for `jetbench_energy_joules_total`), and the wall's, from
+the total and the board's calibration (run/calibration.py), where it holds."""
 
 from __future__ import annotations
 
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..documents import CalibrationDoc
 from ..errors import JetbenchError
-from ..hw.meters.base import Channel, PowerSource, power_between, total_power_w
+from ..hw.meters.base import Channel, PowerSource, power_between, scope_of, total_power_w
+from ..run.calibration import RANGE_MARGIN
+from ..sampling.calibration_fit import predict
 from ..sampling.energy_totals import EnergyTotals
 from .held import RailDoc, RailTotalDoc
 
@@ -20,6 +24,8 @@ class RailMeter:
         self._last: Dict[str, Tuple[float, float]] = {}
         # Per (rail, point, source): grows across re-pins, leases and reloads; 0 at start only.
         self._energy = EnergyTotals()
+        # set by the daemon once the board is known (run/calibration.py mismatch checked)
+        self.calibration: Optional[CalibrationDoc] = None
 
     def read(self) -> Tuple[List[RailDoc], Optional[RailTotalDoc]]:
         """Every rail's watts and energy so far, and the total (None: no source names one)."""
@@ -39,12 +45,30 @@ class RailMeter:
                 values[channel.name] = watts
                 rails.append({"name": channel.name, "point": channel.point,
                               "source": channel.source, "power_w": watts,
-                              "energy_j": self._integrate(channel, value, reading.t_s)})
+                              "energy_j": self._integrate(channel, value, reading.t_s),
+                              "scope": scope_of(channel.point), "basis": "measured"})
             spec = source.total()
             if total is None and spec is not None:
                 total = {"name": spec.name, "point": spec.point,
-                         "power_w": total_power_w(spec, values)}
+                         "power_w": total_power_w(spec, values), "calibration": None}
+                rails += self._wall(total, reading.t_s)
         return rails, total
+
+    def _wall(self, total: RailTotalDoc, t_s: float) -> List[RailDoc]:
+        """The calibrated wall's watts and energy (a gap where the total is outside the range
+        the calibration covered)."""
+        cal = self.calibration
+        if cal is None or cal.get("total") != total["name"]:
+            return []
+        total["calibration"] = cal.get("label")
+        lo, hi = cal["range_w"]
+        board_w = total["power_w"]
+        watts = predict(cal["model"]["coefficients"], board_w) if board_w is not None and \
+            lo * (1 - RANGE_MARGIN) <= board_w <= hi * (1 + RANGE_MARGIN) else None
+        key = ("wall", "calibrated", "calibrated")
+        self._energy.add_power(key, t_s, watts)
+        return [{"name": "wall", "point": "calibrated", "source": "calibrated", "power_w": watts,
+                 "energy_j": self._energy.joules(key), "scope": "wall", "basis": "calibrated"}]
 
     def _integrate(self, channel: Channel, value: Optional[float], t_s: float) -> float:
         """The channel's energy since the daemon started (J), this reading included."""

@@ -48,6 +48,7 @@ from ..ownership.wire import DEFAULT_SOCKET, Request
 from ..profiles.apply import ApplyResult, apply_profile
 from ..profiles.profile import Profile, load_profile
 from ..profiles.targets import resolve
+from ..run.calibration import matching_calibration
 from .commands import Commands
 from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
@@ -268,7 +269,8 @@ class Daemon:
         rails, total = self._rails.read()
         if total is not None and total.get("power_w") is not None:
             return total["power_w"]
-        watts = [r["power_w"] for r in rails if r.get("power_w") is not None]
+        watts = [r["power_w"] for r in rails
+                 if r.get("power_w") is not None and r.get("basis") != "calibrated"]
         return sum(w for w in watts if w is not None) if watts else None
 
     def _pin_point(self, hz: Dict[str, int]) -> None:
@@ -300,6 +302,7 @@ class Daemon:
             for source in sources:
                 source.open()
             self._rails.sources = [s for s in sources if s.channels()]
+            self._rails.calibration = matching_calibration(self.root, board)
         except JetbenchError as err:
             log.warning("power readings unavailable: %s", err)
             self._rails.sources = []

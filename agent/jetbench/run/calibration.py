@@ -84,6 +84,16 @@ def installed(root: Root) -> Optional[CalibrationDoc]:
         return None
 
 
+def matching_calibration(root: Root, board: Board) -> Optional[CalibrationDoc]:
+    """The board's installed calibration where it holds for this board and is not too old
+    (the daemon's wall energy); None otherwise."""
+    cal = installed(root)
+    if cal is None or mismatch(cal, board_identity(root, board)) is not None \
+            or age_days(cal) > MAX_AGE_DAYS:
+        return None
+    return cal
+
+
 def install(root: Root, board: Board, cal: CalibrationDoc) -> Path:
     """Make `cal` this board's calibration (refused, nothing written, when it does not hold)."""
     why = mismatch(cal, board_identity(root, board))
