@@ -210,3 +210,17 @@ def test_report_rows_say_each_figures_scope_and_basis():
     assert rows["Power (W): wall, from the board's sensors; wall, calibrated"] == [
         "8.00 +- 0.20", "not calibrated here"]
     assert rows["Performance/W (img/s/W): wall; wall, calibrated"][0] == "5.88 +- 0.15"
+
+
+def test_board_parts_come_from_the_device_trees_first_compatible(tmp_path):
+    from jetbench.hw.board_parts import board_parts
+    from jetbench.hw.fs import Root
+
+    dt = tmp_path / "proc/device-tree"
+    dt.mkdir(parents=True)
+    (dt / "compatible").write_bytes(b"nvidia,p3737-0000+p3701-0005\0nvidia,p3701-0005\0"
+                                    b"nvidia,tegra234\0")
+    parts = board_parts(Root(str(tmp_path)))
+    assert (parts.module, parts.carrier) == ("p3701-0005", "p3737-0000")
+    (dt / "compatible").write_bytes(b"nvidia,jetson-nano\0nvidia,tegra210\0")
+    assert board_parts(Root(str(tmp_path))).carrier is None

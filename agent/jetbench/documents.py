@@ -82,6 +82,7 @@ class WallFigure(TypedDict, total=False):
     energy_j: float
     u95_pct: float  # 95% interval: the calibration's held-out residual, the sensor's, the meter's
     u95_w: float
+    u95_parts_pct: Dict[str, Optional[float]]  # residual, sensor, meter (None: unknown)
     from_w: float  # the on-board total it was computed from
     refused: str
     meter_w: float  # a wall meter attached as well: its figure

@@ -127,10 +127,14 @@ def wall_figure(cal: Optional[CalibrationDoc], ident: CalibrationBoard, board_w:
         base["refused"] = why or "no on-board total measured"
         return base
     wall = predict(cal["model"]["coefficients"], board_w)
-    parts: List[float] = [p for p in (sensor_pct, cal["residual"].get("meter_pct")) if p]
+    meter_pct = cal["residual"].get("meter_pct")
+    parts: List[float] = [p for p in (sensor_pct, meter_pct) if p]
     pct = u95_pct(float(cal["residual"]["heldout_rms_pct"]), *parts)
     base.update({"mean_w": wall, "energy_j": wall * seconds, "u95_pct": pct,
-                 "u95_w": wall * pct / 100.0, "from_w": board_w})
+                 "u95_w": wall * pct / 100.0, "from_w": board_w,
+                 # None: a part with no published limit, left out of u95 (said, never 0)
+                 "u95_parts_pct": {"residual": float(cal["residual"]["heldout_rms_pct"]),
+                                   "sensor": sensor_pct, "meter": meter_pct}})
     return base
 
 
