@@ -50,7 +50,7 @@ def calibrate(
             return
         console().print(f"installed: calibration of {cal.get('label')} made {cal.get('created')}"
                         f" ({cal['model']['kind']}, held-out error "
-                        f"{cal['residual']['heldout_rms_pct']:.2f}% RMS)")
+                        f"{cal['residual']['heldout_rms_pct']:.2f}% RMS)", markup=False)
         return
     if meter is None:
         raise UsageError("calibrate needs --meter SPEC (or --import FILE)",
@@ -71,11 +71,13 @@ def calibrate(
     lo, hi = cal["range_w"]
     sim = "SIMULATED " if cal.get("simulated") else ""
     coef = " ".join(f"c{i}={c:.5g}" for i, c in enumerate(model["coefficients"]))
-    out_console.print(f"{sim}calibration: {cal['total']} (on-board) -> wall, {cal['label']}")
+    out_console.print(f"{sim}calibration: {cal['total']} (on-board) -> wall, {cal['label']}",
+                      markup=False)
     out_console.print(f"  model: {model['kind']} ({coef}); held-out error "
                       f"{res['heldout_rms_pct']:.2f}% RMS, p95 {res['heldout_p95_pct']:.2f}% "
                       f"(" + ", ".join(f"{k} {v:.2f}%" for k, v in
                                        model["compared_heldout_rms_pct"].items()) + ")")
     out_console.print(f"  range: {lo:.2f}-{hi:.2f} W on board; meter lag {cal['lag_s']:.2f} s "
                       f"(found); {res['bins']} readings of {res['bin_s']:g} s")
-    out_console.print(f"  installed: {report.path}" + (f"; written: {out}" if out else ""))
+    out_console.print(f"  installed: {report.path}" + (f"; written: {out}" if out else ""),
+                      markup=False)

@@ -12,7 +12,8 @@ are a no-load part, a part proportional to the power and a conduction (I^2 R) pa
 so the supply's efficiency dc_w / wall_w depends on the load (it is never the identity). The
 wall meter is one of sim/meters.py's instruments (any protocol, pty or loopback socket) whose
 power follows the board's total, read from the simulated tree through the board's own sensors,
-`lag_s` late (a real meter averages and reports late) and with a reading noise of `noise_pct`.
+averaged over `average_s` (a meter integrates between its updates), `lag_s` late and with a
+reading noise of `noise_pct`.
 Everything measured here is simulated.
 """
 
@@ -96,12 +97,14 @@ class BoardTotal:
 
 class SimWall:
     """The wall's power over time: the board's total through the carrier and supply, sampled
-    every `interval_s` by a thread, and answered `lag_s` late with a seeded reading noise."""
+    every `interval_s` by a thread, and answered averaged over `average_s`, `lag_s` late, with
+    a seeded reading noise."""
 
     def __init__(self, base: os.PathLike, carrier: CarrierSupply = CarrierSupply(), *,
                  lag_s: float = 0.35, noise_pct: float = 0.15, interval_s: float = 0.01,
-                 seed: int = 58):
+                 average_s: float = 0.1, seed: int = 58):
         self.carrier, self.lag_s, self.noise_pct = carrier, lag_s, noise_pct
+        self.average_s = average_s
         self.interval_s = interval_s
         self._board = BoardTotal(base)
         self._history: Deque[Tuple[float, float]] = deque()
@@ -140,17 +143,24 @@ class SimWall:
             while self._history and self._history[0][0] < now - HISTORY_S:
                 self._history.popleft()
 
-    def board_w_at(self, t: float) -> Optional[float]:
-        """The board's total as sampled at or before time t (None before the first sample)."""
+    def board_w_over(self, t0: float, t1: float) -> Optional[float]:
+        """The board's mean total over [t0, t1] as sampled (the last sample before t1 when
+        none fell inside; None before the first sample)."""
         with self._lock:
             times = [h[0] for h in self._history]
-            i = bisect.bisect_right(times, t) - 1
-            if i < 0:
-                return self._history[0][1] if self._history else None
-            return self._history[i][1]
+            i0, i1 = bisect.bisect_left(times, t0), bisect.bisect_right(times, t1)
+            inside = [h[1] for h in list(self._history)[i0:i1]]
+            if inside:
+                return sum(inside) / len(inside)
+            if i1 > 0:
+                return self._history[i1 - 1][1]
+            return self._history[0][1] if self._history else None
 
     def power_w(self, t: float) -> float:
-        board = self.board_w_at(t - self.lag_s)
+        """What the meter shows at t: the wall's power averaged over its last `average_s`
+        (a power meter integrates between its updates; an instantaneous sample would alias
+        a workload's per-batch pulses), `lag_s` late, with its reading noise."""
+        board = self.board_w_over(t - self.lag_s - self.average_s, t - self.lag_s)
         if board is None:
             return float("nan")
         noise = 1.0 + self._rng.gauss(0.0, self.noise_pct / 100.0)
