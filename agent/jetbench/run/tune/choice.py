@@ -48,7 +48,9 @@ def metrics_of(doc: ResultDoc) -> Metrics:
             "images_per_j_uncertainty_pct": schema.images_per_j_pct(doc),
             "images_per_j_sensor_pct": schema.total_sensor_pct(doc),
             "images_per_s_uncertainty_pct": schema.throughput_pct(doc),
-            "power_w_uncertainty_pct": schema.total_w_pct(doc)}
+            "power_w_uncertainty_pct": schema.total_w_pct(doc),
+            "wall_images_per_j": ((doc.get("efficiency") or {}).get("wall") or {}).get(
+                "images_per_j")}
 
 
 def feasible(trial: FrozenTrial) -> bool:
