@@ -99,6 +99,13 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
         assert 'jetbench_tune_phase{phase="holding"} 1.0' in text
         exported = set(re.findall(r"^(jetbench_tune_[a-z_]+)", text, re.M))
         assert TUNE_METRICS <= exported, sorted(TUNE_METRICS - exported)
+        # the work counter (issue 58): items/J over any window is rate(items) / rate(joules)
+        from prometheus_client.parser import text_string_to_metric_families
+
+        items = [s for f in text_string_to_metric_families(text) for s in f.samples
+                 if s.name == "jetbench_items_total"]
+        assert [s.labels for s in items] == [{"unit": "items"}]
+        assert items[0].value >= 27  # at least a second's frames at the held point
         # more frames: the held point serves what it can (above the constraint), and the look
         # one step up finds more served, and more per joule: searched again, held higher
         demand.write_text("45\n")

@@ -113,6 +113,7 @@ class TuneStatusDoc(TypedDict, total=False):
     windows: int
     windows_breaking_constraints: int
     energy_saved_j: float
+    items_total: float  # the workload's items since the daemon started (a counter)
     energy_saved_basis: str
     latency_ms: Dict[str, float]
     paused: Optional[str]
@@ -173,6 +174,10 @@ class LiveTuning:
         self._window_from = 0.0  # when the window's first reading is due
         self._reference: Optional[float] = None  # items/J where the daemon started
         self.energy_saved_j = 0.0
+        # the workload's items counted since the daemon started (jetbench_items_total): the
+        # counter's increases between readings, nothing across a restart
+        self.items_total = 0.0
+        self._items_last: Optional[float] = None
         self._latency: Dict[str, float] = {}
         self._paused_why: Optional[str] = None
         self._quiet_windows = 0  # windows a log said nothing new in: not judged
@@ -251,6 +256,9 @@ class LiveTuning:
         except JetbenchError as err:
             self._decide(None, err.message)
             return self._window_from
+        if self._items_last is not None and reading.count >= self._items_last:
+            self.items_total += reading.count - self._items_last
+        self._items_last = reading.count
         last = self._readings[-1] if self._readings else None
         if reading.t_s < self._window_from or (last is not None and reading.t_s <= last.t_s):
             return now + self.sample_s / 4  # nothing new since the last sample
@@ -364,6 +372,7 @@ class LiveTuning:
             "windows": t.windows,
             "windows_breaking_constraints": t.broken_windows,
             "energy_saved_j": round(self.energy_saved_j, 3),
+            "items_total": self.items_total,
             "energy_saved_basis": "each window's items at the items/J of the first window "
                                   "(the point the daemon started from), less the window's "
                                   "energy",

@@ -24,7 +24,8 @@ the loop), so a scrape never touches the hardware and never waits for it:
     jetbench_gpu_load_percent                    GPU utilisation (`load` file, or NVML on Thor)
     jetbench_tune_phase{phase}, jetbench_tune_items_per_joule, jetbench_tune_items_per_second,
     jetbench_tune_point_hz{knob}, jetbench_tune_energy_saved_joules_total,
-    jetbench_tune_constraint_violations_total, jetbench_tune_windows_total   (--tune only)
+    jetbench_tune_constraint_violations_total, jetbench_tune_windows_total,
+    jetbench_items_total{unit}                   the workload's items (its counter)  (--tune only)
 
 The HTTP side is bounded whatever clients do: one thread with `selectors` accepts, reads each
 request head (at most MAX_HEAD_BYTES, within `timeout_s` of the connection), and answers it
@@ -206,6 +207,11 @@ def _tune_metrics(snap: StatusDoc) -> Iterator[Metric]:
     tune = snap.get("tune")
     if not tune:
         return
+    # items/J over any window is rate(jetbench_items_total) / rate(jetbench_energy_joules_total)
+    items = CounterMetricFamily("jetbench_items", "The workload's items since the daemon "
+                                "started (its throughput source's counter)", labels=["unit"])
+    items.add_metric(["items"], float(tune.get("items_total", 0.0)))
+    yield items
     phase = GaugeMetricFamily("jetbench_tune_phase", "1 for the phase the live tuning is in",
                               labels=["phase"])
     for name in PHASES:
