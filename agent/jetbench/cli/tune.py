@@ -42,9 +42,8 @@ def tune(
     model: str = _MODEL, precision: str = _PRECISION, batch: str = _BATCH,
     objective: List[str] = typer.Option(
         ["images_per_j"], "--objective", rich_help_panel=_SEARCH, metavar="NAME",
-        help="What to optimise (repeatable: several give a Pareto front): images_per_j, "
-             "images_per_s, latency_p99_ms, power_w, wall_images_per_j (at the wall, from the "
-             "board's calibration: `jetbench calibrate`)."),
+        help="What to optimise (repeatable: a Pareto front): images_per_j, images_per_s, "
+             "latency_p99_ms, power_w, wall_images_per_j (see `calibrate`)."),
     constraint: List[str] = typer.Option(
         [], "--constraint", rich_help_panel=_SEARCH, metavar="NAME>=X",
         help="A requirement: items_per_s (images_per_s), items_per_j, latency_p99_ms, power_w, "
