@@ -25,7 +25,6 @@ took. It is an estimate from the first window's efficiency, and says so (`energy
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import statistics
@@ -33,12 +32,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
 
-from ..errors import HardwareError, JetbenchError
+from ..errors import HardwareError, JetbenchError, UsageError
 from ..run.constraint import Constraint
 from ..sampling.uncertainty import sem_pct
-from ..units import format_hz
 from .live_log import LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
+from .live_space import energy_power, knobs_for, live_space, rates_text
 from .online_tuner import (
     EXPLORING,
     FROZEN,
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
     from ..documents import ClockDoc
     from ..hw.board import Board
     from ..hw.fs import Root
-    from ..profiles.profile import Profile
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -74,8 +72,9 @@ class TuneConfig:
     rate: Union[PrometheusSource, LogSource]
     limits: Tuple[Constraint, ...] = ()
     latency: Optional[PrometheusSource] = None
-    knobs: Tuple[str, ...] = ("gpu", "emc")
+    knobs: Optional[Tuple[str, ...]] = None  # None: the clocks this board has (knobs_for)
     window_s: float = 10.0
+    gpu_index: int = 0  # the NVML GPU the workload runs on, where the power is NVML's
     silent_after_s: Optional[float] = None  # a log with no new value this long: frozen
 
     @property
@@ -158,18 +157,24 @@ class LiveTuning:
                  read_power: Callable[[], Optional[float]],
                  pin: Callable[[Dict[str, int]], None],
                  paused: Callable[[], Optional[str]] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 read_energy: Callable[[], Optional[Tuple[float, float]]] = lambda: None):
         self.config = config
         self.source = source
         self.space = space
         self.tuner = OnlineTuner(space, config.limits)
         self._read_power, self._pin, self._paused, self._clock = read_power, pin, paused, clock
+        self._read_energy = read_energy
         self.sample_s = sample_period_s(config.window_s)
         self._ms_per = ms_per_unit(config.latency.selector.name) if config.latency else 1000.0
         self._point: Point = space.top()
         self._decision: Optional[Decision] = None
         self._readings: List[Reading] = []
         self._powers: List[float] = []
+        # (t, J): the total's energy since the daemon started, read with each sample: a
+        # window's power is its own difference over its own time (other readers of a counter
+        # cut the intervals `read_power` sees, the drift check's and `readings`' reads)
+        self._energies: List[Tuple[float, float]] = []
         self._window_from = 0.0  # when the window's first reading is due
         self._reference: Optional[float] = None  # items/J where the daemon started
         self.energy_saved_j = 0.0
@@ -189,7 +194,7 @@ class LiveTuning:
         if force or point != self._point:
             self._pin(self.space.hz(point))
         self._point = point
-        self._readings, self._powers = [], []
+        self._readings, self._powers, self._energies = [], [], []
         settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s)
         self._window_from = self._clock() + settle
 
@@ -210,7 +215,7 @@ class LiveTuning:
             self._phase_before_stop = self.tuner.phase
         self.stopped = why
         self.tuner.phase = STOPPED
-        self._readings, self._powers = [], []
+        self._readings, self._powers, self._energies = [], [], []
 
     def resume(self) -> None:
         """`pin` or a reload after a stop: the search again from the point it held."""
@@ -237,7 +242,7 @@ class LiveTuning:
             if self._paused_why is None:
                 log.info("tune: paused (%s)", why)
             self._paused_why = why
-            self._readings, self._powers = [], []
+            self._readings, self._powers, self._energies = [], [], []
             return now + self.sample_s
         if self._paused_why is not None:
             log.info("tune: resumed")
@@ -257,22 +262,25 @@ class LiveTuning:
         if last is not None and reading.count < last.count:
             # a restart, not a rate: nothing is counted across it
             log.info("tune: the counter went back (the workload restarted): a new window")
-            self._readings, self._powers = [], []
+            self._readings, self._powers, self._energies = [], [], []
         self._readings.append(reading)
         power = self._read_power()
         if power is not None and math.isfinite(power):
             self._powers.append(power)
+        energy = self._read_energy()
+        if energy is not None and all(math.isfinite(x) for x in energy):
+            self._energies.append(energy)
         first = self._readings[0]
         if self._readings[-1].t_s - first.t_s >= self.config.window_s:
             if _said_nothing_new(self._readings):
                 # a log that said nothing in the whole window: its last value is no rate
                 self._quiet_windows += 1
-                self._readings, self._powers = [], []
+                self._readings, self._powers, self._energies = [], [], []
                 self._window_from = self._clock()
                 return self._window_from
             if self._decision is not None and self._decision.settle:
                 self._decision.settle = False  # that window let the workload settle: unjudged
-                self._readings, self._powers = [], []
+                self._readings, self._powers, self._energies = [], [], []
                 self._window_from = self._clock()
                 return self._window_from
             self._decide(self._measured(), None)
@@ -320,6 +328,9 @@ class LiveTuning:
             if spread is not None or floor is not None else None
         power = statistics.fmean(self._powers)
         power_pct = sem_pct(self._powers) if len(self._powers) > 1 else None
+        own = energy_power(self._energies)
+        if own is not None:  # the window's own energy over its own time (module doc)
+            power, power_pct = own
         return Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
                       whole.latency_ms)
 
@@ -341,7 +352,7 @@ class LiveTuning:
             if decision.point != self._point:  # the safe point: the held one, or the start
                 self._pin(self.space.hz(decision.point))
                 self._point = decision.point
-            self._readings, self._powers = [], []
+            self._readings, self._powers, self._energies = [], [], []
             self._window_from = self._clock() + self.sample_s
             return
         self._go(decision.point)
@@ -382,7 +393,8 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
                      pin: Callable[[Dict[str, int]], None],
                      read_clocks: Callable[[], Sequence[ClockDoc]],
                      lent_to: Callable[[], Optional[str]],
-                     known_rates: Callable[[Sequence[int]], None] = lambda hz: None
+                     known_rates: Callable[[Sequence[int]], None] = lambda hz: None,
+                     read_energy: Callable[[], Optional[Tuple[float, float]]] = lambda: None
                      ) -> LiveTuning:
     """--tune: the rate source answers and the board has power readings and the knobs'
     tables, or the daemon does not start (one message); then the first window begins at the
@@ -403,65 +415,26 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
     if total_power_w() is None:
         raise HardwareError("--tune: this board has no power reading to divide by (no "
                             "rails, RAPL or NVML): items per joule cannot be measured")
+    knobs = tune.knobs or knobs_for(board)
     # the point the board holds, read before the EMC's rates are probed (which moves it)
     held: Dict[str, Optional[int]] = {}
     for c in read_clocks():
-        if c["domain"] in tune.knobs and c.get("cur_hz"):
+        if c["domain"] in knobs and c.get("cur_hz"):
             held[c["domain"]] = max(held.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
-    tables = live_space(root, board, tune.knobs, beyond_power_mode, pin)
+    try:
+        tables = live_space(root, board, knobs, beyond_power_mode, pin)
+    except UsageError as err:  # said in the daemon's own option's name
+        raise UsageError(err.message.replace("--knobs", "--tune-knobs"), hint=err.hint) \
+            from None
     for rates in tables.values():
         known_rates(rates)
     space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
     polled = PolledSource(source, sample_period_s(tune.window_s))
     polled.start()
-    tuning = LiveTuning(tune, polled, space, total_power_w, pin, paused=lent_to)
+    tuning = LiveTuning(tune, polled, space, total_power_w, pin, paused=lent_to,
+                        read_energy=read_energy)
     tuning.begin(held)
     log.info("tune: %s, within the power mode the clocks run %s; windows of %.3g s",
-             tune.rate.text(), "; ".join(f"{k} {_rates_text(v)}" for k, v in tables.items()),
+             tune.rate.text(), "; ".join(f"{k} {rates_text(v)}" for k, v in tables.items()),
              tune.window_s)
     return tuning
-
-
-def live_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mode: bool,
-               pin: Callable[[Dict[str, int]], None]) -> Dict[str, List[int]]:
-    """Each knob's candidates, the rates the kernel runs, each once: the GPU's and CPU's table
-    entries within the power mode's caps (the mode's, from the journal's originals: a profile
-    the daemon pinned is no cap), the EMC's listed rates, or where the kernel lists none the
-    rates it runs when asked for shares of its max, probed as `tune` probes them (each pinned
-    with the daemon's own journalled pin, `pin`): a share rounds to a table rate, and several
-    shares to the same one."""
-    from ..hw.readings import emc_running_hz, rates_that_run
-    from ..ownership import journal
-    from ..run.tune.space import search_space
-
-    originals = {e.path: e.raw for e in journal.load(root)}
-    tables = search_space(root, board, knobs, beyond_power_mode, originals)
-    emc = board.emc
-    if "emc" in tables and emc is not None and not emc.available_hz:
-        asked = tables["emc"]
-        tables["emc"] = rates_that_run(asked, lambda hz: pin({"emc": hz}),
-                                       lambda: emc_running_hz(root, board))
-        log.info("tune: the EMC lists no rates: asked for %s, it runs %s", _rates_text(asked),
-                 _rates_text(tables["emc"]))
-    return tables
-
-
-def _rates_text(hz: Sequence[int]) -> str:
-    return ", ".join(format_hz(v) for v in hz)
-
-
-def tuned_profile(held: Optional[Profile], hz: Dict[str, int], beyond_power_mode: bool
-                  ) -> Profile:
-    """The profile that pins the controller's point `hz` over the one held (or alone)."""
-    from ..profiles.profile import FreqRange, Profile
-
-    base = held or Profile("live-tuned", "daemon --tune")
-    return dataclasses.replace(
-        base, name="live-tuned", source="daemon --tune",
-        gpu_freq=FreqRange(hz["gpu"], hz["gpu"]) if "gpu" in hz else base.gpu_freq,
-        gpu_railgate=False if "gpu" in hz else base.gpu_railgate,
-        emc_freq=hz.get("emc", base.emc_freq),
-        cpu_freq=FreqRange(hz["cpu"], hz["cpu"]) if "cpu" in hz else base.cpu_freq,
-        cpu_online=True if "cpu" in hz else base.cpu_online,
-        sections=tuple(dict.fromkeys(base.sections + tuple(hz))),
-        beyond_power_mode=beyond_power_mode)

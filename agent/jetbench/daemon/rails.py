@@ -20,6 +20,8 @@ class RailMeter:
         self._last: Dict[str, Tuple[float, float]] = {}
         # Per (rail, point, source): grows across re-pins, leases and reloads; 0 at start only.
         self._energy = EnergyTotals()
+        # (monotonic t, J): the total's energy since the daemon started, as of the last read
+        self.total_energy: Optional[Tuple[float, float]] = None
 
     def read(self) -> Tuple[List[RailDoc], Optional[RailTotalDoc]]:
         """Every rail's watts and energy so far, and the total (None: no source names one)."""
@@ -44,7 +46,16 @@ class RailMeter:
             if total is None and spec is not None:
                 total = {"name": spec.name, "point": spec.point,
                          "power_w": total_power_w(spec, values)}
+        self.total_energy = _total_energy(rails, total)
         return rails, total
+
+    def total_power_w(self) -> Optional[float]:
+        """The board's total power now: the sources' total, else the sum of its rails."""
+        rails, total = self.read()
+        if total is not None and total.get("power_w") is not None:
+            return total["power_w"]
+        watts = [r["power_w"] for r in rails if r.get("power_w") is not None]
+        return sum(w for w in watts if w is not None) if watts else None
 
     def _integrate(self, channel: Channel, value: Optional[float], t_s: float) -> float:
         """The channel's energy since the daemon started (J), this reading included."""
@@ -63,3 +74,15 @@ class RailMeter:
         last = self._last.get(channel.key)
         self._last[channel.key] = (t_s, value)
         return power_between(last, t_s, value)
+
+
+def _total_energy(rails: Sequence[RailDoc], total: Optional[RailTotalDoc]
+                  ) -> Optional[Tuple[float, float]]:
+    """(now, J) of the total: its own channel's energy where the total is one channel (VDD_IN,
+    an NVML GPU), else the sum of every rail's; None where a part is unknown."""
+    named = [r for r in rails if total is not None and r["name"] == total["name"]]
+    parts = named or list(rails)
+    joules = [r.get("energy_j") for r in parts]
+    if not parts or any(j is None for j in joules):
+        return None
+    return time.monotonic(), float(sum(j for j in joules if j is not None))
