@@ -1,0 +1,37 @@
+"""Issue 61, 3: the progress line says its times in words (`2 s elapsed, ~10 s left`: it read
+`0:00:02 left 0:00:10`, elapsed then remaining), and a command's output streamed under the bar
+goes through the bar's proxy onto lines of its own (it was glued to the bar)."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from jetbench.cli.progress_bar import duration_text, times_text
+
+
+def test_times_in_words():
+    assert times_text(2.2, 9.6) == "2 s elapsed, ~10 s left"
+    assert times_text(65, None) == "1 min 5 s elapsed"
+    assert duration_text(3720) == "1 h 2 min" and duration_text(120) == "2 min"
+
+
+def test_a_commands_output_under_a_progress_bar_goes_through_its_proxy(monkeypatch):
+    """rich's live display replaces sys.stdout with a proxy whose attribute lookups reach
+    the real file (its `buffer` too): bytes written there bypassed the proxy."""
+    from jetbench.workload.command.run import _Sink
+    from jetbench.workload.command.spec import CommandSpec
+
+    class Proxy(io.StringIO):
+        rich_proxied_file = io.TextIOWrapper(io.BytesIO())
+
+        @property
+        def buffer(self):  # as rich's FileProxy forwards it
+            return self.rich_proxied_file.buffer
+
+    proxy = Proxy()
+    monkeypatch.setattr(sys, "stdout", proxy)
+    sink = _Sink(CommandSpec(argv=("x",), throughput_from=None))  # type: ignore[arg-type]
+    sink.write("stdout", b"processed 680582 blocks\n")
+    assert proxy.getvalue() == "processed 680582 blocks\n"
+    assert Proxy.rich_proxied_file.buffer.getvalue() == b""
