@@ -6,6 +6,7 @@ import posixpath
 import re
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..report.digits import plus_minus, significant
 from ..units import format_hz
 from .common import console
 
@@ -225,12 +226,13 @@ def kv(console: Console, rows: Iterable[Tuple[object, object]], title: Optional[
 
 
 def _watts_pm(watts: Optional[float], err_w: Optional[float]) -> str:
-    """'2.345 +- 0.052 W' (the sensor's worst case on this reading), '2.345 W +- unknown'."""
+    """'6.86 +- 0.34 W' (the sensor's worst case on this reading, digits from it as every
+    figure jetbench prints: report/digits.py), '2.35 W +- unknown'."""
     if watts is None:
         return "-"
     if err_w is None:
-        return f"{watts:.3f} W +- unknown"
-    return f"{watts:.3f} +- {err_w:.3f} W"
+        return f"{significant(watts)} W +- unknown"
+    return f"{plus_minus(watts, err_w)} W"
 
 
 def monitor_table(row, board, simulated: bool):
