@@ -42,7 +42,7 @@ def report(
     img/s vs batch, each run's power trace); --compare for a regression check; --by runtime
     for the runtimes side by side."""
     from ..report import by_runtime, tables
-    from ..report.io import load_result, load_results
+    from ..report.io import load_results
 
     if by is not None:
         if compare is not None:
@@ -62,7 +62,7 @@ def report(
         if len(docs) != 1:
             raise UsageError("--compare takes one result on each side",
                              hint="jetbench report A.json --compare B.json")
-        _compare(docs[0], load_result(compare), as_json, results[0], compare)
+        _compare(docs[0], _one_result(compare), as_json, results[0], compare)
         return
     written: List[Path] = []
     if plot is not None:
@@ -118,6 +118,24 @@ def _by_runtime(results: List[Path], plot: Optional[Path], markdown: bool,
             out.print(line, markup=False, highlight=False, soft_wrap=not out.is_terminal)
     for p in written:
         typer.echo(f"plot: {p}")
+
+
+def _one_result(path: Path) -> ResultDoc:
+    """--compare's B: a result file, or a directory that holds exactly one (else it says what
+    the directory holds)."""
+    from ..report import schema
+    from ..report.io import load_result, load_results
+
+    if not path.is_dir():
+        return load_result(path)
+    docs = load_results([path])
+    if len(docs) == 1:
+        return docs[0]
+    held = ", ".join(schema.label(d) for d in docs[:4]) + (
+        f" and {len(docs) - 4} more" if len(docs) > 4 else "")
+    raise UsageError(f"--compare {path}: a directory holding {len(docs)} results"
+                     + (f" ({held})" if docs else ""),
+                     hint="give one result file (DIR/NAME.json), or a directory with one")
 
 
 def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> None:
