@@ -35,3 +35,17 @@ def test_a_commands_output_under_a_progress_bar_goes_through_its_proxy(monkeypat
     sink.write("stdout", b"processed 680582 blocks\n")
     assert proxy.getvalue() == "processed 680582 blocks\n"
     assert Proxy.rich_proxied_file.buffer.getvalue() == b""
+
+
+def test_status_takes_its_socket_from_jetbench_socket(tmp_path):
+    """Issue 61, 6: JETBENCH_SOCKET names the control socket for `status` and `daemon`."""
+    import os
+    import subprocess
+
+    from conftest import REPO
+
+    where = tmp_path / "nowhere.sock"
+    res = subprocess.run([sys.executable, "-m", "jetbench.cli.main", "status"],
+                         capture_output=True, text=True, cwd=REPO, timeout=60,
+                         env=dict(os.environ, JETBENCH_SOCKET=str(where)))
+    assert res.returncode != 0 and str(where) in res.stderr, res.stderr

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..daemon.live_rate import PrometheusSource
     from ..daemon.live_tuning import PointDoc, TuneConfig, TuneStatusDoc
 
-_SOCKET_HELP = "The control socket."
+_SOCKET_HELP = "The control socket (or $JETBENCH_SOCKET)."
 _TUNE = "Live tuning"
 
 
@@ -27,7 +27,8 @@ def daemon(
                                           metavar="PROFILE", help="Profile to hold: a "
                                           "name (see `jetbench profiles`) or a TOML file. "
                                           "None: monitor only."),
-    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP),
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP,
+                                envvar="JETBENCH_SOCKET"),
     metrics: Optional[str] = typer.Option(None, "--metrics",
                                           metavar="HOST:PORT", help="Serve Prometheus metrics "
                                           "on HOST:PORT, e.g. 127.0.0.1:9101."),
@@ -144,7 +145,8 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
 
 
 def status(
-    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP),
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP,
+                                envvar="JETBENCH_SOCKET"),
     as_json: bool = typer.Option(False, "--json", help="Print the daemon's status document."),
 ) -> None:
     """Ask the running daemon: what it holds, clocks, temperatures, power, re-pins."""
