@@ -303,3 +303,30 @@ def test_the_daemons_default_knobs_are_those_the_board_has(tmp_path):
     jetson = SimpleNamespace(gpu=object(), nvml_gpus=(), emc=object())
     assert knobs_for(pc) == ("gpu",)
     assert knobs_for(jetson) == ("gpu", "emc")
+
+
+def test_a_new_held_point_is_handed_on_to_be_remembered(tmp_path):
+    """Issue 61, 5: each new held point goes to `on_held` (the daemon keeps it in its state
+    directory, ownership/tune_memory.py), and is recalled for the same tuning only."""
+    from jetbench.hw.fs import Root
+    from jetbench.ownership.tune_memory import recall, remember
+
+    clock = [0.0]
+    source = FakeSource(clock, 30.0)
+    space = Space(("gpu",), ((100_000_000, 200_000_000, 300_000_000, 400_000_000),))
+    config = TuneConfig(rate=parse_source("prometheus:http://x/m#c"),
+                        limits=(Constraint("items_per_s", ">=", 20.0),), knobs=("gpu",),
+                        window_s=2.0)
+    held = []
+    tuning = LiveTuning(config, source, space, lambda: 5.0, lambda hz: None,
+                        clock=lambda: clock[0], on_held=lambda hz, w: held.append(hz))
+    tuning.begin({"gpu": 400_000_000})
+    _advance(tuning, clock, 60.0)
+    assert held and held[-1] == space.hz(tuning.tuner.held), held
+    root = Root(tmp_path)
+    (tmp_path / "var/lib/jetbench").mkdir(parents=True)
+    assert remember(root, "tx1 | x", held[-1], {"items_per_j": 6.0})
+    assert recall(root, "tx1 | x") == held[-1]
+    assert recall(root, "another tuning") is None
+    (tmp_path / "var/lib/jetbench/tune-held.json").write_text("{not json")
+    assert recall(root, "tx1 | x") is None

@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
 
 from ..errors import HardwareError, JetbenchError, UsageError
+from ..ownership.tune_memory import recall, remember
 from ..run.constraint import Constraint
 from ..sampling.uncertainty import sem_pct
+from ..units import format_hz
 from .live_log import LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .live_space import energy_power, knobs_for, live_space, rates_text
@@ -119,6 +121,7 @@ class TuneStatusDoc(TypedDict, total=False):
     source_faults: int  # reads of the rate source that failed, answered wrong or too slowly
     source_fault: Optional[str]  # the latest of them
     quiet_windows: int  # windows a log said nothing new in (not judged)
+    resumed_from_hz: Optional[Dict[str, int]]  # the point held before a restart, begun at
     space_hz: Dict[str, List[int]]  # each knob's candidates: the distinct rates the kernel runs
 
 
@@ -158,13 +161,16 @@ class LiveTuning:
                  pin: Callable[[Dict[str, int]], None],
                  paused: Callable[[], Optional[str]] = lambda: None,
                  clock: Callable[[], float] = time.monotonic,
-                 read_energy: Callable[[], Optional[Tuple[float, float]]] = lambda: None):
+                 read_energy: Callable[[], Optional[Tuple[float, float]]] = lambda: None,
+                 on_held: Callable[[Dict[str, int], Window], object] = lambda hz, w: None):
         self.config = config
         self.source = source
         self.space = space
         self.tuner = OnlineTuner(space, config.limits)
         self._read_power, self._pin, self._paused, self._clock = read_power, pin, paused, clock
         self._read_energy = read_energy
+        self._on_held = on_held  # a new point held: kept for a restart (ownership/tune_memory)
+        self.resumed_from: Optional[Dict[str, int]] = None  # the point held before a restart
         self.sample_s = sample_period_s(config.window_s)
         self._ms_per = ms_per_unit(config.latency.selector.name) if config.latency else 1000.0
         self._point: Point = space.top()
@@ -336,7 +342,11 @@ class LiveTuning:
 
     def _decide(self, measured: Optional[Window], failure: Optional[str],
                 early: bool = False) -> None:
+        held_before = self.tuner.held
         decision = self.tuner.observe(self._point, measured, failure)
+        if self.tuner.held is not None and self.tuner.held != held_before and \
+                self.tuner.held_window is not None:
+            self._on_held(self.space.hz(self.tuner.held), self.tuner.held_window)
         if early:
             decision.why = f"{decision.why} (that window ended early: it broke a constraint)"
         if failure is not None:
@@ -384,8 +394,15 @@ class LiveTuning:
             "source_faults": int(getattr(self.source, "faults", 0)),
             "source_fault": getattr(self.source, "last_fault", None),
             "quiet_windows": self._quiet_windows,
+            "resumed_from_hz": self.resumed_from,
             "space_hz": {k: list(t) for k, t in zip(self.space.knobs, self.space.tables)},
         }
+
+
+def memory_key(board: Board, tune: TuneConfig, knobs: Sequence[str]) -> str:
+    """What a held point is remembered under: the board, what was tuned, under what limits."""
+    return " | ".join([board.family, board.model, tune.rate.text(), ",".join(knobs),
+                       ";".join(str(lim) for lim in tune.limits)])
 
 
 def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mode: bool,
@@ -431,8 +448,19 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
     space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
     polled = PolledSource(source, sample_period_s(tune.window_s))
     polled.start()
+    key = memory_key(board, tune, tuple(tables))
     tuning = LiveTuning(tune, polled, space, total_power_w, pin, paused=lent_to,
-                        read_energy=read_energy)
+                        read_energy=read_energy,
+                        on_held=lambda hz, w: remember(root, key, hz, {
+                            "items_per_s": w.items_per_s, "items_per_j": w.items_per_j,
+                            "power_w": w.power_w}))
+    before = recall(root, key)
+    if before is not None and all(before.get(k) in tables[k] for k in tables):
+        # the point held before a restart: the first window is at it (and re-checks it)
+        log.info("tune: starting from the point held before the restart (%s)",
+                 ", ".join(f"{k} {format_hz(hz)}" for k, hz in before.items()))
+        tuning.resumed_from = before
+        held = {k: before[k] for k in tables}
     tuning.begin(held)
     log.info("tune: %s, within the power mode the clocks run %s; windows of %.3g s",
              tune.rate.text(), "; ".join(f"{k} {rates_text(v)}" for k, v in tables.items()),
