@@ -49,3 +49,20 @@ def test_status_takes_its_socket_from_jetbench_socket(tmp_path):
                          capture_output=True, text=True, cwd=REPO, timeout=60,
                          env=dict(os.environ, JETBENCH_SOCKET=str(where)))
     assert res.returncode != 0 and str(where) in res.stderr, res.stderr
+
+
+def test_sim_app_says_what_it_served_at_exit(tmp_path):
+    """Issue 61, 5: `sim app` was silent while it ran and at exit."""
+    import subprocess
+
+    from jetbench.sim.create import create_board
+
+    from conftest import REPO
+
+    create_board("tx1", tmp_path / "tx1")
+    res = subprocess.run([sys.executable, "-m", "jetbench.cli.main", "sim", "app",
+                          str(tmp_path / "tx1"), "--port", "0", "--duration", "1"],
+                         capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert res.returncode == 0, res.stderr
+    last = res.stdout.strip().splitlines()[-1]
+    assert last.startswith("sim app: served ") and "dropped" in last and "SIMULATED" in last

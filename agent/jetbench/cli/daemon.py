@@ -164,7 +164,15 @@ def status(
 
     # The daemon's own document (daemon/held.py); one of another version may lack a key, so
     # each is read with .get.
-    kv(console(), _status_rows(cast("StatusDoc", reply)), title="jetbench daemon")
+    rows = _status_rows(cast("StatusDoc", reply))
+    con = console()
+    kv(con, rows, title="jetbench daemon")
+    if len(rows) > STATE_AGAIN_AFTER:  # taller than a terminal: the state is said last too
+        con.print(f"state: {reply.get('summary', '')}", highlight=False,
+                  soft_wrap=not con.is_terminal)
+
+
+STATE_AGAIN_AFTER = 18  # status rows past which the state line scrolls off a 24-line terminal
 
 
 def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
