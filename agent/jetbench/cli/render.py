@@ -56,6 +56,21 @@ def emc_limit_text(emc: InfoEmcDoc) -> str:
     return "; ".join(parts) + f"; table top {format_hz(emc['table_max_hz'])}"
 
 
+def _runs_under(doc: InfoDoc) -> List[str]:
+    """Each max that is no table entry (a power mode's cap between two) and the entry that runs
+    under it: 'gpu max 800 MHz runs 675.8 MHz'."""
+    out = []
+    rows = [(c["name"] if c["name"] == c["domain"] else f"{c['domain']} {c['name']}",
+             c["max_hz"], c["available_hz"]) for c in doc["clocks"]]
+    for name, max_hz, table in rows:
+        if max_hz is None or not table or max_hz in table:
+            continue
+        below = [hz for hz in table if hz <= max_hz]
+        if below:
+            out.append(f"{name} max {format_hz(max_hz)} runs {format_hz(max(below))}")
+    return out
+
+
 def info_tables(doc: InfoDoc) -> Iterable[Table]:
     from ..inventory import cpu_label
 
@@ -81,6 +96,9 @@ def info_tables(doc: InfoDoc) -> Iterable[Table]:
     emc = doc.get("emc")
     if emc and (emc.get("cap_hz") or emc.get("ceiling_hz")):
         head.add_row("emc limit", emc_limit_text(emc))
+    runs = _runs_under(doc)
+    if runs:  # a cap between two table entries: the entry below it is what runs
+        head.add_row("caps", "; ".join(runs))
     for g in doc.get("nvml_gpus", ()):
         limit = "-" if g["power_limit_mw"] is None else f"{g['power_limit_mw'] / 1000:g} W"
         bounds = g["power_limits_mw"]
