@@ -150,14 +150,17 @@ def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> N
         return
     from rich.table import Table
 
-    from ..report.digits import significant
+    from ..report.digits import plus_minus_pct, significant
 
     table = Table(title=title([a, b], "jetbench compare"), title_justify="left")
     for name in ("metric", "A", "B", "change", "noise", "verdict"):
         table.add_column(name, justify="left" if name in ("metric", "verdict") else "right")
 
-    def fmt(x: Optional[float]) -> str:
-        return "-" if x is None else significant(x, 4)
+    def fmt(x: Optional[float], pct: Optional[float] = None) -> str:
+        """A figure to the digits its uncertainty gives (report/digits.py), 3 where unknown."""
+        if x is None:
+            return "-"
+        return plus_minus_pct(x, pct).split(" +- ")[0] if pct else significant(x, 3)
 
     whys = []
     for c in changes:
@@ -165,7 +168,8 @@ def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> N
         na, nb = c.noise
         noise = "-" if c.higher_is_better is None else (
             "unknown" if na is None or nb is None else f"+-{na:.1f}% / {nb:.1f}%")
-        table.add_row(c.metric, fmt(c.a), fmt(c.b), change, noise, c.verdict)
+        table.add_row(c.metric, fmt(c.a, c.ra.pct), fmt(c.b, c.rb.pct), change, noise,
+                      c.verdict)
         if c.judged.why and c.a is not None and c.b is not None and \
                 c.judged.why not in whys:
             whys.append(c.judged.why)
