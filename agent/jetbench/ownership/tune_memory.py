@@ -10,7 +10,7 @@ import time
 from typing import Dict, Mapping, Optional
 
 from ..hw.fs import STATE_DIR, Root
-from .statedir import replace_file, state_dir_fd
+from .statedir import keep_state_file
 
 MEMORY_NAME = "tune-held.json"
 MEMORY_PATH = f"{STATE_DIR}/{MEMORY_NAME}"
@@ -22,13 +22,7 @@ def remember(root: Root, key: str, point_hz: Mapping[str, int],
     read-only): the tuning goes on, it only will not be remembered."""
     doc = {"key": key, "point_hz": dict(point_hz), "figures": dict(figures),
            "saved": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    try:
-        with state_dir_fd(root, create=True) as dir_fd:
-            assert dir_fd is not None
-            replace_file(dir_fd, MEMORY_NAME, json.dumps(doc, indent=1) + "\n")
-    except OSError:
-        return False
-    return True
+    return keep_state_file(root, MEMORY_NAME, json.dumps(doc, indent=1) + "\n")
 
 
 def recall(root: Root, key: str) -> Optional[Dict[str, int]]:
