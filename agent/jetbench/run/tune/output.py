@@ -200,9 +200,10 @@ def profile_text(doc: TuneDoc, board: Board, name: str, caps: Sequence[str] = ()
     table = pinned_clocks_table(
         f"tuned by jetbench tune for {s['model']} {s['precision']} batch {s['batch']}",
         board.family, s.get("cpu_hz"), s.get("gpu_hz"), s.get("emc_hz"))
-    if board.power_mode is not None:  # where it was found: `apply` in another mode says so
-        table["context"] = {"power_mode": board.power_mode.text,
-                            "power_mode_id": board.power_mode.id, "caps": list(caps)}
+    mode = getattr(board, "power_mode", None)
+    if mode is not None:  # where it was found: `apply` in another mode says so
+        table["context"] = {"power_mode": mode.text, "power_mode_id": mode.id,
+                            **({"caps": list(caps)} if caps else {})}
     return profile_toml(table, [
         f"Written by `jetbench tune` on {doc['created']}: the best point of study "
         f"{doc['study']!r}",
@@ -232,6 +233,8 @@ def mode_caps_text(root: Root, board: Board) -> List[str]:
     set them (the journal's originals win)."""
     from ...profiles.targets import mode_caps_now
 
+    if getattr(board, "power_mode", None) is None:  # no nvpmodel: no caps
+        return []
     caps = mode_caps_now(root, board)
     if caps is None:
         return []
