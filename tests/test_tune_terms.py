@@ -414,7 +414,7 @@ def test_budget_the_points_read_again_did_not_need_goes_on_halving_to_the_edge(t
         return computed_report(rate, watts)
 
     monkeypatch.setattr(measure_module, "measure", shape)
-    options = MeasureOptions(cmd="memory-shape", throughput_from="trtexec", duration="0.3")
+    options = MeasureOptions(cmd="true memory-shape", throughput_from="trtexec", duration="0.3")
     request = TuneRequest(options, tmp_path / "tuned", budget=15, knobs=("gpu", "emc"), seed=3,
                           constraints=(Constraint.parse("images_per_s>=168.8"),))
     doc = study_module.tune(Root(str(base)), request).doc

@@ -22,6 +22,7 @@ from .choice import _key, _params_of, _to_confirm, _usable, choose_best, leaders
 from .monotone import EDGES, edge_points, every_point, implied_miss, top_points
 from .options import CONFIRM, INFERRED_IN_A_ROW, P99_BATCHES, TuneReport, TuneRequest, request_for
 from .output import _settings_text, study_doc, thin_p99_note
+from .preflight import check_some_ran
 from .progress import Progress, again_reason, earlier_readings
 from .storage import counts, drain_waiting, others_measuring, retry_callback, wait_for_others
 from .trial import (
@@ -240,6 +241,7 @@ class Study:
                         self.size)
         path = self.req.out_dir / "tune.json"
         path.write_text(json.dumps(doc, indent=2) + "\n")
+        check_some_ran(self.study.get_trials(deepcopy=False))  # after tune.json: nothing lost
         return TuneReport(doc, path)
 
     # -- phases --------------------------------------------------------------------------------
