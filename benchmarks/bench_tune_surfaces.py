@@ -20,7 +20,8 @@ The gap is 1 - items/J(answer) / items/J(optimum), both exact; an answer whose e
 under the floor counts as under the floor and as a 100% gap.
 
     python benchmarks/bench_tune_surfaces.py [--boards tx1,xavier-nx] [--seeds 50]
-        [--settings gpu,emc:8,gpu,emc,cpu:25] [--searchers tune,tpe,gp] [--jobs 2]
+        [--settings 'gpu,emc:8;gpu,emc,cpu:25'] [--searchers tune,tpe,gp] [--first N]
+        [--jobs 2]
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def spaces(boards: Sequence[str]) -> Dict[str, Space]:
     return out
 
 
-def cases(board: str, space: Space, knobs: str, budget: int, seeds: int
+def cases(board: str, space: Space, knobs: str, budget: int, seeds: int, first: int = 0
           ) -> Tuple[List[Case], int]:
     """`seeds` surfaces with a clear binding floor on this board and knobs; how many drawn
     were passed over (no such floor)."""
@@ -97,7 +98,7 @@ def cases(board: str, space: Space, knobs: str, budget: int, seeds: int
     sub = {k: space[k] for k in knobs.split(",")}
     size = math.prod(len(v) for v in sub.values())
     out: List[Case] = []
-    seed, skipped = SEED_OFFSET[knobs], 0
+    seed, skipped = SEED_OFFSET[knobs] + first, 0
     while len(out) < seeds:
         surface = Surface.draw(seed)
         share = random.Random(f"floor-{seed}").uniform(0.1, 0.85)
@@ -251,6 +252,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--settings", default="gpu,emc:8;gpu,emc,cpu:25",
                     help="KNOBS:BUDGET;... (the knobs searched, the trials)")
     ap.add_argument("--searchers", default="tune,tpe,gp")
+    ap.add_argument("--first", type=int, default=0, metavar="N",
+                    help="draw the surfaces from seed N on (another set: 1000)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--target", type=float, default=3.0)
     ap.add_argument("--worst", type=float, default=5.0)
@@ -263,7 +266,8 @@ def main(argv: List[str]) -> int:
     jobs: List[Tuple[str, Case, Space]] = []
     for knobs, budget in settings:
         for board in boards:
-            drawn, skipped = cases(board, tables[board], knobs, budget, args.seeds)
+            drawn, skipped = cases(board, tables[board], knobs, budget, args.seeds,
+                                   args.first)
             feasible = [c.feasible for c in drawn]
             print(f"{board} {knobs}: {len(drawn)} surfaces ({skipped} passed over: no floor "
                   f"{CLEAR_PCT:g}% clear of every point), {drawn[0].size} points, feasible "

@@ -40,6 +40,9 @@ FIT_TOLERANCE = 0.01  # a sharpness fitting within this (relative rms) of the be
 RIDGE = 1e-3  # pulls the power terms towards none where the points say nothing
 MIN_READINGS = 2  # points read before the models propose
 DESIGN = 0.7  # a design point's knob: the entry nearest this share of its top clock
+# a knob of few entries (an EMC's 4 or 5 rates): its steps are large, and what it does shows
+# over its range, not one step down: its design point is nearer its bottom
+COARSE_ENTRIES, COARSE_DESIGN = 6, 0.3
 NEAR_LAST = 3  # the search's last trials (a quarter, at least these) walk the best's edge
 NEAR_SLACK = 0.05  # there, a neighbour the models put this close under the floor is read
 
@@ -101,8 +104,8 @@ class Models:
         """The models from the points read (None: fewer than MIN_READINGS)."""
         if len(readings) < MIN_READINGS:
             return None
-        space = {k: list(v) for k, v in space.items()}
-        x = np.array([_shares(space, r.clocks) for r in readings])
+        tables = {k: list(v) for k, v in space.items()}
+        x = np.array([_shares(tables, r.clocks) for r in readings])
         t = np.array([1.0 / r.items_per_s for r in readings])
         fits = []
         for p in P_GRID:
@@ -118,7 +121,7 @@ class Models:
         ridge = np.sqrt(RIDGE) / float(np.mean(w)) * np.eye(features.shape[1])[1:]
         power = nnls(np.vstack([features / w[:, None], ridge]),
                      np.concatenate([np.ones(len(x)), np.zeros(len(ridge))]))
-        return cls(space, kept, power)
+        return cls(tables, kept, power)
 
     @staticmethod
     def _power_features(x: np.ndarray) -> np.ndarray:
@@ -163,12 +166,13 @@ def propose(space: Mapping[str, Sequence[int]], readings: Sequence[Reading],
 
 def design_points(space: Mapping[str, Sequence[int]]) -> List[Clocks]:
     """The points read before the models propose, after the top of the space: each knob alone
-    at the entry nearest DESIGN of its top clock, the others at their top (what each knob alone
-    does to rate and power)."""
+    at the entry nearest DESIGN of its top clock (COARSE_DESIGN for a knob of few entries), the
+    others at their top (what each knob alone does to rate and power)."""
     top = {f"{k}_hz": max(v) for k, v in space.items()}
     out = []
     for knob, values in space.items():
-        lower = min(values, key=lambda hz: (abs(hz - max(values) * DESIGN), hz))
+        share = COARSE_DESIGN if len(values) <= COARSE_ENTRIES else DESIGN
+        lower = min(values, key=lambda hz: (abs(hz - max(values) * share), hz))
         if lower != max(values):
             out.append(dict(top, **{f"{knob}_hz": lower}))
     return out
@@ -183,17 +187,20 @@ def next_point(trials: Sequence[FrozenTrial], space: Mapping[str, Sequence[int]]
     point read, in the search's last trials), the proposal among its neighbours (`trades`).
     None where there is none (the sampler goes on)."""
     knobs = list(space)
-    readings, misses, seen = [], [], []
+    readings: List[Reading] = []
+    misses: List[Clocks] = []
+    seen: List[Clocks] = []
     for t in trials:
         settings = t.user_attrs.get("settings") or {}
-        clocks = {f"{k}_hz": settings.get(f"{k}_hz") for k in knobs}
+        # (checked settings: each clock an int of its table, choice.settings_problem)
+        clocks: Clocks = {f"{k}_hz": int(settings.get(f"{k}_hz") or 0) for k in knobs}
         seen.append(clocks)
         metrics = t.user_attrs.get("metrics") or {}
         rate, power = metrics.get("images_per_s"), metrics.get("power_w")
         if t.state.name != "COMPLETE" or t.user_attrs.get("valid") is not True:
             continue
         if rate and power and rate > 0 and power > 0:
-            readings.append(Reading(clocks, float(rate), float(power)))  # type: ignore[arg-type]
+            readings.append(Reading(clocks, float(rate), float(power)))
         violations = t.user_attrs.get("constraints") or []
         if any(v > 0 for v in violations[:len(constraints)]):
             misses.append(clocks)
