@@ -3,10 +3,12 @@ next point under a throughput floor (issue 62).
 
 Under a floor that binds, the best point lies on the floor's edge, and that edge runs across
 the knobs: a GPU step down may be paid for by a CPU step up. A sampler keeps no edge in view,
-and halving one knob at a time walks it only along that knob. So once a few points are read,
-each next point is the one the models say is most efficient among those they say meet the
-floor: any point of the space, so one knob traded against another where the fitted edge runs
-across both.
+and halving one knob at a time walks it only along that knob. So after the top of the space
+and one design point per knob (`design_points`), each next point is the one the models say is
+most efficient among those they say meet the floor: any point of the space, so one knob traded
+against another where the fitted edge runs across both; in the search's last trials, among the
+best point's neighbours (`trades`: a knob one step down, or one down and another one up).
+A point at or below one that missed the floor is never proposed (monotone.py's rule).
 
 Both models are monotone where physics is (a clock raised never slows a workload nor lowers
 its power), by non-negative least squares over terms that each rise with every clock, in
@@ -14,7 +16,9 @@ shares of each knob's top clock (x, in (0, 1]):
 
     time of an item  t^p = c + sum_k a_k x_k^-p       (a soft bottleneck: p = 1 adds the
                                                        knobs' times, a large p takes the slowest;
-                                                       p the best fit of P_GRID)
+                                                       p each of P_GRID that fits within
+                                                       FIT_TOLERANCE of the best: the rate
+                                                       the most hopeful of them)
     power            W   = c + sum_k (b_k x_k + d_k x_k^3)   (C f below a voltage knee, C V^2 f
                                                              above it)
 
