@@ -542,6 +542,34 @@ def test_patience_stops_the_search_when_the_best_stands_still_and_says_so(tmp_pa
         study_module.tune(Root(str(base)), dataclasses.replace(request, patience=0))
 
 
+def test_patience_stops_the_models_search_under_a_floor_too(tmp_path, monkeypatch):
+    """Under a throughput floor the models choose the points (issue 62); --patience stops
+    their search as it stops the sampler's. The memory shape of the test above, on its
+    figures computed from the clocks, 40 trials, patience 3."""
+    from jetbench.run import measure as measure_module
+
+    base = make_board(tmp_path, "tx1")
+
+    def shape(_root, request, command):
+        g, e = int(request.gpu_freqs[0]) / 998.4e6, int(request.emc_freq) / 1600e6
+        return computed_report(200.0 / (0.75 / e + 0.25 / g), 3.9 + 0.5 * e + 5.54 * g * g)
+
+    monkeypatch.setattr(measure_module, "measure", shape)
+    said: list = []
+    options = MeasureOptions(cmd="true memory-shape", throughput_from="trtexec", duration="0.3")
+    request = TuneRequest(options, tmp_path / "tuned", budget=40, knobs=("gpu", "emc"), seed=3,
+                          patience=3, constraints=(Constraint.parse("images_per_s>=168.8"),))
+    doc = study_module.tune(Root(str(base)), request, progress=said.append).doc
+    stopped = [line for line in said if "(--patience)" in line]
+    assert len(stopped) == 1 and "has not changed in 3 trials" in stopped[0], said
+    complete = [t for t in doc["trials"] if t["state"] == "COMPLETE"]
+    # the top, then the models' points until the best stood still, then the best read again:
+    # no trial of the sampler's (which only a search the models ran out of would reach)
+    assert all(t["number"] == 0 or t["model"] or t["confirms"] for t in complete), [
+        (t["number"], t["settings"], t["model"], t["confirms"]) for t in complete]
+    assert len(complete) < 40
+
+
 def test_a_trial_stopped_by_ctrl_c_has_its_point_measured_first_on_resume(tmp_path,
                                                                          monkeypatch):
     """Ctrl-C or SIGTERM (a KeyboardInterrupt) inside a trial: the trial is not counted and its

@@ -242,7 +242,7 @@ class Study:
                 return
             self.limit = n
             if self.study.get_trials(deepcopy=False, states=(state.WAITING,)):
-                self._optimize(1, n)
+                self._optimize(1, n, self._patience)
                 continue
             mine = self.same_board(self.usable())
             best = choose_best(mine, self.req.objectives[0], self.req.constraints)
@@ -256,7 +256,7 @@ class Study:
             if params is None:
                 return
             self.study.enqueue_trial(params, user_attrs={"model": True})
-            self._optimize(1, n)
+            self._optimize(1, n, self._patience)
 
     def _say_why_stopped(self) -> None:
         if self.exhausted:
