@@ -2,10 +2,12 @@
 
 The budget. A space no larger than the budget is measured whole, a trial a point (the top
 first, so a point below a throughput floor's miss is known to miss in its turn), and what is
-left of the budget reads the leaders again, round by round. A larger space is searched by the
-sampler from the top of the space (or an earlier study's best points), its last quarter seeking
-a throughput floor's edge (monotone.edge_points), and the last trials read the best points
-again (choice._to_confirm). A trial that measures a point measured before says why in its line.
+left of the budget reads the leaders again, round by round. A larger space is searched from
+the top of the space (or an earlier study's best points): under throughput floors alone, at the
+points models of rate and power fitted from the points read propose (model.next_point); else
+by the sampler, its last quarter seeking a throughput floor's edge (monotone.edge_points); and
+the last trials read the best points again (choice._to_confirm). A trial that measures a point
+measured before says why in its line.
 """
 
 from __future__ import annotations
