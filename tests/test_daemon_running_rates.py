@@ -44,7 +44,7 @@ def test_the_daemons_candidates_are_the_rates_that_run_within_the_modes_cap(tmp_
     """In process: the daemon's space on an Orin Nano in its 7 W mode (GPU capped at 420 MHz,
     no table entry: 408 MHz runs), with a profile already pinning the GPU at 306 MHz (the
     daemon's --profile: its pin is no cap), the EMC probed with the daemon's own pins."""
-    from jetbench.daemon.live_tuning import live_space
+    from jetbench.daemon.live_space import live_space
     from jetbench.hw.board import detect
     from jetbench.hw.fs import Root
     from jetbench.ownership import journal

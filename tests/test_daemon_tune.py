@@ -120,7 +120,19 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
             time.sleep(0.5)
         assert "re-tuning" in phases and tune["phase"] == "holding", (tune, daemon.output())
         assert tune["held"]["point_hz"]["gpu"] > held and tune["windows"] > windows
+        last = tune["held"]["point_hz"]
         assert daemon.stop() == 0
+        # restarted (issue 61, 5): it starts from the point it held, not from the top again
+        again = Daemon(tmp_path, base, "--tune", "--tune-knobs", "gpu", "--tune-window", "2s",
+                       "--throughput-from", f"prometheus:{url}#sim_app_items",
+                       "--latency-from", f"prometheus:{url}#sim_app_latency_seconds",
+                       "--constraint", "items_per_s>=27", interval="0.5s", name="again")
+        started.append(again)
+        again.ready()
+        resumed = again.ask("status")["tune"]
+        assert resumed["resumed_from_hz"] == last, resumed
+        assert "held before the restart" in again.output()
+        assert again.stop() == 0
     finally:
         app.send_signal(signal.SIGTERM)
         app.wait(timeout=bound_s(20))

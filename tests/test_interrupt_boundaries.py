@@ -91,7 +91,8 @@ def test_an_interrupt_after_the_window_finishes_the_result_marked_interrupted(tm
     r = interrupted_run(tmp_path, base, f"{MARKED}:{cause}", "measure", "--freq", "690MHz",
                         *CMD, "--out", str(out))
     assert_interrupted_and_put_back(r, base, before)
-    assert f"results: 1 finished, in {out}\n" in r.stderr
+    assert f"results: 1 finished, in {out}; the same command with --resume measures the " \
+        "rest" in r.stderr
     assert whole_result(out)["interrupted"] == cause
 
 
@@ -130,7 +131,8 @@ def test_a_sweep_interrupted_at_its_second_point_keeps_the_first(tmp_path):
     r = interrupted_run(tmp_path, base, "window-open#2:SIGTERM", "sweep",
                         "--freq", "614MHz,691MHz", *CMD, "--out", str(out), "--no-plot")
     assert_interrupted_and_put_back(r, base, before)
-    assert f"results: 1 finished, in {out}\n" in r.stderr
+    assert f"results: 1 finished, in {out}; the same command with --resume measures the " \
+        "rest" in r.stderr
     doc = whole_result(out)
     assert doc["settings"]["applied"]["gpu_hz"] == 614_400_000 and "interrupted" not in doc
 

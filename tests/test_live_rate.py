@@ -268,3 +268,65 @@ def test_a_reload_pins_the_point_again_and_begins_a_new_window():
     tuning.repin()  # SIGHUP pinned the profile over it
     assert len(pins) == pinned + 1 and pins[-1] == point
     assert tuning._readings == []
+
+
+def test_a_windows_power_is_its_own_energy_over_its_own_time():
+    """Issue 60, 3: an NVML energy counter read by anyone (the drift check, `readings`)
+    gives "watts since the previous reading by anyone": cut intervals whose plain mean is noisy
+    (a stand-in at 300 W: -10%/+5%, worst +143%). The window's power is now the total's
+    energy at its first and last sample over their time: 300 W exactly, whatever the cut
+    intervals' watts were."""
+    clock = [0.0]
+    source = FakeSource(clock, 30.0)
+    space = Space(("gpu",), ((100_000_000, 200_000_000),))
+    config = TuneConfig(rate=parse_source("prometheus:http://x/m#c"), knobs=("gpu",),
+                        window_s=2.0)
+    cut = iter([30.0, 900.0, 120.0, 700.0, 310.0] * 100)  # what interleaved reads would give
+    tuning = LiveTuning(config, source, space, lambda: next(cut), lambda hz: None,
+                        clock=lambda: clock[0],
+                        read_energy=lambda: (clock[0], 300.0 * clock[0]))
+    tuning.begin({"gpu": 200_000_000})
+    _advance(tuning, clock, 5.0)  # the settling window, then one judged
+    assert tuning.tuner.windows == 1
+    # 30 items/s at 300 W: 0.1 items/J
+    assert tuning.doc()["last"]["items_per_j"] == pytest.approx(0.1)
+
+
+def test_the_daemons_default_knobs_are_those_the_board_has(tmp_path):
+    """Issue 60, 3: `daemon --tune` on a PC (an NVIDIA GPU, no EMC control) started with
+    gpu,emc and refused, naming tune's --knobs; by default it now takes the board's clocks."""
+    from types import SimpleNamespace
+
+    from jetbench.daemon.live_space import knobs_for
+
+    pc = SimpleNamespace(gpu=None, nvml_gpus=(object(),), emc=None)
+    jetson = SimpleNamespace(gpu=object(), nvml_gpus=(), emc=object())
+    assert knobs_for(pc) == ("gpu",)
+    assert knobs_for(jetson) == ("gpu", "emc")
+
+
+def test_a_new_held_point_is_handed_on_to_be_remembered(tmp_path):
+    """Issue 61, 5: each new held point goes to `on_held` (the daemon keeps it in its state
+    directory, ownership/tune_memory.py), and is recalled for the same tuning only."""
+    from jetbench.hw.fs import Root
+    from jetbench.ownership.tune_memory import recall, remember
+
+    clock = [0.0]
+    source = FakeSource(clock, 30.0)
+    space = Space(("gpu",), ((100_000_000, 200_000_000, 300_000_000, 400_000_000),))
+    config = TuneConfig(rate=parse_source("prometheus:http://x/m#c"),
+                        limits=(Constraint("items_per_s", ">=", 20.0),), knobs=("gpu",),
+                        window_s=2.0)
+    held = []
+    tuning = LiveTuning(config, source, space, lambda: 5.0, lambda hz: None,
+                        clock=lambda: clock[0], on_held=lambda hz, w: held.append(hz))
+    tuning.begin({"gpu": 400_000_000})
+    _advance(tuning, clock, 60.0)
+    assert held and held[-1] == space.hz(tuning.tuner.held), held
+    root = Root(tmp_path)
+    (tmp_path / "var/lib/jetbench").mkdir(parents=True)
+    assert remember(root, "tx1 | x", held[-1], {"items_per_j": 6.0})
+    assert recall(root, "tx1 | x") == held[-1]
+    assert recall(root, "another tuning") is None
+    (tmp_path / "var/lib/jetbench/tune-held.json").write_text("{not json")
+    assert recall(root, "tx1 | x") is None

@@ -29,6 +29,10 @@ def _listing() -> list:
 def test_one_line_per_network_within_the_width(columns):
     text = _models(columns)
     lines = [line for line in text.splitlines() if line.strip()]
+    # after the table, one sentence (wrapped to the width): each also runs as sim:NAME
+    note = next(k for k, line in enumerate(lines) if line.startswith("each also runs as sim:"))
+    lines, after = lines[:note], lines[note:]
+    assert all(len(line) <= columns for line in after) and "sim:resnet50" in " ".join(after)
     rows = _listing()
     assert max(len(line) for line in lines) <= columns
     assert lines[0].split() == ["model", "input", "params", "GMACs", "description"]

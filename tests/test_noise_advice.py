@@ -45,3 +45,14 @@ def test_a_measure_after_maxperf_never_advises_maxperf(tmp_path):
     doc = json.loads(next(out.glob("*.json")).read_text())
     assert not any("jetbench maxperf" in w for w in doc["warnings"]), doc["warnings"]
     assert cli(base, "restore").exit_code == 0
+
+
+def test_an_unknown_rate_spread_is_said_and_no_meter_advised():
+    """Issue 61: a --cmd that prints one rate has an unknown throughput spread; the line blamed
+    the power sensor and advised an external meter, which cannot help."""
+    from jetbench.sampling.uncertainty import efficiency_uncertainty
+
+    unc = efficiency_uncertainty(4.6, None, "INA3221 datasheet", False, per_iteration=False)
+    assert unc["images_per_j_pct"] is None
+    assert unc["lower_it"] == ["the command reports one rate: no spread; print per-iteration "
+                               "times or repeat it"]

@@ -231,3 +231,34 @@ def test_the_way_out_on_a_board_is_nvpmodel():
     assert "`sudo nvpmodel -m 0`" in caps.way_out()
     assert "jetbench sim create --power-mode 0" in \
         ModeCaps(PowerMode(1, "5W"), {}, 640_000_000, (), 0, simulated=True).way_out()
+
+
+def test_a_tuned_profile_records_its_mode_and_apply_in_another_mode_says_so(tmp_path):
+    """Issue 61, 5: a profile from `tune --save-profile` recorded neither the power mode it
+    was tuned in nor the caps that bound it; applied in another mode it held a point found
+    elsewhere, silently."""
+    from jetbench.hw.board import detect
+    from jetbench.hw.fs import Root
+    from jetbench.run.tune.output import mode_caps_text, profile_text
+
+    base = board(tmp_path, "nano", 1)  # 5W: cpu2-3 off, CPU 918000 kHz, GPU 640 MHz
+    brd = detect(Root(base))
+    caps = mode_caps_text(Root(base), brd)
+    assert caps == ["cpu policy0 918 MHz", "gpu 640 MHz", "cpu2 offline", "cpu3 offline"]
+    doc = {"best": {"settings": {"model": "m", "precision": "fp32", "batch": 1,
+                                 "gpu_hz": 614_400_000}, "metrics": {"images_per_j": 1.0}},
+           "space": {"gpu": [614_400_000]}, "created": "x", "study": "s",
+           "objectives": ["images_per_j"], "constraints": [], "simulated": True}
+    text = profile_text(doc, brd, "tuned5w", caps)
+    assert 'power_mode = "1 5W"' in text and "power_mode_id = 1" in text
+    prof = base / "etc/jetbench/profiles"
+    prof.mkdir(parents=True, exist_ok=True)
+    (prof / "tuned5w.toml").write_text(text)
+    maxn = board(tmp_path / "maxn", "nano", None)  # the same profile on a board in MAXN
+    (maxn / "etc/jetbench/profiles").mkdir(parents=True, exist_ok=True)
+    (maxn / "etc/jetbench/profiles/tuned5w.toml").write_text(text)
+    r = cli(maxn, "apply", "tuned5w", "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "was tuned in power mode 1 5W" in r.output and "mode 0 MAXN now" in r.output
+    r = cli(base, "apply", "tuned5w", "--dry-run")
+    assert "was tuned in power mode" not in r.output  # the same mode: nothing to say

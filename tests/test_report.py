@@ -196,3 +196,25 @@ def test_result_writes_are_atomic_under_kill9(tmp_path):
         doc = json.loads(target.read_text())  # whole, never half-written
         assert doc["k"] >= 1 and len(doc["pad"]) == 2000
     assert io.load_results([tmp_path], skip_foreign=True) == []  # not a full result: skipped
+
+
+def test_compare_takes_a_directory_holding_one_result_or_says_what_it_holds(tmp_path):
+    """Issue 61, 5: `report --compare DIR` said the directory was "not a regular file (a FIFO,
+    a device or a socket)"."""
+    import json as _json
+
+    from conftest import run_cli
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    a = tmp_path / "a.json"
+    a.write_text(_json.dumps(result_doc(691.2)))
+    (one / "b.json").write_text(_json.dumps(result_doc(998.4)))
+    (two / "b.json").write_text(_json.dumps(result_doc(998.4)))
+    (two / "c.json").write_text(_json.dumps(result_doc(614.4)))
+    ok = run_cli("report", str(a), "--compare", str(one))
+    assert ok.returncode == 0, ok.stderr
+    bad = run_cli("report", str(a), "--compare", str(two))
+    assert bad.returncode == 1 and "a directory holding 2 results" in bad.stderr, bad.stderr
+    assert "FIFO" not in bad.stderr

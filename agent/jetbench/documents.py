@@ -456,6 +456,7 @@ class TrialDoc(TypedDict, total=False):
     readings: int
     confirms: bool  # read again at the end of the budget
     edge: bool  # halving the way to a constraint's edge (tune/monotone.edge_points)
+    model: bool  # proposed by the models of rate and power (tune/model.py)
     batches: Optional[float]  # timed iterations of its window (None: a command's, unknown)
     settings: Optional[TrialSettings]
     metrics: Optional[TrialMetrics]

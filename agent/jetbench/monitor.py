@@ -19,6 +19,7 @@ from .hw.clocks.types import ClockReading
 from .hw.fs import Root
 from .hw.meters.base import KIND_ENERGY, Channel, PowerSource, power_between, total_power_w
 from .hw.readings import clock_doc, cpu_load_pct, read_now
+from .report.digits import plus_minus, significant
 
 if TYPE_CHECKING:
     from .hw.meters.accuracy import Accuracy
@@ -185,7 +186,9 @@ def _mhz(hz: Optional[int]) -> str:
 def _w(watts: Optional[float], err_w: Optional[float]) -> str:
     if watts is None:
         return "-"
-    return f"{watts:.2f}W" + (f"+-{err_w:.2f}" if err_w is not None else "")
+    if err_w is None:
+        return f"{significant(watts)}W"
+    return plus_minus(watts, err_w).replace(" +- ", "W+-")  # digits from the uncertainty
 
 
 def cpu_part(row: Row, board: Board) -> str:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..daemon.live_rate import PrometheusSource
     from ..daemon.live_tuning import PointDoc, TuneConfig, TuneStatusDoc
 
-_SOCKET_HELP = "The control socket."
+_SOCKET_HELP = "The control socket (or $JETBENCH_SOCKET)."
 _TUNE = "Live tuning"
 
 
@@ -27,7 +27,8 @@ def daemon(
                                           metavar="PROFILE", help="Profile to hold: a "
                                           "name (see `jetbench profiles`) or a TOML file. "
                                           "None: monitor only."),
-    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP),
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP,
+                                envvar="JETBENCH_SOCKET"),
     metrics: Optional[str] = typer.Option(None, "--metrics",
                                           metavar="HOST:PORT", help="Serve Prometheus metrics "
                                           "on HOST:PORT, e.g. 127.0.0.1:9101."),
@@ -58,8 +59,14 @@ def daemon(
         None, "--constraint", metavar="NAME>=V", rich_help_panel=_TUNE,
         help="items_per_s, power_w, latency_p99_ms, latency_p50_ms (>= or <=); "
              "demand>=SHARE: keep up with what arrives."),
-    tune_knobs: str = typer.Option("gpu,emc", "--tune-knobs", metavar="KNOBS",
-                                   rich_help_panel=_TUNE, help="The clocks searched."),
+    tune_knobs: Optional[str] = typer.Option(
+        None, "--tune-knobs", metavar="KNOBS", rich_help_panel=_TUNE,
+        help="The clocks searched (gpu, emc, cpu); default: those the board has (a Jetson: "
+             "gpu,emc; a PC's NVIDIA GPU: gpu)."),
+    tune_gpu: int = typer.Option(
+        0, "--tune-gpu", metavar="INDEX", min=0, rich_help_panel=_TUNE,
+        help="On a host whose power is NVML's: the GPU (NVML index, nvidia-smi's) the workload "
+             "runs on, whose power the items are divided by."),
     tune_window: str = typer.Option("10s", "--tune-window", metavar="DURATION",
                                     rich_help_panel=_TUNE, help="How long each point is "
                                     "measured."),
@@ -73,7 +80,7 @@ def daemon(
     from ..units import parse_duration_s
 
     tuning = _tune_config(tune, throughput_from, latency_from, constraint or [], tune_knobs,
-                          tune_window, tune_silence)
+                          tune_window, tune_silence, tune_gpu)
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
@@ -86,8 +93,8 @@ def daemon(
 
 
 def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
-                 constraints: List[str], knobs: str, window: str,
-                 silence: Optional[str] = None) -> Optional[TuneConfig]:
+                 constraints: List[str], knobs: Optional[str], window: str,
+                 silence: Optional[str] = None, gpu_index: int = 0) -> Optional[TuneConfig]:
     """--tune's options, checked before the daemon touches anything (UsageError)."""
     from ..daemon.live_log import parse_log_source
     from ..daemon.live_rate import parse_source
@@ -112,9 +119,8 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     for limit in limits:
         if limit.name.startswith("latency") and not latency_from:
             raise UsageError(f"--constraint {limit} needs --latency-from (a histogram)")
-    names = tuple(k.strip() for k in knobs.split(",") if k.strip())
-    bad = [k for k in names if k not in KNOBS]
-    if bad or not names:
+    names = None if knobs is None else tuple(k.strip() for k in knobs.split(",") if k.strip())
+    if names is not None and (not names or any(k not in KNOBS for k in names)):
         raise UsageError(f"--tune-knobs {knobs!r}: expected some of {', '.join(KNOBS)}")
     window_s = parse_duration_s(window)
     if window_s < 1.0:
@@ -135,11 +141,12 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                       latency=parse_source(latency_from, "--latency-from")
                       if latency_from else None,
                       limits=tuple(limits), knobs=names, window_s=window_s,
-                      silent_after_s=silence_s)
+                      silent_after_s=silence_s, gpu_index=gpu_index)
 
 
 def status(
-    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP),
+    socket: Path = typer.Option(DEFAULT_SOCKET, "--socket", metavar="PATH", help=_SOCKET_HELP,
+                                envvar="JETBENCH_SOCKET"),
     as_json: bool = typer.Option(False, "--json", help="Print the daemon's status document."),
 ) -> None:
     """Ask the running daemon: what it holds, clocks, temperatures, power, re-pins."""
@@ -157,7 +164,15 @@ def status(
 
     # The daemon's own document (daemon/held.py); one of another version may lack a key, so
     # each is read with .get.
-    kv(console(), _status_rows(cast("StatusDoc", reply)), title="jetbench daemon")
+    rows = _status_rows(cast("StatusDoc", reply))
+    con = console()
+    kv(con, rows, title="jetbench daemon")
+    if len(rows) > STATE_AGAIN_AFTER:  # taller than a terminal: the state is said last too
+        con.print(f"state: {reply.get('summary', '')}", highlight=False,
+                  soft_wrap=not con.is_terminal)
+
+
+STATE_AGAIN_AFTER = 18  # status rows past which the state line scrolls off a 24-line terminal
 
 
 def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:

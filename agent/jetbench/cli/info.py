@@ -20,7 +20,7 @@ def info(
     from ..hw.meters.registry import open_sources
     from ..inventory import describe
     from ..open_board import open_board
-    from .render import info_tables
+    from .info_render import info_tables
 
     root = open_root(ctx)
     with open_board(root, simulate_power=False) as board:

@@ -10,7 +10,7 @@ from ..interrupts import InterruptLatch
 from .common import console
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
+    from rich.progress import Progress, ProgressColumn, TaskID
 
     from ..run.measure import Progress as OnProgress
 
@@ -38,24 +38,45 @@ class ProgressBar:
         if not self.enabled or time.monotonic() - self.start < _PROGRESS_AFTER_S:
             return
         if self.progress is None:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TextColumn("left"), TimeRemainingColumn(),
+                                     MofNCompleteColumn(), _times_column(),
                                      console=console(stderr=True), transient=True)
             self.progress.start()
             self.task = self.progress.add_task("", total=total)
         if self.task is not None:
             self.progress.update(self.task, description=f"{label}: {phase}",
                                  completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
+
+
+def duration_text(seconds: Optional[float]) -> str:
+    """'2 s', '1 min 5 s', '1 h 2 min' ('?' where unknown)."""
+    if seconds is None:
+        return "?"
+    s = int(round(max(seconds, 0.0)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def times_text(elapsed: Optional[float], remaining: Optional[float]) -> str:
+    """'2 s elapsed, ~10 s left' (the time left only once it can be estimated)."""
+    text = f"{duration_text(elapsed)} elapsed"
+    return text + (f", ~{duration_text(remaining)} left" if remaining is not None else "")
+
+
+def _times_column() -> ProgressColumn:
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class Times(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(times_text(task.elapsed, task.time_remaining))
+
+    return Times()
 
 
 def interruptible(update: OnProgress, latch: InterruptLatch) -> OnProgress:

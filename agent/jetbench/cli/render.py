@@ -6,6 +6,7 @@ import posixpath
 import re
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..report.digits import plus_minus, significant
 from ..units import format_hz
 from .common import console
 
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
 
     from ..documents import ResultDoc
     from ..hw.clocks.types import ClockReading
-    from ..inventory import InfoDoc, InfoEmcDoc
 
 
 def sim_tag(simulated: bool) -> str:
@@ -41,120 +41,6 @@ def _compact_table(title: str, *columns: str, header: bool = True) -> Table:
         table.add_column(col, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",
                          style="bold" if not header and k == 0 else None)
     return table
-
-
-def emc_limit_text(emc: InfoEmcDoc) -> str:
-    """'2.133 GHz: the power mode's cap (/sys/kernel/nvpmodel_clk_cap/emc); table top 3.199
-    GHz' and/or the firmware's ceiling this boot."""
-    parts = []
-    if emc.get("cap_hz"):
-        parts.append(f"{format_hz(emc['cap_hz'])}: the power mode's cap ({emc['cap_file']})")
-    if emc.get("ceiling_hz"):
-        parts.append(f"{format_hz(emc['ceiling_hz'])}: the firmware's ceiling this boot "
-                     f"({emc['ceiling_why']})")
-    return "; ".join(parts) + f"; table top {format_hz(emc['table_max_hz'])}"
-
-
-def info_tables(doc: InfoDoc) -> Iterable[Table]:
-    from ..inventory import cpu_label
-
-    board = doc["board"]
-    head = _compact_table("Board" + sim_tag(doc["simulated"]), "key", "value", header=False)
-    head.add_row("model", str(board.get("model") or "-"))
-    head.add_row("release", ", ".join(f"{key} {board.get(key) or '-'}"
-                                      for key in ("family", "soc", "l4t")))
-    head.add_row("root", str(board.get("root") or "-"))
-    mode = board.get("power_mode")
-    head.add_row("power mode", mode["text"] if mode else "- (no nvpmodel)")
-    for differ in (mode or {}).get("not_in_force", []):
-        head.add_row("[yellow]not in force[/]", differ)
-    gpu = []
-    if doc["gpu"] and doc["gpu"].get("load_pct") is not None:
-        gpu.append(f"load {doc['gpu']['load_pct']:.1f} %")
-    if doc["gpu"] and doc["gpu"]["railgate"] is not None:
-        gpu.append(f"railgate {doc['gpu']['railgate']} ({doc['gpu']['railgate_file']})")
-    if gpu:
-        head.add_row("gpu", ", ".join(gpu))
-    if doc["fan"]:
-        head.add_row("fan pwm", str(doc["fan"]["pwm"]))
-    emc = doc.get("emc")
-    if emc and (emc.get("cap_hz") or emc.get("ceiling_hz")):
-        head.add_row("emc limit", emc_limit_text(emc))
-    for g in doc.get("nvml_gpus", ()):
-        limit = "-" if g["power_limit_mw"] is None else f"{g['power_limit_mw'] / 1000:g} W"
-        bounds = g["power_limits_mw"]
-        if bounds:
-            limit += f" (settable {bounds[0] / 1000:g} .. {bounds[1] / 1000:g} W)"
-        head.add_row(f"gpu {g['bus_id']}", f"{g['name']} via NVML; power limit {limit}")
-    cpu = doc.get("cpu") or {}
-    if cpu.get("offline"):
-        head.add_row("cpus online", f"{cpu_label(cpu['online'])} ({cpu_label(cpu['offline'])} "
-                                    "offline)")
-    if cpu.get("idle_disabled"):
-        by_states: Dict[Tuple[str, ...], List[int]] = {}
-        for name, states in cpu["idle_disabled"].items():
-            by_states.setdefault(tuple(states), []).append(int(name[3:]))
-        head.add_row("idle disabled", "; ".join(
-            f"{cpu_label(cpus)}: {', '.join(states)}" for states, cpus in by_states.items()))
-    if doc["thermal"]:
-        head.add_row("temperatures", ", ".join(
-            f"{z['name']} {'-' if z['temp_c'] is None else format(z['temp_c'], '.1f') + ' C'}"
-            for z in doc["thermal"]))
-    for note in doc["notes"]:
-        head.add_row("note", note)
-    if doc["restore_pending"]:
-        head.add_row("state", "[yellow]clocks changed by jetbench: `jetbench restore` undoes[/]")
-    yield head
-
-    clocks = _compact_table("Clocks", "clock", "governor", "min", "max", "current", "steps")
-    # one row per cluster, with its cores; clusters whose every cell reads the same are one
-    # row on the screen (Xavier's four: `cpu0-7 (4 policies)`; `info --json` keeps each)
-    rows: Dict[Tuple[str, ...], Tuple[List[int], int]] = {}
-    for cluster in doc.get("cpu_clusters", []):
-        cur = [c for c in cluster["cur_hz"] if c is not None]
-        now = format_hz(cur[0]) if cur and min(cur) == max(cur) else \
-            (f"{format_hz(min(cur))}..{format_hz(max(cur))}" if cur else "-")
-        cells: Tuple[str, ...] = (
-            str(cluster["governor"] or "-"), format_hz(cluster["min_hz"]),
-            format_hz(cluster["max_hz"]), now, _table_size(cluster["available_hz"]))
-        if cluster.get("offline") or not cluster.get("cpus"):
-            cells = (str(cluster["name"]),) + cells  # its own row: its name says what is offline
-        cpus, policies = rows.get(cells, ([], 0))
-        rows[cells] = (cpus + list(cluster.get("cpus") or []),
-                       policies + len(cluster["policies"]))
-    for cells, (cpus, policies) in rows.items():
-        name = cells[0] if len(cells) == 6 else cpu_label(cpus)
-        clocks.add_row(f"{name} ({policies} polic{'y' if policies == 1 else 'ies'})",
-                       *cells[-5:])
-    for c in doc["clocks"]:
-        if c["domain"] == "cpu" and "cpu_clusters" in doc:
-            continue
-        name = c["name"] if c["name"] == c["domain"] else f"{c['domain']} {c['name']}"
-        clocks.add_row(name, c["governor"] or "-", format_hz(c["min_hz"]),
-                       format_hz(c["max_hz"]), format_hz(c["cur_hz"]),
-                       _table_size(c["available_hz"]))
-    if not doc["clocks"]:
-        clocks.add_row("nothing to pin here", "", "", "", "", "")
-    yield clocks
-
-    if doc["rails"]:
-        total = doc["total"] if len(str(doc["total"])) <= 40 else "a sum (sources, below)"
-        rails = _compact_table(f"Power rails - total: {total}",
-                               "rail", "sensor", "channel", "driver", "measures")
-        for r in doc["rails"]:
-            rails.add_row(r["name"] + (" (total)" if r["is_total"] else ""), r["sensor"],
-                          str(r["channel"]), f"{r.get('chip', 'ina3221')} {r['layout']}",
-                          r["point"].replace("_", " "))
-        yield rails
-    if doc.get("sources"):
-        sources = _compact_table("Power sources (what a measurement records)", "source",
-                                 "what", header=False)
-        for src in doc["sources"]:
-            chans = ", ".join(f"{c['name']} ({c['point'].replace('_', ' ')})"
-                              for c in src["channels"]) or "none: power is not measured"
-            sources.add_row(src["name"], f"{chans}; total {src['total'] or '-'}; every "
-                                         f"{src['period_s']:g} s")
-        yield sources
 
 
 def plan_lines(steps, title: str, simulated: bool, dry_run: bool) -> List[str]:
@@ -225,12 +111,13 @@ def kv(console: Console, rows: Iterable[Tuple[object, object]], title: Optional[
 
 
 def _watts_pm(watts: Optional[float], err_w: Optional[float]) -> str:
-    """'2.345 +- 0.052 W' (the sensor's worst case on this reading), '2.345 W +- unknown'."""
+    """'6.86 +- 0.34 W' (the sensor's worst case on this reading, digits from it as every
+    figure jetbench prints: report/digits.py), '2.35 W +- unknown'."""
     if watts is None:
         return "-"
     if err_w is None:
-        return f"{watts:.3f} W +- unknown"
-    return f"{watts:.3f} +- {err_w:.3f} W"
+        return f"{significant(watts)} W +- unknown"
+    return f"{plus_minus(watts, err_w)} W"
 
 
 def monitor_table(row, board, simulated: bool):

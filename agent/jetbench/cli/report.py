@@ -42,7 +42,7 @@ def report(
     img/s vs batch, each run's power trace); --compare for a regression check; --by runtime
     for the runtimes side by side."""
     from ..report import by_runtime, tables
-    from ..report.io import load_result, load_results
+    from ..report.io import load_results
 
     if by is not None:
         if compare is not None:
@@ -62,7 +62,7 @@ def report(
         if len(docs) != 1:
             raise UsageError("--compare takes one result on each side",
                              hint="jetbench report A.json --compare B.json")
-        _compare(docs[0], load_result(compare), as_json, results[0], compare)
+        _compare(docs[0], _one_result(compare), as_json, results[0], compare)
         return
     written: List[Path] = []
     if plot is not None:
@@ -120,6 +120,24 @@ def _by_runtime(results: List[Path], plot: Optional[Path], markdown: bool,
         typer.echo(f"plot: {p}")
 
 
+def _one_result(path: Path) -> ResultDoc:
+    """--compare's B: a result file, or a directory that holds exactly one (else it says what
+    the directory holds)."""
+    from ..report import schema
+    from ..report.io import load_result, load_results
+
+    if not path.is_dir():
+        return load_result(path)
+    docs = load_results([path])
+    if len(docs) == 1:
+        return docs[0]
+    held = ", ".join(schema.label(d) for d in docs[:4]) + (
+        f" and {len(docs) - 4} more" if len(docs) > 4 else "")
+    raise UsageError(f"--compare {path}: a directory holding {len(docs)} results"
+                     + (f" ({held})" if docs else ""),
+                     hint="give one result file (DIR/NAME.json), or a directory with one")
+
+
 def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> None:
     from ..report.compare import caveats, compare
     from ..report.tables import title
@@ -132,14 +150,17 @@ def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> N
         return
     from rich.table import Table
 
-    from ..report.digits import significant
+    from ..report.digits import plus_minus_pct, significant
 
     table = Table(title=title([a, b], "jetbench compare"), title_justify="left")
     for name in ("metric", "A", "B", "change", "noise", "verdict"):
         table.add_column(name, justify="left" if name in ("metric", "verdict") else "right")
 
-    def fmt(x: Optional[float]) -> str:
-        return "-" if x is None else significant(x, 4)
+    def fmt(x: Optional[float], pct: Optional[float] = None) -> str:
+        """A figure to the digits its uncertainty gives (report/digits.py), 3 where unknown."""
+        if x is None:
+            return "-"
+        return plus_minus_pct(x, pct).split(" +- ")[0] if pct else significant(x, 3)
 
     whys = []
     for c in changes:
@@ -147,7 +168,8 @@ def _compare(a: ResultDoc, b: ResultDoc, as_json: bool, pa: Path, pb: Path) -> N
         na, nb = c.noise
         noise = "-" if c.higher_is_better is None else (
             "unknown" if na is None or nb is None else f"+-{na:.1f}% / {nb:.1f}%")
-        table.add_row(c.metric, fmt(c.a), fmt(c.b), change, noise, c.verdict)
+        table.add_row(c.metric, fmt(c.a, c.ra.pct), fmt(c.b, c.rb.pct), change, noise,
+                      c.verdict)
         if c.judged.why and c.a is not None and c.b is not None and \
                 c.judged.why not in whys:
             whys.append(c.judged.why)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import typer
 
 from .common import console
 from .help_screen import HelpCommand, HelpGroup
+
+if TYPE_CHECKING:
+    from ..workload.sim_app import SimApp
 
 sim_app = typer.Typer(cls=HelpGroup,
                       help="Simulated boards: a faithful sysfs/debugfs tree in a directory.",
@@ -141,12 +144,40 @@ def app(
     address = f"http://127.0.0.1:{server.server_address[1]}/metrics"
     typer.echo(f"serving {address} (SIMULATED application: {model} {precision}, demand "
                f"{demand})", err=False)
+    t0 = time.monotonic()
+    last = (t0, 0.0, 0.0)
     try:
-        stop.wait(duration if duration > 0 else None)
+        end = t0 + duration if duration > 0 else None
+        while not stop.is_set():
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            if stop.wait(min(APP_REPORT_S, left) if left is not None else APP_REPORT_S):
+                break
+            if end is not None and time.monotonic() >= end:
+                break  # the summary says the rest
+            last = _app_line(simulated, last)  # now and then: what it served and dropped
     finally:
         simulated.stop()
         server.shutdown()
         server.server_close()
+        served, dropped = simulated.counts()
+        seconds = max(time.monotonic() - t0, 1e-9)
+        typer.echo(f"sim app: served {served:.0f} frames in {seconds:.0f} s "
+                   f"({served / seconds:.1f}/s), dropped {dropped:.0f} (SIMULATED)")
+
+
+APP_REPORT_S = 10.0  # sim app says its served and dropped rates this often
+
+
+def _app_line(app: SimApp, last: Tuple[float, float, float]) -> Tuple[float, float, float]:
+    now = time.monotonic()
+    served, dropped = app.counts()
+    t, s0, d0 = last
+    span = max(now - t, 1e-9)
+    typer.echo(f"sim app: {(served - s0) / span:.1f} frames/s served, "
+               f"{(dropped - d0) / span:.1f}/s dropped over the last {span:.0f} s")
+    return now, served, dropped
 
 
 @sim_app.command("mount", cls=HelpCommand)

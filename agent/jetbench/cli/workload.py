@@ -144,7 +144,10 @@ def models_cmd(
         return
     from .models_table import print_models
 
-    print_models(console(), rows)
+    con = console()
+    print_models(con, rows)
+    con.print("each also runs as sim:NAME on a simulated board (sim:resnet50: its speed from "
+              "the board's latency model, no torch needed)", highlight=False)
 
 
 def _render(report: TimeReport, out: Optional[Path]) -> None:

@@ -25,7 +25,6 @@ took. It is an estimate from the first window's efficiency, and says so (`energy
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import statistics
@@ -33,12 +32,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
 
-from ..errors import HardwareError, JetbenchError
+from ..errors import HardwareError, JetbenchError, UsageError
+from ..ownership.tune_memory import recall, remember
 from ..run.constraint import Constraint
 from ..sampling.uncertainty import sem_pct
 from ..units import format_hz
 from .live_log import LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
+from .live_space import energy_power, knobs_for, live_space, rates_text
 from .online_tuner import (
     EXPLORING,
     FROZEN,
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
     from ..documents import ClockDoc
     from ..hw.board import Board
     from ..hw.fs import Root
-    from ..profiles.profile import Profile
 
 log = logging.getLogger("jetbench.daemon")
 
@@ -74,8 +74,9 @@ class TuneConfig:
     rate: Union[PrometheusSource, LogSource]
     limits: Tuple[Constraint, ...] = ()
     latency: Optional[PrometheusSource] = None
-    knobs: Tuple[str, ...] = ("gpu", "emc")
+    knobs: Optional[Tuple[str, ...]] = None  # None: the clocks this board has (knobs_for)
     window_s: float = 10.0
+    gpu_index: int = 0  # the NVML GPU the workload runs on, where the power is NVML's
     silent_after_s: Optional[float] = None  # a log with no new value this long: frozen
 
     @property
@@ -121,6 +122,7 @@ class TuneStatusDoc(TypedDict, total=False):
     source_faults: int  # reads of the rate source that failed, answered wrong or too slowly
     source_fault: Optional[str]  # the latest of them
     quiet_windows: int  # windows a log said nothing new in (not judged)
+    resumed_from_hz: Optional[Dict[str, int]]  # the point held before a restart, begun at
     space_hz: Dict[str, List[int]]  # each knob's candidates: the distinct rates the kernel runs
 
 
@@ -159,18 +161,27 @@ class LiveTuning:
                  read_power: Callable[[], Optional[float]],
                  pin: Callable[[Dict[str, int]], None],
                  paused: Callable[[], Optional[str]] = lambda: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 read_energy: Callable[[], Optional[Tuple[float, float]]] = lambda: None,
+                 on_held: Callable[[Dict[str, int], Window], object] = lambda hz, w: None):
         self.config = config
         self.source = source
         self.space = space
         self.tuner = OnlineTuner(space, config.limits)
         self._read_power, self._pin, self._paused, self._clock = read_power, pin, paused, clock
+        self._read_energy = read_energy
+        self._on_held = on_held  # a new point held: kept for a restart (ownership/tune_memory)
+        self.resumed_from: Optional[Dict[str, int]] = None  # the point held before a restart
         self.sample_s = sample_period_s(config.window_s)
         self._ms_per = ms_per_unit(config.latency.selector.name) if config.latency else 1000.0
         self._point: Point = space.top()
         self._decision: Optional[Decision] = None
         self._readings: List[Reading] = []
         self._powers: List[float] = []
+        # (t, J): the total's energy since the daemon started, read with each sample: a
+        # window's power is its own difference over its own time (other readers of a counter
+        # cut the intervals `read_power` sees, the drift check's and `readings`' reads)
+        self._energies: List[Tuple[float, float]] = []
         self._window_from = 0.0  # when the window's first reading is due
         self._reference: Optional[float] = None  # items/J where the daemon started
         self.energy_saved_j = 0.0
@@ -194,7 +205,7 @@ class LiveTuning:
         if force or point != self._point:
             self._pin(self.space.hz(point))
         self._point = point
-        self._readings, self._powers = [], []
+        self._readings, self._powers, self._energies = [], [], []
         settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s)
         self._window_from = self._clock() + settle
 
@@ -215,7 +226,7 @@ class LiveTuning:
             self._phase_before_stop = self.tuner.phase
         self.stopped = why
         self.tuner.phase = STOPPED
-        self._readings, self._powers = [], []
+        self._readings, self._powers, self._energies = [], [], []
 
     def resume(self) -> None:
         """`pin` or a reload after a stop: the search again from the point it held."""
@@ -242,7 +253,7 @@ class LiveTuning:
             if self._paused_why is None:
                 log.info("tune: paused (%s)", why)
             self._paused_why = why
-            self._readings, self._powers = [], []
+            self._readings, self._powers, self._energies = [], [], []
             return now + self.sample_s
         if self._paused_why is not None:
             log.info("tune: resumed")
@@ -265,22 +276,25 @@ class LiveTuning:
         if last is not None and reading.count < last.count:
             # a restart, not a rate: nothing is counted across it
             log.info("tune: the counter went back (the workload restarted): a new window")
-            self._readings, self._powers = [], []
+            self._readings, self._powers, self._energies = [], [], []
         self._readings.append(reading)
         power = self._read_power()
         if power is not None and math.isfinite(power):
             self._powers.append(power)
+        energy = self._read_energy()
+        if energy is not None and all(math.isfinite(x) for x in energy):
+            self._energies.append(energy)
         first = self._readings[0]
         if self._readings[-1].t_s - first.t_s >= self.config.window_s:
             if _said_nothing_new(self._readings):
                 # a log that said nothing in the whole window: its last value is no rate
                 self._quiet_windows += 1
-                self._readings, self._powers = [], []
+                self._readings, self._powers, self._energies = [], [], []
                 self._window_from = self._clock()
                 return self._window_from
             if self._decision is not None and self._decision.settle:
                 self._decision.settle = False  # that window let the workload settle: unjudged
-                self._readings, self._powers = [], []
+                self._readings, self._powers, self._energies = [], [], []
                 self._window_from = self._clock()
                 return self._window_from
             self._decide(self._measured(), None)
@@ -328,12 +342,19 @@ class LiveTuning:
             if spread is not None or floor is not None else None
         power = statistics.fmean(self._powers)
         power_pct = sem_pct(self._powers) if len(self._powers) > 1 else None
+        own = energy_power(self._energies)
+        if own is not None:  # the window's own energy over its own time (module doc)
+            power, power_pct = own
         return Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
                       whole.latency_ms)
 
     def _decide(self, measured: Optional[Window], failure: Optional[str],
                 early: bool = False) -> None:
+        held_before = self.tuner.held
         decision = self.tuner.observe(self._point, measured, failure)
+        if self.tuner.held is not None and self.tuner.held != held_before and \
+                self.tuner.held_window is not None:
+            self._on_held(self.space.hz(self.tuner.held), self.tuner.held_window)
         if early:
             decision.why = f"{decision.why} (that window ended early: it broke a constraint)"
         if failure is not None:
@@ -349,7 +370,7 @@ class LiveTuning:
             if decision.point != self._point:  # the safe point: the held one, or the start
                 self._pin(self.space.hz(decision.point))
                 self._point = decision.point
-            self._readings, self._powers = [], []
+            self._readings, self._powers, self._energies = [], [], []
             self._window_from = self._clock() + self.sample_s
             return
         self._go(decision.point)
@@ -382,8 +403,15 @@ class LiveTuning:
             "source_faults": int(getattr(self.source, "faults", 0)),
             "source_fault": getattr(self.source, "last_fault", None),
             "quiet_windows": self._quiet_windows,
+            "resumed_from_hz": self.resumed_from,
             "space_hz": {k: list(t) for k, t in zip(self.space.knobs, self.space.tables)},
         }
+
+
+def memory_key(board: Board, tune: TuneConfig, knobs: Sequence[str]) -> str:
+    """What a held point is remembered under: the board, what was tuned, under what limits."""
+    return " | ".join([board.family, board.model, tune.rate.text(), ",".join(knobs),
+                       ";".join(str(lim) for lim in tune.limits)])
 
 
 def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mode: bool,
@@ -391,7 +419,8 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
                      pin: Callable[[Dict[str, int]], None],
                      read_clocks: Callable[[], Sequence[ClockDoc]],
                      lent_to: Callable[[], Optional[str]],
-                     known_rates: Callable[[Sequence[int]], None] = lambda hz: None
+                     known_rates: Callable[[Sequence[int]], None] = lambda hz: None,
+                     read_energy: Callable[[], Optional[Tuple[float, float]]] = lambda: None
                      ) -> LiveTuning:
     """--tune: the rate source answers and the board has power readings and the knobs'
     tables, or the daemon does not start (one message); then the first window begins at the
@@ -412,65 +441,37 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
     if total_power_w() is None:
         raise HardwareError("--tune: this board has no power reading to divide by (no "
                             "rails, RAPL or NVML): items per joule cannot be measured")
+    knobs = tune.knobs or knobs_for(board)
     # the point the board holds, read before the EMC's rates are probed (which moves it)
     held: Dict[str, Optional[int]] = {}
     for c in read_clocks():
-        if c["domain"] in tune.knobs and c.get("cur_hz"):
+        if c["domain"] in knobs and c.get("cur_hz"):
             held[c["domain"]] = max(held.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
-    tables = live_space(root, board, tune.knobs, beyond_power_mode, pin)
+    try:
+        tables = live_space(root, board, knobs, beyond_power_mode, pin)
+    except UsageError as err:  # said in the daemon's own option's name
+        raise UsageError(err.message.replace("--knobs", "--tune-knobs"), hint=err.hint) \
+            from None
     for rates in tables.values():
         known_rates(rates)
     space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
     polled = PolledSource(source, sample_period_s(tune.window_s))
     polled.start()
-    tuning = LiveTuning(tune, polled, space, total_power_w, pin, paused=lent_to)
+    key = memory_key(board, tune, tuple(tables))
+    tuning = LiveTuning(tune, polled, space, total_power_w, pin, paused=lent_to,
+                        read_energy=read_energy,
+                        on_held=lambda hz, w: remember(root, key, hz, {
+                            "items_per_s": w.items_per_s, "items_per_j": w.items_per_j,
+                            "power_w": w.power_w}))
+    before = recall(root, key)
+    if before is not None and all(before.get(k) in tables[k] for k in tables):
+        # the point held before a restart: the first window is at it (and re-checks it)
+        log.info("tune: starting from the point held before the restart (%s)",
+                 ", ".join(f"{k} {format_hz(hz)}" for k, hz in before.items()))
+        tuning.resumed_from = before
+        held = {k: before[k] for k in tables}
     tuning.begin(held)
     log.info("tune: %s, within the power mode the clocks run %s; windows of %.3g s",
-             tune.rate.text(), "; ".join(f"{k} {_rates_text(v)}" for k, v in tables.items()),
+             tune.rate.text(), "; ".join(f"{k} {rates_text(v)}" for k, v in tables.items()),
              tune.window_s)
     return tuning
-
-
-def live_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mode: bool,
-               pin: Callable[[Dict[str, int]], None]) -> Dict[str, List[int]]:
-    """Each knob's candidates, the rates the kernel runs, each once: the GPU's and CPU's table
-    entries within the power mode's caps (the mode's, from the journal's originals: a profile
-    the daemon pinned is no cap), the EMC's listed rates, or where the kernel lists none the
-    rates it runs when asked for shares of its max, probed as `tune` probes them (each pinned
-    with the daemon's own journalled pin, `pin`): a share rounds to a table rate, and several
-    shares to the same one."""
-    from ..hw.readings import emc_running_hz, rates_that_run
-    from ..ownership import journal
-    from ..run.tune.space import search_space
-
-    originals = {e.path: e.raw for e in journal.load(root)}
-    tables = search_space(root, board, knobs, beyond_power_mode, originals)
-    emc = board.emc
-    if "emc" in tables and emc is not None and not emc.available_hz:
-        asked = tables["emc"]
-        tables["emc"] = rates_that_run(asked, lambda hz: pin({"emc": hz}),
-                                       lambda: emc_running_hz(root, board))
-        log.info("tune: the EMC lists no rates: asked for %s, it runs %s", _rates_text(asked),
-                 _rates_text(tables["emc"]))
-    return tables
-
-
-def _rates_text(hz: Sequence[int]) -> str:
-    return ", ".join(format_hz(v) for v in hz)
-
-
-def tuned_profile(held: Optional[Profile], hz: Dict[str, int], beyond_power_mode: bool
-                  ) -> Profile:
-    """The profile that pins the controller's point `hz` over the one held (or alone)."""
-    from ..profiles.profile import FreqRange, Profile
-
-    base = held or Profile("live-tuned", "daemon --tune")
-    return dataclasses.replace(
-        base, name="live-tuned", source="daemon --tune",
-        gpu_freq=FreqRange(hz["gpu"], hz["gpu"]) if "gpu" in hz else base.gpu_freq,
-        gpu_railgate=False if "gpu" in hz else base.gpu_railgate,
-        emc_freq=hz.get("emc", base.emc_freq),
-        cpu_freq=FreqRange(hz["cpu"], hz["cpu"]) if "cpu" in hz else base.cpu_freq,
-        cpu_online=True if "cpu" in hz else base.cpu_online,
-        sections=tuple(dict.fromkeys(base.sections + tuple(hz))),
-        beyond_power_mode=beyond_power_mode)

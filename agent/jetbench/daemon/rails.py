@@ -26,6 +26,8 @@ class RailMeter:
         self._energy = EnergyTotals()
         # set by the daemon once the board is known (run/calibration.py mismatch checked)
         self.calibration: Optional[CalibrationDoc] = None
+        # (monotonic t, J): the total's energy since the daemon started, as of the last read
+        self.total_energy: Optional[Tuple[float, float]] = None
 
     def read(self) -> Tuple[List[RailDoc], Optional[RailTotalDoc]]:
         """Every rail's watts and energy so far, and the total (None: no source names one)."""
@@ -52,6 +54,9 @@ class RailMeter:
                 total = {"name": spec.name, "point": spec.point,
                          "power_w": total_power_w(spec, values), "calibration": None}
                 rails += self._wall(total, reading.t_s)
+        # the measured rails' energy (the calibrated wall is another scope, not a part of it)
+        self.total_energy = _total_energy([r for r in rails if r.get("basis") != "calibrated"],
+                                          total)
         return rails, total
 
     def _wall(self, total: RailTotalDoc, t_s: float) -> List[RailDoc]:
@@ -70,6 +75,15 @@ class RailMeter:
         return [{"name": "wall", "point": "calibrated", "source": "calibrated", "power_w": watts,
                  "energy_j": self._energy.joules(key), "scope": "wall", "basis": "calibrated"}]
 
+    def total_power_w(self) -> Optional[float]:
+        """The board's total power now: the sources' total, else the sum of its rails."""
+        rails, total = self.read()
+        if total is not None and total.get("power_w") is not None:
+            return total["power_w"]
+        watts = [r["power_w"] for r in rails if r.get("power_w") is not None
+                 and r.get("basis") != "calibrated"]
+        return sum(w for w in watts if w is not None) if watts else None
+
     def _integrate(self, channel: Channel, value: Optional[float], t_s: float) -> float:
         """The channel's energy since the daemon started (J), this reading included."""
         key = (channel.name, channel.point, channel.source)
@@ -87,3 +101,15 @@ class RailMeter:
         last = self._last.get(channel.key)
         self._last[channel.key] = (t_s, value)
         return power_between(last, t_s, value)
+
+
+def _total_energy(rails: Sequence[RailDoc], total: Optional[RailTotalDoc]
+                  ) -> Optional[Tuple[float, float]]:
+    """(now, J) of the total: its own channel's energy where the total is one channel (VDD_IN,
+    an NVML GPU), else the sum of every rail's; None where a part is unknown."""
+    named = [r for r in rails if total is not None and r["name"] == total["name"]]
+    parts = named or list(rails)
+    joules = [r.get("energy_j") for r in parts]
+    if not parts or any(j is None for j in joules):
+        return None
+    return time.monotonic(), float(sum(j for j in joules if j is not None))

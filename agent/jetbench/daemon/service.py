@@ -54,7 +54,8 @@ from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
 from .held import Held, ReadingsDoc, StatusDoc, summary_line
 from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, Lending
-from .live_tuning import LiveTuning, TuneConfig, open_live_tuning, tuned_profile
+from .live_space import tuned_profile
+from .live_tuning import LiveTuning, TuneConfig, open_live_tuning
 from .logs import log_moved, setup_logging
 from .notify import Notifier, watchdog_period_s
 from .rails import RailMeter
@@ -243,11 +244,12 @@ class Daemon:
     def _start_tuning(self, board: Board, tune: TuneConfig) -> LiveTuning:
         """--tune (live_tuning.open_live_tuning), from the point the board holds."""
         return open_live_tuning(
-            self.root, board, tune, self.config.beyond_power_mode, self._total_power_w,
+            self.root, board, tune, self.config.beyond_power_mode, self._rails.total_power_w,
             self._pin_point, lambda: self._read(board).get("clocks") or [],
             lent_to=lambda: (f"lent to {self.held.lease.who}" if self.held.lease is not None
                              else None),
-            known_rates=self.drift.known_rates)
+            known_rates=self.drift.known_rates,
+            read_energy=lambda: self._rails.total_energy)
 
     def _stop_tuning(self, why: str) -> bool:
         """The operator's restore/apply/maxperf: the tuning stops (no pin of it lands after
@@ -263,15 +265,6 @@ class Daemon:
             return False
         self.tuning.resume()
         return True
-
-    def _total_power_w(self) -> Optional[float]:
-        """The board's total power now: the sources' total, else the sum of its rails."""
-        rails, total = self._rails.read()
-        if total is not None and total.get("power_w") is not None:
-            return total["power_w"]
-        watts = [r["power_w"] for r in rails
-                 if r.get("power_w") is not None and r.get("basis") != "calibrated"]
-        return sum(w for w in watts if w is not None) if watts else None
 
     def _pin_point(self, hz: Dict[str, int]) -> None:
         """--tune: pin the controller's point over what is held (the journal keeps the values
@@ -292,13 +285,13 @@ class Daemon:
         try:
             sources = auto_sources(self.root, board.rails, board.total_rail)
             tune = self.config.tune
-            if tune is not None and "gpu" in tune.knobs and not board.rails and \
+            if tune is not None and "gpu" in (tune.knobs or ("gpu",)) and not board.rails and \
                     self.root.is_host and nvml_available():
                 # --tune of an NVIDIA GPU's clocks on a host: its items per joule are the
                 # GPU's (NVML's board power), not the CPU package's that `auto` would read
                 from ..hw.meters.nvml import NvmlSource
 
-                sources = [NvmlSource()]
+                sources = [NvmlSource(tune.gpu_index)]  # the workload's GPU (--tune-gpu)
             for source in sources:
                 source.open()
             self._rails.sources = [s for s in sources if s.channels()]

@@ -8,7 +8,7 @@ import time
 
 from ..hw.boot_facts import FACTS_NAME, EmcCeiling, boot_id
 from ..hw.fs import Root
-from .statedir import replace_file, state_dir_fd
+from .statedir import keep_state_file
 
 
 def record_emc_ceiling(root: Root, ceiling: EmcCeiling) -> bool:
@@ -20,10 +20,4 @@ def record_emc_ceiling(root: Root, ceiling: EmcCeiling) -> bool:
     doc = {"boot_id": here, "emc_ceiling_hz": ceiling.hz, "emc_asked_hz": ceiling.asked_hz,
            "found": ceiling.found or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "why": ceiling.why}
-    try:
-        with state_dir_fd(root, create=True) as dir_fd:
-            assert dir_fd is not None
-            replace_file(dir_fd, FACTS_NAME, json.dumps(doc, indent=1) + "\n")
-    except OSError:
-        return False
-    return True
+    return keep_state_file(root, FACTS_NAME, json.dumps(doc, indent=1) + "\n")

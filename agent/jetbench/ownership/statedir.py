@@ -223,3 +223,16 @@ def replace_file(dir_fd: int, name: str, text: str, mode: int = FILE_MODE) -> No
             pass
         raise
     os.fsync(dir_fd)
+
+
+def keep_state_file(root: Root, name: str, text: str) -> bool:
+    """Write `name` in the state directory (replace_file), creating the directory where it is
+    missing; False where it cannot take it (full, read-only): a fact jetbench only remembers
+    for later, which the run goes on without."""
+    try:
+        with state_dir_fd(root, create=True) as dir_fd:
+            assert dir_fd is not None
+            replace_file(dir_fd, name, text)
+    except OSError:
+        return False
+    return True

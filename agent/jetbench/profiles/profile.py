@@ -42,13 +42,16 @@ SYSTEM_PROFILES = "/etc/jetbench/profiles"  # under the root
 MAX_PROFILE_BYTES = 1024 * 1024
 # No real profile nests deeper than 3 (a table, an array of tables, a list); refuse past this.
 MAX_NESTING = 32
-_TOP_KEYS = {"description", "skip_missing", "match", "cpu", "gpu", "emc", "fan", "write"}
+_TOP_KEYS = {"description", "skip_missing", "match", "cpu", "gpu", "emc", "fan", "write",
+             "context"}
 _SECTION_KEYS = {
     "match": {"soc", "family"},
     "cpu": {"governor", "freq", "min_freq", "max_freq", "online", "idle"},
     "gpu": {"freq", "min_freq", "max_freq", "railgate", "memory_freq", "power_limit"},
     "emc": {"freq"},
     "fan": {"pwm"},
+    # where a tuned profile was found (tune --save-profile): the power mode and its caps
+    "context": {"power_mode", "power_mode_id", "caps"},
 }
 
 
@@ -89,6 +92,10 @@ class Profile:
     # Sections a command's options (--freq, --cpu-freq, --emc-freq) set over the profile's own
     # (never by a file): a note or refusal about them names the option, not the profile.
     from_options: Tuple[str, ...] = ()
+    # [context]: the power mode a tuned profile was found in, and the caps that bound it
+    tuned_mode_id: Optional[int] = None
+    tuned_mode: str = ""
+    tuned_caps: Tuple[str, ...] = ()
 
     def with_fan(self, pwm: int) -> Profile:
         fields = dict(self.__dict__)
@@ -120,6 +127,9 @@ class _ProfileFields(_ProfileNamed, total=False):
     fan_pwm: Optional[int]
     writes: Tuple[Tuple[str, str], ...]
     sections: Tuple[str, ...]
+    tuned_mode_id: Optional[int]
+    tuned_mode: str
+    tuned_caps: Tuple[str, ...]
 
 
 class _Checker:
@@ -200,6 +210,18 @@ def parse_profile(text: str, name: str, source: str = "built-in") -> Profile:
         "skip_missing": check.boolean("skip_missing", doc.get("skip_missing", False)),
         "sections": tuple(s for s in ("cpu", "gpu", "emc", "fan") if s in doc),
     }
+    context = doc.get("context", {})
+    if "power_mode_id" in context:
+        mode_id = context["power_mode_id"]
+        if type(mode_id) is not int or mode_id < 0:
+            raise check.fail("[context] power_mode_id", "expected a mode id (an integer >= 0)")
+        fields["tuned_mode_id"] = mode_id
+    if "power_mode" in context:
+        if not isinstance(context["power_mode"], str):
+            raise check.fail("[context] power_mode", "expected a string")
+        fields["tuned_mode"] = context["power_mode"][:100]
+    if "caps" in context:
+        fields["tuned_caps"] = check.strings("[context] caps", context["caps"])
     match = doc.get("match", {})
     if "soc" in match:
         fields["match_soc"] = check.strings("[match] soc", match["soc"])

@@ -186,6 +186,13 @@ def resolve(profile: Profile, board: Board, root: Root) -> Targets:
 
     caps = mode_caps_now(root, board)
     limit = None if profile.beyond_power_mode else caps
+    if profile.tuned_mode_id is not None and board.power_mode is not None and \
+            board.power_mode.id != profile.tuned_mode_id:
+        bound = f" under its caps ({'; '.join(profile.tuned_caps)})" if profile.tuned_caps \
+            else ""
+        notes.append(f"profile {profile.name} was tuned in power mode "
+                     f"{profile.tuned_mode or profile.tuned_mode_id}{bound}; the board is in "
+                     f"mode {board.power_mode.text} now: its point was found under other caps")
     cpu = CpuTarget()
     if present["cpu"] and "cpu" in profile.sections:
         cpu = _cpu_target(profile, board, requested, limit, notes)

@@ -179,7 +179,8 @@ def _finished_note(report: MeasureReport) -> str:
     done = [p for p in report.paths if p is not None]
     if not done:
         return "results: none finished"
-    return f"results: {len(done)} finished, in {report.out_dir}"
+    return (f"results: {len(done)} finished, in {report.out_dir}; the same command with "
+            "--resume measures the rest (the finished points are skipped)")
 
 
 @dataclass

@@ -240,8 +240,8 @@ def _judge_share(who: str, obs: ObservedClockDoc, lo: Optional[int], hi: Optiona
     total = sum(s for _hz, s in obs.get("time_at_hz") or [])
     seconds, hz = max(outside) if outside else (0.0, obs["max_hz"])
     direction = "below" if lo is not None and hz is not None and hz < lo else "above"
-    return direction, (f"{who} not held: ran at {format_hz(hz)} for {seconds / total:.0%} of "
-                       f"the window, {_range_text(lo, hi)} (held {share:.0%}; a window needs "
+    return direction, (f"{who} ran at {format_hz(hz)}, {_range_text(lo, hi)} ({seconds / total:.0%}"
+                       f" of the window: not held, held {share:.0%} and a window needs "
                        f"{HELD_SHARE_MIN:.0%}) {_spread(obs)}")
 
 

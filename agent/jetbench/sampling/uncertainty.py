@@ -160,7 +160,11 @@ def efficiency_uncertainty(power_pct: Optional[float], throughput_pct: Optional[
     if power_pct is not None and throughput_pct is not None:
         combined = power_pct + throughput_pct
     lower: List[str] = []
-    if combined is None or combined > BOUND_PCT:
+    if not per_iteration and throughput_pct is None:
+        # no meter can narrow a spread nobody knows: the reason, as it is
+        lower.append("the command reports one rate: no spread; print per-iteration times or "
+                     "repeat it")
+    elif combined is None or combined > BOUND_PCT:
         if per_iteration and (throughput_pct is None or throughput_pct > BOUND_PCT / 2):
             # the throughput's standard error falls as 1/sqrt(n): docs/measure.md says so
             lower.append("a longer window (--duration) or more --iterations")

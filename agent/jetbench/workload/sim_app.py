@@ -196,6 +196,12 @@ class SimApp:
             wake = self.step_until(time.monotonic())
             self._stop.wait(max(0.0, wake - time.monotonic()))
 
+    def counts(self) -> Tuple[float, float]:
+        """Frames served and dropped so far."""
+        served = self.registry.get_sample_value("sim_app_items_total") or 0.0
+        dropped = self.registry.get_sample_value("sim_app_dropped_total") or 0.0
+        return float(served), float(dropped)
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="jetbench-sim-app", daemon=True)
         self._thread.start()

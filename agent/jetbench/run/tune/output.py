@@ -49,6 +49,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
                 "readings": t.user_attrs.get("readings", 1),
                 "confirms": bool(t.user_attrs.get("confirms")),
                 "edge": bool(t.user_attrs.get("edge")),
+                "model": bool(t.user_attrs.get("model")),
                 "batches": t.user_attrs.get("batches"),
                 "settings": t.user_attrs.get("settings"),
                 "metrics": None if metrics_problem(metrics) else metrics,
@@ -184,7 +185,7 @@ def _metrics_text(m: Mapping[str, object], unit: str = DEFAULT_UNIT) -> str:
     return ", ".join((g("images_per_s", rate), g("power_w", "W"), g("images_per_j", per_j)))
 
 
-def profile_text(doc: TuneDoc, board: Board, name: str) -> str:
+def profile_text(doc: TuneDoc, board: Board, name: str, caps: Sequence[str] = ()) -> str:
     """The best point as a profile `apply` and the daemon take, saying what chose it. Its
     settings are checked against this board's space again and written by a TOML writer."""
     from ...profiles.profile_file import pinned_clocks_table, profile_toml
@@ -200,6 +201,10 @@ def profile_text(doc: TuneDoc, board: Board, name: str) -> str:
     table = pinned_clocks_table(
         f"tuned by jetbench tune for {s['model']} {s['precision']} batch {s['batch']}",
         board.family, s.get("cpu_hz"), s.get("gpu_hz"), s.get("emc_hz"))
+    mode = getattr(board, "power_mode", None)
+    if mode is not None:  # where it was found: `apply` in another mode says so
+        table["context"] = {"power_mode": mode.text, "power_mode_id": mode.id,
+                            **({"caps": list(caps)} if caps else {})}
     return profile_toml(table, [
         f"Written by `jetbench tune` on {doc['created']}: the best point of study "
         f"{doc['study']!r}",
@@ -220,7 +225,27 @@ def save_profile(root: Root, board: Board, doc: TuneDoc, name: str) -> Path:
         raise UsageError("no trial met the constraints with a valid result: no profile written"
                          + (f"; {closest}" if closest else ""),
                          hint="relax a --constraint, or raise --budget")
-    return write_profile_file(root.base, name, profile_text(doc, board, name))
+    return write_profile_file(root.base, name, profile_text(doc, board, name,
+                                                            mode_caps_text(root, board)))
+
+
+def mode_caps_text(root: Root, board: Board) -> List[str]:
+    """The power mode's caps that bound a search ('gpu 800 MHz', 'cpu4-5 offline'), as the mode
+    set them (the journal's originals win)."""
+    from ...profiles.targets import mode_caps_now
+
+    if getattr(board, "power_mode", None) is None:  # no nvpmodel: no caps
+        return []
+    caps = mode_caps_now(root, board)
+    if caps is None:
+        return []
+    out = [f"cpu {p.rsplit('/', 1)[-1]} {format_hz(hz)}" for p, hz in caps.cpu_max_hz.items()]
+    if caps.gpu_max_hz is not None:
+        out.append(f"gpu {format_hz(caps.gpu_max_hz)}")
+    if caps.emc_max_hz is not None:
+        out.append(f"emc {format_hz(caps.emc_max_hz)}")
+    out += [f"{f.split('/')[-2]} offline" for f in caps.offline]
+    return out
 
 
 def pareto_plot(doc: TuneDoc, path: Path) -> Optional[Path]:

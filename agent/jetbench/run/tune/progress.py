@@ -45,6 +45,8 @@ def again_reason(trial: Reading, before: Sequence[Reading]) -> str:
                 f"read by trial #{first}")
     if trial.user_attrs.get("edge"):
         return f"again: the edge's halving chose trial #{first}'s point"
+    if trial.user_attrs.get("model"):
+        return f"again: the models chose trial #{first}'s point"
     return f"again: the sampler chose trial #{first}'s point once more"
 
 

@@ -2,10 +2,12 @@
 
 The budget. A space no larger than the budget is measured whole, a trial a point (the top
 first, so a point below a throughput floor's miss is known to miss in its turn), and what is
-left of the budget reads the leaders again, round by round. A larger space is searched by the
-sampler from the top of the space (or an earlier study's best points), its last quarter seeking
-a throughput floor's edge (monotone.edge_points), and the last trials read the best points
-again (choice._to_confirm). A trial that measures a point measured before says why in its line.
+left of the budget reads the leaders again, round by round. A larger space is searched from
+the top of the space (or an earlier study's best points): under throughput floors alone, at the
+points models of rate and power fitted from the points read propose (model.next_point); else
+by the sampler, its last quarter seeking a throughput floor's edge (monotone.edge_points); and
+the last trials read the best points again (choice._to_confirm). A trial that measures a point
+measured before says why in its line.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from ...ownership.lease import LeaseRevoked
 from ...ownership.lock import BoardBusy
 from ...report.io import atomic_write_text
 from .choice import _key, _params_of, _to_confirm, _usable, choose_best, leaders_again
+from .model import NEAR_LAST, next_point
 from .monotone import EDGES, edge_points, every_point, implied_miss, top_points
 from .options import CONFIRM, INFERRED_IN_A_ROW, P99_BATCHES, TuneReport, TuneRequest, request_for
 from .output import _settings_text, study_doc, thin_p99_note
+from .preflight import check_some_ran
 from .progress import Progress, again_reason, earlier_readings
 from .storage import counts, drain_waiting, others_measuring, retry_callback, wait_for_others
 from .trial import (
@@ -188,14 +192,18 @@ class Study:
                      "unspent")
 
     def _search(self) -> None:
-        """The sampler's search, the edge of a throughput floor in its last quarter, then the
-        best points read again; budget they did not need goes to the edge first, then to the
-        sampler."""
+        """The search (under throughput floors alone, the models' proposals, `_model_search`;
+        else the sampler's, the edge of a throughput floor in its last quarter), then the best
+        points read again; budget they did not need goes to the edge first, then to the
+        search."""
         req = self.req
         search = req.budget - req.confirm_trials
-        edge = search // 4 if len(self.directions) == 1 and any(
+        modelled = self._modelled()
+        edge = search // 4 if not modelled and len(self.directions) == 1 and any(
             (c.name, c.op) in EDGES for c in req.constraints) else 0
-        if self.count() < search - edge:
+        if modelled:
+            self._model_search(search)
+        elif self.count() < search - edge:
             self.limit = search - edge
             self._search_to(search - edge)
         if edge and self.count() < search:
@@ -216,7 +224,42 @@ class Study:
             if edge and self.count() < req.budget - 1:
                 self._to_edge(req.budget - 1)
                 self._read_again(req.budget - self.count())
+            if modelled:
+                self._model_search(req.budget)
             self._search_to(req.budget)
+
+    def _modelled(self) -> bool:
+        """Whether the models propose the points (model.py): one objective, img/J, every
+        constraint a throughput floor (at least one), one workload setting."""
+        req = self.req
+        return (tuple(req.objectives) == ("images_per_j",) and bool(req.constraints)
+                and all((c.name, c.op) in EDGES for c in req.constraints)
+                and all(len(v) == 1 for v in self.choices.values()))
+
+    def _model_search(self, n: int) -> None:
+        """Trials at the models' points (model.next_point) until n count; where they have
+        none, the sampler's (a point queued first, the top, is measured first)."""
+        state = self.optuna.trial.TrialState
+        for _ in range(n + INFERRED_IN_A_ROW):
+            if self.count() >= n or self.ended:
+                return
+            self.limit = n
+            if self.study.get_trials(deepcopy=False, states=(state.WAITING,)):
+                self._optimize(1, n, self._patience)
+                continue
+            mine = self.same_board(self.usable())
+            best = choose_best(mine, self.req.objectives[0], self.req.constraints)
+            near = n - self.count() <= max(NEAR_LAST, n // 4) and best is not None
+            point = next_point(mine, self.space, self.req.constraints, {
+                f"{k}_hz": best.user_attrs["settings"][f"{k}_hz"] for k in self.space}
+                if near and best is not None else None)
+            params = None if point is None else _params_of(
+                {**{k: v[0] for k, v in self.choices.items()}, **point}, self.space,
+                self.choices)
+            if params is None:
+                return
+            self.study.enqueue_trial(params, user_attrs={"model": True})
+            self._optimize(1, n, self._patience)
 
     def _say_why_stopped(self) -> None:
         if self.exhausted:
@@ -242,6 +285,7 @@ class Study:
         path = self.req.out_dir / "tune.json"
         # atomic: a full disk leaves the earlier tune.json or none, never an empty one
         atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
+        check_some_ran(self.study.get_trials(deepcopy=False))  # after tune.json: nothing lost
         return TuneReport(doc, path)
 
     # -- phases --------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ def retry_callback(optuna: ModuleType) -> Callable[[Study, FrozenTrial], None]:
         history = [*trial.user_attrs.get("retry_of", []), trial.number]
         if not trial.params or len(history) > RETRIES:
             return  # killed before it chose its point, or retried enough
-        attrs = {"retry_of": history, **{k: True for k in ("confirms", "edge")
+        attrs = {"retry_of": history, **{k: True for k in ("confirms", "edge", "model")
                                          if trial.user_attrs.get(k)}}
         study.add_trial(optuna.trial.create_trial(
             state=optuna.trial.TrialState.WAITING, params=trial.params,

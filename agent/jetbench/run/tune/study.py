@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ...errors import UsageError
 from ...hw.fs import Root
@@ -45,6 +45,7 @@ from .options import (
     check,
     load_optuna,
 )
+from .preflight import check_can_run
 from .search import Study
 from .space import probe_emc_rates, search_space
 from .storage import (  # noqa: F401 (counts: the tests' way to the study's count)
@@ -59,6 +60,7 @@ from .terms import TERMS_ATTR, check_same, fingerprint, terms_of
 from .warm import read_study
 
 if TYPE_CHECKING:
+    from optuna.samplers import BaseSampler
     from optuna.trial import FrozenTrial
 
 
@@ -89,21 +91,16 @@ def tune(root: Root, req: TuneRequest,
         check_storage(storage)
         if req.storage is None:
             check_study_kept(req.out_dir, STUDY_FILE)
+        check_can_run(root, probe)  # a meter or command that cannot open: no study, no trial
         with storage_errors(storage):
             return _tune(root, req, optuna, say, models, precisions, batches, storage,
                          probe.wait_s, earlier)
 
 
-def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
-          models: List[str], precisions: List[str], batches: List[int], storage: str,
-          wait_s: Optional[float], earlier: Optional[Dict[str, object]]) -> TuneReport:
-    from ...hw.nvpmodel import read_power_mode
-    from ...open_board import open_board
-
-    name = req.study or "jetbench-" + "-".join([*models, *precisions, *map(str, batches),
-                                                *req.knobs])
-    directions = [OBJECTIVES[o] for o in req.objectives]
-
+def make_sampler(optuna: ModuleType, req: TuneRequest, directions: Sequence[str]
+                 ) -> Tuple[bool, BaseSampler]:
+    """(whether Optuna takes constraints from the trial, the study's sampler): multivariate
+    TPE for one objective, NSGA-II for a Pareto front."""
     def constraints(trial: FrozenTrial) -> Sequence[float]:
         return trial.user_attrs.get("constraints", [1e9])
 
@@ -117,6 +114,20 @@ def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str],
                                           n_startup_trials=startup, **given)
                if len(directions) == 1 else
                optuna.samplers.NSGAIISampler(seed=req.seed, **given))
+    return modern, sampler
+
+
+def _tune(root: Root, req: TuneRequest, optuna: ModuleType, say: Callable[[str], None],
+          models: List[str], precisions: List[str], batches: List[int], storage: str,
+          wait_s: Optional[float], earlier: Optional[Dict[str, object]]) -> TuneReport:
+    from ...hw.nvpmodel import read_power_mode
+    from ...open_board import open_board
+
+    name = req.study or "jetbench-" + "-".join([*models, *precisions, *map(str, batches),
+                                                *req.knobs])
+    directions = [OBJECTIVES[o] for o in req.objectives]
+
+    modern, sampler = make_sampler(optuna, req, directions)
     study = _open_study(optuna, name, storage, directions, sampler,
                         req.heartbeat_s if req.storage is not None else None)
     # The board is ours for the whole study (the lock, or one lease from the daemon): a second

@@ -87,7 +87,11 @@ class _Sink:
             self.log.flush()
             return
         out = sys.stderr if stream == "stderr" or self.to_stderr else sys.stdout
-        raw = getattr(out, "buffer", None)
+        # under a progress bar (rich's live display proxies the streams) the text goes through
+        # the proxy, which puts it on lines of its own above the bar: bytes written under it
+        # were glued to the bar ("left 0:00:01processed 680582 blocks")
+        proxied = hasattr(out, "rich_proxied_file")
+        raw = None if proxied else getattr(out, "buffer", None)
         if raw is not None:
             out.flush()
             raw.write(data)
