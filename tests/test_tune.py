@@ -432,8 +432,9 @@ def test_the_answer_says_why_this_point():
     apart = _trial(6, 12.0, 6.0, pct=1.0)
     assert why(cheap, apart) == "20.0% more img/J than trial 5, beyond both uncertainties"
     unknown = _trial(7, 10.4, 6.0, pct=None)
-    assert why(cheap, unknown) == ("4.0% more img/J than trial 5 (uncertainty unknown: no tie "
-                                   "could be claimed)")
+    # issue 61: an unknown uncertainty is no verdict, as every comparison says it
+    assert why(cheap, unknown) == ("no verdict against trial 5: an uncertainty is unknown (it "
+                                   "reads 4.0% more img/J, the highest measured)")
     assert why(cheap) == "the only feasible point"
     assert why(_trial(0, 99.0, 1.0, valid=False)) == ""
 

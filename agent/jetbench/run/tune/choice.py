@@ -275,8 +275,9 @@ def _why(trials: Sequence[FrozenTrial], objective: str, per_j: str, best: Frozen
                 "less power wins")
     pct = best.user_attrs["metrics"].get("images_per_j_uncertainty_pct")
     if pct is None or runner.metrics.get("images_per_j_uncertainty_pct") is None:
-        return (f"{gap:.1f}% more {per_j} than trial {number} (uncertainty unknown: no tie "
-                "could be claimed)")
+        # the one rule (report/verdict.py): an unknown uncertainty is no verdict
+        return (f"no verdict against trial {number}: an uncertainty is unknown (it reads "
+                f"{gap:.1f}% more {per_j}, the highest measured)")
     stand_in = copy.copy(runner.trials[-1])
     stand_in.user_attrs = {**stand_in.user_attrs, "metrics": runner.metrics,
                            "boards": _boards_of(runner)}
