@@ -32,7 +32,7 @@ from .measure import (
 )
 
 if TYPE_CHECKING:  # types only: --help never loads them
-    from ..documents import TuneDoc
+    from ..tune_documents import TuneDoc
 
 _SEARCH = "Search"
 

@@ -6,15 +6,22 @@ the total and the board's calibration (run/calibration.py), where it holds."""
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..documents import CalibrationDoc
 from ..errors import JetbenchError
+from ..hw.board import Board
+from ..hw.fs import Root
 from ..hw.meters.base import Channel, PowerSource, power_between, scope_of, total_power_w
-from ..run.calibration import RANGE_MARGIN
+from ..hw.meters.registry import auto_sources
+from ..hw.nvml import nvml_available
+from ..run.calibration import RANGE_MARGIN, matching_calibration
 from ..sampling.calibration_fit import predict
 from ..sampling.energy_totals import EnergyTotals
 from .held import RailDoc, RailTotalDoc
+
+if TYPE_CHECKING:
+    from .live_tuning import TuneConfig
 
 
 class RailMeter:
@@ -28,6 +35,22 @@ class RailMeter:
         self.calibration: Optional[CalibrationDoc] = None
         # (monotonic t, J): the total's energy since the daemon started, as of the last read
         self.total_energy: Optional[Tuple[float, float]] = None
+
+    def open_for(self, root: Root, board: Board, tune: Optional[TuneConfig]) -> None:
+        """Open the daemon's power sources: the board's own (`auto`), or under --tune of an
+        NVIDIA GPU's clocks on a host without rails NVML's GPU --tune-gpu names (its items per
+        joule are the GPU's, not the CPU package's that `auto` would read); and the board's
+        calibration, where one matches it. JetbenchError where a source does not open."""
+        sources = auto_sources(root, board.rails, board.total_rail)
+        if tune is not None and "gpu" in (tune.knobs or ("gpu",)) and not board.rails and \
+                root.is_host and nvml_available():
+            from ..hw.meters.nvml import NvmlSource
+
+            sources = [NvmlSource(tune.gpu_index)]
+        for source in sources:
+            source.open()
+        self.sources = [s for s in sources if s.channels()]
+        self.calibration = matching_calibration(root, board)
 
     def read(self) -> Tuple[List[RailDoc], Optional[RailTotalDoc]]:
         """Every rail's watts and energy so far, and the total (None: no source names one)."""

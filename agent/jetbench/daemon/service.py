@@ -37,8 +37,6 @@ from ..hw import thermal
 from ..hw.board import Board, detect
 from ..hw.clocks.types import ClockReading
 from ..hw.fs import Root
-from ..hw.meters.registry import auto_sources
-from ..hw.nvml import nvml_available
 from ..hw.readings import read_now
 from ..open_board import served_kernel
 from ..ownership import journal
@@ -48,7 +46,6 @@ from ..ownership.wire import DEFAULT_SOCKET, Request
 from ..profiles.apply import ApplyResult, apply_profile
 from ..profiles.profile import Profile, load_profile
 from ..profiles.targets import resolve
-from ..run.calibration import matching_calibration
 from .commands import Commands
 from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
@@ -283,19 +280,7 @@ class Daemon:
 
     def _open_sources(self, board: Board) -> None:
         try:
-            sources = auto_sources(self.root, board.rails, board.total_rail)
-            tune = self.config.tune
-            if tune is not None and "gpu" in (tune.knobs or ("gpu",)) and not board.rails and \
-                    self.root.is_host and nvml_available():
-                # --tune of an NVIDIA GPU's clocks on a host: its items per joule are the
-                # GPU's (NVML's board power), not the CPU package's that `auto` would read
-                from ..hw.meters.nvml import NvmlSource
-
-                sources = [NvmlSource(tune.gpu_index)]  # the workload's GPU (--tune-gpu)
-            for source in sources:
-                source.open()
-            self._rails.sources = [s for s in sources if s.channels()]
-            self._rails.calibration = matching_calibration(self.root, board)
+            self._rails.open_for(self.root, board, self.config.tune)
         except JetbenchError as err:
             log.warning("power readings unavailable: %s", err)
             self._rails.sources = []

@@ -19,7 +19,8 @@ from typing import (
     cast,
 )
 
-from ..documents import ResultDoc, TrialDoc, TuneDoc
+from ..documents import ResultDoc
+from ..tune_documents import TrialDoc, TuneDoc
 from ..units import format_hz
 from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, per_joule_label, rate_label
 from . import schema

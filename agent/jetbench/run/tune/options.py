@@ -10,8 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Dict, Optional, Sequence, Tuple, Union
 
-from ...documents import TuneDoc
 from ...errors import UsageError
+from ...tune_documents import TuneDoc
 from ...work_units import DEFAULT_UNIT
 from ..constraint import Constraint, tune_names
 from ..request import MeasureOptions, MeasureRequest

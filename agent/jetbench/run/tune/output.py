@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ...documents import ClosestDoc, TrialDoc, TuneDoc
 from ...errors import UsageError
 from ...hw.board import Board
 from ...hw.fs import Root
+from ...tune_documents import ClosestDoc, TrialDoc, TuneDoc
 from ...units import format_hz
 from ...work_units import DEFAULT_UNIT, per_joule_label, rate_label
 from ..constraint import Constraint
