@@ -25,7 +25,7 @@ from .board_tables import (
     parse_l4t_release,
     soc_from_compatible,
 )
-from .emc_info import EmcInfo, detect_emc
+from .emc_info import EmcInfo, detect_emc, khz_to_hz
 from .fs import Root
 from .meters.sensors import FAMILIES as SENSOR_FAMILIES
 from .meters.sensors import SensorFamily, point_for
@@ -201,10 +201,6 @@ def detect(root: Root) -> Board:
     )
 
 
-def _khz_to_hz(values: List[int]) -> Tuple[int, ...]:
-    return tuple(sorted({v * 1000 for v in values}))
-
-
 def _detect_cpu(root: Root) -> CpuInfo:
     base = "/sys/devices/system/cpu"
     cpu_dirs = [n for n in root.listdir(base) if re.fullmatch(r"cpu\d+", n)]
@@ -259,7 +255,7 @@ def _policy(root: Root, name: str, path: str, cpus: Tuple[int, ...]) -> CpuPolic
         name=name,
         path=path,
         cpus=cpus,
-        available_hz=_khz_to_hz(available),
+        available_hz=khz_to_hz(available),
         governors=governors,
         min_hz=lo * 1000,
         max_hz=hi * 1000,
@@ -344,7 +340,7 @@ def _detect_gpu(root: Root, notes: List[str]) -> Optional[GpuInfo]:
     if root.exists(f"{override}/rate"):
         # L4T R24: the clock framework's debugfs override; possible_rates is in kHz (unconfirmed).
         rates = root.read_ints("/sys/kernel/debug/clock/gbus/possible_rates", default=[])
-        table = _khz_to_hz(rates)
+        table = khz_to_hz(rates)
         hi = root.read_int("/sys/kernel/debug/clock/gbus/max", default=max(table, default=0))
         lo = root.read_int("/sys/kernel/debug/clock/gbus/min", default=min(table, default=0))
         gpu_device = next(iter(root.glob("/sys/devices/platform/host1x/gpu.0")), None) or next(

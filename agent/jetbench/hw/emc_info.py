@@ -112,11 +112,12 @@ def detect_emc(root: Root) -> Optional[EmcInfo]:
                 lock_value="1",
                 rate=f"{override}/{rate}",
                 max_hz=root.read_int(max_file, default=0),
-                available_hz=_khz_to_hz(root.read_ints(rates_file, default=[])),
+                available_hz=khz_to_hz(root.read_ints(rates_file, default=[])),
                 cur_freq=cur,
             )
     return None
 
 
-def _khz_to_hz(values: List[int]) -> Tuple[int, ...]:
+def khz_to_hz(values: List[int]) -> Tuple[int, ...]:
+    """kHz rate lists (cpufreq, tegra210 debugfs tables) as sorted, distinct Hz."""
     return tuple(sorted({v * 1000 for v in values}))

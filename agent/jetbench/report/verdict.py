@@ -153,9 +153,8 @@ def reading_of(doc: ResultDoc, figure: str) -> Reading:
                        unknown_why=_spread_why(doc))
     power, sensor = schema.total_w(doc), schema.total_sensor_pct(doc)
     if figure == POWER:
-        basis = str(((doc.get("power") or {}).get("total") or {}).get("uncertainty", {})
-                    .get("basis", "") if isinstance((doc.get("power") or {}).get("total"), dict)
-                    else "")
+        total = (doc.get("power") or {}).get("total") or {}
+        basis = (total.get("uncertainty") or {}).get("basis") if isinstance(total, dict) else None
         return Reading(power, schema.total_w_pct(doc), sensor, power, where(doc),
                        f"the power's uncertainty is unknown ({basis or 'no stated accuracy'})")
     why = _spread_why(doc) if schema.throughput_pct(doc) is None else \

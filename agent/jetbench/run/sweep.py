@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..documents import ResultDoc
 from ..errors import PowerModeCap, UsageError
@@ -180,7 +180,6 @@ class SweepSummary:
         return "(" + "; ".join(shown) + more + ")"
 
 
-Figure = Callable[[ResultDoc], Optional[float]]  # a figure of a result (report/schema.py)
 _TIES_NAMED = 3  # an answer names this many points within noise of it, then "and N more"
 
 

@@ -125,12 +125,19 @@ def _ina_accuracy(root: Root, rail: Rail, family: Optional[str]) -> Accuracy:
     if shunt is None:
         return Accuracy(f"INA3221 {rail.name}: shunt resistance unknown (no shuntN_resistor, "
                         "none documented for this board)", known=False)
+    return _datasheet("INA3221", INA3221_GAIN_FRAC, INA3221_SHUNT_OFFSET_V,
+                      INA3221_BUS_OFFSET_V, shunt, where, bus_mv)
+
+
+def _datasheet(chip: str, gain_frac: float, shunt_offset_v: float, bus_offset_v: float,
+               shunt_ohm: float, shunt_text: str, bus_mv: Optional[int]) -> Accuracy:
+    """An INA's worst-case limits on P = V x I (module doc), its shunt from `shunt_text`."""
     return Accuracy(
-        f"INA3221 datasheet max: gain 0.25% on V and I, shunt offset 80 uV / {where}, "
-        "bus offset 16 mV",
-        gain_frac=INA3221_GAIN_FRAC, readings=2,
-        offset_current_a=INA3221_SHUNT_OFFSET_V / shunt,
-        offset_voltage_v=INA3221_BUS_OFFSET_V,
+        f"{chip} datasheet max: gain {gain_frac * 100:g}% on V and I, shunt offset "
+        f"{shunt_offset_v * 1e6:g} uV / {shunt_text}, bus offset {bus_offset_v * 1e3:g} mV",
+        gain_frac=gain_frac, readings=2,
+        offset_current_a=shunt_offset_v / shunt_ohm,
+        offset_voltage_v=bus_offset_v,
         bus_v=bus_mv / 1000.0 if bus_mv else None,
     )
 
@@ -143,18 +150,10 @@ def _ina238_accuracy(root: Root, rail: Rail) -> Accuracy:
     if not shunt_mv or not current_ma or shunt_mv < 1 or current_ma <= 0:
         return Accuracy(f"INA238 {rail.name}: shunt resistance unknown (the driver shows none, "
                         "and no current flows to infer it from)", known=False)
-    ohm = (shunt_mv - 0.5) / current_ma if shunt_mv > 0.5 else None
-    if not ohm:
-        return Accuracy(f"INA238 {rail.name}: shunt voltage too small to infer its resistance",
-                        known=False)
-    return Accuracy(
-        f"INA238 datasheet max: gain 0.1% on V and I, shunt offset 5 uV / {ohm * 1e3:.2g} mOhm "
-        "(inferred: shunt mV / current, rounded down), bus offset 5 mV",
-        gain_frac=INA238_GAIN_FRAC, readings=2,
-        offset_current_a=INA238_SHUNT_OFFSET_V / ohm,
-        offset_voltage_v=INA238_BUS_OFFSET_V,
-        bus_v=bus_mv / 1000.0 if bus_mv else None,
-    )
+    ohm = (shunt_mv - 0.5) / current_ma  # half its 1 mV LSB down: never understated
+    return _datasheet("INA238", INA238_GAIN_FRAC, INA238_SHUNT_OFFSET_V, INA238_BUS_OFFSET_V,
+                      ohm, f"{ohm * 1e3:.2g} mOhm (inferred: shunt mV / current, rounded down)",
+                      bus_mv)
 
 
 def channel_accuracies(root: Root, sources: Sequence[PowerSource],
