@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from ..daemon.held import StatusDoc
     from ..daemon.live_log import LogSource
     from ..daemon.live_rate import PrometheusSource
-    from ..daemon.live_tuning import PointDoc, TuneConfig, TuneStatusDoc
+    from ..daemon.live_tuning import TuneConfig
+    from ..daemon.tune_doc import PointDoc, TuneStatusDoc
 
 _SOCKET_HELP = "The control socket (or $JETBENCH_SOCKET)."
 _TUNE = "Live tuning"

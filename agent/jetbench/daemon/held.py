@@ -14,7 +14,7 @@ from ..profiles.targets import Targets
 from ..units import format_hz
 
 if TYPE_CHECKING:
-    from .live_tuning import TuneStatusDoc
+    from .tune_doc import TuneStatusDoc
 
 
 class LeaseDoc(TypedDict):

@@ -1,5 +1,5 @@
-"""`daemon --tune`: windows of the live workload, measured for the controller (online_tuner.py),
-and the points it chooses pinned.
+"""`daemon --tune`: windows of the live workload, measured for the controller, and the points
+it chooses pinned.
 
 A window: after a pin, SETTLE_FRACTION of a window (at most 1 s) for the workload to reach the
 new speed; then the workload's counter is read every `sample_s` (a tenth of the window, 0.25 s
@@ -18,9 +18,14 @@ search at the point held (where it began, before there is one), never lower; a w
 which a log said nothing new is not judged; a counter that goes back starts a new window. The
 operator's restore/apply/maxperf `stop` the tuning until `resume` (pin, a reload).
 
-The energy saved is counted against the point the daemon started from (the profile's, or what
-the board ran): each window's items at that point's items per joule, less the energy the window
-took. It is an estimate from the first window's efficiency, and says so (`energy_saved_basis`).
+The controller is the governor (governor.py: models of the workload's capacity and power
+choose the point, short windows confirm it) where every constraint is one its models predict,
+the first generation's search (online_tuner.py) for a latency constraint. A decision's
+`window_share` makes its window that share of --tune-window (a probe), and a pin that moved a
+knob adds the knob's ACTUATION_S to the settling.
+
+The energy saved is counted against the point the daemon started from at the same demand
+(savings.py); the status says on what basis, and how long was not counted.
 """
 
 from __future__ import annotations
@@ -30,13 +35,14 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..ownership.tune_memory import recall, remember
 from ..run.constraint import Constraint
 from ..sampling.uncertainty import sem_pct
 from ..units import format_hz
+from .governor import Governor, modelled
 from .live_log import LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .live_space import energy_power, knobs_for, live_space, rates_text
@@ -50,7 +56,9 @@ from .online_tuner import (
     Space,
     Window,
 )
+from .savings import EnergySaved
 from .source_poller import PolledSource, RateSource
+from .tune_doc import TuneStatusDoc, point_doc
 
 if TYPE_CHECKING:
     from ..documents import ClockDoc
@@ -61,6 +69,9 @@ log = logging.getLogger("jetbench.daemon")
 
 SETTLE_FRACTION = 0.1
 SETTLE_MAX_S = 1.0
+# how long a new clock takes to act, by knob (arXiv 2606.16106 on Orin: about 1, 5 and 8 ms):
+# added to the workload's settling after a pin that moved the knob
+ACTUATION_S = {"cpu": 0.001, "gpu": 0.005, "emc": 0.008}
 MIN_SAMPLE_S = 0.25
 GROUP_ITEMS = 20
 EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends there
@@ -90,46 +101,6 @@ class TuneConfig:
 def sample_period_s(window_s: float) -> float:
     """How often a window reads the source and the power: a tenth of it, MIN_SAMPLE_S at least."""
     return max(MIN_SAMPLE_S, window_s / 10)
-
-
-class PointDoc(TypedDict):
-    point_hz: Dict[str, int]
-    items_per_s: float
-    items_per_s_uncertainty_pct: Optional[float]
-    power_w: float
-    items_per_j: float
-
-
-class TuneStatusDoc(TypedDict, total=False):
-    """The status document's `tune` object."""
-    phase: str
-    source: str
-    constraints: List[str]
-    demand_per_s: Optional[float]  # demand>=SHARE: the rate measured at the top of the space
-    window_s: float
-    held: Optional[PointDoc]  # the point held (or searched from) and its last window there
-    last: Optional[PointDoc]  # the last window, wherever it ran
-    best: Optional[PointDoc]  # the best window that met the constraints
-    why: str
-    windows: int
-    windows_breaking_constraints: int
-    energy_saved_j: float
-    items_total: float  # the workload's items since the daemon started (a counter)
-    energy_saved_basis: str
-    latency_ms: Dict[str, float]
-    paused: Optional[str]
-    stopped: Optional[str]  # why the operator stopped the tuning (restore, apply, maxperf)
-    source_faults: int  # reads of the rate source that failed, answered wrong or too slowly
-    source_fault: Optional[str]  # the latest of them
-    quiet_windows: int  # windows a log said nothing new in (not judged)
-    resumed_from_hz: Optional[Dict[str, int]]  # the point held before a restart, begun at
-    space_hz: Dict[str, List[int]]  # each knob's candidates: the distinct rates the kernel runs
-
-
-def _point_doc(space: Space, point: Point, w: Window) -> PointDoc:
-    return {"point_hz": space.hz(point), "items_per_s": w.items_per_s,
-            "items_per_s_uncertainty_pct": w.items_per_s_uncertainty_pct,
-            "power_w": w.power_w, "items_per_j": w.items_per_j}
 
 
 def _said_nothing_new(readings: List[Reading]) -> bool:
@@ -167,7 +138,10 @@ class LiveTuning:
         self.config = config
         self.source = source
         self.space = space
-        self.tuner = OnlineTuner(space, config.limits)
+        # the governor (second generation) where its models cover every constraint; the
+        # first generation's search for a latency constraint (governor.py)
+        self.tuner: Union[Governor, OnlineTuner] = Governor(space, config.limits) \
+            if modelled(config.limits) else OnlineTuner(space, config.limits)
         self._read_power, self._pin, self._paused, self._clock = read_power, pin, paused, clock
         self._read_energy = read_energy
         self._on_held = on_held  # a new point held: kept for a restart (ownership/tune_memory)
@@ -183,8 +157,8 @@ class LiveTuning:
         # cut the intervals `read_power` sees, the drift check's and `readings`' reads)
         self._energies: List[Tuple[float, float]] = []
         self._window_from = 0.0  # when the window's first reading is due
-        self._reference: Optional[float] = None  # items/J where the daemon started
-        self.energy_saved_j = 0.0
+        self._window_s = config.window_s  # this window's length (a governor's probe: shorter)
+        self.saved: Optional[EnergySaved] = None  # from `begin`: against the starting point
         # the workload's items counted since the daemon started (jetbench_items_total): the
         # counter's increases between readings, nothing across a restart
         self.items_total = 0.0
@@ -197,16 +171,29 @@ class LiveTuning:
 
     def begin(self, current_hz: Dict[str, Optional[int]]) -> None:
         """The first window, at the point the board holds now (nearest table entries)."""
-        self._decision = self.tuner.start(self.space.nearest(current_hz))
+        start = self.space.nearest(current_hz)
+        predicted = getattr(self.tuner, "predicted", lambda p: None)
+        self.saved = EnergySaved(start, predicted)
+        self._decision = self.tuner.start(start)
         self._go(self._decision.point, force=True)
 
+    @property
+    def energy_saved_j(self) -> float:
+        return self.saved.joules if self.saved is not None else 0.0
+
     def _go(self, point: Point, force: bool = False) -> None:
-        """The next window at `point`: pinned where it is not the point pinned now."""
+        """The next window at `point`: pinned where it is not the point pinned now; as long
+        as the decision asks (a share of --tune-window), after the workload's settling and the
+        moved knobs' actuation."""
+        moved = [k for k, a, b in zip(self.space.knobs, point, self._point) if a != b]
         if force or point != self._point:
             self._pin(self.space.hz(point))
         self._point = point
         self._readings, self._powers, self._energies = [], [], []
-        settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s)
+        share = self._decision.window_share if self._decision is not None else 1.0
+        self._window_s = self.config.window_s * share
+        settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s) + max(
+            [ACTUATION_S.get(k, 0.0) for k in moved] or [0.0])
         self._window_from = self._clock() + settle
 
     def repin(self) -> None:
@@ -285,7 +272,7 @@ class LiveTuning:
         if energy is not None and all(math.isfinite(x) for x in energy):
             self._energies.append(energy)
         first = self._readings[0]
-        if self._readings[-1].t_s - first.t_s >= self.config.window_s:
+        if self._readings[-1].t_s - first.t_s >= self._window_s:
             if _said_nothing_new(self._readings):
                 # a log that said nothing in the whole window: its last value is no rate
                 self._quiet_windows += 1
@@ -311,7 +298,7 @@ class LiveTuning:
         that misses while it settles misses (the point the daemon starts from, say)."""
         readings = self._readings
         if len(readings) < 3 or _said_nothing_new(readings) or \
-                readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self.config.window_s:
+                readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self._window_s:
             return False  # (a log's last value, repeated, is judged by no one)
         partial = self._figures()
         return partial is not None and any(partial.breaks(lim) for lim in self.tuner.judged())
@@ -323,11 +310,8 @@ class LiveTuning:
             return None
         seconds = self._readings[-1].t_s - self._readings[0].t_s
         self._latency = measured.latency_ms
-        if self._reference is None and measured.items_per_j > 0:
-            self._reference = measured.items_per_j
-        elif self._reference:
-            self.energy_saved_j += (measured.items_per_s * seconds / self._reference
-                                    - measured.power_w * seconds)
+        if self.saved is not None:
+            self.saved.window(self._point, measured, seconds)
         return measured
 
     def _figures(self) -> Optional[Window]:
@@ -379,7 +363,7 @@ class LiveTuning:
         t = self.tuner
         held = None
         if t.held is not None and t.held_window is not None:
-            held = _point_doc(self.space, t.held, t.held_window)
+            held = point_doc(self.space, t.held, t.held_window)
         return {
             "phase": self.phase,
             "source": self.config.rate.text(),
@@ -387,16 +371,15 @@ class LiveTuning:
             "demand_per_s": t.demand,
             "window_s": self.config.window_s,
             "held": held,
-            "last": _point_doc(self.space, *t.last) if t.last else None,
-            "best": _point_doc(self.space, *t.best) if t.best else None,
+            "last": point_doc(self.space, *t.last) if t.last else None,
+            "best": point_doc(self.space, *t.best) if t.best else None,
             "why": self.stopped or (self._decision.why if self._decision else "starting"),
             "windows": t.windows,
             "windows_breaking_constraints": t.broken_windows,
             "energy_saved_j": round(self.energy_saved_j, 3),
             "items_total": self.items_total,
-            "energy_saved_basis": "each window's items at the items/J of the first window "
-                                  "(the point the daemon started from), less the window's "
-                                  "energy",
+            "energy_saved_basis": self.saved.basis() if self.saved is not None else "",
+            "controller": "governor" if isinstance(t, Governor) else "first generation",
             "latency_ms": dict(self._latency),
             "paused": self._paused_why,
             "stopped": self.stopped,

@@ -175,6 +175,8 @@ class Decision:
     # board has just been pinned: one window at the point only lets the workload settle and
     # is not judged.
     settle: bool = False
+    # the next window's length as a share of --tune-window (the governor's short probes)
+    window_share: float = 1.0
 
 
 class OnlineTuner:

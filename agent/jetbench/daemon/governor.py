@@ -1,0 +1,443 @@
+"""`daemon --tune`'s second-generation controller (issue 59): the point the models of the
+workload (workload_model.py) say is the most efficient that meets the constraints, confirmed by
+short windows, held, and found again within a few windows when the demand moves.
+
+The first generation (online_tuner.py) steps one knob at a time through its table and learns
+nothing it can carry to the next demand: on GPU x EMC with 2% jitter it settled 100-150 s after
+a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps every window:
+
+- Demand. The rate at the top of the space is the demand (all the top serves where the demand
+  is above it: every point is then saturated, which is the same for the search). A held point's
+  rate that falls beyond noise is the new demand; one that rises sends a short window to the top
+  to read it; a broken constraint too (with a settling window after it: a backlog drained would
+  flatter the next point). A demand is an epoch: windows at a point are compared within one.
+- Exploring, while the capacity cannot be fitted (fewer than two points read saturated): each
+  knob alone halves down its table from the top, in short windows, until it saturates or
+  misses (a miss rules out what lies below it, in this epoch).
+- Choosing: every point of the space is scored, a point read in this epoch by its windows
+  (met beyond SIGMAS of its noise), any other by the models (its rate min(demand, capacity)
+  meeting every floor with the models' own error as margin, its items/J by the power model).
+  The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
+  and the models put it better than the best read beyond noise, at most MAX_PROBES a demand;
+  otherwise the best point read is held. A close call (the best two read within noise of each
+  other, one read once) is read again before it is held.
+- Holding: full windows; every CHECK_UP_EVERY windows a short one a step up on every knob (a
+  saturated point's rate cannot show a rising demand, nor one window's noise a small rise):
+  where more is served there, the demand is read at the top.
+
+Constraints: items_per_s and power_w floors and ceilings, demand>=SHARE; a latency constraint
+is not modelled, and the daemon keeps the first generation for it (live_tuning.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..run.constraint import Constraint
+from ..units import format_hz
+from .online_tuner import (
+    DEMAND,
+    EXPLORING,
+    FROZEN,
+    HOLDING,
+    RETUNING,
+    SIGMAS,
+    Decision,
+    Space,
+    Window,
+    _apart,
+)
+from .workload_model import Fitted, Point, Seen, fit, grid_shares
+
+PROBE_SHARE = 0.4  # a point not read yet: this share of a window (a miss shows in a third)
+TOP_SHARE = 0.3  # the demand read at the top
+MAX_PROBES = 5  # points read per demand before the best read is held
+CHECK_UP_EVERY = 6  # holding: one step up read every this many windows
+MODEL_MARGIN_MIN = 0.03  # the models' floor margin at least this (relative)
+RECHECKS = 2  # close calls read again per demand
+
+
+def modelled(limits: Sequence[Constraint]) -> bool:
+    """Every constraint one the models predict (the rate, the power, the demand share)."""
+    return all(lim.name in ("items_per_s", "power_w", DEMAND) for lim in limits)
+
+
+@dataclass
+class _Epoch:
+    """One demand: what each point's windows measured under it."""
+    demand: Optional[float] = None
+    demand_pct: Optional[float] = None
+    reads: Dict[Point, List[Window]] = field(default_factory=dict)
+    missed: List[Point] = field(default_factory=list)
+    probes: int = 0
+    rechecks: int = 0
+    explore_knob: int = 0  # exploring: the knob halving down now
+    explore_at: Dict[int, int] = field(default_factory=dict)  # the index each explores next
+
+    def mean(self, point: Point) -> Optional[Window]:
+        """The windows at a point, as one (rate and power averaged, their noise shrunk)."""
+        ws = self.reads.get(point)
+        if not ws:
+            return None
+        n = len(ws)
+        rate = sum(w.items_per_s for w in ws) / n
+        power = sum(w.power_w for w in ws) / n
+
+        def pct(values: List[Optional[float]]) -> Optional[float]:
+            if any(v is None for v in values):
+                return None
+            return math.sqrt(sum(v * v for v in values if v is not None)) / n
+        return Window(rate, pct([w.items_per_s_uncertainty_pct for w in ws]), power,
+                      pct([w.power_w_uncertainty_pct for w in ws]))
+
+
+class Governor:
+    """The second-generation controller: `start(point)`, then `observe(point, window)` after
+    each window, as OnlineTuner (the daemon drives either)."""
+
+    generation = 2
+
+    def __init__(self, space: Space, limits: Sequence[Constraint]):
+        self.space = space
+        self.limits = tuple(limits)
+        self.phase = EXPLORING
+        self.held: Optional[Point] = None
+        self.held_window: Optional[Window] = None
+        self.best: Optional[Tuple[Point, Window]] = None
+        self.last: Optional[Tuple[Point, Window]] = None
+        self.windows = 0
+        self.broken_windows = 0
+        self.epochs = 0  # demands seen (a change begins another)
+        self._epoch = _Epoch()
+        self._seen: List[Seen] = []
+        self._models: Optional[Fitted] = None
+        self._start: Optional[Point] = None
+        self._held_windows = 0
+        self._checking: Optional[Point] = None  # holding: the window one step up
+        self._points, self._x = grid_shares(space.tables)
+
+    # -- what the daemon calls -------------------------------------------------------------------
+    @property
+    def demand(self) -> Optional[float]:
+        return self._epoch.demand
+
+    def predicted(self, point: Point) -> Optional[Tuple[float, float]]:
+        """(items/s, W) the models give a point at the demand now (None: no models yet)."""
+        models, ep = self._models, self._epoch
+        if models is None or not models.has_capacity or ep.demand is None:
+            return None
+        x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
+        rate = np.minimum(ep.demand, models.capacity(x))
+        return float(rate[0]), float(models.power_w(x, rate)[0])
+
+    def start(self, point: Point) -> Decision:
+        self._start = point
+        return Decision(point, self.phase, "measuring the point the board holds", settle=True)
+
+    def judged(self) -> Tuple[Constraint, ...]:
+        out = []
+        for lim in self.limits:
+            if lim.name != DEMAND:
+                out.append(lim)
+            elif self._epoch.demand is not None:
+                out.append(Constraint("items_per_s", ">=", lim.value * self._epoch.demand,
+                                      lenient=True))
+        return tuple(out)
+
+    def observe(self, point: Point, window: Optional[Window],
+                failure: Optional[str] = None) -> Decision:
+        if window is None:
+            return self._freeze(failure or "the rate source did not answer")
+        self.windows += 1
+        self.last = (point, window)
+        top = self.space.top()
+        if self.phase == FROZEN:
+            self.phase = RETUNING if self.held is not None else EXPLORING
+        new_demand = self._demand_from(point, window)
+        if new_demand is not None:
+            return new_demand
+        limits = self.judged()
+        broken = [lim for lim in limits if window.breaks(lim)]
+        if broken:
+            self.broken_windows += 1
+        self._epoch.reads.setdefault(point, []).append(window)
+        self._remember(point, window)
+        meets = all(window.meets(lim) for lim in limits)
+        if meets and (self.best is None or window.items_per_j > self.best[1].items_per_j):
+            self.best = (point, window)
+        if self.phase == HOLDING and point == self.held:
+            return self._hold(point, window, broken)
+        if self.phase == HOLDING and point == self._checking and self.held is not None:
+            self._checking = None
+            ref = self._epoch.mean(self.held)
+            if ref is not None and window.items_per_s > ref.items_per_s and _apart(
+                    window.items_per_s, window.items_per_s_uncertainty_pct, ref.items_per_s,
+                    ref.items_per_s_uncertainty_pct, SIGMAS):
+                return self._new_demand(f"one step up serves more ({ref.items_per_s:.3g} -> "
+                                        f"{window.items_per_s:.3g}/s)")
+            return Decision(self.held, self.phase, f"one step up, {self._text(point)} serves "
+                            f"no more: holding {self._text(self.held)}")
+        if broken and point == top:  # nothing below does better (a clock lowered never
+            # serves more): the top, held until the demand moves
+            self.held, self.held_window = top, self._epoch.mean(top)
+            self.phase, self._held_windows = HOLDING, 0
+            return Decision(top, self.phase, f"{self._said(broken)} even at the top of the "
+                            "space: holding the top")
+        if broken or not meets and point != top and self._misses(point, window):
+            self._epoch.missed.append(point)
+            if point == self.held:  # the held point itself: the demand outgrew it
+                return self._new_demand(f"{self._said(broken)} at the held {self._text(point)}")
+        return self._choose(after_miss=bool(broken))
+
+    # -- the demand --------------------------------------------------------------------------------
+    def _demand_from(self, point: Point, window: Window) -> Optional[Decision]:
+        """A window at the top reads the demand; one at the held point shows it moved."""
+        ep = self._epoch
+        if point == self.space.top():
+            if ep.demand is None or (_apart(window.items_per_s, window.items_per_s_uncertainty_pct,
+                                            ep.demand, ep.demand_pct, SIGMAS)):
+                if ep.demand is not None:  # read at the top again: it moved; read it settled
+                    return self._new_demand(f"the rate at the top moved ({ep.demand:.3g} -> "
+                                            f"{window.items_per_s:.3g}/s)")
+                ep = self._epoch
+                ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
+            else:  # the same demand read again: their mean
+                tops = ep.reads.get(point, []) + [window]
+                mean = _Epoch(reads={point: tops}).mean(point)
+                assert mean is not None
+                ep.demand, ep.demand_pct = mean.items_per_s, mean.items_per_s_uncertainty_pct
+            return None
+        if self.phase != HOLDING or point != self.held:
+            return None
+        ref = ep.mean(point)
+        if ref is None or not _apart(window.items_per_s, window.items_per_s_uncertainty_pct,
+                                     ref.items_per_s, ref.items_per_s_uncertainty_pct, SIGMAS):
+            return None
+        # (read at the top, settled: the window that showed it straddles the change, and a
+        # backlog drained would flatter the next one)
+        went = "fell" if window.items_per_s < ref.items_per_s else "rose"
+        return self._new_demand(f"the rate {went} ({ref.items_per_s:.3g} -> "
+                                f"{window.items_per_s:.3g}/s)")
+
+    def _new_demand(self, why: str, settle: bool = False) -> Decision:
+        self._begin_epoch()
+        self.phase = RETUNING if self.held is not None else EXPLORING
+        # (settled first: a backlog the point before left would flatter the top)
+        return Decision(self.space.top(), self.phase, f"{why}: reading the demand at the top",
+                        settle=True, window_share=TOP_SHARE)
+
+    def _begin_epoch(self) -> None:
+        self.epochs += 1
+        self._epoch = _Epoch()
+
+    def _remember(self, point: Point, window: Window) -> None:
+        # (one uncertainty: a point read a little under the demand is taken at its rate; the
+        # capacity fit keeps it no lower than that where it kept up after all)
+        saturated = self._saturated(window)
+        shares = tuple(t[i] / max(t) for t, i in zip(self.space.tables, point))
+        self._seen.append(Seen(point, shares, window.items_per_s, window.power_w, saturated))
+        self._models = fit(self._seen)
+
+    def _misses(self, point: Point, window: Window) -> bool:
+        """Not met and not for noise: a floor's figure under it (a point may be unmet only
+        for a wide interval, and is then read again rather than ruled out)."""
+        return any(lim.op == ">=" and window.metric(lim.name)[0] is not None and
+                   window.metric(lim.name)[0] < lim.value for lim in self.judged())  # type: ignore[operator]
+
+    # -- choosing ----------------------------------------------------------------------------------
+    def _choose(self, why: str = "", after_miss: bool = False) -> Decision:
+        ep = self._epoch
+        if ep.demand is None:
+            return Decision(self.space.top(), self.phase, "the demand is not known yet: read at "
+                            "the top", settle=after_miss, window_share=TOP_SHARE)
+        read = self._read_scores()
+        best_read = max(read, key=lambda kv: kv[1].items_per_j, default=None)
+        models = self._models
+        # the first demand explored whole (what each knob does, for the power model too);
+        # a later one while the capacity cannot be fitted (all kept up before)
+        probe = self._explore() if self.epochs == 0 or models is None or \
+            not models.has_capacity else None
+        if probe is not None:
+            return Decision(probe, self.phase, self._join(why, "exploring: each knob down "
+                            "until it no longer keeps up"), settle=after_miss,
+                            window_share=PROBE_SHARE)
+        proposal = self._proposal(best_read[1] if best_read else None)
+        if proposal is not None and ep.probes < MAX_PROBES:
+            ep.probes += 1
+            return Decision(proposal, self.phase, self._join(why, f"the models put "
+                            f"{self._text(proposal)} ahead: reading it"), settle=after_miss,
+                            window_share=PROBE_SHARE)
+        if best_read is None:  # nothing read meets the constraints: the top
+            top = self.space.top()
+            self.held, self.held_window = top, ep.mean(top)
+            self.phase = HOLDING
+            return Decision(top, self.phase, self._join(why, f"{self._met()} nowhere read: "
+                            "holding the top"), settle=after_miss)
+        point, window = best_read
+        read_rank = sorted(read, key=lambda kv: -kv[1].items_per_j)
+        close = self._close_call(read, point)
+        if close is not None:
+            ep.rechecks += 1
+            other = point if close != point else read_rank[1][0]
+            return Decision(close, self.phase, self._join(why, f"{self._text(close)} and "
+                            f"{self._text(other)} within noise: reading again"),
+                            settle=after_miss, window_share=PROBE_SHARE)
+        self.held, self.held_window = point, window
+        self.phase = HOLDING
+        self._held_windows = 0
+        return Decision(point, self.phase, self._join(why, f"holding {self._text(point)} "
+                        f"({window.items_per_j:.3g} items/J, {self._met()})"),
+                        settle=after_miss)
+
+    def _read_scores(self) -> List[Tuple[Point, Window]]:
+        """The points read under this demand that meet every constraint beyond noise."""
+        limits = self.judged()
+        out = []
+        for point in self._epoch.reads:
+            w = self._epoch.mean(point)
+            if w is not None and all(w.meets(lim) for lim in limits):
+                out.append((point, w))
+        return out
+
+    def _close_call(self, read: List[Tuple[Point, Window]], best: Point) -> Optional[Point]:
+        if self._epoch.rechecks >= RECHECKS or len(read) < 2:
+            return None
+        ranked = sorted(read, key=lambda kv: -kv[1].items_per_j)
+        (p1, w1), (p2, w2) = ranked[0], ranked[1]
+        if _apart(w1.items_per_j, w1.items_per_j_uncertainty_pct, w2.items_per_j,
+                  w2.items_per_j_uncertainty_pct, SIGMAS):
+            return None
+        # the one read fewer times (the better of two read as often)
+        return p1 if len(self._epoch.reads[p1]) <= len(self._epoch.reads[p2]) else p2
+
+    def _excluded(self, point: Point) -> bool:
+        return any(all(a <= b for a, b in zip(point, m)) for m in self._epoch.missed)
+
+    def _proposal(self, best_read: Optional[Window]) -> Optional[Point]:
+        """The point not read under this demand the models put most efficient among those
+        they put within every constraint, where better than the best read beyond noise."""
+        models, ep = self._models, self._epoch
+        if models is None or not models.has_capacity or ep.demand is None:
+            return None
+        capacity = models.capacity(self._x)
+        rate = np.minimum(ep.demand, capacity)
+        power = models.power_w(self._x, rate)
+        margin = max(MODEL_MARGIN_MIN, 2 * models.time_rms)
+        ok = np.ones(len(self._points), dtype=bool)
+        for lim in self.judged():
+            if lim.name == "items_per_s":
+                # the margin on what the point keeps up with: the rate itself is the demand's
+                # where it keeps up (a demand share's floor lies just under it)
+                ok &= (rate >= lim.value) & (capacity >= lim.value * (1 + margin)) \
+                    if lim.op == ">=" else rate <= lim.value * (1 - margin)
+            elif lim.name == "power_w":
+                ok &= power >= lim.value * (1 + margin) if lim.op == ">=" else \
+                    power <= lim.value * (1 - margin)
+        score = np.where(ok, rate / np.maximum(power, 1e-12), -np.inf)
+        for k in np.argsort(-score):
+            if not np.isfinite(score[k]):
+                return None
+            point = self._points[int(k)]
+            if point in ep.reads:
+                continue
+            if self._excluded(point):
+                continue
+            if best_read is not None:
+                noise = best_read.items_per_j_uncertainty_pct or 0.0
+                if score[k] <= best_read.items_per_j * (1 - min(noise, 5.0) / 100):
+                    return None  # behind what was read beyond its noise
+            return point
+        return None
+
+    def _explore(self) -> Optional[Point]:
+        """Each knob alone halving down its table from the top (the others at their top)
+        until a window at it under this demand saturates or misses, then the next knob; then
+        every knob at once at the lowest entry it kept up at alone (the knobs' savings
+        together: a paced workload's best lies there more often than on one knob's line).
+        None when done."""
+        ep, top = self._epoch, self.space.top()
+        while ep.explore_knob < len(self.space.knobs):
+            k = ep.explore_knob
+            index = ep.explore_at.get(k, top[k] // 2)
+            probe = list(top)
+            probe[k] = index
+            point = tuple(probe)
+            windows = ep.reads.get(point)
+            if index == top[k] or (windows and (self._saturated(windows[-1]) or index == 0 or
+                                                point in ep.missed)):
+                ep.explore_knob += 1
+                continue
+            if not windows:
+                return point
+            ep.explore_at[k] = index // 2  # kept up there: further down
+        corner = tuple(min([top[k]] + [p[k] for p, ws in ep.reads.items()
+                                       if p[:k] + p[k + 1:] == top[:k] + top[k + 1:]
+                                       and not self._saturated(ws[-1]) and p not in ep.missed])
+                       for k in range(len(top)))
+        if corner != top and corner not in ep.reads and not self._excluded(corner):
+            return corner
+        return None
+
+    def _saturated(self, window: Window) -> bool:
+        """Served less than the demand beyond one uncertainty: the point's capacity."""
+        ep = self._epoch
+        return ep.demand is not None and window.items_per_s < ep.demand and _apart(
+            window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand, ep.demand_pct,
+            1.0)
+
+    # -- holding -----------------------------------------------------------------------------------
+    def _hold(self, point: Point, window: Window, broken: List[Constraint]) -> Decision:
+        self._held_windows += 1
+        mean = self._epoch.mean(point)
+        if mean is not None:
+            self.held_window = mean
+        if broken:
+            if point == self.space.top():
+                return Decision(point, self.phase, f"{self._said(broken)} even at the top of "
+                                "the space: holding the top")
+            return self._new_demand(f"{self._said(broken)} while holding {self._text(point)}",
+                                    settle=True)
+        read = self._read_scores()
+        best = max(read, key=lambda kv: kv[1].items_per_j, default=None)
+        if best is not None and best[0] != point and mean is not None and _apart(
+                best[1].items_per_j, best[1].items_per_j_uncertainty_pct, mean.items_per_j,
+                mean.items_per_j_uncertainty_pct, SIGMAS) and \
+                best[1].items_per_j > mean.items_per_j:
+            # read more often, the held point proved worse than another read at this demand
+            return self._choose(why=f"{self._text(point)} read again is behind "
+                                    f"{self._text(best[0])}")
+        if point != self.space.top() and self._held_windows % CHECK_UP_EVERY == 0:
+            # a saturated point serves no more when more arrives, and a rise within one
+            # window's noise shows nowhere: a short window one entry up on every knob shows
+            # whether more is served there (then the demand is read at the top)
+            up = tuple(min(i + 1, len(t) - 1) for i, t in zip(point, self.space.tables))
+            self._checking = up
+            return Decision(up, self.phase, f"holding {self._text(point)}; checking one step "
+                            "up", window_share=PROBE_SHARE)
+        return Decision(point, self.phase, "holding")
+
+    def _freeze(self, why: str) -> Decision:
+        self.phase = FROZEN
+        keep = self.held if self.held is not None else (self._start or self.space.top())
+        return Decision(keep, self.phase, f"{why}: frozen at {self._text(keep)}")
+
+    # -- words -------------------------------------------------------------------------------------
+    def _text(self, point: Point) -> str:
+        return ", ".join(f"{k} {format_hz(hz)}" for k, hz in self.space.hz(point).items())
+
+    def _met(self) -> str:
+        if not self.limits:
+            return "no constraint"
+        return ", ".join(str(lim) for lim in self.limits) + " met"
+
+    @staticmethod
+    def _said(broken: List[Constraint]) -> str:
+        return ", ".join(str(lim) for lim in broken) + " broken"
+
+    @staticmethod
+    def _join(why: str, what: str) -> str:
+        return f"{why}: {what}" if why else what

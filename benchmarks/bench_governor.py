@@ -1,0 +1,302 @@
+"""`daemon --tune`'s controllers side by side (issue 59): the first generation
+(daemon/online_tuner.py) and the governor (daemon/governor.py), on workloads served through a
+queue in simulated time, with demand steps.
+
+A workload is a capacity C and a power over the clocks: `sim` is sim:resnet18 fp16 from the
+simulator's own latency and power models (as bench_online_tune.py); `surface:SEED` is one of
+sim/surface.py's random surfaces, written apart from the project's models (its power at a
+load between its idle and its full-load figure, linear in the share of time busy). Frames
+arrive at the demand into a queue of QUEUE_S seconds of it (a frame that finds it full is
+dropped), are served at C, every DT_S. The controller is driven as live_tuning.py drives it: a
+pin, SETTLE_S, a window of --tune-window times the decision's share (a settling window not
+judged), a window that clearly breaks a constraint by EARLY_FRACTION of it ends there; each
+window's rate and power get JITTER_PCT of noise (for a 10 s window; more for a shorter one, as
+1/sqrt of its length) and say it as their uncertainty.
+
+Printed per workload, seed and controller: the share of 10 s stretches of wall time whose
+served rate met the floor (all, and after the first minute), the held point's items/J below the
+exhaustive optimum at each demand's end, and the seconds after each change until the point held
+is within 5% of it (and meets the floor).
+
+    python benchmarks/bench_governor.py [--boards tx1,orin-nano] [--workloads sim,surface:0]
+        [--seeds 3] [--knobs gpu,emc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from jetbench.daemon.governor import Governor
+from jetbench.daemon.online_tuner import HOLDING, OnlineTuner, Point, Space, Window
+from jetbench.hw.board import detect
+from jetbench.hw.fs import Root
+from jetbench.run.constraint import Constraint
+from jetbench.run.tune.space import search_space
+from jetbench.sim.boards import BOARDS
+from jetbench.sim.create import create_board
+from jetbench.sim.power_model import ClockState, component_powers_w
+from jetbench.sim.surface import Surface, _volts
+from jetbench.sim.workload_model import Clocks, NetworkCost, batch_time, family_constants
+from jetbench.workload.sim_run import network_of
+
+WINDOW_S = 10.0
+PHASE_S = 300.0
+DT_S = 0.05
+QUEUE_S = 1.0
+SETTLE_S = 0.25
+EARLY_FRACTION = 0.3
+JITTER_PCT = 2.0
+SHARES = (0.35, 0.7, None, 0.35)  # the demand per phase, of the top's capacity (None: max)
+FLOOR_SHARE = 0.9  # the floor: this share of the first demand
+
+
+class Workload:
+    """capacity(point) items/s and power_w(point, load) for a board's space."""
+    space: Space
+    name: str
+
+    def capacity(self, point: Point) -> float:
+        raise NotImplementedError
+
+    def power_w(self, point: Point, load: float) -> float:
+        raise NotImplementedError
+
+
+class SimNetwork(Workload):
+    def __init__(self, board_key: str, base: Path, knobs: Sequence[str]):
+        create_board(board_key, base)
+        root = Root(str(base))
+        self.board = detect(root)
+        tables = search_space(root, self.board, tuple(knobs), False)
+        self.space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
+        self.name = "sim:resnet18"
+        self.soc = BOARDS[board_key].soc
+        self.constants = family_constants(self.board.family)
+        spec = network_of("sim:resnet18")
+        self.cost = NetworkCost(spec.macs_per_image, spec.params or 0,
+                                spec.activation_elems_per_image)
+        self.cpu_table = list(self.board.cpu.policies[0].available_hz)
+        self.emc_max = self.board.emc.max_hz if self.board.emc else 1
+        self._cache: Dict[Point, Tuple[float, float]] = {}
+
+    def _batch(self, point: Point) -> Tuple[float, float]:
+        if point not in self._cache:
+            hz = self.space.hz(point)
+            batch = batch_time(self.constants, self.cost, "fp16", 1, Clocks(
+                hz["gpu"], hz.get("emc", self.emc_max), hz.get("cpu", max(self.cpu_table))))
+            self._cache[point] = (1.0 / batch.total_s, batch.gpu_busy)
+        return self._cache[point]
+
+    def capacity(self, point: Point) -> float:
+        return self._batch(point)[0]
+
+    def power_w(self, point: Point, load: float) -> float:
+        hz = self.space.hz(point)
+        gpu_table = self.space.tables[self.space.knobs.index("gpu")]
+        clocks = ClockState(hz["gpu"], gpu_table, hz.get("cpu", max(self.cpu_table)),
+                            self.cpu_table, 1.0, hz.get("emc", self.emc_max), self.emc_max)
+        parts = component_powers_w(self.soc, clocks, 0.1,
+                                   gpu_load=load * self._batch(point)[1])
+        return sum(v for k, v in parts.items() if k != "carrier")
+
+
+class SurfaceWorkload(Workload):
+    def __init__(self, space: Space, seed: int):
+        self.space, self.surface = space, Surface.draw(seed)
+        self.name = f"surface:{seed}"
+
+    def _shares(self, point: Point) -> Tuple[float, float, float]:
+        hz = self.space.hz(point)
+        out = []
+        for knob in ("gpu", "emc", "cpu"):
+            if knob in hz:
+                table = self.space.tables[self.space.knobs.index(knob)]
+                out.append(hz[knob] / max(table))
+            else:
+                out.append(1.0)
+        return out[0], out[1], out[2]
+
+    def capacity(self, point: Point) -> float:
+        return self.surface.items_per_s(*self._shares(point))
+
+    def power_w(self, point: Point, load: float) -> float:
+        g, e, c = self._shares(point)
+        s = self.surface
+        idle = s.static_w + s.emc_w * e * 0.3 + s.cpu_w * _volts(c, s.cpu_knee, s.cpu_v_top) \
+            ** 2 * c * 0.15
+        return idle + load * (s.power_w(g, e, c) - idle)
+
+
+def steady(work: Workload, point: Point, demand: Optional[float]) -> Tuple[float, float]:
+    cap = work.capacity(point)
+    rate = cap if demand is None else min(demand, cap)
+    return rate, work.power_w(point, rate / cap)
+
+
+def optimum(work: Workload, demand: Optional[float], floor: float) -> float:
+    import itertools
+    best = 0.0
+    for point in itertools.product(*(range(len(t)) for t in work.space.tables)):
+        rate, power = steady(work, point, demand)
+        if rate >= floor:
+            best = max(best, rate / power)
+    return best
+
+
+class Run:
+    """One controller on one workload, in simulated time."""
+
+    def __init__(self, work: Workload, make: Callable[[Space, List[Constraint]], object],
+                 floor: float, demands: Sequence[Optional[float]], seed: int):
+        self.work, self.floor, self.demands = work, floor, demands
+        self.noise = random.Random(seed)
+        self.limit = Constraint("items_per_s", ">=", floor)
+        self.tuner = make(work.space, [self.limit])
+        self.t = 0.0
+        self.queue = 0.0
+        self._bins: Dict[int, float] = {}  # items served in each 10 s of wall time
+        self.cpu_s = 0.0
+
+    def demand_at(self, t: float) -> Optional[float]:
+        return self.demands[min(int(t // PHASE_S), len(self.demands) - 1)]
+
+    def advance(self, point: Point, seconds: float) -> Tuple[float, float]:
+        """Serve for `seconds` at `point`: (items served, energy J)."""
+        cap = self.work.capacity(point)
+        served = energy = 0.0
+        end = self.t + seconds
+        while self.t < end - 1e-9:
+            dt = min(DT_S, end - self.t)
+            demand = self.demand_at(self.t)
+            if demand is None:
+                done = cap * dt
+            else:
+                self.queue = min(self.queue + demand * dt, max(QUEUE_S * demand, 1.0))
+                done = min(self.queue, cap * dt)
+                self.queue -= done
+            served += done
+            energy += self.work.power_w(point, done / (cap * dt)) * dt
+            key = int((self.t + dt / 2) // WINDOW_S)
+            self._bins[key] = self._bins.get(key, 0.0) + done
+            self.t += dt
+        return served, energy
+
+    def window(self, point: Point, length: float, judged: Sequence[Constraint]
+               ) -> Window:
+        """A window as live_tuning measures it, ended early where it clearly breaks."""
+        jitter = JITTER_PCT * math.sqrt(WINDOW_S / length)
+        served = energy = spent = 0.0
+        early = EARLY_FRACTION * length
+        while spent < length - 1e-9:
+            step = min(early if spent == 0 else length - spent, length - spent)
+            s, e = self.advance(point, step)
+            served, energy, spent = served + s, energy + e, spent + step
+            w = self._figures(served, energy, spent, jitter)
+            if spent < length and any(w.breaks(lim) for lim in judged):
+                return w
+        return self._figures(served, energy, spent, jitter)
+
+    def _figures(self, served: float, energy: float, spent: float, jitter: float) -> Window:
+        rate = served / spent * (1 + self.noise.gauss(0, jitter / 100))
+        power = energy / spent * (1 + self.noise.gauss(0, jitter / 100))
+        return Window(rate, 100.0 / max(served, 1.0) + jitter, power, jitter)
+
+    def go(self) -> Dict[str, object]:
+        tuner = self.tuner
+        decision = tuner.start(self.work.space.top())  # type: ignore[attr-defined]
+        end = PHASE_S * len(self.demands)
+        optima = [optimum(self.work, d, self.floor) for d in self.demands]
+        reached: List[Optional[float]] = [None] * len(self.demands)
+        gaps: List[float] = [1.0] * len(self.demands)
+        while self.t < end:
+            self.advance(decision.point, SETTLE_S)
+            length = WINDOW_S * getattr(decision, "window_share", 1.0)
+            w = self.window(decision.point, length, tuner.judged())  # type: ignore
+            if decision.settle:
+                decision.settle = False
+                continue
+            c0 = time.process_time()
+            decision = tuner.observe(decision.point, w)  # type: ignore[attr-defined]
+            self.cpu_s += time.process_time() - c0
+            phase = min(int(self.t // PHASE_S), len(self.demands) - 1)
+            held = getattr(tuner, "held", None)
+            if held is not None:
+                rate, power = steady(self.work, held, self.demands[phase])
+                gap = 1 - rate / power / optima[phase] if rate >= self.floor else 1.0
+                gaps[phase] = gap
+                if reached[phase] is None and decision.phase == HOLDING and gap <= 0.05:
+                    reached[phase] = self.t - phase * PHASE_S
+                elif gap > 0.05 and decision.phase == HOLDING:
+                    reached[phase] = None  # left it: not reached until it holds again
+        met = [self._bins.get(k, 0.0) / WINDOW_S >= self.floor
+               for k in range(int(end // WINDOW_S))]
+        after = met[int(60 / WINDOW_S):]
+        return {"met": sum(met) / len(met), "met_after": sum(after) / max(len(after), 1),
+                "gaps": gaps, "reached": reached, "windows": getattr(tuner, "windows", 0),
+                "cpu_ms": 1000 * self.cpu_s / max(getattr(tuner, "windows", 1), 1)}
+
+
+CONTROLLERS: Dict[str, Callable[[Space, List[Constraint]], object]] = {
+    "gen1": OnlineTuner, "governor": Governor}
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--boards", default="tx1,orin-nano")
+    parser.add_argument("--workloads", default="sim,surface:0,surface:1,surface:2")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--knobs", default="gpu,emc")
+    parser.add_argument("--controllers", default="gen1,governor")
+    args = parser.parse_args(argv)
+    knobs = tuple(args.knobs.split(","))
+    print(f"{WINDOW_S:g} s windows, demand per phase "
+          f"{', '.join('max' if s is None else f'{s:g} of the top' for s in SHARES)} "
+          f"({PHASE_S:g} s each), floor {FLOOR_SHARE:g} of the first, jitter {JITTER_PCT:g}%, "
+          f"a {QUEUE_S:g} s queue; knobs {','.join(knobs)}")
+    summary: Dict[str, List[Dict[str, object]]] = {c: [] for c in args.controllers.split(",")}
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in args.boards.split(","):
+            sim = SimNetwork(key, Path(tmp) / key, knobs)
+            for name in args.workloads.split(","):
+                work: Workload = sim if name == "sim" else \
+                    SurfaceWorkload(sim.space, int(name.split(":")[1]))
+                top = work.capacity(work.space.top())
+                demands = [None if s is None else s * top for s in SHARES]
+                floor = FLOOR_SHARE * (demands[0] or top)
+                print(f"{key} {work.name}: space " + " x ".join(
+                    f"{k} {len(t)}" for k, t in zip(work.space.knobs, work.space.tables))
+                    + "; demand " + ", ".join("max" if d is None else f"{d:.1f}/s"
+                                               for d in demands) + f"; floor {floor:.1f}/s")
+                for seed in range(args.seeds):
+                    for ctl in summary:
+                        r = Run(work, CONTROLLERS[ctl], floor, demands, seed).go()
+                        summary[ctl].append(r)
+                        gaps = ", ".join(f"{100 * g:.1f}%" for g in r["gaps"])  # type: ignore
+                        reach = ", ".join("never" if x is None else f"{x:.0f} s"
+                                          for x in r["reached"])  # type: ignore
+                        print(f"  seed {seed} {ctl:>8}: met {100 * r['met']:.1f}% (after the "
+                              f"first minute {100 * r['met_after']:.1f}%); below the optimum "
+                              f"at each end {gaps}; within 5% after {reach}; "
+                              f"{r['cpu_ms']:.2f} ms CPU a window")
+    for ctl, rows in summary.items():
+        reached = [x for r in rows for x in r["reached"][1:]]  # type: ignore
+        within = [x for x in reached if x is not None and x <= 30]
+        gaps = [g for r in rows for g in r["gaps"]]  # type: ignore
+        print(f"{ctl}: runs {len(rows)}; met after the first minute: median "
+              f"{100 * statistics.median(r['met_after'] for r in rows):.1f}%, worst "
+              f"{100 * min(r['met_after'] for r in rows):.1f}%; gap at each end: median "
+              f"{100 * statistics.median(gaps):.1f}%, worst {100 * max(gaps):.1f}%; demand "
+              f"changes held within 5% in 30 s: {len(within)} of {len(reached)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
