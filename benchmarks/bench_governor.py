@@ -189,20 +189,23 @@ class Run:
             self.t += dt
         return served, energy
 
-    def window(self, point: Point, length: float, judged: Sequence[Constraint]
-               ) -> Window:
-        """A window as live_tuning measures it, ended early where it clearly breaks."""
-        jitter = JITTER_PCT * math.sqrt(WINDOW_S / length)
+    def window(self, point: Point, length: float, tuner: object) -> Window:
+        """A window as live_tuning measures it: from EARLY_FRACTION of it on, read every tenth,
+        ended where the controller says it is enough (a constraint clearly broken; the
+        governor: the held point's rate moved too)."""
+        judged = tuner.judged()  # type: ignore[attr-defined]
+        ends = getattr(tuner, "ends_early", None)
         served = energy = spent = 0.0
-        early = EARLY_FRACTION * length
         while spent < length - 1e-9:
-            step = min(early if spent == 0 else length - spent, length - spent)
+            step = EARLY_FRACTION * length if spent == 0 else min(0.1 * length, length - spent)
             s, e = self.advance(point, step)
             served, energy, spent = served + s, energy + e, spent + step
+            jitter = JITTER_PCT * math.sqrt(WINDOW_S / spent)
             w = self._figures(served, energy, spent, jitter)
-            if spent < length and any(w.breaks(lim) for lim in judged):
+            if spent < length - 1e-9 and (ends(point, w) if ends is not None else
+                                          any(w.breaks(lim) for lim in judged)):
                 return w
-        return self._figures(served, energy, spent, jitter)
+        return self._figures(served, energy, spent, JITTER_PCT * math.sqrt(WINDOW_S / spent))
 
     def _figures(self, served: float, energy: float, spent: float, jitter: float) -> Window:
         rate = served / spent * (1 + self.noise.gauss(0, jitter / 100))
@@ -219,7 +222,7 @@ class Run:
         while self.t < end:
             self.advance(decision.point, SETTLE_S)
             length = WINDOW_S * getattr(decision, "window_share", 1.0)
-            w = self.window(decision.point, length, tuner.judged())  # type: ignore
+            w = self.window(decision.point, length, tuner)
             if decision.settle:
                 decision.settle = False
                 continue

@@ -57,7 +57,10 @@ PROBE_SHARE = 0.4  # a point not read yet: this share of a window (a miss shows 
 TOP_SHARE = 0.3  # the demand read at the top
 MAX_PROBES = 5  # points read per demand before the best read is held
 CHECK_UP_EVERY = 6  # holding: one step up read every this many windows
+AHEAD = 0.0  # a point not read is read where the models put it this much ahead of the best read
 MODEL_MARGIN_MIN = 0.03  # the models' floor margin at least this (relative)
+EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
+MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
 RECHECKS = 2  # close calls read again per demand
 
 
@@ -75,6 +78,8 @@ class _Epoch:
     missed: List[Point] = field(default_factory=list)
     probes: int = 0
     rechecks: int = 0
+    drained: int = 0  # reads that drained a backlog, read again
+    read_at: Optional[Point] = None  # where the demand is read (None: the top)
     explore_knob: int = 0  # exploring: the knob halving down now
     explore_at: Dict[int, int] = field(default_factory=dict)  # the index each explores next
 
@@ -125,6 +130,21 @@ class Governor:
     def demand(self) -> Optional[float]:
         return self._epoch.demand
 
+    def ends_early(self, point: Point, partial: Window) -> bool:
+        """Whether a window so far is enough: it breaks a constraint beyond its noise, or, at
+        the held point, its rate moved beyond it (the demand changed: the rest of the window
+        would only straddle the change)."""
+        if any(partial.breaks(lim) for lim in self.judged()):
+            return True
+        if self.phase != HOLDING or point != self.held:
+            return False
+        # (looked at every sample: a stricter margin than a whole window's keeps the looks
+        # from finding a move in the noise)
+        ref = self._epoch.mean(point)
+        return ref is not None and _apart(
+            partial.items_per_s, partial.items_per_s_uncertainty_pct, ref.items_per_s,
+            ref.items_per_s_uncertainty_pct, EARLY_SIGMAS)
+
     def predicted(self, point: Point) -> Optional[Tuple[float, float]]:
         """(items/s, W) the models give a point at the demand now (None: no models yet)."""
         models, ep = self._models, self._epoch
@@ -160,6 +180,16 @@ class Governor:
         new_demand = self._demand_from(point, window)
         if new_demand is not None:
             return new_demand
+        ep = self._epoch
+        if point != top and ep.demand is not None and window.items_per_s > ep.demand and \
+                _apart(window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
+                       ep.demand_pct, SIGMAS) and ep.drained < MAX_DRAINS:
+            # more than arrives: it drained a backlog a point before left (and looks better
+            # than it is); read again, drained
+            ep.drained += 1
+            return Decision(point, self.phase, f"{self._text(point)} served more than arrives "
+                            f"({window.items_per_s:.3g} > {ep.demand:.3g}/s: a backlog "
+                            "drained): reading it again", window_share=PROBE_SHARE)
         limits = self.judged()
         broken = [lim for lim in limits if window.breaks(lim)]
         if broken:
@@ -197,6 +227,10 @@ class Governor:
     def _demand_from(self, point: Point, window: Window) -> Optional[Decision]:
         """A window at the top reads the demand; one at the held point shows it moved."""
         ep = self._epoch
+        if ep.demand is None and ep.read_at is not None and point == ep.read_at:
+            # a fall read at the held point: it keeps up with what arrives
+            ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
+            return None
         if point == self.space.top():
             if ep.demand is None or (_apart(window.items_per_s, window.items_per_s_uncertainty_pct,
                                             ep.demand, ep.demand_pct, SIGMAS)):
@@ -217,17 +251,22 @@ class Governor:
         if ref is None or not _apart(window.items_per_s, window.items_per_s_uncertainty_pct,
                                      ref.items_per_s, ref.items_per_s_uncertainty_pct, SIGMAS):
             return None
-        # (read at the top, settled: the window that showed it straddles the change, and a
-        # backlog drained would flatter the next one)
+        # (read again settled: the window that showed it straddles the change, and a backlog
+        # drained would flatter the next one): where it fell, at the held point itself (it
+        # keeps up with less; the top would read the same at more power), else at the top
         went = "fell" if window.items_per_s < ref.items_per_s else "rose"
         return self._new_demand(f"the rate {went} ({ref.items_per_s:.3g} -> "
-                                f"{window.items_per_s:.3g}/s)")
+                                f"{window.items_per_s:.3g}/s)",
+                                at=point if went == "fell" else None)
 
-    def _new_demand(self, why: str, settle: bool = False) -> Decision:
+    def _new_demand(self, why: str, at: Optional[Point] = None) -> Decision:
+        """A new demand, read at `at` (default the top) after a settling window (a backlog the
+        point before left would flatter it)."""
         self._begin_epoch()
+        self._epoch.read_at = at or self.space.top()
         self.phase = RETUNING if self.held is not None else EXPLORING
-        # (settled first: a backlog the point before left would flatter the top)
-        return Decision(self.space.top(), self.phase, f"{why}: reading the demand at the top",
+        where = "the top" if at is None else self._text(at)
+        return Decision(self._epoch.read_at, self.phase, f"{why}: reading the demand at {where}",
                         settle=True, window_share=TOP_SHARE)
 
     def _begin_epoch(self) -> None:
@@ -257,10 +296,9 @@ class Governor:
         read = self._read_scores()
         best_read = max(read, key=lambda kv: kv[1].items_per_j, default=None)
         models = self._models
-        # the first demand explored whole (what each knob does, for the power model too);
-        # a later one while the capacity cannot be fitted (all kept up before)
-        probe = self._explore() if self.epochs == 0 or models is None or \
-            not models.has_capacity else None
+        # the first demand explored whole (what each knob does, for the power model); a later
+        # one goes by the models
+        probe = self._explore() if self.epochs == 0 or models is None else None
         if probe is not None:
             return Decision(probe, self.phase, self._join(why, "exploring: each knob down "
                             "until it no longer keeps up"), settle=after_miss,
@@ -321,8 +359,10 @@ class Governor:
         """The point not read under this demand the models put most efficient among those
         they put within every constraint, where better than the best read beyond noise."""
         models, ep = self._models, self._epoch
-        if models is None or not models.has_capacity or ep.demand is None:
+        if models is None or ep.demand is None:
             return None
+        # (no capacity fitted yet: every point keeps up, as far as the models know; the power
+        # model ranks them, and a point read that does not keeps up is the first fitted)
         capacity = models.capacity(self._x)
         rate = np.minimum(ep.demand, capacity)
         power = models.power_w(self._x, rate)
@@ -347,9 +387,8 @@ class Governor:
             if self._excluded(point):
                 continue
             if best_read is not None:
-                noise = best_read.items_per_j_uncertainty_pct or 0.0
-                if score[k] <= best_read.items_per_j * (1 - min(noise, 5.0) / 100):
-                    return None  # behind what was read beyond its noise
+                if score[k] <= best_read.items_per_j * (1 + AHEAD):
+                    return None  # not ahead of what was read
             return point
         return None
 

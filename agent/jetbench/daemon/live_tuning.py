@@ -301,7 +301,12 @@ class LiveTuning:
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self._window_s:
             return False  # (a log's last value, repeated, is judged by no one)
         partial = self._figures()
-        return partial is not None and any(partial.breaks(lim) for lim in self.tuner.judged())
+        if partial is None:
+            return False
+        ends = getattr(self.tuner, "ends_early", None)  # the governor's: a demand moved too
+        if ends is not None:
+            return bool(ends(self._point, partial))
+        return any(partial.breaks(lim) for lim in self.tuner.judged())
 
     def _measured(self) -> Optional[Window]:
         """The window's figures, counted in the energy saved."""

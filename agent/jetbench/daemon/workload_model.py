@@ -30,6 +30,7 @@ from ..run.tune.model import P_GRID, nnls
 
 RIDGE = 1e-3  # pulls the power terms towards none where the windows say nothing
 BOUND_ROUNDS = 4  # refits adding the windows that kept up where the fit says they could not
+CONTRADICTED = 0.03  # a saturated reading beaten by this much at or below its point is noise
 HISTORY = 80  # windows kept for the fits (the oldest dropped: a workload drifts)
 
 Point = Tuple[int, ...]
@@ -92,7 +93,13 @@ def fit(seen: Sequence[Seen]) -> Optional[Fitted]:
     p: Optional[float] = None
     coef: Optional[np.ndarray] = None
     rms = 0.0
-    exact = [s for s in rows if s.saturated]
+    # a window read as saturated whose rate another window at the same point, or below it,
+    # beat (beyond CONTRADICTED) was noise, not the point's capacity: it stays a floor only
+    exact = [s for s in rows if s.saturated and not any(
+        o.rate > s.rate * (1 + CONTRADICTED) and all(a <= b for a, b in zip(o.shares, s.shares))
+        for o in rows)]
+    rows = [s if s in exact or not s.saturated else
+            Seen(s.point, s.shares, s.rate, s.power_w, False) for s in rows]
     if exact:
         p, coef, rms = _fit_capacity(exact, [s for s in rows if not s.saturated])
     x = np.array([s.shares for s in rows])
