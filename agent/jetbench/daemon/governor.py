@@ -309,6 +309,14 @@ class Governor:
             return Decision(proposal, self.phase, self._join(why, f"the models put "
                             f"{self._text(proposal)} ahead: reading it"), settle=after_miss,
                             window_share=PROBE_SHARE)
+        if (best_read is None or best_read[0] == self.space.top()) and self.epochs > 0:
+            # the models found nothing better than the top (too few points read to fit, or
+            # they hoped wrong): each knob down from the top, as the first demand was
+            probe = self._explore()
+            if probe is not None:
+                return Decision(probe, self.phase, self._join(why, "nothing better than the "
+                                "top known: each knob down from it"), settle=after_miss,
+                                window_share=PROBE_SHARE)
         if best_read is None:  # nothing read meets the constraints: the top
             top = self.space.top()
             self.held, self.held_window = top, ep.mean(top)
@@ -449,6 +457,13 @@ class Governor:
             # read more often, the held point proved worse than another read at this demand
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
+        if self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
+            near = self._neighbour(point)
+            if near is not None:
+                # the edge walked jointly while holding: a neighbour not read at this demand
+                # (a knob one step down, or one down and another up), the models' best
+                return Decision(near, self.phase, f"holding {self._text(point)}; reading "
+                                f"{self._text(near)} beside it", window_share=PROBE_SHARE)
         if point != self.space.top() and self._held_windows % CHECK_UP_EVERY == 0:
             # a saturated point serves no more when more arrives, and a rise within one
             # window's noise shows nowhere: a short window one entry up on every knob shows
@@ -458,6 +473,31 @@ class Governor:
             return Decision(up, self.phase, f"holding {self._text(point)}; checking one step "
                             "up", window_share=PROBE_SHARE)
         return Decision(point, self.phase, "holding")
+
+    def _neighbour(self, point: Point) -> Optional[Point]:
+        """The point next to `point` (a knob one step down, or one down and another one up)
+        not read under this demand nor ruled out, the models' most efficient (None: none)."""
+        near = []
+        for k, i in enumerate(point):
+            if i == 0:
+                continue
+            down = list(point)
+            down[k] = i - 1
+            near.append(tuple(down))
+            for j, table in enumerate(self.space.tables):
+                if j != k and point[j] < len(table) - 1:
+                    trade = list(down)
+                    trade[j] = point[j] + 1
+                    near.append(tuple(trade))
+        near = [p for p in near if p not in self._epoch.reads and not self._excluded(p)]
+        predicted = [(self.predicted(p), p) for p in near]
+        scored = [(r / w, p) for (r_w, p) in predicted if r_w is not None
+                  for r, w in [r_w] if w > 0 and self._floors_met(r)]
+        return max(scored)[1] if scored else None
+
+    def _floors_met(self, rate: float) -> bool:
+        return all(rate >= lim.value for lim in self.judged()
+                   if lim.name == "items_per_s" and lim.op == ">=")
 
     def _freeze(self, why: str) -> Decision:
         self.phase = FROZEN
