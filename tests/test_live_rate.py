@@ -89,6 +89,22 @@ def test_a_window_is_the_increase_and_a_reset_is_no_window():
     assert window(a, Reading(10.0, 100.0)) is None
 
 
+def test_the_share_over_a_deadline_is_read_from_the_buckets_as_quantiles_are():
+    from jetbench.daemon.live_rate import share_over
+
+    got = {0.01: 10, 0.02: 30, 0.05: 40, float("inf"): 40}
+    assert share_over(0.02, got) == pytest.approx(10 / 40)  # 30 of 40 at or under 20 ms
+    assert share_over(0.015, got) == pytest.approx(1 - 20 / 40)  # half-way in (10, 20]
+    assert share_over(0.1, got) == 0.0
+    assert share_over(0.1, {0.05: 30, float("inf"): 40}) == pytest.approx(10 / 40)  # +Inf: over
+    assert share_over(0.01, {0.01: 0, float("inf"): 0}) is None
+    a = Reading(10.0, 100.0, {0.01: 0, 0.1: 5, float("inf"): 5})
+    b = Reading(12.0, 160.0, {0.01: 30, 0.1: 60, float("inf"): 60})
+    w = window(a, b, deadline_ms=10.0)  # 55 new: 30 by 10 ms, 25 over
+    assert w is not None and w.miss_rate == pytest.approx(25 / 55)
+    assert window(a, b).miss_rate is None  # no deadline, no share
+
+
 def test_an_unreachable_endpoint_is_one_hardware_error():
     source = LiveRate(parse_source("prometheus:http://127.0.0.1:9/metrics#x"), timeout_s=1)
     with pytest.raises(HardwareError, match="did not answer"):

@@ -55,11 +55,16 @@ def daemon(
              "(log:PATH#regex:PATTERN or journal:UNIT#regex:PATTERN: items/s)."),
     latency_from: Optional[str] = typer.Option(
         None, "--latency-from", metavar="SOURCE", rich_help_panel=_TUNE,
-        help="A latency histogram (prometheus:URL#METRIC), for latency_p99_ms<=N."),
+        help="A latency histogram (prometheus:URL#METRIC), for latency_p99_ms<=N and "
+             "miss_rate<=SHARE."),
+    deadline: Optional[str] = typer.Option(
+        None, "--deadline", metavar="DURATION", rich_help_panel=_TUNE,
+        help="An item's deadline (e.g. 50ms), for miss_rate<=SHARE: the share of items the "
+             "histogram shows over it."),
     constraint: Optional[List[str]] = typer.Option(
         None, "--constraint", metavar="NAME>=V", rich_help_panel=_TUNE,
         help="items_per_s, power_w, latency_p99_ms, latency_p50_ms (>= or <=); "
-             "demand>=SHARE: keep up with what arrives."),
+             "demand>=SHARE: keep up with what arrives; miss_rate<=SHARE (with --deadline)."),
     tune_knobs: Optional[str] = typer.Option(
         None, "--tune-knobs", metavar="KNOBS", rich_help_panel=_TUNE,
         help="The clocks searched (gpu, emc, cpu); default: those the board has (a Jetson: "
@@ -81,7 +86,7 @@ def daemon(
     from ..units import parse_duration_s
 
     tuning = _tune_config(tune, throughput_from, latency_from, constraint or [], tune_knobs,
-                          tune_window, tune_silence, tune_gpu)
+                          tune_window, tune_silence, tune_gpu, deadline)
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
@@ -95,7 +100,8 @@ def daemon(
 
 def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
                  constraints: List[str], knobs: Optional[str], window: str,
-                 silence: Optional[str] = None, gpu_index: int = 0) -> Optional[TuneConfig]:
+                 silence: Optional[str] = None, gpu_index: int = 0,
+                 deadline: Optional[str] = None) -> Optional[TuneConfig]:
     """--tune's options, checked before the daemon touches anything (UsageError)."""
     from ..daemon.live_log import parse_log_source
     from ..daemon.live_rate import parse_source
@@ -108,7 +114,8 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     given = [name for name, value in (("--throughput-from", throughput_from),
                                       ("--latency-from", latency_from),
                                       ("--constraint", constraints),
-                                      ("--tune-silence", silence)) if value]
+                                      ("--tune-silence", silence),
+                                      ("--deadline", deadline)) if value]
     if not tune:
         if given:
             raise UsageError(f"{given[0]} is for --tune only")
@@ -118,8 +125,16 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                          "workload's counter of items done) or log:PATH#regex:PATTERN")
     limits = [parse_limit(text) for text in constraints]
     for limit in limits:
-        if limit.name.startswith("latency") and not latency_from:
+        if (limit.name.startswith("latency") or limit.name == "miss_rate") and \
+                not latency_from:
             raise UsageError(f"--constraint {limit} needs --latency-from (a histogram)")
+        if limit.name == "miss_rate" and not deadline:
+            raise UsageError(f"--constraint {limit} needs --deadline DURATION (e.g. 50ms): "
+                             "what an item misses")
+    deadline_ms = parse_duration_s(deadline) * 1000 if deadline else None
+    if deadline_ms is not None and (deadline_ms <= 0 or not latency_from):
+        raise UsageError(f"--deadline {deadline}: " + ("above zero" if deadline_ms <= 0 else
+                         "read from a histogram: give --latency-from too"))
     names = None if knobs is None else tuple(k.strip() for k in knobs.split(",") if k.strip())
     if names is not None and (not names or any(k not in KNOBS for k in names)):
         raise UsageError(f"--tune-knobs {knobs!r}: expected some of {', '.join(KNOBS)}")
@@ -142,7 +157,7 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                       latency=parse_source(latency_from, "--latency-from")
                       if latency_from else None,
                       limits=tuple(limits), knobs=names, window_s=window_s,
-                      silent_after_s=silence_s, gpu_index=gpu_index)
+                      silent_after_s=silence_s, gpu_index=gpu_index, deadline_ms=deadline_ms)
 
 
 def status(

@@ -44,6 +44,7 @@ from .online_tuner import (
     EXPLORING,
     FROZEN,
     HOLDING,
+    MISS_RATE,
     RETUNING,
     SIGMAS,
     Decision,
@@ -62,11 +63,25 @@ MODEL_MARGIN_MIN = 0.03  # the models' floor margin at least this (relative)
 EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
 RECHECKS = 2  # close calls read again per demand
+TAIL_QUANTILE = 0.99  # a tail figure's margin: this quantile of the held windows' spread
+TAIL_WINDOWS_MIN = 8  # held windows before their own margin replaces the default
+TAIL_DEFAULT = (1.5, 0.0)  # (a latency's ratio, a miss rate's excess) until then
+TAIL_HISTORY = 120  # held windows kept for the margin
+# a tail constraint: a point is proposed at a load (the demand over its capacity) no higher than
+# one whose windows met the tail, a LOAD_STEP more to learn, and short of the lowest that missed
+LOAD_START = 0.6
+LOAD_STEP = 0.05
 
 
 def modelled(limits: Sequence[Constraint]) -> bool:
-    """Every constraint one the models predict (the rate, the power, the demand share)."""
-    return all(lim.name in ("items_per_s", "power_w", DEMAND) for lim in limits)
+    """Every constraint one the models predict (the rate, the power, the demand share) or one
+    of the tail judged by its reads (a latency quantile, the miss rate)."""
+    return all(lim.name in ("items_per_s", "power_w", DEMAND) or _tail(lim) for lim in limits)
+
+
+def _tail(lim: Constraint) -> bool:
+    """A constraint on the tail: a latency quantile's ceiling, or the miss rate's."""
+    return lim.name == MISS_RATE or lim.name.startswith("latency_")
 
 
 @dataclass
@@ -123,6 +138,10 @@ class Governor:
         self._start: Optional[Point] = None
         self._held_windows = 0
         self._checking: Optional[Point] = None  # holding: the window one step up
+        self._tail_seen: Dict[str, List[float]] = {}  # held windows' tail spread, by name
+        self._loads: List[Tuple[float, bool]] = []  # (load, the tail met) of windows read
+        self._top_settled = False  # the window at the top now was read after a settling one
+        self._drained_last: Optional[Point] = None  # the point last read again for a drain
         self._points, self._x = grid_shares(space.tables)
 
     # -- what the daemon calls -------------------------------------------------------------------
@@ -187,15 +206,22 @@ class Governor:
             # more than arrives: it drained a backlog a point before left (and looks better
             # than it is); read again, drained
             ep.drained += 1
+            if self._drained_last == point:  # twice running, drained: more arrives
+                self._drained_last = None
+                return self._new_demand(f"{self._text(point)} served more than the demand read "
+                                        f"({window.items_per_s:.3g} > {ep.demand:.3g}/s) twice")
+            self._drained_last = point
             return Decision(point, self.phase, f"{self._text(point)} served more than arrives "
                             f"({window.items_per_s:.3g} > {ep.demand:.3g}/s: a backlog "
                             "drained): reading it again", window_share=PROBE_SHARE)
+        self._drained_last = None
         limits = self.judged()
         broken = [lim for lim in limits if window.breaks(lim)]
         if broken:
             self.broken_windows += 1
         self._epoch.reads.setdefault(point, []).append(window)
         self._remember(point, window)
+        self._learn_load(point, window)
         meets = all(window.meets(lim) for lim in limits)
         if meets and (self.best is None or window.items_per_j > self.best[1].items_per_j):
             self.best = (point, window)
@@ -218,14 +244,13 @@ class Governor:
             return Decision(top, self.phase, f"{self._said(broken)} even at the top of the "
                             "space: holding the top")
         if broken or not meets and point != top and self._misses(point, window):
-            self._epoch.missed.append(point)
-            if point == self.held:  # the held point itself: the demand outgrew it
-                return self._new_demand(f"{self._said(broken)} at the held {self._text(point)}")
+            self._epoch.missed.append(point)  # (a held point that breaks while held: _hold)
         return self._choose(after_miss=bool(broken))
 
     # -- the demand --------------------------------------------------------------------------------
     def _demand_from(self, point: Point, window: Window) -> Optional[Decision]:
         """A window at the top reads the demand; one at the held point shows it moved."""
+        settled, self._top_settled = self._top_settled, False
         ep = self._epoch
         if ep.demand is None and ep.read_at is not None and point == ep.read_at:
             # a fall read at the held point: it keeps up with what arrives
@@ -234,9 +259,13 @@ class Governor:
         if point == self.space.top():
             if ep.demand is None or (_apart(window.items_per_s, window.items_per_s_uncertainty_pct,
                                             ep.demand, ep.demand_pct, SIGMAS)):
-                if ep.demand is not None:  # read at the top again: it moved; read it settled
+                if ep.demand is not None and not settled:
+                    # read at the top again, it moved: read it settled
                     return self._new_demand(f"the rate at the top moved ({ep.demand:.3g} -> "
                                             f"{window.items_per_s:.3g}/s)")
+                if ep.demand is not None:  # moved, read settled: the new demand
+                    self._begin_epoch()
+                    self.phase = RETUNING
                 ep = self._epoch
                 ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
             else:  # the same demand read again: their mean
@@ -341,13 +370,125 @@ class Governor:
 
     def _read_scores(self) -> List[Tuple[Point, Window]]:
         """The points read under this demand that meet every constraint beyond noise."""
-        limits = self.judged()
+        limits = [lim for lim in self.judged() if not _tail(lim)]
         out = []
         for point in self._epoch.reads:
             w = self._epoch.mean(point)
-            if w is not None and all(w.meets(lim) for lim in limits):
+            if w is not None and all(w.meets(lim) for lim in limits) and self._tail_met(point):
                 out.append((point, w))
         return out
+
+    # -- the tail -----------------------------------------------------------------------------
+    def _tail_values(self, point: Point, name: str) -> List[float]:
+        out = []
+        for w in self._epoch.reads.get(point, []):
+            value = w.metric(name)[0]
+            if value is not None:
+                out.append(float(value))
+        return out
+
+    def _tail_met(self, point: Point) -> bool:
+        """Every tail constraint met at a point by its windows at this demand with the
+        empirical margin: their mean times the held windows' TAIL_QUANTILE ratio to their
+        point's mean (a latency), or plus its excess over it (a miss rate); a point whose
+        windows read no tail figure is not judged on it."""
+        for lim in self.limits:
+            if not _tail(lim):
+                continue
+            values = self._tail_values(point, lim.name)
+            if not values:
+                continue
+            mean = sum(values) / len(values)
+            judged = mean + self.tail_margin(lim.name) if lim.name == MISS_RATE else \
+                mean * self.tail_margin(lim.name)
+            if not lim.met(judged, None):
+                return False
+        return True
+
+    def tail_margin(self, name: str) -> float:
+        """A tail figure's margin from the held windows: the TAIL_QUANTILE of their ratio to
+        their point's mean at the time (a latency: >= 1), or of their excess over it (a miss
+        rate: >= 0); TAIL_DEFAULT before TAIL_WINDOWS_MIN of them."""
+        seen = self._tail_seen.get(name, [])
+        if len(seen) < TAIL_WINDOWS_MIN:
+            return TAIL_DEFAULT[name == MISS_RATE]
+        ranked = sorted(seen)
+        value = ranked[min(len(ranked) - 1, int(TAIL_QUANTILE * len(ranked)))]
+        return max(value, 0.0) if name == MISS_RATE else max(value, 1.0)
+
+    def _learn_tail(self, point: Point, window: Window) -> None:
+        for lim in self.limits:
+            if not _tail(lim):
+                continue
+            value = window.metric(lim.name)[0]
+            values = self._tail_values(point, lim.name)
+            if value is None or len(values) < 3:
+                continue
+            mean = sum(values) / len(values)
+            seen = self._tail_seen.setdefault(lim.name, [])
+            if lim.name == MISS_RATE:
+                seen.append(float(value) - mean)
+            elif mean > 0:
+                seen.append(float(value) / mean)
+            del seen[:-TAIL_HISTORY]
+
+    def _load_allowed(self) -> float:
+        """The highest load (demand over capacity) a point is proposed at under a tail
+        constraint: a queue's tail grows with its load, whatever the clocks; learnt from the
+        windows read (their load by the capacity model then)."""
+        met = [load for load, ok in self._loads if ok]
+        missed = [load for load, ok in self._loads if not ok]
+        allowed = max([LOAD_START] + [m + LOAD_STEP for m in met])
+        if missed:
+            allowed = min(allowed, min(missed) * (1 - LOAD_STEP))
+        return allowed
+
+    def _learn_load(self, point: Point, window: Window) -> None:
+        """A window's load and whether it met every tail constraint (a window past none)."""
+        tails = [lim for lim in self.limits if _tail(lim)]
+        ep, models = self._epoch, self._models
+        if not tails or ep.demand is None or models is None or not models.has_capacity:
+            return
+        values = [(lim, window.metric(lim.name)[0]) for lim in tails]
+        if any(v is None for _, v in values):
+            return
+        x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
+        capacity = float(models.capacity(x)[0])
+        if not math.isfinite(capacity) or capacity <= 0:
+            return
+        self._loads.append((ep.demand / capacity, all(lim.met(v, None) for lim, v in values)))
+        del self._loads[:-TAIL_HISTORY]
+
+    def tail_text(self) -> Dict[str, str]:
+        """The margins said in status."""
+        out = {}
+        for lim in self.limits:
+            if _tail(lim):
+                n = len(self._tail_seen.get(lim.name, []))
+                m = self.tail_margin(lim.name)
+                shown = f"+{m:.3g}" if lim.name == MISS_RATE else f"x{m:.3g}"
+                out[lim.name] = (f"{shown}: the {TAIL_QUANTILE * 100:g}th percentile of "
+                                 f"{n} held windows against their point's mean"
+                                 if n >= TAIL_WINDOWS_MIN else
+                                 f"{shown}: the default until {TAIL_WINDOWS_MIN} held windows "
+                                 f"({n} so far)")
+        return out
+
+    def _tail_missed(self, point: Point, broken: List[Constraint]) -> Decision:
+        """The held point missed a tail constraint (a window over it, or its windows with the
+        margin): the top at once (a run of missed windows ends there; a demand that grew shows
+        there), the point and those below it ruled out at this demand."""
+        self._epoch.missed.append(point)
+        self.phase = RETUNING
+        said = self._said(broken) if broken else "the tail with its margin not met"
+        return self._to_top_settled(f"{said} at {self._text(point)}: the demand read at the "
+                                    "top (the shortest tail), then chosen again")
+
+    def _to_top_settled(self, why: str) -> Decision:
+        """A settled read at the top within this demand; a new one where it moved."""
+        self._top_settled = True
+        return Decision(self.space.top(), self.phase, why, settle=True,
+                        window_share=TOP_SHARE)
 
     def _close_call(self, read: List[Tuple[Point, Window]], best: Point) -> Optional[Point]:
         if self._epoch.rechecks >= RECHECKS or len(read) < 2:
@@ -369,6 +510,8 @@ class Governor:
         models, ep = self._models, self._epoch
         if models is None or ep.demand is None:
             return None
+        if not models.has_capacity and any(_tail(lim) for lim in self.limits):
+            return None  # a tail needs the load known: explored first
         # (no capacity fitted yet: every point keeps up, as far as the models know; the power
         # model ranks them, and a point read that does not keeps up is the first fitted)
         capacity = models.capacity(self._x)
@@ -385,6 +528,8 @@ class Governor:
             elif lim.name == "power_w":
                 ok &= power >= lim.value * (1 + margin) if lim.op == ">=" else \
                     power <= lim.value * (1 - margin)
+            elif _tail(lim):  # judged by reads; a queue's tail grows with its load
+                ok &= ep.demand / np.maximum(capacity, 1e-12) <= self._load_allowed()
         score = np.where(ok, rate / np.maximum(power, 1e-12), -np.inf)
         for k in np.argsort(-score):
             if not np.isfinite(score[k]):
@@ -442,12 +587,16 @@ class Governor:
         mean = self._epoch.mean(point)
         if mean is not None:
             self.held_window = mean
+        if window is not None:
+            self._learn_tail(point, window)
+        tail = [lim for lim in broken if _tail(lim)]
+        if broken and point == self.space.top():
+            return Decision(point, self.phase, f"{self._said(broken)} even at the top of "
+                            "the space: holding the top")
+        if tail and len(tail) == len(broken) or (not broken and not self._tail_met(point)):
+            return self._tail_missed(point, tail)
         if broken:
-            if point == self.space.top():
-                return Decision(point, self.phase, f"{self._said(broken)} even at the top of "
-                                "the space: holding the top")
-            return self._new_demand(f"{self._said(broken)} while holding {self._text(point)}",
-                                    settle=True)
+            return self._new_demand(f"{self._said(broken)} while holding {self._text(point)}")
         read = self._read_scores()
         best = max(read, key=lambda kv: kv[1].items_per_j, default=None)
         if best is not None and best[0] != point and mean is not None and _apart(
@@ -489,11 +638,23 @@ class Governor:
                     trade = list(down)
                     trade[j] = point[j] + 1
                     near.append(tuple(trade))
-        near = [p for p in near if p not in self._epoch.reads and not self._excluded(p)]
+        near = [p for p in near if p not in self._epoch.reads and not self._excluded(p)
+                and self._load_ok(p)]
         predicted = [(self.predicted(p), p) for p in near]
         scored = [(r / w, p) for (r_w, p) in predicted if r_w is not None
                   for r, w in [r_w] if w > 0 and self._floors_met(r)]
         return max(scored)[1] if scored else None
+
+    def _load_ok(self, point: Point) -> bool:
+        """Under a tail constraint, a point's load (the demand over its modelled capacity)
+        within what the windows allow (`_load_allowed`); always without one."""
+        ep, models = self._epoch, self._models
+        if not any(_tail(lim) for lim in self.limits):
+            return True
+        if ep.demand is None or models is None or not models.has_capacity:
+            return False
+        x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
+        return ep.demand / max(float(models.capacity(x)[0]), 1e-12) <= self._load_allowed()
 
     def _floors_met(self, rate: float) -> bool:
         return all(rate >= lim.value for lim in self.judged()

@@ -177,6 +177,7 @@ class WindowRate:
     seconds: float
     items_per_s: float
     latency_ms: Dict[str, float]  # e.g. {"p99": 38.0}; empty without a histogram
+    miss_rate: Optional[float] = None  # the share over the deadline (with one and a histogram)
 
 
 class LiveRate:
@@ -233,15 +234,38 @@ def ms_per_unit(histogram: str) -> float:
     return 1000.0
 
 
+def share_over(bound: float, increase: Dict[float, float]) -> Optional[float]:
+    """The share of a window's observations over `bound` (the histogram's unit), the count
+    under it interpolated linearly inside its bucket as `quantile` does; None with none."""
+    bounds = sorted(increase)
+    if not bounds or increase[bounds[-1]] <= 0:
+        return None
+    total = increase[bounds[-1]]
+    lower_bound, lower_count = 0.0, 0.0
+    for b in bounds:
+        count = increase[b]
+        if bound <= b:
+            if math.isinf(b):  # past the largest finite bound: all of the +Inf bucket over
+                return (total - lower_count) / total
+            under = lower_count + (count - lower_count) * (bound - lower_bound) / (
+                b - lower_bound) if b > lower_bound else count
+            return max(0.0, (total - under) / total)
+        lower_bound, lower_count = b, count
+    return 0.0
+
+
 def window(first: Reading, last: Reading, quantiles: Sequence[float] = (0.5, 0.99),
-           ms_per: float = 1000.0) -> Optional[WindowRate]:
+           ms_per: float = 1000.0, deadline_ms: Optional[float] = None
+           ) -> Optional[WindowRate]:
     """The rate between two readings; None across a counter reset or an empty span. The
-    histogram's bounds are in units of `ms_per` milliseconds (ms_per_unit)."""
+    histogram's bounds are in units of `ms_per` milliseconds (ms_per_unit); with a deadline,
+    the share of the window's observations over it."""
     seconds = last.t_s - first.t_s
     items = last.count - first.count
     if seconds <= 0 or items < 0:
         return None
     latency: Dict[str, float] = {}
+    miss: Optional[float] = None
     if last.buckets:
         increase = {b: last.buckets[b] - first.buckets.get(b, 0.0) for b in last.buckets}
         if all(v >= 0 for v in increase.values()):
@@ -249,4 +273,6 @@ def window(first: Reading, last: Reading, quantiles: Sequence[float] = (0.5, 0.9
                 value = quantile(q, increase)
                 if value is not None:
                     latency[f"p{q * 100:g}"] = value * ms_per
-    return WindowRate(items, seconds, items / seconds, latency)
+            if deadline_ms is not None:
+                miss = share_over(deadline_ms / ms_per, increase)
+    return WindowRate(items, seconds, items / seconds, latency, miss)

@@ -89,6 +89,7 @@ class TuneConfig:
     window_s: float = 10.0
     gpu_index: int = 0  # the NVML GPU the workload runs on, where the power is NVML's
     silent_after_s: Optional[float] = None  # a log with no new value this long: frozen
+    deadline_ms: Optional[float] = None  # an item's deadline (miss_rate<=SHARE)
 
     @property
     def silence_s(self) -> float:
@@ -322,7 +323,8 @@ class LiveTuning:
     def _figures(self) -> Optional[Window]:
         """The window so far; None where the counter went back (a restart) or no power."""
         readings = self._readings
-        whole = window(readings[0], readings[-1], ms_per=self._ms_per)
+        whole = window(readings[0], readings[-1], ms_per=self._ms_per,
+                       deadline_ms=self.config.deadline_ms)
         if whole is None or not self._powers:
             return None
         spread = sem_pct(_group_rates(readings))
@@ -335,7 +337,7 @@ class LiveTuning:
         if own is not None:  # the window's own energy over its own time (module doc)
             power, power_pct = own
         return Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
-                      whole.latency_ms)
+                      whole.latency_ms, whole.miss_rate)
 
     def _decide(self, measured: Optional[Window], failure: Optional[str],
                 early: bool = False) -> None:
@@ -385,6 +387,7 @@ class LiveTuning:
             "items_total": self.items_total,
             "energy_saved_basis": self.saved.basis() if self.saved is not None else "",
             "controller": "governor" if isinstance(t, Governor) else "first generation",
+            "tail_margin": t.tail_text() if isinstance(t, Governor) else {},
             "latency_ms": dict(self._latency),
             "paused": self._paused_why,
             "stopped": self.stopped,

@@ -55,6 +55,7 @@ PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN, STOPPED)
 # from being taken, on the noise of one window).
 SIGMAS = 2.0
 DEMAND = "demand"  # demand>=SHARE: serve that share of the demand (measured at the top)
+MISS_RATE = "miss_rate"  # miss_rate<=SHARE: the share of items over --deadline
 MAX_PASSES = 3  # passes over the knobs in one search (another only where one moved)
 MOVED_WINDOWS = 2  # windows in a row whose rate moved beyond noise before a search again
 CHECK_UP_EVERY = 6  # holding: every this many windows, one window one step up
@@ -96,6 +97,7 @@ class Window:
     power_w: float
     power_w_uncertainty_pct: Optional[float]
     latency_ms: Dict[str, float] = field(default_factory=dict)
+    miss_rate: Optional[float] = None  # the share of items over --deadline (None: not read)
 
     @property
     def items_per_j(self) -> float:
@@ -116,6 +118,8 @@ class Window:
             return self.power_w, self.power_w_uncertainty_pct
         if name.startswith("latency_") and name.endswith("_ms"):
             return self.latency_ms.get(name[len("latency_"):-len("_ms")]), None
+        if name == MISS_RATE:
+            return self.miss_rate, None
         return None, None
 
     def meets(self, limit: Constraint) -> bool:
@@ -131,12 +135,17 @@ class Window:
 
 def parse_limit(text: str) -> Constraint:
     """'items_per_s>=30' (or images_per_s, fps), 'latency_p99_ms<=40', 'power_w<=10',
-    'demand>=0.98' -> a constraint on a window's figures; UsageError (run/constraint.py)."""
-    limit = Constraint.parse(text, daemon_names((DEMAND,)))
+    'demand>=0.98', 'miss_rate<=0.02' -> a constraint on a window's figures; UsageError
+    (run/constraint.py)."""
+    limit = Constraint.parse(text, daemon_names((DEMAND, MISS_RATE)))
     if limit.name == DEMAND and (limit.op != ">=" or not 0 < limit.value <= 1):
         raise UsageError(f"--constraint {text!r}: demand>=SHARE, the share of the demand "
                          "served, above 0 and at most 1",
                          hint="e.g. --constraint 'demand>=0.98': keep up with what arrives")
+    if limit.name == MISS_RATE and (limit.op != "<=" or not 0 <= limit.value < 1):
+        raise UsageError(f"--constraint {text!r}: miss_rate<=SHARE, the share of items over "
+                         "--deadline allowed, at least 0 and under 1",
+                         hint="e.g. --constraint 'miss_rate<=0.02' --deadline 50ms")
     return limit
 
 

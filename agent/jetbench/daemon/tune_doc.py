@@ -39,7 +39,8 @@ class TuneStatusDoc(TypedDict, total=False):
     quiet_windows: int  # windows a log said nothing new in (not judged)
     resumed_from_hz: Optional[Dict[str, int]]  # the point held before a restart, begun at
     space_hz: Dict[str, List[int]]  # each knob's candidates: the distinct rates the kernel runs
-    controller: str  # "governor" (its models), or "first generation" (a latency constraint)
+    controller: str  # "governor" (its models), or "first generation"
+    tail_margin: Dict[str, str]  # a tail constraint's empirical margin, said (governor.py)
 
 
 def point_doc(space: Space, point: Point, w: Window) -> PointDoc:
