@@ -32,19 +32,18 @@ is not modelled, and the daemon keeps the first generation for it (live_tuning.p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..run.constraint import Constraint
 from ..units import format_hz
+from .demand_epoch import Epoch
 from .online_tuner import (
     DEMAND,
     EXPLORING,
     FROZEN,
     HOLDING,
-    MISS_RATE,
     RETUNING,
     SIGMAS,
     Decision,
@@ -52,67 +51,23 @@ from .online_tuner import (
     Window,
     _apart,
 )
+from .point_choice import explore, neighbours, propose
+from .tail_judge import TailJudge, is_tail
 from .workload_model import Fitted, Point, Seen, fit, grid_shares
 
 PROBE_SHARE = 0.4  # a point not read yet: this share of a window (a miss shows in a third)
 TOP_SHARE = 0.3  # the demand read at the top
 MAX_PROBES = 5  # points read per demand before the best read is held
 CHECK_UP_EVERY = 6  # holding: one step up read every this many windows
-AHEAD = 0.0  # a point not read is read where the models put it this much ahead of the best read
-MODEL_MARGIN_MIN = 0.03  # the models' floor margin at least this (relative)
 EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
 RECHECKS = 2  # close calls read again per demand
-TAIL_QUANTILE = 0.99  # a tail figure's margin: this quantile of the held windows' spread
-TAIL_WINDOWS_MIN = 8  # held windows before their own margin replaces the default
-TAIL_DEFAULT = (1.5, 0.0)  # (a latency's ratio, a miss rate's excess) until then
-TAIL_HISTORY = 120  # held windows kept for the margin
-# a tail constraint: a point is proposed at a load (the demand over its capacity) no higher than
-# one whose windows met the tail, a LOAD_STEP more to learn, and short of the lowest that missed
-LOAD_START = 0.6
-LOAD_STEP = 0.05
 
 
 def modelled(limits: Sequence[Constraint]) -> bool:
     """Every constraint one the models predict (the rate, the power, the demand share) or one
     of the tail judged by its reads (a latency quantile, the miss rate)."""
-    return all(lim.name in ("items_per_s", "power_w", DEMAND) or _tail(lim) for lim in limits)
-
-
-def _tail(lim: Constraint) -> bool:
-    """A constraint on the tail: a latency quantile's ceiling, or the miss rate's."""
-    return lim.name == MISS_RATE or lim.name.startswith("latency_")
-
-
-@dataclass
-class _Epoch:
-    """One demand: what each point's windows measured under it."""
-    demand: Optional[float] = None
-    demand_pct: Optional[float] = None
-    reads: Dict[Point, List[Window]] = field(default_factory=dict)
-    missed: List[Point] = field(default_factory=list)
-    probes: int = 0
-    rechecks: int = 0
-    drained: int = 0  # reads that drained a backlog, read again
-    read_at: Optional[Point] = None  # where the demand is read (None: the top)
-    explore_knob: int = 0  # exploring: the knob halving down now
-    explore_at: Dict[int, int] = field(default_factory=dict)  # the index each explores next
-
-    def mean(self, point: Point) -> Optional[Window]:
-        """The windows at a point, as one (rate and power averaged, their noise shrunk)."""
-        ws = self.reads.get(point)
-        if not ws:
-            return None
-        n = len(ws)
-        rate = sum(w.items_per_s for w in ws) / n
-        power = sum(w.power_w for w in ws) / n
-
-        def pct(values: List[Optional[float]]) -> Optional[float]:
-            if any(v is None for v in values):
-                return None
-            return math.sqrt(sum(v * v for v in values if v is not None)) / n
-        return Window(rate, pct([w.items_per_s_uncertainty_pct for w in ws]), power,
-                      pct([w.power_w_uncertainty_pct for w in ws]))
+    return all(lim.name in ("items_per_s", "power_w", DEMAND) or is_tail(lim) for lim in limits)
 
 
 class Governor:
@@ -132,14 +87,13 @@ class Governor:
         self.windows = 0
         self.broken_windows = 0
         self.epochs = 0  # demands seen (a change begins another)
-        self._epoch = _Epoch()
+        self._epoch = Epoch()
         self._seen: List[Seen] = []
         self._models: Optional[Fitted] = None
         self._start: Optional[Point] = None
         self._held_windows = 0
         self._checking: Optional[Point] = None  # holding: the window one step up
-        self._tail_seen: Dict[str, List[float]] = {}  # held windows' tail spread, by name
-        self._loads: List[Tuple[float, bool]] = []  # (load, the tail met) of windows read
+        self._tail = TailJudge(limits)
         self._top_settled = False  # the window at the top now was read after a settling one
         self._drained_last: Optional[Point] = None  # the point last read again for a drain
         self._points, self._x = grid_shares(space.tables)
@@ -221,7 +175,9 @@ class Governor:
             self.broken_windows += 1
         self._epoch.reads.setdefault(point, []).append(window)
         self._remember(point, window)
-        self._learn_load(point, window)
+        load = self._load(point)
+        if load is not None:
+            self._tail.learn_load(load, window)
         meets = all(window.meets(lim) for lim in limits)
         if meets and (self.best is None or window.items_per_j > self.best[1].items_per_j):
             self.best = (point, window)
@@ -270,7 +226,7 @@ class Governor:
                 ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
             else:  # the same demand read again: their mean
                 tops = ep.reads.get(point, []) + [window]
-                mean = _Epoch(reads={point: tops}).mean(point)
+                mean = Epoch(reads={point: tops}).mean(point)
                 assert mean is not None
                 ep.demand, ep.demand_pct = mean.items_per_s, mean.items_per_s_uncertainty_pct
             return None
@@ -300,12 +256,12 @@ class Governor:
 
     def _begin_epoch(self) -> None:
         self.epochs += 1
-        self._epoch = _Epoch()
+        self._epoch = Epoch()
 
     def _remember(self, point: Point, window: Window) -> None:
         # (one uncertainty: a point read a little under the demand is taken at its rate; the
         # capacity fit keeps it no lower than that where it kept up after all)
-        saturated = self._saturated(window)
+        saturated = self._epoch.saturated(window)
         shares = tuple(t[i] / max(t) for t, i in zip(self.space.tables, point))
         self._seen.append(Seen(point, shares, window.items_per_s, window.power_w, saturated))
         self._models = fit(self._seen)
@@ -327,12 +283,13 @@ class Governor:
         models = self._models
         # the first demand explored whole (what each knob does, for the power model); a later
         # one goes by the models
-        probe = self._explore() if self.epochs == 0 or models is None else None
+        probe = explore(self.space, self._epoch) if self.epochs == 0 or models is None else None
         if probe is not None:
             return Decision(probe, self.phase, self._join(why, "exploring: each knob down "
                             "until it no longer keeps up"), settle=after_miss,
                             window_share=PROBE_SHARE)
-        proposal = self._proposal(best_read[1] if best_read else None)
+        proposal = propose(self._points, self._x, self._models, ep, self.judged(), self._tail,
+                           best_read[1] if best_read else None)
         if proposal is not None and ep.probes < MAX_PROBES:
             ep.probes += 1
             return Decision(proposal, self.phase, self._join(why, f"the models put "
@@ -341,7 +298,7 @@ class Governor:
         if (best_read is None or best_read[0] == self.space.top()) and self.epochs > 0:
             # the models found nothing better than the top (too few points read to fit, or
             # they hoped wrong): each knob down from the top, as the first demand was
-            probe = self._explore()
+            probe = explore(self.space, self._epoch)
             if probe is not None:
                 return Decision(probe, self.phase, self._join(why, "nothing better than the "
                                 "top known: each knob down from it"), settle=after_miss,
@@ -370,109 +327,18 @@ class Governor:
 
     def _read_scores(self) -> List[Tuple[Point, Window]]:
         """The points read under this demand that meet every constraint beyond noise."""
-        limits = [lim for lim in self.judged() if not _tail(lim)]
+        limits = [lim for lim in self.judged() if not is_tail(lim)]
         out = []
         for point in self._epoch.reads:
             w = self._epoch.mean(point)
-            if w is not None and all(w.meets(lim) for lim in limits) and self._tail_met(point):
+            if w is not None and all(w.meets(lim) for lim in limits) and \
+                    self._tail.met(self._epoch, point):
                 out.append((point, w))
         return out
 
-    # -- the tail -----------------------------------------------------------------------------
-    def _tail_values(self, point: Point, name: str) -> List[float]:
-        out = []
-        for w in self._epoch.reads.get(point, []):
-            value = w.metric(name)[0]
-            if value is not None:
-                out.append(float(value))
-        return out
-
-    def _tail_met(self, point: Point) -> bool:
-        """Every tail constraint met at a point by its windows at this demand with the
-        empirical margin: their mean times the held windows' TAIL_QUANTILE ratio to their
-        point's mean (a latency), or plus its excess over it (a miss rate); a point whose
-        windows read no tail figure is not judged on it."""
-        for lim in self.limits:
-            if not _tail(lim):
-                continue
-            values = self._tail_values(point, lim.name)
-            if not values:
-                continue
-            mean = sum(values) / len(values)
-            judged = mean + self.tail_margin(lim.name) if lim.name == MISS_RATE else \
-                mean * self.tail_margin(lim.name)
-            if not lim.met(judged, None):
-                return False
-        return True
-
-    def tail_margin(self, name: str) -> float:
-        """A tail figure's margin from the held windows: the TAIL_QUANTILE of their ratio to
-        their point's mean at the time (a latency: >= 1), or of their excess over it (a miss
-        rate: >= 0); TAIL_DEFAULT before TAIL_WINDOWS_MIN of them."""
-        seen = self._tail_seen.get(name, [])
-        if len(seen) < TAIL_WINDOWS_MIN:
-            return TAIL_DEFAULT[name == MISS_RATE]
-        ranked = sorted(seen)
-        value = ranked[min(len(ranked) - 1, int(TAIL_QUANTILE * len(ranked)))]
-        return max(value, 0.0) if name == MISS_RATE else max(value, 1.0)
-
-    def _learn_tail(self, point: Point, window: Window) -> None:
-        for lim in self.limits:
-            if not _tail(lim):
-                continue
-            value = window.metric(lim.name)[0]
-            values = self._tail_values(point, lim.name)
-            if value is None or len(values) < 3:
-                continue
-            mean = sum(values) / len(values)
-            seen = self._tail_seen.setdefault(lim.name, [])
-            if lim.name == MISS_RATE:
-                seen.append(float(value) - mean)
-            elif mean > 0:
-                seen.append(float(value) / mean)
-            del seen[:-TAIL_HISTORY]
-
-    def _load_allowed(self) -> float:
-        """The highest load (demand over capacity) a point is proposed at under a tail
-        constraint: a queue's tail grows with its load, whatever the clocks; learnt from the
-        windows read (their load by the capacity model then)."""
-        met = [load for load, ok in self._loads if ok]
-        missed = [load for load, ok in self._loads if not ok]
-        allowed = max([LOAD_START] + [m + LOAD_STEP for m in met])
-        if missed:
-            allowed = min(allowed, min(missed) * (1 - LOAD_STEP))
-        return allowed
-
-    def _learn_load(self, point: Point, window: Window) -> None:
-        """A window's load and whether it met every tail constraint (a window past none)."""
-        tails = [lim for lim in self.limits if _tail(lim)]
-        ep, models = self._epoch, self._models
-        if not tails or ep.demand is None or models is None or not models.has_capacity:
-            return
-        values = [(lim, window.metric(lim.name)[0]) for lim in tails]
-        if any(v is None for _, v in values):
-            return
-        x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
-        capacity = float(models.capacity(x)[0])
-        if not math.isfinite(capacity) or capacity <= 0:
-            return
-        self._loads.append((ep.demand / capacity, all(lim.met(v, None) for lim, v in values)))
-        del self._loads[:-TAIL_HISTORY]
-
     def tail_text(self) -> Dict[str, str]:
-        """The margins said in status."""
-        out = {}
-        for lim in self.limits:
-            if _tail(lim):
-                n = len(self._tail_seen.get(lim.name, []))
-                m = self.tail_margin(lim.name)
-                shown = f"+{m:.3g}" if lim.name == MISS_RATE else f"x{m:.3g}"
-                out[lim.name] = (f"{shown}: the {TAIL_QUANTILE * 100:g}th percentile of "
-                                 f"{n} held windows against their point's mean"
-                                 if n >= TAIL_WINDOWS_MIN else
-                                 f"{shown}: the default until {TAIL_WINDOWS_MIN} held windows "
-                                 f"({n} so far)")
-        return out
+        """The tail constraints' margins, said in status (tail_judge.py)."""
+        return self._tail.text()
 
     def _tail_missed(self, point: Point, broken: List[Constraint]) -> Decision:
         """The held point missed a tail constraint (a window over it, or its windows with the
@@ -501,99 +367,19 @@ class Governor:
         # the one read fewer times (the better of two read as often)
         return p1 if len(self._epoch.reads[p1]) <= len(self._epoch.reads[p2]) else p2
 
-    def _excluded(self, point: Point) -> bool:
-        return any(all(a <= b for a, b in zip(point, m)) for m in self._epoch.missed)
-
-    def _proposal(self, best_read: Optional[Window]) -> Optional[Point]:
-        """The point not read under this demand the models put most efficient among those
-        they put within every constraint, where better than the best read beyond noise."""
-        models, ep = self._models, self._epoch
-        if models is None or ep.demand is None:
-            return None
-        if not models.has_capacity and any(_tail(lim) for lim in self.limits):
-            return None  # a tail needs the load known: explored first
-        # (no capacity fitted yet: every point keeps up, as far as the models know; the power
-        # model ranks them, and a point read that does not keeps up is the first fitted)
-        capacity = models.capacity(self._x)
-        rate = np.minimum(ep.demand, capacity)
-        power = models.power_w(self._x, rate)
-        margin = max(MODEL_MARGIN_MIN, 2 * models.time_rms)
-        ok = np.ones(len(self._points), dtype=bool)
-        for lim in self.judged():
-            if lim.name == "items_per_s":
-                # the margin on what the point keeps up with: the rate itself is the demand's
-                # where it keeps up (a demand share's floor lies just under it)
-                ok &= (rate >= lim.value) & (capacity >= lim.value * (1 + margin)) \
-                    if lim.op == ">=" else rate <= lim.value * (1 - margin)
-            elif lim.name == "power_w":
-                ok &= power >= lim.value * (1 + margin) if lim.op == ">=" else \
-                    power <= lim.value * (1 - margin)
-            elif _tail(lim):  # judged by reads; a queue's tail grows with its load
-                ok &= ep.demand / np.maximum(capacity, 1e-12) <= self._load_allowed()
-        score = np.where(ok, rate / np.maximum(power, 1e-12), -np.inf)
-        for k in np.argsort(-score):
-            if not np.isfinite(score[k]):
-                return None
-            point = self._points[int(k)]
-            if point in ep.reads:
-                continue
-            if self._excluded(point):
-                continue
-            if best_read is not None:
-                if score[k] <= best_read.items_per_j * (1 + AHEAD):
-                    return None  # not ahead of what was read
-            return point
-        return None
-
-    def _explore(self) -> Optional[Point]:
-        """Each knob alone halving down its table from the top (the others at their top)
-        until a window at it under this demand saturates or misses, then the next knob; then
-        every knob at once at the lowest entry it kept up at alone (the knobs' savings
-        together: a paced workload's best lies there more often than on one knob's line).
-        None when done."""
-        ep, top = self._epoch, self.space.top()
-        while ep.explore_knob < len(self.space.knobs):
-            k = ep.explore_knob
-            index = ep.explore_at.get(k, top[k] // 2)
-            probe = list(top)
-            probe[k] = index
-            point = tuple(probe)
-            windows = ep.reads.get(point)
-            if index == top[k] or (windows and (self._saturated(windows[-1]) or index == 0 or
-                                                point in ep.missed)):
-                ep.explore_knob += 1
-                continue
-            if not windows:
-                return point
-            ep.explore_at[k] = index // 2  # kept up there: further down
-        corner = tuple(min([top[k]] + [p[k] for p, ws in ep.reads.items()
-                                       if p[:k] + p[k + 1:] == top[:k] + top[k + 1:]
-                                       and not self._saturated(ws[-1]) and p not in ep.missed])
-                       for k in range(len(top)))
-        if corner != top and corner not in ep.reads and not self._excluded(corner):
-            return corner
-        return None
-
-    def _saturated(self, window: Window) -> bool:
-        """Served less than the demand beyond one uncertainty: the point's capacity."""
-        ep = self._epoch
-        return ep.demand is not None and window.items_per_s < ep.demand and _apart(
-            window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand, ep.demand_pct,
-            1.0)
-
     # -- holding -----------------------------------------------------------------------------------
     def _hold(self, point: Point, window: Window, broken: List[Constraint]) -> Decision:
         self._held_windows += 1
         mean = self._epoch.mean(point)
         if mean is not None:
             self.held_window = mean
-        if window is not None:
-            self._learn_tail(point, window)
-        tail = [lim for lim in broken if _tail(lim)]
+        self._tail.learn_held(self._epoch, point, window)
+        tail = [lim for lim in broken if is_tail(lim)]
         if broken and point == self.space.top():
             return Decision(point, self.phase, f"{self._said(broken)} even at the top of "
                             "the space: holding the top")
-        if tail and len(tail) == len(broken) or (not broken and not self._tail_met(point)):
+        if tail and len(tail) == len(broken) or (
+                not broken and not self._tail.met(self._epoch, point)):
             return self._tail_missed(point, tail)
         if broken:
             return self._new_demand(f"{self._said(broken)} while holding {self._text(point)}")
@@ -624,37 +410,31 @@ class Governor:
         return Decision(point, self.phase, "holding")
 
     def _neighbour(self, point: Point) -> Optional[Point]:
-        """The point next to `point` (a knob one step down, or one down and another one up)
-        not read under this demand nor ruled out, the models' most efficient (None: none)."""
-        near = []
-        for k, i in enumerate(point):
-            if i == 0:
-                continue
-            down = list(point)
-            down[k] = i - 1
-            near.append(tuple(down))
-            for j, table in enumerate(self.space.tables):
-                if j != k and point[j] < len(table) - 1:
-                    trade = list(down)
-                    trade[j] = point[j] + 1
-                    near.append(tuple(trade))
-        near = [p for p in near if p not in self._epoch.reads and not self._excluded(p)
-                and self._load_ok(p)]
+        """The point next to `point` (point_choice.neighbours) not read under this demand nor
+        ruled out, the models' most efficient (None: none)."""
+        near = [p for p in neighbours(self.space, point) if p not in self._epoch.reads
+                and not self._epoch.excluded(p) and self._load_ok(p)]
         predicted = [(self.predicted(p), p) for p in near]
         scored = [(r / w, p) for (r_w, p) in predicted if r_w is not None
                   for r, w in [r_w] if w > 0 and self._floors_met(r)]
         return max(scored)[1] if scored else None
 
-    def _load_ok(self, point: Point) -> bool:
-        """Under a tail constraint, a point's load (the demand over its modelled capacity)
-        within what the windows allow (`_load_allowed`); always without one."""
+    def _load(self, point: Point) -> Optional[float]:
+        """The demand over the point's modelled capacity (None: either unknown)."""
         ep, models = self._epoch, self._models
-        if not any(_tail(lim) for lim in self.limits):
-            return True
         if ep.demand is None or models is None or not models.has_capacity:
-            return False
+            return None
         x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
-        return ep.demand / max(float(models.capacity(x)[0]), 1e-12) <= self._load_allowed()
+        capacity = float(models.capacity(x)[0])
+        return ep.demand / capacity if math.isfinite(capacity) and capacity > 0 else None
+
+    def _load_ok(self, point: Point) -> bool:
+        """Under a tail constraint, a point's load within what the windows allow
+        (tail_judge.py); always without one."""
+        if not self._tail.limits:
+            return True
+        load = self._load(point)
+        return load is not None and load <= self._tail.load_allowed()
 
     def _floors_met(self, rate: float) -> bool:
         return all(rate >= lim.value for lim in self.judged()

@@ -1,0 +1,63 @@
+"""One demand of `daemon --tune`'s governor (governor.py): what each point's windows measured
+under it, and what they rule out. A demand that moves begins another: windows are compared
+within one (a paced workload's items/J depends on the demand as much as on the clocks)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from .online_tuner import Point, Window, _apart
+
+
+@dataclass
+class Epoch:
+    """One demand: its rate (read at the top, or at a held point it fell at), each point's
+    windows, the points that missed a constraint, and the search's counts under it."""
+    demand: Optional[float] = None
+    demand_pct: Optional[float] = None
+    reads: Dict[Point, List[Window]] = field(default_factory=dict)
+    missed: List[Point] = field(default_factory=list)
+    probes: int = 0
+    rechecks: int = 0
+    drained: int = 0  # reads that drained a backlog, read again
+    read_at: Optional[Point] = None  # where the demand is read (None: the top)
+    explore_knob: int = 0  # exploring: the knob halving down now
+    explore_at: Dict[int, int] = field(default_factory=dict)  # the index each explores next
+
+    def mean(self, point: Point) -> Optional[Window]:
+        """The windows at a point, as one (rate and power averaged, their noise shrunk)."""
+        ws = self.reads.get(point)
+        if not ws:
+            return None
+        n = len(ws)
+        rate = sum(w.items_per_s for w in ws) / n
+        power = sum(w.power_w for w in ws) / n
+
+        def pct(values: List[Optional[float]]) -> Optional[float]:
+            if any(v is None for v in values):
+                return None
+            return math.sqrt(sum(v * v for v in values if v is not None)) / n
+        return Window(rate, pct([w.items_per_s_uncertainty_pct for w in ws]), power,
+                      pct([w.power_w_uncertainty_pct for w in ws]))
+
+    def excluded(self, point: Point) -> bool:
+        """At or below a point that missed under this demand (every clock no higher): it
+        misses too (a rate does not rise, nor a latency fall, as a clock comes down)."""
+        return any(all(a <= b for a, b in zip(point, m)) for m in self.missed)
+
+    def saturated(self, window: Window) -> bool:
+        """Served less than the demand beyond one uncertainty: the point's capacity."""
+        return self.demand is not None and window.items_per_s < self.demand and _apart(
+            window.items_per_s, window.items_per_s_uncertainty_pct, self.demand,
+            self.demand_pct, 1.0)
+
+    def values(self, point: Point, name: str) -> List[float]:
+        """A figure's values in the point's windows (those that read it)."""
+        out = []
+        for w in self.reads.get(point, []):
+            value = w.metric(name)[0]
+            if value is not None:
+                out.append(float(value))
+        return out

@@ -1,0 +1,105 @@
+"""Which point `daemon --tune`'s governor reads next (governor.py): the models' proposal, the
+exploration of a demand the models cannot yet rank, and a held point's neighbours."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from ..run.constraint import Constraint
+from .demand_epoch import Epoch
+from .online_tuner import Point, Space, Window
+from .tail_judge import TailJudge, is_tail
+from .workload_model import Fitted
+
+AHEAD = 0.0  # a point not read is read where the models put it this much ahead of the best read
+MODEL_MARGIN_MIN = 0.03  # the models' floor margin at least this (relative)
+
+
+def propose(points: Sequence[Point], x: np.ndarray, models: Optional[Fitted], epoch: Epoch,
+            judged: Sequence[Constraint], tail: TailJudge, best_read: Optional[Window]
+            ) -> Optional[Point]:
+    """The point not read under this demand that the models put most efficient among those
+    they put within every constraint (rows `x` of `points`' shares), where ahead of the best
+    read; None where there is none or the models cannot say."""
+    if models is None or epoch.demand is None:
+        return None
+    if not models.has_capacity and tail.limits:
+        return None  # a tail needs the load known: explored first
+    # (no capacity fitted yet: every point keeps up, as far as the models know; the power
+    # model ranks them, and a point read that does not keep up is the first fitted)
+    capacity = models.capacity(x)
+    rate = np.minimum(epoch.demand, capacity)
+    power = models.power_w(x, rate)
+    margin = max(MODEL_MARGIN_MIN, 2 * models.time_rms)
+    ok = np.ones(len(points), dtype=bool)
+    for lim in judged:
+        if lim.name == "items_per_s":
+            # the margin on what the point keeps up with: the rate itself is the demand's
+            # where it keeps up (a demand share's floor lies just under it)
+            ok &= (rate >= lim.value) & (capacity >= lim.value * (1 + margin)) \
+                if lim.op == ">=" else rate <= lim.value * (1 - margin)
+        elif lim.name == "power_w":
+            ok &= power >= lim.value * (1 + margin) if lim.op == ">=" else \
+                power <= lim.value * (1 - margin)
+        elif is_tail(lim):  # judged by reads; a queue's tail grows with its load
+            ok &= epoch.demand / np.maximum(capacity, 1e-12) <= tail.load_allowed()
+    score = np.where(ok, rate / np.maximum(power, 1e-12), -np.inf)
+    for k in np.argsort(-score):
+        if not np.isfinite(score[k]):
+            return None
+        point = points[int(k)]
+        if point in epoch.reads or epoch.excluded(point):
+            continue
+        if best_read is not None and score[k] <= best_read.items_per_j * (1 + AHEAD):
+            return None  # not ahead of what was read
+        return point
+    return None
+
+
+def explore(space: Space, epoch: Epoch) -> Optional[Point]:
+    """Each knob alone halving down its table from the top (the others at their top) until a
+    window at it under this demand saturates or misses, then the next knob; then every knob at
+    once at the lowest entry it kept up at alone (the knobs' savings together: a paced
+    workload's best lies there more often than on one knob's line). None when done."""
+    top = space.top()
+    while epoch.explore_knob < len(space.knobs):
+        k = epoch.explore_knob
+        index = epoch.explore_at.get(k, top[k] // 2)
+        probe = list(top)
+        probe[k] = index
+        point = tuple(probe)
+        windows = epoch.reads.get(point)
+        if index == top[k] or (windows and (epoch.saturated(windows[-1]) or index == 0 or
+                                            point in epoch.missed)):
+            epoch.explore_knob += 1
+            continue
+        if not windows:
+            return point
+        epoch.explore_at[k] = index // 2  # kept up there: further down
+    corner = tuple(min([top[k]] + [p[k] for p, ws in epoch.reads.items()
+                                   if p[:k] + p[k + 1:] == top[:k] + top[k + 1:]
+                                   and not epoch.saturated(ws[-1]) and p not in epoch.missed])
+                   for k in range(len(top)))
+    if corner != top and corner not in epoch.reads and not epoch.excluded(corner):
+        return corner
+    return None
+
+
+def neighbours(space: Space, point: Point) -> List[Point]:
+    """The points next to `point`: a knob one step down, or one down and another one up (a
+    knob traded against another along a constraint's edge)."""
+    near = []
+    for k, i in enumerate(point):
+        if i == 0:
+            continue
+        down = list(point)
+        down[k] = i - 1
+        near.append(tuple(down))
+        for j, table in enumerate(space.tables):
+            if j != k and point[j] < len(table) - 1:
+                trade = list(down)
+                trade[j] = point[j] + 1
+                near.append(tuple(trade))
+    return near
