@@ -221,8 +221,10 @@ class Run:
         gaps: List[float] = [1.0] * len(self.demands)
         while self.t < end:
             self.advance(decision.point, SETTLE_S)
-            length = WINDOW_S * getattr(decision, "window_share", 1.0)
-            w = self.window(decision.point, length, tuner)
+            share = getattr(decision, "window_share", 1.0)
+            if decision.settle and getattr(decision, "settle_share", None) is not None:
+                share = decision.settle_share
+            w = self.window(decision.point, WINDOW_S * share, tuner)
             if decision.settle:
                 decision.settle = False
                 continue

@@ -165,7 +165,10 @@ class TailRun:
         gaps = [1.0] * len(self.demands)
         while self.queue.t < end:
             self.queue.advance(decision.point, SETTLE_S)
-            w = self.window(decision.point, WINDOW_S * decision.window_share)
+            share = decision.window_share
+            if decision.settle and decision.settle_share is not None:
+                share = decision.settle_share
+            w = self.window(decision.point, WINDOW_S * share)
             if decision.settle:
                 decision.settle = False
                 continue

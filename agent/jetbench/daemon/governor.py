@@ -57,6 +57,7 @@ from .workload_model import Fitted, Point, Seen, fit, grid_shares
 
 PROBE_SHARE = 0.4  # a point not read yet: this share of a window (a miss shows in a third)
 TOP_SHARE = 0.3  # the demand read at the top
+SETTLE_SHARE = 0.15  # before it, a settling window (a one-second backlog drains at the top)
 MAX_PROBES = 5  # points read per demand before the best read is held
 CHECK_UP_EVERY = 6  # holding: one step up read every this many windows
 EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
@@ -252,7 +253,7 @@ class Governor:
         self.phase = RETUNING if self.held is not None else EXPLORING
         where = "the top" if at is None else self._text(at)
         return Decision(self._epoch.read_at, self.phase, f"{why}: reading the demand at {where}",
-                        settle=True, window_share=TOP_SHARE)
+                        settle=True, window_share=TOP_SHARE, settle_share=SETTLE_SHARE)
 
     def _begin_epoch(self) -> None:
         self.epochs += 1
@@ -354,7 +355,7 @@ class Governor:
         """A settled read at the top within this demand; a new one where it moved."""
         self._top_settled = True
         return Decision(self.space.top(), self.phase, why, settle=True,
-                        window_share=TOP_SHARE)
+                        window_share=TOP_SHARE, settle_share=SETTLE_SHARE)
 
     def _close_call(self, read: List[Tuple[Point, Window]], best: Point) -> Optional[Point]:
         if self._epoch.rechecks >= RECHECKS or len(read) < 2:

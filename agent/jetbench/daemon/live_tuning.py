@@ -191,7 +191,10 @@ class LiveTuning:
             self._pin(self.space.hz(point))
         self._point = point
         self._readings, self._powers, self._energies = [], [], []
-        share = self._decision.window_share if self._decision is not None else 1.0
+        decision = self._decision
+        share = decision.window_share if decision is not None else 1.0
+        if decision is not None and decision.settle and decision.settle_share is not None:
+            share = decision.settle_share  # the settling window's own length
         self._window_s = self.config.window_s * share
         settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s) + max(
             [ACTUATION_S.get(k, 0.0) for k in moved] or [0.0])
@@ -282,6 +285,7 @@ class LiveTuning:
                 return self._window_from
             if self._decision is not None and self._decision.settle:
                 self._decision.settle = False  # that window let the workload settle: unjudged
+                self._window_s = self.config.window_s * self._decision.window_share
                 self._readings, self._powers, self._energies = [], [], []
                 self._window_from = self._clock()
                 return self._window_from

@@ -186,6 +186,8 @@ class Decision:
     settle: bool = False
     # the next window's length as a share of --tune-window (the governor's short probes)
     window_share: float = 1.0
+    # a settling window's own share (None: as the window's): a backlog drains in less
+    settle_share: Optional[float] = None
 
 
 class OnlineTuner:
