@@ -22,7 +22,7 @@ from typing import (
 from ..documents import ResultDoc
 from ..tune_documents import TrialDoc, TuneDoc
 from ..units import format_hz
-from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, per_joule_label, rate_label
+from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 from . import schema
 from .io import read_trace_csv, trace_path
 from .verdict import differ
@@ -412,7 +412,7 @@ def plot_pareto(doc: TuneDoc, path: Path,
     if not points:
         return None
     unit = doc.get("unit", DEFAULT_UNIT)
-    per_j = per_joule_label(unit)
+    per_j = efficiency_label(unit)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.8))
     styles: Tuple[Tuple[bool, Dict[str, str]], ...] = (
