@@ -264,7 +264,7 @@ def mode_caps_text(root: Root, board: Board) -> List[str]:
 
 def pareto_plot(doc: TuneDoc, path: Path) -> Optional[Path]:
     """report/plots.py's Pareto plot of the study, with the constraints on its two axes."""
-    from ...report.plots import plot_pareto
+    from ...report.pareto_plot import plot_pareto
 
     limits = []
     for text in doc.get("constraints", []):
