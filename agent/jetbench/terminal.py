@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import IO, Any, Optional
+from typing import Optional, TextIO
 
 FALLBACK_COLUMNS = 80  # a terminal that does not say its size (a serial console)
 MIN_COLUMNS = 40  # narrower than this, wrapping helps no one: lines this long
 
 
-def is_terminal(stream: IO[Any]) -> bool:
+def is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError, OSError):  # closed, or no file at all
         return False
 
 
-def columns(stream: IO[Any]) -> Optional[int]:
+def columns(stream: TextIO) -> Optional[int]:
     """The width of the terminal `stream` writes to (COLUMNS where set, as a terminal sets it
     for the programs it runs; else the terminal's own size); None where it is no terminal."""
     if not is_terminal(stream):
@@ -48,7 +48,7 @@ def wrap_words(text: str, width: int, indent: str = "") -> str:
     return "\n".join(out)
 
 
-def for_stream(text: str, stream: IO[Any], indent: str = "") -> str:
+def for_stream(text: str, stream: TextIO, indent: str = "") -> str:
     """`text` as it should reach `stream`: wrapped at words to its terminal's width, or as
     written where it is no terminal."""
     width = columns(stream)

@@ -85,13 +85,13 @@ def info_tables(doc: InfoDoc) -> Iterable[Table]:
             by_states.setdefault(tuple(states), []).append(int(name[3:]))
         head.add_row("idle disabled", "; ".join(
             f"{cpu_label(cpus)}: {', '.join(states)}" for states, cpus in by_states.items()))
-    now = doc.get("power_now")
-    if now:  # one reading of the board's own rails now, digits from its uncertainty
-        parts = now["channels"]  # a sum: its rails are named in the rails table below
-        what = now["name"] if len(parts) == 1 else f"sum of {len(parts)} rails"
-        head.add_row("power now", f"{_watts_pm(now['power_w'], now['power_w_uncertainty_w'])}"
-                                  f": {what} at {now['point'].replace('_', ' ')} "
-                                  f"({now['source']})")
+    live = doc.get("power_now")
+    if live:  # one reading of the board's own rails now, digits from its uncertainty
+        parts = live["channels"]  # a sum: its rails are named in the rails table below
+        what = live["name"] if len(parts) == 1 else f"sum of {len(parts)} rails"
+        head.add_row("power now", f"{_watts_pm(live['power_w'], live['power_w_uncertainty_w'])}"
+                                  f": {what} at {live['point'].replace('_', ' ')} "
+                                  f"({live['source']})")
     if doc["thermal"]:
         head.add_row("temperatures", ", ".join(
             f"{z['name']} {'-' if z['temp_c'] is None else format(z['temp_c'], '.1f') + ' C'}"
