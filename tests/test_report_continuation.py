@@ -42,3 +42,17 @@ def test_every_part_of_a_split_report_says_each_rows_clock_and_directory(tmp_pat
         # each row says its directory and its clock, in every part
         assert found == [("r1", "408 MHz"), ("r1", "624.8 MHz"), ("r2", "408 MHz"),
                          ("r2", "510 MHz")], part
+
+
+def test_a_warning_names_each_result_by_its_clock_and_directory(tmp_path):
+    # img/s/W's uncertainty 5%, 5.5%, 6%, 6.5% (power + 1% throughput): over 1%, one line
+    for k, (run, mhz, ips, watts) in enumerate(POINTS):
+        doc = result_doc(mhz, ips=ips, watts=watts, precision="fp16", power_pct=4.0 + k / 2)
+        (tmp_path / run).mkdir(exist_ok=True)
+        (tmp_path / run / f"alexnet-fp16-b1-gpu{int(mhz)}mhz.json").write_text(json.dumps(doc))
+    r = run_cli("report", "r1", "r2", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    advice = [ln for ln in r.stderr.splitlines() if ln.startswith("uncertainty:")]
+    # 408 MHz twice: each says its directory (it read '408 MHz 5.0%, ..., 408 MHz 6.0%')
+    assert len(advice) == 1 and advice[0].endswith(
+        "[408 MHz (r1) 5.0%, 624.8 MHz (r1) 5.5%, 408 MHz (r2) 6.0%, 510 MHz (r2) 6.5%]"), advice
