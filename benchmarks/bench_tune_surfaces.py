@@ -21,7 +21,7 @@ under the floor counts as under the floor and as a 100% gap.
 
     python benchmarks/bench_tune_surfaces.py [--boards tx1,xavier-nx] [--seeds 50]
         [--settings 'gpu,emc:8;gpu,emc,cpu:25'] [--searchers tune,tpe,gp] [--first N]
-        [--jobs 2]
+        [--jobs 2] [--show N] [--trace SEED]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 RATE_SD_PCT = 0.02  # a reading's rate noise (one standard deviation): rates exact enough
 POWER_SD_PCT = 0.3  # a reading's power noise
@@ -116,13 +116,14 @@ def cases(board: str, space: Space, knobs: str, budget: int, seeds: int, first: 
 class _Reading:
     """A surface's figures at a point, with a reading's noise (deterministic per seed)."""
 
-    def __init__(self, case: Case, space: Space):
+    def __init__(self, case: Case, space: Space, log: Optional[Callable[[str], None]] = None):
         from jetbench.sim.surface import Surface
 
         self.surface = Surface.draw(case.seed)
         self.space = {k: space[k] for k in case.knobs.split(",")}
         self.rng = random.Random(f"noise-{case.seed}")
         self.count = 0
+        self.floor, self.log = case.floor, log
 
     def __call__(self, settings: Dict[str, object]) -> Tuple[float, float]:
         from jetbench.sim.surface import shares
@@ -131,6 +132,10 @@ class _Reading:
         self.count += 1
         rate = self.surface.items_per_s(*at) * (1 + self.rng.gauss(0, RATE_SD_PCT / 100))
         power = self.surface.power_w(*at) * (1 + self.rng.gauss(0, POWER_SD_PCT / 100))
+        if self.log:
+            clocks = {k: v for k, v in settings.items() if k.endswith("_hz")}
+            self.log(f"  read {self.count}: {_mhz(clocks)}: {rate:.4g}/s "  # type: ignore[arg-type]
+                     f"({'meets' if rate >= self.floor else 'misses'}), {rate / power:.4g}/J")
         return rate, power
 
 
@@ -143,7 +148,8 @@ def _doc(rate: float, power: float) -> Dict[str, object]:
             "efficiency": {"items_per_j": rate / power, "uncertainty": {}}}
 
 
-def run_tune(case: Case, space: Space) -> Tuple[Optional[Dict[str, int]], int]:
+def run_tune(case: Case, space: Space, log: Optional[Callable[[str], None]] = None
+             ) -> Tuple[Optional[Dict[str, int]], int]:
     """jetbench's search on the surface: (its answer's settings, readings taken)."""
     import optuna
 
@@ -162,7 +168,7 @@ def run_tune(case: Case, space: Space) -> Tuple[Optional[Dict[str, int]], int]:
                 n_startup_trials=min(10, max(3, req.budget // 5)))
 
     load_optuna()
-    read = _Reading(case, space)
+    read = _Reading(case, space, log)
 
     @dataclasses.dataclass
     class Report:
@@ -259,10 +265,15 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--worst", type=float, default=5.0)
     ap.add_argument("--json", type=Path, help="write every outcome here")
     ap.add_argument("--show", type=int, default=0, help="print the N worst of each row")
+    ap.add_argument("--trace", type=int, metavar="SEED",
+                    help="print one surface (each board and setting its seed is drawn for: "
+                    "its items/J over two knobs) and every point tune reads on it, then stop")
     args = ap.parse_args(argv)
     boards = args.boards.split(",")
     tables = spaces(boards)
     settings = [(s.rsplit(":", 1)[0], int(s.rsplit(":", 1)[1])) for s in args.settings.split(";")]
+    if args.trace is not None:
+        return trace(args.trace, boards, tables, settings)
     jobs: List[Tuple[str, Case, Space]] = []
     for knobs, budget in settings:
         for board in boards:
@@ -308,6 +319,44 @@ def main(argv: List[str]) -> int:
     print(f"target (tune): median gap <= {args.target:g}%, worst <= {args.worst:g}%, none "
           f"under the floor: {'met' if met_all else 'NOT met'}")
     return 0 if met_all else 1
+
+
+def trace(seed: int, boards: Sequence[str], tables: Dict[str, Space],
+          settings: Sequence[Tuple[str, int]]) -> int:
+    """--trace SEED: the surface and tune's readings on it (for a seed that fails a row)."""
+    from jetbench.sim.surface import Surface, shares
+
+    found = 0
+    # (the setting a seed is drawn for: the one whose offset is the nearest below it)
+    mine = max((o for o in SEED_OFFSET.values() if o <= seed), default=None)
+    for knobs, budget in settings:
+        first = seed - SEED_OFFSET[knobs]
+        for board in boards:
+            if SEED_OFFSET[knobs] != mine:
+                continue
+            drawn, _ = cases(board, tables[board], knobs, budget, 1, first)
+            if drawn[0].seed != seed:
+                continue  # passed over (no clear floor)
+            found += 1
+            case, sub = drawn[0], {k: tables[board][k] for k in knobs.split(",")}
+            print(f"{board} {knobs} in {budget} trials, seed {seed}: floor {case.floor:.4g}/s, "
+                  f"{case.feasible} of {case.size} points meet it; the best "
+                  f"{_mhz(case.best)}, {case.best_ipj:.4g}/J")
+            if list(sub) == ["gpu", "emc"]:
+                surface = Surface.draw(seed)
+                print("  items/J (* meets the floor); rows EMC, columns GPU MHz: "
+                      + " ".join(f"{hz / 1e6:g}" for hz in sub["gpu"]))
+                for e in sub["emc"]:
+                    at = [shares(sub, {"gpu_hz": g, "emc_hz": e}) for g in sub["gpu"]]
+                    print(f"  {e / 1e6:7g} " + " ".join(
+                        f"{surface.items_per_j(*a):6.4g}"
+                        f"{'*' if surface.items_per_s(*a) >= case.floor else ' '}" for a in at))
+            answer, _ = run_tune(case, tables[board], print)
+            outcome = judge(("tune", case, tables[board]))
+            print(f"  answer {_mhz(answer)}: gap {outcome.gap_pct:.1f}%")
+    if not found:
+        print(f"seed {seed} is drawn for none of these boards and settings (or passed over)")
+    return 0 if found else 1
 
 
 def _mhz(settings: Optional[Dict[str, int]]) -> str:

@@ -5,7 +5,7 @@ window's mean W on the trace, the simulation caveat on the figure itself."""
 import pytest
 from helpers.results import result_doc
 
-from jetbench.report import plots
+from jetbench.report import pareto_plot, plots
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def test_the_pareto_plot_draws_each_points_uncertainty_in_the_studys_unit(figure
     trials = [trial(0, 17.2, 5.3, 4.0), trial(1, 17.3, 4.4, 3.0), trial(2, 9.0, 3.0, None)]
     doc = {"simulated": True, "unit": "tokens", "trials": trials, "pareto": [trials[0]],
            "best": trials[0]}
-    plots.plot_pareto(doc, tmp_path / "pareto.png")
+    pareto_plot.plot_pareto(doc, tmp_path / "pareto.png")
     ax = figures[0].axes[0]
     bars = [c for c in ax.containers if c.has_xerr]
     assert len(bars) == 1  # one set of error bars: the two points whose uncertainty is known
@@ -123,3 +123,33 @@ def test_the_pareto_plot_draws_each_points_uncertainty_in_the_studys_unit(figure
         round(2 * 4.4 * 0.03, 3), round(2 * 5.3 * 0.04, 3)]
     assert ax.get_xlabel() == "tokens/J (tokens per joule)" and ax.get_ylabel() == "tokens/s"
     assert "a command" in ax.get_title() and "SIMULATED" in ax.get_title()
+
+
+def test_the_pareto_plot_labels_each_point_by_what_differs(figures, tmp_path):
+    """Issue 61: each point labelled by its clock (the GPU's alone differs: '768 MHz'), not
+    'sim:resnet18 fp16 b1 gpu 768 MHz emc 1.6 GHz'; a point read twice labelled once."""
+    def trial(number, gpu_mhz, ips, ipj, feasible=True):
+        return {"number": number, "feasible": feasible,
+                "settings": {"model": "sim:resnet18", "precision": "fp16", "batch": 1,
+                             "gpu_hz": int(gpu_mhz * 1e6), "emc_hz": 1_600_000_000},
+                "metrics": {"images_per_s": ips, "images_per_j": ipj, "power_w": ips / ipj}}
+
+    trials = [trial(0, 998.4, 64.9, 9.57), trial(1, 691.2, 54.7, 9.68),
+              trial(2, 768, 56.7, 9.90), trial(3, 768, 56.8, 9.92), trial(4, 76.8, 9.0, 3.0)]
+    doc = {"simulated": True, "unit": "images", "trials": trials, "pareto": [trials[2]],
+           "best": trials[2]}
+    pareto_plot.plot_pareto(doc, tmp_path / "pareto.png")
+    ax = figures[0].axes[0]
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert labels == ["691.2 MHz", "76.8 MHz", "768 MHz", "998.4 MHz"], labels
+    # where two clocks differ, each says its knob; the batch as 'bN'
+    trials[4]["settings"].update(emc_hz=800_000_000, batch=8)
+    pareto_plot.plot_pareto(doc, tmp_path / "pareto.png")
+    labels = sorted(t.get_text() for t in figures[1].axes[0].texts)
+    assert "b8 gpu 76.8 MHz emc 800 MHz" in labels and "b1 gpu 768 MHz emc 1.6 GHz" in labels
+    # more points than LABEL_ALL_UP_TO: only the front's and the best's labels (no clutter)
+    many = [trial(k, 76.8 * (k + 1), 5.0 * (k + 1), 3.0) for k in range(14)]
+    doc = {"simulated": True, "unit": "images", "trials": many, "pareto": [many[13]],
+           "best": many[13]}
+    pareto_plot.plot_pareto(doc, tmp_path / "pareto.png")
+    assert [t.get_text() for t in figures[2].axes[0].texts] == ["1.075 GHz"]  # 14 x 76.8

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import sys
 
-from jetbench.cli.progress_bar import duration_text, times_text
+from jetbench.units import duration_text, times_text
 
 
 def test_times_in_words():

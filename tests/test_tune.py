@@ -430,11 +430,11 @@ def test_the_answer_says_why_this_point():
     assert why(cheap, fast) == ("tie with trial 6 within 3.8% (their uncertainties overlap): "
                                 "less power wins")
     apart = _trial(6, 12.0, 6.0, pct=1.0)
-    assert why(cheap, apart) == "20.0% more img/J than trial 5, beyond both uncertainties"
+    assert why(cheap, apart) == "20.0% more img/s/W than trial 5, beyond both uncertainties"
     unknown = _trial(7, 10.4, 6.0, pct=None)
     # issue 61: an unknown uncertainty is no verdict, as every comparison says it
     assert why(cheap, unknown) == ("no verdict against trial 5: an uncertainty is unknown (it "
-                                   "reads 4.0% more img/J, the highest measured)")
+                                   "reads 4.0% more img/s/W, the highest measured)")
     assert why(cheap) == "the only feasible point"
     assert why(_trial(0, 99.0, 1.0, valid=False)) == ""
 

@@ -11,7 +11,15 @@ import optuna
 import pytest
 
 from jetbench.run.constraint import Constraint
-from jetbench.run.tune.model import Models, Reading, design_points, next_point, nnls, trades
+from jetbench.run.tune.model import (
+    Models,
+    Reading,
+    design_points,
+    further,
+    next_point,
+    nnls,
+    trades,
+)
 
 # the TX1's GPU table and EMC rates as tune probes them (docs/hardware.md)
 TX1 = {"gpu": [76_800_000, 153_600_000, 230_400_000, 307_200_000, 384_000_000, 460_800_000,
@@ -98,3 +106,62 @@ def test_the_next_point_is_a_design_point_then_never_one_below_a_miss():
         assert not (point["gpu_hz"] <= 460_800_000 and point["emc_hz"] <= 408_000_000)
         assert point not in [t.user_attrs["settings"] for t in read]
         read.append(_trial(len(read), point["gpu_hz"], point["emc_hz"], 95))
+
+
+def _edge_trial(number: int, g_hz: int, e_hz: int):
+    """An item takes 2 + 3/g + 1/e ms; 1 + 6 g^3 + e W (the GPU's power dominates: img/J
+    rises as the GPU falls, so under a floor of 140/s the best lies on the floor's edge);
+    the constraint's value as tune stores it (the floor minus the rate: > 0 a miss)."""
+    g, e = g_hz / 998_400_000, e_hz / 1_600_000_000
+    rate, power = 1000 / (2 + 3 / g + 1 / e), 1 + 6 * g ** 3 + e
+    return optuna.trial.create_trial(
+        state=optuna.trial.TrialState.COMPLETE, value=rate / power, user_attrs={
+            "settings": {"model": "command", "precision": "fp32", "batch": 1,
+                         "gpu_hz": g_hz, "emc_hz": e_hz},
+            "metrics": {"images_per_s": rate, "power_w": power},
+            "valid": True, "constraints": [140 - rate]})
+
+
+TOP, GPU_DESIGN, EMC_DESIGN = ((998_400_000, 1_600_000_000), (691_200_000, 1_600_000_000),
+                               (998_400_000, 408_000_000))
+
+
+def test_near_the_end_the_edge_is_reached_in_one_step_where_a_miss_brackets_it():
+    # at EMC 1600 (1/e = 1 ms): 998.4 MHz 6 ms, 166.7/s; 921.6 (3/0.9231 = 3.25) 6.25 ms,
+    # 160/s; 844.8 (3.545) 6.545 ms, 152.8/s; 768 (3.9) 6.9 ms, 144.9/s; 691.2 (4.333)
+    # 7.333 ms, 136.4/s: a miss. img/J at 768: 144.9 / (1 + 6 x 0.769^3 + 1) = 144.9 / 4.73 =
+    # 30.6, at 921.6: 160 / 6.72 = 23.8: the edge, three GPU steps down, is the best point
+    floor = Constraint.parse("images_per_s>=140")
+    read = [_edge_trial(n, g, e) for n, (g, e) in enumerate([TOP, GPU_DESIGN, EMC_DESIGN])]
+    best = {"gpu_hz": 998_400_000, "emc_hz": 1_600_000_000}
+    # one step down at a time would take three trials; the miss at 691.2 brackets the edge
+    assert next_point(read, TX1, [floor], best) == {"gpu_hz": 768_000_000,
+                                                    "emc_hz": 1_600_000_000}
+
+
+def test_further_stops_short_of_a_miss_and_needs_one():
+    space = {"gpu": [1, 2, 3, 4, 5, 6], "emc": [10, 20]}
+    best = {"gpu_hz": 6, "emc_hz": 20}
+    # down the GPU: 5 is one step (trades'), 4 and 3 are further, 2 missed: the bracket
+    assert further(space, best, [{"gpu_hz": 2, "emc_hz": 20}]) == [
+        {"gpu_hz": 4, "emc_hz": 20}, {"gpu_hz": 3, "emc_hz": 20}]
+    # nothing below known to miss: no jump (it would be the models' extrapolation)
+    assert further(space, best, []) == []
+
+
+def test_where_the_bests_neighbours_are_all_read_the_next_best_ones_are_proposed():
+    floor = Constraint.parse("images_per_s>=140")
+    # the best, 768/1600 (30.6 img/J, above), and every point next to it read: 691.2/1600
+    # and 768/1065.6 (2 + 3.9 + 1.5 = 7.4 ms: 135.1/s) miss; 844.8/1065.6 (7.045 ms, 141.9/s)
+    # meets; 768/800 is below the 768/1065.6 miss
+    points = [TOP, GPU_DESIGN, EMC_DESIGN, (768_000_000, 1_600_000_000),
+              (921_600_000, 1_600_000_000), (844_800_000, 1_600_000_000),
+              (768_000_000, 1_065_600_000), (844_800_000, 1_065_600_000)]
+    read = [_edge_trial(n, g, e) for n, (g, e) in enumerate(points)]
+    best = {"gpu_hz": 768_000_000, "emc_hz": 1_600_000_000}
+    point = next_point(read, TX1, [floor], best)
+    # a point is still proposed (not the sampler's random one): not read, not below a miss
+    assert point is not None
+    assert (point["gpu_hz"], point["emc_hz"]) not in points
+    assert not (point["gpu_hz"] <= 768_000_000 and point["emc_hz"] <= 1_065_600_000)
+    assert not (point["gpu_hz"] <= 998_400_000 and point["emc_hz"] <= 408_000_000)

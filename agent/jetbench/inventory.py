@@ -111,6 +111,16 @@ class RailInfoDoc(TypedDict):
     is_total: bool
 
 
+class PowerNowDoc(TypedDict):
+    """The board's total power now: one reading of its own rails (info)."""
+    name: str  # the total's name (VDD_IN; a sum's)
+    channels: List[str]  # the rails it is (one) or sums
+    point: str  # where it was measured (module_input)
+    source: str  # the source read (ina3221)
+    power_w: Optional[float]  # None: the reading had no value
+    power_w_uncertainty_w: Optional[float]  # the sensors' datasheet limits; None: unknown
+
+
 class InfoDoc(TypedDict):
     """`jetbench.info/1`: what `info --json` prints and `info`'s tables read."""
     schema: str
@@ -127,6 +137,7 @@ class InfoDoc(TypedDict):
     total_rail: Optional[str]
     total: Optional[str]
     sources: List[SourceDoc]
+    power_now: Optional[PowerNowDoc]
     nvml_gpus: List[NvmlGpuDoc]
     restore_pending: bool
     notes: List[str]
@@ -145,6 +156,41 @@ def describe_sources(sources: Sequence[PowerSource]) -> List[SourceDoc]:
             "total": total.describe() if total else None,
         })
     return out
+
+
+def power_now(root: Root, board: Board, sources: Sequence[PowerSource]
+              ) -> Optional[PowerNowDoc]:
+    """The board's total power now, with its uncertainty (the sensors' datasheet limits, as
+    monitor states it), from one reading of the board's own rails (INA3221/INA238 files: a
+    few reads). None where the board has no rails among `sources` or they cannot be read: an
+    external meter, RAPL or NVML is not opened here (a port, or two readings of a counter)."""
+    from .hw.meters.accuracy import channel_accuracies
+    from .hw.meters.base import total_power_w
+    from .hw.meters.ina3221 import RailSource
+
+    rails = next((s for s in sources if isinstance(s, RailSource) and s.total()), None)
+    total = rails.total() if rails else None
+    if rails is None or total is None:
+        return None
+    try:
+        rails.open()
+        try:
+            reading = rails.read()
+        finally:
+            rails.close()
+    except HardwareError:  # (a rail file gone or unreadable: info still answers)
+        return None
+    channels = list(rails.channels())
+    watts = {c.name: w for c, w in zip(channels, reading.power_w)}
+    value = total_power_w(total, watts)
+    accuracy = channel_accuracies(root, [rails], board.family)
+    parts = [accuracy[f"{rails.name}/{n}"].worst_case_w(watts[n] or 0.0)
+             if f"{rails.name}/{n}" in accuracy else None for n in total.channels]
+    err = None if value is None or any(p is None for p in parts) else float(
+        sum(p for p in parts if p is not None))
+    return {"name": total.name, "channels": list(total.channels), "point": total.point,
+            "source": rails.name,
+            "power_w": value, "power_w_uncertainty_w": err}
 
 
 def cpu_label(cpus: Sequence[int]) -> str:
@@ -266,6 +312,7 @@ def describe(root: Root, board: Board,
         "total": (board.total_rail or ("sum of " + ", ".join(r.name for r in board.rails)))
         if board.rails else None,
         "sources": describe_sources(sources),
+        "power_now": power_now(root, board, sources),
         "nvml_gpus": nvml_gpus_doc(board),
         "restore_pending": bool(journal.load(root)),
         "notes": list(board.notes),

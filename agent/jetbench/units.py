@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import List, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from .errors import UsageError
 
@@ -151,3 +151,21 @@ def parse_duration_s(text: Union[str, float, int], bare: str = "s") -> float:
     if value < 0:
         raise UsageError(f"duration must not be negative: {text!r}")
     return value
+
+
+def duration_text(seconds: Optional[float]) -> str:
+    """'2 s', '1 min 5 s', '1 h 2 min' ('?' where unknown)."""
+    if seconds is None:
+        return "?"
+    s = int(round(max(seconds, 0.0)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def times_text(elapsed: Optional[float], remaining: Optional[float]) -> str:
+    """'2 s elapsed, ~10 s left' (the time left only once it can be estimated)."""
+    text = f"{duration_text(elapsed)} elapsed"
+    return text + (f", ~{duration_text(remaining)} left" if remaining is not None else "")

@@ -30,11 +30,6 @@ def efficiency_label(unit: str) -> str:
     return _LABELS.get(unit, ("", f"{unit}/J"))[1]
 
 
-def per_joule_label(unit: str) -> str:
-    """'img/J', 'tokens/J': the per-joule figure where it is said as such (tune)."""
-    return "img/J" if unit == DEFAULT_UNIT else efficiency_label(unit)
-
-
 def common_unit(units: Iterable[str]) -> Optional[str]:
     """The one unit all results count, or None when they count different things."""
     found = set(units)

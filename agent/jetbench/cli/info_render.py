@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Dict, Iterable, List, Tuple
 
 from ..units import format_hz
-from .render import _compact_table, _table_size, sim_tag
+from .render import _compact_table, _table_size, _watts_pm, sim_tag
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -85,6 +85,13 @@ def info_tables(doc: InfoDoc) -> Iterable[Table]:
             by_states.setdefault(tuple(states), []).append(int(name[3:]))
         head.add_row("idle disabled", "; ".join(
             f"{cpu_label(cpus)}: {', '.join(states)}" for states, cpus in by_states.items()))
+    live = doc.get("power_now")
+    if live:  # one reading of the board's own rails now, digits from its uncertainty
+        parts = live["channels"]  # a sum: its rails are named in the rails table below
+        what = live["name"] if len(parts) == 1 else f"sum of {len(parts)} rails"
+        head.add_row("power now", f"{_watts_pm(live['power_w'], live['power_w_uncertainty_w'])}"
+                                  f": {what} at {live['point'].replace('_', ' ')} "
+                                  f"({live['source']})")
     if doc["thermal"]:
         head.add_row("temperatures", ", ".join(
             f"{z['name']} {'-' if z['temp_c'] is None else format(z['temp_c'], '.1f') + ' C'}"

@@ -186,7 +186,7 @@ class _JetbenchGroup(HelpGroup):
         except typer.Exit as err:
             code = err.exit_code
         except _CLICK_ERROR as err:
-            err.show()
+            _show_click_error(err)
             # A bare `jetbench` shows the help: not an error.
             code = 0 if type(err).__name__ == "NoArgsIsHelpError" else EXIT_USAGE
         except BrokenPipeError as err:
@@ -250,20 +250,21 @@ def _report(err: JetbenchError) -> None:
 
 
 def _wrapped(text: str, indent: str) -> str:
-    """One message, wrapped at words to a terminal's width (a path or URL is never split);
+    """One message, wrapped at words to stderr's terminal width (a path or URL is never split);
     piped or redirected, one line as written (what scripts and logs grep)."""
-    try:
-        tty = sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    if not tty:
-        return text + "\n"
-    import shutil
-    import textwrap
+    from ..terminal import for_stream
 
-    width = shutil.get_terminal_size((80, 24)).columns
-    return "\n".join(textwrap.wrap(text, width=max(width, 40), subsequent_indent=indent,
-                                    break_long_words=False, break_on_hyphens=False)) + "\n"
+    return for_stream(text, sys.stderr, indent) + "\n"
+
+
+def _show_click_error(err: Any) -> None:  # click's ClickException (typer's or click's own)
+    """click's own message for a parse error (usage, the hint, `Error: ...`), each line wrapped
+    at words as jetbench's own errors are (click writes them whole: mid-word at 80)."""
+    import io
+
+    buffer = io.StringIO()
+    err.show(file=buffer)
+    sys.stderr.write("".join(_wrapped(line, "  ") for line in buffer.getvalue().splitlines()))
 
 
 app = typer.Typer(

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Optional
 
 from ..interrupts import InterruptLatch
+from ..units import times_text
 from .common import console
 
 if TYPE_CHECKING:
@@ -48,24 +49,6 @@ class ProgressBar:
         if self.task is not None:
             self.progress.update(self.task, description=f"{label}: {phase}",
                                  completed=done + min(max(fraction, 0.0), 1.0) * 0.99)
-
-
-def duration_text(seconds: Optional[float]) -> str:
-    """'2 s', '1 min 5 s', '1 h 2 min' ('?' where unknown)."""
-    if seconds is None:
-        return "?"
-    s = int(round(max(seconds, 0.0)))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
-
-
-def times_text(elapsed: Optional[float], remaining: Optional[float]) -> str:
-    """'2 s elapsed, ~10 s left' (the time left only once it can be estimated)."""
-    text = f"{duration_text(elapsed)} elapsed"
-    return text + (f", ~{duration_text(remaining)} left" if remaining is not None else "")
 
 
 def _times_column() -> ProgressColumn:

@@ -345,7 +345,18 @@ def print_results_table(con: Console, table: Table, short: Optional[Dict[str, st
     if _fits(con, table) or len(table.columns) < 2:
         con.print(table)
         return
-    print_table(con, transposed(table, short))
+    rows = transposed(table, short)
+    # what tells the rows apart (the configuration, its directory, the clock that ran, the
+    # power mode: the table's first columns) starts every part of a split table (its second
+    # part was rows all `FP16 b1 (sim)`: no clock, no directory)
+    keys = 0
+    while keys < len(rows.columns) and str(rows.columns[keys].header) in _ROW_KEYS:
+        keys += 1
+    print_table(con, rows, key_columns=max(keys, 1))
+
+
+# the columns of a one-row-per-configuration table that say which result a row is
+_ROW_KEYS = ("configuration", "dir", "GPU clock", "mode")
 
 
 def print_note(con: Console, tag: str, text: str) -> None:

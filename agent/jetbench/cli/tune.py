@@ -4,11 +4,13 @@ options as they are (the same definitions, cli/measure.py)."""
 from __future__ import annotations
 
 import socket
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import typer
 
+from ..terminal import for_stream
 from .common import WORKLOAD_PYTHON, beyond_power_mode_option, console, open_root, print_json
 from .measure import (
     _BATCH,
@@ -123,9 +125,9 @@ def tune(
         board_name=host if str(root.base) == "/" else f"{host}:{root.base}")
 
     def say(line: str) -> None:
-        if not as_json:  # wrapped at spaces on a terminal, one line each when piped
-            err = console(stderr=True)
-            err.print(line, soft_wrap=not err.is_terminal, highlight=False, markup=False)
+        if not as_json:  # wrapped at words to stderr's terminal, one line each when piped
+            sys.stderr.write(for_stream(line, sys.stderr, "  ") + "\n")
+            sys.stderr.flush()
 
     with InterruptLatch():
         report = run(root, request, progress=say)
@@ -141,18 +143,22 @@ def tune(
                     "profile": str(report.profile) if report.profile else None})
         return
     _render(doc)
-    out_console = console()
-    out_console.print(f"results: {report.path}" + (f", {report.plot}" if report.plot else ""),
-                      soft_wrap=True, highlight=False)
+    _line(f"results: {report.path}" + (f", {report.plot}" if report.plot else ""))
     if report.profile:
-        out_console.print(f"profile: {report.profile} (jetbench apply {save_profile})",
-                          soft_wrap=True, highlight=False)
+        _line(f"profile: {report.profile} (jetbench apply {save_profile})")
+
+
+def _line(text: str) -> None:
+    """A line of prose on stdout: wrapped at words to its terminal (a path whole), as written
+    where stdout is none."""
+    sys.stdout.write(for_stream(text, sys.stdout, "  ") + "\n")
+    sys.stdout.flush()
 
 
 def _render(doc: TuneDoc) -> None:
     from rich.table import Table
 
-    from ..run.tune.output import _settings_text, closest_text, unit_labels
+    from ..run.tune.output import _settings_text, closest_text, figure_text, unit_labels
     from ..work_units import DEFAULT_UNIT
     from .render import sim_tag
 
@@ -160,7 +166,8 @@ def _render(doc: TuneDoc) -> None:
                   + sim_tag(doc.get("simulated", False)), title_justify="left")
     rate, per_j = unit_labels(doc.get("unit", DEFAULT_UNIT))
     for col in ("", "settings", rate, "W", per_j, "p99 ms"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold" if col == "settings" else "ellipsis",
+                         no_wrap=col not in ("", "settings"))
     best = doc.get("best")
     rows = ([("best", best)] if best else []) + [
         ("front", t) for t in doc.get("pareto", []) if not best
@@ -168,25 +175,25 @@ def _render(doc: TuneDoc) -> None:
     for label, t in rows:
         s, m = t.get("settings") or {}, t.get("metrics") or {}
         # as the progress lines say them (2.133 GHz there, not 2133MHz here)
-        table.add_row(label, _settings_text(s),
-                      _num(m.get("images_per_s")), _num(m.get("power_w")),
-                      _num(m.get("images_per_j")), _num(m.get("latency_p99_ms")))
+        # each figure with its uncertainty, digits from it, as measure's table
+        table.add_row(label, _settings_text(s), *(figure_text(m, name) for name in (
+            "images_per_s", "power_w", "images_per_j")), _num(m.get("latency_p99_ms")))
     out = console()
     out.print(table)
     if best and doc.get("why"):
-        out.print(f"why this point: {doc.get('why')}", highlight=False, markup=False,
-                  soft_wrap=not out.is_terminal)
+        _line(f"why this point: {doc.get('why')}")
     done = [t for t in doc.get("trials", []) if t.get("state") == "COMPLETE"]
-    out.print(f"{len(done)} trial(s) complete, {sum(1 for t in done if t.get('feasible'))} "
-              f"feasible; objective {', '.join(doc.get('objectives', []))}; constraints "
-              f"{', '.join(doc.get('constraints', [])) or 'none'}", highlight=False,
-              soft_wrap=not out.is_terminal)
+    _line(f"{len(done)} trial(s) complete, {sum(1 for t in done if t.get('feasible'))} "
+          f"feasible; objective {', '.join(doc.get('objectives', []))}; constraints "
+          f"{', '.join(doc.get('constraints', [])) or 'none'}")
     if not best:
         out.print("no trial met the constraints with a valid result", style="bold red")
         closest = closest_text(doc)
         if closest:
-            out.print(closest, highlight=False, markup=False, soft_wrap=not out.is_terminal)
+            _line(closest)
 
 
 def _num(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.3g}"
+    from ..report.digits import significant
+
+    return significant(value)

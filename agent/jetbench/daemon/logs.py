@@ -7,6 +7,8 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Mapping
 
+from ..terminal import for_stream
+
 if TYPE_CHECKING:
     from ..ownership.journal import RestoreResult
 
@@ -23,13 +25,23 @@ class JournaldFormatter(logging.Formatter):
         return f"<{self.PRIORITY.get(record.levelno, 6)}>{super().format(record)}"
 
 
+class TerminalFormatter(logging.Formatter):
+    """A record wrapped at words to the width of the terminal stderr is (the daemon run by
+    hand: its lines run to ~200 characters), as written where stderr is none (a file, a
+    pipe): a log line stays one line there."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_stream(super().format(record), sys.stderr, "    ")
+
+
 def setup_logging(env: Mapping[str, str]) -> None:
-    """stderr, which journald collects; priority prefixes when journald is reading it."""
+    """stderr, which journald collects; priority prefixes when journald is reading it (a
+    journal line is one line: never wrapped), wrapped at words on a terminal."""
     handler = logging.StreamHandler(sys.stderr)
     if env.get("JOURNAL_STREAM"):
         handler.setFormatter(JournaldFormatter("%(message)s"))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s jetbench daemon %(levelname)s: "
+        handler.setFormatter(TerminalFormatter("%(asctime)s jetbench daemon %(levelname)s: "
                                                "%(message)s", "%H:%M:%S"))
     logger = logging.getLogger("jetbench")
     logger.handlers[:] = [handler]

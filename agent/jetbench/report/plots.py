@@ -1,6 +1,7 @@
 """PNG plots (matplotlib, Agg backend, imported here only): the power trace of a run with the
 warm-up and the measured window shaded; img/s and img/s/W against the GPU clock; throughput
-against batch size (the Addfor/Dell minibatch curves). Titles say SIMULATED when it is."""
+against batch size (the Addfor/Dell minibatch curves). Titles say SIMULATED when it is. (tune's
+Pareto plot: pareto_plot.py.)"""
 
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ from typing import (
 )
 
 from ..documents import ResultDoc
-from ..tune_documents import TrialDoc, TuneDoc
 from ..units import format_hz
-from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, per_joule_label, rate_label
+from ..work_units import DEFAULT_UNIT, common_unit, efficiency_label, rate_label
 from . import schema
 from .io import read_trace_csv, trace_path
 from .verdict import differ
@@ -396,65 +396,6 @@ def _unused(out_dir: Path, csv: Path, written: List[Path]) -> Path:
         path = out_dir / f"{stem}-{n}.trace.png"
         n += 1
     return path
-
-
-def plot_pareto(doc: TuneDoc, path: Path,
-                limits: Sequence[Tuple[str, float, str]] = ()) -> Optional[Path]:
-    """`jetbench tune`'s study (tune.json's document): img/s against img/J of every trial,
-    feasible ones filled, the front joined, the best marked, `limits` (metric, value, label:
-    the constraints on these two axes) drawn; the caveat when simulated."""
-    def xy(t: Optional[TrialDoc]) -> Optional[Tuple[float, float]]:  # (img/J, img/s)
-        m = (t or {}).get("metrics") or {}
-        ipj, ips = m.get("images_per_j"), m.get("images_per_s")
-        return (ipj, ips) if ipj and ips else None
-
-    points = [(t, at) for t in doc["trials"] for at in [xy(t)] if at is not None]
-    if not points:
-        return None
-    unit = doc.get("unit", DEFAULT_UNIT)
-    per_j = per_joule_label(unit)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.8))
-    styles: Tuple[Tuple[bool, Dict[str, str]], ...] = (
-        (False, dict(facecolors="none", edgecolors="0.6", label="infeasible or invalid")),
-        (True, dict(color="tab:blue", label="feasible")))
-    for ok, style in styles:
-        drawn = [at for t, at in points if t.get("feasible") is ok]
-        if drawn:
-            ax.scatter([x for x, _ in drawn], [y for _, y in drawn], s=28, **style)
-    # each point's per-joule uncertainty (the rule that calls two points a tie), where known
-    known = [(x, y, x * pct / 100.0) for t, (x, y) in points
-             for pct in [((t.get("metrics") or {}).get("images_per_j_uncertainty_pct"))]
-             if isinstance(pct, (int, float)) and pct > 0]
-    if known:
-        ax.errorbar([x for x, _, _ in known], [y for _, y, _ in known],
-                    xerr=[e for _, _, e in known], fmt="none", ecolor="0.45", elinewidth=0.8,
-                    capsize=2, label=f"{per_j} uncertainty")
-    front = sorted(at for at in map(xy, doc["pareto"]) if at is not None)
-    if len(front) > 1:
-        ax.plot([x for x, _ in front], [y for _, y in front], color="tab:orange", lw=1,
-                label="Pareto front")
-    for metric, value, label in limits:
-        line = ax.axhline if metric == "images_per_s" else ax.axvline
-        line(value, color="tab:red", ls="--", lw=1, label=label)
-    best = doc.get("best")
-    best_at = xy(best)
-    if best_at is not None:
-        ax.scatter([best_at[0]], [best_at[1]], marker="*", s=220, color="tab:green", zorder=5,
-                   label="best")
-    s = (best or points[0][0]).get("settings") or {}
-    what = "a command" if s.get("model") == "command" else f"{s.get('model')} {s.get('precision')}"
-    title = f"jetbench tune: {what} ({len(points)} trials)"
-    ax.set_title(title + (" [SIMULATED]" if doc["simulated"] else ""))
-    ax.set_xlabel(f"{per_j} ({unit} per joule)")
-    ax.set_ylabel(rate_label(unit))
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
-    if doc["simulated"]:
-        fig.text(0.01, 0.01, "simulated board: figures from jetbench's models, not hardware",
-                 fontsize=7, color="0.4")
-    fig.tight_layout()
-    return _save(fig, path)
 
 
 def png_size(path: Path) -> Tuple[int, int]:

@@ -340,15 +340,22 @@ def invalid_lines(docs: Sequence[ResultDoc]) -> List[str]:
     return [f"{schema.label(d)}: {r}" for d in docs for r in schema.invalid_reasons(d)]
 
 
+def named(docs: Sequence[ResultDoc]) -> List[str]:
+    """Each result's label as a warning names it: with its directory where the results come
+    from several (`report r1 r2`: '408 MHz (r1)' beside '408 MHz (r2)', not '408 MHz' twice)."""
+    several = len({_run_dir(d) for d in docs}) > 1
+    return [schema.label(d) + (f" ({_run_dir(d) or '?'})" if several else "") for d in docs]
+
+
 def warnings_of(docs: Sequence[ResultDoc]) -> List[str]:
     """Each kind of warning once, with the configurations it applies to (grouped())."""
     pairs: List[Tuple[str, str]] = []
-    for d in docs:
+    for d, label in zip(docs, named(docs)):
         for w in d.get("warnings") or []:
-            pairs.append((schema.label(d), w))
+            pairs.append((label, w))
         if d.get("message"):
-            pairs.append((schema.label(d), d["message"]))
-    return grouped(pairs, len(docs), [schema.label(d) for d in docs])
+            pairs.append((label, d["message"]))
+    return grouped(pairs, len(docs), named(docs))
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?%?")
@@ -434,7 +441,7 @@ def uncertainty_advice(docs: Sequence[ResultDoc]) -> List[str]:
     """Where img/s/W's uncertainty exceeds 1% (MLPerf Power's bound), say so and what would
     lower it: once per kind, with the configurations (grouped())."""
     pairs: List[Tuple[str, str]] = []
-    for d in docs:
+    for d, label in zip(docs, named(docs)):
         unc = (d.get("efficiency") or {}).get("uncertainty") or {}
         pct = unc.get("images_per_j_pct")
         if schema.items_per_j(d) is None or (pct is not None and pct <= UNCERTAINTY_BOUND_PCT):
@@ -452,9 +459,9 @@ def uncertainty_advice(docs: Sequence[ResultDoc]) -> List[str]:
             text = (f"{eff} uncertainty {pct:.1f}% exceeds "
                     f"{UNCERTAINTY_BOUND_PCT:g}% (MLPerf Power's bound)")
         lower = unc.get("lower_it") or []
-        pairs.append((schema.label(d),
-                      text + (": lower it with " + "; or ".join(lower) if lower else "")))
-    return grouped(pairs, len(docs), [schema.label(d) for d in docs])
+        pairs.append((label, text + (": lower it with " + "; or ".join(lower) if lower
+                                     else "")))
+    return grouped(pairs, len(docs), named(docs))
 
 
 def _mode_text(mode: Optional[PowerModeDoc]) -> str:

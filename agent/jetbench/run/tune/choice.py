@@ -239,7 +239,7 @@ def choose_best(trials: Sequence[FrozenTrial], objective: str,
                                     -t.user_attrs["metrics"][objective]))
 
 
-def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/J",
+def why_best(trials: Sequence[FrozenTrial], objective: str, per_j: str = "img/s/W",
              best: Optional[FrozenTrial] = None, constraints: Sequence[Constraint] = (),
              space_size: Optional[int] = None) -> str:
     """Why choose_best chose its point (`best`, where the caller has it already), in a line:
@@ -270,7 +270,7 @@ def _why(trials: Sequence[FrozenTrial], objective: str, per_j: str, best: Frozen
     number = runner.trials[-1].number + 1
     if objective != "images_per_j":
         return f"{objective} {gap:.1f}% {'above' if sign > 0 else 'below'} trial {number}'s"
-    if sign * other > sign * value:  # a tie it won: the runner-up measured more img/J
+    if sign * other > sign * value:  # a tie it won: the runner-up measured more img/s/W
         return (f"tie with trial {number} within {gap:.1f}% (their uncertainties overlap): "
                 "less power wins")
     pct = best.user_attrs["metrics"].get("images_per_j_uncertainty_pct")

@@ -7,8 +7,11 @@ and halving one knob at a time walks it only along that knob. So after the top o
 and one design point per knob (`design_points`), each next point is the one the models say is
 most efficient among those they say meet the floor: any point of the space, so one knob traded
 against another where the fitted edge runs across both; in the search's last trials, among the
-best point's neighbours (`trades`: a knob one step down, or one down and another one up).
-A point at or below one that missed the floor is never proposed (monotone.py's rule).
+best point's neighbours (`trades`: a knob one step down, or one down and another one up) and,
+where a miss down one knob brackets the edge, the points between (`further`: the edge reached
+in one trial, not one a step); where none of those is left to read, near the next best point
+read, then anywhere. A point at or below one that missed the floor is never proposed
+(monotone.py's rule).
 
 Both models are monotone where physics is (a clock raised never slows a workload nor lowers
 its power), by non-negative least squares over terms that each rise with every clock, in
@@ -150,22 +153,29 @@ def propose(space: Mapping[str, Sequence[int]], readings: Sequence[Reading],
     models = Models.fit(space, readings)
     if models is None:
         return None
-    knobs = list(space)
+    grid = candidates if candidates is not None else _grid(space)
+    chosen = _most_efficient(models, grid, max(floors, default=0.0), excluded)
+    return None if chosen is None else chosen[1]
+
+
+def _most_efficient(models: Models, candidates: Sequence[Clocks], floor: float,
+                    excluded: Sequence[Clocks]) -> Optional[Tuple[float, Clocks]]:
+    """(the models' items/J, the point) of the candidate not in `excluded` that the models
+    say is most efficient among those they put at or over `floor`; None where there is none."""
+    knobs = list(models.space)
     skip = {tuple(c.get(f"{k}_hz") for k in knobs) for c in excluded}
     grid = [p for p in (tuple(c[f"{k}_hz"] for k in knobs) for c in candidates)
-            ] if candidates is not None else list(itertools.product(*(space[k] for k in knobs)))
-    grid = [p for p in grid if p not in skip]
+            if p not in skip]
     if not grid:
         return None
-    x = np.array([[hz / max(space[k]) for k, hz in zip(knobs, p)] for p in grid])
+    x = np.array([[hz / max(models.space[k]) for k, hz in zip(knobs, p)] for p in grid])
     rate, power = models.predict(x)
-    floor = max(floors, default=0.0)
     ok = rate >= floor
     if not ok.any():
         return None
     score = np.where(ok, rate / np.maximum(power, 1e-12), -np.inf)
-    chosen = grid[int(np.argmax(score))]
-    return {f"{k}_hz": int(hz) for k, hz in zip(knobs, chosen)}
+    at = int(np.argmax(score))
+    return float(score[at]), {f"{k}_hz": int(hz) for k, hz in zip(knobs, grid[at])}
 
 
 def design_points(space: Mapping[str, Sequence[int]]) -> List[Clocks]:
@@ -188,8 +198,8 @@ def next_point(trials: Sequence[FrozenTrial], space: Mapping[str, Sequence[int]]
     """The next point of a search under throughput floors alone (every constraint one): a
     design point not read yet, else the models' proposal (`propose`), judged from `trials`
     (this board's, of one workload setting, their settings checked); with `best` (the best
-    point read, in the search's last trials), the proposal among its neighbours (`trades`).
-    None where there is none (the sampler goes on)."""
+    point read, in the search's last trials), the proposal near it (`_near`), else near the
+    next best point read, else anywhere. None where there is none (the sampler goes on)."""
     knobs = list(space)
     readings: List[Reading] = []
     misses: List[Clocks] = []
@@ -211,13 +221,38 @@ def next_point(trials: Sequence[FrozenTrial], space: Mapping[str, Sequence[int]]
     for point in design_points(space):
         if point not in seen and not any(_below(point, m) for m in misses):
             return point
-    floors = [c.value for c in constraints]
-    candidates = trades(space, best) if best is not None else _grid(space)
-    excluded = seen + [p for p in candidates if any(_below(p, m) for m in misses)]
-    if best is not None:  # the edge near the best: ranked by the models, the floor hoped for
-        return propose(space, readings, [f * (1 - NEAR_SLACK) for f in floors], excluded,
-                       candidates)
-    return propose(space, readings, floors, excluded)
+    floor = max((c.value for c in constraints), default=0.0)
+    everywhere = seen + [p for p in _grid(space) if any(_below(p, m) for m in misses)]
+    models = Models.fit(space, readings)
+    if models is None:
+        return None
+    if best is not None:
+        # the edge near the best, then near the next best point read (the edge runs through
+        # each point that met the floor: where the best's neighbours are all read, the next
+        # one's may not be), ranked by the models
+        met = sorted((r for r in readings if r.clocks not in misses),
+                     key=lambda r: -r.items_per_s / r.power_w)
+        for leader in [best] + [r.clocks for r in met if r.clocks != best]:
+            chosen = _near(models, space, leader, misses, floor, everywhere)
+            if chosen is not None:
+                return chosen
+    # (no neighbour of a point read is left to read: where the models say anywhere)
+    found = _most_efficient(models, _grid(space), floor, everywhere)
+    return None if found is None else found[1]
+
+
+def _near(models: Models, space: Mapping[str, Sequence[int]], leader: Clocks,
+          misses: Sequence[Clocks], floor: float, excluded: Sequence[Clocks]
+          ) -> Optional[Clocks]:
+    """Of the points near `leader`, the one the models rank first: its neighbours with the
+    floor hoped for (NEAR_SLACK), and further down one knob alone, short of a miss, where the
+    models put the floor met (the edge further than a step: one trial reaches it, not one per
+    step)."""
+    chosen = max((c for c in (
+        _most_efficient(models, trades(space, leader), floor * (1 - NEAR_SLACK), excluded),
+        _most_efficient(models, further(space, leader, misses), floor, excluded))
+        if c is not None), key=lambda c: c[0], default=None)
+    return None if chosen is None else chosen[1]
 
 
 def trades(space: Mapping[str, Sequence[int]], best: Clocks) -> List[Clocks]:
@@ -233,6 +268,22 @@ def trades(space: Mapping[str, Sequence[int]], best: Clocks) -> List[Clocks]:
             if j != k and at[k] > 0 and at[j] < len(space[j]) - 1:
                 out.append(dict(best, **{f"{k}_hz": space[k][at[k] - 1],
                                          f"{j}_hz": space[j][at[j] + 1]}))
+    return out
+
+
+def further(space: Mapping[str, Sequence[int]], best: Clocks, misses: Sequence[Clocks]
+            ) -> List[Clocks]:
+    """The points down one knob alone from `best`, two steps and more (`trades` has one),
+    above the first point down that knob known to miss: where a miss brackets the edge, so
+    the models interpolate between a point read that met the floor and one that missed it
+    (with no miss below, a point far down would be their extrapolation)."""
+    out = []
+    for k, values in space.items():
+        at = list(values).index(best[f"{k}_hz"])
+        down = [dict(best, **{f"{k}_hz": values[j]}) for j in range(at - 1, -1, -1)]
+        bracket = next((j for j, p in enumerate(down) if any(_below(p, m) for m in misses)),
+                       None)
+        out += [] if bracket is None else down[1:bracket]
     return out
 
 

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Seque
 from ...errors import UsageError
 from ...hw.board import Board
 from ...hw.fs import Root
+from ...report.digits import plus_minus_pct
 from ...tune_documents import ClosestDoc, TrialDoc, TuneDoc
 from ...units import format_hz
-from ...work_units import DEFAULT_UNIT, per_joule_label, rate_label
+from ...work_units import DEFAULT_UNIT, efficiency_label, rate_label
 from ..constraint import Constraint
 from .choice import (
     _pooled,
@@ -69,7 +70,7 @@ def study_doc(study: Study, req: TuneRequest, space: Dict[str, List[int]],
             "trials": [trial_doc(t) for t in trials],
             "best": trial_doc(best) if best else None,
             "pareto": [trial_doc(t) for t in front],
-            "why": why_best(usable, req.objectives[0], per_joule_label(unit), best,
+            "why": why_best(usable, req.objectives[0], efficiency_label(unit), best,
                             req.constraints, space_size) if best else None,
             "closest": None if best else _closest(usable, req.constraints, trial_doc),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -160,9 +161,25 @@ def _best_news(best: Tuple[str, int], shown: List[str], trial: int) -> str:
 
 
 def unit_labels(unit: str) -> Tuple[str, str]:
-    """The rate's and the per-joule figure's labels for what a trial counts: ('img/s',
-    'img/J'), ('tokens/s', 'tokens/J')."""
-    return rate_label(unit), per_joule_label(unit)
+    """The rate's and the per-joule figure's labels for what a trial counts, as measure,
+    sweep and report name them: ('img/s', 'img/s/W'), ('tokens/s', 'tokens/J')."""
+    return rate_label(unit), efficiency_label(unit)
+
+
+# each figure of a trial and the metric holding its uncertainty (choice.metrics_of)
+FIGURES = (("images_per_s", "images_per_s_uncertainty_pct"),
+           ("power_w", "power_w_uncertainty_pct"),
+           ("images_per_j", "images_per_j_uncertainty_pct"))
+
+
+def figure_text(m: Mapping[str, object], name: str) -> str:
+    """A trial's figure with its uncertainty, digits from it as measure prints them
+    ('5.71 +- 0.29', '56.7 +- unknown'); '?' where it was not measured."""
+    value = m.get(name)
+    if not isinstance(value, (int, float)):
+        return "?"
+    pct = m.get(dict(FIGURES).get(name, ""))
+    return plus_minus_pct(float(value), float(pct) if isinstance(pct, (int, float)) else None)
 
 
 def _settings_text(s: Mapping[str, object]) -> str:
@@ -176,13 +193,10 @@ def _settings_text(s: Mapping[str, object]) -> str:
 
 
 def _metrics_text(m: Mapping[str, object], unit: str = DEFAULT_UNIT) -> str:
-    rate, per_j = unit_labels(unit)
-
-    def g(name: str, label: str) -> str:
-        v = m.get(name)
-        return f"{v:.3g} {label}" if isinstance(v, (int, float)) else f"? {label}"
-
-    return ", ".join((g("images_per_s", rate), g("power_w", "W"), g("images_per_j", per_j)))
+    """'56.7 +- 0.3 img/s, 5.71 +- 0.29 W, 9.9 +- 0.5 img/s/W'."""
+    labels = (*unit_labels(unit)[:1], "W", unit_labels(unit)[1])
+    return ", ".join(f"{figure_text(m, name)} {label}"
+                     for (name, _), label in zip(FIGURES, labels))
 
 
 def profile_text(doc: TuneDoc, board: Board, name: str, caps: Sequence[str] = ()) -> str:
@@ -250,7 +264,7 @@ def mode_caps_text(root: Root, board: Board) -> List[str]:
 
 def pareto_plot(doc: TuneDoc, path: Path) -> Optional[Path]:
     """report/plots.py's Pareto plot of the study, with the constraints on its two axes."""
-    from ...report.plots import plot_pareto
+    from ...report.pareto_plot import plot_pareto
 
     limits = []
     for text in doc.get("constraints", []):

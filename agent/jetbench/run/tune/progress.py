@@ -1,12 +1,13 @@
-"""What a study says while it runs: a line per trial (`trial 3/12: ... -> img/s, W, img/J`),
-why a trial measures a point measured before, and the time left (as `sweep`'s bar: trials done
-of the budget, and H:MM:SS left at this board's mean trial so far)."""
+"""What a study says while it runs: a line per trial (`trial 3/12: ... -> img/s, W, img/s/W`),
+why a trial measures a point measured before, and the times (as `sweep`'s bar: trials done of
+the budget, the time since this board started, and the time left at its mean trial so far)."""
 
 from __future__ import annotations
 
-import datetime
+import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Protocol, Sequence
 
+from ...units import duration_text, times_text
 from .output import _best_line, _best_news, _metrics_text, _settings_text
 
 if TYPE_CHECKING:
@@ -24,11 +25,6 @@ class Reading(Protocol):
 
     @property
     def user_attrs(self) -> Dict[str, Any]: ...  # Any: Optuna's type (JSON values)
-
-
-def clock(seconds: float) -> str:
-    """'0:01:10': time left as sweep's bar (rich's TimeRemainingColumn) shows it."""
-    return str(datetime.timedelta(seconds=max(0, round(seconds))))
 
 
 def again_reason(trial: Reading, before: Sequence[Reading]) -> str:
@@ -60,6 +56,7 @@ class Progress:
         self.space = space
         self.shown = [""]  # the best point last named: named again only when it changes
         self.spent_s: List[float] = []  # this board's measured trials' durations
+        self.started = time.monotonic()  # this board's run of the study
 
     def ordinal(self, number: int, counted: int) -> str:
         """`trial K/BUDGET`: the K-th trial to count against the budget (the study's, every
@@ -90,13 +87,15 @@ class Progress:
         self.eta(counted)
 
     def eta(self, done: int) -> None:
-        """'tune: 5/12 trials done, 0:01:10 left (at 0:00:10 a trial)'."""
+        """'tune: 5/12 trials done, 50 s elapsed, ~1 min 10 s left (10 s a trial)': as
+        measure's and sweep's progress says its times (units.times_text)."""
         left = self.req.budget - done
         if left <= 0 or not self.spent_s:
             return
         mean = sum(self.spent_s) / len(self.spent_s)
-        self.say(f"tune: {done}/{self.req.budget} trials done, {clock(mean * left)} left "
-                 f"(at {clock(mean)} a trial)")
+        self.say(f"tune: {done}/{self.req.budget} trials done, "
+                 f"{times_text(time.monotonic() - self.started, mean * left)} "
+                 f"({duration_text(mean)} a trial)")
 
 
 def earlier_readings(trials: Sequence[FrozenTrial], trial: Reading) -> List[FrozenTrial]:
