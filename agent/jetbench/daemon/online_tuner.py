@@ -26,7 +26,7 @@ look above shows that more is served, and more per joule, there). A window the s
 not read (a fault, a log gone silent) freezes the search at the last good point, or where the
 daemon began before there is one (phase `frozen`), until it answers again.
 
-Every comparison goes by report/digits.separated: the uncertainties must separate two figures
+Every comparison goes by report/verdict.differ: the uncertainties must separate two figures
 before one is called better; a constraint is met only with its whole interval on the right
 side (taking a step needs that) and broken only with it on the wrong side (leaving a held point
 needs that), so one noisy window neither takes a step nor leaves a point.
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
-from ..report.digits import separated
+from ..report.verdict import differ
 from ..run.constraint import Constraint, daemon_names
 from ..units import format_hz
 
@@ -151,9 +151,10 @@ def parse_limit(text: str) -> Constraint:
 
 def _apart(a: float, a_pct: Optional[float], b: float, b_pct: Optional[float],
            sigmas: float) -> bool:
-    """report/digits.separated with each interval `sigmas` uncertainties wide."""
-    return separated(a, None if a_pct is None else a_pct * sigmas, b,
-                     None if b_pct is None else b_pct * sigmas)
+    """The one comparison rule (report/verdict.differ) with each interval `sigmas`
+    uncertainties wide: an unknown uncertainty is no verdict, so never apart."""
+    return bool(differ(a, None if a_pct is None else a_pct * sigmas, b,
+                       None if b_pct is None else b_pct * sigmas))
 
 
 def _better(a: Window, b: Window, sigmas: float = 1.0) -> bool:
