@@ -44,6 +44,11 @@ def daemon(
                                     help="On a simulated board, run its simulated kernel "
                                          "in-process (off: `jetbench sim run` does it)."),
     beyond_power_mode: bool = beyond_power_mode_option(),
+    meter: Optional[List[str]] = typer.Option(
+        None, "--meter", metavar="SPEC", help="Where power is read (repeatable; measure's "
+        "specs: auto, ina3221, rapl, nvml, jtop, PROTOCOL:PORT[?options]; calibrated: the "
+        "wall from the board's calibration). The first is the total --tune divides by. "
+        "Opened before anything is pinned."),
     tune: bool = typer.Option(False, "--tune", rich_help_panel=_TUNE,
                               help="Tune the live workload: the clocks with the most items "
                                    "per joule its rate shows, under --constraint, held and "
@@ -82,6 +87,7 @@ def daemon(
     tuning = _tune_config(tune, throughput_from, latency_from, constraint or [], tune_knobs,
                           tune_window, tune_silence, tune_gpu)
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
+                          meters=_meters(meter or []),
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
                           lease_stop_wait_s=parse_duration_s(lease_stop_wait),
@@ -90,6 +96,18 @@ def daemon(
     code = run_daemon(open_root(ctx), config)
     if code:
         raise typer.Exit(code)
+
+
+def _meters(specs: List[str]) -> Tuple[str, ...]:
+    """--meter's specs, each checked as measure checks it (UsageError), before anything runs;
+    `calibrated` is the daemon's own."""
+    from ..daemon.rails import CALIBRATED
+    from ..hw.meters.registry import parse_meter_spec
+
+    for spec in specs:
+        if spec.strip().lower() != CALIBRATED:
+            parse_meter_spec(spec)
+    return tuple(s.strip() for s in specs)
 
 
 def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
@@ -249,6 +267,11 @@ def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
         watts = "-" if r.get("power_w") is None else f"{r.get('power_w'):.2f} W"
         scope = f"; {r['scope']}, {r['basis']}" if r.get("scope") else ""
         rows.append((f"power {r.get('name')}", f"{watts} ({r.get('point')}{scope})"))
+    source = doc.get("power_source")
+    if source:  # what the daemon's power (and --tune's items/J) comes from (--meter)
+        rows.append(("power source", f"{source.get('name')} ({source.get('source')}, "
+                                     f"{source.get('point')}; {source.get('scope')}, "
+                                     f"{source.get('basis')})"))
     if doc.get("metrics"):
         rows.append(("metrics", f"http://{doc.get('metrics')}/metrics"))
     error = doc.get("last_error")

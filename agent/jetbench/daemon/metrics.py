@@ -13,6 +13,7 @@ the loop), so a scrape never touches the hardware and never waits for it:
                                                  source="calibrated"
     jetbench_clock_frequency_hertz{domain,clock}, jetbench_clock_locked{domain,clock}
     jetbench_measurement_info{sampling_hz,method,calibration}
+    jetbench_power_source_info{rail,source,point,scope,basis}   what the power is from (--meter)
     jetbench_temperature_celsius{zone}
     jetbench_drift_repins_total                  re-pins after something else moved a clock
     jetbench_clock_drift_events_total{domain}    a pinned clock stopped running at its pin
@@ -195,6 +196,14 @@ def _clock_metrics(snap: StatusDoc) -> Iterator[Metric]:
     info.add_metric([f"{1.0 / interval:g}" if interval else "", "sampled",
                      str(label or "none")], 1.0)
     yield info
+    source = GaugeMetricFamily("jetbench_power_source_info", "What the daemon's power (and "
+                               "--tune's items/J) comes from (daemon --meter)",
+                               labels=["rail", "source", "point", "scope", "basis"])
+    doc = snap.get("power_source")
+    if doc:
+        source.add_metric([doc["name"], doc["source"], doc["point"], doc["scope"],
+                           doc["basis"]], 1.0)
+    yield source
 
 
 def _tune_metrics(snap: StatusDoc) -> Iterator[Metric]:

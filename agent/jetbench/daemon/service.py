@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import thermal
@@ -80,6 +80,7 @@ class DaemonConfig:
     sim_kernel: bool = True  # run the simulated kernel in-process on a simulated board
     lease_stop_wait_s: float = LEASE_STOP_WAIT_S  # tests shorten it (--lease-stop-wait)
     tune: Optional[TuneConfig] = None  # --tune: search clocks on the live workload
+    meters: Tuple[str, ...] = ()  # --meter: the power sources (default: the board's own)
 
 
 class _NothingToRestore(Exception):
@@ -200,6 +201,7 @@ class Daemon:
             self._sim.start()
         log.info("board: %s (%s)%s, root %s", board.model, board.family,
                  " [simulated]" if board.simulated else "", self.root.base)
+        self._open_sources(board)  # before any pin: a --meter that does not open stops here
         with self._lock:
             pending = journal.load(self.root)
             if pending:
@@ -221,7 +223,6 @@ class Daemon:
                     self._error(f"profile {self.config.profile} refused, pinning nothing "
                                 f"(fix it, then systemctl reload jetbench): {err}")
         self.drift.layout = thermal.scan(self.root, board)
-        self._open_sources(board)
         self.lending.attach(self._control, self._sim, self._board_lock)
         self.drift.wait_settled(board)
         if self.config.tune is not None:
@@ -279,6 +280,10 @@ class Daemon:
             self._apply_held(profile)
 
     def _open_sources(self, board: Board) -> None:
+        if self.config.meters:  # asked for by name: one that does not open stops the daemon
+            self._rails.open_for(self.root, board, self.config.tune, self.config.meters)
+            log.info("power: %s", ", ".join(s.name for s in self._rails.sources))
+            return
         try:
             self._rails.open_for(self.root, board, self.config.tune)
         except JetbenchError as err:
@@ -443,7 +448,8 @@ class Daemon:
         doc = now.to_dict()
         return {"clocks": doc["clocks"], "temperatures_c": doc["temperatures_c"],
                 "power_mode": doc["power_mode"], "gpu_load_pct": doc["gpu_load_pct"],
-                "rails": rails, "total": total, "read_at": iso(time.time())}
+                "rails": rails, "total": total, "power_source": self._rails.power_source,
+                "read_at": iso(time.time())}
 
     # -- what the socket and metrics see -----------------------------------------------------
     def summary(self) -> str:
