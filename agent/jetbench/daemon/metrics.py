@@ -27,6 +27,7 @@ the loop), so a scrape never touches the hardware and never waits for it:
     jetbench_tune_point_hz{knob}, jetbench_tune_energy_saved_joules_total,
     jetbench_tune_constraint_violations_total, jetbench_tune_windows_total,
     jetbench_items_total{unit}                   the workload's items (its counter)  (--tune only)
+    jetbench_workload_phase{phase}, jetbench_workload_phase_*{phase}   --phases (phase_metrics.py)
 
 The HTTP side is bounded whatever clients do: one thread with `selectors` accepts, reads each
 request head (at most MAX_HEAD_BYTES, within `timeout_s` of the connection), and answers it
@@ -47,6 +48,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from ..errors import UsageError
+from .phase_metrics import phase_metrics
 
 if TYPE_CHECKING:  # prometheus-client is optional, imported where used
     from prometheus_client.metrics_core import Metric
@@ -155,6 +157,7 @@ class _Collector:
         yield info
         yield from _power_mode_metrics(snap)
         yield from _tune_metrics(snap)
+        yield from phase_metrics(snap)  # --phases (phase_metrics.py)
 
 
 def _energy_metric(snap: StatusDoc) -> Metric:

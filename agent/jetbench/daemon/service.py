@@ -29,8 +29,9 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import thermal
@@ -55,6 +56,8 @@ from .live_space import tuned_profile
 from .live_tuning import LiveTuning, TuneConfig, open_live_tuning
 from .logs import log_moved, setup_logging
 from .notify import Notifier, watchdog_period_s
+from .phase_windows import PhaseCounter
+from .phased_tuning import PhasedTuning, open_phased_tuning
 from .rails import RailMeter
 from .status_doc import status_doc
 
@@ -81,6 +84,7 @@ class DaemonConfig:
     lease_stop_wait_s: float = LEASE_STOP_WAIT_S  # tests shorten it (--lease-stop-wait)
     tune: Optional[TuneConfig] = None  # --tune: search clocks on the live workload
     meters: Tuple[str, ...] = ()  # --meter: the power sources (default: the board's own)
+    phases: Tuple[PhaseCounter, ...] = ()  # --tune --phases: a point per workload phase
 
 
 class _NothingToRestore(Exception):
@@ -115,7 +119,7 @@ class Daemon:
         self._control: Optional[ControlServer] = None
         self._metrics: Optional[MetricsServer] = None
         self._board_lock: Optional[BoardLock] = None
-        self.tuning: Optional[LiveTuning] = None  # --tune
+        self.tuning: Optional[Union[LiveTuning, PhasedTuning]] = None  # --tune
         # The parts, each given what it uses (as prometheus_client composes collectors).
         self.drift = Drift(root, self.held, self._lock, self._error, self._read, self._publish)
         self.lending = Lending(root, self.held, self._lock, self.notifier, self.drift,
@@ -239,9 +243,12 @@ class Daemon:
         log.info("ready: %s", status)
         self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
 
-    def _start_tuning(self, board: Board, tune: TuneConfig) -> LiveTuning:
-        """--tune (live_tuning.open_live_tuning), from the point the board holds."""
-        return open_live_tuning(
+    def _start_tuning(self, board: Board, tune: TuneConfig
+                      ) -> Union[LiveTuning, PhasedTuning]:
+        """--tune (live_tuning.open_live_tuning; with --phases phased_tuning's), from the point
+        the board holds."""
+        return (partial(open_phased_tuning, phases=self.config.phases) if self.config.phases
+                else open_live_tuning)(
             self.root, board, tune, self.config.beyond_power_mode, self._rails.total_power_w,
             self._pin_point, lambda: self._read(board).get("clocks") or [],
             lent_to=lambda: (f"lent to {self.held.lease.who}" if self.held.lease is not None

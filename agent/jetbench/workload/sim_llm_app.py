@@ -40,7 +40,7 @@ from ..hw.board import Board
 from ..hw.fs import Root
 from ..sim import gpu_load
 from ..sim.llm_model import LLMS, decode_time, prefill_time
-from ..sim.workload_model import BatchTime, family_constants
+from ..sim.workload_model import BatchTime, Clocks, family_constants
 from .sim_app import LOAD_EVERY_S, DemandStep, read_demand_file
 from .sim_run import CLOCK_READ_EVERY_S, running_clocks
 
@@ -125,7 +125,7 @@ class SimLlmApp:
         self._file_read_at = -1.0
         self._file_value: Tuple[bool, Optional[float]] = (False, None)
         self._clocks_at = -1.0
-        self._clocks = None
+        self._clocks: Optional[Clocks] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
@@ -208,11 +208,11 @@ class SimLlmApp:
         now = time.monotonic()
         if self._clocks is None or now - self._clocks_at >= CLOCK_READ_EVERY_S:
             self._clocks, self._clocks_at = running_clocks(self.root, self.board), now
+        clocks = self._clocks
         if kind == PROMPT:
-            return prefill_time(self.constants, self.shape, self.precision, n, self._clocks)
+            return prefill_time(self.constants, self.shape, self.precision, n, clocks)
         context = sum(self.prompt_tokens + r.generated for r in self._running) / n
-        return decode_time(self.constants, self.shape, self.precision, n, context,
-                           self._clocks)
+        return decode_time(self.constants, self.shape, self.precision, n, context, clocks)
 
     def _finish(self, step: _Step) -> None:
         """What a step did, counted at its end."""
