@@ -103,3 +103,37 @@ def test_a_bad_meter_spec_is_one_usage_error_before_anything(tmp_path, spec, say
                    "--meter", spec)
     assert done.returncode == 1 and says in done.stderr, done.stderr
     assert not (tmp_path / "d.sock").exists()
+
+
+def test_meter_calibrated_makes_the_wall_the_total_the_daemon_divides_by(tmp_path):
+    """`--meter calibrated`: the total is the wall computed from the board's own total by its
+    calibration (here wall = 2 W + 1.25 x VDD_IN, a hand-made one)."""
+    import json
+    import time as clock
+
+    from jetbench.daemon.rails import RailMeter
+    from jetbench.hw.board import detect
+    from jetbench.hw.fs import Root
+    from jetbench.run.calibration import CALIBRATION_PATH, SCHEMA, board_identity
+
+    base = make_board(tmp_path, "orin-nano")
+    root = Root(str(base))
+    board = detect(root)
+    cal = {"schema": SCHEMA, "simulated": True, "created_unix": clock.time(), "label": "hand",
+           "board": board_identity(root, board), "meter": "none", "total": "VDD_IN",
+           "range_w": [0.0, 100.0], "lag_s": 0.0,
+           "model": {"kind": "affine", "coefficients": [2.0, 1.25]}, "residual": {}}
+    path = root.path(CALIBRATION_PATH)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cal))
+    errors: list = []
+    meter = RailMeter([], errors.append)
+    meter.open_for(root, board, None, ("calibrated",))
+    watts = meter.total_power_w()
+    rails = {r["name"]: r for r in meter.read()[0]}
+    board_w = rails["VDD_IN"]["power_w"]  # the simulated rails hold between kernel passes
+    assert watts == pytest.approx(2.0 + 1.25 * board_w), (watts, board_w, errors)
+    assert meter.power_source == {"name": "wall", "source": "calibrated",
+                                  "point": "calibrated", "scope": "wall",
+                                  "basis": "calibrated"}
+    assert meter.total_energy is not None  # the window's energy: the wall's counter
