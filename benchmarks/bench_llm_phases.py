@@ -8,6 +8,10 @@ Two runs of RUN_S seconds, each on a fresh board, each with the daemon holding `
 - `phases`: `--tune --phases prefill:vllm:prompt_tokens_total,decode:vllm:generation_tokens_total
   --constraint demand>=0.95 --tune-window WINDOW`.
 
+WARMUP_S should cover the controllers' search (a prefill window of WINDOW fills at a few
+requests' prefills: the search takes minutes); the time until every phase holds and the TTFT
+p99 over the whole run, probes included, are printed too.
+
 Measured here, not by the daemon (its own per-phase figures are printed beside): the server
 runs in this process, and logs each engine step (prefill chunk or decode step, its start and
 end); a thread reads the board's total (VDD_IN, as measure reads it) every 10 ms. After
@@ -134,7 +138,14 @@ def run(mode: str, run_s: float, warmup_s: float, window: str, demand: str) -> D
     power = PowerTrace(base)
     power.start()
     t0 = time.monotonic()
-    time.sleep(run_s)
+    held_at: Optional[float] = None  # when every phase's controller first held a point
+    while time.monotonic() < t0 + run_s:
+        time.sleep(2.0)
+        phases = (request(sock, "status", timeout_s=10).get("tune") or {}).get(
+            "workload_phases") or {}
+        if held_at is None and phases and all(p.get("state") == "holding"
+                                              for p in phases.values()):
+            held_at = time.monotonic() - t0
     status = request(sock, "status", timeout_s=10)
     cpu = _cpu_s(daemon.pid)
     daemon.send_signal(signal.SIGTERM)
@@ -143,7 +154,7 @@ def run(mode: str, run_s: float, warmup_s: float, window: str, demand: str) -> D
     power.stop()
     server.shutdown()
     since = t0 + warmup_s
-    out: Dict[str, object] = {"mode": mode, "daemon_cpu_s": cpu}
+    out: Dict[str, object] = {"mode": mode, "daemon_cpu_s": cpu, "all_held_at_s": held_at}
     for kind in ("prefill", "decode"):
         tokens = joules = seconds = 0.0
         for k, start, end, n in app.steps:
@@ -158,6 +169,9 @@ def run(mode: str, run_s: float, warmup_s: float, window: str, demand: str) -> D
         out[f"{kind}_tokens_per_j"] = tokens / joules if joules else None
         out[f"{kind}_tokens_per_s"] = tokens / seconds if seconds else None
         out[f"{kind}_s"] = seconds
+    every = sorted(app.ttfts_s)
+    out["ttft_p99_whole_run_s"] = every[min(len(every) - 1, int(0.99 * len(every)))] \
+        if every else None
     ttfts = [ttft for arrival, ttft in zip(app.arrivals, app.ttfts_s) if arrival >= since]
     ttfts.sort()
     out["requests"] = len(ttfts)
