@@ -80,10 +80,10 @@ def daemon(
         None, "--tune-silence", metavar="DURATION", rich_help_panel=_TUNE,
         help="A log with no new value this long freezes the search (3 windows)."),
     phases: Optional[str] = typer.Option(
-        None, "--phases", metavar="NAME:COUNTER,...", rich_help_panel=_TUNE,
-        help="A point per workload phase, told apart by which counter on the "
-             "--throughput-from page moves, e.g. prefill:vllm:prompt_tokens_total,"
-             "decode:vllm:generation_tokens_total."),
+        None, "--phases", metavar="PHASES", rich_help_panel=_TUNE,
+        help="A point per workload phase (NAME:COUNTER,...), told apart by which counter on "
+             "the --throughput-from page moves, e.g. 'prefill:vllm:prompt_tokens_total, "
+             "decode:vllm:generation_tokens_total'."),
 ) -> None:
     """The systemd service's entry point, in the foreground: pin the profile, re-pin on drift,
     serve status and metrics; restore the board on SIGTERM/SIGINT, reload on SIGHUP."""
