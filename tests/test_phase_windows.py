@@ -122,3 +122,60 @@ def test_phases_are_parsed_with_their_counters_or_refused():
                 "idle:a,decode:b", "prefill,decode:b", "prefill:a,decode:9x"):
         with pytest.raises(UsageError):
             parse_phases(bad, rate)
+
+
+class _Source:
+    """Hands PhasedTuning the readings a test sets, as a polled source would."""
+
+    def __init__(self) -> None:
+        self.reading = _reading(0.0, 0, 0)
+        self.faults = 0
+
+    def read(self):
+        return self.reading
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_running_phases_point_is_pinned_and_idle_pins_the_first_phases():
+    from jetbench.daemon.live_rate import PrometheusSource
+    from jetbench.daemon.live_tuning import TuneConfig
+    from jetbench.daemon.online_tuner import Space
+    from jetbench.daemon.phase_windows import PhaseCounter
+    from jetbench.daemon.phased_tuning import PhasedTuning
+
+    space = Space(("gpu", "emc"), ((306, 408, 510, 624), (204, 665, 2133)))
+    now = [0.0]
+    pins: list = []
+    source = _Source()
+    tuning = PhasedTuning(
+        TuneConfig(rate=PrometheusSource(URL, Selector("x")), window_s=1.0),
+        (PhaseCounter("prefill", Selector("p")), PhaseCounter("decode", Selector("g"))),
+        source, space, read_power=lambda: 5.0, pin=pins.append, clock=lambda: now[0],
+        read_energy=lambda: (now[0], 5.0 * now[0]))  # type: ignore[arg-type]
+    tuning.begin({"gpu": 624, "emc": 2133})
+    assert pins == [{"gpu": 624, "emc": 2133}]
+    tuning.points["decode"] = (0, 2)  # as if decode's controller had chosen 306 / 2133
+
+    def at(t: float, prompt: float, generated: float) -> None:
+        now[0] = t
+        source.reading = _reading(t, prompt, generated)
+        tuning.tick()
+
+    at(0.05, 0, 0)
+    at(0.10, 256, 0)  # prefill runs: its point is the one pinned, nothing new
+    at(0.15, 256, 1)
+    at(0.20, 256, 2)  # decode runs: decode's point
+    assert pins[-1] == {"gpu": 306, "emc": 2133} and len(pins) == 2
+    at(0.25, 256, 3)
+    at(1.30, 256, 3)  # nothing for over a second: idle, the first phase's point again
+    assert tuning.windows.running == IDLE and pins[-1] == {"gpu": 624, "emc": 2133}
+    tuning.stop("restore")
+    at(1.35, 256, 4)  # stopped by the operator: no pin
+    assert len(pins) == 3 and tuning.phase == "stopped"
+    tuning.resume()  # the point it held, pinned again
+    assert len(pins) == 4
+    doc = tuning.doc()
+    assert doc["workload_phase"] == IDLE and set(doc["workload_phases"]) == {"prefill",
+                                                                             "decode"}
