@@ -40,10 +40,11 @@ def test_the_tuning_daemon_divides_by_the_meters_watts(tmp_path, started, transp
                               timeout=60), daemon.output()
             doc = daemon.ask("status")
             last = doc["tune"]["last"]
-            # the window's watts are the meter's (the board's own VDD_IN is read by nobody)
-            assert last["power_w"] == pytest.approx(METER_W, rel=1e-3), last
+            # the window's watts are the meter's (the board's own VDD_IN, ~5 W, is read by
+            # nobody): its energy over its time, each stamped as read, within 1% on a busy host
+            assert last["power_w"] == pytest.approx(METER_W, rel=0.01), last
             assert last["items_per_j"] == pytest.approx(last["items_per_s"] / METER_W,
-                                                        rel=1e-3)
+                                                        rel=0.01)
             assert [r["name"] for r in doc["rails"]] == ["P"]
             assert doc["power_source"] == {"name": "P", "source": meter.spec,
                                            "point": "external", "scope": "wall",
