@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..daemon.live_log import LogSource
     from ..daemon.live_rate import PrometheusSource
     from ..daemon.live_tuning import TuneConfig
+    from ..daemon.phase_windows import PhaseCounter
     from ..daemon.tune_doc import PointDoc, TuneStatusDoc
 
 _SOCKET_HELP = "The control socket (or $JETBENCH_SOCKET)."
@@ -45,6 +46,11 @@ def daemon(
                                     help="On a simulated board, run its simulated kernel "
                                          "in-process (off: `jetbench sim run` does it)."),
     beyond_power_mode: bool = beyond_power_mode_option(),
+    meter: Optional[List[str]] = typer.Option(
+        None, "--meter", metavar="SPEC", help="Where power is read (repeatable; measure's "
+        "specs: auto, ina3221, rapl, nvml, jtop, PROTOCOL:PORT[?options]; calibrated: the "
+        "wall from the board's calibration). The first is the total --tune divides by. "
+        "Opened before anything is pinned."),
     tune: bool = typer.Option(False, "--tune", rich_help_panel=_TUNE,
                               help="Tune the live workload: the clocks with the most items "
                                    "per joule its rate shows, under --constraint, held and "
@@ -79,6 +85,11 @@ def daemon(
     tune_silence: Optional[str] = typer.Option(
         None, "--tune-silence", metavar="DURATION", rich_help_panel=_TUNE,
         help="A log with no new value this long freezes the search (3 windows)."),
+    phases: Optional[str] = typer.Option(
+        None, "--phases", metavar="PHASES", rich_help_panel=_TUNE,
+        help="A point per workload phase (NAME:COUNTER,...), told apart by which counter on "
+             "the --throughput-from page moves, e.g. 'prefill:vllm:prompt_tokens_total, "
+             "decode:vllm:generation_tokens_total'."),
 ) -> None:
     """The systemd service's entry point, in the foreground: pin the profile, re-pin on drift,
     serve status and metrics; restore the board on SIGTERM/SIGINT, reload on SIGHUP."""
@@ -88,6 +99,7 @@ def daemon(
     tuning = _tune_config(tune, throughput_from, latency_from, constraint or [], tune_knobs,
                           tune_window, tune_silence, tune_gpu, deadline)
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
+                          meters=_meters(meter or []), phases=_phases(phases, tuning),
                           interval_s=parse_duration_s(interval),
                           client_timeout_s=parse_duration_s(client_timeout),
                           lease_stop_wait_s=parse_duration_s(lease_stop_wait),
@@ -96,6 +108,39 @@ def daemon(
     code = run_daemon(open_root(ctx), config)
     if code:
         raise typer.Exit(code)
+
+
+def _phases(text: Optional[str], tuning: Optional[TuneConfig]) -> Tuple[PhaseCounter, ...]:
+    """--phases, checked before anything runs (UsageError)."""
+    from ..daemon.live_rate import PrometheusSource
+    from ..daemon.phase_windows import parse_phases
+    from ..errors import UsageError
+
+    if text is None:
+        return ()
+    if tuning is None:
+        raise UsageError("--phases is for --tune only")
+    if not isinstance(tuning.rate, PrometheusSource):
+        raise UsageError("--phases reads its counters on a prometheus: --throughput-from page "
+                         "(not a log)")
+    if tuning.latency is not None or any(lim.name.startswith("latency") or
+                                         lim.name == "miss_rate" for lim in tuning.limits):
+        raise UsageError("--phases: not yet with --latency-from or a latency constraint",
+                         hint="demand>=SHARE keeps each phase at that share of its speed at "
+                              "the top (e.g. --constraint 'demand>=0.95')")
+    return parse_phases(text, tuning.rate)
+
+
+def _meters(specs: List[str]) -> Tuple[str, ...]:
+    """--meter's specs, each checked as measure checks it (UsageError), before anything runs;
+    `calibrated` is the daemon's own."""
+    from ..daemon.rails import CALIBRATED
+    from ..hw.meters.registry import parse_meter_spec
+
+    for spec in specs:
+        if spec.strip().lower() != CALIBRATED:
+            parse_meter_spec(spec)
+    return tuple(s.strip() for s in specs)
 
 
 def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
@@ -228,6 +273,27 @@ def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
     return rows
 
 
+def _phase_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
+    """--phases: which runs, and each phase's point, state and items (tokens) per joule."""
+    from ..units import format_hz
+
+    phases = cast(dict, tune or {}).get("workload_phases")
+    if not phases:
+        return []
+    rows = [("phase now", f"{cast(dict, tune).get('workload_phase')} "
+                          f"({cast(dict, tune).get('phase_switches', 0)} switches)")]
+    total = sum(p.get("seconds_total") or 0.0 for p in phases.values()) or 1.0
+    for name, p in phases.items():
+        clocks = ", ".join(f"{k} {format_hz(v)}" for k, v in p.get("point_hz", {}).items())
+        per_j = p.get("items_per_j")
+        start = (p.get("at_start") or {}).get("items_per_j")
+        rows.append((f"phase {name}", f"{p.get('state')} at {clocks}: "
+                     + (f"{per_j:.3g} items/J" if per_j is not None else "- items/J")
+                     + (f" ({start:.3g} at the start point)" if start is not None else "")
+                     + f", {100 * (p.get('seconds_total') or 0.0) / total:.0f}% of the time"))
+    return rows
+
+
 def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
     from ..units import format_hz
 
@@ -253,6 +319,7 @@ def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
         rows.append(("lent to", f"{lease.get('who')} (pid {lease.get('pid')}, since "
                                 f"{lease.get('since')}): not re-pinning until it ends"))
     rows += _tune_rows(doc.get("tune"))
+    rows += _phase_rows(doc.get("tune"))
     for c in doc.get("clocks", []):
         rows.append((f"{c.get('domain')} {c.get('name')}", f"{format_hz(c.get('cur_hz'))} "
                      f"(min {format_hz(c.get('min_hz'))}, max {format_hz(c.get('max_hz'))})"))
@@ -265,6 +332,11 @@ def _status_rows(doc: StatusDoc) -> List[Tuple[str, str]]:
         watts = "-" if r.get("power_w") is None else f"{r.get('power_w'):.2f} W"
         scope = f"; {r['scope']}, {r['basis']}" if r.get("scope") else ""
         rows.append((f"power {r.get('name')}", f"{watts} ({r.get('point')}{scope})"))
+    source = doc.get("power_source")
+    if source:  # what the daemon's power (and --tune's items/J) comes from (--meter)
+        rows.append(("power source", f"{source.get('name')} ({source.get('source')}, "
+                                     f"{source.get('point')}; {source.get('scope')}, "
+                                     f"{source.get('basis')})"))
     if doc.get("metrics"):
         rows.append(("metrics", f"http://{doc.get('metrics')}/metrics"))
     error = doc.get("last_error")

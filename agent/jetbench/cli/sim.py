@@ -13,6 +13,7 @@ from .help_screen import HelpCommand, HelpGroup
 
 if TYPE_CHECKING:
     from ..workload.sim_app import SimApp
+    from ..workload.sim_llm_app import SimLlmApp
 
 sim_app = typer.Typer(cls=HelpGroup,
                       help="Simulated boards: a faithful sysfs/debugfs tree in a directory.",
@@ -117,10 +118,27 @@ def app(
              "while it holds one."),
     duration: float = typer.Option(0.0, "--duration", metavar="SECONDS",
                                    help="Seconds to run (0: until Ctrl-C or SIGTERM)."),
+    llm: bool = typer.Option(False, "--llm", rich_help_panel="LLM server",
+                             help="Serve a language model instead (requests/s in --demand): "
+                                  "prefill then decode, vLLM's metrics."),
+    llm_model: str = typer.Option("llama-3.2-1b", "--llm-model", metavar="NAME",
+                                  rich_help_panel="LLM server",
+                                  help="llama-3.2-1b or llama-3.2-3b."),
+    prompt_tokens: int = typer.Option(1536, "--prompt-tokens", metavar="N",
+                                      rich_help_panel="LLM server",
+                                      help="Each request's prompt (prefill) length."),
+    output_tokens: int = typer.Option(128, "--output-tokens", metavar="M",
+                                      rich_help_panel="LLM server",
+                                      help="Tokens each request generates (decode)."),
+    chunk_tokens: int = typer.Option(256, "--chunk-tokens", metavar="N",
+                                     rich_help_panel="LLM server",
+                                     help="Prompt tokens per prefill step (chunked prefill)."),
 ) -> None:
     """A simulated deployed application, for `daemon --tune`: frames arrive at a demand, a
     simulated network serves them at the speed the board's clocks give, and Prometheus metrics
-    show it (sim_app_items_total, sim_app_latency_seconds, sim_app_dropped_total)."""
+    show it (sim_app_items_total, sim_app_latency_seconds, sim_app_dropped_total). With --llm,
+    a language model's server (vllm:prompt_tokens_total, vllm:generation_tokens_total,
+    vllm:time_to_first_token_seconds...)."""
     import signal
     import threading
 
@@ -135,6 +153,12 @@ def app(
         raise UsageError(f"--port {port}: expected 0 to 65535")
     schedule = parse_demand(demand)
     root = Root(str(directory))
+    if llm:
+        from ..workload.sim_llm_app import SimLlmApp
+
+        _serve_llm(SimLlmApp(root, detect(root), llm_model, precision, schedule, demand_file,
+                             prompt_tokens, output_tokens, chunk_tokens), port, duration, demand)
+        return
     simulated = SimApp(root, detect(root), model, precision, schedule, demand_file)
     server = serve_metrics(simulated.registry, port)
     stop = threading.Event()
@@ -168,6 +192,36 @@ def app(
 
 
 APP_REPORT_S = 10.0  # sim app says its served and dropped rates this often
+
+
+def _serve_llm(simulated: SimLlmApp, port: int, duration: float, demand: str) -> None:
+    """`sim app --llm`: serve until the duration ends, Ctrl-C or SIGTERM; then one summary."""
+    import signal
+    import threading
+
+    from ..workload.sim_app import serve_metrics
+
+    server = serve_metrics(simulated.registry, port)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    simulated.start()
+    typer.echo(f"serving http://127.0.0.1:{server.server_address[1]}/metrics (SIMULATED LLM "
+               f"server: {simulated.shape.source.split(':')[0]} {simulated.precision}, "
+               f"demand {demand} requests/s)")
+    t0 = time.monotonic()
+    try:
+        while not stop.wait(0.5):
+            if 0 < duration <= time.monotonic() - t0:
+                break
+    finally:
+        simulated.stop()
+        server.shutdown()
+        server.server_close()
+        served, prompt, generated = simulated.counts()
+        typer.echo(f"sim app --llm: served {served:.0f} requests in "
+                   f"{time.monotonic() - t0:.0f} s, {prompt:.0f} prompt and {generated:.0f} "
+                   "generated tokens (SIMULATED)")
 
 
 def _app_line(app: SimApp, last: Tuple[float, float, float]) -> Tuple[float, float, float]:

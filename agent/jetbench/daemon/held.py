@@ -45,6 +45,17 @@ class RailTotalDoc(TypedDict):
     calibration: Optional[str]  # the label of the wall calibration applied to it, if any
 
 
+class PowerSourceDoc(TypedDict):
+    """What the daemon's power (and --tune's items per joule) comes from: the total's channel,
+    its source, measurement point, scope (module | board | wall) and basis (measured |
+    calibrated); `daemon --meter` chooses it (rails.py)."""
+    name: str
+    source: str
+    point: str
+    scope: str
+    basis: str
+
+
 class RepinDoc(TypedDict):
     at: str
     moved: List[str]  # "path: found (pinned: value)"
@@ -59,6 +70,7 @@ class ReadingsDoc(TypedDict, total=False):
     gpu_load_pct: Optional[float]
     rails: List[RailDoc]
     total: Optional[RailTotalDoc]
+    power_source: Optional[PowerSourceDoc]
     read_at: str
 
 

@@ -13,6 +13,7 @@ the loop), so a scrape never touches the hardware and never waits for it:
                                                  source="calibrated"
     jetbench_clock_frequency_hertz{domain,clock}, jetbench_clock_locked{domain,clock}
     jetbench_measurement_info{sampling_hz,method,calibration}
+    jetbench_power_source_info{rail,source,point,scope,basis}   what the power is from (--meter)
     jetbench_temperature_celsius{zone}
     jetbench_drift_repins_total                  re-pins after something else moved a clock
     jetbench_clock_drift_events_total{domain}    a pinned clock stopped running at its pin
@@ -26,6 +27,7 @@ the loop), so a scrape never touches the hardware and never waits for it:
     jetbench_tune_point_hz{knob}, jetbench_tune_energy_saved_joules_total,
     jetbench_tune_constraint_violations_total, jetbench_tune_windows_total,
     jetbench_items_total{unit}                   the workload's items (its counter)  (--tune only)
+    jetbench_workload_phase{phase}, jetbench_workload_phase_*{phase}   --phases (phase_metrics.py)
 
 The HTTP side is bounded whatever clients do: one thread with `selectors` accepts, reads each
 request head (at most MAX_HEAD_BYTES, within `timeout_s` of the connection), and answers it
@@ -46,6 +48,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from ..errors import UsageError
+from .phase_metrics import phase_metrics
 
 if TYPE_CHECKING:  # prometheus-client is optional, imported where used
     from prometheus_client.metrics_core import Metric
@@ -154,6 +157,7 @@ class _Collector:
         yield info
         yield from _power_mode_metrics(snap)
         yield from _tune_metrics(snap)
+        yield from phase_metrics(snap)  # --phases (phase_metrics.py)
 
 
 def _energy_metric(snap: StatusDoc) -> Metric:
@@ -195,6 +199,14 @@ def _clock_metrics(snap: StatusDoc) -> Iterator[Metric]:
     info.add_metric([f"{1.0 / interval:g}" if interval else "", "sampled",
                      str(label or "none")], 1.0)
     yield info
+    source = GaugeMetricFamily("jetbench_power_source_info", "What the daemon's power (and "
+                               "--tune's items/J) comes from (daemon --meter)",
+                               labels=["rail", "source", "point", "scope", "basis"])
+    doc = snap.get("power_source")
+    if doc:
+        source.add_metric([doc["name"], doc["source"], doc["point"], doc["scope"],
+                           doc["basis"]], 1.0)
+    yield source
 
 
 def _tune_metrics(snap: StatusDoc) -> Iterator[Metric]:

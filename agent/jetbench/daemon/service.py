@@ -29,8 +29,9 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..hw import thermal
@@ -55,6 +56,8 @@ from .live_space import tuned_profile
 from .live_tuning import LiveTuning, TuneConfig, open_live_tuning
 from .logs import log_moved, setup_logging
 from .notify import Notifier, watchdog_period_s
+from .phase_windows import PhaseCounter
+from .phased_tuning import PhasedTuning, open_phased_tuning
 from .rails import RailMeter
 from .status_doc import status_doc
 
@@ -80,6 +83,8 @@ class DaemonConfig:
     sim_kernel: bool = True  # run the simulated kernel in-process on a simulated board
     lease_stop_wait_s: float = LEASE_STOP_WAIT_S  # tests shorten it (--lease-stop-wait)
     tune: Optional[TuneConfig] = None  # --tune: search clocks on the live workload
+    meters: Tuple[str, ...] = ()  # --meter: the power sources (default: the board's own)
+    phases: Tuple[PhaseCounter, ...] = ()  # --tune --phases: a point per workload phase
 
 
 class _NothingToRestore(Exception):
@@ -114,7 +119,7 @@ class Daemon:
         self._control: Optional[ControlServer] = None
         self._metrics: Optional[MetricsServer] = None
         self._board_lock: Optional[BoardLock] = None
-        self.tuning: Optional[LiveTuning] = None  # --tune
+        self.tuning: Optional[Union[LiveTuning, PhasedTuning]] = None  # --tune
         # The parts, each given what it uses (as prometheus_client composes collectors).
         self.drift = Drift(root, self.held, self._lock, self._error, self._read, self._publish)
         self.lending = Lending(root, self.held, self._lock, self.notifier, self.drift,
@@ -200,6 +205,7 @@ class Daemon:
             self._sim.start()
         log.info("board: %s (%s)%s, root %s", board.model, board.family,
                  " [simulated]" if board.simulated else "", self.root.base)
+        self._open_sources(board)  # before any pin: a --meter that does not open stops here
         with self._lock:
             pending = journal.load(self.root)
             if pending:
@@ -221,7 +227,6 @@ class Daemon:
                     self._error(f"profile {self.config.profile} refused, pinning nothing "
                                 f"(fix it, then systemctl reload jetbench): {err}")
         self.drift.layout = thermal.scan(self.root, board)
-        self._open_sources(board)
         self.lending.attach(self._control, self._sim, self._board_lock)
         self.drift.wait_settled(board)
         if self.config.tune is not None:
@@ -238,9 +243,12 @@ class Daemon:
         log.info("ready: %s", status)
         self.notifier.send(READY="1", STATUS=status, MAINPID=str(os.getpid()))
 
-    def _start_tuning(self, board: Board, tune: TuneConfig) -> LiveTuning:
-        """--tune (live_tuning.open_live_tuning), from the point the board holds."""
-        return open_live_tuning(
+    def _start_tuning(self, board: Board, tune: TuneConfig
+                      ) -> Union[LiveTuning, PhasedTuning]:
+        """--tune (live_tuning.open_live_tuning; with --phases phased_tuning's), from the point
+        the board holds."""
+        return (partial(open_phased_tuning, phases=self.config.phases) if self.config.phases
+                else open_live_tuning)(
             self.root, board, tune, self.config.beyond_power_mode, self._rails.total_power_w,
             self._pin_point, lambda: self._read(board).get("clocks") or [],
             lent_to=lambda: (f"lent to {self.held.lease.who}" if self.held.lease is not None
@@ -279,6 +287,10 @@ class Daemon:
             self._apply_held(profile)
 
     def _open_sources(self, board: Board) -> None:
+        if self.config.meters:  # asked for by name: one that does not open stops the daemon
+            self._rails.open_for(self.root, board, self.config.tune, self.config.meters)
+            log.info("power: %s", ", ".join(s.name for s in self._rails.sources))
+            return
         try:
             self._rails.open_for(self.root, board, self.config.tune)
         except JetbenchError as err:
@@ -443,7 +455,8 @@ class Daemon:
         doc = now.to_dict()
         return {"clocks": doc["clocks"], "temperatures_c": doc["temperatures_c"],
                 "power_mode": doc["power_mode"], "gpu_load_pct": doc["gpu_load_pct"],
-                "rails": rails, "total": total, "read_at": iso(time.time())}
+                "rails": rails, "total": total, "power_source": self._rails.power_source,
+                "read_at": iso(time.time())}
 
     # -- what the socket and metrics see -----------------------------------------------------
     def summary(self) -> str:

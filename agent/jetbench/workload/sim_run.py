@@ -105,6 +105,34 @@ class Pace:
                 f"{self.worst_behind_s * 1e3:.0f} ms), {end}")
 
 
+def running_clocks(root: Root, board: Board) -> Clocks:
+    """The running clocks, read from the tree: GPU and EMC current rates, the fastest online
+    CPU policy's current frequency. A CPU under a load-following governor (schedutil,
+    ondemand, interactive...) counts at its policy's max: a kernel raises it under this
+    load, and the simulated kernel does not model that ramp. A clock that reads nothing
+    counts at its table's top."""
+    gpu = emc = cpu = None
+    top: Dict[str, float] = {}
+    for r in read_clocks(root, board):
+        if r.online is False:  # a cluster the power mode took offline runs nothing
+            continue
+        if r.available_hz:
+            top[r.domain] = max(top.get(r.domain, 0.0), float(max(r.available_hz)))
+        hz = r.cur_hz
+        if r.domain == "cpu" and r.governor not in FIXED_CPU_GOVERNORS and r.max_hz:
+            hz = r.max_hz
+        if hz is None:
+            continue
+        if r.domain == "gpu":
+            gpu = float(hz)
+        elif r.domain == "emc":
+            emc = float(hz)
+        elif r.domain == "cpu":
+            cpu = max(cpu or 0.0, float(hz))
+    return Clocks(gpu or top.get("gpu", 1e9), emc or top.get("emc", 1.6e9),
+                  cpu or top.get("cpu", 1.9e9))
+
+
 class SimNetwork:
     """The step: read the clocks (at most every CLOCK_READ_EVERY_S), sleep until the batch's
     deadline on the modelled schedule."""
@@ -127,31 +155,8 @@ class SimNetwork:
         self.pace = Pace()
 
     def clocks_now(self) -> Clocks:
-        """The running clocks, read from the tree: GPU and EMC current rates, the fastest online
-        CPU policy's current frequency. A CPU under a load-following governor (schedutil,
-        ondemand, interactive...) counts at its policy's max: a kernel raises it under this
-        load, and the simulated kernel does not model that ramp. A clock that reads nothing
-        counts at its table's top."""
-        gpu = emc = cpu = None
-        top: Dict[str, float] = {}
-        for r in read_clocks(self.root, self.board):
-            if r.online is False:  # a cluster the power mode took offline runs nothing
-                continue
-            if r.available_hz:
-                top[r.domain] = max(top.get(r.domain, 0.0), float(max(r.available_hz)))
-            hz = r.cur_hz
-            if r.domain == "cpu" and r.governor not in FIXED_CPU_GOVERNORS and r.max_hz:
-                hz = r.max_hz
-            if hz is None:
-                continue
-            if r.domain == "gpu":
-                gpu = float(hz)
-            elif r.domain == "emc":
-                emc = float(hz)
-            elif r.domain == "cpu":
-                cpu = max(cpu or 0.0, float(hz))
-        return Clocks(gpu or top.get("gpu", 1e9), emc or top.get("emc", 1.6e9),
-                      cpu or top.get("cpu", 1.9e9))
+        """The running clocks (running_clocks)."""
+        return running_clocks(self.root, self.board)
 
     def batch_time(self) -> BatchTime:
         now = time.monotonic()
