@@ -1,0 +1,219 @@
+"""`daemon --tune` end to end against issue 59's "done when": a simulated TX1 serving a workload
+whose speed and power the project did not write (a random surface, jetbench/sim/surface.py,
+served by benchmarks/surface_app.py at the clocks the board runs), its power read from an
+external meter (a simulated SCPI meter on a loopback socket, `--meter`), demand steps; the
+daemon tunes GPU x EMC under items_per_s >= FLOOR_SHARE of the first demand.
+
+Demand: 0.35, 0.7, 1.0 and 0.35 of the top's capacity, PHASE_S seconds each. The optimum per
+demand is exact: every point of the daemon's space (`status`'s tune.space_hz) on the surface's
+formulas, its rate min(demand, capacity), its power between idle and full load by its busy
+share (as the meter reads it). Printed:
+
+- the share of 10 s windows of the app's counter after the first minute meeting the floor
+  (target: 99%);
+- per demand: the seconds from its start until the daemon held (phase `holding`) a point within
+  5% of the optimum's items/J (target: 30 s), and the held point's gap at its end;
+- whether SIGTERM restored the board byte for byte.
+
+    python benchmarks/bench_governor_live.py [--seed 10] [--phase-s 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from jetbench.sim.create import create_board
+from jetbench.sim.meters import ScpiSim
+from jetbench.sim.surface import Surface, _volts
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
+SHARES = (0.35, 0.7, 1.0, 0.35)
+FLOOR_SHARE = 0.9
+
+
+def power_at(surface: Surface, g: float, e: float, busy: float) -> float:
+    idle = surface.static_w + surface.emc_w * e * 0.3 + surface.cpu_w * _volts(
+        1.0, surface.cpu_knee, surface.cpu_v_top) ** 2 * 0.15
+    return idle + busy * (surface.power_w(g, e) - idle)
+
+
+def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor: float
+            ) -> Tuple[float, Dict[Tuple[int, int], float]]:
+    """The best items/J meeting the floor, and each point's items/J (by its Hz pair)."""
+    gpu, emc = space["gpu"], space["emc"]
+    table: Dict[Tuple[int, int], float] = {}
+    best = 0.0
+    for g_hz, e_hz in itertools.product(gpu, emc):
+        g, e = g_hz / max(gpu), e_hz / max(emc)
+        cap = surface.items_per_s(g, e)
+        rate = min(demand, cap)
+        per_j = rate / power_at(surface, g, e, rate / cap)
+        table[(g_hz, e_hz)] = per_j if rate >= floor else 0.0
+        if rate >= floor:
+            best = max(best, per_j)
+    return best, table
+
+
+def counter(url: str) -> float:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    m = re.search(r"^surface_items_total (\S+)$", text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def ask(sock_path: Path) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(sock_path))
+        s.sendall(b'{"cmd": "status"}\n')
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)
+
+
+# the rails' readings follow the simulated power model while the kernel runs: not state
+RAIL_FILES = ("in_power", "in_current", "in_voltage", "curr", "power")
+
+
+def board_state(base: Path) -> Dict[str, bytes]:
+    """Every file of the tree but the state directory and the rails' readings."""
+    return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*"))
+            if p.is_file() and p.parts[len(base.parts)] != "var" and
+            not (p.name.startswith(RAIL_FILES) and "input" in p.name)}
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=10)
+    ap.add_argument("--phase-s", type=float, default=120.0)
+    ap.add_argument("--window", default="10s")
+    ap.add_argument("--log", type=Path, help="Write the daemon's log here.")
+    args = ap.parse_args(argv)
+    surface = Surface.draw(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "tx1"
+        create_board("tx1", base)
+        before = board_state(base)
+        demand_file, busy_file = Path(tmp) / "demand", Path(tmp) / "busy"
+        top_rate = surface.items_per_s(1.0, 1.0)
+        demands = [s * top_rate for s in SHARES]
+        floor = FLOOR_SHARE * demands[0]
+        demand_file.write_text(f"{demands[0]:.3f}\n")
+        busy_file.write_text("0\n")
+        app = subprocess.Popen([sys.executable, str(REPO / "benchmarks/surface_app.py"),
+                                "--root", str(base), "--seed", str(args.seed),
+                                "--demand-file", str(demand_file), "--busy-file",
+                                str(busy_file)], env=ENV, stdout=subprocess.PIPE, text=True)
+        url = app.stdout.readline().split()[-1]  # type: ignore[union-attr]
+
+        def watts(_t: float) -> float:
+            from jetbench.hw.board import detect
+            from jetbench.hw.fs import Root
+            sys.path.insert(0, str(REPO / "benchmarks"))
+            from surface_app import running_shares
+            root = Root(str(base))
+            g, e = running_shares(root, detect(root))
+            try:
+                busy = float(busy_file.read_text())
+            except (OSError, ValueError):
+                busy = 0.0
+            return power_at(surface, g, e, busy)
+
+        sock = Path(tmp) / "d.sock"
+        with ScpiSim(watts) as meter:
+            daemon = subprocess.Popen(
+                [sys.executable, "-m", "jetbench", "--root", str(base), "daemon", "--socket",
+                 str(sock), "--tune", "--throughput-from", f"prometheus:{url}#surface_items",
+                 "--constraint", f"items_per_s>={floor:.4g}", "--tune-knobs", "gpu,emc",
+                 "--tune-window", args.window, "--meter", meter.spec + "?timeout=5s"],
+                env=ENV, stderr=subprocess.PIPE, text=True)
+            counts: List[Tuple[float, float]] = []
+            held: List[Tuple[float, str, Optional[Dict[str, int]]]] = []
+            t0 = time.monotonic()
+            space: Optional[Dict[str, List[int]]] = None
+            try:
+                while not sock.exists() and time.monotonic() - t0 < 60:
+                    time.sleep(0.2)
+                t0 = time.monotonic()
+                for k, d in enumerate(demands):
+                    demand_file.write_text(f"{d:.3f}\n")
+                    while time.monotonic() - t0 < (k + 1) * args.phase_s:
+                        now = time.monotonic() - t0
+                        counts.append((now, counter(url)))
+                        try:
+                            tune = ask(sock).get("tune") or {}
+                        except OSError:
+                            tune = {}
+                        space = tune.get("space_hz") or space
+                        point = (tune.get("held") or {}).get("point_hz")
+                        held.append((now, str(tune.get("phase")), point))
+                        time.sleep(1.0)
+            finally:
+                daemon.send_signal(signal.SIGTERM)
+                err = daemon.communicate(timeout=60)[1]
+                app.send_signal(signal.SIGTERM)
+                app.wait(timeout=30)
+        after_state = board_state(base)
+        restored = after_state == before
+        changed = sorted(k for k in set(before) | set(after_state)
+                         if before.get(k) != after_state.get(k))
+        if args.log:
+            args.log.write_text(err)
+        met = []
+        for k in range(int(counts[-1][0] // 10)):
+            a = [c for t, c in counts if t >= k * 10][0]
+            b = [c for t, c in counts if t >= (k + 1) * 10]
+            if b:
+                met.append((k * 10 >= 60, (b[0] - a) / 10 >= floor))
+        after = [ok for late, ok in met if late]
+        print(f"surface {args.seed} on a simulated TX1, GPU x EMC, windows {args.window}, "
+              f"demand {', '.join(f'{d:.1f}' for d in demands)}/s ({args.phase_s:g} s each), "
+              f"floor {floor:.1f}/s, power from a simulated SCPI meter (--meter)")
+        print(f"  10 s windows of the app's counter meeting the floor after the first minute: "
+              f"{100 * sum(after) / max(len(after), 1):.1f}% of {len(after)}")
+        assert space is not None, err[-2000:]
+        for k, d in enumerate(demands):
+            best, table = optimum(surface, space, d, floor)
+            best_at = max(table, key=lambda p: table[p])
+            reached = None
+            end_gap = None
+            for t, phase, point in held:
+                if not (k * args.phase_s <= t < (k + 1) * args.phase_s) or point is None:
+                    continue
+                gap = 1 - table.get((point["gpu"], point["emc"]), 0.0) / best
+                end_gap = gap
+                if reached is None and phase == "holding" and gap <= 0.05:
+                    reached = t - k * args.phase_s
+            last = [p for t, _, p in held if k * args.phase_s <= t < (k + 1) * args.phase_s and p]
+            print(f"  demand {d:.1f}/s (best {best_at[0] / 1e6:.0f}/{best_at[1] / 1e6:.0f} MHz, "
+                  f"held {last[-1]['gpu'] / 1e6:.0f}/{last[-1]['emc'] / 1e6:.0f} MHz at its end)"
+                  if last else f"  demand {d:.1f}/s")
+            print(f"    within 5% of the optimum after "
+                  f"{'never' if reached is None else f'{reached:.0f} s'}; at its end "
+                  f"{'-' if end_gap is None else f'{100 * end_gap:.1f}%'} below it")
+        print(f"  SIGTERM restored the board byte for byte: {restored}"
+              + ("" if restored else f" (differs: {', '.join(changed[:6])})"))
+        if "Traceback" in err:
+            print(err[-3000:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
