@@ -21,9 +21,11 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   and the models put it better than the best read beyond noise, at most MAX_PROBES a demand;
   otherwise the best point read is held. A close call (the best two read within noise of each
   other, one read once) is read again before it is held.
-- Holding: full windows; every CHECK_UP_EVERY windows a short one a step up on every knob (a
-  saturated point's rate cannot show a rising demand, nor one window's noise a small rise):
-  where more is served there, the demand is read at the top.
+- Holding: full windows; every CHECK_UP_EVERY windows (every other one near the point's
+  capacity) a short one a step up on every knob (a saturated point's rate cannot show a rising
+  demand, nor one window's noise a small rise): where more is served there, the demand is read
+  at the top. A point just held has its neighbours read in its first WALK_WINDOWS windows, then
+  now and then (the edge walked jointly: a knob down, or one down and another up).
 
 Constraints: items_per_s and power_w floors and ceilings, demand>=SHARE; a latency constraint
 is not modelled, and the daemon keeps the first generation for it (live_tuning.py).
@@ -60,6 +62,10 @@ TOP_SHARE = 0.3  # the demand read at the top
 SETTLE_SHARE = 0.15  # before it, a settling window (a one-second backlog drains at the top)
 MAX_PROBES = 5  # points read per demand before the best read is held
 CHECK_UP_EVERY = 6  # holding: one step up read every this many windows
+# ... every this many where the held point runs near its capacity (the demand over its modelled
+# capacity at least NEAR_CAPACITY): a demand that grows shows nowhere else there
+CHECK_UP_NEAR_EVERY, NEAR_CAPACITY = 2, 0.85
+WALK_WINDOWS = 4  # a point just held: its neighbours read in each of its first windows
 EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
 RECHECKS = 2  # close calls read again per demand
@@ -393,14 +399,18 @@ class Governor:
             # read more often, the held point proved worse than another read at this demand
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
-        if self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
+        walking = self._held_windows <= WALK_WINDOWS  # just held: the edge walked at once
+        if walking or self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
             near = self._neighbour(point)
             if near is not None:
                 # the edge walked jointly while holding: a neighbour not read at this demand
                 # (a knob one step down, or one down and another up), the models' best
                 return Decision(near, self.phase, f"holding {self._text(point)}; reading "
                                 f"{self._text(near)} beside it", window_share=PROBE_SHARE)
-        if point != self.space.top() and self._held_windows % CHECK_UP_EVERY == 0:
+        load = self._load(point)
+        every = CHECK_UP_NEAR_EVERY if load is not None and load >= NEAR_CAPACITY else \
+            CHECK_UP_EVERY
+        if point != self.space.top() and self._held_windows % every == 0:
             # a saturated point serves no more when more arrives, and a rise within one
             # window's noise shows nowhere: a short window one entry up on every knob shows
             # whether more is served there (then the demand is read at the top)
