@@ -37,7 +37,7 @@ from typing import Dict, List, Optional, Tuple
 
 from jetbench.sim.create import create_board
 from jetbench.sim.meters import ScpiSim
-from jetbench.sim.surface import Surface, _volts
+from jetbench.sim.surface import Surface, _volts, running_shares
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
@@ -126,8 +126,6 @@ def main(argv: List[str]) -> int:
         def watts(_t: float) -> float:
             from jetbench.hw.board import detect
             from jetbench.hw.fs import Root
-            sys.path.insert(0, str(REPO / "benchmarks"))
-            from surface_app import running_shares
             root = Root(str(base))
             g, e = running_shares(root, detect(root))
             try:

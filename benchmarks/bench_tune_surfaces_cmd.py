@@ -31,7 +31,7 @@ from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.sim.create import create_board
 from jetbench.sim.meters import ScpiSim
-from jetbench.sim.surface import Surface, binding_floor, optimum, shares
+from jetbench.sim.surface import Surface, binding_floor, optimum, running_shares, shares
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=f"{REPO / 'agent'}{os.pathsep}{REPO / 'tests'}")
@@ -41,9 +41,6 @@ BUDGET = 8
 
 
 def one(board_key: str, seed: int, tmp: Path, space: Dict[str, List[int]]) -> dict:
-    sys.path.insert(0, str(REPO / "tests"))
-    from helpers.surface_cmd import running_shares
-
     surface = Surface.draw(seed)
     share = random.Random(seed).uniform(0.1, 0.85)
     floor = binding_floor(surface, space, share, CLEAR_PCT)

@@ -22,29 +22,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Deque, Tuple
+from typing import Deque
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
-from jetbench.hw.board import Board, detect
-from jetbench.hw.clocks.domains import read_clocks
+from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
-from jetbench.sim.surface import Surface
+from jetbench.sim.surface import Surface, running_shares
 
 READ_EVERY_S = 0.05
 BUSY_EVERY_S = 0.25
 BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0)
-
-
-def running_shares(root: Root, board: Board) -> Tuple[float, float]:
-    """(GPU, EMC) clocks running now, as shares of the GPU table's top and the EMC's max."""
-    now, top = {}, {"emc": float(board.emc.max_hz)} if board.emc else {}
-    for r in read_clocks(root, board):
-        if r.domain in ("gpu", "emc") and r.cur_hz:
-            now[r.domain] = float(r.cur_hz)
-            if r.available_hz:
-                top[r.domain] = float(max(r.available_hz))
-    return (min(1.0, now["gpu"] / top["gpu"]), min(1.0, now["emc"] / top["emc"]))
 
 
 def demand_now(path: Path, last: float) -> float:

@@ -11,12 +11,10 @@ import os
 import subprocess
 import sys
 
-from helpers.surface_cmd import running_shares
-
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.sim.meters import ScpiSim
-from jetbench.sim.surface import Surface, binding_floor, optimum, shares
+from jetbench.sim.surface import Surface, binding_floor, optimum, running_shares, shares
 
 from conftest import REPO, bound_s, make_board
 

@@ -12,25 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Tuple
 
-from jetbench.hw.board import Board, detect
-from jetbench.hw.clocks.domains import read_clocks
+from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
-from jetbench.sim.surface import Surface
+from jetbench.sim.surface import Surface, running_shares
 
 READ_EVERY_S = 0.005
-
-
-def running_shares(root: Root, board: Board) -> Tuple[float, float]:
-    """(GPU, EMC) clocks running now, as shares of the GPU table's top and the EMC's max."""
-    now, top = {}, {"emc": float(board.emc.max_hz)} if board.emc else {}
-    for r in read_clocks(root, board):
-        if r.domain in ("gpu", "emc") and r.cur_hz:
-            now[r.domain] = float(r.cur_hz)
-            if r.available_hz:
-                top[r.domain] = float(max(r.available_hz))
-    return (min(1.0, now["gpu"] / top["gpu"]), min(1.0, now["emc"] / top["emc"]))
 
 
 def main(argv: list) -> int:

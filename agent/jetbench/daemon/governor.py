@@ -39,7 +39,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..run.constraint import Constraint
-from ..units import format_hz
 from .demand_epoch import Epoch
 from .online_tuner import (
     DEMAND,
@@ -52,6 +51,8 @@ from .online_tuner import (
     Space,
     Window,
     _apart,
+    met_text,
+    point_text,
 )
 from .point_choice import explore, neighbours, propose
 from .tail_judge import TailJudge, is_tail
@@ -458,12 +459,10 @@ class Governor:
 
     # -- words -------------------------------------------------------------------------------------
     def _text(self, point: Point) -> str:
-        return ", ".join(f"{k} {format_hz(hz)}" for k, hz in self.space.hz(point).items())
+        return point_text(self.space, point)
 
     def _met(self) -> str:
-        if not self.limits:
-            return "no constraint"
-        return ", ".join(str(lim) for lim in self.limits) + " met"
+        return met_text(self.limits)
 
     @staticmethod
     def _said(broken: List[Constraint]) -> str:

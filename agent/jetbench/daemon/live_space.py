@@ -15,6 +15,7 @@ from ..sampling.uncertainty import sem_pct
 from ..units import format_hz
 
 if TYPE_CHECKING:
+    from ..documents import ClockDoc
     from ..profiles.profile import Profile
 
 log = logging.getLogger("jetbench.daemon")
@@ -68,6 +69,40 @@ def live_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mode
         log.info("tune: the EMC lists no rates: asked for %s, it runs %s", rates_text(asked),
                  rates_text(tables["emc"]))
     return tables
+
+
+def opened_space(root: Root, board: Board, knobs: Optional[Sequence[str]],
+                 beyond_power_mode: bool, total_power_w: Callable[[], Optional[float]],
+                 pin: Callable[[Dict[str, int]], None],
+                 read_clocks: Callable[[], Sequence[ClockDoc]],
+                 known_rates: Callable[[Sequence[int]], None]
+                 ) -> Tuple[Dict[str, Optional[int]], Dict[str, List[int]]]:
+    """What `--tune` (with or without --phases) needs of the board before its first window:
+    a power reading (HardwareError where there is none), the point the board holds (read
+    before the EMC's rates are probed, which moves it) and the knobs' tables among the rates
+    that run (`live_space`, told to `known_rates` before the first pin)."""
+    import time
+
+    from ..errors import UsageError
+
+    total_power_w()  # an energy counter gives watts from its second reading on
+    time.sleep(0.3)
+    if total_power_w() is None:
+        raise HardwareError("--tune: this board has no power reading to divide by (no "
+                            "rails, RAPL or NVML): items per joule cannot be measured")
+    names = tuple(knobs) if knobs else knobs_for(board)
+    held: Dict[str, Optional[int]] = {}
+    for c in read_clocks():
+        if c["domain"] in names and c.get("cur_hz"):
+            held[c["domain"]] = max(held.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
+    try:
+        tables = live_space(root, board, names, beyond_power_mode, pin)
+    except UsageError as err:  # said in the daemon's own option's name
+        raise UsageError(err.message.replace("--knobs", "--tune-knobs"), hint=err.hint) \
+            from None
+    for rates in tables.values():
+        known_rates(rates)
+    return held, {k: list(v) for k, v in tables.items()}
 
 
 def rates_text(hz: Sequence[int]) -> str:

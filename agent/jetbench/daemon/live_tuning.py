@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..errors import HardwareError, JetbenchError, UsageError
+from ..errors import HardwareError, JetbenchError
 from ..ownership.tune_memory import recall, remember
 from ..run.constraint import Constraint
 from ..sampling.uncertainty import sem_pct
@@ -45,7 +45,7 @@ from ..units import format_hz
 from .governor import Governor, modelled
 from .live_log import LogSource
 from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
-from .live_space import energy_power, knobs_for, live_space, rates_text
+from .live_space import energy_power, opened_space, rates_text
 from .online_tuner import (
     EXPLORING,
     FROZEN,
@@ -431,24 +431,8 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
         raise HardwareError(f"--tune: {err.message}", hint=err.hint or
                             "start the workload first, or point --throughput-from at its "
                             "metrics") from None
-    total_power_w()  # an energy counter gives watts from its second reading on
-    time.sleep(0.3)
-    if total_power_w() is None:
-        raise HardwareError("--tune: this board has no power reading to divide by (no "
-                            "rails, RAPL or NVML): items per joule cannot be measured")
-    knobs = tune.knobs or knobs_for(board)
-    # the point the board holds, read before the EMC's rates are probed (which moves it)
-    held: Dict[str, Optional[int]] = {}
-    for c in read_clocks():
-        if c["domain"] in knobs and c.get("cur_hz"):
-            held[c["domain"]] = max(held.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
-    try:
-        tables = live_space(root, board, knobs, beyond_power_mode, pin)
-    except UsageError as err:  # said in the daemon's own option's name
-        raise UsageError(err.message.replace("--knobs", "--tune-knobs"), hint=err.hint) \
-            from None
-    for rates in tables.values():
-        known_rates(rates)
+    held, tables = opened_space(root, board, tune.knobs, beyond_power_mode, total_power_w,
+                                pin, read_clocks, known_rates)
     space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
     polled = PolledSource(source, sample_period_s(tune.window_s))
     polled.start()

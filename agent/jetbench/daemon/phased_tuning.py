@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple, Typ
 
 from ..errors import HardwareError, JetbenchError, UsageError
 from ..units import format_hz
-from .live_space import knobs_for, live_space, rates_text
+from .live_space import opened_space, rates_text
 from .live_tuning import TuneConfig
 from .online_tuner import (
     EXPLORING,
@@ -302,23 +302,8 @@ def open_phased_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_
         raise HardwareError(f"--tune --phases: {err.message}", hint=err.hint or
                             "start the workload first, or point --throughput-from at its "
                             "metrics") from None
-    total_power_w()  # an energy counter gives watts from its second reading on
-    time.sleep(0.3)
-    if total_power_w() is None:
-        raise HardwareError("--tune: this board has no power reading to divide by (no "
-                            "rails, RAPL or NVML): items per joule cannot be measured")
-    knobs = tune.knobs or knobs_for(board)
-    held: Dict[str, Optional[int]] = {}
-    for c in read_clocks():
-        if c["domain"] in knobs and c.get("cur_hz"):
-            held[c["domain"]] = max(held.get(c["domain"]) or 0, int(c["cur_hz"] or 0))
-    try:
-        tables = live_space(root, board, knobs, beyond_power_mode, pin)
-    except UsageError as err:
-        raise UsageError(err.message.replace("--knobs", "--tune-knobs"), hint=err.hint) \
-            from None
-    for rates in tables.values():
-        known_rates(rates)
+    held, tables = opened_space(root, board, tune.knobs, beyond_power_mode, total_power_w,
+                                pin, read_clocks, known_rates)
     space = Space(tuple(tables), tuple(tuple(tables[k]) for k in tables))
     polled = PolledSource(source, PHASE_SAMPLE_S)
     polled.start()

@@ -27,6 +27,10 @@ import random
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ..hw.board import Board
+from ..hw.clocks.domains import read_clocks
+from ..hw.fs import Root
+
 # the relative clocks of a point: (g, e, c), each in (0, 1]
 Shares = Tuple[float, float, float]
 
@@ -91,6 +95,18 @@ class Surface:
 def _volts(share: float, knee: float, v_top: float) -> float:
     """A clock's voltage over its lowest: flat to the knee, then linear to v_top at the top."""
     return 1.0 if share <= knee else 1.0 + (v_top - 1.0) * (share - knee) / (1.0 - knee)
+
+
+def running_shares(root: Root, board: Board) -> Tuple[float, float]:
+    """(GPU, EMC) clocks a simulated board runs now, as shares of the GPU table's top and the
+    EMC's max (read as measure's clock sampler reads them): a surface's workload at them."""
+    now, top = {}, {"emc": float(board.emc.max_hz)} if board.emc else {}
+    for r in read_clocks(root, board):
+        if r.domain in ("gpu", "emc") and r.cur_hz:
+            now[r.domain] = float(r.cur_hz)
+            if r.available_hz:
+                top[r.domain] = float(max(r.available_hz))
+    return (min(1.0, now["gpu"] / top["gpu"]), min(1.0, now["emc"] / top["emc"]))
 
 
 def shares(space: Mapping[str, Sequence[int]], settings: Mapping[str, object]) -> Shares:
