@@ -42,7 +42,7 @@ from ..hw.readings import read_now
 from ..open_board import served_kernel
 from ..ownership import journal
 from ..ownership import lease as lease_file
-from ..ownership.lock import BoardLock, Holder
+from ..ownership.lock import BoardLock
 from ..ownership.wire import DEFAULT_SOCKET, Request
 from ..profiles.apply import ApplyResult, apply_profile
 from ..profiles.profile import Profile, load_profile
@@ -51,7 +51,7 @@ from .commands import Commands
 from .control import ControlServer, Peer
 from .drift import SETTLE_GRACE_S, Drift, iso
 from .held import Held, ReadingsDoc, StatusDoc, summary_line
-from .lending import LEASE_REVOKE_WAIT_S, LEASE_STOP_WAIT_S, Lending
+from .lending import LEASE_STOP_WAIT_S, Lending
 from .live_space import tuned_profile
 from .live_tuning import LiveTuning, TuneConfig, open_live_tuning
 from .logs import log_moved, setup_logging
@@ -59,6 +59,7 @@ from .notify import Notifier, watchdog_period_s
 from .phase_windows import PhaseCounter
 from .phased_tuning import PhasedTuning, open_phased_tuning
 from .rails import RailMeter
+from .shutdown import shut_down
 from .status_doc import status_doc
 
 if TYPE_CHECKING:  # imported where used: only on a simulated board, only with --metrics
@@ -85,10 +86,6 @@ class DaemonConfig:
     tune: Optional[TuneConfig] = None  # --tune: search clocks on the live workload
     meters: Tuple[str, ...] = ()  # --meter: the power sources (default: the board's own)
     phases: Tuple[PhaseCounter, ...] = ()  # --tune --phases: a point per workload phase
-
-
-class _NothingToRestore(Exception):
-    pass
 
 
 class Daemon:
@@ -331,67 +328,8 @@ class Daemon:
                 next_wd = now + wd_period
 
     def _shutdown(self) -> int:
-        """Stop serving, restore the board, stop the simulated kernel. The exit status."""
-        code = 0
-        if self._stop_signal is not None:
-            log.info("%s: restoring the board and stopping",
-                     signal.Signals(self._stop_signal).name)
-        self.notifier.send(STOPPING="1", STATUS="restoring the board")
-        self.lending.wait_for_end(self.config.lease_stop_wait_s)
-        stuck = self.held.lease  # a borrower that did not hand the board back (stopped, say)
-        if stuck is not None and not lease_file.revoke(self.root, LEASE_REVOKE_WAIT_S):
-            # Stopped inside a batch of writes: it will finish that batch when it resumes.
-            # Writing now would race it; the journal keeps the originals for `restore`.
-            log.error("%s (pid %d) is stopped in the middle of writing the board: not "
-                      "restoring; the journal is kept, and the board stays locked to it. Once "
-                      "it has ended (kill -CONT %d, or kill %d): jetbench restore",
-                      stuck.who, stuck.pid, stuck.pid, stuck.pid)
-            self.held.board = None  # nothing below writes
-            code = HardwareError.exit_code
-        for server in (self._control, self._metrics):
-            if server is not None:
-                try:
-                    server.stop()
-                except Exception as err:  # stopping must go on to the restore
-                    log.warning("stopping %s: %s", type(server).__name__, err)
-        with self._lock:
-            try:
-                if self.held.board is None:
-                    # Refused before touching the board (another daemon holds the socket, say):
-                    # the journal, if any, is not this process's to restore. Or a borrower
-                    # stopped mid-write holds it: not ours to write under.
-                    raise _NothingToRestore
-                result = journal.restore(self.root)
-                log_moved(result)
-                if result.had_journal:
-                    log.info("restored %d value(s) (%d already in place); journal removed",
-                             len(result.written), result.unchanged)
-                self.held.pinned = False
-            except JetbenchError as err:
-                log.error("restore failed: %s (the journal is kept: `jetbench restore`)", err)
-                code = err.exit_code
-            except _NothingToRestore:
-                pass
-        if self.tuning is not None:
-            self.tuning.close()
-        for source in self._rails.sources:
-            try:
-                source.close()
-            except Exception:  # best effort on the way out
-                pass
-        if self._sim is not None:
-            self._sim.stop()
-        if self._board_lock is not None:
-            # Last: the board is back, another owner may come; unless the borrower still holds
-            # the lock through the descriptor we passed it: the file then names it.
-            holder = None
-            if stuck is not None:
-                holder = Holder(stuck.pid, f"{stuck.who} (lent the board by a daemon that has "
-                                "stopped)", stuck.since)
-            self._board_lock.release(handed_to=holder)
-        self.notifier.close()
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # reload makes no sense any more
-        return code
+        """Stop serving, restore the board, stop the simulated kernel (shutdown.py)."""
+        return shut_down(self)
 
     # -- pinning -----------------------------------------------------------------------------
     def _pin_new(self, profile: Profile) -> None:
