@@ -8,7 +8,7 @@ changes that the journal describes.
 
 Root reads it and writes it back to the board, so it is treated as hostile input: reached only
 through the checked state-directory descriptor (statedir.py), never through a symlink, replaced
-via a temporary created exclusively under a random name, and validated whole on load (`parse`:
+via a temporary created exclusively under a random name, and validated whole on load (`parse`, journal_format.py:
 schema, types, every path a knob `Root.check_writable` accepts, every value one a knob holds,
 bounded size). Anything else is JournalInvalid: one message, exit 2, `restore --discard`.
 
@@ -39,9 +39,24 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import HardwareError, JetbenchError, WriteRejected
-from ..hw import knob_io, nvml, services
+from ..hw import knob_io
 from ..hw.board import Board
-from ..hw.fs import MAX_KNOB_BYTES, Root
+from ..hw.fs import Root
+from .journal_format import (  # noqa: F401  (the journal's names, as callers know them)
+    KIND_FILE,
+    KIND_NVML,
+    KIND_SERVICE,
+    MAX_ENTRIES,
+    MAX_JOURNAL_BYTES,
+    SCHEMA,
+    UNWRITABLE,
+    Entry,
+    JournalInvalid,
+    check_entry,
+    kind_of,
+    parse,
+    parse_with_seen,
+)
 from .statedir import (
     STATE_DIR,
     hint_for,
@@ -52,142 +67,12 @@ from .statedir import (
 
 JOURNAL_NAME = "journal.json"
 JOURNAL_PATH = f"{STATE_DIR}/{JOURNAL_NAME}"
-SCHEMA = "jetbench.journal/1"
-# Values the kernel shows but never accepts back: the kernel regenerates them itself.
-UNWRITABLE = ("<unsupported>",)
-# Bounds no journal jetbench writes comes near (a board has a few hundred knobs at most).
-MAX_JOURNAL_BYTES = 1 << 20
-MAX_ENTRIES = 4096
-MAX_STEP_CHARS = 256
-_TOP_KEYS = {"schema", "board", "updated", "note", "entries", "seen"}
-_ENTRY_KEYS = {"path", "raw", "step", "kind", "wrote"}
-KIND_FILE = "file"
-KIND_NVML = "nvml"
-KIND_SERVICE = "service"
-
-
-@dataclass(frozen=True)
-class Entry:
-    path: str
-    raw: str  # the file's exact original content
-    step: str
-    kind: str = KIND_FILE  # KIND_NVML: an NVML setting; KIND_SERVICE: a systemd service
-    wrote: Optional[str] = None  # the value jetbench last wrote (stripped); None: not known
-
-    def doc(self) -> Dict[str, str]:
-        doc = {"path": self.path, "raw": self.raw, "step": self.step}
-        if self.kind != KIND_FILE:
-            doc["kind"] = self.kind
-        if self.wrote is not None:
-            doc["wrote"] = self.wrote
-        return doc
-
-
-def kind_of(path: str) -> str:
-    if nvml.is_key(path):
-        return KIND_NVML
-    return KIND_SERVICE if services.is_key(path) else KIND_FILE
-
-
-class JournalInvalid(HardwareError):
-    """A journal jetbench did not write (or a damaged one): nothing is restored from it."""
-
-    def __init__(self, path: str, what: str):
-        super().__init__(
-            f"the state journal {path} is not one jetbench can trust: {what}",
-            path=path,
-            hint="nothing was written. Check the board's clocks by hand (`jetbench info`; the "
-                 "file lists what jetbench believes the originals were), then "
-                 "`sudo jetbench restore --discard` moves the journal aside",
-        )
-
-
 def journal_file(root: Root) -> Path:
     return root.path(JOURNAL_PATH)
 
 
-def _no_duplicate_keys(pairs: List[Tuple[str, object]]) -> Dict[str, object]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"duplicate key {next(k for k in keys if keys.count(k) > 1)!r}")
-    return dict(pairs)
-
-
 def _cannot_journal(path: str) -> Callable[[str], Exception]:
     return lambda what: HardwareError(f"cannot journal the original value: {what}", path=path)
-
-
-def _check_entry(root: Root, item: object, where: str,
-                 fail: Callable[[str], Exception]) -> Entry:
-    """One entry, checked as restore will use it: a knob path jetbench may write, a value a
-    knob can hold. `fail(what)` makes the error."""
-    if not isinstance(item, dict) or not set(item) <= _ENTRY_KEYS or not {"path", "raw"} <= set(
-            item):
-        raise fail(f"{where} is not an object with path, raw and step")
-    path, raw, step = item["path"], item["raw"], item.get("step", "")
-    kind = item.get("kind", KIND_FILE)
-    wrote = item.get("wrote")
-    if not all(isinstance(v, str) for v in (path, raw, step, kind)):
-        raise fail(f"{where}: path, raw, step and kind must be strings")
-    if wrote is not None and (not isinstance(wrote, str) or len(wrote) > MAX_KNOB_BYTES):
-        raise fail(f"{where}: wrote must be a string of at most {MAX_KNOB_BYTES} characters")
-    if kind != kind_of(path):
-        raise fail(f"{where}: kind {kind[:20]!r} does not match path {path[:80]!r}")
-    if not path.startswith(("/", "nvml:", services.KEY_PREFIX)) or len(
-            path) > MAX_KNOB_BYTES or any(
-            ord(c) < 0x20 or ord(c) == 0x7F for c in path + step) or len(step) > MAX_STEP_CHARS:
-        raise fail(f"{where}: path {path[:80]!r} or step {step[:40]!r} is malformed")
-    try:
-        knob_io.check_restorable(root, path, raw)
-    except JetbenchError as err:
-        raise fail(f"{where}: {err}") from None
-    return Entry(path, raw, step, kind, wrote)
-
-
-def parse(root: Root, data: bytes, shown: str) -> List[Entry]:
-    """The entries of a journal's bytes, validated whole; JournalInvalid for anything else."""
-    return _parse(root, data, shown)[0]
-
-
-def _parse(root: Root, data: bytes, shown: str) -> Tuple[List[Entry], List[Entry]]:
-    """(entries, seen) of a journal's bytes, validated whole."""
-
-    def fail(what: str) -> JournalInvalid:
-        return JournalInvalid(shown, what)
-
-    if len(data) > MAX_JOURNAL_BYTES:
-        raise fail(f"larger than {MAX_JOURNAL_BYTES} bytes")
-    try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
-    except RecursionError:
-        raise fail("nested too deeply") from None
-    except (UnicodeDecodeError, ValueError) as err:
-        raise fail(f"not valid JSON ({err})") from None
-    if not isinstance(doc, dict):
-        raise fail(f"expected a JSON object, found {type(doc).__name__}")
-    if doc.get("schema") != SCHEMA:
-        raise fail(f"schema {str(doc.get('schema'))[:40]!r}, expected {SCHEMA!r}")
-    unknown = sorted(set(doc) - _TOP_KEYS)
-    if unknown:
-        raise fail(f"unknown key {unknown[0][:40]!r}")
-    for key in ("board", "updated", "note"):
-        if not isinstance(doc.get(key, ""), str):
-            raise fail(f"{key!r} must be a string")
-    items = doc.get("entries")
-    if not isinstance(items, list):
-        raise fail("'entries' must be a list")
-    if len(items) > MAX_ENTRIES:
-        raise fail(f"more than {MAX_ENTRIES} entries")
-    entries = [_check_entry(root, item, f"entry {k + 1}", fail) for k, item in enumerate(items)]
-    if len({e.path for e in entries}) != len(entries):
-        raise fail("a path appears twice")
-    seen_items = doc.get("seen", [])
-    if not isinstance(seen_items, list) or len(seen_items) > MAX_ENTRIES:
-        raise fail(f"'seen' must be a list of at most {MAX_ENTRIES} entries")
-    seen = [_check_entry(root, item, f"seen {k + 1}", fail) for k, item in enumerate(seen_items)]
-    if len({e.path for e in seen}) != len(seen) or any(e.kind != KIND_FILE for e in seen):
-        raise fail("'seen' lists a path twice, or a knob that is no file")
-    return entries, seen
 
 
 def _read_journal(root: Root, dir_fd: int) -> Optional[bytes]:
@@ -232,7 +117,7 @@ def _load(root: Root) -> Tuple[List[Entry], List[Entry]]:
         if dir_fd is None:
             return [], []
         data = _read_journal(root, dir_fd)
-    return ([], []) if data is None else _parse(root, data, str(journal_file(root)))
+    return ([], []) if data is None else parse_with_seen(root, data, str(journal_file(root)))
 
 
 def originals(root: Root) -> Dict[str, str]:
@@ -268,7 +153,7 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
     with state_dir_fd(root, create=True) as dir_fd:
         assert dir_fd is not None
         data = _read_journal(root, dir_fd)
-        entries, seen = ([], []) if data is None else _parse(root, data, shown)
+        entries, seen = ([], []) if data is None else parse_with_seen(root, data, shown)
         if data is not None and not board_family:  # a caller that does not know the board
             board_family = str(json.loads(data.decode("utf-8")).get("board", ""))
         known = {e.path: k for k, e in enumerate(entries)}
@@ -280,7 +165,7 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
             try:
                 root.check_writable(path)  # a knob inside the root, before reading it
                 raw = root.read_raw(path)
-                seen.append(_check_entry(root, {"path": path, "raw": raw}, path,
+                seen.append(check_entry(root, {"path": path, "raw": raw}, path,
                                          lambda what: ValueError(what)))
             except (JetbenchError, ValueError):
                 continue  # gone, unreadable, or a value no knob holds: nothing to compare
@@ -300,7 +185,7 @@ def record(root: Root, items: Iterable[Tuple[str, ...]], board_family: str = "",
             if kind_of(path) != KIND_FILE:
                 item["kind"] = kind_of(path)
             # A value restore could not write back is refused now, before any change.
-            entries.append(_check_entry(root, item, path, _cannot_journal(path)))
+            entries.append(check_entry(root, item, path, _cannot_journal(path)))
             known[path] = len(entries) - 1
             added = True
         if added:
