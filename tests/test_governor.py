@@ -230,3 +230,45 @@ def test_energy_saved_counts_only_windows_at_the_starting_points_demand():
     modelled_saved = EnergySaved(start, predicted=lambda p: (60.0, 8.0))
     modelled_saved.window(held, Window(60.0, 1.0, 5.0, 1.0), 10.0)
     assert modelled_saved.joules == pytest.approx(30.0) and "model" in modelled_saved.basis()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_at_a_demand_beyond_the_top_the_look_one_step_up_does_not_search_again(seed):
+    # every point is saturated there: one step up serves more than the held point, never more
+    # than the demand read at the top (a look compared with the held point searched again
+    # every other window)
+    served = Served(seed)
+    served.demand = None
+    gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.3 * _top_capacity(served))])
+    decision, _, _ = _run(gov, served, gov.start(SPACE.top()), 150.0)
+    epochs = gov.epochs
+    decision, _, points = _run(gov, served, decision, 300.0)
+    assert gov.epochs - epochs <= 1, gov.epochs - epochs
+    assert gov.phase == HOLDING and served.gap(gov.held, 0.3 * _top_capacity(served)) <= 0.10
+
+
+def test_after_a_change_a_point_is_held_within_thirty_seconds_in_most_runs():
+    # issue 59's 30 s: the demand read at the top, the models' best read, held (a close call
+    # held at once, its rival read again while held; a point the models put within one read's
+    # noise of the best read left to the walk). Eight surfaces: the median within 30 s (it
+    # was 33 s with each close call read again before holding), each held within 90 s of
+    # simulated time and within 10% of the optimum there.
+    firsts = []
+    for seed in range(8):
+        served = Served(seed)
+        top = _top_capacity(served)
+        served.demand = 0.35 * top
+        floor = 0.9 * served.demand
+        gov = Governor(SPACE, [Constraint("items_per_s", ">=", floor)])
+        decision, _, _ = _run(gov, served, gov.start(SPACE.top()), 150.0)
+        served.demand = 0.7 * top
+        spent, first, epochs = 0.0, None, gov.epochs
+        while spent < 90.0:
+            decision, step, _ = _run(gov, served, decision, 0.1)
+            spent += step
+            if first is None and gov.epochs > epochs and decision.phase == HOLDING:
+                first = spent
+        assert first is not None, seed
+        assert served.gap(gov.held, floor) <= 0.10, (seed, gov.held, served.gap(gov.held, floor))
+        firsts.append(first)
+    assert sorted(firsts)[len(firsts) // 2 - 1] <= 30.0, firsts

@@ -18,14 +18,19 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   (met beyond SIGMAS of its noise), any other by the models (its rate min(demand, capacity)
   meeting every floor with the models' own error as margin, its items/J by the power model).
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
-  and the models put it better than the best read beyond noise, at most MAX_PROBES a demand;
-  otherwise the best point read is held. A close call (the best two read within noise of each
-  other, one read once) is read again before it is held.
+  and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
+  in point_choice.py), at most MAX_PROBES a demand; otherwise the best point read is held. A
+  close call (the best two read within noise of each other) holds the better at once (its own
+  full windows read it again) and reads the other again among the walk's first probes: a
+  probe before holding is time off the 30 s a change is given.
 - Holding: full windows; every CHECK_UP_EVERY windows (every other one near the point's
   capacity) a short one a step up on every knob (a saturated point's rate cannot show a rising
-  demand, nor one window's noise a small rise): where more is served there, the demand is read
-  at the top. A point just held has its neighbours read in its first WALK_WINDOWS windows, then
-  now and then (the edge walked jointly: a knob down, or one down and another up).
+  demand, nor one window's noise a small rise): where more than the demand read is served
+  there, the demand is read at the top (more than the held point is not enough: at a demand
+  beyond the top's every point is saturated, and a step up always serves more). A point just
+  held has its neighbours read in its first WALK_WINDOWS windows, then now and then (the edge
+  walked jointly: a knob down, or one down and another up; a knob up too where the held point
+  does not keep up).
 
 Constraints: items_per_s and power_w floors and ceilings, demand>=SHARE; a latency constraint
 is not modelled, and the daemon keeps the first generation for it (live_tuning.py).
@@ -69,7 +74,7 @@ CHECK_UP_NEAR_EVERY, NEAR_CAPACITY = 2, 0.85
 WALK_WINDOWS = 4  # a point just held: its neighbours read in each of its first windows
 EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
-RECHECKS = 2  # close calls read again per demand
+RECHECKS = 2  # close calls read again per demand (while the better is held)
 
 
 def modelled(limits: Sequence[Constraint]) -> bool:
@@ -101,6 +106,7 @@ class Governor:
         self._start: Optional[Point] = None
         self._held_windows = 0
         self._checking: Optional[Point] = None  # holding: the window one step up
+        self._rival: Optional[Point] = None  # held on a close call: the other, read again
         self._tail = TailJudge(limits)
         self._top_settled = False  # the window at the top now was read after a settling one
         self._drained_last: Optional[Point] = None  # the point last read again for a drain
@@ -193,12 +199,13 @@ class Governor:
             return self._hold(point, window, broken)
         if self.phase == HOLDING and point == self._checking and self.held is not None:
             self._checking = None
-            ref = self._epoch.mean(self.held)
-            if ref is not None and window.items_per_s > ref.items_per_s and _apart(
-                    window.items_per_s, window.items_per_s_uncertainty_pct, ref.items_per_s,
-                    ref.items_per_s_uncertainty_pct, SIGMAS):
-                return self._new_demand(f"one step up serves more ({ref.items_per_s:.3g} -> "
-                                        f"{window.items_per_s:.3g}/s)")
+            # more than the demand read (not merely more than the held point: a point held
+            # saturated, as at a demand beyond the top's, serves more one step up anyway)
+            if ep.demand is not None and window.items_per_s > ep.demand and _apart(
+                    window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
+                    ep.demand_pct, SIGMAS):
+                return self._new_demand(f"one step up serves more than the demand read "
+                                        f"({ep.demand:.3g} -> {window.items_per_s:.3g}/s)")
             return Decision(self.held, self.phase, f"one step up, {self._text(point)} serves "
                             f"no more: holding {self._text(self.held)}")
         if broken and point == top:  # nothing below does better (a clock lowered never
@@ -318,14 +325,10 @@ class Governor:
             return Decision(top, self.phase, self._join(why, f"{self._met()} nowhere read: "
                             "holding the top"), settle=after_miss)
         point, window = best_read
-        read_rank = sorted(read, key=lambda kv: -kv[1].items_per_j)
+        # a close call (the best two read within noise of each other): the better held at
+        # once (its own windows read it again), the other read again among the walk's probes
         close = self._close_call(read, point)
-        if close is not None:
-            ep.rechecks += 1
-            other = point if close != point else read_rank[1][0]
-            return Decision(close, self.phase, self._join(why, f"{self._text(close)} and "
-                            f"{self._text(other)} within noise: reading again"),
-                            settle=after_miss, window_share=PROBE_SHARE)
+        self._rival = close if close is not None and close != point else None
         self.held, self.held_window = point, window
         self.phase = HOLDING
         self._held_windows = 0
@@ -401,6 +404,13 @@ class Governor:
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
         walking = self._held_windows <= WALK_WINDOWS  # just held: the edge walked at once
+        rival, self._rival = self._rival, None
+        if walking and rival is not None and rival != point and \
+                self._epoch.rechecks < RECHECKS:
+            self._epoch.rechecks += 1
+            return Decision(rival, self.phase, f"holding {self._text(point)}; reading "
+                            f"{self._text(rival)} again (within noise of it)",
+                            window_share=PROBE_SHARE)
         if walking or self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
             near = self._neighbour(point)
             if near is not None:
@@ -424,7 +434,9 @@ class Governor:
     def _neighbour(self, point: Point) -> Optional[Point]:
         """The point next to `point` (point_choice.neighbours) not read under this demand nor
         ruled out, the models' most efficient (None: none)."""
-        near = [p for p in neighbours(self.space, point) if p not in self._epoch.reads
+        held = self._epoch.mean(point)
+        up = held is not None and self._epoch.saturated(held)
+        near = [p for p in neighbours(self.space, point, up) if p not in self._epoch.reads
                 and not self._epoch.excluded(p) and self._load_ok(p)]
         predicted = [(self.predicted(p), p) for p in near]
         scored = [(r / w, p) for (r_w, p) in predicted if r_w is not None

@@ -14,6 +14,9 @@ from .tail_judge import TailJudge, is_tail
 from .workload_model import Fitted
 
 AHEAD = 0.0  # a point not read is read where the models put it this much ahead of the best read
+# ... and beyond this many of the best read's uncertainty in items/J (a point the models put
+# within one read's noise of it is left to the walk while the best is held: a probe is time)
+AHEAD_SIGMAS = 1.0
 MODEL_MARGIN_MIN = 0.03  # the models' floor margin at least this (relative)
 
 
@@ -52,7 +55,10 @@ def propose(points: Sequence[Point], x: np.ndarray, models: Optional[Fitted], ep
         point = points[int(k)]
         if point in epoch.reads or epoch.excluded(point):
             continue
-        if best_read is not None and score[k] <= best_read.items_per_j * (1 + AHEAD):
+        ahead = AHEAD
+        if best_read is not None and best_read.items_per_j_uncertainty_pct is not None:
+            ahead += AHEAD_SIGMAS * best_read.items_per_j_uncertainty_pct / 100
+        if best_read is not None and score[k] <= best_read.items_per_j * (1 + ahead):
             return None  # not ahead of what was read
         return point
     return None
@@ -87,11 +93,16 @@ def explore(space: Space, epoch: Epoch) -> Optional[Point]:
     return None
 
 
-def neighbours(space: Space, point: Point) -> List[Point]:
+def neighbours(space: Space, point: Point, up: bool = False) -> List[Point]:
     """The points next to `point`: a knob one step down, or one down and another one up (a
-    knob traded against another along a constraint's edge)."""
+    knob traded against another along a constraint's edge); with `up`, a knob one step up too
+    (a point that does not keep up may serve more per joule a step up)."""
     near = []
     for k, i in enumerate(point):
+        if up and i < len(space.tables[k]) - 1:
+            higher = list(point)
+            higher[k] = i + 1
+            near.append(tuple(higher))
         if i == 0:
             continue
         down = list(point)

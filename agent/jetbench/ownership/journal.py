@@ -8,9 +8,10 @@ changes that the journal describes.
 
 Root reads it and writes it back to the board, so it is treated as hostile input: reached only
 through the checked state-directory descriptor (statedir.py), never through a symlink, replaced
-via a temporary created exclusively under a random name, and validated whole on load (`parse`, journal_format.py:
-schema, types, every path a knob `Root.check_writable` accepts, every value one a knob holds,
-bounded size). Anything else is JournalInvalid: one message, exit 2, `restore --discard`.
+via a temporary created exclusively under a random name, and validated whole on load (`parse`,
+journal_format.py: schema, types, every path a knob `Root.check_writable` accepts, every value
+one a knob holds, bounded size). Anything else is JournalInvalid: one message, exit 2,
+`restore --discard`.
 
 An entry is a file (`path` under the root, `raw` its exact content) or, with `"kind": "nvml"`,
 an NVML setting of a discrete GPU (`path` = `nvml:<PCI bus id>/<setting>`, hw/nvml.py):
