@@ -272,3 +272,21 @@ def test_after_a_change_a_point_is_held_within_thirty_seconds_in_most_runs():
         assert served.gap(gov.held, floor) <= 0.10, (seed, gov.held, served.gap(gov.held, floor))
         firsts.append(first)
     assert sorted(firsts)[len(firsts) // 2 - 1] <= 30.0, firsts
+
+
+def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
+    served = Served(1)
+    served.demand = 0.35 * _top_capacity(served)
+    gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.9 * served.demand)])
+    decision, _, _ = _run(gov, served, gov.start(SPACE.top()), 150.0)
+    while decision.point != gov.held or decision.window_share != 1.0:
+        decision, _, _ = _run(gov, served, decision, 0.1)  # a full window at the held point
+    held, epochs, reads = gov.held, gov.epochs, dict(gov._epoch.reads)
+    rate, power = served.truth(held)
+    # one window's noise, 20% low: read as a fall, the demand read again at the held point
+    decision = gov.observe(held, Window(0.8 * rate, 2.0, power, 2.0))
+    assert decision.point == held and decision.settle and gov.epochs == epochs + 1
+    decision, _, _ = _run(gov, served, decision, 0.1)  # the settling window, then the read
+    decision, _, _ = _run(gov, served, decision, 0.1)
+    assert gov.epochs == epochs and gov.same_again == 1
+    assert set(reads) <= set(gov._epoch.reads) and gov.held == held

@@ -126,3 +126,26 @@ def test_a_space_measured_whole_where_nothing_meets_the_floor_says_what_it_left_
     assert lines[-1] == ("tune: every point of the space is measured (or known to miss) and "
                          "none meets the constraints to be read again: 11 trial(s) of the "
                          "budget left unspent"), lines
+
+
+def test_a_shared_budget_counts_an_earlier_trial_before_it_says_it_measures():
+    # two boards on one study: the later trial yields to an earlier one even where that one
+    # has not yet said it measures (counted only once it had, both ran: 7 trials of 6 under
+    # load, test_tune.py's PostgreSQL study); the earlier never yields to the later
+    from jetbench.run.tune.trial import budget_taken
+
+    study = optuna.create_study()
+    earlier = study.ask()  # another board's, just started
+    mine = study.ask()
+    mine.set_user_attr("measuring", True)
+    assert budget_taken(optuna, study, mine, lambda: 5, limit=6, budget=6)
+    assert not budget_taken(optuna, study, earlier, lambda: 5, limit=6, budget=6)
+    # a trial that ends between the two reads is counted twice, never not at all
+    ended = []
+
+    def count() -> int:
+        if not ended:
+            study.tell(earlier, 1.0)
+            ended.append(True)
+        return 6 if ended else 5
+    assert budget_taken(optuna, study, mine, count, limit=7, budget=7)

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from .online_tuner import Point, Window, _apart
+from .online_tuner import SIGMAS, Point, Window, _apart
 
 
 @dataclass
@@ -52,6 +52,12 @@ class Epoch:
         return self.demand is not None and window.items_per_s < self.demand and _apart(
             window.items_per_s, window.items_per_s_uncertainty_pct, self.demand,
             self.demand_pct, 1.0)
+
+    def same_demand(self, window: Window) -> bool:
+        """A window's rate is this demand within noise (SIGMAS of both uncertainties)."""
+        return self.demand is not None and not _apart(
+            window.items_per_s, window.items_per_s_uncertainty_pct, self.demand,
+            self.demand_pct, SIGMAS)
 
     def values(self, point: Point, name: str) -> List[float]:
         """A figure's values in the point's windows (those that read it)."""

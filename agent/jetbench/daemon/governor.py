@@ -10,7 +10,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   is above it: every point is then saturated, which is the same for the search). A held point's
   rate that falls beyond noise is the new demand; one that rises sends a short window to the top
   to read it; a broken constraint too (with a settling window after it: a backlog drained would
-  flatter the next point). A demand is an epoch: windows at a point are compared within one.
+  flatter the next point). A demand is an epoch: windows at a point are compared within one. A
+  demand read after a move that is the one before it within noise takes that one back with its
+  windows (the move was a window's noise: Poisson arrivals at a low rate are 6% noisy in a
+  short window, and a new epoch would search again from the models).
 - Exploring, while the capacity cannot be fitted (fewer than two points read saturated): each
   knob alone halves down its table from the top, in short windows, until it saturates or
   misses (a miss rules out what lies below it, in this epoch).
@@ -59,7 +62,7 @@ from .online_tuner import (
     met_text,
     point_text,
 )
-from .point_choice import explore, neighbours, propose
+from .point_choice import explore, neighbours, propose, rival
 from .tail_judge import TailJudge, is_tail
 from .workload_model import Fitted, Point, Seen, fit, grid_shares
 
@@ -101,6 +104,8 @@ class Governor:
         self.broken_windows = 0
         self.epochs = 0  # demands seen (a change begins another)
         self._epoch = Epoch()
+        self._before: Optional[Epoch] = None  # the demand before a move, until the next is read
+        self.same_again = 0  # moves read again as the demand before them
         self._seen: List[Seen] = []
         self._models: Optional[Fitted] = None
         self._start: Optional[Point] = None
@@ -225,9 +230,12 @@ class Governor:
         ep = self._epoch
         if ep.demand is None and ep.read_at is not None and point == ep.read_at:
             # a fall read at the held point: it keeps up with what arrives
-            ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
+            if not self._same_as_before(window):
+                ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
             return None
         if point == self.space.top():
+            if ep.demand is None and self._same_as_before(window):
+                ep = self._epoch
             if ep.demand is None or (_apart(window.items_per_s, window.items_per_s_uncertainty_pct,
                                             ep.demand, ep.demand_pct, SIGMAS)):
                 if ep.demand is not None and not settled:
@@ -236,6 +244,7 @@ class Governor:
                                             f"{window.items_per_s:.3g}/s)")
                 if ep.demand is not None:  # moved, read settled: the new demand
                     self._begin_epoch()
+                    self._before = None
                     self.phase = RETUNING
                 ep = self._epoch
                 ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
@@ -271,7 +280,21 @@ class Governor:
 
     def _begin_epoch(self) -> None:
         self.epochs += 1
+        self._before = self._epoch
         self._epoch = Epoch()
+
+    def _same_as_before(self, window: Window) -> bool:
+        """The demand read after a move is the one before it, within noise: the move was the
+        noise of a window or two (Poisson arrivals at a low rate), and the demand before is
+        taken back with all its windows (a new one would throw them away and search again
+        from the models); False otherwise (the new demand stands)."""
+        before, self._before = self._before, None
+        if before is None or not before.same_demand(window):
+            return False
+        self._epoch = before
+        self.epochs -= 1
+        self.same_again += 1
+        return True
 
     def _remember(self, point: Point, window: Window) -> None:
         # (one uncertainty: a point read a little under the demand is taken at its rate; the
@@ -327,8 +350,7 @@ class Governor:
         point, window = best_read
         # a close call (the best two read within noise of each other): the better held at
         # once (its own windows read it again), the other read again among the walk's probes
-        close = self._close_call(read, point)
-        self._rival = close if close is not None and close != point else None
+        self._rival = rival(ep, read) if ep.rechecks < RECHECKS else None
         self.held, self.held_window = point, window
         self.phase = HOLDING
         self._held_windows = 0
@@ -366,17 +388,6 @@ class Governor:
         self._top_settled = True
         return Decision(self.space.top(), self.phase, why, settle=True,
                         window_share=TOP_SHARE, settle_share=SETTLE_SHARE)
-
-    def _close_call(self, read: List[Tuple[Point, Window]], best: Point) -> Optional[Point]:
-        if self._epoch.rechecks >= RECHECKS or len(read) < 2:
-            return None
-        ranked = sorted(read, key=lambda kv: -kv[1].items_per_j)
-        (p1, w1), (p2, w2) = ranked[0], ranked[1]
-        if _apart(w1.items_per_j, w1.items_per_j_uncertainty_pct, w2.items_per_j,
-                  w2.items_per_j_uncertainty_pct, SIGMAS):
-            return None
-        # the one read fewer times (the better of two read as often)
-        return p1 if len(self._epoch.reads[p1]) <= len(self._epoch.reads[p2]) else p2
 
     # -- holding -----------------------------------------------------------------------------------
     def _hold(self, point: Point, window: Window, broken: List[Constraint]) -> Decision:

@@ -3,13 +3,13 @@ exploration of a demand the models cannot yet rank, and a held point's neighbour
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..run.constraint import Constraint
 from .demand_epoch import Epoch
-from .online_tuner import Point, Space, Window
+from .online_tuner import SIGMAS, Point, Space, Window, _apart
 from .tail_judge import TailJudge, is_tail
 from .workload_model import Fitted
 
@@ -114,3 +114,16 @@ def neighbours(space: Space, point: Point, up: bool = False) -> List[Point]:
                 trade[j] = point[j] + 1
                 near.append(tuple(trade))
     return near
+
+
+def rival(epoch: Epoch, read: Sequence[Tuple[Point, Window]]) -> Optional[Point]:
+    """A close call (the best two read within noise of each other in items/J): the second,
+    where it was read fewer times than the best, to read again while the best is held (the
+    best's own windows read it again); None where there is none."""
+    if len(read) < 2:
+        return None
+    (p1, w1), (p2, w2) = sorted(read, key=lambda kv: -kv[1].items_per_j)[:2]
+    if _apart(w1.items_per_j, w1.items_per_j_uncertainty_pct, w2.items_per_j,
+              w2.items_per_j_uncertainty_pct, SIGMAS):
+        return None
+    return p2 if len(epoch.reads[p2]) < len(epoch.reads[p1]) else None

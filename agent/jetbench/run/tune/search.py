@@ -391,7 +391,7 @@ class Study:
     # -- one trial -------------------------------------------------------------------------------
     def objective(self, trial: Trial) -> Union[float, Tuple[float, ...]]:
         trial.set_user_attr("measuring", True)
-        if budget_taken(self.optuna, self.study, trial, self.count(), self.limit,
+        if budget_taken(self.optuna, self.study, trial, self.count, self.limit,
                         self.req.budget):
             trial.set_user_attr("not_run", "the budget was taken by other boards' trials")
             self.yielded = True

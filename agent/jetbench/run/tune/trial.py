@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from types import ModuleType
-from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Sequence, Tuple, Union
 
 from ...report import schema
 from ..constraint import Constraint
@@ -35,12 +35,15 @@ def suggest(trial: Trial, space: Dict[str, List[int]], choices: Choices) -> Sett
     return settings
 
 
-def budget_taken(optuna: ModuleType, study: OptunaStudy, trial: Trial, counted: int,
-                 limit: int, budget: int) -> bool:
-    """Several boards on one study: the trials already measuring on the others (started
-    before this one) fill the budget first, so the study stops at its budget, not past it. A
-    trial says it measures before it looks, so of two that look at once the later one yields;
-    one that yields never counts as measuring (it is no longer RUNNING). A point queued again
+def budget_taken(optuna: ModuleType, study: OptunaStudy, trial: Trial,
+                 count: Callable[[], int], limit: int, budget: int) -> bool:
+    """Several boards on one study: the trials already running on the others (started
+    before this one: a lower number) fill the budget first, so the study stops at its budget,
+    not past it. Of two that look at once the later one yields (one that yields is no longer
+    RUNNING); an earlier trial counts whether or not it has said it measures yet (it was
+    counted only once it had: two boards that looked within that moment both ran, 7 trials
+    of 6 under load). The running trials are read before the finished ones are counted (`count`):
+    a trial that ends in between is then counted twice, never not at all. A point queued again
     (a dead board's trial, failed by the heartbeat; an interrupted one) keeps the place in the
     budget its trial had: while it waits or runs, no new trial takes that place, and it runs
     against the whole budget, not a phase's `limit`."""
@@ -49,11 +52,10 @@ def budget_taken(optuna: ModuleType, study: OptunaStudy, trial: Trial, counted: 
     earlier = [t for t in study.get_trials(deepcopy=False, states=(state.RUNNING,
                                                                    state.WAITING))
                if t.number != trial.number and (
-                   (t.state == state.RUNNING and t.number < trial.number
-                    and t.user_attrs.get("measuring"))
+                   (t.state == state.RUNNING and t.number < trial.number)
                    or ("retry_of" in t.user_attrs and (not retry or t.number < trial.number)
                        and (t.state == state.RUNNING or not retry)))]
-    return counted + len(earlier) >= (budget if retry else limit)
+    return count() + len(earlier) >= (budget if retry else limit)
 
 
 def known_miss(trial: Trial, source: FrozenTrial, missed: str, modern: bool) -> str:
