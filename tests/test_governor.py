@@ -289,4 +289,5 @@ def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
     decision, _, _ = _run(gov, served, decision, 0.1)  # the settling window, then the read
     decision, _, _ = _run(gov, served, decision, 0.1)
     assert gov.epochs == epochs and gov.same_again == 1
+    assert "is the one before within noise: its windows kept" in decision.why, decision.why
     assert set(reads) <= set(gov._epoch.reads) and gov.held == held

@@ -106,6 +106,7 @@ class Governor:
         self._epoch = Epoch()
         self._before: Optional[Epoch] = None  # the demand before a move, until the next is read
         self.same_again = 0  # moves read again as the demand before them
+        self._kept = ""  # said before the next choice: a demand taken back
         self._seen: List[Seen] = []
         self._models: Optional[Fitted] = None
         self._start: Optional[Point] = None
@@ -221,7 +222,8 @@ class Governor:
                             "space: holding the top")
         if broken or not meets and point != top and self._misses(point, window):
             self._epoch.missed.append(point)  # (a held point that breaks while held: _hold)
-        return self._choose(after_miss=bool(broken))
+        said, self._kept = self._kept, ""
+        return self._choose(why=said, after_miss=bool(broken))
 
     # -- the demand --------------------------------------------------------------------------------
     def _demand_from(self, point: Point, window: Window) -> Optional[Decision]:
@@ -294,6 +296,8 @@ class Governor:
         self._epoch = before
         self.epochs -= 1
         self.same_again += 1
+        self._kept = (f"the demand read again ({window.items_per_s:.3g}/s) is the one before "
+                      "within noise: its windows kept")
         return True
 
     def _remember(self, point: Point, window: Window) -> None:
@@ -415,12 +419,12 @@ class Governor:
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
         walking = self._held_windows <= WALK_WINDOWS  # just held: the edge walked at once
-        rival, self._rival = self._rival, None
-        if walking and rival is not None and rival != point and \
+        other, self._rival = self._rival, None
+        if walking and other is not None and other != point and \
                 self._epoch.rechecks < RECHECKS:
             self._epoch.rechecks += 1
-            return Decision(rival, self.phase, f"holding {self._text(point)}; reading "
-                            f"{self._text(rival)} again (within noise of it)",
+            return Decision(other, self.phase, f"holding {self._text(point)}; reading "
+                            f"{self._text(other)} again (within noise of it)",
                             window_share=PROBE_SHARE)
         if walking or self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
             near = self._neighbour(point)
