@@ -19,7 +19,7 @@ exhaustive optimum at each demand's end, and the seconds after each change until
 is within 5% of it (and meets the floor).
 
     python benchmarks/bench_governor.py [--boards tx1,orin-nano] [--workloads sim,surface:0]
-        [--seeds 3] [--knobs gpu,emc]
+        [--seeds 3] [--knobs gpu,emc] [--jitter 2]
 """
 
 from __future__ import annotations
@@ -254,13 +254,18 @@ CONTROLLERS: Dict[str, Callable[[Space, List[Constraint]], object]] = {
 
 
 def main(argv: List[str]) -> int:
+    global JITTER_PCT
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--boards", default="tx1,orin-nano")
     parser.add_argument("--workloads", default="sim,surface:0,surface:1,surface:2")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--knobs", default="gpu,emc")
     parser.add_argument("--controllers", default="gen1,governor")
+    parser.add_argument("--jitter", type=float, default=JITTER_PCT,
+                        help="noise on a 10 s window's rate and power, %% (Poisson arrivals "
+                        "at a low rate, as the live run's: 4-6)")
     args = parser.parse_args(argv)
+    JITTER_PCT = args.jitter
     knobs = tuple(args.knobs.split(","))
     print(f"{WINDOW_S:g} s windows, demand per phase "
           f"{', '.join('max' if s is None else f'{s:g} of the top' for s in SHARES)} "

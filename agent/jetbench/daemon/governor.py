@@ -139,9 +139,9 @@ class Governor:
             ref.items_per_s_uncertainty_pct, EARLY_SIGMAS)
 
     def predicted(self, point: Point) -> Optional[Tuple[float, float]]:
-        """(items/s, W) the models give a point at the demand now (None: no models yet)."""
+        """(items/s, W) at the demand now (None: no models); no capacity fitted: it keeps up."""
         models, ep = self._models, self._epoch
-        if models is None or not models.has_capacity or ep.demand is None:
+        if models is None or ep.demand is None:
             return None
         x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
         rate = np.minimum(ep.demand, models.capacity(x))

@@ -24,12 +24,15 @@ the draw of gpu_work and mem_work has it.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..hw.board import Board
 from ..hw.clocks.domains import read_clocks
 from ..hw.fs import Root
+
+READ_TRIES = 5  # running_shares: reads of a clock file found empty mid-write
 
 # the relative clocks of a point: (g, e, c), each in (0, 1]
 Shares = Tuple[float, float, float]
@@ -99,14 +102,20 @@ def _volts(share: float, knee: float, v_top: float) -> float:
 
 def running_shares(root: Root, board: Board) -> Tuple[float, float]:
     """(GPU, EMC) clocks a simulated board runs now, as shares of the GPU table's top and the
-    EMC's max (read as measure's clock sampler reads them): a surface's workload at them."""
-    now, top = {}, {"emc": float(board.emc.max_hz)} if board.emc else {}
-    for r in read_clocks(root, board):
-        if r.domain in ("gpu", "emc") and r.cur_hz:
-            now[r.domain] = float(r.cur_hz)
-            if r.available_hz:
-                top[r.domain] = float(max(r.available_hz))
-    return (min(1.0, now["gpu"] / top["gpu"]), min(1.0, now["emc"] / top["emc"]))
+    EMC's max (read as measure's clock sampler reads them): a surface's workload at them. A
+    clock file read empty while a pin rewrites it is read again (a few times, 2 ms apart)."""
+    for _ in range(READ_TRIES):
+        now, top = {}, {"emc": float(board.emc.max_hz)} if board.emc else {}
+        for r in read_clocks(root, board):
+            if r.domain in ("gpu", "emc") and r.cur_hz:
+                now[r.domain] = float(r.cur_hz)
+                if r.available_hz:
+                    top[r.domain] = float(max(r.available_hz))
+        if "gpu" in now and "emc" in now and "gpu" in top:
+            return (min(1.0, now["gpu"] / top["gpu"]), min(1.0, now["emc"] / top["emc"]))
+        time.sleep(0.002)
+    raise RuntimeError(f"the simulated board's GPU and EMC clocks could not be read "
+                       f"({READ_TRIES} tries)")
 
 
 def shares(space: Mapping[str, Sequence[int]], settings: Mapping[str, object]) -> Shares:
