@@ -16,8 +16,10 @@ from typing import List, Optional, Tuple
 
 import pytest
 
+from jetbench.daemon.demand_epoch import Epoch
 from jetbench.daemon.governor import HOLDING, Governor, modelled
 from jetbench.daemon.online_tuner import FROZEN, Decision, Point, Space, Window, parse_limit
+from jetbench.daemon.point_choice import unsure
 from jetbench.daemon.savings import EnergySaved
 from jetbench.run.constraint import Constraint
 from jetbench.sim.surface import Surface
@@ -294,3 +296,45 @@ def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
     assert gov.epochs == epochs and gov.same_again == 1
     assert "is the one before within noise: its windows kept" in decision.why, decision.why
     assert set(reads) <= set(gov._epoch.reads) and gov.held == held
+
+
+def test_a_point_that_keeps_up_meets_a_floor_its_own_short_read_cannot_clear():
+    # Poisson arrivals at a low rate: a 4 s read is 8% noisy, the floor 10% under the demand;
+    # the demand, read over many windows, clears it, and a point that keeps up serves it
+    epoch = Epoch()
+    for _ in range(6):
+        epoch.read_demand(Window(100.0, 2.0, 5.0, 1.0))
+    floor = Constraint("items_per_s", ">=", 90.0)
+    kept_up = Window(97.0, 8.0, 5.0, 8.0)
+    assert not kept_up.meets(floor) and epoch.met(kept_up, [floor])
+    assert not epoch.met(Window(89.0, 8.0, 5.0, 8.0), [floor])  # under it at its figures
+    assert not epoch.met(Window(80.0, 2.0, 5.0, 1.0), [floor])  # saturated: its own read
+    assert epoch.demand_pct is not None and epoch.demand_pct < 1.0  # six reads, one demand
+
+
+def test_a_point_met_within_its_noise_only_is_read_again_a_few_times():
+    epoch = Epoch(demand=100.0, demand_pct=1.0)
+    floor = Constraint("items_per_s", ">=", 90.0)
+    epoch.reads[(3, 2)] = [Window(95.0, 8.0, 4.0, 8.0)]
+    epoch.reads[(2, 2)] = [Window(85.0, 8.0, 3.0, 8.0)]  # under the floor: not read again
+    assert unsure(epoch, set(), [floor], None, SPACE.top()) == (3, 2)
+    assert unsure(epoch, {(3, 2)}, [floor], None, SPACE.top()) is None  # met: held, not read
+    epoch.reads[(3, 2)] *= 3
+    assert unsure(epoch, set(), [floor], None, SPACE.top()) is None  # read enough
+
+
+def test_at_a_noisy_low_demand_the_walk_leaves_the_top_and_comes_near_the_best():
+    # 5% noise a 10 s window (8% a probe, as Poisson arrivals at ~60/s give): no point is
+    # read saturated at 0.35 of the top's capacity, so no capacity is fitted; the walk went by
+    # the models' prediction only where one was fitted and stayed at the top (36% below the
+    # best on surface 2), and points read once never met a floor 10% under the demand. The
+    # issue's 5% is not reached at this noise (benchmarks/RESULTS.md): within 15% on each
+    gaps = []
+    for seed in range(8):
+        served = Served(seed, noise=0.05)
+        served.demand = 0.35 * _top_capacity(served)
+        floor = 0.9 * served.demand
+        gov = Governor(SPACE, [Constraint("items_per_s", ">=", floor)])
+        _run(gov, served, gov.start(SPACE.top()), 300.0)
+        gaps.append(served.gap(gov.held, floor))
+    assert max(gaps) <= 0.15 and statistics.median(gaps) <= 0.08, gaps

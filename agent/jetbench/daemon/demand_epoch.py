@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
+from ..run.constraint import Constraint
 from .online_tuner import SIGMAS, Point, Window, _apart
 
 
@@ -18,9 +19,11 @@ class Epoch:
     demand: Optional[float] = None
     demand_pct: Optional[float] = None
     reads: Dict[Point, List[Window]] = field(default_factory=dict)
+    demand_reads: List[Window] = field(default_factory=list)  # the windows the demand is of
     missed: List[Point] = field(default_factory=list)
     probes: int = 0
     rechecks: int = 0
+    unsure: int = 0  # points met within their noise only, read again
     drained: int = 0  # reads that drained a backlog, read again
     read_at: Optional[Point] = None  # where the demand is read (None: the top)
     explore_knob: int = 0  # exploring: the knob halving down now
@@ -52,6 +55,31 @@ class Epoch:
         return self.demand is not None and window.items_per_s < self.demand and _apart(
             window.items_per_s, window.items_per_s_uncertainty_pct, self.demand,
             self.demand_pct, 1.0)
+
+    def read_demand(self, window: Window) -> None:
+        """A window that read the demand (at the top, or at a point that kept up with it): the
+        demand is the mean of those read under this epoch, each by its precision (one short
+        read of Poisson arrivals at a low rate is 6-8% noisy; the floor may lie 10% under)."""
+        self.demand_reads.append(window)
+        weights = [1.0 / max(w.items_per_s_uncertainty_pct or 100.0, 1e-3) ** 2
+                   for w in self.demand_reads]
+        total = sum(weights)
+        self.demand = sum(wt * w.items_per_s for wt, w in zip(weights, self.demand_reads)) \
+            / total
+        pcts = [w.items_per_s_uncertainty_pct for w in self.demand_reads]
+        self.demand_pct = None if any(p is None for p in pcts) else 1.0 / math.sqrt(total)
+
+    def met(self, window: Window, limits: Sequence[Constraint]) -> bool:
+        """Every limit met beyond the window's noise; a rate floor also where the point kept up
+        (not saturated) with a demand that meets the floor beyond its own noise, and served at
+        least the floor: the demand is read over many windows, a point's own short reads are
+        6-8% noisy at a low Poisson rate, and a floor 10% under the demand is then never met
+        beyond one read's noise by a point that keeps up with it."""
+        demand = None if self.demand is None else Window(self.demand, self.demand_pct, 1.0, 0.0)
+        kept = demand is not None and not self.saturated(window)
+        return all(window.meets(lim) or (
+            kept and demand is not None and lim.name == "items_per_s" and lim.op == ">=" and
+            demand.meets(lim) and window.items_per_s >= lim.value) for lim in limits)
 
     def same_demand(self, window: Window) -> bool:
         """A window's rate is this demand within noise (SIGMAS of both uncertainties)."""

@@ -18,7 +18,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   knob alone halves down its table from the top, in short windows, until it saturates or
   misses (a miss rules out what lies below it, in this epoch).
 - Choosing: every point of the space is scored, a point read in this epoch by its windows
-  (met beyond SIGMAS of its noise), any other by the models (its rate min(demand, capacity)
+  (met beyond SIGMAS of its noise; a rate floor also where the point kept up with a demand that
+  meets it: Epoch.met; one met at its figures only is read again, point_choice.unsure), any
+  other by the models (its rate min(demand, capacity)
   meeting every floor with the models' own error as margin, its items/J by the power model).
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
   and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
@@ -62,7 +64,7 @@ from .online_tuner import (
     met_text,
     point_text,
 )
-from .point_choice import explore, neighbours, propose, rival
+from .point_choice import explore, neighbours, propose, rival, unsure
 from .tail_judge import TailJudge, is_tail
 from .workload_model import Fitted, Point, Seen, fit, grid_shares
 
@@ -233,7 +235,7 @@ class Governor:
         if ep.demand is None and ep.read_at is not None and point == ep.read_at:
             # a fall read at the held point: it keeps up with what arrives
             if not self._same_as_before(window):
-                ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
+                ep.read_demand(window)
             return None
         if point == self.space.top():
             if ep.demand is None and self._same_as_before(window):
@@ -248,13 +250,9 @@ class Governor:
                     self._begin_epoch()
                     self._before = None
                     self.phase = RETUNING
-                ep = self._epoch
-                ep.demand, ep.demand_pct = window.items_per_s, window.items_per_s_uncertainty_pct
+                self._epoch.read_demand(window)
             else:  # the same demand read again: their mean
-                tops = ep.reads.get(point, []) + [window]
-                mean = Epoch(reads={point: tops}).mean(point)
-                assert mean is not None
-                ep.demand, ep.demand_pct = mean.items_per_s, mean.items_per_s_uncertainty_pct
+                ep.read_demand(window)
             return None
         if self.phase != HOLDING or point != self.held:
             return None
@@ -286,10 +284,8 @@ class Governor:
         self._epoch = Epoch()
 
     def _same_as_before(self, window: Window) -> bool:
-        """The demand read after a move is the one before it, within noise: the move was the
-        noise of a window or two (Poisson arrivals at a low rate), and the demand before is
-        taken back with all its windows (a new one would throw them away and search again
-        from the models); False otherwise (the new demand stands)."""
+        """The demand read after a move is the one before it within noise (the move was noise):
+        that one taken back with its windows (module doc); False: the new demand stands."""
         before, self._before = self._before, None
         if before is None or not before.same_demand(window):
             return False
@@ -337,6 +333,13 @@ class Governor:
             return Decision(proposal, self.phase, self._join(why, f"the models put "
                             f"{self._text(proposal)} ahead: reading it"), settle=after_miss,
                             window_share=PROBE_SHARE)
+        again = unsure(ep, {p for p, _ in read}, self.judged(), best_read[1] if best_read
+                       else None, self.space.top())
+        if again is not None:
+            ep.unsure += 1
+            return Decision(again, self.phase, self._join(why, f"{self._text(again)} met "
+                            "within its noise only: reading it again"), settle=after_miss,
+                            window_share=PROBE_SHARE)
         if (best_read is None or best_read[0] == self.space.top()) and self.epochs > 0:
             # the models found nothing better than the top (too few points read to fit, or
             # they hoped wrong): each knob down from the top, as the first demand was
@@ -363,15 +366,12 @@ class Governor:
                         settle=after_miss)
 
     def _read_scores(self) -> List[Tuple[Point, Window]]:
-        """The points read under this demand that meet every constraint beyond noise."""
+        """The points read under this demand that meet every constraint beyond noise (a rate
+        floor also where the point kept up with a demand that meets it: Epoch.met)."""
         limits = [lim for lim in self.judged() if not is_tail(lim)]
-        out = []
-        for point in self._epoch.reads:
-            w = self._epoch.mean(point)
-            if w is not None and all(w.meets(lim) for lim in limits) and \
-                    self._tail.met(self._epoch, point):
-                out.append((point, w))
-        return out
+        ep = self._epoch
+        return [(point, w) for point in ep.reads for w in [ep.mean(point)]
+                if w is not None and ep.met(w, limits) and self._tail.met(ep, point)]
 
     def tail_text(self) -> Dict[str, str]:
         """The tail constraints' margins, said in status (tail_judge.py)."""

@@ -3,7 +3,7 @@ exploration of a demand the models cannot yet rank, and a held point's neighbour
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Collection, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,6 +17,10 @@ AHEAD = 0.0  # a point not read is read where the models put it this much ahead 
 # ... and beyond this many of the best read's uncertainty in items/J (a point the models put
 # within one read's noise of it is left to the walk while the best is held: a probe is time)
 AHEAD_SIGMAS = 1.0
+# a point that meets the floors at its figures but not beyond their noise is read again until
+# UNSURE_READS reads, at most UNSURE_MAX such reads a demand (Poisson arrivals at a low rate are
+# 8% noisy in a 4 s probe, and a floor 10% under the demand needs three to be met beyond it)
+UNSURE_READS, UNSURE_MAX = 3, 4
 MODEL_MARGIN_MIN = 0.03  # the models' floor margin at least this (relative)
 
 
@@ -127,3 +131,25 @@ def rival(epoch: Epoch, read: Sequence[Tuple[Point, Window]]) -> Optional[Point]
               w2.items_per_j_uncertainty_pct, SIGMAS):
         return None
     return p2 if len(epoch.reads[p2]) < len(epoch.reads[p1]) else None
+
+
+def unsure(epoch: Epoch, met: Collection[Point], judged: Sequence[Constraint],
+           best: Optional[Window], top: Point) -> Optional[Point]:
+    """The most efficient point read under this demand that meets every constraint the models
+    judge at its figures but not beyond their noise (`met`: those that do), ahead of the best
+    that does (`best`; or with none), read fewer than UNSURE_READS times; None where there is
+    none or UNSURE_MAX were read again under this demand."""
+    if epoch.unsure >= UNSURE_MAX:
+        return None
+    limits = [lim for lim in judged if not is_tail(lim)]
+    out = []
+    for point, ws in epoch.reads.items():
+        w = epoch.mean(point)
+        if point in met or w is None or epoch.excluded(point) or len(ws) >= UNSURE_READS or \
+                point == top:
+            continue
+        values = [(lim, w.metric(lim.name)[0]) for lim in limits]
+        if all(lim.met(v, None) for lim, v in values if v is not None) and \
+                (best is None or w.items_per_j > best.items_per_j):
+            out.append((w.items_per_j, point))
+    return max(out)[1] if out else None
