@@ -57,7 +57,7 @@ class Epoch:
             self.demand_pct, 1.0)
 
     def read_demand(self, window: Window) -> None:
-        """A window that read the demand (at the top, or at a point that kept up with it): the
+        """A window that read the demand (at the top, or at the held point after a fall): the
         demand is the mean of those read under this epoch, each by its precision (one short
         read of Poisson arrivals at a low rate is 6-8% noisy; the floor may lie 10% under)."""
         self.demand_reads.append(window)
@@ -75,11 +75,11 @@ class Epoch:
         least the floor: the demand is read over many windows, a point's own short reads are
         6-8% noisy at a low Poisson rate, and a floor 10% under the demand is then never met
         beyond one read's noise by a point that keeps up with it."""
-        demand = None if self.demand is None else Window(self.demand, self.demand_pct, 1.0, 0.0)
-        kept = demand is not None and not self.saturated(window)
+        kept = self.demand is not None and not self.saturated(window)
         return all(window.meets(lim) or (
-            kept and demand is not None and lim.name == "items_per_s" and lim.op == ">=" and
-            demand.meets(lim) and window.items_per_s >= lim.value) for lim in limits)
+            kept and lim.name == "items_per_s" and lim.op == ">=" and
+            lim.met(self.demand, self.demand_pct, sigmas=SIGMAS) and
+            window.items_per_s >= lim.value) for lim in limits)
 
     def same_demand(self, window: Window) -> bool:
         """A window's rate is this demand within noise (SIGMAS of both uncertainties)."""

@@ -20,8 +20,8 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
 - Choosing: every point of the space is scored, a point read in this epoch by its windows
   (met beyond SIGMAS of its noise; a rate floor also where the point kept up with a demand that
   meets it: Epoch.met; one met at its figures only is read again, point_choice.unsure), any
-  other by the models (its rate min(demand, capacity)
-  meeting every floor with the models' own error as margin, its items/J by the power model).
+  other by the models (its rate min(demand, capacity) meeting every floor with the models' own
+  error as margin, its items/J by the power model).
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
   and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
   in point_choice.py), at most MAX_PROBES a demand; otherwise the best point read is held. A
