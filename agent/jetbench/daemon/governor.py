@@ -64,9 +64,9 @@ from .online_tuner import (
     met_text,
     point_text,
 )
-from .point_choice import explore, neighbours, propose, rival, unsure
+from .point_choice import best_neighbour, explore, propose, rival, unsure
 from .tail_judge import TailJudge, is_tail
-from .workload_model import Fitted, Point, Seen, fit, grid_shares
+from .workload_model import Fitted, Point, Seen, fit, grid_shares, shares_of
 
 PROBE_SHARE = 0.4  # a point not read yet: this share of a window (a miss shows in a third)
 TOP_SHARE = 0.3  # the demand read at the top
@@ -145,7 +145,7 @@ class Governor:
         models, ep = self._models, self._epoch
         if models is None or ep.demand is None:
             return None
-        x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
+        x = np.array([shares_of(self.space.tables, point)])
         rate = np.minimum(ep.demand, models.capacity(x))
         return float(rate[0]), float(models.power_w(x, rate)[0])
 
@@ -300,8 +300,8 @@ class Governor:
         # (one uncertainty: a point read a little under the demand is taken at its rate; the
         # capacity fit keeps it no lower than that where it kept up after all)
         saturated = self._epoch.saturated(window)
-        shares = tuple(t[i] / max(t) for t, i in zip(self.space.tables, point))
-        self._seen.append(Seen(point, shares, window.items_per_s, window.power_w, saturated))
+        self._seen.append(Seen(point, shares_of(self.space.tables, point), window.items_per_s,
+                               window.power_w, saturated))
         self._models = fit(self._seen)
 
     def _misses(self, point: Point, window: Window) -> bool:
@@ -427,7 +427,8 @@ class Governor:
                             f"{self._text(other)} again (within noise of it)",
                             window_share=PROBE_SHARE)
         if walking or self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
-            near = self._neighbour(point)
+            near = best_neighbour(self.space, self._epoch, point, self.judged(),
+                                  self.predicted, self._load_ok)
             if near is not None:
                 # the edge walked jointly while holding: a neighbour not read at this demand
                 # (a knob one step down, or one down and another up), the models' best
@@ -446,25 +447,12 @@ class Governor:
                             "up", window_share=PROBE_SHARE)
         return Decision(point, self.phase, "holding")
 
-    def _neighbour(self, point: Point) -> Optional[Point]:
-        """The point next to `point` (point_choice.neighbours) not read under this demand nor
-        ruled out, the models' most efficient (None: none)."""
-        held = self._epoch.mean(point)
-        up = held is not None and self._epoch.saturated(held)
-        near = [p for p in neighbours(self.space, point, up) if p not in self._epoch.reads
-                and not self._epoch.excluded(p) and self._load_ok(p)]
-        predicted = [(self.predicted(p), p) for p in near]
-        scored = [(r / w, p) for (r_w, p) in predicted if r_w is not None
-                  for r, w in [r_w] if w > 0 and self._floors_met(r)]
-        return max(scored)[1] if scored else None
-
     def _load(self, point: Point) -> Optional[float]:
         """The demand over the point's modelled capacity (None: either unknown)."""
         ep, models = self._epoch, self._models
         if ep.demand is None or models is None or not models.has_capacity:
             return None
-        x = np.array([[t[i] / max(t) for t, i in zip(self.space.tables, point)]])
-        capacity = float(models.capacity(x)[0])
+        capacity = float(models.capacity(np.array([shares_of(self.space.tables, point)]))[0])
         return ep.demand / capacity if math.isfinite(capacity) and capacity > 0 else None
 
     def _load_ok(self, point: Point) -> bool:
@@ -474,10 +462,6 @@ class Governor:
             return True
         load = self._load(point)
         return load is not None and load <= self._tail.load_allowed()
-
-    def _floors_met(self, rate: float) -> bool:
-        return all(rate >= lim.value for lim in self.judged()
-                   if lim.name == "items_per_s" and lim.op == ">=")
 
     def _freeze(self, why: str) -> Decision:
         self.phase = FROZEN

@@ -3,7 +3,7 @@ exploration of a demand the models cannot yet rank, and a held point's neighbour
 
 from __future__ import annotations
 
-from typing import Collection, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -118,6 +118,25 @@ def neighbours(space: Space, point: Point, up: bool = False) -> List[Point]:
                 trade[j] = point[j] + 1
                 near.append(tuple(trade))
     return near
+
+
+def best_neighbour(space: Space, epoch: Epoch, point: Point, judged: Sequence[Constraint],
+                   predicted: Callable[[Point], Optional[Tuple[float, float]]],
+                   allowed: Callable[[Point], bool]) -> Optional[Point]:
+    """The point next to a held one (`neighbours`; a knob up too where it does not keep up) not
+    read under this demand nor ruled out, `allowed` (a tail's load), that the models put over
+    every rate floor: the most efficient by them (`predicted`: items/s and W); None: none."""
+    held = epoch.mean(point)
+    up = held is not None and epoch.saturated(held)
+    floors = [lim.value for lim in judged if lim.name == "items_per_s" and lim.op == ">="]
+    scored = []
+    for near in neighbours(space, point, up):
+        if near in epoch.reads or epoch.excluded(near) or not allowed(near):
+            continue
+        figures = predicted(near)
+        if figures is not None and figures[1] > 0 and all(figures[0] >= f for f in floors):
+            scored.append((figures[0] / figures[1], near))
+    return max(scored)[1] if scored else None
 
 
 def rival(epoch: Epoch, read: Sequence[Tuple[Point, Window]]) -> Optional[Point]:

@@ -149,9 +149,13 @@ def _fit_capacity(exact: Sequence[Seen], bounds: Sequence[Seen]
     return out
 
 
+def shares_of(tables: Sequence[Sequence[int]], point: Point) -> Tuple[float, ...]:
+    """A point's clocks as shares of each table's top: the models' inputs."""
+    return tuple(t[i] / max(t) for t, i in zip(tables, point))
+
+
 def grid_shares(tables: Sequence[Sequence[int]]) -> Tuple[List[Point], np.ndarray]:
     """Every point of the space and its shares (rows)."""
     import itertools
     points = list(itertools.product(*(range(len(t)) for t in tables)))
-    x = np.array([[t[i] / max(t) for t, i in zip(tables, pt)] for pt in points])
-    return points, x
+    return points, np.array([shares_of(tables, pt) for pt in points])
