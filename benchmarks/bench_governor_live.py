@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +33,8 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from jetbench.errors import JetbenchError
+from jetbench.ownership.client import request
 from jetbench.sim.create import create_board
 from jetbench.sim.meters import ScpiSim
 from jetbench.sim.surface import Surface, _volts, running_shares
@@ -72,20 +72,6 @@ def counter(url: str) -> float:
     text = urllib.request.urlopen(url, timeout=5).read().decode()
     m = re.search(r"^surface_items_total (\S+)$", text, re.M)
     return float(m.group(1)) if m else 0.0
-
-
-def ask(sock_path: Path) -> dict:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(str(sock_path))
-        s.sendall(b'{"cmd": "status"}\n')
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data)
 
 
 # the rails' readings follow the simulated power model while the kernel runs: not state
@@ -156,8 +142,8 @@ def main(argv: List[str]) -> int:
                         now = time.monotonic() - t0
                         counts.append((now, counter(url)))
                         try:
-                            tune = ask(sock).get("tune") or {}
-                        except OSError:
+                            tune = request(sock, "status").get("tune") or {}
+                        except (OSError, JetbenchError):
                             tune = {}
                         space = tune.get("space_hz") or space
                         point = (tune.get("held") or {}).get("point_hz")
