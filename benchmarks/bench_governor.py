@@ -18,8 +18,8 @@ frames arrive at random (Poisson) at the demand, so a point that keeps up serves
 and its power follows what it served; the window is sampled as live_tuning.py samples it (the
 count and the power every tenth of a window, a second at least; power the mean over the last
 POWER_SPAN_S, as the simulated meter reads the app's busy share, with --meter-pct of noise a
-reading), and says the spread of its samples as its uncertainty (rate: the standard error of
-each sample's rate, at least 1/N; power: that of the readings).
+reading), its figures and how sure they are by live_tuning.window_figures (the recent windows'
+spread, pooled: window_noise.py).
 
 Printed per workload, seed and controller: the share of 10 s stretches of wall time whose
 served rate met the floor, or served what arrived where less arrived (all, and after the first
@@ -46,7 +46,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jetbench.daemon.governor import Governor
+from jetbench.daemon.live_rate import Reading
+from jetbench.daemon.live_tuning import sample_period_s, window_figures
 from jetbench.daemon.online_tuner import HOLDING, OnlineTuner, Point, Space, Window
+from jetbench.daemon.window_noise import NoisePool
 from jetbench.hw.board import detect
 from jetbench.hw.fs import Root
 from jetbench.run.constraint import Constraint
@@ -173,6 +176,7 @@ class Run:
         self.work, self.floor, self.demands = work, floor, demands
         self.noise = random.Random(seed)
         self.arrivals = np.random.default_rng(seed)
+        self.pool = NoisePool()  # --arrivals: the windows' spread, as the daemon's
         self.limit = Constraint("items_per_s", ">=", floor)
         self.tuner = make(work.space, [self.limit])
         self.t = 0.0
@@ -226,38 +230,37 @@ class Run:
             s, e = self.advance(point, step, trace)
             served, energy, spent = served + s, energy + e, spent + step
             jitter = JITTER_PCT * math.sqrt(WINDOW_S / spent)
-            w = self._sampled(trace) if ARRIVALS else \
+            w = self._sampled(trace, False) if ARRIVALS else \
                 self._figures(served, energy, spent, jitter)
             if spent < length - 1e-9 and (ends(point, w) if ends is not None else
                                           any(w.breaks(lim) for lim in judged)):
-                return w
+                return self._sampled(trace, True) if ARRIVALS else w
         if ARRIVALS:
-            return self._sampled(trace)
+            return self._sampled(trace, True)
         return self._figures(served, energy, spent, JITTER_PCT * math.sqrt(WINDOW_S / spent))
 
-    def _sampled(self, trace: Sequence[Tuple[float, float, float]]) -> Window:
-        """--arrivals: the window as live_tuning.py reads it (module doc)."""
-        every = max(1, round(max(1.0, WINDOW_S / 10) / DT_S))
+    def _sampled(self, trace: Sequence[Tuple[float, float, float]], learn: bool) -> Window:
+        """--arrivals: the window as live_tuning.py reads it (module doc), its figures by its
+        own code (`learn`: a finished window, its spread joins the pool)."""
+        every = max(1, round(sample_period_s(WINDOW_S) / DT_S))
         span = max(1, round(POWER_SPAN_S / DT_S))
-        rates, powers = [], []
-        for end in range(every, len(trace) + 1, every):
-            steps = trace[end - every:end]
-            rates.append(sum(d for _, d, _ in steps) / sum(dt for dt, _, _ in steps))
-            last = trace[end - span:end]
-            powers.append(sum(p * dt for dt, _, p in last) / sum(dt for dt, _, _ in last)
-                          * (1 + self.noise.gauss(0, METER_PCT / 100)))
-        seconds = sum(dt for dt, _, _ in trace)
-        served = sum(d for _, d, _ in trace)
-        if len(powers) < 2:  # shorter than two samples: the whole trace, its noise unknown
-            powers = [sum(p * dt for dt, _, p in trace) / seconds]
-        rate_pct = 100.0 / max(served, 1.0)
-        if len(rates) >= 3 and statistics.fmean(rates) > 0:
-            rate_pct = max(rate_pct, 100 * statistics.stdev(rates) / math.sqrt(len(rates))
-                           / statistics.fmean(rates))
-        power = statistics.fmean(powers)
-        power_pct = 100 * statistics.stdev(powers) / math.sqrt(len(powers)) / power \
-            if len(powers) > 1 else 0.1
-        return Window(served / seconds, rate_pct, power, max(power_pct, 0.1))
+        readings: List[Reading] = [Reading(0.0, 0.0)]
+        powers: List[float] = []
+        t = count = 0.0
+        for i, (dt, done, _) in enumerate(trace, 1):
+            t, count = t + dt, count + done
+            if i % every == 0 or i == span and not powers:  # (the first power at its start)
+                if i % every == 0:
+                    readings.append(Reading(t, count))
+                last = trace[max(0, i - span):i]
+                powers.append(sum(p * d for d, _, p in last) / sum(d for d, _, _ in last)
+                              * (1 + self.noise.gauss(0, METER_PCT / 100)))
+        if len(readings) < 2:  # shorter than a sample: read at its end
+            readings.append(Reading(t, count))
+            powers.append(trace[-1][2])
+        w = window_figures(readings, powers, [], self.pool, learn=learn)
+        assert w is not None
+        return w
 
     def _figures(self, served: float, energy: float, spent: float, jitter: float) -> Window:
         rate = served / spent * (1 + self.noise.gauss(0, jitter / 100))

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 from ..errors import HardwareError
 from ..hw.board import Board
 from ..hw.fs import Root
-from ..sampling.uncertainty import sem_pct
 from ..units import format_hz
 
 if TYPE_CHECKING:
@@ -33,10 +32,10 @@ def knobs_for(board: Board) -> Tuple[str, ...]:
 
 
 def energy_power(energies: Sequence[Tuple[float, float]]
-                  ) -> Optional[Tuple[float, Optional[float]]]:
+                  ) -> Optional[Tuple[float, List[float]]]:
     """A window's power from the total's energy at its samples: the first-to-last difference
-    over its time, and the standard error of the intervals' powers; None where the energy did
-    not grow monotonically over at least two samples."""
+    over its time, and the intervals' powers (their spread is its noise: window_noise.py); None
+    where the energy did not grow monotonically over at least two samples."""
     if len(energies) < 2:
         return None
     (t0, e0), (t1, e1) = energies[0], energies[-1]
@@ -44,7 +43,7 @@ def energy_power(energies: Sequence[Tuple[float, float]]
              if b[0] > a[0]]
     if t1 <= t0 or e1 < e0 or any(p < 0 for p in steps):
         return None
-    return (e1 - e0) / (t1 - t0), sem_pct(steps) if len(steps) > 1 else None
+    return (e1 - e0) / (t1 - t0), steps
 
 
 def live_space(root: Root, board: Board, knobs: Sequence[str], beyond_power_mode: bool,

@@ -4,13 +4,13 @@ it chooses pinned.
 A window: after a pin, SETTLE_FRACTION of a window (at most 1 s) for the workload to reach the
 new speed; then the workload's counter is read every `sample_s` (a tenth of the window, 0.25 s
 at least) together with the board's total power. At the window's end: the rate is the counter's
-increase over the window, its uncertainty the standard error of the rates of stretches of at
-least GROUP_ITEMS items (never under one item in the window: a stretch of a few items would show
-its counting step, not the workload); the power is the mean of the samples, its uncertainty
-their standard error. Latency quantiles come from the histogram's buckets over the window. A
-window that breaks a constraint beyond its uncertainty by EARLY_FRACTION of its length ends
-there; where the controller asks for one (after a miss, after the first pin) a window only lets
-the workload settle and is not judged, unless it ends early so (then it is).
+increase over the window, the power the mean of the samples (or the total's energy over the
+window, where it counts one), each as sure as the spread of the recent windows' samples says
+(window_noise.py: a short window's own spread is too few samples to tell). Latency quantiles
+come from the histogram's buckets over the window. A window that breaks a constraint beyond its
+uncertainty by EARLY_FRACTION of its length ends there; where the controller asks for one (after
+a miss, after the first pin) a window only lets the workload settle and is not judged, unless it
+ends early so (then it is).
 
 The source is read off the daemon's loop (source_poller.py; a Prometheus page within a total
 deadline and a size bound, scrape.py): a fault, or a log silent for `silence_s`, freezes the
@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 from ..errors import HardwareError, JetbenchError
 from ..ownership.tune_memory import recall, remember
 from ..run.constraint import Constraint
-from ..sampling.uncertainty import sem_pct
 from ..units import format_hz
 from .governor import Governor, modelled
 from .live_log import LogSource
@@ -59,6 +58,7 @@ from .online_tuner import (
 from .savings import EnergySaved
 from .source_poller import PolledSource, RateSource
 from .tune_doc import TuneStatusDoc, point_doc
+from .window_noise import NoisePool
 
 if TYPE_CHECKING:
     from ..documents import ClockDoc
@@ -73,7 +73,6 @@ SETTLE_MAX_S = 1.0
 # added to the workload's settling after a pin that moved the knob
 ACTUATION_S = {"cpu": 0.001, "gpu": 0.005, "emc": 0.008}
 MIN_SAMPLE_S = 0.25
-GROUP_ITEMS = 20
 EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends there
 SILENT_WINDOWS = 3  # a log silent for this many windows freezes the search
 
@@ -110,17 +109,27 @@ def _said_nothing_new(readings: List[Reading]) -> bool:
     return last is not None and last <= readings[0].t_s
 
 
-def _group_rates(readings: List[Reading]) -> List[float]:
-    """The rates of consecutive stretches of at least GROUP_ITEMS items each: the spread of a
-    stretch of a few items would be its counting step (one item in five is 20%), not the
-    workload's variation. Fewer than three stretches: none (the counting floor stands)."""
-    rates: List[float] = []
-    start = readings[0]
-    for reading in readings[1:]:
-        if reading.count - start.count >= GROUP_ITEMS and reading.t_s > start.t_s:
-            rates.append((reading.count - start.count) / (reading.t_s - start.t_s))
-            start = reading
-    return rates if len(rates) >= 3 else []
+def window_figures(readings: Sequence[Reading], powers: Sequence[float],
+                   energies: Sequence[Tuple[float, float]], noise: NoisePool,
+                   ms_per: float = 1000.0, deadline_ms: Optional[float] = None,
+                   learn: bool = False) -> Optional[Window]:
+    """A window's figures from its readings, its power readings and the total's energy at
+    them (its own difference over its own time where there is one), each sure as the recent
+    windows' spread says (window_noise.py; `learn`: this window's spread joins it). None where
+    the counter went back (a restart) or there is no power."""
+    whole = window(readings[0], readings[-1], ms_per=ms_per, deadline_ms=deadline_ms)
+    if whole is None or not powers:
+        return None
+    counts = [(r.t_s, r.count) for r in readings]
+    own = energy_power(energies)
+    power, values, kind = (statistics.fmean(powers), list(powers), "readings") if own is None \
+        else (own[0], own[1], "energy")
+    rate_pct = noise.rate_pct(counts)
+    power_pct = noise.power_pct(values, kind)
+    if learn:
+        noise.learn(counts, values, kind)
+    return Window(whole.items_per_s, rate_pct, power, power_pct if power_pct else 0.1,
+                  whole.latency_ms, whole.miss_rate)
 
 
 class LiveTuning:
@@ -148,6 +157,7 @@ class LiveTuning:
         self._on_held = on_held  # a new point held: kept for a restart (ownership/tune_memory)
         self.resumed_from: Optional[Dict[str, int]] = None  # the point held before a restart
         self.sample_s = sample_period_s(config.window_s)
+        self.noise = NoisePool()  # the recent windows' spread: how sure a window is
         self._ms_per = ms_per_unit(config.latency.selector.name) if config.latency else 1000.0
         self._point: Point = space.top()
         self._decision: Optional[Decision] = None
@@ -314,8 +324,8 @@ class LiveTuning:
         return any(partial.breaks(lim) for lim in self.tuner.judged())
 
     def _measured(self) -> Optional[Window]:
-        """The window's figures, counted in the energy saved."""
-        measured = self._figures()
+        """The window's figures (its spread learned), counted in the energy saved."""
+        measured = self._figures(learn=True)
         if measured is None:
             return None
         seconds = self._readings[-1].t_s - self._readings[0].t_s
@@ -324,24 +334,10 @@ class LiveTuning:
             self.saved.window(self._point, measured, seconds)
         return measured
 
-    def _figures(self) -> Optional[Window]:
-        """The window so far; None where the counter went back (a restart) or no power."""
-        readings = self._readings
-        whole = window(readings[0], readings[-1], ms_per=self._ms_per,
-                       deadline_ms=self.config.deadline_ms)
-        if whole is None or not self._powers:
-            return None
-        spread = sem_pct(_group_rates(readings))
-        floor = 100.0 / whole.items if whole.items > 0 else None
-        pct = max(p for p in (spread, floor) if p is not None) \
-            if spread is not None or floor is not None else None
-        power = statistics.fmean(self._powers)
-        power_pct = sem_pct(self._powers) if len(self._powers) > 1 else None
-        own = energy_power(self._energies)
-        if own is not None:  # the window's own energy over its own time (module doc)
-            power, power_pct = own
-        return Window(whole.items_per_s, pct, power, power_pct if power_pct else 0.1,
-                      whole.latency_ms, whole.miss_rate)
+    def _figures(self, learn: bool = False) -> Optional[Window]:
+        """The window so far (window_figures)."""
+        return window_figures(self._readings, self._powers, self._energies, self.noise,
+                              self._ms_per, self.config.deadline_ms, learn)
 
     def _decide(self, measured: Optional[Window], failure: Optional[str],
                 early: bool = False) -> None:
