@@ -9,8 +9,8 @@ demand is exact: every point of the daemon's space (`status`'s tune.space_hz) on
 formulas, its rate min(demand, capacity), its power between idle and full load by its busy
 share (as the meter reads it). Printed:
 
-- the share of 10 s windows of the app's counter after the first minute meeting the floor
-  (target: 99%);
+- the share of 10 s windows of the app's counter after the first minute meeting the floor, or
+  serving what arrived where fewer frames than the floor arrived (target: 99%), and each missed;
 - per demand: the seconds from its start until the daemon held (phase `holding`) a point within
   5% of the optimum's items/J (target: 30 s), and the held point's gap at its end;
 - whether SIGTERM restored the board byte for byte.
@@ -68,10 +68,14 @@ def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor:
     return best, table
 
 
-def counter(url: str) -> float:
+def counter(url: str) -> Tuple[float, float]:
+    """(frames served, frames arrived) so far."""
     text = urllib.request.urlopen(url, timeout=5).read().decode()
-    m = re.search(r"^surface_items_total (\S+)$", text, re.M)
-    return float(m.group(1)) if m else 0.0
+    out = []
+    for name in ("surface_items_total", "surface_arrived_total"):
+        m = re.search(rf"^{name} (\S+)$", text, re.M)
+        out.append(float(m.group(1)) if m else 0.0)
+    return out[0], out[1]
 
 
 # the rails' readings follow the simulated power model while the kernel runs: not state
@@ -128,7 +132,7 @@ def main(argv: List[str]) -> int:
                  "--constraint", f"items_per_s>={floor:.4g}", "--tune-knobs", "gpu,emc",
                  "--tune-window", args.window, "--meter", meter.spec + "?timeout=5s"],
                 env=ENV, stderr=subprocess.PIPE, text=True)
-            counts: List[Tuple[float, float]] = []
+            counts: List[Tuple[float, Tuple[float, float]]] = []
             held: List[Tuple[float, str, Optional[Dict[str, int]]]] = []
             t0 = time.monotonic()
             space: Optional[Dict[str, List[int]]] = None
@@ -160,18 +164,29 @@ def main(argv: List[str]) -> int:
                          if before.get(k) != after_state.get(k))
         if args.log:
             args.log.write_text(err)
-        met = []
+        # a stretch met the floor where it served it, or served what arrived where fewer
+        # arrived (Poisson arrivals: 64/s is 4% noisy in 10 s and the floor lies 10% under;
+        # no clock serves what did not come; a frame or two, and 1%, served in the next one)
+        met, short, missed = [], 0, []
         for k in range(int(counts[-1][0] // 10)):
             a = [c for t, c in counts if t >= k * 10][0]
             b = [c for t, c in counts if t >= (k + 1) * 10]
             if b:
-                met.append((k * 10 >= 60, (b[0] - a) / 10 >= floor))
+                served, came = b[0][0] - a[0], b[0][1] - a[1]
+                ok = served >= min(10 * floor, 0.99 * came - 2)
+                met.append((k * 10 >= 60, ok))
+                short += k * 10 >= 60 and came < 10 * floor
+                if not ok and k * 10 >= 60:
+                    missed.append(f"{k * 10}-{k * 10 + 10} s: {served / 10:.1f}/s served, "
+                                  f"{came / 10:.1f}/s arrived")
         after = [ok for late, ok in met if late]
         print(f"surface {args.seed} on a simulated TX1, GPU x EMC, windows {args.window}, "
               f"demand {', '.join(f'{d:.1f}' for d in demands)}/s ({args.phase_s:g} s each), "
               f"floor {floor:.1f}/s, power from a simulated SCPI meter (--meter)")
-        print(f"  10 s windows of the app's counter meeting the floor after the first minute: "
-              f"{100 * sum(after) / max(len(after), 1):.1f}% of {len(after)}")
+        print(f"  10 s windows of the app's counter meeting the floor (or serving what arrived) "
+              f"after the first minute: {100 * sum(after) / max(len(after), 1):.1f}% of "
+              f"{len(after)} ({short} with fewer arrivals than the floor)"
+              + "".join(f"\n    missed {m}" for m in missed))
         assert space is not None, err[-2000:]
         for k, d in enumerate(demands):
             best, table = optimum(surface, space, d, floor)

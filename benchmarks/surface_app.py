@@ -7,7 +7,8 @@ Frames arrive at random (Poisson) at the demand the file holds (a number per sec
 queue of one second of it (a frame that finds it full is dropped) and are served one at a time,
 each taking 1 / the surface's rate at the GPU and EMC clocks running when it starts (read from
 the tree as measure's clock sampler reads them). It serves `surface_items_total` and a latency
-histogram `surface_latency_seconds` (prometheus-client) and writes the share of time it was busy
+histogram `surface_latency_seconds` (prometheus-client), and `surface_arrived_total` (frames
+arrived, whether served or dropped), and writes the share of time it was busy
 over the last BUSY_EVERY_S to --busy-file: the simulated external meter the benchmark runs reads
 it with the same surface (power between idle and full load). Its first line says where it serves.
 """
@@ -55,6 +56,8 @@ def main(argv: list) -> int:
     surface = Surface.draw(args.seed)
     registry = CollectorRegistry()
     items = Counter("surface_items", "frames served", registry=registry)
+    arrived = Counter("surface_arrived", "frames arrived (served, waiting or dropped)",
+                      registry=registry)
     latency = Histogram("surface_latency_seconds", "arrival to end of service",
                         buckets=BUCKETS, registry=registry)
     server, _thread = start_http_server(args.port, addr="127.0.0.1", registry=registry)
@@ -80,6 +83,7 @@ def main(argv: list) -> int:
             if demand != before and demand > 0:
                 next_arrival = now + rng.expovariate(demand)
         while demand > 0 and next_arrival <= now:
+            arrived.inc()
             if len(waiting) < max(1.0, demand):
                 waiting.append(next_arrival)
             next_arrival += rng.expovariate(demand)
