@@ -221,7 +221,7 @@ class Governor:
             self.held, self.held_window = top, self._epoch.mean(top)
             self.phase, self._held_windows = HOLDING, 0
             return Decision(top, self.phase, f"{self._said(broken)} even at the top of the "
-                            "space: holding the top")
+                            f"space: holding {self._text(top)}, the top")
         if broken or not meets and point != top and self._misses(point, window):
             self._epoch.missed.append(point)  # (a held point that breaks while held: _hold)
         said, self._kept = self._kept, ""
@@ -353,7 +353,7 @@ class Governor:
             self.held, self.held_window = top, ep.mean(top)
             self.phase = HOLDING
             return Decision(top, self.phase, self._join(why, f"{self._met()} nowhere read: "
-                            "holding the top"), settle=after_miss)
+                            f"holding {self._text(top)}, the top"), settle=after_miss)
         point, window = best_read
         # a close call (the best two read within noise of each other): the better held at
         # once (its own windows read it again), the other read again among the walk's probes
@@ -403,7 +403,7 @@ class Governor:
         tail = [lim for lim in broken if is_tail(lim)]
         if broken and point == self.space.top():
             return Decision(point, self.phase, f"{self._said(broken)} even at the top of "
-                            "the space: holding the top")
+                            f"the space: holding {self._text(point)}, the top")
         if tail and len(tail) == len(broken) or (
                 not broken and not self._tail.met(self._epoch, point)):
             return self._tail_missed(point, tail)

@@ -297,7 +297,7 @@ class OnlineTuner:
                     self.held, self.held_window = point, window
                     self.phase = HOLDING
                     return Decision(point, self.phase, f"{why_unmet} even at the top of the "
-                                    "space: holding the top")
+                                    f"space: holding {self._text(point)}, the top")
                 return self._to_top(f"{why_unmet} at {self._text(point)}")
             self.held, self.held_window = point, window
             self._begin_search()
@@ -392,7 +392,7 @@ class OnlineTuner:
             why = ", ".join(str(lim) for lim in broken)
             if self.held == top:
                 return Decision(top, self.phase, f"{why} is not met even at the top of the "
-                                "space: holding the top")
+                                f"space: holding {self._text(top)}, the top")
             self.phase = RETUNING
             return self._to_top(f"{why} broken while holding {self._text(self.held)}")
         ref = self.held_window
