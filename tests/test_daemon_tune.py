@@ -10,6 +10,7 @@ import re
 import signal
 import time
 import urllib.request
+from typing import Optional
 
 import pytest
 from helpers.daemons import TUNE_METRICS, Daemon, board_state, start_sim_app
@@ -52,13 +53,16 @@ def test_sim_app_serves_at_the_speed_of_the_boards_clocks(tmp_path):
     assert 8 <= slow <= 13 and 50 <= fast <= 75, (slow, fast)
 
 
-def _holding(daemon: Daemon, seconds: float, since: int = 0) -> dict:
-    """The status once the daemon holds a point after `since` windows (its `tune` object)."""
+def _holding(daemon: Daemon, seconds: float, since: int = 0,
+             below_hz: Optional[int] = None) -> dict:
+    """The status once the daemon holds a point after `since` windows (its `tune` object); with
+    `below_hz`, a point whose GPU clock is under it."""
     deadline = time.monotonic() + bound_s(seconds)
     tune: dict = {}
     while time.monotonic() < deadline:
         tune = daemon.ask("status").get("tune") or {}
-        if tune.get("phase") == "holding" and tune.get("windows", 0) >= since + 4:
+        if tune.get("phase") == "holding" and tune.get("windows", 0) >= since + 4 and (
+                below_hz is None or tune["held"]["point_hz"]["gpu"] < below_hz):
             return tune
         time.sleep(0.5)
     raise AssertionError(f"not holding within {bound_s(seconds)} s: {tune} {daemon.output()}")
@@ -79,7 +83,10 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
                         interval="0.5s")
         started.append(daemon)
         daemon.ready()
-        tune = _holding(daemon, 90)
+        # (a probe of 0.8 s at 30 frames/s is 20% unsure until the windows' spread is learnt,
+        # window_noise.py: the floor 10% under the demand may be shown met nowhere at first,
+        # and the top is held until the demand read there over a few windows shows it)
+        tune = _holding(daemon, 90, below_hz=998_400_000)
         held = tune["held"]["point_hz"]["gpu"]
         # 230 MHz serves 27.1 frames/s, 307 MHz 33.4 (the model): the lowest that keeps up
         # with 30/s is 307 MHz; noise on a loaded host may stop it a step higher, never lower
@@ -117,7 +124,9 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
         assert [s.labels for s in items] == [{"unit": "items"}]
         assert items[0].value >= 27  # at least a second's frames at the held point
         # more frames: the held point serves what it can (above the constraint), and the look
-        # one step up finds more served, and more per joule: searched again, held higher
+        # one step up finds more served, and more per joule: searched again, held where more
+        # than 33.4 frames/s are served (384 MHz, 38.9, or higher; a point held a step high
+        # at 30/s may be held again: 460.8 MHz serves 43.6, as efficient as any at 45/s)
         demand.write_text("45\n")
         windows = tune["windows"]
         deadline = time.monotonic() + bound_s(120)
@@ -129,7 +138,8 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
                 break
             time.sleep(0.5)
         assert "re-tuning" in phases and tune["phase"] == "holding", (tune, daemon.output())
-        assert tune["held"]["point_hz"]["gpu"] > held and tune["windows"] > windows
+        assert tune["held"]["point_hz"]["gpu"] >= 384_000_000 and tune["windows"] > windows, \
+            (held, tune, daemon.output())
         last = tune["held"]["point_hz"]
         assert daemon.stop() == 0
         # restarted (issue 61, 5): it starts from the point it held, not from the top again
