@@ -149,3 +149,30 @@ def test_a_shared_budget_counts_an_earlier_trial_before_it_says_it_measures():
             ended.append(True)
         return 6 if ended else 5
     assert budget_taken(optuna, study, mine, count, limit=7, budget=7)
+
+
+def test_a_queued_trial_told_by_another_board_first_is_dropped_and_said_not_a_traceback():
+    # two boards sharing a study may pop the same queued trial (SQLite let both take it:
+    # test_tune.py::test_two_boards_work_on_one_study once died so beside two CPU burners);
+    # optuna then refuses this board's tell: the other's reading stands, the search goes on
+    from jetbench.run.tune.search import Study
+
+    class Raced:
+        def optimize(self, *args, **kwargs):
+            raise ValueError("Cannot tell a COMPLETE trial.")
+
+    said = []
+    search = Study.__new__(Study)
+    search.study, search.say = Raced(), said.append
+    search.objective = search._progress = lambda *a: None
+    search._stop_at = lambda stop: (lambda *a: None)
+    search._optimize(1, 6)
+    assert said and "another board sharing the study" in said[0]
+
+    class Broken(Raced):
+        def optimize(self, *args, **kwargs):
+            raise ValueError("something else")
+
+    search.study = Broken()
+    with pytest.raises(ValueError, match="something else"):
+        search._optimize(1, 6)

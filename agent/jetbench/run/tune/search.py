@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from ..measure import MeasureReport
 
 Callback = Callable[["OptunaStudy", "FrozenTrial"], None]
+# optuna's error where a trial it measured was told (finished) by another process first
+TOLD_ELSEWHERE = "Cannot tell a "
 
 
 class Study:
@@ -290,8 +292,17 @@ class Study:
 
     # -- phases --------------------------------------------------------------------------------
     def _optimize(self, n_trials: int, stop: int, *more: Callback) -> None:
-        self.study.optimize(self.objective, n_trials=n_trials, catch=(Exception,),
-                            callbacks=[self._progress, self._stop_at(stop), *more])
+        try:
+            self.study.optimize(self.objective, n_trials=n_trials, catch=(Exception,),
+                                callbacks=[self._progress, self._stop_at(stop), *more])
+        except ValueError as e:
+            if not str(e).startswith(TOLD_ELSEWHERE):
+                raise
+            # a point queued to be read (again) was taken by two boards sharing the study at
+            # once (its storage let both pop it): the other's reading was told first and
+            # stands, this one's is dropped; the search goes on from what the study holds
+            self.say("tune: a queued trial was measured by another board sharing the study at "
+                     "the same time: its reading stands, this board's is dropped")
 
     def _search_to(self, n: int) -> None:
         """Trials until `n` count (a point known to miss is not measured and does not count),
