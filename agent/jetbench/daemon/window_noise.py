@@ -107,7 +107,7 @@ class NoisePool:
         own = counter_spread(counts)
         dispersion = max(self._counter.variance(own) or 0.0,
                          own[0] / own[1] if own is not None else 0.0)
-        spread = 100.0 * math.sqrt(max(dispersion or 0.0, 0.0) / items)
+        spread = 100.0 * math.sqrt(dispersion / items)
         return max(spread, 100.0 / items)
 
     def power_pct(self, values: Sequence[float], kind: str = "readings") -> Optional[float]:
