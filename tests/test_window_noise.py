@@ -94,6 +94,21 @@ def test_the_powers_spread_is_pooled_apart_for_an_energy_counter():
     assert reading_spread([1.0]) is None and reading_spread([0.0, 0.0]) is None
 
 
+def test_a_window_whose_power_follows_its_arrivals_is_never_surer_than_its_own_spread():
+    # a saturated point draws a steady power (a simulated meter: exactly steady); a point that
+    # keeps up draws one that follows its random arrivals. After twelve windows of the first,
+    # one of the second said +-0.1% (the pool's nothing, its own spread clipped to it) where
+    # its readings varied by 4%
+    pool = NoisePool()
+    for _ in range(12):
+        pool.learn([(0.0, 0.0), (1.0, 70.0), (2.0, 140.0)], [6.77] * 6, kind="energy")
+    varied = [4.84, 4.64, 4.82, 4.51, 4.79, 4.70]
+    pct = pool.power_pct(varied, kind="energy")
+    own = 100 * statistics.stdev(varied) / statistics.fmean(varied) / len(varied) ** 0.5
+    assert pct is not None and pct == pytest.approx(own)
+    assert pool.power_pct([6.77] * 6, kind="energy") == 0.0  # steady: as sure as it is
+
+
 def test_window_figures_uses_the_pool_and_learns_only_when_asked():
     pool = NoisePool()
     readings = [Reading(float(t), 20.0 * t) for t in range(5)]

@@ -17,7 +17,10 @@ random are +-16%. The spreads are pooled over the last POOL_WINDOWS windows inst
   look sure (numbers in benchmarks/RESULTS.md, "How sure a window is").
 - the power: a reading's variance about its window's mean, relative to it, pooled (the readings
   of an energy counter's intervals apart from those of instant ones: they average differently).
-  A window of k readings is then sqrt(V / k) sure of its power.
+  A window of k readings is then sqrt(V / k) sure of its power, V never under the window's own:
+  a point that does not keep up draws a steady power (busy all the time) and one that does a
+  power that follows its random arrivals; after a run of the first (a simulated meter's with
+  no noise at all), those of the second said +-0.1% where they varied by 2-4%.
 
 A window whose own spread is CLIP times the pool's or more (a rate that moved within it, a load
 that changed) enters the pool clipped there: one change does not make the next windows unsure.
@@ -115,8 +118,13 @@ class NoisePool:
         one `kind` (instant readings, or an energy counter's intervals)."""
         if not values:
             return None
-        variance = self._power.setdefault(kind, _Pool()).variance(reading_spread(values))
-        return None if variance is None else 100.0 * math.sqrt(variance / len(values))
+        own = reading_spread(values)
+        variance = self._power.setdefault(kind, _Pool()).variance(own)
+        if variance is None:
+            return None
+        if own is not None:  # (its dof is at least one)
+            variance = max(variance, own[0] / own[1])
+        return 100.0 * math.sqrt(variance / len(values))
 
     def learn(self, counts: Sequence[Tuple[float, float]], powers: Sequence[float],
               kind: str = "readings") -> None:
