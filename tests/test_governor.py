@@ -312,6 +312,26 @@ def test_a_point_that_keeps_up_meets_a_floor_its_own_short_read_cannot_clear():
     assert epoch.demand_pct is not None and epoch.demand_pct < 1.0  # six reads, one demand
 
 
+def test_windows_at_points_well_within_their_capacity_read_the_demand_too():
+    # the live run at 430c1eb: the demand read once at the top, 66.8/s +-5.3%; the held point
+    # near its capacity (71.4/s) served 71.4 +-2.1% when the demand doubled, within that noise,
+    # and the rise showed 60 s later. The windows that kept up at points far from their
+    # capacity are reads of the demand too: it narrows, and the rise shows at once
+    epoch = Epoch()
+    epoch.read_demand(Window(66.8, 5.3, 6.7, 0.5))
+    held_after_rise = Window(71.4, 2.1, 4.9, 0.2)
+    assert epoch.same_demand(held_after_rise)
+    near = Window(65.0, 4.0, 4.9, 1.0)
+    assert not epoch.read_kept_up(near, 71.4, 0.02)  # near its capacity: not a read of it
+    assert not epoch.read_kept_up(Window(62.0, 4.0, 5.0, 1.0), 80.0, 0.10)  # the fit unsure
+    for rate in (62.1, 60.6, 63.4, 62.4, 64.1):
+        assert epoch.read_kept_up(Window(rate, 4.0, 5.0, 1.0), 108.0, 0.02)
+    assert not epoch.read_kept_up(Window(90.0, 3.0, 6.0, 1.0), 108.0, 0.02)  # moved: not it
+    assert len(epoch.demand_reads) == 6 and epoch.demand_pct is not None
+    assert epoch.demand_pct < 2.0 and 61.0 < epoch.demand < 65.0
+    assert not epoch.same_demand(held_after_rise)
+
+
 def test_a_point_met_within_its_noise_only_is_read_again_a_few_times():
     epoch = Epoch(demand=100.0, demand_pct=1.0)
     floor = Constraint("items_per_s", ">=", 90.0)

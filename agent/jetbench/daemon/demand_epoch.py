@@ -11,6 +11,10 @@ from typing import Dict, List, Optional, Sequence
 from ..run.constraint import Constraint
 from .online_tuner import SIGMAS, Point, Window, _apart
 
+# a window at a point whose modelled capacity lies this far above the demand (or three of the
+# capacity fit's rms errors, where more) served the demand itself: it reads the demand too
+KEPT_UP_MARGIN = 0.15
+
 
 @dataclass
 class Epoch:
@@ -68,6 +72,20 @@ class Epoch:
             / total
         pcts = [w.items_per_s_uncertainty_pct for w in self.demand_reads]
         self.demand_pct = None if any(p is None for p in pcts) else 1.0 / math.sqrt(total)
+
+    def read_kept_up(self, window: Window, capacity: float, capacity_rms: float) -> bool:
+        """A window at a point other than where the demand is read, its modelled `capacity`
+        (relative rms error `capacity_rms`) KEPT_UP_MARGIN above the demand, that served the
+        demand within noise: a read of the demand too (True). One short read at the top is
+        5-10% noisy at a low Poisson rate, and a held point near its capacity then serves 10%
+        more when the demand doubles without leaving that noise: every window that served
+        what arrived narrows it. A point near its capacity never reads it (a rise it hides
+        would pull the demand up to it)."""
+        if self.demand is None or not self.same_demand(window) or self.saturated(window) or \
+                not capacity >= self.demand * (1 + max(KEPT_UP_MARGIN, 3 * capacity_rms)):
+            return False
+        self.read_demand(window)
+        return True
 
     def met(self, window: Window, limits: Sequence[Constraint]) -> bool:
         """Every limit met beyond the window's noise; a rate floor also where the point kept up

@@ -13,7 +13,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   flatter the next point). A demand is an epoch: windows at a point are compared within one. A
   demand read after a move that is the one before it within noise takes that one back with its
   windows (the move was a window's noise: Poisson arrivals at a low rate are 6% noisy in a
-  short window, and a new epoch would search again from the models).
+  short window, and a new epoch would search again from the models). A window at a point the
+  capacity model puts well above the demand reads it too (Epoch.read_kept_up): one read at the
+  top is 5-10% noisy, and a held point near its capacity serves only 10% more when it doubles.
 - Exploring, while the capacity cannot be fitted (fewer than two points read saturated): each
   knob alone halves down its table from the top, in short windows, until it saturates or
   misses (a miss rules out what lies below it, in this epoch).
@@ -28,14 +30,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   close call (the best two read within noise of each other) holds the better at once (its own
   full windows read it again) and reads the other again among the walk's first probes: a
   probe before holding is time off the 30 s a change is given.
-- Holding: full windows; every CHECK_UP_EVERY windows (every other one near the point's
-  capacity) a short one a step up on every knob (a saturated point's rate cannot show a rising
-  demand, nor one window's noise a small rise): where more than the demand read is served
-  there, the demand is read at the top (more than the held point is not enough: at a demand
-  beyond the top's every point is saturated, and a step up always serves more). A point just
-  held has its neighbours read in its first WALK_WINDOWS windows, then now and then (the edge
-  walked jointly: a knob down, or one down and another up; a knob up too where the held point
-  does not keep up).
+- Holding (governor_hold.py): full windows; a short one a step up now and then (often near
+  the point's capacity, where a rising demand shows nowhere else); the neighbours of a point
+  just held read (the edge walked jointly), a close call's other point read again.
 
 Constraints: items_per_s and power_w floors and ceilings, demand>=SHARE; a latency constraint
 is not modelled, and the daemon keeps the first generation for it (live_tuning.py).
@@ -43,13 +40,11 @@ is not modelled, and the daemon keeps the first generation for it (live_tuning.p
 
 from __future__ import annotations
 
-import math
 from typing import Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
 
 from ..run.constraint import Constraint
 from .demand_epoch import Epoch
+from .governor_hold import PROBE_SHARE, RECHECKS, SETTLE_SHARE, TOP_SHARE, Holding
 from .online_tuner import (
     DEMAND,
     EXPLORING,
@@ -58,28 +53,16 @@ from .online_tuner import (
     RETUNING,
     SIGMAS,
     Decision,
-    Space,
     Window,
     _apart,
-    met_text,
-    point_text,
 )
-from .point_choice import best_neighbour, explore, propose, rival, unsure
-from .tail_judge import TailJudge, is_tail
-from .workload_model import Fitted, Point, Seen, fit, grid_shares, shares_of
+from .point_choice import explore, propose, rival, unsure
+from .tail_judge import is_tail
+from .workload_model import Point, Seen, fit, shares_of
 
-PROBE_SHARE = 0.4  # a point not read yet: this share of a window (a miss shows in a third)
-TOP_SHARE = 0.3  # the demand read at the top
-SETTLE_SHARE = 0.15  # before it, a settling window (a one-second backlog drains at the top)
 MAX_PROBES = 5  # points read per demand before the best read is held
-CHECK_UP_EVERY = 6  # holding: one step up read every this many windows
-# ... every this many where the held point runs near its capacity (the demand over its modelled
-# capacity at least NEAR_CAPACITY): a demand that grows shows nowhere else there
-CHECK_UP_NEAR_EVERY, NEAR_CAPACITY = 2, 0.85
-WALK_WINDOWS = 4  # a point just held: its neighbours read in each of its first windows
 EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
-RECHECKS = 2  # close calls read again per demand (while the better is held)
 
 
 def modelled(limits: Sequence[Constraint]) -> bool:
@@ -88,37 +71,11 @@ def modelled(limits: Sequence[Constraint]) -> bool:
     return all(lim.name in ("items_per_s", "power_w", DEMAND) or is_tail(lim) for lim in limits)
 
 
-class Governor:
+class Governor(Holding):
     """The second-generation controller: `start(point)`, then `observe(point, window)` after
     each window, as OnlineTuner (the daemon drives either)."""
 
     generation = 2
-
-    def __init__(self, space: Space, limits: Sequence[Constraint]):
-        self.space = space
-        self.limits = tuple(limits)
-        self.phase = EXPLORING
-        self.held: Optional[Point] = None
-        self.held_window: Optional[Window] = None
-        self.best: Optional[Tuple[Point, Window]] = None
-        self.last: Optional[Tuple[Point, Window]] = None
-        self.windows = 0
-        self.broken_windows = 0
-        self.epochs = 0  # demands seen (a change begins another)
-        self._epoch = Epoch()
-        self._before: Optional[Epoch] = None  # the demand before a move, until the next is read
-        self.same_again = 0  # moves read again as the demand before them
-        self._kept = ""  # said before the next choice: a demand taken back
-        self._seen: List[Seen] = []
-        self._models: Optional[Fitted] = None
-        self._start: Optional[Point] = None
-        self._held_windows = 0
-        self._checking: Optional[Point] = None  # holding: the window one step up
-        self._rival: Optional[Point] = None  # held on a close call: the other, read again
-        self._tail = TailJudge(limits)
-        self._top_settled = False  # the window at the top now was read after a settling one
-        self._drained_last: Optional[Point] = None  # the point last read again for a drain
-        self._points, self._x = grid_shares(space.tables)
 
     # -- what the daemon calls -------------------------------------------------------------------
     @property
@@ -140,28 +97,9 @@ class Governor:
             partial.items_per_s, partial.items_per_s_uncertainty_pct, ref.items_per_s,
             ref.items_per_s_uncertainty_pct, EARLY_SIGMAS)
 
-    def predicted(self, point: Point) -> Optional[Tuple[float, float]]:
-        """(items/s, W) at the demand now (None: no models); no capacity fitted: it keeps up."""
-        models, ep = self._models, self._epoch
-        if models is None or ep.demand is None:
-            return None
-        x = np.array([shares_of(self.space.tables, point)])
-        rate = np.minimum(ep.demand, models.capacity(x))
-        return float(rate[0]), float(models.power_w(x, rate)[0])
-
     def start(self, point: Point) -> Decision:
         self._start = point
         return Decision(point, self.phase, "measuring the point the board holds", settle=True)
-
-    def judged(self) -> Tuple[Constraint, ...]:
-        out = []
-        for lim in self.limits:
-            if lim.name != DEMAND:
-                out.append(lim)
-            elif self._epoch.demand is not None:
-                out.append(Constraint("items_per_s", ">=", lim.value * self._epoch.demand,
-                                      lenient=True))
-        return tuple(out)
 
     def observe(self, point: Point, window: Optional[Window],
                 failure: Optional[str] = None) -> Decision:
@@ -297,9 +235,14 @@ class Governor:
         return True
 
     def _remember(self, point: Point, window: Window) -> None:
+        ep, models = self._epoch, self._models
+        capacity = self._capacity(point)
+        if capacity is not None and models is not None and point not in (
+                self.space.top(), ep.read_at):
+            ep.read_kept_up(window, capacity, models.time_rms)  # (a read of the demand too)
         # (one uncertainty: a point read a little under the demand is taken at its rate; the
         # capacity fit keeps it no lower than that where it kept up after all)
-        saturated = self._epoch.saturated(window)
+        saturated = ep.saturated(window)
         self._seen.append(Seen(point, shares_of(self.space.tables, point), window.items_per_s,
                                window.power_w, saturated))
         self._models = fit(self._seen)
@@ -377,108 +320,7 @@ class Governor:
         """The tail constraints' margins, said in status (tail_judge.py)."""
         return self._tail.text()
 
-    def _tail_missed(self, point: Point, broken: List[Constraint]) -> Decision:
-        """The held point missed a tail constraint (a window over it, or its windows with the
-        margin): the top at once (a run of missed windows ends there; a demand that grew shows
-        there), the point and those below it ruled out at this demand."""
-        self._epoch.missed.append(point)
-        self.phase = RETUNING
-        said = self._said(broken) if broken else "the tail with its margin not met"
-        return self._to_top_settled(f"{said} at {self._text(point)}: the demand read at the "
-                                    "top (the shortest tail), then chosen again")
-
-    def _to_top_settled(self, why: str) -> Decision:
-        """A settled read at the top within this demand; a new one where it moved."""
-        self._top_settled = True
-        return Decision(self.space.top(), self.phase, why, settle=True,
-                        window_share=TOP_SHARE, settle_share=SETTLE_SHARE)
-
-    # -- holding -----------------------------------------------------------------------------------
-    def _hold(self, point: Point, window: Window, broken: List[Constraint]) -> Decision:
-        self._held_windows += 1
-        mean = self._epoch.mean(point)
-        if mean is not None:
-            self.held_window = mean
-        self._tail.learn_held(self._epoch, point, window)
-        tail = [lim for lim in broken if is_tail(lim)]
-        if broken and point == self.space.top():
-            return Decision(point, self.phase, f"{self._said(broken)} even at the top of "
-                            f"the space: holding {self._text(point)}, the top")
-        if tail and len(tail) == len(broken) or (
-                not broken and not self._tail.met(self._epoch, point)):
-            return self._tail_missed(point, tail)
-        if broken:
-            return self._new_demand(f"{self._said(broken)} while holding {self._text(point)}")
-        read = self._read_scores()
-        best = max(read, key=lambda kv: kv[1].items_per_j, default=None)
-        if best is not None and best[0] != point and mean is not None and _apart(
-                best[1].items_per_j, best[1].items_per_j_uncertainty_pct, mean.items_per_j,
-                mean.items_per_j_uncertainty_pct, SIGMAS) and \
-                best[1].items_per_j > mean.items_per_j:
-            # read more often, the held point proved worse than another read at this demand
-            return self._choose(why=f"{self._text(point)} read again is behind "
-                                    f"{self._text(best[0])}")
-        walking = self._held_windows <= WALK_WINDOWS  # just held: the edge walked at once
-        other, self._rival = self._rival, None
-        if walking and other is not None and other != point and \
-                self._epoch.rechecks < RECHECKS:
-            self._epoch.rechecks += 1
-            return Decision(other, self.phase, f"holding {self._text(point)}; reading "
-                            f"{self._text(other)} again (within noise of it)",
-                            window_share=PROBE_SHARE)
-        if walking or self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
-            near = best_neighbour(self.space, self._epoch, point, self.judged(),
-                                  self.predicted, self._load_ok)
-            if near is not None:
-                # the edge walked jointly while holding: a neighbour not read at this demand
-                # (a knob one step down, or one down and another up), the models' best
-                return Decision(near, self.phase, f"holding {self._text(point)}; reading "
-                                f"{self._text(near)} beside it", window_share=PROBE_SHARE)
-        load = self._load(point)
-        every = CHECK_UP_NEAR_EVERY if load is not None and load >= NEAR_CAPACITY else \
-            CHECK_UP_EVERY
-        if point != self.space.top() and self._held_windows % every == 0:
-            # a saturated point serves no more when more arrives, and a rise within one
-            # window's noise shows nowhere: a short window one entry up on every knob shows
-            # whether more is served there (then the demand is read at the top)
-            up = tuple(min(i + 1, len(t) - 1) for i, t in zip(point, self.space.tables))
-            self._checking = up
-            return Decision(up, self.phase, f"holding {self._text(point)}; checking one step "
-                            "up", window_share=PROBE_SHARE)
-        return Decision(point, self.phase, "holding")
-
-    def _load(self, point: Point) -> Optional[float]:
-        """The demand over the point's modelled capacity (None: either unknown)."""
-        ep, models = self._epoch, self._models
-        if ep.demand is None or models is None or not models.has_capacity:
-            return None
-        capacity = float(models.capacity(np.array([shares_of(self.space.tables, point)]))[0])
-        return ep.demand / capacity if math.isfinite(capacity) and capacity > 0 else None
-
-    def _load_ok(self, point: Point) -> bool:
-        """Under a tail constraint, a point's load within what the windows allow
-        (tail_judge.py); always without one."""
-        if not self._tail.limits:
-            return True
-        load = self._load(point)
-        return load is not None and load <= self._tail.load_allowed()
-
     def _freeze(self, why: str) -> Decision:
         self.phase = FROZEN
         keep = self.held if self.held is not None else (self._start or self.space.top())
         return Decision(keep, self.phase, f"{why}: frozen at {self._text(keep)}")
-
-    # -- words -------------------------------------------------------------------------------------
-    def _text(self, point: Point) -> str:
-        return point_text(self.space, point)
-
-    def _met(self) -> str:
-        return met_text(self.limits)
-
-    @staticmethod
-    def _said(broken: List[Constraint]) -> str:
-        return ", ".join(str(lim) for lim in broken) + " broken"
-
-    @staticmethod
-    def _join(why: str, what: str) -> str:
-        return f"{why}: {what}" if why else what
