@@ -332,6 +332,22 @@ def test_windows_at_points_well_within_their_capacity_read_the_demand_too():
     assert not epoch.same_demand(held_after_rise)
 
 
+def test_a_point_that_kept_up_with_a_demand_under_the_floor_rules_out_nothing():
+    # live: after the demand fell from max, its read at the held point (614/800 MHz) came 11%
+    # low, under the floor; the point was ruled out with every point below it, the optimum
+    # (461/408 MHz) among them, and the demand's end was held 11.7% below it. A point that
+    # kept up says the demand is under the floor, not that its clocks are too low
+    floor = Constraint("items_per_s", ">=", 57.94)
+    gov = Governor(SPACE, [floor, Constraint("power_w", "<=", 4.0)])
+    gov._epoch = Epoch(demand=57.6, demand_pct=2.0)
+    kept_up = Window(57.6, 2.0, 5.0, 1.0)
+    assert kept_up.breaks(floor) or not kept_up.meets(floor)
+    assert not gov._capacity_miss([floor], kept_up)
+    assert gov._capacity_miss([floor], Window(50.0, 2.0, 4.5, 1.0))  # it served less: its own
+    assert gov._capacity_miss([gov.limits[1]], kept_up)  # a power ceiling is the clocks'
+    assert not gov._misses((3, 1), kept_up) and gov._misses((3, 1), Window(50.0, 2.0, 4.5, 1.0))
+
+
 def test_a_point_met_within_its_noise_only_is_read_again_a_few_times():
     epoch = Epoch(demand=100.0, demand_pct=1.0)
     floor = Constraint("items_per_s", ">=", 90.0)

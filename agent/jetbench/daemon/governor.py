@@ -18,7 +18,8 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   top is 5-10% noisy, and a held point near its capacity serves only 10% more when it doubles.
 - Exploring, while the capacity cannot be fitted (fewer than two points read saturated): each
   knob alone halves down its table from the top, in short windows, until it saturates or
-  misses (a miss rules out what lies below it, in this epoch).
+  misses (a miss rules out what lies below it, in this epoch; a rate floor's only where the
+  point served less than the demand: one that kept up says the demand is under the floor).
 - Choosing: every point of the space is scored, a point read in this epoch by its windows
   (met beyond SIGMAS of its noise; a rate floor also where the point kept up with a demand that
   meets it: Epoch.met; one met at its figures only is read again, point_choice.unsure), any
@@ -160,7 +161,8 @@ class Governor(Holding):
             self.phase, self._held_windows = HOLDING, 0
             return Decision(top, self.phase, f"{self._said(broken)} even at the top of the "
                             f"space: holding {self._text(top)}, the top")
-        if broken or not meets and point != top and self._misses(point, window):
+        if (self._capacity_miss(broken, window) or not meets and point != top and
+                self._misses(point, window)):
             self._epoch.missed.append(point)  # (a held point that breaks while held: _hold)
         said, self._kept = self._kept, ""
         return self._choose(why=said, after_miss=bool(broken))
@@ -250,8 +252,18 @@ class Governor(Holding):
     def _misses(self, point: Point, window: Window) -> bool:
         """Not met and not for noise: a floor's figure under it (a point may be unmet only
         for a wide interval, and is then read again rather than ruled out)."""
-        return any(lim.op == ">=" and window.metric(lim.name)[0] is not None and
-                   window.metric(lim.name)[0] < lim.value for lim in self.judged())  # type: ignore[operator]
+        return self._capacity_miss([lim for lim in self.judged() if lim.op == ">=" and
+                                    window.metric(lim.name)[0] is not None and
+                                    window.metric(lim.name)[0] < lim.value], window)  # type: ignore[operator]
+
+    def _capacity_miss(self, missed: Sequence[Constraint], window: Window) -> bool:
+        """Whether a window's missed limits rule its point out (and those below it): a rate
+        floor only where it served less than the demand (a point that kept up with a demand
+        under the floor says that of the demand, not of its clocks: live, a fall read 11% low
+        at the held point ruled out every point below it, the optimum among them)."""
+        kept_up = self._epoch.demand is not None and not self._epoch.saturated(window)
+        return any(not (kept_up and lim.name == "items_per_s" and lim.op == ">=")
+                   for lim in missed)
 
     # -- choosing ----------------------------------------------------------------------------------
     def _choose(self, why: str = "", after_miss: bool = False) -> Decision:
