@@ -15,7 +15,11 @@ share (as the meter reads it). Printed:
   5% of the optimum's items/J (target: 30 s), and the held point's gap at its end;
 - whether SIGTERM restored the board byte for byte.
 
-    python benchmarks/bench_governor_live.py [--seed 10] [--phase-s 120]
+Frames arrive at random from --arrivals-seed, a fresh one each run unless given (printed:
+--arrivals-seed repeats a run's arrivals). The runs in RESULTS.md up to run J drew them from
+the surface's seed: every one of them saw the same frames arrive.
+
+    python benchmarks/bench_governor_live.py [--seed 10] [--phase-s 120] [--arrivals-seed N]
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import random
 import re
 import signal
 import subprocess
@@ -95,8 +100,12 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--phase-s", type=float, default=120.0)
     ap.add_argument("--window", default="10s")
     ap.add_argument("--log", type=Path, help="Write the daemon's log here.")
+    ap.add_argument("--arrivals-seed", type=int, default=None,
+                    help="the app's arrivals' seed (default: a fresh one, printed)")
     args = ap.parse_args(argv)
     surface = Surface.draw(args.seed)
+    arrivals_seed = args.arrivals_seed if args.arrivals_seed is not None else \
+        random.SystemRandom().randrange(2 ** 31)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "tx1"
         create_board("tx1", base)
@@ -109,6 +118,7 @@ def main(argv: List[str]) -> int:
         busy_file.write_text("0\n")
         app = subprocess.Popen([sys.executable, str(REPO / "benchmarks/surface_app.py"),
                                 "--root", str(base), "--seed", str(args.seed),
+                                "--arrivals-seed", str(arrivals_seed),
                                 "--demand-file", str(demand_file), "--busy-file",
                                 str(busy_file)], env=ENV, stdout=subprocess.PIPE, text=True)
         url = app.stdout.readline().split()[-1]  # type: ignore[union-attr]
@@ -182,7 +192,8 @@ def main(argv: List[str]) -> int:
         after = [ok for late, ok in met if late]
         print(f"surface {args.seed} on a simulated TX1, GPU x EMC, windows {args.window}, "
               f"demand {', '.join(f'{d:.1f}' for d in demands)}/s ({args.phase_s:g} s each), "
-              f"floor {floor:.1f}/s, power from a simulated SCPI meter (--meter)")
+              f"floor {floor:.1f}/s, power from a simulated SCPI meter (--meter), "
+              f"arrivals seed {arrivals_seed}")
         print(f"  10 s windows of the app's counter meeting the floor (or serving what arrived) "
               f"after the first minute: {100 * sum(after) / max(len(after), 1):.1f}% of "
               f"{len(after)} ({short} with fewer arrivals than the floor)"

@@ -1,7 +1,8 @@
 """A deployed application whose speed is a random surface's (jetbench/sim/surface.py) at the
 clocks the simulated board runs, for `daemon --tune` end to end (bench_governor_live.py):
 
-    python benchmarks/surface_app.py --root TREE --seed N --demand-file F --busy-file B [--port P]
+    python benchmarks/surface_app.py --root TREE --seed N --demand-file F --busy-file B
+        [--arrivals-seed M] [--port P]
 
 Frames arrive at random (Poisson) at the demand the file holds (a number per second), wait in a
 queue of one second of it (a frame that finds it full is dropped) and are served one at a time,
@@ -10,7 +11,10 @@ the tree as measure's clock sampler reads them). It serves `surface_items_total`
 histogram `surface_latency_seconds` (prometheus-client), and `surface_arrived_total` (frames
 arrived, whether served or dropped), and writes the share of time it was busy
 over the last BUSY_EVERY_S to --busy-file: the simulated external meter the benchmark runs reads
-it with the same surface (power between idle and full load). Its first line says where it serves.
+it with the same surface (power between idle and full load). The arrivals are drawn from
+--arrivals-seed (a fresh one where none is given: the surface's seed drew them before, and
+every run of the benchmark saw the same frames arrive). Its first line says the arrivals'
+seed and, last, where it serves.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ def main(argv: list) -> int:
     ap.add_argument("--demand-file", required=True, type=Path)
     ap.add_argument("--busy-file", required=True, type=Path)
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--arrivals-seed", type=int, default=None,
+                    help="the arrivals' random seed (default: a fresh one, said on the first line)")
     args = ap.parse_args(argv)
     root = Root(args.root)
     board = detect(root)
@@ -61,11 +67,14 @@ def main(argv: list) -> int:
     latency = Histogram("surface_latency_seconds", "arrival to end of service",
                         buckets=BUCKETS, registry=registry)
     server, _thread = start_http_server(args.port, addr="127.0.0.1", registry=registry)
-    print(f"serving http://127.0.0.1:{server.server_address[1]}/metrics", flush=True)
+    arrivals_seed = args.arrivals_seed if args.arrivals_seed is not None else \
+        random.SystemRandom().randrange(2 ** 31)
+    print(f"arrivals seed {arrivals_seed}; serving "
+          f"http://127.0.0.1:{server.server_address[1]}/metrics", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    rng = random.Random(args.seed)
+    rng = random.Random(arrivals_seed)
     waiting: Deque[float] = collections.deque()
     demand = demand_now(args.demand_file, 0.0)
     t = time.monotonic()
