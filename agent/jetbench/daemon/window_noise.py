@@ -69,12 +69,13 @@ class _Pool:
         self._windows: Deque[Spread] = deque(maxlen=POOL_WINDOWS)
 
     def variance(self, extra: Optional[Spread] = None) -> Optional[float]:
-        """The pooled variance, with a window not yet learned (`extra`); None: nothing yet."""
+        """The pooled variance with a window not yet learned (`extra`), never under that
+        window's own (module doc); None: nothing yet."""
         total, dof = self._sums()
-        if extra is not None:
-            clipped = self._clipped(extra, total, dof)
-            total, dof = total + clipped[0], dof + clipped[1]
-        return total / dof if dof > 0 else None
+        if extra is None or extra[1] <= 0:
+            return total / dof if dof > 0 else None
+        clipped = self._clipped(extra, total, dof)
+        return max((total + clipped[0]) / (dof + clipped[1]), extra[0] / extra[1])
 
     def learn(self, spread: Optional[Spread]) -> None:
         if spread is not None and spread[1] > 0:
@@ -107,9 +108,7 @@ class NoisePool:
         items = counts[-1][1] - counts[0][1] if len(counts) > 1 else 0.0
         if items <= 0:
             return None
-        own = counter_spread(counts)
-        dispersion = max(self._counter.variance(own) or 0.0,
-                         own[0] / own[1] if own is not None else 0.0)
+        dispersion = self._counter.variance(counter_spread(counts)) or 0.0
         spread = 100.0 * math.sqrt(dispersion / items)
         return max(spread, 100.0 / items)
 
@@ -118,13 +117,8 @@ class NoisePool:
         one `kind` (instant readings, or an energy counter's intervals)."""
         if not values:
             return None
-        own = reading_spread(values)
-        variance = self._power.setdefault(kind, _Pool()).variance(own)
-        if variance is None:
-            return None
-        if own is not None:  # (its dof is at least one)
-            variance = max(variance, own[0] / own[1])
-        return 100.0 * math.sqrt(variance / len(values))
+        variance = self._power.setdefault(kind, _Pool()).variance(reading_spread(values))
+        return None if variance is None else 100.0 * math.sqrt(variance / len(values))
 
     def learn(self, counts: Sequence[Tuple[float, float]], powers: Sequence[float],
               kind: str = "readings") -> None:
