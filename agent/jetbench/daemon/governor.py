@@ -252,9 +252,9 @@ class Governor(Holding):
     def _misses(self, point: Point, window: Window) -> bool:
         """Not met and not for noise: a floor's figure under it (a point may be unmet only
         for a wide interval, and is then read again rather than ruled out)."""
-        return self._capacity_miss([lim for lim in self.judged() if lim.op == ">=" and
-                                    window.metric(lim.name)[0] is not None and
-                                    window.metric(lim.name)[0] < lim.value], window)  # type: ignore[operator]
+        values = [(lim, window.metric(lim.name)[0]) for lim in self.judged() if lim.op == ">="]
+        return self._capacity_miss([lim for lim, v in values if v is not None and v < lim.value],
+                                   window)
 
     def _capacity_miss(self, missed: Sequence[Constraint], window: Window) -> bool:
         """Whether a window's missed limits rule its point out (and those below it): a rate
