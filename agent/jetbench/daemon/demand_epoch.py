@@ -54,11 +54,12 @@ class Epoch:
         misses too (a rate does not rise, nor a latency fall, as a clock comes down)."""
         return any(all(a <= b for a, b in zip(point, m)) for m in self.missed)
 
-    def saturated(self, window: Window) -> bool:
-        """Served less than the demand beyond one uncertainty: the point's capacity."""
+    def saturated(self, window: Window, sigmas: float = 1.0) -> bool:
+        """Served less than the demand beyond `sigmas` uncertainties: the point's capacity
+        (one: what the capacity fit takes; SIGMAS: what rules points out, a verdict)."""
         return self.demand is not None and window.items_per_s < self.demand and _apart(
             window.items_per_s, window.items_per_s_uncertainty_pct, self.demand,
-            self.demand_pct, 1.0)
+            self.demand_pct, sigmas)
 
     def read_demand(self, window: Window) -> None:
         """A window that read the demand (at the top, or at the held point after a fall): the

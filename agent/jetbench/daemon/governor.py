@@ -19,7 +19,8 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
 - Exploring, while the capacity cannot be fitted (fewer than two points read saturated): each
   knob alone halves down its table from the top, in short windows, until it saturates or
   misses (a miss rules out what lies below it, in this epoch; a rate floor's only where the
-  point served less than the demand: one that kept up says the demand is under the floor).
+  point served less than the demand beyond SIGMAS: one that kept up says the demand is under
+  the floor).
 - Choosing: every point of the space is scored, a point read in this epoch by its windows
   (met beyond SIGMAS of its noise; a rate floor also where the point kept up with a demand that
   meets it: Epoch.met; one met at its figures only is read again, point_choice.unsure), any
@@ -31,9 +32,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   close call (the best two read within noise of each other) holds the better at once (its own
   full windows read it again) and reads the other again among the walk's first probes: a
   probe before holding is time off the 30 s a change is given.
-- Holding (governor_hold.py): full windows; a short one a step up now and then (often near
-  the point's capacity, where a rising demand shows nowhere else); the neighbours of a point
-  just held read (the edge walked jointly), a close call's other point read again.
+- Holding (governor_hold.py): half windows while the edge is walked (WALK_WINDOWS), full ones
+  after; a short one a step up now and then (often near the point's capacity, where a rising
+  demand shows nowhere else); the neighbours of a point just held read (the edge walked
+  jointly), a close call's other point read again.
 
 Constraints: items_per_s and power_w floors and ceilings, demand>=SHARE; a latency constraint
 is not modelled, and the daemon keeps the first generation for it (live_tuning.py).
@@ -45,7 +47,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..run.constraint import Constraint
 from .demand_epoch import Epoch
-from .governor_hold import PROBE_SHARE, RECHECKS, SETTLE_SHARE, TOP_SHARE, Holding
+from .governor_hold import (
+    PROBE_SHARE,
+    RECHECKS,
+    SETTLE_SHARE,
+    TOP_SHARE,
+    WALK_SHARE,
+    WALK_WINDOWS,
+    Holding,
+)
 from .online_tuner import (
     DEMAND,
     EXPLORING,
@@ -104,6 +114,13 @@ class Governor(Holding):
 
     def observe(self, point: Point, window: Optional[Window],
                 failure: Optional[str] = None) -> Decision:
+        decision = self._next(point, window, failure)
+        if decision.phase == HOLDING and decision.point == self.held and not decision.settle \
+                and decision.window_share == 1.0 and self._held_windows < WALK_WINDOWS:
+            decision.window_share = WALK_SHARE  # a point just held: the walk's windows
+        return decision
+
+    def _next(self, point: Point, window: Optional[Window], failure: Optional[str]) -> Decision:
         if window is None:
             return self._freeze(failure or "the rate source did not answer")
         self.windows += 1
@@ -244,9 +261,9 @@ class Governor(Holding):
             ep.read_kept_up(window, capacity, models.time_rms)  # (a read of the demand too)
         # (one uncertainty: a point read a little under the demand is taken at its rate; the
         # capacity fit keeps it no lower than that where it kept up after all)
-        saturated = ep.saturated(window)
+        # (a ceiling on the points below it only beyond SIGMAS: workload_model.py)
         self._seen.append(Seen(point, shares_of(self.space.tables, point), window.items_per_s,
-                               window.power_w, saturated))
+                               window.power_w, ep.saturated(window), ep.saturated(window, SIGMAS)))
         self._models = fit(self._seen)
 
     def _misses(self, point: Point, window: Window) -> bool:
@@ -258,10 +275,11 @@ class Governor(Holding):
 
     def _capacity_miss(self, missed: Sequence[Constraint], window: Window) -> bool:
         """Whether a window's missed limits rule its point out (and those below it): a rate
-        floor only where it served less than the demand (a point that kept up with a demand
-        under the floor says that of the demand, not of its clocks: live, a fall read 11% low
-        at the held point ruled out every point below it, the optimum among them)."""
-        kept_up = self._epoch.demand is not None and not self._epoch.saturated(window)
+        floor only where it served less than the demand beyond SIGMAS (a point that kept up
+        with a demand under the floor says that of the demand, not of its clocks: live, a fall
+        read 11% low at the held point ruled out every point below it, the optimum among them;
+        and one read under the demand within SIGMAS may have kept up)."""
+        kept_up = self._epoch.demand is not None and not self._epoch.saturated(window, SIGMAS)
         return any(not (kept_up and lim.name == "items_per_s" and lim.op == ">=")
                    for lim in missed)
 

@@ -10,7 +10,11 @@ its rate. Capacity does not depend on the demand: what one demand taught holds a
                                                fitted to the saturated windows, p the best of
                                                P_GRID; then clamped between the windows read
                                                (a point above one read keeps up at least as
-                                               well; below a saturated one, no better)
+                                               well; below one read saturated beyond SIGMAS,
+                                               no better: a clamp outlives its demand, and one
+                                               read 1-2 uncertainties under a demand is as
+                                               often a point that kept up, live the optimum's
+                                               whole row clamped under the floor for good)
     power     W = sum_j a_j f_j(x) + r sum_j b_j f_j(x),  f = (1, x_k, x_k^3)
                                                a, b >= 0 (NNLS): monotone in every clock and
                                                in the rate r served
@@ -44,6 +48,7 @@ class Seen:
     rate: float  # items/s
     power_w: float
     saturated: bool  # its rate was the point's capacity (below the demand beyond noise)
+    firm: bool = False  # ... beyond SIGMAS of it: a ceiling on the points at or below it
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,7 @@ def fit(seen: Sequence[Seen]) -> Optional[Fitted]:
     power = nnls(np.vstack([features / w[:, None], ridge]),
                  np.concatenate([np.ones(len(x)), np.zeros(len(ridge))]))
     floors = tuple((s.shares, s.rate) for s in rows)
-    ceilings = tuple((s.shares, s.rate) for s in exact)
+    ceilings = tuple((s.shares, s.rate) for s in exact if s.firm)
     return Fitted(p, coef, rms, power, rate_ref, floors, ceilings)
 
 
