@@ -18,7 +18,7 @@ import pytest
 
 from jetbench.daemon.demand_epoch import Epoch
 from jetbench.daemon.governor import HOLDING, Governor, modelled
-from jetbench.daemon.governor_hold import WALK_SHARE, WALK_WINDOWS
+from jetbench.daemon.governor_hold import WALK_WINDOWS
 from jetbench.daemon.online_tuner import (
     FROZEN,
     SIGMAS,
@@ -400,6 +400,18 @@ def test_a_point_just_held_is_walked_in_short_windows_then_held_in_full_ones():
     walking = [share for n, share in shares if n < WALK_WINDOWS]
     held_on = [share for n, share in shares if n >= WALK_WINDOWS]
     assert walking and held_on and max(walking) < 1.0 and set(held_on) == {1.0}, shares
+    # under a tail constraint the held windows teach its margin: full ones throughout
+    tailed = Tailed(2)
+    tailed.demand = 0.35 * _top_capacity(tailed)
+    gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.7 * tailed.demand),
+                           Constraint("latency_p99_ms", "<=", 6000.0 / tailed.demand)])
+    decision, walked = gov.start(SPACE.top()), 0
+    for _ in range(60):
+        decision = gov.observe(decision.point, tailed.window(decision))
+        if decision.point == gov.held and gov.phase == HOLDING and not decision.settle:
+            assert decision.window_share == 1.0
+            walked += gov._held_windows < WALK_WINDOWS
+    assert walked
 
 
 def test_a_point_met_within_its_noise_only_is_read_again_a_few_times():

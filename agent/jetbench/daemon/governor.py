@@ -32,10 +32,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   close call (the best two read within noise of each other) holds the better at once (its own
   full windows read it again) and reads the other again among the walk's first probes: a
   probe before holding is time off the 30 s a change is given.
-- Holding (governor_hold.py): half windows while the edge is walked (WALK_WINDOWS), full ones
-  after; a short one a step up now and then (often near the point's capacity, where a rising
-  demand shows nowhere else); the neighbours of a point just held read (the edge walked
-  jointly), a close call's other point read again.
+- Holding (governor_hold.py): half windows while the edge is walked (WALK_WINDOWS; not under a
+  tail constraint), full ones after; a short one a step up now and then (often near the point's
+  capacity, where a rising demand shows nowhere else); the neighbours of a point just held read
+  (the edge walked jointly), a close call's other point read again.
 
 Constraints: items_per_s and power_w floors and ceilings, demand>=SHARE; a latency constraint
 is not modelled, and the daemon keeps the first generation for it (live_tuning.py).
@@ -116,8 +116,11 @@ class Governor(Holding):
                 failure: Optional[str] = None) -> Decision:
         decision = self._next(point, window, failure)
         if decision.phase == HOLDING and decision.point == self.held and not decision.settle \
-                and decision.window_share == 1.0 and self._held_windows < WALK_WINDOWS:
-            decision.window_share = WALK_SHARE  # a point just held: the walk's windows
+                and decision.window_share == 1.0 and self._held_windows < WALK_WINDOWS and \
+                not self._tail.limits:
+            # a point just held: the walk's windows (full under a tail constraint: the held
+            # windows teach its margin, and half as many frames give a noisier quantile)
+            decision.window_share = WALK_SHARE
         return decision
 
     def _next(self, point: Point, window: Optional[Window], failure: Optional[str]) -> Decision:
