@@ -1,16 +1,17 @@
 """The governor's state, its words, and what it does while it holds a point (governor.py is the
 rest: the demand, exploring and choosing; the governor is one class of the two).
 
-- Holding: full windows (WALK_SHARE of one while the edge is walked, below: each step of the
-  walk costs less of the 30 s a change is given); every CHECK_UP_EVERY windows (every
-  CHECK_UP_NEAR_EVERY near the point's capacity: the demand over its modelled capacity at least
-  NEAR_CAPACITY) a short window a step up on every knob (a saturated point's rate cannot show a
-  rising demand, nor one window's noise a small rise): where more than the demand read is served
-  there, the demand is read at the top (more than the held point is not enough: at a demand
-  beyond the top's every point is saturated, and a step up always serves more). A point just
-  held has its neighbours read in its first WALK_WINDOWS windows, then now and then (the edge
-  walked jointly: a knob down, or one down and another up; a knob up too where the held point
-  does not keep up); a close call's other point is read again among them (RECHECKS a demand).
+- Holding: full windows (WALK_SHARE of one while the edge is walked, below, but for a tail
+  constraint, whose margin the held windows teach: each step of the walk costs less of the 30 s
+  a change is given); every CHECK_UP_EVERY windows (every CHECK_UP_NEAR_EVERY near the point's
+  capacity: the demand over its modelled capacity at least NEAR_CAPACITY) a short window a step
+  up on every knob (a saturated point's rate cannot show a rising demand, nor one window's noise
+  a small rise): where more than the demand read is served there, the demand is read at the top
+  (more than the held point is not enough: at a demand beyond the top's every point is
+  saturated, and a step up always serves more). A point just held has its neighbours read in its
+  first WALK_WINDOWS windows, then now and then (the edge walked jointly: a knob down, or one
+  down and another up; a knob up too where the held point does not keep up); a close call's
+  other point is read again among them (RECHECKS a demand).
 - A tail constraint missed while holding: the top at once, the point and those below it ruled
   out at this demand.
 """
