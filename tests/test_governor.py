@@ -12,7 +12,7 @@ import itertools
 import math
 import random
 import statistics
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import pytest
 
@@ -86,10 +86,11 @@ class Served:
         return 1 - rate / power / self.optimum(floor) if rate >= floor * (1 - 1e-9) else 1.0
 
 
-def _run(gov: Governor, served: Served, decision: Decision, seconds: float
+def _run(gov: Governor, served: Served, decision: Decision, seconds: float,
+         each: Optional[Callable[[Decision], None]] = None
          ) -> Tuple[Decision, float, List[Point]]:
     """Windows for `seconds` of simulated time: the last decision, the time, the held points
-    after each window."""
+    after each window (`each` sees every decision)."""
     spent, held = 0.0, []
     while spent < seconds:
         window = served.window(decision)
@@ -98,6 +99,8 @@ def _run(gov: Governor, served: Served, decision: Decision, seconds: float
             decision.settle = False
             continue
         decision = gov.observe(decision.point, window)
+        if each is not None:
+            each(decision)
         if gov.phase == HOLDING and gov.held is not None:
             held.append(gov.held)
     return decision, spent, held
@@ -386,17 +389,13 @@ def test_a_point_just_held_is_walked_in_short_windows_then_held_in_full_ones():
     served = Served(2)
     served.demand = 0.35 * _top_capacity(served)
     gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.9 * served.demand)])
-    decision, spent = gov.start(SPACE.top()), 0.0
     shares: List[Tuple[int, float]] = []
-    while spent < 300.0:
-        window = served.window(decision)
-        spent += WINDOW_S * decision.window_share
-        if decision.settle:
-            decision.settle = False
-            continue
-        decision = gov.observe(decision.point, window)
+
+    def note(decision: Decision) -> None:
         if decision.point == gov.held and gov.phase == HOLDING and not decision.settle:
             shares.append((gov._held_windows, decision.window_share))
+
+    _run(gov, served, gov.start(SPACE.top()), 300.0, note)
     walking = [share for n, share in shares if n < WALK_WINDOWS]
     held_on = [share for n, share in shares if n >= WALK_WINDOWS]
     assert walking and held_on and max(walking) < 1.0 and set(held_on) == {1.0}, shares
