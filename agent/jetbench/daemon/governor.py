@@ -96,10 +96,17 @@ class Governor(Holding):
     def ends_early(self, point: Point, partial: Window) -> bool:
         """Whether a window so far is enough: it breaks a constraint beyond its noise, or, at
         the held point, its rate moved beyond it (the demand changed: the rest of the window
-        would only straddle the change)."""
-        if any(partial.breaks(lim) for lim in self.judged()):
+        would only straddle the change). A rate floor does not end a window that reads the
+        demand (at the top, or where a fall is read): nothing serves more there, and a read
+        stopped where it happened to look low is low on average (the fluid benchmark's reads
+        of the demand: 3.0% under the truth, 0.27 of their uncertainty; 0.6% without)."""
+        held = self.phase == HOLDING and point == self.held
+        reading = not held and (point in (self.space.top(), self._epoch.read_at) or
+                                self._epoch.demand is None)
+        if any(partial.breaks(lim) for lim in self.judged()
+               if not (reading and lim.name == "items_per_s" and lim.op == ">=")):
             return True
-        if self.phase != HOLDING or point != self.held:
+        if not held:
             return False
         # (looked at every sample: a stricter margin than a whole window's keeps the looks
         # from finding a move in the noise)
