@@ -426,6 +426,7 @@ def test_a_window_reading_the_demand_is_not_ended_by_a_look_under_the_floor():
     gov._epoch.read_at = (7, 2)
     assert not gov.ends_early((7, 2), low)  # a fall read at the point it was held at
     assert gov.ends_early((3, 1), low)  # a probe: a miss shows early and ends it
+    assert Governor(SPACE, [floor]).ends_early((3, 1), low)  # so does the start's window
     assert gov.ends_early(SPACE.top(), Window(64.0, 3.0, 6.0, 1.0)) is False
 
 

@@ -186,12 +186,20 @@ def test_a_lent_board_pauses_the_search_and_is_pinned_again_when_it_comes_back()
 
 def test_a_window_that_clearly_breaks_a_constraint_ends_early():
     """Even the first, settling one: judged by 0.6 s of its 2 s (a drained backlog can only
-    flatter a point, so one that misses while settling misses)."""
+    flatter a point, so one that misses while settling misses). Not at the top: a rate floor
+    does not end a read of the demand (stopped where it looks low, it reads low on average)."""
     tuning, clock, source, pins = _tuning(rate=10.0)  # half the 20/s asked, at every point
-    tuning.begin({"gpu": 400_000_000})
+    tuning.begin({"gpu": 200_000_000})
     _advance(tuning, clock, 1.0)  # 0.2 s settle, then 0.6 s and a sample of the window
     assert tuning.tuner.windows == 1 and "ended early" in tuning.doc()["why"]
-    assert pins[-1] == {"gpu": 400_000_000}  # at the top already: held there, said so
+    assert pins[-1] == {"gpu": 400_000_000}  # the demand read next, at the top
+    top, top_clock, _source, _pins = _tuning(rate=10.0)
+    top.begin({"gpu": 400_000_000})
+    _advance(top, top_clock, 1.0)
+    assert top.tuner.windows == 0  # at the top: the settling window runs whole, unjudged
+    while top.tuner.windows == 0 and top_clock[0] < 10.0:
+        _advance(top, top_clock, 0.1)
+    assert top.tuner.windows == 1 and "ended early" not in top.doc()["why"]  # and the next
     tuning2, clock2, _source, _pins = _tuning(rate=30.0)  # meets it: the settle is waited out
     tuning2.begin({"gpu": 400_000_000})
     _advance(tuning2, clock2, 2.1)

@@ -101,8 +101,7 @@ class Governor(Holding):
         stopped where it happened to look low is low on average (the fluid benchmark's reads
         of the demand: 3.0% under the truth, 0.27 of their uncertainty; 0.6% without)."""
         held = self.phase == HOLDING and point == self.held
-        reading = not held and (point in (self.space.top(), self._epoch.read_at) or
-                                self._epoch.demand is None)
+        reading = not held and point in (self.space.top(), self._epoch.read_at)
         if any(partial.breaks(lim) for lim in self.judged()
                if not (reading and lim.name == "items_per_s" and lim.op == ">=")):
             return True
