@@ -37,8 +37,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   capacity, where a rising demand shows nowhere else); the neighbours of a point just held read
   (the edge walked jointly), a close call's other point read again.
 
-Constraints: items_per_s and power_w floors and ceilings, demand>=SHARE; a latency constraint
-is not modelled, and the daemon keeps the first generation for it (live_tuning.py).
+Constraints: items_per_s and power_w floors and ceilings and demand>=SHARE, which the models
+predict; a latency quantile's ceiling and a miss rate, the tail, judged by the windows
+(tail_judge.py). `modelled` says whether a set is the governor's (live_tuning.py falls back to
+the first generation otherwise; `--phases` runs the first generation per phase).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An LLM server runs two phases with different best clocks: prefill is compute-bound (its speed
 follows the GPU clock), decode memory-bound (the EMC's; barely the GPU's), and decode is most
-of the time. One controller (online_tuner.OnlineTuner, as `--tune` uses it) per phase searches
+of the time. One controller (online_tuner.OnlineTuner, the first generation) per phase searches
 that phase's point, told only the windows of its phase (phase_windows.py: pieces between
 moves of the phase's own counter, at the point it asked for); the daemon pins the point of
 the phase that runs whenever the running phase changes (read every PHASE_SAMPLE_S), and
