@@ -189,8 +189,12 @@ class Run:
         self._spent: Dict[int, List[float]] = {}
         self.cpu_s = 0.0
 
+    def phase_at(self, t: float) -> int:
+        """The demand's index at time t."""
+        return min(int(t // PHASE_S), len(self.demands) - 1)
+
     def demand_at(self, t: float) -> Optional[float]:
-        return self.demands[min(int(t // PHASE_S), len(self.demands) - 1)]
+        return self.demands[self.phase_at(t)]
 
     def advance(self, point: Point, seconds: float,
                 trace: Optional[List[Tuple[float, float, float]]] = None) -> Tuple[float, float]:
@@ -215,7 +219,7 @@ class Run:
             served += done
             power = self.work.power_w(point, done / (cap * dt))
             energy += power * dt
-            phase = min(int(self.t // PHASE_S), len(self.demands) - 1)
+            phase = self.phase_at(self.t)
             if self.t - phase * PHASE_S >= 60:
                 spent = self._spent.setdefault(phase, [0.0, 0.0])
                 spent[0] += done
@@ -295,7 +299,7 @@ class Run:
             c0 = time.process_time()
             decision = tuner.observe(decision.point, w)  # type: ignore[attr-defined]
             self.cpu_s += time.process_time() - c0
-            phase = min(int(self.t // PHASE_S), len(self.demands) - 1)
+            phase = self.phase_at(self.t)
             held = getattr(tuner, "held", None)
             if held is not None:
                 rate, power = steady(self.work, held, self.demands[phase])
@@ -322,6 +326,10 @@ class Run:
 
 CONTROLLERS: Dict[str, Callable[[Space, List[Constraint]], object]] = {
     "gen1": OnlineTuner, "governor": Governor}
+
+
+def _pcts(shares: Sequence[float]) -> str:
+    return ", ".join(f"{100 * g:.1f}%" for g in shares)
 
 
 def main(argv: List[str]) -> int:
@@ -368,10 +376,10 @@ def main(argv: List[str]) -> int:
                     for ctl in summary:
                         r = Run(work, CONTROLLERS[ctl], floor, demands, seed).go()
                         summary[ctl].append(r)
-                        gaps = ", ".join(f"{100 * g:.1f}%" for g in r["gaps"])  # type: ignore
+                        gaps = _pcts(r["gaps"])  # type: ignore
                         reach = ", ".join("never" if x is None else f"{x:.0f} s"
                                           for x in r["reached"])  # type: ignore
-                        spent = ", ".join(f"{100 * g:.1f}%" for g in r["spent"])  # type: ignore
+                        spent = _pcts(r["spent"])  # type: ignore
                         print(f"  seed {seed} {ctl:>8}: met {100 * r['met']:.1f}% (after the "
                               f"first minute {100 * r['met_after']:.1f}%); below the optimum "
                               f"at each end {gaps}; within 5% after {reach}; items/J after "
