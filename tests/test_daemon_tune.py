@@ -6,6 +6,7 @@ on SIGTERM. The app and the daemon are real processes; the rate comes over a rea
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
@@ -79,6 +80,7 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
         daemon = Daemon(tmp_path, base, "--tune", "--tune-knobs", "gpu", "--tune-window", "2s",
                         "--throughput-from", f"prometheus:{url}#sim_app_items",
                         "--latency-from", f"prometheus:{url}#sim_app_latency_seconds",
+                        "--busy-from", f"prometheus:{url}#sim_app_busy_seconds",
                         "--constraint", "items_per_s>=27", "--metrics", "127.0.0.1:0",
                         interval="0.5s")
         started.append(daemon)
@@ -99,6 +101,9 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
             tune = daemon.ask("status")["tune"]
         assert tune["energy_saved_j"] > 0, tune
         assert "p99" in tune["latency_ms"]
+        # the app's busy seconds read (--busy-from): the held point kept up, not busy throughout
+        assert tune["busy_source"].endswith("#sim_app_busy_seconds"), tune
+        assert 0.1 < tune["held"]["busy_share"] < 0.97, tune["held"]
         # pinned there (between the short reads of other points a held point's windows are
         # most of the time: the look one step up, the walk beside it, a close call's rival)
         deadline = time.monotonic() + bound_s(30)
@@ -111,6 +116,9 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
         doc = daemon.ask("status")
         status = run_cli("status", "--socket", str(daemon.sock_path))
         assert status.returncode == 0 and "tune held" in status.stdout, status.stdout
+        wide = run_cli("status", "--socket", str(daemon.sock_path),
+                       env={**os.environ, "COLUMNS": "300"}).stdout
+        assert "busy from prometheus:" in wide and ", busy " in wide, wide
         text = urllib.request.urlopen(f"http://{doc['metrics']}/metrics", timeout=5).read()
         text = text.decode()
         assert 'jetbench_tune_phase{phase="holding"} 1.0' in text
@@ -192,6 +200,11 @@ def test_tune_refuses_to_start_without_a_reachable_source(tmp_path):
      "--tune-knobs"),
     (("--tune", "--throughput-from", "log:/x.log#regex:([0-9]+)", "--latency-from",
       "prometheus:http://h/m#x"), "not yet beside a log"),
+    (("--tune", "--throughput-from", "log:/x.log#regex:([0-9]+)", "--busy-from",
+      "prometheus:http://h/m#b_seconds"), "--busy-from is read only beside a prometheus"),
+    (("--busy-from", "prometheus:http://h/m#b_seconds"), "--busy-from is for --tune only"),
+    (("--tune", "--throughput-from", "prometheus:http://h/m#x", "--busy-from", "h/m#b"),
+     "--busy-from 'h/m#b': expected prometheus:URL#METRIC"),
     (("--tune", "--throughput-from", "log:/x.log#regex:no group"), "exactly one group"),
     (("--tune", "--throughput-from", "log:/x.log#regex:([0-9]+)", "--tune-silence", "0s"),
      "--tune-silence 0s: at least one window"),

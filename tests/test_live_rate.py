@@ -105,6 +105,47 @@ def test_the_share_over_a_deadline_is_read_from_the_buckets_as_quantiles_are():
     assert window(a, b).miss_rate is None  # no deadline, no share
 
 
+def test_the_busy_share_is_the_busy_counters_increase_over_the_window(tmp_path):
+    """--busy-from: a counter of seconds spent serving, in its name's unit, read with the items
+    from one page (or another); a share over BUSY_MAX is no one server's and is not used."""
+    from prometheus_client import CollectorRegistry, Counter, start_http_server
+
+    from jetbench.daemon.live_tuning import busy_used, window_figures
+    from jetbench.daemon.window_noise import NoisePool
+
+    registry = CollectorRegistry()
+    items = Counter("app_items", "served", registry=registry)
+    busy_us = Counter("app_compute_duration_us", "busy", registry=registry)
+    server, _ = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        source = LiveRate(parse_source(f"prometheus:{url}#app_items"),
+                          busy=parse_source(f"prometheus:{url}#app_compute_duration_us"))
+        items.inc(40)
+        busy_us.inc(2_500_000)
+        reading = source.read()
+        assert reading.count == 40 and reading.busy_s == pytest.approx(2.5)
+        with pytest.raises(HardwareError, match="app_absent_seconds is not on"):
+            LiveRate(parse_source(f"prometheus:{url}#app_items"),
+                     busy=parse_source(f"prometheus:{url}#app_absent_seconds")).read()
+    finally:
+        server.shutdown()
+    a, b = Reading(0.0, 0.0, busy_s=1.0), Reading(10.0, 100.0, busy_s=7.0)
+    assert window(a, b).busy_share == pytest.approx(0.6)
+    assert window(a, Reading(10.0, 100.0, busy_s=0.5)).busy_share is None  # counter reset
+    assert window(a, Reading(10.0, 100.0)).busy_share is None  # not read
+
+    def figures(busy_s: float):
+        readings = [Reading(t, 10.0 * t, busy_s=busy_s * t / 10) for t in range(11)]
+        return busy_used(window_figures(readings, [5.0] * 11, [], NoisePool()))
+    assert figures(6.0)[0].busy_share == pytest.approx(0.6) and figures(6.0)[1] is None
+    assert figures(6.0)[0].capacity_per_s == pytest.approx(10 / 0.6)
+    assert figures(10.3)[0].busy_share == 1.0  # a scrape's timing: at most all of it
+    taken, why = figures(13.0)  # 1.3 of the window: not one server's time
+    assert taken.busy_share is None and "rose 1.30 s a second" in why
+    assert figures(0.2)[0].capacity_per_s is None  # too little served to say
+
+
 def test_an_unreachable_endpoint_is_one_hardware_error():
     source = LiveRate(parse_source("prometheus:http://127.0.0.1:9/metrics#x"), timeout_s=1)
     with pytest.raises(HardwareError, match="did not answer"):

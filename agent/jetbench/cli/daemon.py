@@ -63,6 +63,11 @@ def daemon(
         None, "--latency-from", metavar="SOURCE", rich_help_panel=_TUNE,
         help="A latency histogram (prometheus:URL#METRIC), for latency_p99_ms<=N and "
              "miss_rate<=SHARE."),
+    busy_from: Optional[str] = typer.Option(
+        None, "--busy-from", metavar="SOURCE", rich_help_panel=_TUNE,
+        help="A counter of the seconds the workload spent serving (prometheus:URL#METRIC; "
+             "its unit from its name: _seconds, _ms, _us), one server's: each point's "
+             "capacity read at any load (the governor's models, docs/daemon.md)."),
     deadline: Optional[str] = typer.Option(
         None, "--deadline", metavar="DURATION", rich_help_panel=_TUNE,
         help="An item's deadline (e.g. 50ms), for miss_rate<=SHARE: the share of items the "
@@ -97,7 +102,7 @@ def daemon(
     from ..units import parse_duration_s
 
     tuning = _tune_config(tune, throughput_from, latency_from, constraint or [], tune_knobs,
-                          tune_window, tune_silence, tune_gpu, deadline)
+                          tune_window, tune_silence, tune_gpu, deadline, busy_from)
     config = DaemonConfig(profile=profile, socket_path=socket, metrics=metrics,
                           meters=_meters(meter or []), phases=_phases(phases, tuning),
                           interval_s=parse_duration_s(interval),
@@ -123,6 +128,9 @@ def _phases(text: Optional[str], tuning: Optional[TuneConfig]) -> Tuple[PhaseCou
     if not isinstance(tuning.rate, PrometheusSource):
         raise UsageError("--phases reads its counters on a prometheus: --throughput-from page "
                          "(not a log)")
+    if tuning.busy is not None:
+        raise UsageError("--phases: not yet with --busy-from (each phase's search is the "
+                         "first generation's, which does not read it)")
     if tuning.latency is not None or any(lim.name.startswith("latency") or
                                          lim.name == "miss_rate" for lim in tuning.limits):
         raise UsageError("--phases: not yet with --latency-from or a latency constraint",
@@ -146,7 +154,8 @@ def _meters(specs: List[str]) -> Tuple[str, ...]:
 def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optional[str],
                  constraints: List[str], knobs: Optional[str], window: str,
                  silence: Optional[str] = None, gpu_index: int = 0,
-                 deadline: Optional[str] = None) -> Optional[TuneConfig]:
+                 deadline: Optional[str] = None, busy_from: Optional[str] = None
+                 ) -> Optional[TuneConfig]:
     """--tune's options, checked before the daemon touches anything (UsageError)."""
     from ..daemon.live_log import parse_log_source
     from ..daemon.live_rate import parse_source
@@ -160,7 +169,8 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                                       ("--latency-from", latency_from),
                                       ("--constraint", constraints),
                                       ("--tune-silence", silence),
-                                      ("--deadline", deadline)) if value]
+                                      ("--deadline", deadline),
+                                      ("--busy-from", busy_from)) if value]
     if not tune:
         if given:
             raise UsageError(f"{given[0]} is for --tune only")
@@ -192,9 +202,10 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                          hint="a log that writes its rate every few seconds is silent for "
                               "less than a window between lines")
     if throughput_from.startswith(("log:", "journal:")):
-        if latency_from:
-            raise UsageError("--latency-from is read only beside a prometheus: "
-                             "--throughput-from (not yet beside a log)")
+        if latency_from or busy_from:
+            raise UsageError(f"{'--latency-from' if latency_from else '--busy-from'} is read "
+                             "only beside a prometheus: --throughput-from (not yet beside a "
+                             "log)")
         rate: Union[PrometheusSource, LogSource] = parse_log_source(throughput_from)
     else:
         rate = parse_source(throughput_from)
@@ -202,7 +213,8 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                       latency=parse_source(latency_from, "--latency-from")
                       if latency_from else None,
                       limits=tuple(limits), knobs=names, window_s=window_s,
-                      silent_after_s=silence_s, gpu_index=gpu_index, deadline_ms=deadline_ms)
+                      silent_after_s=silence_s, gpu_index=gpu_index, deadline_ms=deadline_ms,
+                      busy=parse_source(busy_from, "--busy-from") if busy_from else None)
 
 
 def status(
@@ -249,12 +261,16 @@ def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
         clocks = ", ".join(f"{k} {format_hz(v)}" for k, v in p.get("point_hz", {}).items())
         pct = p.get("items_per_s_uncertainty_pct")
         spread = f" +- {pct:.1f}%" if pct is not None else ""
+        busy = p.get("busy_share")
         return (f"{clocks}: {p.get('items_per_s', 0):.3g} items/s{spread}, "
-                f"{p.get('power_w', 0):.2f} W, {p.get('items_per_j', 0):.3g} items/J")
+                f"{p.get('power_w', 0):.2f} W, {p.get('items_per_j', 0):.3g} items/J"
+                + (f", busy {busy:.0%}" if busy is not None else ""))
 
     rows = [("tune", f"{tune.get('phase', '-')}: {tune.get('why', '')}"),
             ("tune source", f"{tune.get('source', '-')}; "
-                            f"{', '.join(tune.get('constraints') or []) or 'no constraint'}"),
+                            + (f"busy from {tune.get('busy_source')}; "
+                               if tune.get("busy_source") else "")
+                            + f"{', '.join(tune.get('constraints') or []) or 'no constraint'}"),
             ("tune held", point(tune.get("held"))),
             ("tune best seen", point(tune.get("best"))),
             ("tune windows", f"{tune.get('windows', 0)} of {tune.get('window_s', 0):g} s, "
@@ -267,6 +283,8 @@ def _tune_rows(tune: Optional[TuneStatusDoc]) -> List[Tuple[str, str]]:
                                     "top of the space)"))
     if tune.get("paused"):
         rows.append(("tune paused", str(tune.get("paused"))))
+    if tune.get("busy_unused"):
+        rows.append(("tune busy not used", str(tune.get("busy_unused"))))
     if tune.get("source_faults"):
         rows.append(("tune source faults", f"{tune.get('source_faults')}, the latest: "
                                            f"{tune.get('source_fault')}"))

@@ -14,6 +14,9 @@ from .online_tuner import SIGMAS, Point, Window, _apart
 # a window at a point whose modelled capacity lies this far above the demand (or three of the
 # capacity fit's rms errors, where more) served the demand itself: it reads the demand too
 KEPT_UP_MARGIN = 0.15
+# a window busy at least this share of it did not keep up (--busy-from): a queue that empties
+# now and then served what arrived
+BUSY_FULL = 0.97
 
 
 @dataclass
@@ -46,8 +49,11 @@ class Epoch:
             if any(v is None for v in values):
                 return None
             return math.sqrt(sum(v * v for v in values if v is not None)) / n
+        busy = [w.busy_share for w in ws]
         return Window(rate, pct([w.items_per_s_uncertainty_pct for w in ws]), power,
-                      pct([w.power_w_uncertainty_pct for w in ws]))
+                      pct([w.power_w_uncertainty_pct for w in ws]),
+                      busy_share=None if None in busy else
+                      sum(b for b in busy if b is not None) / n)
 
     def excluded(self, point: Point) -> bool:
         """At or below a point that missed under this demand (every clock no higher): it
@@ -56,7 +62,10 @@ class Epoch:
 
     def saturated(self, window: Window, sigmas: float = 1.0) -> bool:
         """Served less than the demand beyond `sigmas` uncertainties: the point's capacity
-        (one: what the capacity fit takes; SIGMAS: what rules points out, a verdict)."""
+        (one: what the capacity fit takes; SIGMAS: what rules points out, a verdict). Where
+        the window read how busy the workload was, busy BUSY_FULL of it, whatever the noise."""
+        if window.busy_share is not None:
+            return window.busy_share >= BUSY_FULL
         return self.demand is not None and window.items_per_s < self.demand and _apart(
             window.items_per_s, window.items_per_s_uncertainty_pct, self.demand,
             self.demand_pct, sigmas)
@@ -74,7 +83,8 @@ class Epoch:
         pcts = [w.items_per_s_uncertainty_pct for w in self.demand_reads]
         self.demand_pct = None if any(p is None for p in pcts) else 1.0 / math.sqrt(total)
 
-    def read_kept_up(self, window: Window, capacity: float, capacity_rms: float) -> bool:
+    def read_kept_up(self, window: Window, capacity: Optional[float],
+                     capacity_rms: float) -> bool:
         """A window at a point other than where the demand is read, its modelled `capacity`
         (relative rms error `capacity_rms`) KEPT_UP_MARGIN above the demand, that served the
         demand within noise: a read of the demand too (True). One short read at the top is
@@ -85,8 +95,14 @@ class Epoch:
         uncertainty under the demand left out as saturated, as it once was, and one two over
         kept, biased the demand up by a quarter of a read's noise: +1.7-2.2% in the fluid
         benchmark, -0.3/+0.8% now)."""
-        if self.demand is None or not self.same_demand(window) or \
-                not capacity >= self.demand * (1 + max(KEPT_UP_MARGIN, 3 * capacity_rms)):
+        if self.demand is None or not self.same_demand(window):
+            return False
+        if window.busy_share is not None:  # how busy it was, read: kept up where not full
+            kept = window.busy_share < BUSY_FULL
+        else:
+            kept = capacity is not None and \
+                capacity >= self.demand * (1 + max(KEPT_UP_MARGIN, 3 * capacity_rms))
+        if not kept:
             return False
         self.read_demand(window)
         return True

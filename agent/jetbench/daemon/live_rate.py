@@ -10,6 +10,12 @@
     --latency-from prometheus:URL#METRIC   a histogram (its `_bucket` series): the window's
                                      quantiles from the buckets' increase, as Prometheus's
                                      histogram_quantile() interpolates them.
+    --busy-from prometheus:URL#METRIC      a counter of the seconds the workload spent serving
+                                     (its unit from its name, as a histogram's: `_seconds`,
+                                     `_ms`, `_us`): the window's busy share, its increase over
+                                     the window's length. One server's time: a share over
+                                     BUSY_MAX is not (several instances, or a server that
+                                     counts a batch's time once per request) and is not used.
 
 A counter that goes down (the workload restarted) starts a new window: nothing is counted
 across it. The page is untrusted input (scrape.py: a total deadline, a size bound, only the
@@ -29,6 +35,7 @@ from ..errors import UsageError
 from .scrape import DEADLINE_S, Series, SourceFault, fetch_series, select_series
 
 SCRAPE_TIMEOUT_S = DEADLINE_S
+BUSY_MAX = 1.05  # a busy share above this is no one server's busy time (the module doc)
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
 
@@ -167,6 +174,7 @@ class Reading:
     buckets: Dict[float, float] = field(default_factory=dict)
     # a log's: when it last said something new (None: every reading is new, a scrape's)
     value_at: Optional[float] = None
+    busy_s: Optional[float] = None  # --busy-from's counter, in seconds (None: not read)
 
 
 @dataclass(frozen=True)
@@ -178,44 +186,56 @@ class WindowRate:
     items_per_s: float
     latency_ms: Dict[str, float]  # e.g. {"p99": 38.0}; empty without a histogram
     miss_rate: Optional[float] = None  # the share over the deadline (with one and a histogram)
+    busy_share: Optional[float] = None  # the share of it the workload was busy (--busy-from)
 
 
 class LiveRate:
-    """Reads a workload's counter (and histogram) from its Prometheus endpoint."""
+    """Reads a workload's counter (and histogram, and busy-time counter) from its Prometheus
+    endpoints (one scrape of each page a reading)."""
 
     def __init__(self, rate: PrometheusSource, latency: Optional[PrometheusSource] = None,
-                 timeout_s: float = SCRAPE_TIMEOUT_S, clock=time.monotonic):
+                 timeout_s: float = SCRAPE_TIMEOUT_S, clock=time.monotonic,
+                 busy: Optional[PrometheusSource] = None):
         self.rate = rate
         self.latency = latency
+        self.busy = busy
         self.timeout_s = timeout_s
         self._clock = clock
 
     def _names(self, url: str) -> List[str]:
-        """The series names to keep from the page at `url`: the counter's, the histogram's."""
+        """The series names to keep from the page at `url`: the counters', the histogram's."""
         names: List[str] = []
-        if url == self.rate.url:
-            names += [self.rate.selector.name, self.rate.selector.name + "_total"]
+        for counter in (self.rate, self.busy):
+            if counter is not None and url == counter.url:
+                names += [counter.selector.name, counter.selector.name + "_total"]
         if self.latency is not None and url == self.latency.url:
             names.append(_histogram_name(self.latency.selector) + "_bucket")
         return names
 
     def read(self) -> Reading:
-        series = scrape(self.rate.url, self._names(self.rate.url), self.timeout_s)
+        pages = {self.rate.url: scrape(self.rate.url, self._names(self.rate.url),
+                                       self.timeout_s)}
         t_s = self._clock()
-        count = counter_value(series, self.rate.selector)
+        for extra in (self.latency, self.busy):
+            if extra is not None and extra.url not in pages:
+                pages[extra.url] = scrape(extra.url, self._names(extra.url), self.timeout_s)
+        count = counter_value(pages[self.rate.url], self.rate.selector)
         if count is None:
             raise SourceFault(f"{self.rate.selector.text()} is not on {self.rate.url}",
                               hint="the counter's name as the page shows it (curl the URL)")
         found: Dict[float, float] = {}
         if self.latency is not None:
-            if self.latency.url != self.rate.url:
-                series = scrape(self.latency.url, self._names(self.latency.url),
-                                self.timeout_s)
-            found = buckets(series, self.latency.selector)
+            found = buckets(pages[self.latency.url], self.latency.selector)
             if not found:
                 raise SourceFault(f"{self.latency.selector.text()}_bucket is not on "
                                   f"{self.latency.url}")
-        return Reading(t_s, count, found)
+        busy_s: Optional[float] = None
+        if self.busy is not None:
+            busy = counter_value(pages[self.busy.url], self.busy.selector)
+            if busy is None:
+                raise SourceFault(f"{self.busy.selector.text()} is not on {self.busy.url}")
+            busy_s = busy * ms_per_unit(self.busy.selector.name) / 1000.0
+        return Reading(t_s, count, found, busy_s=busy_s)
 
     def check(self) -> Reading:
         """Before the daemon starts tuning: the source answers and has the counter."""
@@ -223,9 +243,10 @@ class LiveRate:
 
 
 def ms_per_unit(histogram: str) -> float:
-    """A latency histogram's unit from its name, as Prometheus names units: `..._seconds`
-    (vLLM's vllm:e2e_request_latency_seconds; the base unit, also where no unit is named),
-    `..._ms`/`_milliseconds` (Triton's nv_inference_first_response_histogram_ms), `..._us`."""
+    """A latency histogram's (or a busy counter's) unit from its name, as Prometheus names
+    units: `..._seconds` (vLLM's vllm:e2e_request_latency_seconds; the base unit, also where
+    no unit is named), `..._ms`/`_milliseconds` (Triton's
+    nv_inference_first_response_histogram_ms), `..._us` (nv_inference_compute_infer_duration_us)."""
     words = histogram.lower().replace(":", "_").split("_")
     if "ms" in words or "milliseconds" in words:
         return 1.0
@@ -275,4 +296,7 @@ def window(first: Reading, last: Reading, quantiles: Sequence[float] = (0.5, 0.9
                     latency[f"p{q * 100:g}"] = value * ms_per
             if deadline_ms is not None:
                 miss = share_over(deadline_ms / ms_per, increase)
-    return WindowRate(items, seconds, items / seconds, latency, miss)
+    busy: Optional[float] = None
+    if first.busy_s is not None and last.busy_s is not None and last.busy_s >= first.busy_s:
+        busy = (last.busy_s - first.busy_s) / seconds
+    return WindowRate(items, seconds, items / seconds, latency, miss, busy)

@@ -34,7 +34,7 @@ import logging
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import HardwareError, JetbenchError
@@ -43,7 +43,7 @@ from ..run.constraint import Constraint
 from ..units import format_hz
 from .governor import Governor, modelled
 from .live_log import LogSource
-from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit, window
+from .live_rate import BUSY_MAX, LiveRate, PrometheusSource, Reading, ms_per_unit, window
 from .live_space import energy_power, opened_space, rates_text
 from .online_tuner import (
     EXPLORING,
@@ -89,6 +89,7 @@ class TuneConfig:
     gpu_index: int = 0  # the NVML GPU the workload runs on, where the power is NVML's
     silent_after_s: Optional[float] = None  # a log with no new value this long: frozen
     deadline_ms: Optional[float] = None  # an item's deadline (miss_rate<=SHARE)
+    busy: Optional[PrometheusSource] = None  # the workload's busy seconds (--busy-from)
 
     @property
     def silence_s(self) -> float:
@@ -129,7 +130,20 @@ def window_figures(readings: Sequence[Reading], powers: Sequence[float],
     if learn:
         noise.learn(counts, values, kind)
     return Window(whole.items_per_s, rate_pct, power, power_pct if power_pct else 0.1,
-                  whole.latency_ms, whole.miss_rate)
+                  whole.latency_ms, whole.miss_rate, whole.busy_share)
+
+
+def busy_used(window: Window) -> Tuple[Window, Optional[str]]:
+    """A window's busy share as the governor takes it: at most all of it (a scrape's timing
+    puts a little over), none over BUSY_MAX (no one server's time, live_rate.py), and why."""
+    share = window.busy_share
+    if share is None or share <= 1.0:
+        return window, None
+    if share <= BUSY_MAX:
+        return replace(window, busy_share=1.0), None
+    return replace(window, busy_share=None), (
+        f"the counter rose {share:.2f} s a second: not one server's busy time (several "
+        "instances, or a batch's time counted once per request); not used")
 
 
 class LiveTuning:
@@ -178,6 +192,7 @@ class LiveTuning:
         self._paused_why: Optional[str] = None
         self._quiet_windows = 0  # windows a log said nothing new in: not judged
         self.stopped: Optional[str] = None  # why the operator stopped the tuning (None: not)
+        self.busy_unused: Optional[str] = None  # why --busy-from's shares are not used
         self._phase_before_stop = EXPLORING
 
     def begin(self, current_hz: Dict[str, Optional[int]]) -> None:
@@ -335,9 +350,16 @@ class LiveTuning:
         return measured
 
     def _figures(self, learn: bool = False) -> Optional[Window]:
-        """The window so far (window_figures)."""
-        return window_figures(self._readings, self._powers, self._energies, self.noise,
-                              self._ms_per, self.config.deadline_ms, learn)
+        """The window so far (window_figures; its busy share as busy_used takes it)."""
+        figures = window_figures(self._readings, self._powers, self._energies, self.noise,
+                                 self._ms_per, self.config.deadline_ms, learn)
+        if figures is None:
+            return None
+        figures, unused = busy_used(figures)
+        if unused is not None and self.busy_unused is None:
+            log.warning("tune: --busy-from: %s", unused)
+        self.busy_unused = unused or self.busy_unused
+        return figures
 
     def _decide(self, measured: Optional[Window], failure: Optional[str],
                 early: bool = False) -> None:
@@ -374,6 +396,8 @@ class LiveTuning:
         return {
             "phase": self.phase,
             "source": self.config.rate.text(),
+            "busy_source": self.config.busy.text() if self.config.busy is not None else None,
+            "busy_unused": self.busy_unused,
             "constraints": [str(lim) for lim in t.limits],
             "demand_per_s": t.demand,
             "window_s": self.config.window_s,
@@ -419,7 +443,8 @@ def open_live_tuning(root: Root, board: Board, tune: TuneConfig, beyond_power_mo
     `known_rates` before the first pin)."""
     from .live_log import open_log_rate
 
-    source = LiveRate(tune.rate, tune.latency) if isinstance(tune.rate, PrometheusSource) \
+    source = LiveRate(tune.rate, tune.latency, busy=tune.busy) \
+        if isinstance(tune.rate, PrometheusSource) \
         else open_log_rate(tune.rate, tune.silence_s)
     try:
         source.check()

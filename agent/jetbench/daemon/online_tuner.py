@@ -55,6 +55,7 @@ PHASES = (EXPLORING, HOLDING, RETUNING, FROZEN, STOPPED)
 # from being taken, on the noise of one window).
 SIGMAS = 2.0
 DEMAND = "demand"  # demand>=SHARE: serve that share of the demand (measured at the top)
+MIN_BUSY_SHARE = 0.05  # a capacity read from a window busy at least this share of it
 MISS_RATE = "miss_rate"  # miss_rate<=SHARE: the share of items over --deadline
 MAX_PASSES = 3  # passes over the knobs in one search (another only where one moved)
 MOVED_WINDOWS = 2  # windows in a row whose rate moved beyond noise before a search again
@@ -98,6 +99,16 @@ class Window:
     power_w_uncertainty_pct: Optional[float]
     latency_ms: Dict[str, float] = field(default_factory=dict)
     miss_rate: Optional[float] = None  # the share of items over --deadline (None: not read)
+    # the share of the window the workload was busy serving (--busy-from; None: not read)
+    busy_share: Optional[float] = None
+
+    @property
+    def capacity_per_s(self) -> Optional[float]:
+        """The items/s the point serves busy all the time: the rate over the busy share
+        (None: not read, or too little served to say)."""
+        if self.busy_share is None or self.busy_share < MIN_BUSY_SHARE:
+            return None
+        return self.items_per_s / self.busy_share
 
     @property
     def items_per_j(self) -> float:

@@ -51,7 +51,7 @@ from .phase_windows import (
     PhaseWindows,
 )
 from .source_poller import PolledSource
-from .tune_doc import PointDoc, TuneStatusDoc
+from .tune_doc import PointDoc, TuneStatusDoc, point_doc
 
 if TYPE_CHECKING:
     from ..documents import ClockDoc
@@ -81,12 +81,6 @@ class PhasedStatusDoc(TuneStatusDoc, total=False):
     workload_phase: str  # the phase that runs now, or idle
     workload_phases: Dict[str, PhaseDoc]
     phase_switches: int
-
-
-def _point_doc(space: Space, point: Point, w: Window) -> PointDoc:
-    return {"point_hz": space.hz(point), "items_per_s": w.items_per_s,
-            "items_per_s_uncertainty_pct": w.items_per_s_uncertainty_pct,
-            "power_w": w.power_w, "items_per_j": w.items_per_j}
 
 
 class PhasedTuning:
@@ -235,12 +229,12 @@ class PhasedTuning:
     def _phase_doc(self, counter: PhaseCounter) -> PhaseDoc:
         name = counter.name
         tuner, totals = self.tuners[name], self.windows.totals[name]
-        held = _point_doc(self.space, tuner.held, tuner.held_window) \
+        held = point_doc(self.space, tuner.held, tuner.held_window) \
             if tuner.held is not None and tuner.held_window is not None else None
         start = self.at_start.get(name)
         return {"counter": counter.selector.text(), "state": tuner.phase, "why": self.why[name],
                 "point_hz": self.space.hz(self.points.get(name, self._start)), "held": held,
-                "at_start": _point_doc(self.space, self._start, start) if start else None,
+                "at_start": point_doc(self.space, self._start, start) if start else None,
                 "windows": tuner.windows, "windows_breaking_constraints": tuner.broken_windows,
                 "items_total": totals.items, "seconds_total": round(totals.seconds, 3),
                 "energy_j": round(totals.joules, 3),

@@ -13,12 +13,15 @@ class PointDoc(TypedDict):
     items_per_s_uncertainty_pct: Optional[float]
     power_w: float
     items_per_j: float
+    busy_share: Optional[float]  # the share of its windows the workload was busy (--busy-from)
 
 
 class TuneStatusDoc(TypedDict, total=False):
     """The status document's `tune` object."""
     phase: str
     source: str
+    busy_source: Optional[str]  # --busy-from (None: not given)
+    busy_unused: Optional[str]  # why its shares are not used (a counter of several servers)
     constraints: List[str]
     demand_per_s: Optional[float]  # demand>=SHARE: the rate measured at the top of the space
     window_s: float
@@ -46,4 +49,4 @@ class TuneStatusDoc(TypedDict, total=False):
 def point_doc(space: Space, point: Point, w: Window) -> PointDoc:
     return {"point_hz": space.hz(point), "items_per_s": w.items_per_s,
             "items_per_s_uncertainty_pct": w.items_per_s_uncertainty_pct,
-            "power_w": w.power_w, "items_per_j": w.items_per_j}
+            "power_w": w.power_w, "items_per_j": w.items_per_j, "busy_share": w.busy_share}

@@ -35,6 +35,7 @@ from ..run.tune.model import P_GRID, nnls
 RIDGE = 1e-3  # pulls the power terms towards none where the windows say nothing
 BOUND_ROUNDS = 4  # refits adding the windows that kept up where the fit says they could not
 CONTRADICTED = 0.03  # a saturated reading beaten by this much at or below its point is noise
+BUSY_TOL = 0.02  # a capacity read from the busy share clamps the points above and below so far
 HISTORY = 80  # windows kept for the fits (the oldest dropped: a workload drifts)
 
 Point = Tuple[int, ...]
@@ -49,6 +50,12 @@ class Seen:
     power_w: float
     saturated: bool  # its rate was the point's capacity (below the demand beyond noise)
     firm: bool = False  # ... beyond SIGMAS of it: a ceiling on the points at or below it
+    capacity: Optional[float] = None  # read from how busy the workload was (--busy-from)
+
+    @property
+    def capacity_read(self) -> float:
+        """What the capacity fit takes: the capacity read, else the rate (saturated)."""
+        return self.rate if self.capacity is None else self.capacity
 
 
 @dataclass(frozen=True)
@@ -100,13 +107,14 @@ def fit(seen: Sequence[Seen]) -> Optional[Fitted]:
     rms = 0.0
     # a window read as saturated whose rate another window at the same point, or below it,
     # beat (beyond CONTRADICTED) was noise, not the point's capacity: it stays a floor only
-    exact = [s for s in rows if s.saturated and not any(
+    exact = [s for s in rows if s.capacity is not None or s.saturated and not any(
         o.rate > s.rate * (1 + CONTRADICTED) and all(a <= b for a, b in zip(o.shares, s.shares))
         for o in rows)]
     rows = [s if s in exact or not s.saturated else
             Seen(s.point, s.shares, s.rate, s.power_w, False) for s in rows]
     if exact:
-        p, coef, rms = _fit_capacity(exact, [s for s in rows if not s.saturated])
+        p, coef, rms = _fit_capacity(exact, [s for s in rows if not s.saturated
+                                             and s.capacity is None])
     x = np.array([s.shares for s in rows])
     w = np.array([s.power_w for s in rows])
     r = np.array([s.rate for s in rows])
@@ -117,8 +125,10 @@ def fit(seen: Sequence[Seen]) -> Optional[Fitted]:
     ridge = np.delete(ridge, 0, axis=0)  # the constant term is not pulled
     power = nnls(np.vstack([features / w[:, None], ridge]),
                  np.concatenate([np.ones(len(x)), np.zeros(len(ridge))]))
-    floors = tuple((s.shares, s.rate) for s in rows)
-    ceilings = tuple((s.shares, s.rate) for s in exact if s.firm)
+    floors = tuple((s.shares, s.rate if s.capacity is None else s.capacity * (1 - BUSY_TOL))
+                   for s in rows)
+    ceilings = tuple((s.shares, s.rate if s.capacity is None else s.capacity * (1 + BUSY_TOL))
+                     for s in exact if s.firm or s.capacity is not None)
     return Fitted(p, coef, rms, power, rate_ref, floors, ceilings)
 
 
@@ -131,7 +141,7 @@ def _fit_capacity(exact: Sequence[Seen], bounds: Sequence[Seen]
     out: Tuple[float, np.ndarray, float] = (P_GRID[0], np.zeros(1 + len(exact[0].shares)), 0.0)
     for _ in range(BOUND_ROUNDS):
         x = np.array([s.shares for s in rows])
-        t = np.array([1.0 / s.rate for s in rows])
+        t = np.array([1.0 / s.capacity_read for s in rows])
         best: Optional[Tuple[float, float, np.ndarray]] = None
         for q in P_GRID:
             terms = np.hstack([np.ones((len(x), 1)), x ** -q])

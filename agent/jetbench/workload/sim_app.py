@@ -13,6 +13,7 @@ It serves Prometheus metrics (prometheus-client), as Triton, vLLM or DeepStream 
     sim_app_items_total               frames served (a counter: the rate to tune for)
     sim_app_dropped_total             frames dropped at a full queue
     sim_app_latency_seconds           arrival to end of service (a histogram)
+    sim_app_busy_seconds_total        the seconds spent serving (`daemon --busy-from`)
     sim_app_demand_per_s              the demand now (0 for max)
     sim_app_queue_length              frames waiting
 
@@ -99,6 +100,8 @@ class SimApp:
         self.items = Counter("sim_app_items", "frames served", registry=self.registry)
         self.dropped = Counter("sim_app_dropped", "frames dropped at a full queue",
                                registry=self.registry)
+        self.busy = Counter("sim_app_busy_seconds", "seconds spent serving",
+                            registry=self.registry)
         self.latency = Histogram("sim_app_latency_seconds", "arrival to end of service",
                                  buckets=LATENCY_BUCKETS_S, registry=self.registry)
         self.demand_gauge = Gauge("sim_app_demand_per_s", "frames arriving per second "
@@ -108,7 +111,7 @@ class SimApp:
         self._queue: Deque[float] = collections.deque()  # arrival times
         self._t0: Optional[float] = None
         self._next_arrival: Optional[float] = None
-        self._serving: Optional[Tuple[float, float]] = None  # (arrival, end)
+        self._serving: Optional[Tuple[float, float, float]] = None  # (arrival, end, took)
         self._busy_s = 0.0
         self._load_at: Optional[float] = None
         self._file_read_at = -1.0
@@ -154,9 +157,10 @@ class SimApp:
         # services that ended up to now, and the next ones begun at their deadlines
         while True:
             if self._serving is not None:
-                arrival, end = self._serving
+                arrival, end, took = self._serving
                 if end > now:
                     break
+                self.busy.inc(took)
                 self.items.inc()
                 self.latency.observe(end - arrival)
                 self._serving = None
@@ -172,7 +176,7 @@ class SimApp:
             took = self.network.batch_time().total_s
             start = max(free_at, arrival)
             self._busy_s += took
-            self._serving = (arrival, start + took)
+            self._serving = (arrival, start + took, took)
         self.queue_gauge.set(len(self._queue))
         self._write_load(now)
         wake = [now + LOAD_EVERY_S]
