@@ -41,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -70,6 +71,7 @@ SETTLE_S = 0.25
 EARLY_FRACTION = 0.3
 JITTER_PCT = 2.0
 ARRIVALS = False  # --arrivals: Poisson arrivals, the window sampled as the live daemon does
+BUSY = False  # --busy: each window says the share of it the workload was busy (--busy-from)
 METER_PCT = 1.0  # ... and each power reading's noise, %
 POWER_SPAN_S = 0.25  # ... a power reading: the mean over this much before it (the app's busy file)
 SHARES = (0.35, 0.7, None, 0.35)  # the demand per phase, of the top's capacity (None: max)
@@ -238,19 +240,24 @@ class Run:
         ends = getattr(tuner, "ends_early", None)
         served = energy = spent = 0.0
         trace: List[Tuple[float, float, float]] = []
+        cap = self.work.capacity(point)
+
+        def busy(w: Window) -> Window:  # --busy: the share of the window spent serving
+            return replace(w, busy_share=min(1.0, served / (cap * spent))) if BUSY else w
         while spent < length - 1e-9:
             step = EARLY_FRACTION * length if spent == 0 else min(0.1 * length, length - spent)
             s, e = self.advance(point, step, trace)
             served, energy, spent = served + s, energy + e, spent + step
             jitter = JITTER_PCT * math.sqrt(WINDOW_S / spent)
-            w = self._sampled(trace, False) if ARRIVALS else \
-                self._figures(served, energy, spent, jitter)
+            w = busy(self._sampled(trace, False) if ARRIVALS else
+                     self._figures(served, energy, spent, jitter))
             if spent < length - 1e-9 and (ends(point, w) if ends is not None else
                                           any(w.breaks(lim) for lim in judged)):
-                return self._sampled(trace, True) if ARRIVALS else w
+                return busy(self._sampled(trace, True)) if ARRIVALS else w
         if ARRIVALS:
-            return self._sampled(trace, True)
-        return self._figures(served, energy, spent, JITTER_PCT * math.sqrt(WINDOW_S / spent))
+            return busy(self._sampled(trace, True))
+        return busy(self._figures(served, energy, spent,
+                                  JITTER_PCT * math.sqrt(WINDOW_S / spent)))
 
     def _sampled(self, trace: Sequence[Tuple[float, float, float]], learn: bool) -> Window:
         """--arrivals: the window as live_tuning.py reads it (module doc), its figures by its
@@ -333,7 +340,7 @@ def _pcts(shares: Sequence[float]) -> str:
 
 
 def main(argv: List[str]) -> int:
-    global JITTER_PCT, ARRIVALS, METER_PCT
+    global JITTER_PCT, ARRIVALS, METER_PCT, BUSY
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--boards", default="tx1,orin-nano")
     parser.add_argument("--workloads", default="sim,surface:0,surface:1,surface:2")
@@ -347,10 +354,13 @@ def main(argv: List[str]) -> int:
                         help="the live run's noise instead of --jitter: Poisson arrivals, the "
                         "power following what was served, the window sampled as the daemon "
                         "samples it (module doc)")
+    parser.add_argument("--busy", action="store_true",
+                        help="each window also says the share of it the workload was busy (a "
+                             "server's busy-time counter, daemon --busy-from)")
     parser.add_argument("--meter-pct", type=float, default=METER_PCT,
                         help="with --arrivals: each power reading's noise, %% (default 1)")
     args = parser.parse_args(argv)
-    JITTER_PCT, ARRIVALS, METER_PCT = args.jitter, args.arrivals, args.meter_pct
+    JITTER_PCT, ARRIVALS, METER_PCT, BUSY = args.jitter, args.arrivals, args.meter_pct, args.busy
     knobs = tuple(args.knobs.split(","))
     print(f"{WINDOW_S:g} s windows, demand per phase "
           f"{', '.join('max' if s is None else f'{s:g} of the top' for s in SHARES)} "

@@ -20,6 +20,10 @@ Frames arrive at random from --arrivals-seed, a fresh one each run unless given 
 the surface's seed: every one of them saw the same frames arrive.
 
     python benchmarks/bench_governor_live.py [--seed 10] [--phase-s 120] [--arrivals-seed N]
+        [--busy]
+
+--busy gives the daemon the app's busy seconds (`--busy-from`): each point's capacity read at
+any load.
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--phase-s", type=float, default=120.0)
     ap.add_argument("--window", default="10s")
     ap.add_argument("--log", type=Path, help="Write the daemon's log here.")
+    ap.add_argument("--busy", action="store_true",
+                    help="the daemon also reads the app's busy seconds (--busy-from)")
     ap.add_argument("--arrivals-seed", type=int, default=None,
                     help="the app's arrivals' seed (default: a fresh one, printed)")
     args = ap.parse_args(argv)
@@ -140,7 +146,9 @@ def main(argv: List[str]) -> int:
                 [sys.executable, "-m", "jetbench", "--root", str(base), "daemon", "--socket",
                  str(sock), "--tune", "--throughput-from", f"prometheus:{url}#surface_items",
                  "--constraint", f"items_per_s>={floor:.4g}", "--tune-knobs", "gpu,emc",
-                 "--tune-window", args.window, "--meter", meter.spec + "?timeout=5s"],
+                 "--tune-window", args.window, "--meter", meter.spec + "?timeout=5s"]
+                + (["--busy-from", f"prometheus:{url}#surface_busy_seconds"] if args.busy
+                   else []),
                 env=ENV, stderr=subprocess.PIPE, text=True)
             counts: List[Tuple[float, Tuple[float, float]]] = []
             held: List[Tuple[float, str, Optional[Dict[str, int]]]] = []

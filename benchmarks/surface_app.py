@@ -8,8 +8,9 @@ Frames arrive at random (Poisson) at the demand the file holds (a number per sec
 queue of one second of it (a frame that finds it full is dropped) and are served one at a time,
 each taking 1 / the surface's rate at the GPU and EMC clocks running when it starts (read from
 the tree as measure's clock sampler reads them). It serves `surface_items_total` and a latency
-histogram `surface_latency_seconds` (prometheus-client), and `surface_arrived_total` (frames
-arrived, whether served or dropped), and writes the share of time it was busy
+histogram `surface_latency_seconds` (prometheus-client), `surface_arrived_total` (frames
+arrived, whether served or dropped) and `surface_busy_seconds_total` (the seconds spent
+serving: `daemon --busy-from`), and writes the share of time it was busy
 over the last BUSY_EVERY_S to --busy-file: the simulated external meter the benchmark runs reads
 it with the same surface (power between idle and full load). The arrivals are drawn from
 --arrivals-seed (a fresh one where none is given: the surface's seed drew them before, and
@@ -64,6 +65,7 @@ def main(argv: list) -> int:
     items = Counter("surface_items", "frames served", registry=registry)
     arrived = Counter("surface_arrived", "frames arrived (served, waiting or dropped)",
                       registry=registry)
+    busy = Counter("surface_busy_seconds", "seconds spent serving", registry=registry)
     latency = Histogram("surface_latency_seconds", "arrival to end of service",
                         buckets=BUCKETS, registry=registry)
     server, _thread = start_http_server(args.port, addr="127.0.0.1", registry=registry)
@@ -104,6 +106,7 @@ def main(argv: list) -> int:
             wait = free_at - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
+            busy.inc(service_s)
             items.inc()
             latency.observe(free_at - arrival)
         else:
