@@ -18,6 +18,7 @@ the tail, and the held point's items/J below the best point whose steady p99 (fr
 simulated run of it) meets the ceiling, at each demand's end.
 
     python benchmarks/bench_governor_tail.py [--slo p99|miss] [--boards tx1] [--seeds 3]
+        [--busy]
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class Queue:
             self.done.append((self.free_at, self.free_at - arrival))
             self.t = start
         self.t = end
+        self.busy_s += busy
         load = min(1.0, busy / seconds) if seconds > 0 else 0.0
         return self.work.power_w(point, load) * seconds
 
@@ -124,14 +126,16 @@ def p99(latencies: List[float]) -> Optional[float]:
 
 class TailRun:
     def __init__(self, work: Workload, make: Callable, floor: float, tail: Constraint,
-                 deadline_s: float, demands: Sequence[Optional[float]], seed: int):
+                 deadline_s: float, demands: Sequence[Optional[float]], seed: int,
+                 busy: bool = False):
         self.work, self.floor, self.tail, self.deadline_s = work, floor, tail, deadline_s
+        self.busy = busy  # each window says its busy share (daemon --busy-from)
         self.demands = demands
         self.queue = Queue(work, demands, seed)
         self.noise = random.Random(seed + 1000)
         self.tuner = make(work.space, [Constraint("items_per_s", ">=", floor), tail])
 
-    def _figures(self, t0: float, t1: float, energy: float) -> Window:
+    def _figures(self, t0: float, t1: float, energy: float, busy_s: float) -> Window:
         lats = self.queue.between(t0, t1)
         seconds = t1 - t0
         items = len(lats)
@@ -141,21 +145,21 @@ class TailRun:
                                        1000 * statistics.median(lats)}
         miss = sum(lat > self.deadline_s for lat in lats) / items if items else None
         return Window(items / seconds, 100.0 / math.sqrt(max(items, 1)), power, jitter,
-                      latency, miss)
+                      latency, miss, min(1.0, busy_s / seconds) if self.busy else None)
 
     def window(self, point: Point, length: float) -> Window:
         ends = getattr(self.tuner, "ends_early", None)
-        t0 = self.queue.t
+        t0, busy0 = self.queue.t, self.queue.busy_s
         energy = spent = 0.0
         while spent < length - 1e-9:
             step = EARLY_FRACTION * length if spent == 0 else min(0.1 * length, length - spent)
             energy += self.queue.advance(point, step)
             spent += step
-            w = self._figures(t0, self.queue.t, energy)
+            w = self._figures(t0, self.queue.t, energy, self.queue.busy_s - busy0)
             if spent < length - 1e-9 and (ends(point, w) if ends is not None else any(
                     w.breaks(lim) for lim in self.tuner.judged())):
                 return w
-        return self._figures(t0, self.queue.t, energy)
+        return self._figures(t0, self.queue.t, energy, self.queue.busy_s - busy0)
 
     def go(self, steady: Dict[Tuple[Optional[float], Point], Tuple[float, float, bool]],
            optima: List[float]) -> Dict[str, object]:
@@ -220,6 +224,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--workloads", default="sim,surface:0,surface:1")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--controllers", default="gen1,governor")
+    parser.add_argument("--busy", action="store_true",
+                        help="each window also says the share of it the server was busy "
+                             "(daemon --busy-from)")
     args = parser.parse_args(argv)
     print(f"{WINDOW_S:g} s windows, Poisson arrivals, a {QUEUE_S:g} s queue; demand per phase "
           f"{', '.join('max' if s is None else f'{s:g} of the top' for s in SHARES)}; "
@@ -257,7 +264,7 @@ def main(argv: List[str]) -> int:
                     for ctl in rows:
                         t0 = time.process_time()
                         r = TailRun(work, CONTROLLERS[ctl], floor, tail, deadline_s, demands,
-                                    seed).go(cache, optima)
+                                    seed, args.busy).go(cache, optima)
                         rows[ctl].append(r)
                         gaps = ", ".join(f"{100 * g:.1f}%" for g in r["gaps"])  # type: ignore
                         print(f"  seed {seed} {ctl:>8}: 10 s stretches meeting the tail after "
