@@ -16,6 +16,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   short window, and a new epoch would search again from the models). A window at a point the
   capacity model puts well above the demand reads it too (Epoch.read_kept_up): one read at the
   top is 5-10% noisy, and a held point near its capacity serves only 10% more when it doubles.
+  Where the workload says how busy it was (--busy-from), a window busy BUSY_FULL of it did not
+  keep up and one less busy served what arrived (Epoch.saturated, read_kept_up): whatever its
+  rate's noise; and its rate over its busy share is its point's capacity, at any load.
 - Exploring, while the capacity cannot be fitted (fewer than two points read saturated): each
   knob alone halves down its table from the top, in short windows, until it saturates or
   misses (a miss rules out what lies below it, in this epoch; a rate floor's only where the

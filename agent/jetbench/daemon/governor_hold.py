@@ -4,7 +4,8 @@ rest: the demand, exploring and choosing; the governor is one class of the two).
 - Holding: full windows (WALK_SHARE of one while the edge is walked, below, but for a tail
   constraint, whose margin the held windows teach: each step of the walk costs less of the 30 s
   a change is given); every CHECK_UP_EVERY windows (every CHECK_UP_NEAR_EVERY near the point's
-  capacity: the demand over its modelled capacity at least NEAR_CAPACITY) a short window a step
+  capacity: the demand over its modelled capacity at least NEAR_CAPACITY; at once where
+  --busy-from shows it busy throughout a window after windows that were not) a short window a step
   up on every knob (a saturated point's rate cannot show a rising demand, nor one window's noise
   a small rise): where more than the demand read is served there, the demand is read at the top
   (more than the held point is not enough: at a demand beyond the top's every point is

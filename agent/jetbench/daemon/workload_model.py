@@ -19,6 +19,10 @@ its rate. Capacity does not depend on the demand: what one demand taught holds a
                                                a, b >= 0 (NNLS): monotone in every clock and
                                                in the rate r served
 
+A window that read how busy the workload was (--busy-from) measures C at its point at any load
+(its rate over its busy share): an exact row of the capacity fit, and a clamp within BUSY_TOL on
+the points above and below it.
+
 x is each clock's share of its table's top. The models only propose: a point is held on what
 its own windows measured, never on what the models say of it.
 """
