@@ -291,6 +291,34 @@ def test_an_interrupted_point_is_queued_again_a_few_times_and_leftovers_are_clos
     assert study.get_trials(states=(optuna.trial.TrialState.WAITING,)) == []
 
 
+def test_a_queued_point_another_board_closed_at_the_same_moment_is_left_to_it(tmp_path):
+    """Two boards sharing a study both took the same queued point (SQLite lets two pop it:
+    seen as "Trial#9 has already finished and can not be updated" ending a run under load):
+    the one that finds it finished leaves it to the other, and goes on."""
+    from jetbench.run.tune.storage import drain_waiting, told_elsewhere
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    mine = optuna.create_study(study_name="fleet", storage=url)
+    theirs = optuna.load_study(study_name="fleet", storage=url)
+    mine.enqueue_trial({"gpu_index": 3}, user_attrs={"confirms": True})
+    ask = mine.ask
+
+    def raced(*args, **kwargs):  # the other board closes it between our pop and our tell
+        trial = ask(*args, **kwargs)
+        theirs.tell(trial.number, state=optuna.trial.TrialState.PRUNED)
+        return trial
+
+    mine.ask = raced  # type: ignore[method-assign]
+    assert drain_waiting(optuna, mine) == 0
+    assert [t.state for t in theirs.trials] == [optuna.trial.TrialState.PRUNED]
+    with pytest.raises(Exception) as raised:  # Optuna's own error for a finished trial
+        mine._storage.set_trial_user_attr(theirs.trials[0]._trial_id, "x", 1)
+    assert told_elsewhere(raised.value), raised.value
+    assert told_elsewhere(ValueError("Cannot tell a COMPLETE trial."))
+    assert not told_elsewhere(ValueError("other")) and not told_elsewhere(RuntimeError("x"))
+
+
 def _measured(number, settings, violations, valid=True):
     from types import SimpleNamespace
 

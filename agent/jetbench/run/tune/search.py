@@ -28,7 +28,14 @@ from .options import CONFIRM, INFERRED_IN_A_ROW, P99_BATCHES, TuneReport, TuneRe
 from .output import _settings_text, study_doc, thin_p99_note
 from .preflight import check_some_ran
 from .progress import Progress, again_reason, earlier_readings
-from .storage import counts, drain_waiting, others_measuring, retry_callback, wait_for_others
+from .storage import (
+    counts,
+    drain_waiting,
+    others_measuring,
+    retry_callback,
+    told_elsewhere,
+    wait_for_others,
+)
 from .trial import (
     Choices,
     budget_taken,
@@ -46,8 +53,6 @@ if TYPE_CHECKING:
     from ..measure import MeasureReport
 
 Callback = Callable[["OptunaStudy", "FrozenTrial"], None]
-# optuna's error where a trial it measured was told (finished) by another process first
-TOLD_ELSEWHERE = "Cannot tell a "
 
 
 class Study:
@@ -295,8 +300,8 @@ class Study:
         try:
             self.study.optimize(self.objective, n_trials=n_trials, catch=(Exception,),
                                 callbacks=[self._progress, self._stop_at(stop), *more])
-        except ValueError as e:
-            if not str(e).startswith(TOLD_ELSEWHERE):
+        except (ValueError, RuntimeError) as e:
+            if not told_elsewhere(e):
                 raise
             # a point queued to be read (again) was taken by two boards sharing the study at
             # once (its storage let both pop it): the other's reading was told first and

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 RETRIES = 2  # an interrupted trial's point is measured again at most this many times
+# optuna's error where a trial this board measured was told (finished) by another first
+TOLD_ELSEWHERE = "Cannot tell a "
 GRACE_BEATS = 3  # a trial whose board missed this many heartbeats is taken as dead
 
 
@@ -286,6 +288,16 @@ def wait_for_others(optuna: ModuleType, study: Study, say: Callable[[str], None]
         time.sleep(poll_s)
 
 
+def told_elsewhere(err: BaseException) -> bool:
+    """Optuna's answer where a trial this board holds was finished by another board sharing
+    the study first (both took the same queued point: SQLite lets two pop it): told before our
+    own tell looked ("Cannot tell a COMPLETE trial"), or between its look and its write
+    (UpdateFinishedTrialError: "Trial#9 has already finished and can not be updated", seen
+    with two boards under load)."""
+    return type(err).__name__ == "UpdateFinishedTrialError" or (
+        isinstance(err, ValueError) and str(err).startswith(TOLD_ELSEWHERE))
+
+
 def drain_waiting(optuna: ModuleType, study: Study) -> int:
     """Points queued again (or to be read again) that no trial will run, the budget being full:
     taken and closed as not run, so no WAITING trial is left behind in the study. Returns how
@@ -294,7 +306,12 @@ def drain_waiting(optuna: ModuleType, study: Study) -> int:
     closed = 0
     for _ in range(len(study.get_trials(deepcopy=False, states=(waiting,)))):
         trial = study.ask()  # the oldest WAITING trial (a fresh one if another board took it)
-        trial.set_user_attr("not_run", "the budget was full when its turn came")
-        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        try:
+            trial.set_user_attr("not_run", "the budget was full when its turn came")
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        except (ValueError, RuntimeError) as err:
+            if not told_elsewhere(err):
+                raise
+            continue  # another board closed it at the same moment
         closed += 1
     return closed
