@@ -29,7 +29,10 @@ is within 5% of it (and meets the floor), and the items/J of each demand after i
 minute, all served over all spent (probes and looks included), below the optimum's.
 
     python benchmarks/bench_governor.py [--boards tx1,orin-nano] [--workloads sim,surface:0]
-        [--seeds 3] [--knobs gpu,emc] [--jitter 2] [--arrivals [--meter-pct 1]]
+        [--seeds 3] [--knobs gpu,emc] [--jitter 2] [--arrivals [--meter-pct 1]] [--busy]
+
+--busy: each window also says the share of it the workload was busy (served over capacity x
+length), as `daemon --busy-from` reads a server's busy-seconds counter.
 """
 
 from __future__ import annotations
