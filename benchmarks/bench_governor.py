@@ -74,9 +74,9 @@ SETTLE_S = 0.25
 EARLY_FRACTION = 0.3
 JITTER_PCT = 2.0
 ARRIVALS = False  # --arrivals: Poisson arrivals, the window sampled as the live daemon does
-BUSY = False  # --busy: each window says the share of it the workload was busy (--busy-from)
 METER_PCT = 1.0  # ... and each power reading's noise, %
 POWER_SPAN_S = 0.25  # ... a power reading: the mean over this much before it (the app's busy file)
+BUSY = False  # --busy: each window says the share of it the workload was busy (--busy-from)
 SHARES = (0.35, 0.7, None, 0.35)  # the demand per phase, of the top's capacity (None: max)
 FLOOR_SHARE = 0.9  # the floor: this share of the first demand
 

@@ -46,6 +46,7 @@ from bench_governor import (
     SimNetwork,
     SurfaceWorkload,
     Workload,
+    _pcts,
 )
 
 from jetbench.daemon.online_tuner import Point, Window
@@ -266,7 +267,7 @@ def main(argv: List[str]) -> int:
                         r = TailRun(work, CONTROLLERS[ctl], floor, tail, deadline_s, demands,
                                     seed, args.busy).go(cache, optima)
                         rows[ctl].append(r)
-                        gaps = ", ".join(f"{100 * g:.1f}%" for g in r["gaps"])  # type: ignore
+                        gaps = _pcts(r["gaps"])  # type: ignore
                         print(f"  seed {seed} {ctl:>8}: 10 s stretches meeting the tail after "
                               f"the first minute {100 * r['tail_after']:.1f}% (and the floor "
                               f"{100 * r['met_after']:.1f}%); longest "

@@ -161,6 +161,7 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
     from ..daemon.live_rate import parse_source
     from ..daemon.live_tuning import TuneConfig
     from ..daemon.online_tuner import parse_limit
+    from ..daemon.tail_judge import is_tail
     from ..errors import UsageError
     from ..run.tune.options import KNOBS
     from ..units import parse_duration_s
@@ -186,8 +187,7 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
         if limit.name == "miss_rate" and not deadline:
             raise UsageError(f"--constraint {limit} needs --deadline DURATION (e.g. 50ms): "
                              "what an item misses")
-    if busy_from and any(limit.name.startswith("latency") or limit.name == "miss_rate"
-                         for limit in limits):
+    if busy_from and any(is_tail(limit) for limit in limits):
         raise UsageError("--busy-from: not yet with a tail constraint (latency or miss_rate)",
                          hint="with it the governor held points nearer their capacity, where "
                               "a queue's tail breaks (benchmarks/RESULTS.md)")

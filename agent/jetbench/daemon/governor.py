@@ -270,9 +270,7 @@ class Governor(Holding):
     def _remember(self, point: Point, window: Window) -> None:
         ep, models = self._epoch, self._models
         capacity = self._capacity(point)
-        if (capacity is not None and models is not None or window.busy_share is not None) \
-                and point not in (self.space.top(), ep.read_at):
-            # (a read of the demand too)
+        if point not in (self.space.top(), ep.read_at):  # (a read of the demand too)
             ep.read_kept_up(window, capacity, models.time_rms if models is not None else 0.0)
         # (one uncertainty: a point read a little under the demand is taken at its rate; the
         # capacity fit keeps it no lower than that where it kept up after all)
