@@ -181,16 +181,11 @@ def _tune_config(tune: bool, throughput_from: Optional[str], latency_from: Optio
                          "workload's counter of items done) or log:PATH#regex:PATTERN")
     limits = [parse_limit(text) for text in constraints]
     for limit in limits:
-        if (limit.name.startswith("latency") or limit.name == "miss_rate") and \
-                not latency_from:
+        if is_tail(limit) and not latency_from:
             raise UsageError(f"--constraint {limit} needs --latency-from (a histogram)")
         if limit.name == "miss_rate" and not deadline:
             raise UsageError(f"--constraint {limit} needs --deadline DURATION (e.g. 50ms): "
                              "what an item misses")
-    if busy_from and any(is_tail(limit) for limit in limits):
-        raise UsageError("--busy-from: not yet with a tail constraint (latency or miss_rate)",
-                         hint="with it the governor held points nearer their capacity, where "
-                              "a queue's tail breaks (benchmarks/RESULTS.md)")
     deadline_ms = parse_duration_s(deadline) * 1000 if deadline else None
     if deadline_ms is not None and (deadline_ms <= 0 or not latency_from):
         raise UsageError(f"--deadline {deadline}: " + ("above zero" if deadline_ms <= 0 else

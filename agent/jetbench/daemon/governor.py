@@ -42,8 +42,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
 
 Constraints: items_per_s and power_w floors and ceilings and demand>=SHARE, which the models
 predict; a latency quantile's ceiling and a miss rate, the tail, judged by the windows
-(tail_judge.py). `modelled` says whether a set is the governor's (live_tuning.py falls back to
-the first generation otherwise; `--phases` runs the first generation per phase).
+(tail_judge.py): a point is proposed only at a load the tail allows, and with --busy-from
+(the loads read, not bounded) not explored past it either (_over_load). `modelled` says
+whether a set is the governor's (live_tuning.py falls back to the first generation otherwise;
+`--phases` runs the first generation per phase).
 """
 
 from __future__ import annotations
@@ -329,9 +331,10 @@ class Governor(Holding):
                             window_share=PROBE_SHARE)
         if (best_read is None or best_read[0] == self.space.top()) and self.epochs > 0:
             # the models found nothing better than the top (too few points read to fit, or
-            # they hoped wrong): each knob down from the top, as the first demand was
+            # they hoped wrong): each knob down from the top, as the first demand was (not past
+            # the load a tail allows where the loads are read: _over_load)
             probe = explore(self.space, self._epoch)
-            if probe is not None:
+            if probe is not None and not self._over_load(probe):
                 return Decision(probe, self.phase, self._join(why, "nothing better than the "
                                 "top known: each knob down from it"), settle=after_miss,
                                 window_share=PROBE_SHARE)
@@ -351,6 +354,20 @@ class Governor(Holding):
         return Decision(point, self.phase, self._join(why, f"holding {self._text(point)} "
                         f"({window.items_per_j:.3g} items/J, {self._met()})"),
                         settle=after_miss)
+
+    def _over_load(self, point: Point) -> bool:
+        """Under a tail constraint, where the workload says how busy it is and the top kept up
+        with this demand: a point the capacity model puts over the load the tail allows (the
+        capacities read from the busy share, its load is the one that would run; exploring
+        there is a stretch of missed tail after a rise). Without the busy share the capacities
+        modelled below the points read are lower bounds, the loads too high: exploring is what
+        reads them. Nor where the top is busy throughout (a saturated workload: no queue to
+        keep short, every point's load over 1)."""
+        top = self._epoch.mean(self.space.top())
+        if not self._tail.limits or top is None or top.busy_share is None or \
+                self._epoch.saturated(top):
+            return False
+        return not self._load_ok(point)
 
     def _read_scores(self) -> List[Tuple[Point, Window]]:
         """The points read under this demand that meet every constraint beyond noise (a rate
