@@ -356,16 +356,17 @@ class Governor(Holding):
                         settle=after_miss)
 
     def _over_load(self, point: Point) -> bool:
-        """Under a tail constraint, where the workload says how busy it is and the top kept up
-        with this demand: a point the capacity model puts over the load the tail allows (the
-        capacities read from the busy share, its load is the one that would run; exploring
-        there is a stretch of missed tail after a rise). Without the busy share the capacities
-        modelled below the points read are lower bounds, the loads too high: exploring is what
-        reads them. Nor where the top is busy throughout (a saturated workload: no queue to
-        keep short, every point's load over 1)."""
-        top = self._epoch.mean(self.space.top())
-        if not self._tail.limits or top is None or top.busy_share is None or \
-                self._epoch.saturated(top):
+        """Under a tail constraint, where the workload says how busy it is and the point the
+        demand was read at (the top, or the held one after a fall) kept up with it: a point the
+        capacity model puts over the load the tail allows (the capacities read from the busy
+        share, its load is the one that would run; exploring there is a stretch of missed tail
+        after a rise or a fall). Without the busy share the capacities modelled below the
+        points read are lower bounds, the loads too high: exploring is what reads them. Nor
+        where that point was busy throughout (a saturated workload: no queue to keep short,
+        every point's load over 1)."""
+        read = self._epoch.mean(self._epoch.read_at or self.space.top())
+        if not self._tail.limits or read is None or read.busy_share is None or \
+                self._epoch.saturated(read):
             return False
         return not self._load_ok(point)
 
