@@ -578,3 +578,14 @@ def test_under_a_tail_with_the_loads_read_a_rise_explores_no_point_past_the_load
     _run(gov, served, decision, 60.0, note)
     assert loads and max(loads) <= 0.9, loads
     assert gov.held is not None and _steady_p99_ms(served, gov.held) <= ceiling
+    # the same where the demand was read at the held point (after a fall) and kept up there;
+    # not where it was busy throughout (saturated: no queue to keep short)
+    low = (1, 1)
+    assert served.demand / served.capacity(low) > 1 and gov._over_load(low)
+    trial = copy.deepcopy(gov)
+    at, read = (11, 4), trial._epoch.reads.pop(SPACE.top())
+    trial._epoch.reads[at] = held = [replace(w, busy_share=0.7) for w in read]
+    trial._epoch.read_at = at
+    assert trial._over_load(low)
+    held[:] = [replace(w, busy_share=1.0) for w in held]
+    assert not trial._over_load(low)
