@@ -20,16 +20,22 @@ Frames arrive at random from --arrivals-seed, a fresh one each run unless given 
 the surface's seed: every one of them saw the same frames arrive.
 
     python benchmarks/bench_governor_live.py [--seed 10] [--phase-s 120] [--arrivals-seed N]
-        [--busy]
+        [--busy] [--p99]
 
 --busy gives the daemon the app's busy seconds (`--busy-from`): each point's capacity read at
-any load.
+any load. --p99 adds a tail constraint, `latency_p99_ms<=X` from the app's latency histogram
+(`--latency-from`), X six inter-arrival times at the first demand (as bench_governor_tail.py),
+and prints the share of 10 s stretches whose p99 (the histogram's, interpolated as the daemon
+reads it: live_rate.quantile) meets it, and the longest run of stretches that missed; the
+third demand is then 0.8 of the top's capacity (at all of it the queue grows without end), and
+the optimum meets the ceiling too (each point's steady p99 from a 300 s run of its queue).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import random
 import re
@@ -42,6 +48,7 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from jetbench.daemon.live_rate import quantile
 from jetbench.errors import JetbenchError
 from jetbench.ownership.client import request
 from jetbench.sim.create import create_board
@@ -51,7 +58,11 @@ from jetbench.sim.surface import Surface, _volts, running_shares
 REPO = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
 SHARES = (0.35, 0.7, 1.0, 0.35)
+# --p99: Poisson frames at the top's whole capacity queue without end (no point meets any
+# ceiling there: run R, RESULTS.md), so the third demand is 0.8 of it
+SHARES_TAIL = (0.35, 0.7, 0.8, 0.35)
 FLOOR_SHARE = 0.9
+TAIL_MULT = 6.0  # --p99: the ceiling, this many inter-arrival times at the first demand
 
 
 def power_at(surface: Surface, g: float, e: float, busy: float) -> float:
@@ -60,9 +71,27 @@ def power_at(surface: Surface, g: float, e: float, busy: float) -> float:
     return idle + busy * (surface.power_w(g, e) - idle)
 
 
-def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor: float
-            ) -> Tuple[float, Dict[Tuple[int, int], float]]:
-    """The best items/J meeting the floor, and each point's items/J (by its Hz pair)."""
+def steady_p99_ms(capacity: float, demand: float, seconds: float = 300.0) -> float:
+    """A point's steady p99 latency as the app serves it (Poisson arrivals, one server at its
+    capacity, first come first served: Lindley's recursion), after a 20 s start."""
+    rng = random.Random(7)
+    service, wait, t, lats = 1.0 / capacity, 0.0, 0.0, []
+    while t < seconds:
+        gap = rng.expovariate(demand)
+        t += gap
+        wait = max(0.0, wait + service - gap)
+        if t > 20.0:
+            lats.append(wait + service)
+        if wait > 5.0:  # (the queue grows without end: the app drops, the tail is lost)
+            return math.inf
+    lats.sort()
+    return 1000 * lats[int(0.99 * (len(lats) - 1))] if lats else math.inf
+
+
+def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor: float,
+            ceiling_ms: Optional[float] = None) -> Tuple[float, Dict[Tuple[int, int], float]]:
+    """The best items/J meeting the floor (and the p99 ceiling, where given: each point's
+    steady p99), and each point's items/J (by its Hz pair; 0 where it misses)."""
     gpu, emc = space["gpu"], space["emc"]
     table: Dict[Tuple[int, int], float] = {}
     best = 0.0
@@ -71,20 +100,25 @@ def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor:
         cap = surface.items_per_s(g, e)
         rate = min(demand, cap)
         per_j = rate / power_at(surface, g, e, rate / cap)
-        table[(g_hz, e_hz)] = per_j if rate >= floor else 0.0
-        if rate >= floor:
+        ok = rate >= floor and (ceiling_ms is None or
+                                steady_p99_ms(cap, demand) <= ceiling_ms)
+        table[(g_hz, e_hz)] = per_j if ok else 0.0
+        if ok:
             best = max(best, per_j)
     return best, table
 
 
-def counter(url: str) -> Tuple[float, float]:
-    """(frames served, frames arrived) so far."""
+def counter(url: str) -> Tuple[Tuple[float, float], Dict[float, float]]:
+    """(frames served, frames arrived) so far, and the latency histogram's cumulative
+    buckets by upper bound (s)."""
     text = urllib.request.urlopen(url, timeout=5).read().decode()
     out = []
     for name in ("surface_items_total", "surface_arrived_total"):
         m = re.search(rf"^{name} (\S+)$", text, re.M)
         out.append(float(m.group(1)) if m else 0.0)
-    return out[0], out[1]
+    hist = {float(le): float(v) for le, v in re.findall(
+        r'^surface_latency_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, re.M)}
+    return (out[0], out[1]), hist
 
 
 # the rails' readings follow the simulated power model while the kernel runs: not state
@@ -106,6 +140,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--log", type=Path, help="Write the daemon's log here.")
     ap.add_argument("--busy", action="store_true",
                     help="the daemon also reads the app's busy seconds (--busy-from)")
+    ap.add_argument("--p99", action="store_true",
+                    help="a tail constraint too: latency_p99_ms<=X from the app's histogram")
     ap.add_argument("--arrivals-seed", type=int, default=None,
                     help="the app's arrivals' seed (default: a fresh one, printed)")
     args = ap.parse_args(argv)
@@ -118,8 +154,9 @@ def main(argv: List[str]) -> int:
         before = board_state(base)
         demand_file, busy_file = Path(tmp) / "demand", Path(tmp) / "busy"
         top_rate = surface.items_per_s(1.0, 1.0)
-        demands = [s * top_rate for s in SHARES]
+        demands = [s * top_rate for s in (SHARES_TAIL if args.p99 else SHARES)]
         floor = FLOOR_SHARE * demands[0]
+        ceiling_ms = 1000 * TAIL_MULT / demands[0]
         demand_file.write_text(f"{demands[0]:.3f}\n")
         busy_file.write_text("0\n")
         app = subprocess.Popen([sys.executable, str(REPO / "benchmarks/surface_app.py"),
@@ -148,9 +185,12 @@ def main(argv: List[str]) -> int:
                  "--constraint", f"items_per_s>={floor:.4g}", "--tune-knobs", "gpu,emc",
                  "--tune-window", args.window, "--meter", meter.spec + "?timeout=5s"]
                 + (["--busy-from", f"prometheus:{url}#surface_busy_seconds"] if args.busy
-                   else []),
+                   else [])
+                + (["--latency-from", f"prometheus:{url}#surface_latency_seconds",
+                    "--constraint", f"latency_p99_ms<={ceiling_ms:.4g}"] if args.p99 else []),
                 env=ENV, stderr=subprocess.PIPE, text=True)
             counts: List[Tuple[float, Tuple[float, float]]] = []
+            hists: List[Dict[float, float]] = []
             held: List[Tuple[float, str, Optional[Dict[str, int]]]] = []
             t0 = time.monotonic()
             space: Optional[Dict[str, List[int]]] = None
@@ -162,7 +202,9 @@ def main(argv: List[str]) -> int:
                     demand_file.write_text(f"{d:.3f}\n")
                     while time.monotonic() - t0 < (k + 1) * args.phase_s:
                         now = time.monotonic() - t0
-                        counts.append((now, counter(url)))
+                        served_arrived, hist = counter(url)
+                        counts.append((now, served_arrived))
+                        hists.append(hist)
                         try:
                             tune = request(sock, "status").get("tune") or {}
                         except (OSError, JetbenchError):
@@ -198,6 +240,18 @@ def main(argv: List[str]) -> int:
                     missed.append(f"{k * 10}-{k * 10 + 10} s: {served / 10:.1f}/s served, "
                                   f"{came / 10:.1f}/s arrived")
         after = [ok for late, ok in met if late]
+        tails: List[bool] = []  # --p99: each stretch after the first minute met the ceiling
+        for k in range(6, int(counts[-1][0] // 10)):
+            i0 = [i for i, (t, _) in enumerate(counts) if t >= k * 10][0]
+            i1 = [i for i, (t, _) in enumerate(counts) if t >= (k + 1) * 10]
+            if i1 and hists[i0] and hists[i1[0]]:
+                p99 = quantile(0.99, {le: hists[i1[0]][le] - hists[i0].get(le, 0.0)
+                                      for le in hists[i1[0]]})
+                tails.append(p99 is None or 1000 * p99 <= ceiling_ms)
+        run = longest = 0
+        for ok in tails:
+            run = 0 if ok else run + 1
+            longest = max(longest, run)
         print(f"surface {args.seed} on a simulated TX1, GPU x EMC, windows {args.window}, "
               f"demand {', '.join(f'{d:.1f}' for d in demands)}/s ({args.phase_s:g} s each), "
               f"floor {floor:.1f}/s, power from a simulated SCPI meter (--meter), "
@@ -206,9 +260,15 @@ def main(argv: List[str]) -> int:
               f"after the first minute: {100 * sum(after) / max(len(after), 1):.1f}% of "
               f"{len(after)} ({short} with fewer arrivals than the floor)"
               + "".join(f"\n    missed {m}" for m in missed))
+        if args.p99:
+            print(f"  10 s stretches whose p99 met latency_p99_ms<={ceiling_ms:.4g} after the "
+                  f"first minute: {100 * sum(tails) / max(len(tails), 1):.1f}% of "
+                  f"{len(tails)}; longest run missed {longest}; missed at "
+                  + (", ".join(f"{60 + 10 * k} s" for k, ok in enumerate(tails) if not ok)
+                     or "none"))
         assert space is not None, err[-2000:]
         for k, d in enumerate(demands):
-            best, table = optimum(surface, space, d, floor)
+            best, table = optimum(surface, space, d, floor, ceiling_ms if args.p99 else None)
             best_at = max(table, key=lambda p: table[p])
             reached = None
             end_gap = None
