@@ -38,17 +38,17 @@ import itertools
 import math
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from jetbench.daemon.live_rate import quantile
+from bench_governor_tail import p99
+
+from jetbench.daemon.live_rate import Selector, buckets, counter_value, quantile, scrape
 from jetbench.errors import JetbenchError
 from jetbench.ownership.client import request
 from jetbench.sim.create import create_board
@@ -84,8 +84,7 @@ def steady_p99_ms(capacity: float, demand: float, seconds: float = 300.0) -> flo
             lats.append(wait + service)
         if wait > 5.0:  # (the queue grows without end: the app drops, the tail is lost)
             return math.inf
-    lats.sort()
-    return 1000 * lats[int(0.99 * (len(lats) - 1))] if lats else math.inf
+    return 1000 * (p99(lats) or math.inf)
 
 
 def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor: float,
@@ -110,15 +109,12 @@ def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor:
 
 def counter(url: str) -> Tuple[Tuple[float, float], Dict[float, float]]:
     """(frames served, frames arrived) so far, and the latency histogram's cumulative
-    buckets by upper bound (s)."""
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
-    out = []
-    for name in ("surface_items_total", "surface_arrived_total"):
-        m = re.search(rf"^{name} (\S+)$", text, re.M)
-        out.append(float(m.group(1)) if m else 0.0)
-    hist = {float(le): float(v) for le, v in re.findall(
-        r'^surface_latency_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, re.M)}
-    return (out[0], out[1]), hist
+    buckets by upper bound (s): the page read as the daemon reads it (live_rate)."""
+    series = scrape(url, ["surface_items_total", "surface_arrived_total",
+                          "surface_latency_seconds_bucket"], 5.0)
+    served, came = (counter_value(series, Selector(name)) or 0.0
+                    for name in ("surface_items", "surface_arrived"))
+    return (served, came), buckets(series, Selector("surface_latency_seconds"))
 
 
 # the rails' readings follow the simulated power model while the kernel runs: not state
@@ -228,11 +224,16 @@ def main(argv: List[str]) -> int:
         # arrived (Poisson arrivals: 64/s is 4% noisy in 10 s and the floor lies 10% under;
         # no clock serves what did not come; a frame or two, and 1%, served in the next one)
         met, short, missed = [], 0, []
+        tails: List[bool] = []  # --p99: each stretch after the first minute met the ceiling
         for k in range(int(counts[-1][0] // 10)):
-            a = [c for t, c in counts if t >= k * 10][0]
-            b = [c for t, c in counts if t >= (k + 1) * 10]
-            if b:
-                served, came = b[0][0] - a[0], b[0][1] - a[1]
+            i0 = [i for i, (t, _) in enumerate(counts) if t >= k * 10][0]
+            i1 = [i for i, (t, _) in enumerate(counts) if t >= (k + 1) * 10]
+            if i1:
+                (a, h0), (b, h1) = (counts[i0][1], hists[i0]), (counts[i1[0]][1], hists[i1[0]])
+                if k * 10 >= 60 and h1:
+                    p99 = quantile(0.99, {le: h1[le] - h0.get(le, 0.0) for le in h1})
+                    tails.append(p99 is None or 1000 * p99 <= ceiling_ms)
+                served, came = b[0] - a[0], b[1] - a[1]
                 ok = served >= min(10 * floor, 0.99 * came - 2)
                 met.append((k * 10 >= 60, ok))
                 short += k * 10 >= 60 and came < 10 * floor
@@ -240,14 +241,6 @@ def main(argv: List[str]) -> int:
                     missed.append(f"{k * 10}-{k * 10 + 10} s: {served / 10:.1f}/s served, "
                                   f"{came / 10:.1f}/s arrived")
         after = [ok for late, ok in met if late]
-        tails: List[bool] = []  # --p99: each stretch after the first minute met the ceiling
-        for k in range(6, int(counts[-1][0] // 10)):
-            i0 = [i for i, (t, _) in enumerate(counts) if t >= k * 10][0]
-            i1 = [i for i, (t, _) in enumerate(counts) if t >= (k + 1) * 10]
-            if i1 and hists[i0] and hists[i1[0]]:
-                p99 = quantile(0.99, {le: hists[i1[0]][le] - hists[i0].get(le, 0.0)
-                                      for le in hists[i1[0]]})
-                tails.append(p99 is None or 1000 * p99 <= ceiling_ms)
         run = longest = 0
         for ok in tails:
             run = 0 if ok else run + 1

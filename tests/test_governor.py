@@ -544,13 +544,8 @@ def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once
     assert out.point == SPACE.top() and out.settle and trial.epochs == epochs + 1, out
 
 
-class TailedBusy(Tailed):
+class TailedBusy(Busy, Tailed):
     """Tailed, each window also saying the share of it the workload was busy."""
-
-    def window(self, decision: Decision) -> Window:
-        rate, _ = self.truth(decision.point)
-        return replace(super().window(decision),
-                       busy_share=min(1.0, rate / self.capacity(decision.point)))
 
 
 @pytest.mark.parametrize("seed", [0, 2, 5])
