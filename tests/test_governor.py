@@ -31,9 +31,10 @@ from jetbench.daemon.online_tuner import (
     Window,
     parse_limit,
 )
-from jetbench.daemon.point_choice import unsure
+from jetbench.daemon.point_choice import propose, unsure
 from jetbench.daemon.savings import EnergySaved
-from jetbench.daemon.workload_model import Seen, fit
+from jetbench.daemon.tail_judge import TailJudge
+from jetbench.daemon.workload_model import Fitted, Seen, fit
 from jetbench.run.constraint import Constraint
 from jetbench.sim.surface import Surface
 
@@ -447,6 +448,30 @@ def test_a_window_reading_the_demand_is_not_ended_by_a_look_under_the_floor():
     assert gov.ends_early(SPACE.top(), Window(64.0, 3.0, 6.0, 1.0)) is False
 
 
+def test_the_models_read_a_point_they_put_ahead_of_their_own_figure_for_the_best_read():
+    # after a fall on a flat surface the power model was 4% low everywhere: the optimum it put
+    # 4% ahead of what it said of the point read, but not ahead of that point's read beyond
+    # its noise, and the walk reached it in 264 s. A bias at a demand is shared by both points
+    points = [(0, 0), (6, 0), (12, 0)]
+    x = np.array([(GPU[g] / GPU[-1], EMC[e] / EMC[-1]) for g, e in points])
+    coef = np.zeros(10)
+    coef[0], coef[1] = 1.0, 0.2  # W = 1 + 0.2 x_gpu: the lowest clock the most efficient
+    models = Fitted(None, None, 0.0, coef, 1.0, (), ())
+    epoch = Epoch(demand=10.0, demand_pct=2.0)
+    read = Window(10.0, 2.0, 10.0 / 9.5, 4.0)  # read at (12, 0): 9.5 items/J +-4.5%
+    said = 10.0 / 1.2  # what the models say of it: 8.33, 12% low
+    assert 10.0 / (1 + 0.2 * GPU[0] / GPU[-1]) < 9.5 * (1 + read.items_per_j_uncertainty_pct
+                                                          / 100)  # not ahead of the read
+    epoch.reads[(12, 0)] = [read]
+    judged = [Constraint("items_per_s", ">=", 9.0)]
+    tail = TailJudge(judged)
+    assert propose(points, x, models, epoch, judged, tail, ((12, 0), read)) == (0, 0)
+    assert said < 9.5
+    # where the models put nothing ahead of either figure, nothing is read
+    epoch.reads = {(0, 0): [read]}
+    assert propose(points, x, models, epoch, judged, tail, ((0, 0), read)) is None
+
+
 def test_a_point_met_within_its_noise_only_is_read_again_a_few_times():
     epoch = Epoch(demand=100.0, demand_pct=1.0)
     floor = Constraint("items_per_s", ">=", 90.0)
@@ -536,12 +561,23 @@ def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once
         assert (out.point == up and not out.settle) == looks, (busy, out)
         assert trial.epochs == epochs and trial.held == held
     assert "busy 100% of the window: checking one step up" in out.why, out.why
-    # more served there than the demand read (twice: once may be a backlog drained): the
-    # demand is read again at the top
+    # more served there than the demand read: the demand is read again at the top. Twice
+    # where the look emptied its queue (it may have drained a burst's backlog); at once where
+    # it was busy throughout: the held point's windows before kept up (an empty queue), and a
+    # backlog that keeps a point this much faster busy a whole look takes more arrivals than
+    # the held point serves (the fluid benchmark's rises: 4 s of the 30 went to a second read)
     _, power = served.truth(up)
-    for _ in range(2):
-        out = trial.observe(out.point, Window(1.3 * gov.demand, 2.0, power, 2.0, busy_share=0.9))
-    assert out.point == SPACE.top() and out.settle and trial.epochs == epochs + 1, out
+    for busy, reads in ((0.9, 2), (1.0, 1)):
+        look = copy.deepcopy(trial)
+        for k in range(reads):
+            after = look.observe(up, Window(1.3 * gov.demand, 2.0, power, 2.0, busy_share=busy))
+            assert (after.point == SPACE.top()) == (k == reads - 1), (busy, k, after)
+        assert after.settle and look.epochs == epochs + 1, after
+    # not where the held point was busy throughout before too: a standing backlog drains there
+    look = copy.deepcopy(trial)
+    look._epoch.reads[held] = [replace(w, busy_share=1.0) for w in look._epoch.reads[held]]
+    after = look.observe(up, Window(1.3 * gov.demand, 2.0, power, 2.0, busy_share=1.0))
+    assert after.point == up and look.epochs == epochs, after
 
 
 class TailedBusy(Busy, Tailed):

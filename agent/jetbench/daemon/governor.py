@@ -31,7 +31,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   error as margin, its items/J by the power model).
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
   and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
-  in point_choice.py), at most MAX_PROBES a demand; otherwise the best point read is held. A
+  in point_choice.py; ahead of its figure read or of the models' own for it, whichever is
+  lower: their bias at a demand is shared), at most MAX_PROBES a demand; otherwise the best
+  point read is held. A
   close call (the best two read within noise of each other) holds the better at once (its own
   full windows read it again) and reads the other again among the walk's first probes: a
   probe before holding is time off the 30 s a change is given.
@@ -53,7 +55,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..run.constraint import Constraint
-from .demand_epoch import Epoch
+from .demand_epoch import BUSY_FULL, Epoch
 from .governor_hold import (
     PROBE_SHARE,
     RECHECKS,
@@ -140,7 +142,7 @@ class Governor(Holding):
         if window is None:
             return self._freeze(failure or "the rate source did not answer")
         self.windows += 1
-        self.last = (point, window)
+        before, self.last = self.last, (point, window)
         top = self.space.top()
         if self.phase == FROZEN:
             self.phase = RETUNING if self.held is not None else EXPLORING
@@ -150,7 +152,8 @@ class Governor(Holding):
         ep = self._epoch
         if point != top and ep.demand is not None and window.items_per_s > ep.demand and \
                 _apart(window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
-                       ep.demand_pct, SIGMAS) and ep.drained < MAX_DRAINS:
+                       ep.demand_pct, SIGMAS) and ep.drained < MAX_DRAINS and \
+                not self._rose_past_held(point, window, before):
             # more than arrives: it drained a backlog a point before left (and looks better
             # than it is); read again, drained
             ep.drained += 1
@@ -241,6 +244,19 @@ class Governor(Holding):
                                 f"{window.items_per_s:.3g}/s)",
                                 at=point if went == "fell" else None)
 
+    def _rose_past_held(self, point: Point, window: Window,
+                        before: Optional[Tuple[Point, Window]]) -> bool:
+        """The look one step up (--busy-from) busy throughout, after a held window busy
+        throughout where the held point's windows before it were not (Holding._busier): more
+        arrived than the held point serves, not a backlog it left (one that keeps the step up
+        busy a whole probe would have taken arrivals beyond the held point's capacity to
+        build, from an empty queue): the demand rose, read at once (read again as a drain, 4 s
+        of the 30 a change is given went to it in the fluid benchmark's rises). Not where the
+        held point was busy throughout before too: its standing backlog drains up there."""
+        return point == self._checking and before is not None and before[0] == self.held and \
+            window.busy_share is not None and window.busy_share >= BUSY_FULL and \
+            self._busier(before[1])
+
     def _new_demand(self, why: str, at: Optional[Point] = None) -> Decision:
         """A new demand, read at `at` (default the top) after a settling window (a backlog the
         point before left would flatter it)."""
@@ -316,7 +332,7 @@ class Governor(Holding):
                             "until it no longer keeps up"), settle=after_miss,
                             window_share=PROBE_SHARE)
         proposal = propose(self._points, self._x, self._models, ep, self.judged(), self._tail,
-                           best_read[1] if best_read else None)
+                           best_read)
         if proposal is not None and ep.probes < MAX_PROBES:
             ep.probes += 1
             return Decision(proposal, self.phase, self._join(why, f"the models put "
