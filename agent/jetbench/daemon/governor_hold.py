@@ -11,7 +11,7 @@ rest: the demand, exploring and choosing; the governor is one class of the two).
   (more than the held point is not enough: at a demand beyond the top's every point is
   saturated, and a step up always serves more). A point just held has its neighbours read in its
   first WALK_WINDOWS windows, then now and then (the edge walked jointly: a knob down, or one
-  down and another up; a knob up too where the held point does not keep up); a close call's
+  down and another up, or a knob up: the models' order, up last where it keeps up); a close call's
   other point is read again among them (RECHECKS a demand).
 - A tail constraint missed while holding: the top at once, the point and those below it ruled
   out at this demand.
