@@ -583,7 +583,7 @@ def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once
 def test_the_walk_reads_a_knob_up_from_a_point_that_keeps_up_once_the_rest_are_read():
     # surface 5 on the TX1: its energy per item falls as the GPU clock rises (its static power
     # over a shorter busy time), which the power model cannot say (monotone in every clock at
-    # a rate served). Walking down only, the first demand ended 8.5-9.2% off in every seed
+    # a rate served). Walking down only, the first demand ended 9.2% off in four seeds of five
     epoch = Epoch(demand=100.0, demand_pct=2.0)
     held = (3, 0)
     epoch.reads[held] = [Window(100.0, 2.0, 5.0, 2.0, busy_share=0.9)]  # it keeps up

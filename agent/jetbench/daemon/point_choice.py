@@ -140,8 +140,8 @@ def best_neighbour(space: Space, epoch: Epoch, point: Point, judged: Sequence[Co
     by them (`predicted`: items/s and W); None: none. A knob up from a point that keeps up
     comes last by the models (their power is monotone in every clock at a rate served) and is
     read once the rest are: where the energy per item falls as a clock rises the walk finds it
-    all the same (the TX1's surface 5 held 307/204 MHz for its first demand's 300 s, 8.5%
-    below 537/204, in every seed; the fluid benchmark's first demands ended over 5% off in 36
+    all the same (the TX1's surface 5 held 307/400 MHz for its first demand's 300 s, 8.5%
+    below 538/400, in every seed; the fluid benchmark's first demands ended over 5% off in 36
     of 700 runs, 16 now)."""
     floors = [lim.value for lim in judged if lim.name == "items_per_s" and lim.op == ">="]
     scored = []
