@@ -32,7 +32,7 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
   and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
   in point_choice.py; ahead of its figure read or of the models' own for it, whichever is
-  lower: their bias at a demand is shared), at most MAX_PROBES a demand; otherwise the best
+  lower: their error is much the same at both), at most MAX_PROBES a demand; otherwise the best
   point read is held. A
   close call (the best two read within noise of each other) holds the better at once (its own
   full windows read it again) and reads the other again among the walk's first probes: a
