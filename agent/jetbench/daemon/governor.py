@@ -32,11 +32,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
   and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
   in point_choice.py; ahead of its figure read or of the models' own for it, whichever is
-  lower: their error is much the same at both), at most MAX_PROBES a demand; otherwise the best
-  point read is held. A
-  close call (the best two read within noise of each other) holds the better at once (its own
-  full windows read it again) and reads the other again among the walk's first probes: a
-  probe before holding is time off the 30 s a change is given.
+  lower: their error is much the same at both), at most MAX_PROBES a demand; otherwise the
+  best point read is held. A close call (the best two read within noise of each other) holds
+  the better at once (its own full windows read it again) and reads the other again among the
+  walk's first probes: a probe before holding is time off the 30 s a change is given.
 - Holding (governor_hold.py): half windows while the edge is walked (WALK_WINDOWS; not under a
   tail constraint), full ones after; a short one a step up now and then (often near the point's
   capacity, where a rising demand shows nowhere else); the neighbours of a point just held read
