@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from bench_governor_tail import p99
+from bench_governor_tail import longest_missed, p99
 
 from jetbench.daemon.live_rate import Selector, buckets, counter_value, quantile, scrape
 from jetbench.errors import JetbenchError
@@ -231,8 +231,8 @@ def main(argv: List[str]) -> int:
             if i1:
                 (a, h0), (b, h1) = (counts[i0][1], hists[i0]), (counts[i1[0]][1], hists[i1[0]])
                 if k * 10 >= 60 and h1:
-                    p99 = quantile(0.99, {le: h1[le] - h0.get(le, 0.0) for le in h1})
-                    tails.append(p99 is None or 1000 * p99 <= ceiling_ms)
+                    stretch_s = quantile(0.99, {le: h1[le] - h0.get(le, 0.0) for le in h1})
+                    tails.append(stretch_s is None or 1000 * stretch_s <= ceiling_ms)
                 served, came = b[0] - a[0], b[1] - a[1]
                 ok = served >= min(10 * floor, 0.99 * came - 2)
                 met.append((k * 10 >= 60, ok))
@@ -241,10 +241,6 @@ def main(argv: List[str]) -> int:
                     missed.append(f"{k * 10}-{k * 10 + 10} s: {served / 10:.1f}/s served, "
                                   f"{came / 10:.1f}/s arrived")
         after = [ok for late, ok in met if late]
-        run = longest = 0
-        for ok in tails:
-            run = 0 if ok else run + 1
-            longest = max(longest, run)
         print(f"surface {args.seed} on a simulated TX1, GPU x EMC, windows {args.window}, "
               f"demand {', '.join(f'{d:.1f}' for d in demands)}/s ({args.phase_s:g} s each), "
               f"floor {floor:.1f}/s, power from a simulated SCPI meter (--meter), "
@@ -256,7 +252,7 @@ def main(argv: List[str]) -> int:
         if args.p99:
             print(f"  10 s stretches whose p99 met latency_p99_ms<={ceiling_ms:.4g} after the "
                   f"first minute: {100 * sum(tails) / max(len(tails), 1):.1f}% of "
-                  f"{len(tails)}; longest run missed {longest}; missed at "
+                  f"{len(tails)}; longest run missed {longest_missed(tails)}; missed at "
                   + (", ".join(f"{60 + 10 * k} s" for k, ok in enumerate(tails) if not ok)
                      or "none"))
         assert space is not None, err[-2000:]

@@ -118,6 +118,15 @@ class Queue:
         return [lat for at, lat in self.done if t0 < at <= t1]
 
 
+def longest_missed(met: Sequence[bool]) -> int:
+    """The longest run of stretches in a row that missed."""
+    run = longest = 0
+    for ok in met:
+        run = 0 if ok else run + 1
+        longest = max(longest, run)
+    return longest
+
+
 def p99(latencies: List[float]) -> Optional[float]:
     if not latencies:
         return None
@@ -182,7 +191,7 @@ class TailRun:
             if tuner.held is not None:
                 rate, power, ok = steady_point(self, steady, self.demands[phase], tuner.held)
                 gaps[phase] = 1 - rate / power / optima[phase] if ok else 1.0
-        met, tails, run, longest = [], [], 0, 0
+        met, tails = [], []
         for k in range(int(end // WINDOW_S)):
             lats = self.queue.between(k * WINDOW_S, (k + 1) * WINDOW_S)
             rate = len(lats) / WINDOW_S
@@ -193,12 +202,9 @@ class TailRun:
             tail_ok = figure <= self.tail.value
             met.append(rate >= self.floor and tail_ok)
             tails.append(tail_ok)
-            if k >= 6:
-                run = 0 if tail_ok else run + 1
-                longest = max(longest, run)
         after = met[6:]
         return {"met_after": sum(after) / len(after), "tail_after": sum(tails[6:]) / len(after),
-                "longest": longest, "gaps": gaps}
+                "longest": longest_missed(tails[6:]), "gaps": gaps}
 
 
 def steady_point(run: TailRun, cache: Dict, demand: Optional[float], point: Point
