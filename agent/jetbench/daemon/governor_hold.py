@@ -73,6 +73,7 @@ class Holding:
         self._before: Optional[Epoch] = None  # the demand before a move, until the next is read
         self.same_again = 0  # moves read again as the demand before them
         self._kept = ""  # said before the next choice: a demand taken back
+        self._resume: Optional[Point] = None  # ... and the point held when it seemed to move
         self._seen: List[Seen] = []
         self._models: Optional[Fitted] = None
         self._start: Optional[Point] = None
