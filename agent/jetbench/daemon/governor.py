@@ -196,7 +196,7 @@ class Governor(Holding):
         if broken and point == top:  # nothing below does better (a clock lowered never
             # serves more): the top, held until the demand moves
             self.held, self.held_window = top, self._epoch.mean(top)
-            self.phase, self._held_windows = HOLDING, 0
+            self.phase, self._held_windows, self._resume = HOLDING, 0, None
             return Decision(top, self.phase, f"{self._said(broken)} even at the top of the "
                             f"space: holding {self._text(top)}, the top")
         if (self._capacity_miss(broken, window) or not meets and point != top and
