@@ -563,16 +563,23 @@ def test_windows_that_say_how_busy_the_workload_was_read_each_points_capacity():
     assert not epoch.read_kept_up(Window(98.0, 3.0, 5.0, 1.0, busy_share=0.99), None, 0.0)
 
 
-def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once():
-    # live run P: held at its capacity after a rise, 68.4/s against a demand read 70.7 +-5.2%,
-    # within noise: the rise hid there for 60 s. Busy all the window where it was not before,
-    # it may no longer keep up (or a burst came): the look one step up at once tells them apart
+def _held_past_the_walk() -> Tuple[Busy, Governor]:
+    """A governor on surface 1 served at 0.35 of the top's capacity (floor 0.9 of it), its
+    windows saying how busy it was, holding a point past its walk, a full window there next."""
     served = Busy(1)
     served.demand = 0.35 * _top_capacity(served)
     gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.9 * served.demand)])
     decision, _, _ = _run(gov, served, gov.start(SPACE.top()), 150.0)
     while decision.point != gov.held or decision.settle or gov._held_windows <= WALK_WINDOWS:
         decision, _, _ = _run(gov, served, decision, 0.1)
+    return served, gov
+
+
+def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once():
+    # live run P: held at its capacity after a rise, 68.4/s against a demand read 70.7 +-5.2%,
+    # within noise: the rise hid there for 60 s. Busy all the window where it was not before,
+    # it may no longer keep up (or a burst came): the look one step up at once tells them apart
+    served, gov = _held_past_the_walk()
     held, epochs = gov.held, gov.epochs
     before = gov._epoch.mean(held)
     assert before is not None and before.busy_share < 0.97
@@ -608,12 +615,7 @@ def test_a_fall_read_at_a_held_point_busy_throughout_is_read_again_at_the_top():
     # fall, read at the held point (it keeps up with less); busy all that window there, it did
     # not keep up: more arrives than it serves, and its rate taken for the demand held the rise
     # 37 s off. Read at the top instead (18 s)
-    served = Busy(1)
-    served.demand = 0.35 * _top_capacity(served)
-    gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.9 * served.demand)])
-    decision, _, _ = _run(gov, served, gov.start(SPACE.top()), 150.0)
-    while decision.point != gov.held or decision.settle or gov._held_windows <= WALK_WINDOWS:
-        decision, _, _ = _run(gov, served, decision, 0.1)
+    served, gov = _held_past_the_walk()
     held, before = gov.held, gov._epoch.mean(gov.held)
     assert before is not None and before.busy_share < 0.97
     fell = gov.observe(held, replace(before, items_per_s=0.8 * before.items_per_s))
