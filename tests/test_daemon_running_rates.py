@@ -12,8 +12,10 @@ Expected values are computed here from those table facts, never from jetbench's 
 
 from __future__ import annotations
 
+import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from helpers.daemons import Daemon, board_state, start_sim_app
@@ -38,6 +40,15 @@ def _emc_running(status: dict) -> int:
     emc = [c["cur_hz"] for c in status["clocks"] if c["domain"] == "emc"]
     assert emc, status["clocks"]
     return emc[0]
+
+
+def _another_tool_writes(path: Path, text: str) -> None:
+    """Another tool's write of a clock file, whole as a reader sees it (a kernel's is:
+    Path.write_text truncates first, and the daemon's check once read the empty file between,
+    re-pinned on it and named no value moved)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
 
 
 def test_the_daemons_candidates_are_the_rates_that_run_within_the_modes_cap(tmp_path):
@@ -98,7 +109,7 @@ def test_a_held_emc_rate_the_kernel_rounds_is_no_drift_and_a_foreign_write_is(tm
     assert status["counters"]["repins"] == 0 and MOVED not in d.output(), d.output()
     assert _emc_running(status) == 665_600_000
     # another tool: the EMC at 2133 MHz
-    rate.write_text("2133000000\n")
+    _another_tool_writes(rate, "2133000000\n")
     assert wait_until(lambda: d.ask("status")["counters"]["repins"] >= 1), d.output()
     assert wait_until(lambda: rate.read_text().strip() == "665600000"), rate.read_text()
     assert MOVED in d.output() and "emc/rate: 2133000000" in d.output(), d.output()
@@ -155,7 +166,7 @@ def test_the_daemon_tunes_over_the_emc_rates_that_run_and_holds_what_runs(tmp_pa
         assert status["counters"]["repins"] == 0 and MOVED not in d.output(), d.output()
         # another tool writes the EMC rate: caught, re-pinned to the point held
         other = next(hz for hz in (204 * MHZ, 2133 * MHZ) if hz != held)
-        (base / EMC_RATE).write_text(f"{other}\n")
+        _another_tool_writes(base / EMC_RATE, f"{other}\n")
         assert wait_until(lambda: d.ask("status")["counters"]["repins"] >= 1), d.output()
         assert MOVED in d.output() and f"emc/rate: {other}" in d.output(), d.output()
         assert d.stop() == 0, d.output()
