@@ -402,12 +402,7 @@ class Governor(Holding):
         mine = next((w for p, w in read if p == resume), None)
         if mine is None or best_read is None:
             return None
-        best = best_read[1]
-        if best.items_per_j > mine.items_per_j and _apart(
-                best.items_per_j, best.items_per_j_uncertainty_pct, mine.items_per_j,
-                mine.items_per_j_uncertainty_pct, SIGMAS):
-            return None
-        return resume
+        return None if self._ahead(best_read[1], mine) else resume
 
     def _over_load(self, point: Point) -> bool:
         """Under a tail constraint, where the workload says how busy it is and the point the

@@ -122,10 +122,8 @@ class Holding:
             return self._new_demand(f"{self._said(broken)} while holding {self._text(point)}")
         read = self._read_scores()
         best = max(read, key=lambda kv: kv[1].items_per_j, default=None)
-        if best is not None and best[0] != point and mean is not None and _apart(
-                best[1].items_per_j, best[1].items_per_j_uncertainty_pct, mean.items_per_j,
-                mean.items_per_j_uncertainty_pct, SIGMAS) and \
-                best[1].items_per_j > mean.items_per_j:
+        if best is not None and best[0] != point and mean is not None and \
+                self._ahead(best[1], mean):
             # read more often, the held point proved worse than another read at this demand
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
@@ -159,6 +157,13 @@ class Holding:
                 f"busy {window.busy_share:.0%} of the window: " if busier else "") +
                 "checking one step up", window_share=PROBE_SHARE)
         return Decision(point, self.phase, "holding")
+
+    @staticmethod
+    def _ahead(window: Window, than: Window) -> bool:
+        """A point's windows (as one) ahead of another's in items/J beyond SIGMAS of noise."""
+        return window.items_per_j > than.items_per_j and _apart(
+            window.items_per_j, window.items_per_j_uncertainty_pct, than.items_per_j,
+            than.items_per_j_uncertainty_pct, SIGMAS)
 
     def _busier(self, window: Window) -> bool:
         """The held point busy all of a window (--busy-from) where its windows before were
