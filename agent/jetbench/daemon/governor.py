@@ -31,7 +31,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   (met beyond SIGMAS of its noise; a rate floor also where the point kept up with a demand that
   meets it: Epoch.met; one met at its figures only is read again, point_choice.unsure), any
   other by the models (its rate min(demand, capacity) meeting every floor with the models' own
-  error as margin, its items/J by the power model).
+  error as margin, its items/J by the power model). A point read that kept up (--busy-from: busy
+  under BUSY_FULL) is scored at the demand, not at what arrived in its windows
+  (Holding._at_demand: a 4 s probe of Poisson arrivals at 50/s is 7% noisy in its rate and its
+  items/J, where the demand is read over many windows).
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
   and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
   in point_choice.py; ahead of its figure read or of the models' own for it, whichever is
@@ -383,7 +386,7 @@ class Governor(Holding):
         # a close call (the best two read within noise of each other): the better held at
         # once (its own windows read it again), the other read again among the walk's probes
         self._rival = rival(ep, read) if ep.rechecks < RECHECKS else None
-        self.held, self.held_window = point, window
+        self.held, self.held_window = point, ep.mean(point)
         self.phase = HOLDING
         self._held_windows = 0
         return Decision(point, self.phase, self._join(why, f"holding {self._text(point)} "
@@ -424,8 +427,10 @@ class Governor(Holding):
         floor also where the point kept up with a demand that meets it: Epoch.met)."""
         limits = [lim for lim in self.judged() if not is_tail(lim)]
         ep = self._epoch
-        return [(point, w) for point in ep.reads for w in [ep.mean(point)]
-                if w is not None and ep.met(w, limits) and self._tail.met(ep, point)]
+        return [(point, self._at_demand(point, w)) for point in ep.reads
+                for w in [ep.mean(point)]
+                if w is not None and ep.met(self._at_demand(point, w), limits) and
+                self._tail.met(ep, point)]
 
     def tail_text(self) -> Dict[str, str]:
         """The tail constraints' margins, said in status (tail_judge.py)."""

@@ -20,6 +20,7 @@ rest: the demand, exploring and choosing; the governor is one class of the two).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -123,7 +124,7 @@ class Holding:
         read = self._read_scores()
         best = max(read, key=lambda kv: kv[1].items_per_j, default=None)
         if best is not None and best[0] != point and mean is not None and \
-                self._ahead(best[1], mean):
+                self._ahead(best[1], self._at_demand(point, mean)):
             # read more often, the held point proved worse than another read at this demand
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
@@ -157,6 +158,24 @@ class Holding:
                 f"busy {window.busy_share:.0%} of the window: " if busier else "") +
                 "checking one step up", window_share=PROBE_SHARE)
         return Decision(point, self.phase, "holding")
+
+    def _at_demand(self, point: Point, window: Window) -> Window:
+        """A point's windows (as one) as they compare at this demand: where --busy-from shows
+        it kept up (busy under BUSY_FULL), it served what arrived, so its rate read is the
+        arrivals' (Poisson at a low rate: a short probe 7-11% noisy, its items/J as noisy),
+        not the point's: its rate is the demand, read over the epoch's windows, and its power
+        is moved by the power model from the rate it served to it. Else as read."""
+        demand, models = self._epoch.demand, self._models
+        if demand is None or models is None or window.busy_share is None or \
+                window.busy_share >= BUSY_FULL:
+            return window
+        x = np.array([shares_of(self.space.tables, point)] * 2)
+        modelled = models.power_w(x, np.array([window.items_per_s, demand]))
+        power = window.power_w + float(modelled[1] - modelled[0])
+        if not power > 0:
+            return window
+        return replace(window, items_per_s=demand,
+                       items_per_s_uncertainty_pct=self._epoch.demand_pct, power_w=power)
 
     @staticmethod
     def _ahead(window: Window, than: Window) -> bool:
