@@ -5,7 +5,7 @@ rest: the demand, exploring and choosing; the governor is one class of the two).
   constraint, whose margin the held windows teach: each step of the walk costs less of the 30 s
   a change is given); every CHECK_UP_EVERY windows (every CHECK_UP_NEAR_EVERY near the point's
   capacity: the demand over its modelled capacity at least NEAR_CAPACITY; at once where
-  --busy-from shows it busy throughout a window after windows that were not) a short window a step
+  --busy-from shows it busy throughout a window after one that was not) a short window a step
   up on every knob (a saturated point's rate cannot show a rising demand, nor one window's noise
   a small rise): where more than the demand read is served there, the demand is read at the top
   (more than the held point is not enough: at a demand beyond the top's every point is
@@ -185,16 +185,19 @@ class Holding:
             than.items_per_j_uncertainty_pct, SIGMAS)
 
     def _busier(self, window: Window) -> bool:
-        """The held point busy all of a window (--busy-from) where its windows before were
-        not: a demand that grew past its capacity (its rate, stuck there, may not show it
-        beyond noise), or a burst of arrivals. The look one step up tells them apart: at
-        once, and cheaper than a read at the top (a burst at a point near its capacity read
-        there every time cost 0.3-0.6% of the fluid benchmark's energy)."""
+        """The held point busy all of a window (--busy-from) where the window before it was
+        not, or its windows before on average (held near its capacity, busy 95-99% of each: a
+        demand past the top looked for a window later): a demand that grew past its capacity
+        (its rate, stuck there, may not show it beyond noise), or a burst of arrivals. The
+        look one step up tells them apart: at once, and cheaper than a read at the top (a
+        burst at a point near its capacity read there every time cost 0.3-0.6% of the fluid
+        benchmark's energy)."""
         reads = self._epoch.reads.get(self.held, []) if self.held is not None else []
         before = [w.busy_share for w in reads[:-1]]  # (the last is this window)
         if window.busy_share is None or not before or None in before:
             return False
-        return window.busy_share >= BUSY_FULL > sum(b or 0.0 for b in before) / len(before)
+        return window.busy_share >= BUSY_FULL > min(before[-1] or 0.0,
+                                                    sum(b or 0.0 for b in before) / len(before))
 
     def _capacity(self, point: Point) -> Optional[float]:
         """The point's modelled capacity, items/s (None: no capacity fitted)."""
