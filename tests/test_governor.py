@@ -19,7 +19,7 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 import pytest
 
-from jetbench.daemon.demand_epoch import Epoch
+from jetbench.daemon.demand_epoch import Epoch, breaks
 from jetbench.daemon.governor import HOLDING, Governor, modelled
 from jetbench.daemon.governor_hold import WALK_WINDOWS
 from jetbench.daemon.online_tuner import (
@@ -31,7 +31,7 @@ from jetbench.daemon.online_tuner import (
     Window,
     parse_limit,
 )
-from jetbench.daemon.point_choice import best_neighbour, propose, unsure
+from jetbench.daemon.point_choice import best_neighbour, neighbours, propose, unsure
 from jetbench.daemon.savings import EnergySaved
 from jetbench.daemon.tail_judge import TailJudge
 from jetbench.daemon.workload_model import Fitted, Seen, fit
@@ -671,6 +671,26 @@ def test_a_point_that_kept_up_is_compared_at_the_demand_not_at_what_arrived_in_i
     # busy throughout, it served its capacity: taken as read
     full = replace(probe, busy_share=1.0)
     assert gov._at_demand(near, full) is full
+
+
+def test_a_window_that_kept_up_breaks_no_rate_floor_with_its_count():
+    # Poisson arrivals at 54/s: a 3 s window reads 20% low now and then. The fluid benchmark
+    # (TX1, surface 27, seed 1): a probe that kept up was ended early under the floor, a held
+    # point that kept up was left for such a count, and the demand read so at the top (43 of
+    # 54/s) held the top, the floor 'broken even there', for 50 s. Busy under the whole window
+    # (--busy-from), the point served what arrived: the count is the arrivals', not its own
+    served, gov = _held_past_the_walk()
+    held, before = gov.held, gov._epoch.mean(gov.held)
+    assert before is not None and gov.demand is not None
+    probe = next(p for p in neighbours(SPACE, held) if p not in (SPACE.top(), gov._epoch.read_at))
+    floor = next(lim for lim in gov.judged() if lim.name == "items_per_s")
+    for busy, broken in ((0.6, False), (1.0, True)):
+        low = Window(0.8 * gov.demand, 3.0, before.power_w, 1.0, busy_share=busy)
+        assert low.breaks(floor)  # as read
+        assert breaks(low, floor) == broken
+        assert gov.ends_early(probe, low) == broken
+    # where how busy it was is not read, the count is all there is
+    assert breaks(replace(low, busy_share=None), floor)
 
 
 def test_the_walk_reads_a_knob_up_from_a_point_that_keeps_up_once_the_rest_are_read():

@@ -60,7 +60,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..run.constraint import Constraint
-from .demand_epoch import BUSY_FULL, Epoch
+from .demand_epoch import BUSY_FULL, Epoch, breaks
 from .governor_hold import (
     PROBE_SHARE,
     RECHECKS,
@@ -116,7 +116,7 @@ class Governor(Holding):
         of the demand: 3.0% under the truth, 0.27 of their uncertainty; 0.6% without)."""
         held = self.phase == HOLDING and point == self.held
         reading = not held and point in (self.space.top(), self._epoch.read_at)
-        if any(partial.breaks(lim) for lim in self.judged()
+        if any(breaks(partial, lim) for lim in self.judged()
                if not (reading and lim.name == "items_per_s" and lim.op == ">=")):
             return True
         if not held:
@@ -172,7 +172,7 @@ class Governor(Holding):
                             "drained): reading it again", window_share=PROBE_SHARE)
         self._drained_last = None
         limits = self.judged()
-        broken = [lim for lim in limits if window.breaks(lim)]
+        broken = [lim for lim in limits if breaks(window, lim)]
         if broken:
             self.broken_windows += 1
         self._epoch.reads.setdefault(point, []).append(window)
