@@ -668,6 +668,12 @@ def test_a_point_that_kept_up_is_compared_at_the_demand_not_at_what_arrived_in_i
     assert scores[near].items_per_s == gov.demand
     truth = truth_rate / truth_power
     assert abs(scores[near].items_per_j / truth - 1) < abs(probe.items_per_j / truth - 1) / 1.5
+    # compared with another point that kept up at this demand by their power alone (the
+    # demand's error is the same in both); judged against the floor with the demand's
+    assert scores[near].items_per_s_uncertainty_pct == 0.0
+    assert scores[near].items_per_j_uncertainty_pct == probe.power_w_uncertainty_pct
+    judged = gov._at_demand(near, gov._epoch.mean(near), judged=True)
+    assert judged.items_per_s_uncertainty_pct == gov._epoch.demand_pct > 0
     # busy throughout, it served its capacity: taken as read
     full = replace(probe, busy_share=1.0)
     assert gov._at_demand(near, full) is full

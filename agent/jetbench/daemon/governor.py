@@ -34,7 +34,8 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   error as margin, its items/J by the power model). A point read that kept up (--busy-from: busy
   under BUSY_FULL) is scored at the demand, not at what arrived in its windows
   (Holding._at_demand: a 4 s probe of Poisson arrivals at 50/s is 7% noisy in its rate and its
-  items/J, where the demand is read over many windows).
+  items/J, where the demand is read over many windows); two such points compare by their power
+  alone (the demand's error is common to both).
   The best is read in a short window (PROBE_SHARE of one) where it is a point not read yet
   and the models put it ahead of the best read by more than that read's noise (AHEAD_SIGMAS
   in point_choice.py; ahead of its figure read or of the models' own for it, whichever is
@@ -429,7 +430,7 @@ class Governor(Holding):
         ep = self._epoch
         return [(point, self._at_demand(point, w)) for point in ep.reads
                 for w in [ep.mean(point)]
-                if w is not None and ep.met(self._at_demand(point, w), limits) and
+                if w is not None and ep.met(self._at_demand(point, w, judged=True), limits) and
                 self._tail.met(ep, point)]
 
     def tail_text(self) -> Dict[str, str]:

@@ -159,12 +159,15 @@ class Holding:
                 "checking one step up", window_share=PROBE_SHARE)
         return Decision(point, self.phase, "holding")
 
-    def _at_demand(self, point: Point, window: Window) -> Window:
+    def _at_demand(self, point: Point, window: Window, judged: bool = False) -> Window:
         """A point's windows (as one) as they compare at this demand: where --busy-from shows
         it kept up (busy under BUSY_FULL), it served what arrived, so its rate read is the
         arrivals' (Poisson at a low rate: a short probe 7-11% noisy, its items/J as noisy),
         not the point's: its rate is the demand, read over the epoch's windows, and its power
-        is moved by the power model from the rate it served to it. Else as read."""
+        is moved by the power model from the rate it served to it. Else as read. Its rate's
+        uncertainty is the demand's where it is `judged` against a constraint, none where it is
+        compared: two such points compare by their power alone at one demand (the demand's
+        error is the same in both)."""
         demand, models = self._epoch.demand, self._models
         if demand is None or models is None or window.busy_share is None or \
                 window.busy_share >= BUSY_FULL:
@@ -174,8 +177,8 @@ class Holding:
         power = window.power_w + float(modelled[1] - modelled[0])
         if not power > 0:
             return window
-        return replace(window, items_per_s=demand,
-                       items_per_s_uncertainty_pct=self._epoch.demand_pct, power_w=power)
+        return replace(window, items_per_s=demand, power_w=power,
+                       items_per_s_uncertainty_pct=self._epoch.demand_pct if judged else 0.0)
 
     @staticmethod
     def _ahead(window: Window, than: Window) -> bool:
