@@ -19,15 +19,19 @@ KEPT_UP_MARGIN = 0.15
 BUSY_FULL = 0.97
 
 
+def kept_up(window: Window) -> bool:
+    """--busy-from read the window busy under BUSY_FULL of it: it served what arrived."""
+    return window.busy_share is not None and window.busy_share < BUSY_FULL
+
+
 def breaks(window: Window, limit: Constraint) -> bool:
     """Broken beyond the window's noise by its point: a rate floor not where --busy-from
     shows the point kept up (busy under BUSY_FULL): it served what arrived, and a count under
     the floor is the arrivals' (Poisson at 50/s: a 3 s window reads 20% low now and then; the
     fluid benchmark held the top for a demand read so at it, and left a held point that kept
     up for a probe's such count)."""
-    kept_up = window.busy_share is not None and window.busy_share < BUSY_FULL
     return window.breaks(limit) and not (
-        kept_up and limit.name == "items_per_s" and limit.op == ">=")
+        kept_up(window) and limit.name == "items_per_s" and limit.op == ">=")
 
 
 @dataclass
@@ -109,7 +113,7 @@ class Epoch:
         if self.demand is None or not self.same_demand(window):
             return False
         if window.busy_share is not None:  # how busy it was, read: kept up where not full
-            kept = window.busy_share < BUSY_FULL
+            kept = kept_up(window)
         else:
             kept = capacity is not None and \
                 capacity >= self.demand * (1 + max(KEPT_UP_MARGIN, 3 * capacity_rms))

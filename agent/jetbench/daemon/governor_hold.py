@@ -26,7 +26,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..run.constraint import Constraint
-from .demand_epoch import BUSY_FULL, Epoch
+from .demand_epoch import BUSY_FULL, Epoch, kept_up
 from .online_tuner import (
     DEMAND,
     EXPLORING,
@@ -169,8 +169,7 @@ class Holding:
         compared: two such points compare by their power alone at one demand (the demand's
         error is the same in both)."""
         demand, models = self._epoch.demand, self._models
-        if demand is None or models is None or window.busy_share is None or \
-                window.busy_share >= BUSY_FULL:
+        if demand is None or models is None or not kept_up(window):
             return window
         x = np.array([shares_of(self.space.tables, point)] * 2)
         modelled = models.power_w(x, np.array([window.items_per_s, demand]))
