@@ -57,6 +57,8 @@ TAIL_MULT = 6.0  # the p99 ceiling (and the deadline): this many inter-arrival t
 MISS_BUDGET = 0.02
 FLOOR_SHARE = 0.7  # the floor, of the first demand (Poisson arrivals: 10 s counts vary 7%)
 STEADY_S = 200.0  # a point's steady tail, read from this long a run of it
+WINDOWS_RUN = 100  # stretches of a point's run that say whether it meets WINDOWS_SHARE of them
+WINDOWS_SHARE = 0.99
 
 
 class Queue:
@@ -171,12 +173,21 @@ class TailRun:
                 return w
         return self._figures(t0, self.queue.t, energy, self.queue.busy_s - busy0)
 
-    def go(self, steady: Dict[Tuple[Optional[float], Point], Tuple[float, float, bool]],
-           optima: List[float]) -> Dict[str, object]:
+    def tail_met(self, latencies: List[float]) -> bool:
+        """Whether a stretch's frames met the tail (their p99, or their share over the
+        deadline)."""
+        if self.tail.name == "miss_rate":
+            figure = sum(lat > self.deadline_s for lat in latencies) / max(len(latencies), 1)
+        else:
+            figure = 1000 * (p99(latencies) or 0.0)
+        return figure <= self.tail.value
+
+    def go(self, steady: Dict, optima: List[Tuple[float, float]]) -> Dict[str, object]:
         tuner = self.tuner
         decision = tuner.start(self.work.space.top())
         end = PHASE_S * len(self.demands)
         gaps = [1.0] * len(self.demands)
+        gaps_windows = [1.0] * len(self.demands)
         while self.queue.t < end:
             self.queue.advance(decision.point, SETTLE_S)
             share = decision.window_share
@@ -190,21 +201,18 @@ class TailRun:
             phase = min(int(self.queue.t // PHASE_S), len(self.demands) - 1)
             if tuner.held is not None:
                 rate, power, ok = steady_point(self, steady, self.demands[phase], tuner.held)
-                gaps[phase] = 1 - rate / power / optima[phase] if ok else 1.0
+                gaps[phase] = 1 - rate / power / optima[phase][0] if ok else 1.0
+                gaps_windows[phase] = 1 - rate / power / optima[phase][1] if ok else 1.0
         met, tails = [], []
         for k in range(int(end // WINDOW_S)):
             lats = self.queue.between(k * WINDOW_S, (k + 1) * WINDOW_S)
-            rate = len(lats) / WINDOW_S
-            if self.tail.name == "miss_rate":
-                figure = sum(lat > self.deadline_s for lat in lats) / max(len(lats), 1)
-            else:
-                figure = 1000 * (p99(lats) or 0.0)
-            tail_ok = figure <= self.tail.value
-            met.append(rate >= self.floor and tail_ok)
+            tail_ok = self.tail_met(lats)
+            met.append(len(lats) / WINDOW_S >= self.floor and tail_ok)
             tails.append(tail_ok)
         after = met[6:]
         return {"met_after": sum(after) / len(after), "tail_after": sum(tails[6:]) / len(after),
-                "longest": longest_missed(tails[6:]), "gaps": gaps}
+                "longest": longest_missed(tails[6:]), "gaps": gaps,
+                "gaps_windows": gaps_windows}
 
 
 def steady_point(run: TailRun, cache: Dict, demand: Optional[float], point: Point
@@ -216,12 +224,39 @@ def steady_point(run: TailRun, cache: Dict, demand: Optional[float], point: Poin
         energy = q.advance(point, STEADY_S)
         lats = q.between(20.0, STEADY_S)
         rate = len(lats) / (STEADY_S - 20.0)
-        if run.tail.name == "miss_rate":
-            figure = sum(lat > run.deadline_s for lat in lats) / max(len(lats), 1)
-        else:
-            figure = 1000 * (p99(lats) or 0.0)
-        cache[key] = (rate, energy / STEADY_S, rate >= run.floor and figure <= run.tail.value)
+        cache[key] = (rate, energy / STEADY_S, rate >= run.floor and run.tail_met(lats))
     return cache[key]
+
+
+def windows_met(run: TailRun, demand: float, point: Point) -> float:
+    """The share of a point's 10 s stretches meeting the tail in a run of WINDOWS_RUN."""
+    q = Queue(run.work, [demand], 11)
+    q.advance(point, WINDOW_S * (WINDOWS_RUN + 1))
+    return sum(run.tail_met(q.between(k * WINDOW_S, (k + 1) * WINDOW_S))
+               for k in range(1, WINDOWS_RUN + 1)) / WINDOWS_RUN
+
+
+def optima_of(run: TailRun, cache: Dict) -> List[Tuple[float, float]]:
+    """Per demand, the best items/J of a point meeting floor and tail over a long run, and of
+    one meeting the tail in WINDOWS_SHARE of its 10 s stretches too (the issue's target: a
+    point whose long-run p99 just meets the ceiling misses it in many stretches)."""
+    out = []
+    points = list(itertools.product(*(range(len(t)) for t in run.work.space.tables)))
+    for d in run.demands:
+        ranked: List[Tuple[float, Point]] = []
+        for point in points:
+            rate, power, met = steady_point(run, cache, d, point)
+            if met:
+                ranked.append((rate / power, point))
+        ranked.sort(reverse=True)
+        best = ranked[0][0] if ranked else 0.0
+        best_windows = 0.0
+        for efficiency, point in ranked:  # (saturating: no queue, each stretch as the run)
+            if d is None or windows_met(run, d, point) >= WINDOWS_SHARE:
+                best_windows = efficiency
+                break
+        out.append((best, best_windows))
+    return out
 
 
 def main(argv: List[str]) -> int:
@@ -255,15 +290,7 @@ def main(argv: List[str]) -> int:
                 cache: Dict = {}
                 probe = TailRun(work, CONTROLLERS["governor"], floor, tail, deadline_s,
                                 demands, 0)
-                optima = []
-                for d in demands:
-                    best = 0.0
-                    for point in itertools.product(*(range(len(t)) for t in
-                                                     work.space.tables)):
-                        rate, power, ok = steady_point(probe, cache, d, point)
-                        if ok:
-                            best = max(best, rate / power)
-                    optima.append(best)
+                optima = optima_of(probe, cache)
                 print(f"{key} {work.name}: floor {floor:.1f}/s, {tail}"
                       + (f" (deadline {1000 * deadline_s:.0f} ms)" if args.slo == "miss"
                          else ""))
@@ -274,19 +301,26 @@ def main(argv: List[str]) -> int:
                                     seed, args.busy).go(cache, optima)
                         rows[ctl].append(r)
                         gaps = _pcts(r["gaps"])  # type: ignore
+                        gaps_windows = _pcts(r["gaps_windows"])  # type: ignore
                         print(f"  seed {seed} {ctl:>8}: 10 s stretches meeting the tail after "
                               f"the first minute {100 * r['tail_after']:.1f}% (and the floor "
                               f"{100 * r['met_after']:.1f}%); longest "
                               f"run of tail misses {r['longest']}; below the best meeting both"
-                              f" at each end {gaps} ({time.process_time() - t0:.0f} s)")
+                              f" at each end {gaps} (meeting the tail in "
+                              f"{100 * WINDOWS_SHARE:g}% of stretches too: {gaps_windows}) "
+                              f"({time.process_time() - t0:.0f} s)")
     for ctl, rs in rows.items():
         gaps = [g for r in rs for g in r["gaps"]]  # type: ignore
+        gaps_windows = [g for r in rs for g in r["gaps_windows"]]  # type: ignore
         print(f"{ctl}: runs {len(rs)}; tail met: median "
               f"{100 * statistics.median(r['tail_after'] for r in rs):.1f}%, worst "
               f"{100 * min(r['tail_after'] for r in rs):.1f}% (with the floor: worst "
               f"{100 * min(r['met_after'] for r in rs):.1f}%); longest run of misses "
               f"{max(r['longest'] for r in rs)}; gap median {100 * statistics.median(gaps):.1f}%"
-              f", worst {100 * max(gaps):.1f}%")
+              f", worst {100 * max(gaps):.1f}%; to the best meeting the tail in "
+              f"{100 * WINDOWS_SHARE:g}% of stretches: median "
+              f"{100 * statistics.median(gaps_windows):.1f}%, worst "
+              f"{100 * max(gaps_windows):.1f}%")
     return 0
 
 
