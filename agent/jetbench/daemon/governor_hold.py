@@ -219,8 +219,9 @@ class Holding:
         (tail_judge.py); always without one."""
         if not self._tail.limits:
             return True
-        load = self._load(point)
-        return load is not None and load <= self._tail.load_allowed()
+        load, demand = self._load(point), self._epoch.demand
+        return load is not None and demand is not None and \
+            load <= self._tail.load_allowed(demand)
 
     def _tail_missed(self, point: Point, broken: List[Constraint]) -> Decision:
         """The held point missed a tail constraint (a window over it, or its windows with the

@@ -56,7 +56,7 @@ def propose(points: Sequence[Point], x: np.ndarray, models: Optional[Fitted], ep
             ok &= power >= lim.value * (1 + margin) if lim.op == ">=" else \
                 power <= lim.value * (1 - margin)
         elif is_tail(lim):  # judged by reads; a queue's tail grows with its load
-            ok &= epoch.demand / np.maximum(capacity, 1e-12) <= tail.load_allowed()
+            ok &= epoch.demand / np.maximum(capacity, 1e-12) <= tail.load_allowed(epoch.demand)
     efficiency = rate / np.maximum(power, 1e-12)
     score = np.where(ok, efficiency, -np.inf)
     bar = -np.inf  # what a point must be put above to be read

@@ -1,0 +1,108 @@
+"""The governor's tail judge (daemon/tail_judge.py): margins from the held windows' empirical
+tail, extrapolated where too few windows hold the quantile, and the loads points are proposed at,
+judged at the demand of the time."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from typing import Optional
+
+from jetbench.daemon.demand_epoch import Epoch
+from jetbench.daemon.online_tuner import Window
+from jetbench.daemon.tail_judge import (
+    LOAD_START,
+    LOAD_STEP,
+    TAIL_DEFAULT,
+    TailJudge,
+    upper_quantile,
+)
+from jetbench.run.constraint import Constraint
+
+P99 = Constraint("latency_p99_ms", "<=", 250.0)
+MISS = Constraint("miss_rate", "<=", 0.02)
+
+
+def _window(p99_ms: Optional[float] = None, miss: Optional[float] = None) -> Window:
+    return Window(40.0, 2.0, 5.0, 2.0, {} if p99_ms is None else {"p99": p99_ms}, miss)
+
+
+def test_the_quantile_of_few_windows_is_extrapolated_past_their_largest():
+    # exponential spreads, as a window's p99 over its point's mean has in its tail: the 99th
+    # percentile is ln(100) = 4.6; the largest of 20 is their 95th percentile on average
+    rng = random.Random(1)
+    true_q99 = math.log(100)
+    estimates, largest, through_est, through_max = [], [], [], []
+    for _ in range(400):
+        sample = [rng.expovariate(1.0) for _ in range(20)]
+        estimates.append(upper_quantile(sample, 0.99))
+        largest.append(max(sample))
+        through_est.append(math.exp(-estimates[-1]))  # the share of next windows above it
+        through_max.append(math.exp(-largest[-1]))
+    assert all(e >= m for e, m in zip(estimates, largest))
+    assert abs(statistics.median(estimates) - true_q99) < 0.15 * true_q99
+    assert statistics.mean(through_est) < 0.025 < statistics.mean(through_max)
+    # enough windows hold the quantile themselves: read as it is
+    many = [float(i) for i in range(2000)]
+    assert upper_quantile(many, 0.99) == 1980.0
+    assert upper_quantile([3.0, 1.0], 0.99) == 3.0
+
+
+def test_a_held_window_is_set_against_the_mean_of_its_points_windows_before_it():
+    judge = TailJudge([P99])
+    epoch = Epoch(demand=40.0)
+    point = (3, 1)
+    for p99 in (100.0, 100.0, 200.0):
+        w = _window(p99)
+        epoch.reads.setdefault(point, []).append(w)
+        judge.learn_held(epoch, point, w)
+    # the third against the two before (2.0), not against a mean holding itself (1.5)
+    assert judge._seen["latency_p99_ms"] == [2.0]
+
+
+def test_the_default_margin_is_the_spread_of_a_windows_p99_until_eight_held_windows():
+    judge = TailJudge([P99, MISS])
+    assert judge.margin(P99.name) == TAIL_DEFAULT[0] == 2.0
+    assert judge.margin(MISS.name) == TAIL_DEFAULT[1] > 0
+    epoch = Epoch(demand=40.0)
+    # a point whose windows read 120 ms: 240 with the margin, under 250; 130 ms is not met
+    epoch.reads[(1, 1)] = [_window(120.0, 0.0)] * 3
+    epoch.reads[(2, 2)] = [_window(130.0, 0.0)] * 3
+    epoch.reads[(3, 3)] = [_window(100.0, 0.015)] * 3  # +0.01: over the budget
+    assert judge.met(epoch, (1, 1))
+    assert not judge.met(epoch, (2, 2))
+    assert not judge.met(epoch, (3, 3))
+
+
+def test_a_load_is_allowed_by_windows_that_met_the_tail_with_the_margin():
+    judge = TailJudge([P99])
+    assert judge.load_allowed(40.0) == LOAD_START
+    judge.learn_load(0.7, 40.0, _window(100.0))  # 200 with the margin: met
+    assert math.isclose(judge.load_allowed(40.0), 0.7 + LOAD_STEP)
+    # met as read (150 under 250) but not with the margin (300): no higher load, and short of it
+    tight = TailJudge([P99])
+    tight.learn_load(0.7, 40.0, _window(150.0))
+    assert math.isclose(tight.load_allowed(40.0), min(LOAD_START, 0.7 * (1 - LOAD_STEP)))
+    # a window that read no tail figure says nothing
+    judge.learn_load(0.9, 40.0, _window(None))
+    assert math.isclose(judge.load_allowed(40.0), 0.7 + LOAD_STEP)
+
+
+def test_a_latency_read_at_a_higher_demand_is_judged_longer_at_a_lower_one():
+    judge = TailJudge([P99])
+    judge.learn_load(0.7, 80.0, _window(100.0))
+    # at 80/s: 200 with the margin, met; at 40/s the same load's latencies are twice as long:
+    # 400, not met (the fall after a busy demand)
+    assert math.isclose(judge.load_allowed(80.0), 0.7 + LOAD_STEP)
+    assert judge.load_allowed(40.0) < 0.7
+    # read at a lower demand: judged as read at a higher one (not credited with the rise)
+    low = TailJudge([P99])
+    low.learn_load(0.7, 20.0, _window(150.0))
+    assert low.load_allowed(40.0) < 0.7 == low._loads[0][0]
+    # a miss rate's deadline is fixed: judged as read at every demand
+    miss = TailJudge([MISS])
+    miss.learn_load(0.7, 80.0, _window(miss=0.005))
+    assert math.isclose(miss.load_allowed(40.0), 0.7 + LOAD_STEP)
+    miss.learn_load(0.65, 80.0, _window(miss=0.015))  # +0.01: over the budget
+    assert miss.load_allowed(40.0) < 0.65
