@@ -6,8 +6,10 @@ A tail figure is not modelled over the clocks: a point is judged by its windows 
 their mean times the TAIL_QUANTILE of the held windows' ratio to the mean of their point's
 windows before them (a latency; a miss rate: plus the quantile of their excess over it), not
 mean + k sigma: a window's p99 is skewed, and its spread is what the held windows show
-(TAIL_DEFAULT before TAIL_WINDOWS_MIN of them). Fewer than 1/(1 - TAIL_QUANTILE) windows hold
-no 99th percentile: the quantile is extrapolated from their largest (upper_quantile).
+(TAIL_DEFAULT before TAIL_WINDOWS_MIN of them; a window busy throughout, a closed loop or a
+point past its capacity, shows no queue's spread and is not counted). Fewer than
+1/(1 - TAIL_QUANTILE) windows hold no 99th percentile: it is extrapolated from their largest
+(upper_quantile).
 
 A queue's tail grows with its load whatever the clocks, so a point is proposed at a load no
 higher than one whose window met the tail with the margin (LOAD_STEP more, to learn) and short
@@ -27,7 +29,7 @@ import math
 from typing import Dict, List, Sequence, Tuple
 
 from ..run.constraint import Constraint
-from .demand_epoch import Epoch
+from .demand_epoch import Epoch, kept_up
 from .online_tuner import MISS_RATE, Point, Window
 
 TAIL_QUANTILE = 0.99  # a tail figure's margin: this quantile of the held windows' spread
@@ -47,10 +49,12 @@ def is_tail(lim: Constraint) -> bool:
 
 
 def upper_quantile(values: Sequence[float], q: float) -> float:
-    """The q-quantile of values; where fewer than k of them lie above it, extrapolated past
-    the largest: the k largest taken as exponential excesses over the (k+1)-th (peaks over a
-    threshold). The largest of 20 windows is their 95th percentile, not their 99th: margins so
-    read let 3-6% of the next windows through where 1% was meant."""
+    """The q-quantile of values; where fewer than k of them lie above it, extrapolated from
+    the k largest taken as exponential excesses over the (k+1)-th (peaks over a threshold). The
+    largest of 20 windows is their 95th percentile, not their 99th: margins so read let 3-6% of
+    the next windows through where 1% was meant; and the largest of 55 is one window, which may
+    be a demand that moved under a held point (taken as the margin, 4.4x held the top after
+    a fall)."""
     ranked = sorted(values, reverse=True)
     n = len(ranked)
     k = max(2, min(TAIL_TOP, n // 4))
@@ -58,7 +62,7 @@ def upper_quantile(values: Sequence[float], q: float) -> float:
         return ranked[n - 1 - min(n - 1, int(q * n))]
     threshold = ranked[k]
     scale = sum(v - threshold for v in ranked[:k]) / k
-    return max(ranked[0], threshold + scale * math.log(k / (n * (1 - q))))
+    return threshold + scale * math.log(k / (n * (1 - q)))
 
 
 class TailJudge:
@@ -97,11 +101,13 @@ class TailJudge:
         """A held window (the last of its point's) against the mean of the point's windows
         before it, two at least: what a point judged by its windows' mean meets next, that
         mean's own error with it (against a mean holding the window itself, three windows
-        read 1.3-1.4 where the next fell at 1.7-2 times their mean)."""
+        read 1.3-1.4 where the next fell at 1.7-2 times their mean). Not a window --busy-from
+        read busy throughout (module doc)."""
         for lim in self.limits:
             value = window.metric(lim.name)[0]
             before = epoch.values(point, lim.name)[:-1]
-            if value is None or len(before) < 2:
+            if value is None or len(before) < 2 or (
+                    window.busy_share is not None and not kept_up(window)):
                 continue
             mean = sum(before) / len(before)
             seen = self._seen.setdefault(lim.name, [])
