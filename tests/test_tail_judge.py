@@ -10,8 +10,11 @@ import statistics
 from dataclasses import replace
 from typing import Optional
 
+import pytest
+
 from jetbench.daemon.demand_epoch import Epoch
-from jetbench.daemon.online_tuner import Window
+from jetbench.daemon.governor import Governor
+from jetbench.daemon.online_tuner import Space, Window
 from jetbench.daemon.tail_judge import (
     LOAD_START,
     LOAD_STEP,
@@ -117,3 +120,34 @@ def test_a_latency_read_at_a_higher_demand_is_judged_longer_at_a_lower_one():
     assert math.isclose(miss.load_allowed(40.0), 0.7 + LOAD_STEP)
     miss.learn_load(0.65, 80.0, _window(miss=0.015))  # +0.01: over the budget
     assert miss.load_allowed(40.0) < 0.65
+
+
+def test_the_window_a_demand_moved_in_is_taken_back():
+    # the held window the demand doubled in read 4x its point's p99: learnt as the spread it
+    # made the margin 4x (every point but the top past the ceiling for the rise), learnt as a
+    # load it capped the loads allowed at the load misread
+    judge = TailJudge([P99])
+    epoch = Epoch(demand=40.0)
+    point = (3, 1)
+    for p99 in (100.0, 100.0, 110.0, 400.0):
+        w = _window(p99)
+        epoch.reads.setdefault(point, []).append(w)
+        judge.learn_load(0.6, 40.0, w)
+        judge.learn_held(epoch, point, w)
+    assert judge._seen["latency_p99_ms"] == pytest.approx([1.1, 400 / 310 * 3])
+    assert len(judge._loads) == 4
+    assert judge.load_allowed(40.0) < 0.6
+    judge.forget_last()
+    assert judge._seen["latency_p99_ms"] == pytest.approx([1.1]) and len(judge._loads) == 3
+    assert math.isclose(judge.load_allowed(40.0), 0.65)
+    judge.forget_last()  # once: nothing more is taken back
+    assert len(judge._loads) == 3
+
+
+def test_a_new_demand_takes_back_what_the_window_before_it_taught():
+    space = Space(("gpu", "emc"), ((76_800_000, 998_400_000), (408_000_000, 1_600_000_000)))
+    gov = Governor(space, [Constraint("items_per_s", ">=", 10.0), P99])
+    gov._tail.learn_load(0.6, 40.0, _window(400.0))
+    assert gov._tail._loads
+    gov._new_demand("the rate rose")
+    assert not gov._tail._loads

@@ -284,6 +284,7 @@ class Governor(Holding):
 
     def _begin_epoch(self) -> None:
         self.epochs += 1
+        self._tail.forget_last()  # (the window before a new demand read the move)
         self._resume = None
         self._before = self._epoch
         self._epoch = Epoch()

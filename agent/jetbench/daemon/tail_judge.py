@@ -73,6 +73,7 @@ class TailJudge:
         self._seen: Dict[str, List[float]] = {}  # held windows' spread, by figure
         # (load, the demand read, each tail figure) of windows read
         self._loads: List[Tuple[float, float, Dict[str, float]]] = []
+        self._recent: List[List] = []  # the lists the last window read was added to
 
     def met(self, epoch: Epoch, point: Point) -> bool:
         """Every tail constraint met at a point by its windows under this demand, with the
@@ -115,7 +116,10 @@ class TailJudge:
                 seen.append(float(value) - mean)
             elif mean > 0:
                 seen.append(float(value) / mean)
+            else:
+                continue
             del seen[:-TAIL_HISTORY]
+            self._recent.append(seen)
 
     def load_allowed(self, demand: float) -> float:
         """The highest load a point is proposed at under this demand (module doc)."""
@@ -138,12 +142,24 @@ class TailJudge:
     def learn_load(self, load: float, demand: float, window: Window) -> None:
         """A window's load, the demand it was read at and its tail figures (one that read no
         tail figure says nothing)."""
+        self._recent = []
         values = {lim.name: window.metric(lim.name)[0] for lim in self.limits}
         if not values or demand <= 0 or any(v is None for v in values.values()):
             return
         self._loads.append((load, demand, {k: float(v) for k, v in values.items()
                                            if v is not None}))
         del self._loads[:-TAIL_HISTORY]
+        self._recent.append(self._loads)
+
+    def forget_last(self) -> None:
+        """Take back what the last window read taught (its load, its spread): the demand moved
+        under it, and its tail was the move's, at a load misread (TX1 surface 11: the held
+        window the demand doubled in read 4x its point's p99, the margin 4x for the next 30
+        windows, and the top held through the rise)."""
+        for learnt in self._recent:
+            if learnt:
+                learnt.pop()
+        self._recent = []
 
     def text(self) -> Dict[str, str]:
         """The margins, said in status."""
