@@ -64,14 +64,14 @@ def test_a_held_window_is_set_against_the_mean_of_its_points_windows_before_it()
     for p99 in (100.0, 100.0, 200.0):
         w = _window(p99)
         epoch.reads.setdefault(point, []).append(w)
-        judge.learn_held(epoch, point, w)
+        judge.learn_held(epoch, point, w, 0.7)
     # the third against the two before (2.0), not against a mean holding itself (1.5)
     assert judge._seen["latency_p99_ms"] == [2.0]
     # a window busy throughout (a closed loop: no queue; or one past its capacity) says
     # nothing of a queue's spread under its load
     w = replace(_window(300.0), busy_share=1.0)
     epoch.reads[point].append(w)
-    judge.learn_held(epoch, point, w)
+    judge.learn_held(epoch, point, w, 0.7)
     assert judge._seen["latency_p99_ms"] == [2.0]
 
 
@@ -133,7 +133,7 @@ def test_the_window_a_demand_moved_in_is_taken_back():
         w = _window(p99)
         epoch.reads.setdefault(point, []).append(w)
         judge.learn_load(0.6, 40.0, w)
-        judge.learn_held(epoch, point, w)
+        judge.learn_held(epoch, point, w, 0.7)
     assert judge._seen["latency_p99_ms"] == pytest.approx([1.1, 400 / 310 * 3])
     assert len(judge._loads) == 4
     assert judge.load_allowed(40.0) < 0.6
@@ -151,3 +151,26 @@ def test_a_new_demand_takes_back_what_the_window_before_it_taught():
     assert gov._tail._loads
     gov._new_demand("the rate rose")
     assert not gov._tail._loads
+
+
+def test_a_window_at_a_load_of_one_or_more_teaches_nothing_of_a_queue():
+    # without --busy-from the max demand's closed loop (frames back to back, latency one
+    # service time) taught loads of 1.5 met and a spread of exactly 1.0
+    judge = TailJudge([P99])
+    epoch = Epoch(demand=40.0)
+    point = (3, 1)
+    for p99 in (10.0, 10.0, 10.0, 10.0):
+        w = _window(p99)
+        epoch.reads.setdefault(point, []).append(w)
+        judge.learn_load(1.5, 40.0, w)
+        judge.learn_held(epoch, point, w, 1.5)
+    assert not judge._loads and not judge._seen.get("latency_p99_ms")
+    assert judge.load_allowed(40.0) == LOAD_START
+    # under it (or with no load known) it does
+    judge.learn_load(0.7, 40.0, _window(10.0))
+    judge.learn_held(epoch, point, _window(10.0), None)
+    assert len(judge._loads) == 1 and judge._seen["latency_p99_ms"] == [1.0]
+    # --busy-from says it where read: busy under 97% is a queue whatever the load modelled
+    busy = TailJudge([P99])
+    busy.learn_load(1.5, 40.0, replace(_window(10.0), busy_share=0.8))
+    assert len(busy._loads) == 1

@@ -111,7 +111,7 @@ class Holding:
         mean = self._epoch.mean(point)
         if mean is not None:
             self.held_window = mean
-        self._tail.learn_held(self._epoch, point, window)
+        self._tail.learn_held(self._epoch, point, window, self._load(point))
         tail = [lim for lim in broken if is_tail(lim)]
         if broken and point == self.space.top():
             return Decision(point, self.phase, f"{self._said(broken)} even at the top of "

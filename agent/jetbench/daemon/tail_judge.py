@@ -7,7 +7,7 @@ their mean times the TAIL_QUANTILE of the held windows' ratio to the mean of the
 windows before them (a latency; a miss rate: plus the quantile of their excess over it), not
 mean + k sigma: a window's p99 is skewed, and its spread is what the held windows show
 (TAIL_DEFAULT before TAIL_WINDOWS_MIN of them; a window busy throughout, a closed loop or a
-point past its capacity, shows no queue's spread and is not counted). Fewer than
+point past its capacity, shows no queue and is not counted, nor its load: shows_queue). Fewer than
 1/(1 - TAIL_QUANTILE) windows hold no 99th percentile: it is extrapolated from their largest
 (upper_quantile).
 
@@ -26,10 +26,10 @@ fixed: its windows are judged as read.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..run.constraint import Constraint
-from .demand_epoch import Epoch, kept_up
+from .demand_epoch import BUSY_FULL, Epoch, kept_up
 from .online_tuner import MISS_RATE, Point, Window
 
 TAIL_QUANTILE = 0.99  # a tail figure's margin: this quantile of the held windows' spread
@@ -46,6 +46,18 @@ LOAD_STEP = 0.05
 def is_tail(lim: Constraint) -> bool:
     """A constraint on the tail: a latency quantile's ceiling, or the miss rate's."""
     return lim.name == MISS_RATE or lim.name.startswith("latency_")
+
+
+def shows_queue(window: Window, load: Optional[float]) -> bool:
+    """Whether a window shows a queue's tail under its load: not one busy throughout (a closed
+    loop serves back to back and meets any tail; an open queue past its capacity grows without
+    bound): as --busy-from read it, else as the load says (the demand over the point's modelled
+    capacity, BUSY_FULL or more). Without --busy-from the max demand's closed loop taught loads
+    of 1.5 met and a spread of exactly 1.0, and after the fall points past their capacity were
+    proposed and held at that margin: four stretches missed in a row."""
+    if window.busy_share is not None:
+        return kept_up(window)
+    return load is None or load < BUSY_FULL
 
 
 def upper_quantile(values: Sequence[float], q: float) -> float:
@@ -98,17 +110,17 @@ class TailJudge:
         value = upper_quantile(seen, TAIL_QUANTILE)
         return max(value, 0.0) if name == MISS_RATE else max(value, 1.0)
 
-    def learn_held(self, epoch: Epoch, point: Point, window: Window) -> None:
+    def learn_held(self, epoch: Epoch, point: Point, window: Window,
+                   load: Optional[float]) -> None:
         """A held window (the last of its point's) against the mean of the point's windows
         before it, two at least: what a point judged by its windows' mean meets next, that
         mean's own error with it (against a mean holding the window itself, three windows
-        read 1.3-1.4 where the next fell at 1.7-2 times their mean). Not a window --busy-from
-        read busy throughout (module doc)."""
+        read 1.3-1.4 where the next fell at 1.7-2 times their mean). Not a window that shows
+        no queue (shows_queue)."""
         for lim in self.limits:
             value = window.metric(lim.name)[0]
             before = epoch.values(point, lim.name)[:-1]
-            if value is None or len(before) < 2 or (
-                    window.busy_share is not None and not kept_up(window)):
+            if value is None or len(before) < 2 or not shows_queue(window, load):
                 continue
             mean = sum(before) / len(before)
             seen = self._seen.setdefault(lim.name, [])
@@ -141,10 +153,11 @@ class TailJudge:
 
     def learn_load(self, load: float, demand: float, window: Window) -> None:
         """A window's load, the demand it was read at and its tail figures (one that read no
-        tail figure says nothing)."""
+        tail figure, or shows no queue, says nothing)."""
         self._recent = []
         values = {lim.name: window.metric(lim.name)[0] for lim in self.limits}
-        if not values or demand <= 0 or any(v is None for v in values.values()):
+        if not values or demand <= 0 or any(v is None for v in values.values()) or \
+                not shows_queue(window, load):
             return
         self._loads.append((load, demand, {k: float(v) for k, v in values.items()
                                            if v is not None}))
