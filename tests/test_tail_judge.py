@@ -8,7 +8,7 @@ import math
 import random
 import statistics
 from dataclasses import replace
-from typing import Optional
+from typing import Optional, Sequence
 
 import pytest
 
@@ -26,10 +26,22 @@ from jetbench.run.constraint import Constraint
 
 P99 = Constraint("latency_p99_ms", "<=", 250.0)
 MISS = Constraint("miss_rate", "<=", 0.02)
+POINT = (3, 1)
 
 
 def _window(p99_ms: Optional[float] = None, miss: Optional[float] = None) -> Window:
     return Window(40.0, 2.0, 5.0, 2.0, {} if p99_ms is None else {"p99": p99_ms}, miss)
+
+
+def _held(judge: TailJudge, p99s: Sequence[float], load: float) -> Epoch:
+    """Held windows at one point, in a row, at 40/s: each teaches its load and its spread."""
+    epoch = Epoch(demand=40.0)
+    for p99 in p99s:
+        w = _window(p99)
+        epoch.reads.setdefault(POINT, []).append(w)
+        judge.learn_load(load, 40.0, w)
+        judge.learn_held(epoch, POINT, w, load)
+    return epoch
 
 
 def test_the_quantile_of_few_windows_is_extrapolated_past_their_largest():
@@ -59,19 +71,14 @@ def test_the_quantile_of_few_windows_is_extrapolated_past_their_largest():
 
 def test_a_held_window_is_set_against_the_mean_of_its_points_windows_before_it():
     judge = TailJudge([P99])
-    epoch = Epoch(demand=40.0)
-    point = (3, 1)
-    for p99 in (100.0, 100.0, 200.0):
-        w = _window(p99)
-        epoch.reads.setdefault(point, []).append(w)
-        judge.learn_held(epoch, point, w, 0.7)
+    epoch = _held(judge, (100.0, 100.0, 200.0), 0.7)
     # the third against the two before (2.0), not against a mean holding itself (1.5)
     assert judge._seen["latency_p99_ms"] == [2.0]
     # a window busy throughout (a closed loop: no queue; or one past its capacity) says
     # nothing of a queue's spread under its load
     w = replace(_window(300.0), busy_share=1.0)
-    epoch.reads[point].append(w)
-    judge.learn_held(epoch, point, w, 0.7)
+    epoch.reads[POINT].append(w)
+    judge.learn_held(epoch, POINT, w, 0.7)
     assert judge._seen["latency_p99_ms"] == [2.0]
 
 
@@ -127,13 +134,7 @@ def test_the_window_a_demand_moved_in_is_taken_back():
     # made the margin 4x (every point but the top past the ceiling for the rise), learnt as a
     # load it capped the loads allowed at the load misread
     judge = TailJudge([P99])
-    epoch = Epoch(demand=40.0)
-    point = (3, 1)
-    for p99 in (100.0, 100.0, 110.0, 400.0):
-        w = _window(p99)
-        epoch.reads.setdefault(point, []).append(w)
-        judge.learn_load(0.6, 40.0, w)
-        judge.learn_held(epoch, point, w, 0.7)
+    _held(judge, (100.0, 100.0, 110.0, 400.0), 0.6)
     assert judge._seen["latency_p99_ms"] == pytest.approx([1.1, 400 / 310 * 3])
     assert len(judge._loads) == 4
     assert judge.load_allowed(40.0) < 0.6
@@ -157,18 +158,12 @@ def test_a_window_at_a_load_of_one_or_more_teaches_nothing_of_a_queue():
     # without --busy-from the max demand's closed loop (frames back to back, latency one
     # service time) taught loads of 1.5 met and a spread of exactly 1.0
     judge = TailJudge([P99])
-    epoch = Epoch(demand=40.0)
-    point = (3, 1)
-    for p99 in (10.0, 10.0, 10.0, 10.0):
-        w = _window(p99)
-        epoch.reads.setdefault(point, []).append(w)
-        judge.learn_load(1.5, 40.0, w)
-        judge.learn_held(epoch, point, w, 1.5)
+    epoch = _held(judge, (10.0,) * 4, 1.5)
     assert not judge._loads and not judge._seen.get("latency_p99_ms")
     assert judge.load_allowed(40.0) == LOAD_START
     # under it (or with no load known) it does
     judge.learn_load(0.7, 40.0, _window(10.0))
-    judge.learn_held(epoch, point, _window(10.0), None)
+    judge.learn_held(epoch, POINT, _window(10.0), None)
     assert len(judge._loads) == 1 and judge._seen["latency_p99_ms"] == [1.0]
     # --busy-from says it where read: busy under 97% is a queue whatever the load modelled
     busy = TailJudge([P99])
