@@ -143,6 +143,11 @@ def test_the_window_a_demand_moved_in_is_taken_back():
     assert math.isclose(judge.load_allowed(40.0), 0.65)
     judge.forget_last()  # once: nothing more is taken back
     assert len(judge._loads) == 3
+    # a window whose load is not known yet teaches nothing, and is the last window read
+    judge.learn_load(None, 40.0, _window(100.0))
+    assert len(judge._loads) == 3
+    judge.forget_last()
+    assert len(judge._loads) == 3
 
 
 def test_a_new_demand_takes_back_what_the_window_before_it_taught():

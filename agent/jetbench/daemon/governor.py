@@ -178,9 +178,7 @@ class Governor(Holding):
             self.broken_windows += 1
         self._epoch.reads.setdefault(point, []).append(window)
         self._remember(point, window)
-        load = self._load(point)
-        if load is not None and ep.demand is not None:
-            self._tail.learn_load(load, ep.demand, window)
+        self._tail.learn_load(self._load(point), ep.demand, window)
         meets = all(window.meets(lim) for lim in limits)
         if meets and (self.best is None or window.items_per_j > self.best[1].items_per_j):
             self.best = (point, window)

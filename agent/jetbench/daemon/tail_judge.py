@@ -151,13 +151,15 @@ class TailJudge:
         return all(lim.met(self._judged(lim.name, values[lim.name] * (
             1.0 if lim.name == MISS_RATE else scale)), None) for lim in self.limits)
 
-    def learn_load(self, load: float, demand: float, window: Window) -> None:
-        """A window's load, the demand it was read at and its tail figures (one that read no
-        tail figure, or shows no queue, says nothing)."""
+    def learn_load(self, load: Optional[float], demand: Optional[float], window: Window
+                   ) -> None:
+        """A window's load, the demand it was read at and its tail figures, first of what each
+        window read teaches (one with either unknown, that read no tail figure, or that shows
+        no queue says nothing)."""
         self._recent = []
         values = {lim.name: window.metric(lim.name)[0] for lim in self.limits}
-        if not values or demand <= 0 or any(v is None for v in values.values()) or \
-                not shows_queue(window, load):
+        if load is None or demand is None or demand <= 0 or not values or \
+                any(v is None for v in values.values()) or not shows_queue(window, load):
             return
         self._loads.append((load, demand, {k: float(v) for k, v in values.items()
                                            if v is not None}))
@@ -168,7 +170,7 @@ class TailJudge:
         """Take back what the last window read taught (its load, its spread): the demand moved
         under it, and its tail was the move's, at a load misread (TX1 surface 11: the held
         window the demand doubled in read 4x its point's p99, the margin 4x for the next 30
-        windows, and the top held through the rise)."""
+        windows)."""
         for learnt in self._recent:
             if learnt:
                 learnt.pop()
