@@ -96,9 +96,10 @@ class TailJudge:
                 return False
         return True
 
-    def _judged(self, name: str, value: float) -> float:
-        """A figure as judged: with its margin (module doc)."""
-        return value + self.margin(name) if name == MISS_RATE else value * self.margin(name)
+    def _judged(self, name: str, value: float, margin: Optional[float] = None) -> float:
+        """A figure as judged: with its margin (module doc; given: the one read already)."""
+        margin = self.margin(name) if margin is None else margin
+        return value + margin if name == MISS_RATE else value * margin
 
     def margin(self, name: str) -> float:
         """A figure's margin: the TAIL_QUANTILE of the held windows' ratio to the mean of their
@@ -137,19 +138,22 @@ class TailJudge:
         """The highest load a point is proposed at under this demand (module doc)."""
         met: List[float] = []
         missed: List[float] = []
+        margins = {lim.name: self.margin(lim.name) for lim in self.limits}
         for load, read_at, values in self._loads:
-            (met if self._load_met(demand, read_at, values) else missed).append(load)
+            (met if self._load_met(demand, read_at, values, margins) else missed).append(load)
         allowed = max([LOAD_START] + [m + LOAD_STEP for m in met])
         if missed:
             allowed = min(allowed, min(missed) * (1 - LOAD_STEP))
         return allowed
 
-    def _load_met(self, demand: float, read_at: float, values: Dict[str, float]) -> bool:
+    def _load_met(self, demand: float, read_at: float, values: Dict[str, float],
+                  margins: Dict[str, float]) -> bool:
         """Whether a window read at demand read_at met every tail constraint with the margin,
         judged at this demand (module doc)."""
         scale = max(1.0, read_at / demand)
         return all(lim.met(self._judged(lim.name, values[lim.name] * (
-            1.0 if lim.name == MISS_RATE else scale)), None) for lim in self.limits)
+            1.0 if lim.name == MISS_RATE else scale), margins[lim.name]), None)
+            for lim in self.limits)
 
     def learn_load(self, load: Optional[float], demand: Optional[float], window: Window
                    ) -> None:
