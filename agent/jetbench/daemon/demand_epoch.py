@@ -24,6 +24,11 @@ def kept_up(window: Window) -> bool:
     return window.busy_share is not None and window.busy_share < BUSY_FULL
 
 
+def is_rate_floor(limit: Constraint) -> bool:
+    """A floor on the items served per second."""
+    return limit.name == "items_per_s" and limit.op == ">="
+
+
 def breaks(window: Window, limit: Constraint) -> bool:
     """Broken beyond the window's noise by its point: a rate floor not where --busy-from
     shows the point kept up (busy under BUSY_FULL): it served what arrived, and a count under
@@ -31,7 +36,7 @@ def breaks(window: Window, limit: Constraint) -> bool:
     fluid benchmark held the top for a demand read so at it, and left a held point that kept
     up for a probe's such count)."""
     return window.breaks(limit) and not (
-        kept_up(window) and limit.name == "items_per_s" and limit.op == ">=")
+        kept_up(window) and is_rate_floor(limit))
 
 
 @dataclass
@@ -130,7 +135,7 @@ class Epoch:
         beyond one read's noise by a point that keeps up with it."""
         kept = self.demand is not None and not self.saturated(window)
         return all(window.meets(lim) or (
-            kept and lim.name == "items_per_s" and lim.op == ">=" and
+            kept and is_rate_floor(lim) and
             lim.met(self.demand, self.demand_pct, sigmas=SIGMAS) and
             window.items_per_s >= lim.value) for lim in limits)
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..run.constraint import Constraint
-from .demand_epoch import BUSY_FULL, Epoch, breaks
+from .demand_epoch import BUSY_FULL, Epoch, breaks, is_rate_floor
 from .governor_hold import (
     PROBE_SHARE,
     RECHECKS,
@@ -118,7 +118,7 @@ class Governor(Holding):
         held = self.phase == HOLDING and point == self.held
         reading = not held and point in (self.space.top(), self._epoch.read_at)
         if any(breaks(partial, lim) for lim in self.judged()
-               if not (reading and lim.name == "items_per_s" and lim.op == ">=")):
+               if not (reading and is_rate_floor(lim))):
             return True
         if not held:
             return False
@@ -328,7 +328,7 @@ class Governor(Holding):
         read 11% low at the held point ruled out every point below it, the optimum among them;
         and one read under the demand within SIGMAS may have kept up)."""
         kept_up = self._epoch.demand is not None and not self._epoch.saturated(window, SIGMAS)
-        return any(not (kept_up and lim.name == "items_per_s" and lim.op == ">=")
+        return any(not (kept_up and is_rate_floor(lim))
                    for lim in missed)
 
     # -- choosing ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Callable, Collection, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..run.constraint import Constraint
-from .demand_epoch import Epoch
+from .demand_epoch import Epoch, is_rate_floor
 from .online_tuner import SIGMAS, Point, Space, Window, _apart
 from .tail_judge import TailJudge, is_tail
 from .workload_model import Fitted
@@ -143,7 +143,7 @@ def best_neighbour(space: Space, epoch: Epoch, point: Point, judged: Sequence[Co
     all the same (the TX1's surface 5 held 307/400 MHz for its first demand's 300 s, 8.5%
     below 538/400, in every seed; the fluid benchmark's first demands ended over 5% off in 36
     of 700 runs, 16 now)."""
-    floors = [lim.value for lim in judged if lim.name == "items_per_s" and lim.op == ">="]
+    floors = [lim.value for lim in judged if is_rate_floor(lim)]
     scored = []
     for near in neighbours(space, point):
         if near in epoch.reads or epoch.excluded(near) or not allowed(near):
