@@ -69,6 +69,21 @@ def _holding(daemon: Daemon, seconds: float, since: int = 0,
     raise AssertionError(f"not holding within {bound_s(seconds)} s: {tune} {daemon.output()}")
 
 
+def _held_kept_up(daemon: Daemon, tune: dict) -> dict:
+    """The status once the held point's windows were not busy throughout on average (--busy-from
+    read): on a loaded host a window's sleeps overshoot and a held point's mean may touch 97%
+    for a window or two, after which the governor looks up (BUSY_FULL); it must settle on a
+    point that kept up."""
+    deadline = time.monotonic() + bound_s(30)
+    while not (tune.get("phase") == "holding" and
+               0.1 < (tune["held"].get("busy_share") or 0) < 0.97) and \
+            time.monotonic() < deadline:
+        time.sleep(0.5)
+        tune = daemon.ask("status").get("tune") or {}
+    assert 0.1 < tune["held"]["busy_share"] < 0.97, (tune, daemon.output())
+    return tune
+
+
 @pytest.mark.long
 def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path, started):
     base = make_board(tmp_path, "tx1")
@@ -103,7 +118,7 @@ def test_the_daemon_tunes_the_live_app_follows_its_demand_and_restores(tmp_path,
         assert "p99" in tune["latency_ms"]
         # the app's busy seconds read (--busy-from): the held point kept up, not busy throughout
         assert tune["busy_source"].endswith("#sim_app_busy_seconds"), tune
-        assert 0.1 < tune["held"]["busy_share"] < 0.97, tune["held"]
+        tune = _held_kept_up(daemon, tune)
         # pinned there (between the short reads of other points a held point's windows are
         # most of the time: the look one step up, the walk beside it, a close call's rival)
         deadline = time.monotonic() + bound_s(30)
@@ -190,7 +205,8 @@ def test_under_a_p99_ceiling_with_the_busy_share_read_it_holds_a_point_that_meet
         # 307 MHz serves 33.4 frames/s (30 ms a frame), 230 MHz 27.1: under 307 the queue
         # fills; the load allowed (0.6 at first, tail_judge.py) keeps it higher at first
         assert held["point_hz"]["gpu"] >= 307_200_000, (tune, daemon.output())
-        assert 0.1 < held["busy_share"] < 0.97, held
+        tune = _held_kept_up(daemon, tune)
+        assert tune["held"]["point_hz"]["gpu"] >= 307_200_000, (tune, daemon.output())
         deadline = time.monotonic() + bound_s(30)  # (the last window: the held point's)
         while tune["last"]["point_hz"] != tune["held"]["point_hz"] and \
                 time.monotonic() < deadline:
