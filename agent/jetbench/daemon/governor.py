@@ -42,7 +42,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   lower: their error is much the same at both), at most MAX_PROBES a demand; otherwise the
   best point read is held. A close call (the best two read within noise of each other) holds
   the better at once (its own full windows read it again) and reads the other again among the
-  walk's first probes: a probe before holding is time off the 30 s a change is given.
+  walk's first probes: a probe before holding is time off the 30 s a change is given. At a
+  later demand a point newly held was just read by its probe: its first neighbour is read at
+  once, its own half window after (not under a tail constraint: its windows teach the margin).
 - Holding (governor_hold.py): half windows while the edge is walked (WALK_WINDOWS; not under a
   tail constraint), full ones after; a short one a step up now and then (often near the point's
   capacity, where a rising demand shows nowhere else); the neighbours of a point just held read
@@ -82,7 +84,7 @@ from .online_tuner import (
     Window,
     _apart,
 )
-from .point_choice import explore, propose, rival, unsure
+from .point_choice import best_neighbour, explore, propose, rival, unsure
 from .tail_judge import is_tail
 from .workload_model import Point, Seen, fit, shares_of
 
@@ -386,9 +388,20 @@ class Governor(Holding):
         # a close call (the best two read within noise of each other): the better held at
         # once (its own windows read it again), the other read again among the walk's probes
         self._rival = rival(ep, read) if ep.rechecks < RECHECKS else None
+        moved = point != self.held
         self.held, self.held_window = point, ep.mean(point)
         self.phase = HOLDING
         self._held_windows = 0
+        if moved and self.epochs > 0 and not self._tail.limits:
+            # a later demand's point just moved to was read by its probe: its first neighbour
+            # is read at once, its own half window after (5 s of the 30 a change is given,
+            # wherever the walk moves on); under a tail constraint its own windows first
+            near = best_neighbour(self.space, ep, point, self.judged(), self.predicted,
+                                  self._load_ok)
+            if near is not None:
+                return Decision(near, self.phase, self._join(why, f"holding "
+                                f"{self._text(point)}; reading {self._text(near)} beside it"),
+                                settle=after_miss, window_share=PROBE_SHARE)
         return Decision(point, self.phase, self._join(why, f"holding {self._text(point)} "
                         f"({window.items_per_j:.3g} items/J, {self._met()})"),
                         settle=after_miss)
