@@ -296,7 +296,6 @@ def test_after_a_change_a_point_is_held_within_thirty_seconds_in_most_runs():
     assert statistics.median(firsts) <= 30.0, firsts
 
 
-
 def _moves_after_a_rise(served: Served, gov: Governor, decision: Decision, top: float
                         ) -> List[Tuple[Point, Point]]:
     """The demand doubled: for each decision that came with a newly held point, (the point
@@ -333,6 +332,7 @@ def test_a_point_moved_to_after_a_change_has_its_first_neighbour_read_at_once():
         decision, _, _ = _run(gov, tailed, gov.start(SPACE.top()), 150.0)
         moves += _moves_after_a_rise(tailed, gov, decision, top)
     assert len(moves) >= 3 and all(held == read for held, read in moves), moves
+
 
 def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
     served = Served(1)
