@@ -12,7 +12,8 @@ rest: the demand, exploring and choosing; the governor is one class of the two).
   saturated, and a step up always serves more). A point just held has its neighbours read in its
   first WALK_WINDOWS windows, then now and then (the edge walked jointly: a knob down, or one
   down and another up, or a knob up: the models' order, up last where it keeps up); a close call's
-  other point is read again among them (RECHECKS a demand).
+  other point is read again among them, and at any time a point read ahead of the held one
+  within noise and fewer times than it (RECHECKS a demand in all).
 - A tail constraint missed while holding: the top at once, the point and those below it ruled
   out at this demand.
 """
@@ -130,7 +131,15 @@ class Holding:
                                     f"{self._text(best[0])}")
         walking = self._held_windows <= WALK_WINDOWS  # just held: the edge walked at once
         other, self._rival = self._rival, None
-        if walking and other is not None and other != point and \
+        # a point read ahead of the held one within noise only, and read fewer times, is read
+        # again (the rival is chosen as a point is held; the held point's windows may then fall
+        # behind a point read once, and two points read once each make no rival)
+        reads = self._epoch.reads
+        lead = best[0] if best is not None and best[0] != point and \
+            len(reads[best[0]]) < len(reads[point]) else None
+        if lead is not None:
+            other = lead
+        if (walking or lead is not None) and other is not None and other != point and \
                 self._epoch.rechecks < RECHECKS:
             self._epoch.rechecks += 1
             return Decision(other, self.phase, f"holding {self._text(point)}; reading "
