@@ -64,8 +64,12 @@ def test_a_result_states_how_fast_its_sensor_was_read_and_refreshed(tmp_path):
         "--root", str(base), "measure", "--model", "sim:resnet18", "--freq", "max",
         "--iterations", "2", "--duration", "1s", "--warmup", "0s",
         "--meter", "ina3221?interval=1ms", "--out", str(out)])
-    assert r.exit_code == 0, r.output
     [doc] = [json.loads(p.read_text()) for p in Path(out).glob("*.json")]
+    # a host loaded past its cores can stall the sampler under the 90% coverage rule (seen:
+    # 62% beside two CPU burners and the suite): the result is then written invalid for that
+    # alone, and the rates it states are what is tested here
+    assert r.exit_code == 0 or doc["validity"]["reasons"] and all(
+        "covered only" in why for why in doc["validity"]["reasons"]), r.output
     [rate] = doc["sampling"]
     assert (rate["source"], rate["requested_hz"], rate["sensor_hz"], rate["effective_hz"]) \
         == ("ina3221", 1000.0, 250.0, 250.0)
