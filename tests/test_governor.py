@@ -206,13 +206,19 @@ def _steady_p99_ms(served: Tailed, point: Point) -> float:
         1 + 4.6 * load / max(1e-3, 2 * (1 - load)))
 
 
+def _tail_governor(served: Served) -> Tuple[Governor, float]:
+    """`served` at 0.35 of the top's capacity, and a governor over a floor of 0.7 of it and a
+    p99 ceiling of six inter-arrival times: (the governor, the ceiling)."""
+    served.demand = 0.35 * _top_capacity(served)
+    ceiling = 6000.0 / served.demand  # six inter-arrival times
+    return Governor(SPACE, [Constraint("items_per_s", ">=", 0.7 * served.demand),
+                            Constraint("latency_p99_ms", "<=", ceiling)]), ceiling
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_under_a_p99_ceiling_the_held_point_meets_it_and_misses_end_within_three_windows(seed):
     served = Tailed(seed)
-    served.demand = 0.35 * _top_capacity(served)
-    ceiling = 6000.0 / served.demand  # six inter-arrival times
-    gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.7 * served.demand),
-                           Constraint("latency_p99_ms", "<=", ceiling)])
+    gov, ceiling = _tail_governor(served)
     decision, _, _ = _run(gov, served, gov.start(SPACE.top()), 150.0)
     misses = run = longest = 0
     for _ in range(40):  # held: its windows judged as they come
@@ -325,12 +331,9 @@ def test_a_point_moved_to_after_a_change_has_its_first_neighbour_read_at_once():
     moves = []
     for seed in range(3):
         tailed = Tailed(seed)
-        top = _top_capacity(tailed)
-        tailed.demand = 0.35 * top
-        gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.7 * tailed.demand),
-                               Constraint("latency_p99_ms", "<=", 6000.0 / tailed.demand)])
+        gov, _ = _tail_governor(tailed)
         decision, _, _ = _run(gov, tailed, gov.start(SPACE.top()), 150.0)
-        moves += _moves_after_a_rise(tailed, gov, decision, top)
+        moves += _moves_after_a_rise(tailed, gov, decision, _top_capacity(tailed))
     assert len(moves) >= 3 and all(held == read for held, read in moves), moves
 
 
@@ -479,9 +482,7 @@ def test_a_point_just_held_is_walked_in_short_windows_then_held_in_full_ones():
     assert walking and held_on and max(walking) < 1.0 and set(held_on) == {1.0}, shares
     # under a tail constraint the held windows teach its margin: full ones throughout
     tailed = Tailed(2)
-    tailed.demand = 0.35 * _top_capacity(tailed)
-    gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.7 * tailed.demand),
-                           Constraint("latency_p99_ms", "<=", 6000.0 / tailed.demand)])
+    gov, _ = _tail_governor(tailed)
     decision, walked = gov.start(SPACE.top()), 0
     for _ in range(60):
         decision = gov.observe(decision.point, tailed.window(decision))
@@ -802,10 +803,7 @@ def test_under_a_tail_with_the_loads_read_a_rise_explores_no_point_past_the_load
     # here): the stretches after a rise missed four and five running. With the capacities read
     # from the busy share such a point's load is known: it is not explored
     served = TailedBusy(seed)
-    served.demand = 0.35 * _top_capacity(served)
-    ceiling = 6000.0 / served.demand
-    gov = Governor(SPACE, [Constraint("items_per_s", ">=", 0.7 * served.demand),
-                           Constraint("latency_p99_ms", "<=", ceiling)])
+    gov, ceiling = _tail_governor(served)
     decision, _, _ = _run(gov, served, gov.start(SPACE.top()), 200.0)
     served.demand *= 2
     loads: List[float] = []

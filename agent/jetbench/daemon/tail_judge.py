@@ -92,13 +92,14 @@ class TailJudge:
         margin; a point whose windows read no tail figure is not judged on it."""
         for lim in self.limits:
             values = epoch.values(point, lim.name)
-            if values and not lim.met(self._judged(lim.name, sum(values) / len(values)), None):
+            if values and not lim.met(self._judged(lim.name, sum(values) / len(values),
+                                                   self.margin(lim.name)), None):
                 return False
         return True
 
-    def _judged(self, name: str, value: float, margin: Optional[float] = None) -> float:
-        """A figure as judged: with its margin (module doc; given: the one read already)."""
-        margin = self.margin(name) if margin is None else margin
+    @staticmethod
+    def _judged(name: str, value: float, margin: float) -> float:
+        """A figure as judged: with its margin (module doc)."""
         return value + margin if name == MISS_RATE else value * margin
 
     def margin(self, name: str) -> float:
