@@ -393,6 +393,34 @@ def test_a_point_that_keeps_up_meets_a_floor_its_own_short_read_cannot_clear():
     assert epoch.demand_pct is not None and epoch.demand_pct < 1.0  # six reads, one demand
 
 
+def test_a_point_read_keeping_up_meets_a_floor_its_capacity_clears_at_a_demand_near_it():
+    # a fall to a low demand (Poisson arrivals at 21/s: 11% noise in the 3 s it is read in),
+    # the floor 10% under it: no read cleared it beyond noise until five probes had narrowed
+    # the demand, and the fluid benchmark's falls were read back to back meanwhile. A point
+    # that kept up (--busy-from) served what arrived: the floor is its capacity's to clear (the
+    # rate over the busy share), unless the demand itself is under it beyond noise
+    floor = Constraint("items_per_s", ">=", 19.25)
+    epoch = Epoch()
+    epoch.read_demand(Window(21.1, 10.9, 5.0, 2.0, busy_share=0.62))
+    kept = Window(20.5, 4.2, 4.9, 2.0, busy_share=0.70)  # capacity 29.3/s
+    at_demand = replace(kept, items_per_s=21.1, items_per_s_uncertainty_pct=10.9)
+    assert not epoch.met(at_demand, [floor])  # the demand alone: within noise of the floor
+    assert epoch.met(at_demand, [floor], kept)
+    near = replace(kept, items_per_s=18.0, busy_share=0.9)  # 20.0/s: within 2 x 4.2% of it
+    assert not epoch.met(at_demand, [floor], near)
+    busy = Window(21.0, 5.0, 4.9, 2.0, busy_share=0.98)  # it did not keep up: its own read
+    assert not epoch.met(busy, [floor], busy)
+    low = Epoch()
+    for _ in range(4):
+        low.read_demand(Window(15.0, 3.0, 5.0, 2.0, busy_share=0.5))
+    assert not low.met(replace(at_demand, items_per_s=15.0), [floor], kept)  # under it
+    # the governor scores such a point (its windows as read, the demand's error aside)
+    gov = Governor(SPACE, [floor])
+    gov._epoch = epoch
+    gov._epoch.reads[(3, 1)] = [kept]
+    assert [p for p, _ in gov._read_scores()] == [(3, 1)]
+
+
 def test_windows_at_points_well_within_their_capacity_read_the_demand_too():
     # the live run at 430c1eb: the demand read once at the top, 66.8/s +-5.3%; the held point
     # near its capacity (71.4/s) served 71.4 +-2.1% when the demand doubled, within that noise,

@@ -29,7 +29,8 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   the floor).
 - Choosing: every point of the space is scored, a point read in this epoch by its windows
   (met beyond SIGMAS of its noise; a rate floor also where the point kept up with a demand that
-  meets it: Epoch.met; one met at its figures only is read again, point_choice.unsure), any
+  meets it, or, read keeping up, where its capacity clears it and the demand is not under it:
+  Epoch.met; one met at its figures only is read again, point_choice.unsure), any
   other by the models (its rate min(demand, capacity) meeting every floor with the models' own
   error as margin, its items/J by the power model). A point read that kept up (--busy-from: busy
   under BUSY_FULL) is scored at the demand, not at what arrived in its windows
@@ -437,12 +438,13 @@ class Governor(Holding):
 
     def _read_scores(self) -> List[Tuple[Point, Window]]:
         """The points read under this demand that meet every constraint beyond noise (a rate
-        floor also where the point kept up with a demand that meets it: Epoch.met)."""
+        floor also where the point kept up with a demand that meets it, or where --busy-from
+        read it keeping up with a capacity that clears it: Epoch.met)."""
         limits = [lim for lim in self.judged() if not is_tail(lim)]
         ep = self._epoch
         return [(point, self._at_demand(point, w)) for point in ep.reads
                 for w in [ep.mean(point)]
-                if w is not None and ep.met(self._at_demand(point, w, judged=True), limits) and
+                if w is not None and ep.met(self._at_demand(point, w, judged=True), limits, w) and
                 self._tail.met(ep, point)]
 
     def tail_text(self) -> Dict[str, str]:
