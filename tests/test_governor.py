@@ -562,6 +562,46 @@ def test_the_models_read_a_point_they_put_ahead_of_their_own_figure_for_the_best
     assert propose(points, x, models, epoch, judged, tail, ((0, 0), read)) is None
 
 
+def test_the_models_propose_a_point_that_keeps_up_where_the_demand_was_read_under_the_floor():
+    # a fall's demand read at the held point in 3 s at 19/s: 19.0 +-20%, the floor 20.5 (10%
+    # under the demand before the rise). Every point's modelled rate, min(demand, capacity),
+    # was under the floor, so none was proposed, and the held point, 16% off, was kept for
+    # 150 s. A point whose capacity clears the floor serves the floor where that much arrives,
+    # and what arrives where less does: as good as any point there
+    points = [(0, 0), (6, 0), (12, 0)]
+    x = np.array([(GPU[g] / GPU[-1], EMC[e] / EMC[-1]) for g, e in points])
+    coef = np.zeros(10)
+    coef[0], coef[1] = 1.0, 0.2  # W = 1 + 0.2 x_gpu: the lowest clock the most efficient
+    models = Fitted(None, None, 0.0, coef, 1.0, (), ())
+    epoch = Epoch(demand=19.0, demand_pct=20.0)
+    read = Window(19.0, 0.0, 19.0 / 1.2, 3.0, busy_share=0.33)  # read at (12, 0)
+    epoch.reads[(12, 0)] = [read]
+    judged = [Constraint("items_per_s", ">=", 20.5)]
+    assert propose(points, x, models, epoch, judged, TailJudge(judged), ((12, 0), read)) == (0, 0)
+    assert propose(points, x, models, epoch, judged, TailJudge(judged), None) == (0, 0)
+
+
+def test_the_walk_reads_a_neighbour_whose_capacity_clears_a_floor_the_demand_read_is_under():
+    # the same fall: the walk scored each neighbour by its rate at the demand read, under the
+    # floor everywhere, and read none of them
+    epoch = Epoch(demand=19.0, demand_pct=20.0)
+    held = (9, 3)
+    epoch.reads[held] = [Window(19.0, 20.0, 4.5, 3.0, busy_share=0.33)]
+    floors = [Constraint("items_per_s", ">=", 20.5)]
+
+    def predicted(point: Point) -> Tuple[float, float]:
+        return 19.0, 1.0 + 0.1 * point[0] + 0.2 * point[1]  # every point keeps up
+
+    def capacity(point: Point) -> float:
+        return 6.0 * point[0] + 2.0 * point[1]  # (9, 2) 58/s; (3, 0) 18/s; (3, 2) 22/s
+
+    assert best_neighbour(SPACE, epoch, held, floors, predicted, lambda p: True) is None
+    assert best_neighbour(SPACE, epoch, held, floors, predicted, lambda p: True,
+                          capacity) == (9, 2)  # the models' most efficient of those
+    up = best_neighbour(SPACE, epoch, (3, 1), floors, predicted, lambda p: True, capacity)
+    assert up is not None and capacity(up) >= 20.5  # not (2, x) nor (3, 0): under the floor
+
+
 def test_a_point_met_within_its_noise_only_is_read_again_a_few_times():
     epoch = Epoch(demand=100.0, demand_pct=1.0)
     floor = Constraint("items_per_s", ">=", 90.0)

@@ -31,8 +31,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   (met beyond SIGMAS of its noise; a rate floor also where the point kept up with a demand that
   meets it, or, read keeping up, where its capacity clears it and the demand is not under it:
   Epoch.met; one met at its figures only is read again, point_choice.unsure), any
-  other by the models (its rate min(demand, capacity) meeting every floor with the models' own
-  error as margin, its items/J by the power model). A point read that kept up (--busy-from: busy
+  other by the models (its capacity clearing every rate floor with the models' own error as
+  margin: it serves the floor, or all that arrives where less does; its rate min(demand,
+  capacity), its items/J by the power model). A point read that kept up (--busy-from: busy
   under BUSY_FULL) is scored at the demand, not at what arrived in its windows
   (Holding._at_demand: a 4 s probe of Poisson arrivals at 50/s is 7% noisy in its rate and its
   items/J, where the demand is read over many windows); two such points compare by their power
@@ -398,7 +399,7 @@ class Governor(Holding):
             # is read at once, its own half window after (5 s of the 30 a change is given,
             # wherever the walk moves on); under a tail constraint its own windows first
             near = best_neighbour(self.space, ep, point, self.judged(), self.predicted,
-                                  self._load_ok)
+                                  self._load_ok, self._capacity)
             if near is not None:
                 return Decision(near, self.phase, self._join(why, f"holding "
                                 f"{self._text(point)}; reading {self._text(near)} beside it"),

@@ -147,7 +147,7 @@ class Holding:
                             window_share=PROBE_SHARE)
         if walking or self._held_windows % CHECK_UP_EVERY == CHECK_UP_EVERY // 2:
             near = best_neighbour(self.space, self._epoch, point, self.judged(),
-                                  self.predicted, self._load_ok)
+                                  self.predicted, self._load_ok, self._capacity)
             if near is not None:
                 # the edge walked jointly while holding: a neighbour not read at this demand
                 # (a knob one step down, or one down and another up), the models' best
