@@ -537,16 +537,22 @@ def test_a_window_reading_the_demand_is_not_ended_by_a_look_under_the_floor():
     assert gov.ends_early(SPACE.top(), Window(64.0, 3.0, 6.0, 1.0)) is False
 
 
+def _gpu_line_models() -> Tuple[List[Point], np.ndarray, Fitted]:
+    """Three points up the GPU's table and models with no capacity whose power is 1 + 0.2
+    x_gpu W: the lowest clock the most efficient."""
+    points = [(0, 0), (6, 0), (12, 0)]
+    x = np.array([(GPU[g] / GPU[-1], EMC[e] / EMC[-1]) for g, e in points])
+    coef = np.zeros(10)
+    coef[0], coef[1] = 1.0, 0.2
+    return points, x, Fitted(None, None, 0.0, coef, 1.0, (), ())
+
+
 def test_the_models_read_a_point_they_put_ahead_of_their_own_figure_for_the_best_read():
     # after a fall on a flat surface the models put the optimum 5.0% ahead of their figure for
     # the point read and 4.3% ahead of its read, whose noise was 4.6%: nothing was proposed,
     # and the walk reached it in 264 s. The models' error at a demand is much the same at both
     # points (here they say 8.33 of the point read at 9.5), a read's noise is its own
-    points = [(0, 0), (6, 0), (12, 0)]
-    x = np.array([(GPU[g] / GPU[-1], EMC[e] / EMC[-1]) for g, e in points])
-    coef = np.zeros(10)
-    coef[0], coef[1] = 1.0, 0.2  # W = 1 + 0.2 x_gpu: the lowest clock the most efficient
-    models = Fitted(None, None, 0.0, coef, 1.0, (), ())
+    points, x, models = _gpu_line_models()
     epoch = Epoch(demand=10.0, demand_pct=2.0)
     read = Window(10.0, 2.0, 10.0 / 9.5, 4.0)  # read at (12, 0): 9.5 items/J +-4.5%
     put = 10.0 / models.power_w(x, np.full(len(x), 10.0))  # the models' items/J per point
@@ -568,11 +574,7 @@ def test_the_models_propose_a_point_that_keeps_up_where_the_demand_was_read_unde
     # was under the floor, so none was proposed, and the held point, 16% off, was kept for
     # 150 s. A point whose capacity clears the floor serves the floor where that much arrives,
     # and what arrives where less does: as good as any point there
-    points = [(0, 0), (6, 0), (12, 0)]
-    x = np.array([(GPU[g] / GPU[-1], EMC[e] / EMC[-1]) for g, e in points])
-    coef = np.zeros(10)
-    coef[0], coef[1] = 1.0, 0.2  # W = 1 + 0.2 x_gpu: the lowest clock the most efficient
-    models = Fitted(None, None, 0.0, coef, 1.0, (), ())
+    points, x, models = _gpu_line_models()
     epoch = Epoch(demand=19.0, demand_pct=20.0)
     read = Window(19.0, 0.0, 19.0 / 1.2, 3.0, busy_share=0.33)  # read at (12, 0)
     epoch.reads[(12, 0)] = [read]
