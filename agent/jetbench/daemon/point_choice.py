@@ -156,8 +156,10 @@ def best_neighbour(space: Space, epoch: Epoch, point: Point, judged: Sequence[Co
         if near in epoch.reads or epoch.excluded(near) or not allowed(near):
             continue
         figures, most = predicted(near), capacity(near)
-        if figures is not None and figures[1] > 0 and all(
-                figures[0] >= f or (most is not None and most >= f) for f in floors):
+        # the capacity where modelled (the rate at the demand, min(demand, capacity), is
+        # under a floor the capacity clears where the demand was read under it), else the rate
+        over = most if most is not None else figures[0] if figures is not None else 0.0
+        if figures is not None and figures[1] > 0 and all(over >= f for f in floors):
             scored.append((figures[0] / figures[1], near))
     return max(scored)[1] if scored else None
 
