@@ -117,6 +117,31 @@ def test_a_source_that_hangs_or_raises_is_a_fault_the_loop_never_waits_on():
         polled.close()
 
 
+def test_a_read_asked_for_comes_when_due_not_a_period_after_the_last():
+    # a window opens after its settle: its first reading then, not up to a tenth of a window
+    # later (the live run's probes: 4 s windows took 6 s, one of them waiting so)
+    times: List[float] = []
+
+    class Stamps:
+        def read(self) -> Reading:
+            times.append(time.monotonic())
+            return Reading(times[-1], float(len(times)))
+
+    polled = PolledSource(Stamps(), period_s=60.0)
+    polled.start()
+    try:
+        assert wait_until(lambda: len(times) == 1)
+        due = time.monotonic() + 0.3
+        polled.read_at(due)
+        assert wait_until(lambda: len(times) == 2, timeout=10.0)  # not 60 s later
+        assert times[1] >= due
+        assert polled.read().count == 2.0
+        time.sleep(0.3)
+        assert len(times) == 2  # and then a period after it again
+    finally:
+        polled.close()
+
+
 def _reads(polled: PolledSource) -> bool:
     try:
         return polled.read().count == 30.0

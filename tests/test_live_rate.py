@@ -24,7 +24,7 @@ from jetbench.daemon.live_rate import (
     window,
 )
 from jetbench.daemon.live_tuning import LiveTuning, TuneConfig
-from jetbench.daemon.online_tuner import FROZEN, Space
+from jetbench.daemon.online_tuner import EXPLORING, FROZEN, Decision, Space
 from jetbench.errors import HardwareError, UsageError
 from jetbench.run.constraint import Constraint
 
@@ -245,6 +245,51 @@ def test_a_window_that_clearly_breaks_a_constraint_ends_early():
     tuning2.begin({"gpu": 400_000_000})
     _advance(tuning2, clock2, 2.1)
     assert tuning2.tuner.windows == 0
+
+
+class Steps:
+    """A controller that keeps each point for `stay` windows, then one step down; it notes
+    each judged window's first and last reading times."""
+
+    phase, held, held_window, windows = EXPLORING, None, None, 0
+
+    def __init__(self, tuning: LiveTuning, stay: int):
+        self.tuning, self.stay, self.spans = tuning, stay, []
+
+    def start(self, point):
+        return Decision(point, EXPLORING, "starting")
+
+    def judged(self):
+        return ()
+
+    def observe(self, point, window, failure=None):
+        readings = self.tuning._readings
+        self.spans.append((point, readings[0].t_s, readings[-1].t_s))
+        self.windows += 1
+        if self.windows % self.stay == 0:
+            point = (max(0, point[0] - 1),)
+        return Decision(point, EXPLORING, "step")
+
+
+def test_windows_at_one_point_follow_on_and_a_pin_waits_its_settle_and_asks_for_a_read():
+    # the live run's probes: 4 s windows took 6 s (1 s settle, up to a poller period before
+    # the first reading); a window at the point held on needs neither
+    tuning, clock, source, pins = _tuning()
+    asked: List[float] = []
+    source.read_at = asked.append  # as PolledSource: its next read when the window opens
+    steps = tuning.tuner = Steps(tuning, stay=2)  # type: ignore[assignment]
+    tuning.begin({"gpu": 400_000_000})
+    _advance(tuning, clock, 7.0)
+    spans = steps.spans
+    assert [p for p, _, _ in spans[:3]] == [(3,), (3,), (2,)] and len(pins) == 2
+    settle = 0.1 * tuning.config.window_s  # a tenth of the 2 s window
+    assert spans[0][1] == pytest.approx(settle) and asked[0] == pytest.approx(settle)
+    assert spans[1][1] == spans[0][2]  # the same point: from the last window's last reading
+    assert spans[2][1] >= spans[1][2] + settle  # pinned: after the settle ...
+    assert asked[1] == pytest.approx(spans[1][2] + settle, abs=0.02) == spans[2][1]
+    assert len(asked) == 2  # ... which asked for it (the held point's windows did not)
+    for _, first, last in spans:
+        assert last - first == pytest.approx(2.0, abs=0.3)
 
 
 def test_a_log_source_integrates_the_rates_its_lines_say(tmp_path):

@@ -3,7 +3,9 @@ it chooses pinned.
 
 A window: after a pin, SETTLE_FRACTION of a window (at most 1 s) for the workload to reach the
 new speed; then the workload's counter is read every `sample_s` (a tenth of the window, 0.25 s
-at least) together with the board's total power. At the window's end: the rate is the counter's
+at least) together with the board's total power, the first reading as the window opens (the
+poller is asked for it: `read_at`). A window at the point the last one ran, nothing pinned in
+between, goes on from the last one's last sample (the same clocks, nothing to settle). At the window's end: the rate is the counter's
 increase over the window, the power the mean of the samples (or the total's energy over the
 window, where it counts one), each as sure as the spread of the recent windows' samples says
 (window_noise.py: a short window's own spread is too few samples to tell). Latency quantiles
@@ -75,6 +77,7 @@ ACTUATION_S = {"cpu": 0.001, "gpu": 0.005, "emc": 0.008}
 MIN_SAMPLE_S = 0.25
 EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends there
 SILENT_WINDOWS = 3  # a log silent for this many windows freezes the search
+CATCH_S = 0.05  # waiting for the source's next reading: looked for this often
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,10 @@ class LiveTuning:
         # cut the intervals `read_power` sees, the drift check's and `readings`' reads)
         self._energies: List[Tuple[float, float]] = []
         self._window_from = 0.0  # when the window's first reading is due
+        # the last sample (reading, power, energy): the next window's first where the point
+        # stays and nothing needs to settle (consecutive windows at one point share it)
+        self._last_sample: Optional[Tuple[Reading, Optional[float],
+                                          Optional[Tuple[float, float]]]] = None
         self._window_s = config.window_s  # this window's length (a governor's probe: shorter)
         self.saved: Optional[EnergySaved] = None  # from `begin`: against the starting point
         # the workload's items counted since the daemon started (jetbench_items_total): the
@@ -212,7 +219,8 @@ class LiveTuning:
         as the decision asks (a share of --tune-window), after the workload's settling and the
         moved knobs' actuation."""
         moved = [k for k, a, b in zip(self.space.knobs, point, self._point) if a != b]
-        if force or point != self._point:
+        pinned = force or point != self._point
+        if pinned:
             self._pin(self.space.hz(point))
         self._point = point
         self._readings, self._powers, self._energies = [], [], []
@@ -221,9 +229,27 @@ class LiveTuning:
         if decision is not None and decision.settle and decision.settle_share is not None:
             share = decision.settle_share  # the settling window's own length
         self._window_s = self.config.window_s * share
+        if not pinned:  # the same clocks, nothing to settle: the window goes on from the last
+            self._window_from = self._clock()
+            self._carry()
+            return
         settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s) + max(
             [ACTUATION_S.get(k, 0.0) for k in moved] or [0.0])
         self._window_from = self._clock() + settle
+        self._last_sample = None
+        read_at = getattr(self.source, "read_at", None)
+        if read_at is not None:  # its first reading as it opens (source_poller.py)
+            read_at(self._window_from)
+
+    def _carry(self) -> None:
+        """The last sample as the new window's first (the point held on, unpinned)."""
+        if self._last_sample is None:
+            return
+        reading, power, energy = self._last_sample
+        self._readings = [reading]
+        self._powers = [] if power is None else [power]
+        self._energies = [] if energy is None else [energy]
+        self._window_from = min(self._window_from, reading.t_s)
 
     def repin(self) -> None:
         """The board was pinned by someone else's hand (a reload): the point again, and a new
@@ -288,7 +314,7 @@ class LiveTuning:
         self._items_last = reading.count
         last = self._readings[-1] if self._readings else None
         if reading.t_s < self._window_from or (last is not None and reading.t_s <= last.t_s):
-            return now + self.sample_s / 4  # nothing new since the last sample
+            return now + min(self.sample_s / 4, CATCH_S)  # nothing new since the last sample
         if last is not None and reading.count < last.count:
             # a restart, not a rate: nothing is counted across it
             log.info("tune: the counter went back (the workload restarted): a new window")
@@ -297,9 +323,14 @@ class LiveTuning:
         power = self._read_power()
         if power is not None and math.isfinite(power):
             self._powers.append(power)
+        else:
+            power = None
         energy = self._read_energy()
         if energy is not None and all(math.isfinite(x) for x in energy):
             self._energies.append(energy)
+        else:
+            energy = None
+        self._last_sample = (reading, power, energy)
         first = self._readings[0]
         if self._readings[-1].t_s - first.t_s >= self._window_s:
             if _said_nothing_new(self._readings):
@@ -313,6 +344,7 @@ class LiveTuning:
                 self._window_s = self.config.window_s * self._decision.window_share
                 self._readings, self._powers, self._energies = [], [], []
                 self._window_from = self._clock()
+                self._carry()  # the judged window from where the settling one ended
                 return self._window_from
             self._decide(self._measured(), None)
             return self._window_from
@@ -369,7 +401,7 @@ class LiveTuning:
                 self.tuner.held_window is not None:
             self._on_held(self.space.hz(self.tuner.held), self.tuner.held_window)
         if early:
-            decision.why = f"{decision.why} (that window ended early: it broke a constraint)"
+            decision.why = f"{decision.why} (that window ended early)"
         if failure is not None:
             pass  # said by the freeze
         elif measured is None:
