@@ -752,6 +752,34 @@ def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once
     assert after.point == up and look.epochs == epochs, after
 
 
+def test_a_held_window_busy_throughout_so_far_where_the_point_kept_up_ends_there():
+    # the fluid benchmark's rises (--arrivals --busy, 2100 changes): of the 96 changes not
+    # within 30 s, most spent a whole held window busy throughout before the look one step up
+    # (TX1 surface 28 seed 5: held 3 s after the rise, looked at 14). Busy all of the window
+    # so far where its windows before were not: ended there, and that look follows
+    served, gov = _held_past_the_walk()
+    held = gov.held
+    before = gov._epoch.mean(held)
+    assert before is not None and before.busy_share < 0.97
+    partial = replace(before, busy_share=1.0)  # its rate as before: no move shows in it
+    assert gov.ends_early(held, partial)
+    assert not gov.ends_early(held, replace(before, busy_share=before.busy_share))
+    assert not gov.ends_early(tuple(i + 1 for i in held), partial)  # only at the held point
+    saturated = copy.deepcopy(gov)  # busy throughout before too: nothing new in it
+    saturated._epoch.reads[held] = [replace(w, busy_share=1.0)
+                                    for w in saturated._epoch.reads[held]]
+    assert not saturated.ends_early(held, partial)
+    near = copy.deepcopy(gov)  # near its capacity (busy 99%), the last window before not
+    reads = near._epoch.reads[held] = [replace(w, busy_share=0.99)
+                                       for w in near._epoch.reads[held]]
+    reads[-1] = replace(reads[-1], busy_share=0.95)
+    assert near.ends_early(held, partial)
+    trial = copy.deepcopy(gov)
+    trial._held_windows = WALK_WINDOWS
+    out = trial.observe(held, partial)
+    assert out.point == tuple(i + 1 for i in held) and "checking one step up" in out.why, out
+
+
 def test_a_fall_read_at_a_held_point_busy_throughout_is_read_again_at_the_top():
     # the fluid benchmark (TX1, surface 8, seed 7): the last window before a rise read low, a
     # fall, read at the held point (it keeps up with less); busy all that window there, it did

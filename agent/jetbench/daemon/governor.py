@@ -49,7 +49,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   once, its own half window after (not under a tail constraint: its windows teach the margin).
 - Holding (governor_hold.py): half windows while the edge is walked (WALK_WINDOWS; not under a
   tail constraint), full ones after; a short one a step up now and then (often near the point's
-  capacity, where a rising demand shows nowhere else); the neighbours of a point just held read
+  capacity, where a rising demand shows nowhere else; at once where --busy-from shows a held
+  window busy throughout after windows that were not, the held window ended as soon as it has
+  not been idle for EARLY_FRACTION of it); the neighbours of a point just held read
   (the edge walked jointly), a close call's other point read again.
 
 Constraints: items_per_s and power_w floors and ceilings and demand>=SHARE, which the models
@@ -92,6 +94,11 @@ from .workload_model import Point, Seen, fit, shares_of
 
 MAX_PROBES = 5  # points read per demand before the best read is held
 EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
+# a held window so far busy at least this share of it (--busy-from), where the point's windows
+# before were not busy throughout, ends there: never idle, the queue never emptied (at 97% of
+# its capacity a point is idle now and then within any few seconds; a window busy 97-99.5%
+# waits for its end, as Poisson arrivals near capacity fill a short one by chance)
+BUSY_NO_IDLE = 0.995
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
 
 
@@ -115,7 +122,9 @@ class Governor(Holding):
     def ends_early(self, point: Point, partial: Window) -> bool:
         """Whether a window so far is enough: it breaks a constraint beyond its noise, or, at
         the held point, its rate moved beyond it (the demand changed: the rest of the window
-        would only straddle the change). A rate floor does not end a window that reads the
+        would only straddle the change), or it has not been idle (--busy-from: BUSY_NO_IDLE)
+        where the point's windows before were (a demand past its capacity: the look one step
+        up follows, Holding._busier). A rate floor does not end a window that reads the
         demand (at the top, or where a fall is read): nothing serves more there, and a read
         stopped where it happened to look low is low on average (the fluid benchmark's reads
         of the demand: 3.0% under the truth, 0.27 of their uncertainty; 0.6% without)."""
@@ -126,6 +135,8 @@ class Governor(Holding):
             return True
         if not held:
             return False
+        if self._busier(partial, counted=False, full=BUSY_NO_IDLE):
+            return True  # never idle so far where it was not: the look one step up now
         # (looked at every sample: a stricter margin than a whole window's keeps the looks
         # from finding a move in the noise)
         ref = self._epoch.mean(point)

@@ -195,7 +195,7 @@ class Holding:
             window.items_per_j, window.items_per_j_uncertainty_pct, than.items_per_j,
             than.items_per_j_uncertainty_pct, SIGMAS)
 
-    def _busier(self, window: Window) -> bool:
+    def _busier(self, window: Window, counted: bool = True, full: float = BUSY_FULL) -> bool:
         """The held point busy all of a window (--busy-from) where the window before it was
         not, or its windows before on average (held near its capacity, busy 95-99% of each: a
         demand past the top looked for a window later): a demand that grew past its capacity
@@ -204,10 +204,11 @@ class Holding:
         burst at a point near its capacity read there every time cost 0.3-0.6% of the fluid
         benchmark's energy)."""
         reads = self._epoch.reads.get(self.held, []) if self.held is not None else []
-        before = [w.busy_share for w in reads[:-1]]  # (the last is this window)
+        # (the last is this window where it is `counted`, not where it is one under way)
+        before = [w.busy_share for w in (reads[:-1] if counted else reads)]
         if window.busy_share is None or not before or None in before:
             return False
-        return window.busy_share >= BUSY_FULL > min(before[-1] or 0.0,
+        return window.busy_share >= full and BUSY_FULL > min(before[-1] or 0.0,
                                                     sum(b or 0.0 for b in before) / len(before))
 
     def _capacity(self, point: Point) -> Optional[float]:
