@@ -4,11 +4,12 @@ queue in simulated time, with demand steps.
 
 A workload is a capacity C and a power over the clocks: `sim` is sim:resnet18 fp16 from the
 simulator's own latency and power models (as bench_online_tune.py); `surface:SEED` is one of
-sim/surface.py's random surfaces, written apart from the project's models (its power at a
-load between its idle and its full-load figure, linear in the share of time busy). Frames
-arrive at the demand into a queue of QUEUE_S seconds of it (a frame that finds it full is
-dropped), are served at C, every DT_S. The controller is driven as live_tuning.py drives it: a
-pin, SETTLE_S, a window of --tune-window times the decision's share (a settling window not
+sim/surface.py's random surfaces, written apart from the project's models (its power at a load
+between its idle and its full-load figure, linear in the share of time busy). Frames arrive at
+the demand into a queue of QUEUE_S seconds of it (a frame that finds it full is dropped), are
+served at C, every DT_S. The controller is driven as live_tuning.py drives it: a pin, its
+settling (live_tuning.pin_settle_s: 1 s; none where the point stays, as the daemon goes on from
+the last sample), a window of --tune-window times the decision's share (a settling window not
 judged), a window that clearly breaks a constraint by EARLY_FRACTION of it ends there; each
 window's rate and power get JITTER_PCT of noise (for a 10 s window; more for a shorter one, as
 1/sqrt of its length) and say it as their uncertainty.
@@ -52,7 +53,7 @@ import numpy as np
 
 from jetbench.daemon.governor import Governor
 from jetbench.daemon.live_rate import Reading
-from jetbench.daemon.live_tuning import sample_period_s, window_figures
+from jetbench.daemon.live_tuning import pin_settle_s, sample_period_s, window_figures
 from jetbench.daemon.online_tuner import HOLDING, OnlineTuner, Point, Space, Window
 from jetbench.daemon.window_noise import NoisePool
 from jetbench.hw.board import detect
@@ -70,7 +71,6 @@ WINDOW_S = 10.0
 PHASE_S = 300.0
 DT_S = 0.05
 QUEUE_S = 1.0
-SETTLE_S = 0.25
 EARLY_FRACTION = 0.3
 JITTER_PCT = 2.0
 ARRIVALS = False  # --arrivals: Poisson arrivals, the window sampled as the live daemon does
@@ -162,6 +162,13 @@ def steady(work: Workload, point: Point, demand: Optional[float]) -> Tuple[float
     cap = work.capacity(point)
     rate = cap if demand is None else min(demand, cap)
     return rate, work.power_w(point, rate / cap)
+
+
+def settle_after(space: Space, pinned: Optional[Point], point: Point) -> float:
+    """The seconds live_tuning waits after pinning `point` where `pinned` ran (None: the
+    first pin)."""
+    moved = [k for k, a, b in zip(space.knobs, point, pinned or point) if a != b]
+    return pin_settle_s(WINDOW_S, moved)
 
 
 def optimum(work: Workload, demand: Optional[float], floor: float) -> float:
@@ -297,8 +304,12 @@ class Run:
         optima = [optimum(self.work, d, self.floor) for d in self.demands]
         reached: List[Optional[float]] = [None] * len(self.demands)
         gaps: List[float] = [1.0] * len(self.demands)
+        pinned: Optional[Point] = None
         while self.t < end:
-            self.advance(decision.point, SETTLE_S)
+            if decision.point != pinned:  # a pin: the workload settles, the knobs act
+                self.advance(decision.point, settle_after(self.work.space, pinned,
+                                                          decision.point))
+                pinned = decision.point
             share = getattr(decision, "window_share", 1.0)
             if decision.settle and getattr(decision, "settle_share", None) is not None:
                 share = decision.settle_share

@@ -40,13 +40,13 @@ from bench_governor import (
     EARLY_FRACTION,
     JITTER_PCT,
     PHASE_S,
-    SETTLE_S,
     SHARES,
     WINDOW_S,
     SimNetwork,
     SurfaceWorkload,
     Workload,
     _pcts,
+    settle_after,
 )
 
 from jetbench.daemon.online_tuner import Point, Window
@@ -188,8 +188,12 @@ class TailRun:
         end = PHASE_S * len(self.demands)
         gaps = [1.0] * len(self.demands)
         gaps_windows = [1.0] * len(self.demands)
+        pinned: Optional[Point] = None
         while self.queue.t < end:
-            self.queue.advance(decision.point, SETTLE_S)
+            if decision.point != pinned:  # a pin: the workload settles, the knobs act
+                self.queue.advance(decision.point, settle_after(self.work.space, pinned,
+                                                                decision.point))
+                pinned = decision.point
             share = decision.window_share
             if decision.settle and decision.settle_share is not None:
                 share = decision.settle_share

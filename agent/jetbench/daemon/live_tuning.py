@@ -5,14 +5,14 @@ A window: after a pin, SETTLE_FRACTION of a window (at most 1 s) for the workloa
 new speed; then the workload's counter is read every `sample_s` (a tenth of the window, 0.25 s
 at least) together with the board's total power, the first reading as the window opens (the
 poller is asked for it: `read_at`). A window at the point the last one ran, nothing pinned in
-between, goes on from the last one's last sample (the same clocks, nothing to settle). At the window's end: the rate is the counter's
-increase over the window, the power the mean of the samples (or the total's energy over the
-window, where it counts one), each as sure as the spread of the recent windows' samples says
-(window_noise.py: a short window's own spread is too few samples to tell). Latency quantiles
-come from the histogram's buckets over the window. A window that breaks a constraint beyond its
-uncertainty by EARLY_FRACTION of its length ends there; where the controller asks for one (after
-a miss, after the first pin) a window only lets the workload settle and is not judged, unless it
-ends early so (then it is).
+between, goes on from the last one's last sample (the same clocks, nothing to settle). At the
+window's end: the rate is the counter's increase over the window, the power the mean of the
+samples (or the total's energy over the window, where it counts one), each as sure as the
+spread of the recent windows' samples says (window_noise.py: a short window's own spread is too
+few samples to tell). Latency quantiles come from the histogram's buckets over the window. A
+window that breaks a constraint beyond its uncertainty by EARLY_FRACTION of its length ends
+there; where the controller asks for one (after a miss, after the first pin) a window only lets
+the workload settle and is not judged, unless it ends early so (then it is).
 
 The source is read off the daemon's loop (source_poller.py; a Prometheus page within a total
 deadline and a size bound, scrape.py): a fault, or a log silent for `silence_s`, freezes the
@@ -100,6 +100,13 @@ class TuneConfig:
         unless given)."""
         return self.silent_after_s if self.silent_after_s is not None \
             else SILENT_WINDOWS * self.window_s
+
+
+def pin_settle_s(window_s: float, moved: Sequence[str]) -> float:
+    """After a pin, before a window's first reading: the workload's settling (a tenth of the
+    window, SETTLE_MAX_S at most) and the moved knobs' actuation."""
+    return min(SETTLE_MAX_S, SETTLE_FRACTION * window_s) + max(
+        [ACTUATION_S.get(k, 0.0) for k in moved] or [0.0])
 
 
 def sample_period_s(window_s: float) -> float:
@@ -233,9 +240,7 @@ class LiveTuning:
             self._window_from = self._clock()
             self._carry()
             return
-        settle = min(SETTLE_MAX_S, SETTLE_FRACTION * self.config.window_s) + max(
-            [ACTUATION_S.get(k, 0.0) for k in moved] or [0.0])
-        self._window_from = self._clock() + settle
+        self._window_from = self._clock() + pin_settle_s(self.config.window_s, moved)
         self._last_sample = None
         read_at = getattr(self.source, "read_at", None)
         if read_at is not None:  # its first reading as it opens (source_poller.py)
