@@ -8,7 +8,7 @@ sim/surface.py's random surfaces, written apart from the project's models (its p
 between its idle and its full-load figure, linear in the share of time busy). Frames arrive at
 the demand into a queue of QUEUE_S seconds of it (a frame that finds it full is dropped), are
 served at C, every DT_S. The controller is driven as live_tuning.py drives it: a pin, its
-settling (live_tuning.pin_settle_s: 1 s; none where the point stays, as the daemon goes on from
+settling (live_window.pin_settle_s: 1 s; none where the point stays, as the daemon goes on from
 the last sample), a window of --tune-window times the decision's share (a settling window not
 judged), a window that clearly breaks a constraint by EARLY_FRACTION of it ends there; each
 window's rate and power get JITTER_PCT of noise (for a 10 s window; more for a shorter one, as
@@ -19,7 +19,7 @@ frames arrive at random (Poisson) at the demand, so a point that keeps up serves
 and its power follows what it served; the window is sampled as live_tuning.py samples it (the
 count and the power every tenth of a window, a second at least; power the mean over the last
 POWER_SPAN_S, as the simulated meter reads the app's busy share, with --meter-pct of noise a
-reading), its figures and how sure they are by live_tuning.window_figures (the recent windows'
+reading), its figures and how sure they are by live_window.window_figures (the recent windows'
 spread, pooled: window_noise.py).
 
 Printed per workload, seed and controller: the share of 10 s stretches of wall time whose
@@ -53,7 +53,12 @@ import numpy as np
 
 from jetbench.daemon.governor import Governor
 from jetbench.daemon.live_rate import Reading
-from jetbench.daemon.live_tuning import pin_settle_s, sample_period_s, window_figures
+from jetbench.daemon.live_window import (
+    EARLY_FRACTION,
+    pin_settle_s,
+    sample_period_s,
+    window_figures,
+)
 from jetbench.daemon.online_tuner import HOLDING, OnlineTuner, Point, Space, Window
 from jetbench.daemon.window_noise import NoisePool
 from jetbench.hw.board import detect
@@ -71,7 +76,6 @@ WINDOW_S = 10.0
 PHASE_S = 300.0
 DT_S = 0.05
 QUEUE_S = 1.0
-EARLY_FRACTION = 0.3
 JITTER_PCT = 2.0
 ARRIVALS = False  # --arrivals: Poisson arrivals, the window sampled as the live daemon does
 METER_PCT = 1.0  # ... and each power reading's noise, %

@@ -110,7 +110,7 @@ def test_the_busy_share_is_the_busy_counters_increase_over_the_window(tmp_path):
     from one page (or another); a share over BUSY_MAX is no one server's and is not used."""
     from prometheus_client import CollectorRegistry, Counter, start_http_server
 
-    from jetbench.daemon.live_tuning import busy_used, window_figures
+    from jetbench.daemon.live_window import busy_used, window_figures
     from jetbench.daemon.window_noise import NoisePool
 
     registry = CollectorRegistry()

@@ -1,4 +1,4 @@
-"""How sure a `daemon --tune` window is (daemon/window_noise.py, live_tuning.window_figures):
+"""How sure a `daemon --tune` window is (daemon/window_noise.py, live_window.window_figures):
 the spread of the recent windows, pooled, never under a window's own."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jetbench.daemon.live_rate import Reading
-from jetbench.daemon.live_tuning import window_figures
+from jetbench.daemon.live_window import window_figures
 from jetbench.daemon.window_noise import NoisePool, counter_spread, reading_spread
 
 

@@ -34,9 +34,8 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import HardwareError, JetbenchError
@@ -45,8 +44,16 @@ from ..run.constraint import Constraint
 from ..units import format_hz
 from .governor import Governor, modelled
 from .live_log import LogSource
-from .live_rate import BUSY_MAX, LiveRate, PrometheusSource, Reading, ms_per_unit, window
-from .live_space import energy_power, opened_space, rates_text
+from .live_rate import LiveRate, PrometheusSource, Reading, ms_per_unit
+from .live_space import opened_space, rates_text
+from .live_window import (
+    EARLY_FRACTION,
+    busy_used,
+    pin_settle_s,
+    said_nothing_new,
+    sample_period_s,
+    window_figures,
+)
 from .online_tuner import (
     EXPLORING,
     FROZEN,
@@ -69,13 +76,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jetbench.daemon")
 
-SETTLE_FRACTION = 0.1
-SETTLE_MAX_S = 1.0
-# how long a new clock takes to act, by knob (arXiv 2606.16106 on Orin: about 1, 5 and 8 ms):
-# added to the workload's settling after a pin that moved the knob
-ACTUATION_S = {"cpu": 0.001, "gpu": 0.005, "emc": 0.008}
-MIN_SAMPLE_S = 0.25
-EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends there
 SILENT_WINDOWS = 3  # a log silent for this many windows freezes the search
 CATCH_S = 0.05  # waiting for the source's next reading: looked for this often
 
@@ -100,60 +100,6 @@ class TuneConfig:
         unless given)."""
         return self.silent_after_s if self.silent_after_s is not None \
             else SILENT_WINDOWS * self.window_s
-
-
-def pin_settle_s(window_s: float, moved: Sequence[str]) -> float:
-    """After a pin, before a window's first reading: the workload's settling (a tenth of the
-    window, SETTLE_MAX_S at most) and the moved knobs' actuation."""
-    return min(SETTLE_MAX_S, SETTLE_FRACTION * window_s) + max(
-        [ACTUATION_S.get(k, 0.0) for k in moved] or [0.0])
-
-
-def sample_period_s(window_s: float) -> float:
-    """How often a window reads the source and the power: a tenth of it, MIN_SAMPLE_S at least."""
-    return max(MIN_SAMPLE_S, window_s / 10)
-
-
-def _said_nothing_new(readings: List[Reading]) -> bool:
-    """A log's readings with no new value after the window's first: not judged."""
-    last = readings[-1].value_at
-    return last is not None and last <= readings[0].t_s
-
-
-def window_figures(readings: Sequence[Reading], powers: Sequence[float],
-                   energies: Sequence[Tuple[float, float]], noise: NoisePool,
-                   ms_per: float = 1000.0, deadline_ms: Optional[float] = None,
-                   learn: bool = False) -> Optional[Window]:
-    """A window's figures from its readings, its power readings and the total's energy at
-    them (its own difference over its own time where there is one), each sure as the recent
-    windows' spread says (window_noise.py; `learn`: this window's spread joins it). None where
-    the counter went back (a restart) or there is no power."""
-    whole = window(readings[0], readings[-1], ms_per=ms_per, deadline_ms=deadline_ms)
-    if whole is None or not powers:
-        return None
-    counts = [(r.t_s, r.count) for r in readings]
-    own = energy_power(energies)
-    power, values, kind = (statistics.fmean(powers), list(powers), "readings") if own is None \
-        else (own[0], own[1], "energy")
-    rate_pct = noise.rate_pct(counts)
-    power_pct = noise.power_pct(values, kind)
-    if learn:
-        noise.learn(counts, values, kind)
-    return Window(whole.items_per_s, rate_pct, power, power_pct if power_pct else 0.1,
-                  whole.latency_ms, whole.miss_rate, whole.busy_share)
-
-
-def busy_used(window: Window) -> Tuple[Window, Optional[str]]:
-    """A window's busy share as the governor takes it: at most all of it (a scrape's timing
-    puts a little over), none over BUSY_MAX (no one server's time, live_rate.py), and why."""
-    share = window.busy_share
-    if share is None or share <= 1.0:
-        return window, None
-    if share <= BUSY_MAX:
-        return replace(window, busy_share=1.0), None
-    return replace(window, busy_share=None), (
-        f"the counter rose {share:.2f} s a second: not one server's busy time (several "
-        "instances, or a batch's time counted once per request); not used")
 
 
 class LiveTuning:
@@ -338,7 +284,7 @@ class LiveTuning:
         self._last_sample = (reading, power, energy)
         first = self._readings[0]
         if self._readings[-1].t_s - first.t_s >= self._window_s:
-            if _said_nothing_new(self._readings):
+            if said_nothing_new(self._readings):
                 # a log that said nothing in the whole window: its last value is no rate
                 self._quiet_windows += 1
                 self._readings, self._powers, self._energies = [], [], []
@@ -364,7 +310,7 @@ class LiveTuning:
         window too, which is then judged: a backlog drained can only flatter a point, so one
         that misses while it settles misses (the point the daemon starts from, say)."""
         readings = self._readings
-        if len(readings) < 3 or _said_nothing_new(readings) or \
+        if len(readings) < 3 or said_nothing_new(readings) or \
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self._window_s:
             return False  # (a log's last value, repeated, is judged by no one)
         partial = self._figures()
