@@ -168,13 +168,6 @@ def steady(work: Workload, point: Point, demand: Optional[float]) -> Tuple[float
     return rate, work.power_w(point, rate / cap)
 
 
-def settle_after(space: Space, pinned: Optional[Point], point: Point) -> float:
-    """The seconds live_tuning waits after pinning `point` where `pinned` ran (None: the
-    first pin)."""
-    moved = [k for k, a, b in zip(space.knobs, point, pinned or point) if a != b]
-    return pin_settle_s(WINDOW_S, moved)
-
-
 def optimum(work: Workload, demand: Optional[float], floor: float) -> float:
     import itertools
     best = 0.0
@@ -311,8 +304,8 @@ class Run:
         pinned: Optional[Point] = None
         while self.t < end:
             if decision.point != pinned:  # a pin: the workload settles, the knobs act
-                self.advance(decision.point, settle_after(self.work.space, pinned,
-                                                          decision.point))
+                self.advance(decision.point, pin_settle_s(
+                    WINDOW_S, self.work.space.knobs, pinned, decision.point))
                 pinned = decision.point
             share = getattr(decision, "window_share", 1.0)
             if decision.settle and getattr(decision, "settle_share", None) is not None:

@@ -46,9 +46,9 @@ from bench_governor import (
     SurfaceWorkload,
     Workload,
     _pcts,
-    settle_after,
 )
 
+from jetbench.daemon.live_window import pin_settle_s
 from jetbench.daemon.online_tuner import Point, Window
 from jetbench.run.constraint import Constraint
 
@@ -191,8 +191,8 @@ class TailRun:
         pinned: Optional[Point] = None
         while self.queue.t < end:
             if decision.point != pinned:  # a pin: the workload settles, the knobs act
-                self.queue.advance(decision.point, settle_after(self.work.space, pinned,
-                                                                decision.point))
+                self.queue.advance(decision.point, pin_settle_s(
+                    WINDOW_S, self.work.space.knobs, pinned, decision.point))
                 pinned = decision.point
             share = decision.window_share
             if decision.settle and decision.settle_share is not None:

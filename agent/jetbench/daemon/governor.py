@@ -123,11 +123,11 @@ class Governor(Holding):
         """Whether a window so far is enough: it breaks a constraint beyond its noise, or, at
         the held point, its rate moved beyond it (the demand changed: the rest of the window
         would only straddle the change), or it has not been idle (--busy-from: BUSY_NO_IDLE)
-        where the point's windows before were (a demand past its capacity: the look one step
-        up follows, Holding._busier). A rate floor does not end a window that reads the
-        demand (at the top, or where a fall is read): nothing serves more there, and a read
-        stopped where it happened to look low is low on average (the fluid benchmark's reads
-        of the demand: 3.0% under the truth, 0.27 of their uncertainty; 0.6% without)."""
+        where the point's windows before were not busy throughout (a demand past its capacity:
+        the look one step up follows, Holding._busier). A rate floor does not end a window that
+        reads the demand (at the top, or where a fall is read): nothing serves more there, and
+        a read stopped where it happened to look low is low on average (the fluid benchmark's
+        reads of the demand: 3.0% under the truth, 0.27 of their uncertainty; 0.6% without)."""
         held = self.phase == HOLDING and point == self.held
         reading = not held and point in (self.space.top(), self._epoch.read_at)
         if any(breaks(partial, lim) for lim in self.judged()

@@ -171,8 +171,8 @@ class LiveTuning:
         """The next window at `point`: pinned where it is not the point pinned now; as long
         as the decision asks (a share of --tune-window), after the workload's settling and the
         moved knobs' actuation."""
-        moved = [k for k, a, b in zip(self.space.knobs, point, self._point) if a != b]
-        pinned = force or point != self._point
+        before = self._point
+        pinned = force or point != before
         if pinned:
             self._pin(self.space.hz(point))
         self._point = point
@@ -186,7 +186,8 @@ class LiveTuning:
             self._window_from = self._clock()
             self._carry()
             return
-        self._window_from = self._clock() + pin_settle_s(self.config.window_s, moved)
+        self._window_from = self._clock() + pin_settle_s(self.config.window_s,
+                                                         self.space.knobs, before, point)
         self._last_sample = None
         read_at = getattr(self.source, "read_at", None)
         if read_at is not None:  # its first reading as it opens (source_poller.py)

@@ -11,7 +11,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from .live_rate import BUSY_MAX, Reading, window
 from .live_space import energy_power
-from .online_tuner import Window
+from .online_tuner import Point, Window
 from .window_noise import NoisePool
 
 SETTLE_FRACTION = 0.1
@@ -23,9 +23,12 @@ MIN_SAMPLE_S = 0.25
 EARLY_FRACTION = 0.3  # a window that clearly breaks a constraint by then ends there
 
 
-def pin_settle_s(window_s: float, moved: Sequence[str]) -> float:
-    """After a pin, before a window's first reading: the workload's settling (a tenth of the
-    window, SETTLE_MAX_S at most) and the moved knobs' actuation."""
+def pin_settle_s(window_s: float, knobs: Sequence[str], before: Optional[Point],
+                 after: Point) -> float:
+    """After pinning `after` where `before` ran (None: the first pin), before a window's first
+    reading: the workload's settling (a tenth of the window, SETTLE_MAX_S at most) and the
+    actuation of the knobs that moved."""
+    moved = [k for k, a, b in zip(knobs, after, before or after) if a != b]
     return min(SETTLE_MAX_S, SETTLE_FRACTION * window_s) + max(
         [ACTUATION_S.get(k, 0.0) for k in moved] or [0.0])
 
