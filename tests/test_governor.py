@@ -752,6 +752,48 @@ def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once
     assert after.point == up and look.epochs == epochs, after
 
 
+def test_more_served_than_the_demand_where_no_backlog_explains_it_reads_the_demand_at_once():
+    # live run AI (TX1 surface 10, arrivals 20261130): a walk probe begun 2 s before a rise
+    # served 85.5/s against a demand read 63.7, after a window at the top that kept up; it was
+    # read again as a drained backlog, then the demand at the top: 4 s of the 39 the rise took.
+    # A queue that emptied in the window before left no backlog to drain: busy throughout
+    # since, more arrives. So after a held window busy throughout where the held point's
+    # windows before kept up (run AJ: the probe came after one, ended early so): a backlog
+    # only arrivals past its capacity build
+    served, gov = _held_past_the_walk()
+    held, epochs = gov.held, gov.epochs
+    before = gov._epoch.mean(held)
+    assert before is not None and gov.demand is not None and before.busy_share < 0.97
+    side = next(p for p in itertools.product(range(len(GPU)), range(len(EMC)))
+                if p not in (held, SPACE.top()) and p not in gov._epoch.reads)
+    _, power = served.truth(side)
+    # (busy before, the held point busy throughout before that too, busy, rate / demand)
+    at_once = {(0.5, False, 1.0, 1.3): "kept up (busy 50%)",
+               (1.0, False, 1.0, 1.3): "was busy throughout where it had kept up"}
+    # read again: a standing backlog drains (the held point busy throughout all along), or a
+    # point that kept up served a burst, or how busy is not known; and a point near its
+    # capacity busy throughout a burst a little over the demand (a fall's probe 7.5% over it
+    # went to the top: beyond SIGMAS, not RISE_SIGMAS)
+    again = [(1.0, True, 1.0, 1.3), (0.5, False, 0.9, 1.3), (None, False, None, 1.3),
+             (0.5, False, 1.0, 1.075)]
+    for case in [*at_once, *again]:
+        busy_before, standing, busy, more = case
+        trial = copy.deepcopy(gov)
+        if standing:
+            trial._epoch.reads[held] = [replace(w, busy_share=1.0)
+                                        for w in trial._epoch.reads[held]]
+        trial.observe(held, replace(before, busy_share=busy_before))
+        assert more * gov.demand > gov.demand * (1 + 2 * (2.0 + trial._epoch.demand_pct) / 100)
+        out = trial.observe(side, Window(more * gov.demand, 2.0, power, 2.0, busy_share=busy))
+        if case in at_once:
+            assert out.point == SPACE.top() and out.settle and trial.epochs == epochs + 1, out
+            assert at_once[case] in out.why, out.why
+            assert trial._checking is None  # (a look under way ends with its demand)
+        else:
+            assert out.point == side and "a backlog drained" in out.why, (case, out)
+            assert trial.epochs == epochs
+
+
 def test_a_held_window_busy_throughout_so_far_where_the_point_kept_up_ends_there():
     # the fluid benchmark's rises (--arrivals --busy, 2100 changes): of the 96 changes not
     # within 30 s, most spent a whole held window busy throughout before the look one step up

@@ -18,7 +18,10 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   from the models), and the point held then, its walk where it was, unless a point read is
   ahead of it beyond noise (_resumed). A window at a point the capacity model puts well above
   the demand reads it too (Epoch.read_kept_up): one read at the top is 5-10% noisy, and a held
-  point near its capacity serves only 10% more when it doubles.
+  point near its capacity serves only 10% more when it doubles. A point that serves more than
+  the demand beyond noise may have drained a backlog a point before left: it is read again,
+  and twice running is a rise (read at the top); at once where it was busy throughout after a
+  window whose queue emptied (--busy-from), beyond RISE_SIGMAS: no backlog was left.
   Where the workload says how busy it was (--busy-from), a window busy BUSY_FULL of it did not
   keep up and one less busy served what arrived (Epoch.saturated, read_kept_up): whatever its
   rate's noise; and its rate over its busy share is its point's capacity, at any load.
@@ -67,7 +70,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..run.constraint import Constraint
-from .demand_epoch import BUSY_FULL, Epoch, breaks, is_rate_floor
+from .demand_epoch import BUSY_FULL, Epoch, breaks, is_rate_floor, kept_up
 from .governor_hold import (
     PROBE_SHARE,
     RECHECKS,
@@ -99,6 +102,7 @@ EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
 # its capacity a point is idle now and then within any few seconds; a window busy 97-99.5%
 # waits for its end, as Poisson arrivals near capacity fill a short one by chance)
 BUSY_NO_IDLE = 0.995
+RISE_SIGMAS = 3.0  # more served than the demand where no backlog was left: a rise, read at once
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
 
 
@@ -171,9 +175,15 @@ class Governor(Holding):
         if new_demand is not None:
             return new_demand
         ep = self._epoch
-        if point != top and ep.demand is not None and window.items_per_s > ep.demand and \
-                _apart(window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
-                       ep.demand_pct, SIGMAS) and ep.drained < MAX_DRAINS and \
+        more = point != top and ep.demand is not None and window.items_per_s > ep.demand and \
+            _apart(window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
+                   ep.demand_pct, SIGMAS)
+        rose = self._rose_at_once(window, before) if more else None
+        if rose is not None:
+            return self._new_demand(f"{self._text(point)} served more than the demand read "
+                                    f"({window.items_per_s:.3g} > {ep.demand:.3g}/s), busy "
+                                    f"throughout after {rose}")
+        if more and ep.drained < MAX_DRAINS and \
                 not self._rose_past_held(point, window, before):
             # more than arrives: it drained a backlog a point before left (and looks better
             # than it is); read again, drained
@@ -272,6 +282,31 @@ class Governor(Holding):
                                 f"{window.items_per_s:.3g}/s)",
                                 at=point if went == "fell" else None)
 
+    def _rose_at_once(self, window: Window, before: Optional[Tuple[Point, Window]]
+                      ) -> Optional[str]:
+        """A window that served more than the demand read: whether it is a rise without a
+        second read (as a drain): busy throughout (--busy-from) beyond RISE_SIGMAS, after a
+        window whose queue emptied (busy under BUSY_FULL: no backlog left to drain), or after
+        a held window busy throughout where the held point's windows before were not (a
+        backlog only arrivals beyond its capacity build: live, a walk's probe 2 s after such a
+        window served 85/s against a demand read at 63, read again: 4 s of the 39 the rise
+        took). Where it kept up it is read again: a burst (the held point's windows sent to
+        the top, 0.2% of the fluid benchmark's energy); so within RISE_SIGMAS (a point near its
+        capacity is busy throughout a burst: a fall's probe 7.5% over the demand went to the
+        top). Returns what the window before showed, or None."""
+        ep = self._epoch
+        if before is None or ep.demand is None or not ep.saturated(window) or \
+                window.busy_share is None or not _apart(
+                    window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
+                    ep.demand_pct, RISE_SIGMAS):
+            return None
+        point, last = before
+        if kept_up(last):
+            return f"{self._text(point)} kept up (busy {last.busy_share:.0%})"
+        if point == self.held and self._busier(last):
+            return f"{self._text(point)} was busy throughout where it had kept up"
+        return None
+
     def _rose_past_held(self, point: Point, window: Window,
                         before: Optional[Tuple[Point, Window]]) -> bool:
         """The look one step up (--busy-from) busy throughout, after a held window busy
@@ -299,6 +334,7 @@ class Governor(Holding):
         self.epochs += 1
         self._tail.forget_last()  # (the window before a new demand read the move)
         self._resume = None
+        self._checking = None  # (a look under way ends with its demand)
         self._before = self._epoch
         self._epoch = Epoch()
 
