@@ -492,7 +492,8 @@ class Governor(Holding):
         ep = self._epoch
         return [(point, self._at_demand(point, w)) for point in ep.reads
                 for w in [ep.mean(point)]
-                if w is not None and ep.met(self._at_demand(point, w, judged=True), limits, w) and
+                if w is not None and ep.met(self._at_demand(point, w, judged=True), limits, w,
+                                            ep.mean(point, each=True)) and
                 self._tail.met(ep, point)]
 
     def tail_text(self) -> Dict[str, str]:

@@ -192,6 +192,11 @@ def unsure(epoch: Epoch, met: Collection[Point], judged: Sequence[Constraint],
         if point in met or w is None or epoch.excluded(point) or len(ws) >= UNSURE_READS or \
                 point == top:
             continue
+        each = epoch.mean(point, each=True)
+        if epoch.saturated(w) and each is not None and all(w.meets(lim) for lim in limits) and \
+                not all(each.meets(lim) for lim in limits):
+            continue  # met beyond its windows' mean's noise, not one's (Epoch.met): more reads
+            # do not narrow a window's noise
         values = [(lim, w.metric(lim.name)[0]) for lim in limits]
         if all(lim.met(v, None) for lim, v in values if v is not None) and \
                 (best is None or w.items_per_j > best.items_per_j):
