@@ -21,7 +21,8 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   point near its capacity serves only 10% more when it doubles. A point that serves more than
   the demand beyond noise may have drained a backlog a point before left: it is read again,
   and twice running is a rise (read at the top); at once where it was busy throughout after a
-  window whose queue emptied (--busy-from), beyond RISE_SIGMAS: no backlog was left.
+  window whose queue emptied (--busy-from), beyond RISE_SIGMAS: no backlog was left
+  (Holding._rose_at_once).
   Where the workload says how busy it was (--busy-from), a window busy BUSY_FULL of it did not
   keep up and one less busy served what arrived (Epoch.saturated, read_kept_up): whatever its
   rate's noise; and its rate over its busy share is its point's capacity, at any load.
@@ -70,7 +71,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..run.constraint import Constraint
-from .demand_epoch import BUSY_FULL, Epoch, breaks, is_rate_floor, kept_up
+from .demand_epoch import Epoch, breaks, is_rate_floor
 from .governor_hold import (
     PROBE_SHARE,
     RECHECKS,
@@ -102,7 +103,6 @@ EARLY_SIGMAS = 3.0  # a held point's rate moved, judged before its window's end
 # its capacity a point is idle now and then within any few seconds; a window busy 97-99.5%
 # waits for its end, as Poisson arrivals near capacity fill a short one by chance)
 BUSY_NO_IDLE = 0.995
-RISE_SIGMAS = 3.0  # more served than the demand where no backlog was left: a rise, read at once
 MAX_DRAINS = 4  # reads read again for a drained backlog, per demand
 
 
@@ -281,44 +281,6 @@ class Governor(Holding):
         return self._new_demand(f"the rate {went} ({ref.items_per_s:.3g} -> "
                                 f"{window.items_per_s:.3g}/s)",
                                 at=point if went == "fell" else None)
-
-    def _rose_at_once(self, window: Window, before: Optional[Tuple[Point, Window]]
-                      ) -> Optional[str]:
-        """A window that served more than the demand read: whether it is a rise without a
-        second read (as a drain): busy throughout (--busy-from) beyond RISE_SIGMAS, after a
-        window whose queue emptied (busy under BUSY_FULL: no backlog left to drain), or after
-        a held window busy throughout where the held point's windows before were not (a
-        backlog only arrivals beyond its capacity build: live, a walk's probe 2 s after such a
-        window served 85/s against a demand read at 63, read again: 4 s of the 39 the rise
-        took). Where it kept up it is read again: a burst (the held point's windows sent to
-        the top, 0.2% of the fluid benchmark's energy); so within RISE_SIGMAS (a point near its
-        capacity is busy throughout a burst: a fall's probe 7.5% over the demand went to the
-        top). Returns what the window before showed, or None."""
-        ep = self._epoch
-        if before is None or ep.demand is None or not ep.saturated(window) or \
-                window.busy_share is None or not _apart(
-                    window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
-                    ep.demand_pct, RISE_SIGMAS):
-            return None
-        point, last = before
-        if kept_up(last):
-            return f"{self._text(point)} kept up (busy {last.busy_share:.0%})"
-        if point == self.held and self._busier(last):
-            return f"{self._text(point)} was busy throughout where it had kept up"
-        return None
-
-    def _rose_past_held(self, point: Point, window: Window,
-                        before: Optional[Tuple[Point, Window]]) -> bool:
-        """The look one step up (--busy-from) busy throughout, after a held window busy
-        throughout where the held point's windows before it were not (Holding._busier): more
-        arrived than the held point serves, not a backlog it left (one that keeps the step up
-        busy a whole probe would have taken arrivals beyond the held point's capacity to
-        build, from an empty queue): the demand rose, read at once (read again as a drain, 4 s
-        of the 30 a change is given went to it in the fluid benchmark's rises). Not where the
-        held point was busy throughout before too: its standing backlog drains up there."""
-        return point == self._checking and before is not None and before[0] == self.held and \
-            window.busy_share is not None and window.busy_share >= BUSY_FULL and \
-            self._busier(before[1])
 
     def _new_demand(self, why: str, at: Optional[Point] = None) -> Decision:
         """A new demand, read at `at` (default the top) after a settling window (a backlog the

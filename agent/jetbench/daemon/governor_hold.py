@@ -16,6 +16,8 @@ rest: the demand, exploring and choosing; the governor is one class of the two).
   within noise and fewer times than it (RECHECKS a demand in all).
 - A tail constraint missed while holding: the top at once, the point and those below it ruled
   out at this demand.
+- A rise told from a drained backlog (_rose_at_once, _rose_past_held): which windows that served
+  more than the demand read need no second read.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ CHECK_UP_NEAR_EVERY, NEAR_CAPACITY = 2, 0.85
 WALK_WINDOWS = 4  # a point just held: its neighbours read in each of its first windows
 WALK_SHARE = 0.5  # ... which are this share of a window long (the walk's pace)
 RECHECKS = 2  # close calls read again per demand (while the better is held)
+RISE_SIGMAS = 3.0  # more served than the demand where no backlog was left: a rise, read at once
 
 
 class Holding:
@@ -210,6 +213,44 @@ class Holding:
             return False
         return window.busy_share >= full and BUSY_FULL > min(before[-1] or 0.0,
                                                     sum(b or 0.0 for b in before) / len(before))
+
+    def _rose_at_once(self, window: Window, before: Optional[Tuple[Point, Window]]
+                      ) -> Optional[str]:
+        """A window that served more than the demand read: whether it is a rise without a
+        second read (as a drain): busy throughout (--busy-from) beyond RISE_SIGMAS, after a
+        window whose queue emptied (busy under BUSY_FULL: no backlog left to drain), or after
+        a held window busy throughout where the held point's windows before were not (a
+        backlog only arrivals beyond its capacity build: live, a walk's probe 2 s after such a
+        window served 85/s against a demand read at 63, read again: 4 s of the 39 the rise
+        took). Where it kept up it is read again: a burst (the held point's windows sent to
+        the top, 0.2% of the fluid benchmark's energy); so within RISE_SIGMAS (a point near its
+        capacity is busy throughout a burst: a fall's probe 7.5% over the demand went to the
+        top). Returns what the window before showed, or None."""
+        ep = self._epoch
+        if before is None or ep.demand is None or not ep.saturated(window) or \
+                window.busy_share is None or not _apart(
+                    window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
+                    ep.demand_pct, RISE_SIGMAS):
+            return None
+        point, last = before
+        if kept_up(last):
+            return f"{self._text(point)} kept up (busy {last.busy_share:.0%})"
+        if point == self.held and self._busier(last):
+            return f"{self._text(point)} was busy throughout where it had kept up"
+        return None
+
+    def _rose_past_held(self, point: Point, window: Window,
+                        before: Optional[Tuple[Point, Window]]) -> bool:
+        """The look one step up (--busy-from) busy throughout, after a held window busy
+        throughout where the held point's windows before it were not (Holding._busier): more
+        arrived than the held point serves, not a backlog it left (one that keeps the step up
+        busy a whole probe would have taken arrivals beyond the held point's capacity to
+        build, from an empty queue): the demand rose, read at once (read again as a drain, 4 s
+        of the 30 a change is given went to it in the fluid benchmark's rises). Not where the
+        held point was busy throughout before too: its standing backlog drains up there."""
+        return point == self._checking and before is not None and before[0] == self.held and \
+            window.busy_share is not None and window.busy_share >= BUSY_FULL and \
+            self._busier(before[1])
 
     def _capacity(self, point: Point) -> Optional[float]:
         """The point's modelled capacity, items/s (None: no capacity fitted)."""
