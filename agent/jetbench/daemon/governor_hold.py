@@ -59,6 +59,11 @@ RECHECKS = 2  # close calls read again per demand (while the better is held)
 RISE_SIGMAS = 3.0  # more served than the demand where no backlog was left: a rise, read at once
 
 
+def _busy_throughout(window: Window) -> bool:
+    """--busy-from read the window busy BUSY_FULL of it or more (it did not keep up)."""
+    return window.busy_share is not None and window.busy_share >= BUSY_FULL
+
+
 class Holding:
     """The governor's state (its constructor), its words and its holding (module doc);
     governor.Governor is the rest of it."""
@@ -227,17 +232,21 @@ class Holding:
         capacity is busy throughout a burst: a fall's probe 7.5% over the demand went to the
         top). Returns what the window before showed, or None."""
         ep = self._epoch
-        if before is None or ep.demand is None or not ep.saturated(window) or \
-                window.busy_share is None or not _apart(
-                    window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
-                    ep.demand_pct, RISE_SIGMAS):
+        if before is None or ep.demand is None or not _busy_throughout(window) or not _apart(
+                window.items_per_s, window.items_per_s_uncertainty_pct, ep.demand,
+                ep.demand_pct, RISE_SIGMAS):
             return None
         point, last = before
         if kept_up(last):
             return f"{self._text(point)} kept up (busy {last.busy_share:.0%})"
-        if point == self.held and self._busier(last):
+        if self._after_busier_held(window, before):
             return f"{self._text(point)} was busy throughout where it had kept up"
         return None
+
+    def _after_busier_held(self, window: Window, before: Tuple[Point, Window]) -> bool:
+        """A window busy throughout (--busy-from) right after a held window busy throughout
+        where the held point's windows before it were not (Holding._busier)."""
+        return _busy_throughout(window) and before[0] == self.held and self._busier(before[1])
 
     def _rose_past_held(self, point: Point, window: Window,
                         before: Optional[Tuple[Point, Window]]) -> bool:
@@ -248,9 +257,8 @@ class Holding:
         build, from an empty queue): the demand rose, read at once (read again as a drain, 4 s
         of the 30 a change is given went to it in the fluid benchmark's rises). Not where the
         held point was busy throughout before too: its standing backlog drains up there."""
-        return point == self._checking and before is not None and before[0] == self.held and \
-            window.busy_share is not None and window.busy_share >= BUSY_FULL and \
-            self._busier(before[1])
+        return point == self._checking and before is not None and \
+            self._after_busier_held(window, before)
 
     def _capacity(self, point: Point) -> Optional[float]:
         """The point's modelled capacity, items/s (None: no capacity fitted)."""
