@@ -65,3 +65,19 @@ def test_hiding_never_truncates_and_checks_again_before_writing(tmp_path, monkey
     assert root.read(f"{POLICY}/scaling_setspeed") == "2201600"
     sim_kernel._hide_setspeed(policy, "2201600")
     assert root.read(f"{POLICY}/scaling_setspeed") == "<unsupported>"
+
+
+def test_a_speed_left_empty_by_a_killed_writer_reads_as_the_kernel_shows_it(tmp_path):
+    """`kill -9` between jetbench's truncate and its write of the speed, then `restore` (which
+    puts the governor back and never writes `<unsupported>`): the file must not stay empty
+    (a reliability run beside two burners found it so). While the governor reads userspace
+    an empty speed is a write in flight and is left alone."""
+    base, root = _board(tmp_path)
+    speed = base / POLICY.lstrip("/") / "scaling_setspeed"
+    root.write(f"{POLICY}/scaling_governor", "userspace")
+    speed.write_text("")  # truncated, the number not yet written
+    FileKernel(base).sync()
+    assert speed.read_text() == ""
+    root.write(f"{POLICY}/scaling_governor", "schedutil")  # restored
+    FileKernel(base).sync()
+    assert root.read(f"{POLICY}/scaling_setspeed") == "<unsupported>"
