@@ -345,6 +345,7 @@ def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
     while decision.point != gov.held or decision.window_share != 1.0:
         decision, _, _ = _run(gov, served, decision, 0.1)  # a full window at the held point
     held, epochs, reads, walked = gov.held, gov.epochs, dict(gov._epoch.reads), gov._held_windows
+    demand_reads = list(gov._epoch.demand_reads)
     rate, power = served.truth(held)
     mine = gov._epoch.mean(held)
     assert mine is not None
@@ -359,6 +360,11 @@ def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
     assert gov.epochs == epochs and gov.same_again == 1
     assert "is the one before within noise: its windows kept" in decision.why, decision.why
     assert set(reads) <= set(gov._epoch.reads)
+    # the read that took it back is a read of that demand too (it was dropped: live-like, a
+    # rise's first read at the top 25% low, 28.0 +- 9.3%, stayed the demand after two reads of
+    # 36.0 +- 4.8% and 35.6 +- 5.8% took it back, for 50 s)
+    assert gov._epoch.demand_reads[:-1] == demand_reads
+    assert len(gov._epoch.demand_reads) == len(demand_reads) + 1
     # the point held before held again, its walk where it was, not chosen afresh from those
     # windows: a point ahead of it within noise only was held and the edge walked again (a
     # fall on the TX1 within 5% at 107 s went 6.6% off and back until 235 s)

@@ -15,14 +15,14 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   windows at a point are compared within one. A demand read after a move that is the one before
   it within noise takes that one back with its windows (the move was a window's noise: Poisson
   arrivals at a low rate are 6% noisy in a short window, and a new epoch would search again
-  from the models), and the point held then, its walk where it was, unless a point read is
-  ahead of it beyond noise (_resumed). A window at a point the capacity model puts well above
-  the demand reads it too (Epoch.read_kept_up): one read at the top is 5-10% noisy, and a held
-  point near its capacity serves only 10% more when it doubles. A point that serves more than
-  the demand beyond noise may have drained a backlog a point before left: it is read again,
-  and twice running is a rise (read at the top); at once where it was busy throughout after a
-  window whose queue emptied (--busy-from), beyond RISE_SIGMAS: no backlog was left
-  (Holding._rose_at_once).
+  from the models), the read one more of that demand, and the point held then, its walk where
+  it was, unless a point read is ahead of it beyond noise (_resumed). A window at a point the
+  capacity model puts well above the demand reads it too (Epoch.read_kept_up): one read at the
+  top is 5-10% noisy, and a held point near its capacity serves only 10% more when it doubles.
+  A point that serves more than the demand beyond noise may have drained a backlog a point
+  before left: it is read again, and twice running is a rise (read at the top); at once where
+  it was busy throughout after a window whose queue emptied (--busy-from), beyond
+  RISE_SIGMAS: no backlog was left (Holding._rose_at_once).
   Where the workload says how busy it was (--busy-from), a window busy BUSY_FULL of it did not
   keep up and one less busy served what arrived (Epoch.saturated, read_kept_up): whatever its
   rate's noise; and its rate over its busy share is its point's capacity, at any load.
@@ -248,8 +248,8 @@ class Governor(Holding):
                                 f"{window.busy_share:.0%} of the window: it did not keep up, the "
                                 "demand read at the top", settle=True, window_share=TOP_SHARE,
                                 settle_share=SETTLE_SHARE)
-            if not self._same_as_before(window):
-                ep.read_demand(window)
+            self._same_as_before(window)
+            self._epoch.read_demand(window)  # (the demand before, taken back, read once more)
             return None
         if point == self.space.top():
             if ep.demand is None and self._same_as_before(window):
