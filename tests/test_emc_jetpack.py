@@ -179,6 +179,37 @@ def test_boot_capped_agx_orin_maxperf_names_the_firmware_ceiling(tmp_path):
     assert (info["ceiling_hz"], info["max_hz"]) == (None, 3199 * MHZ)
 
 
+def test_a_rate_file_of_its_own_that_has_not_moved_yet_is_no_ceiling(tmp_path):
+    """Thor's EMC (the bwmgr devfreq node) shows the rate that runs in cur_freq, a file of its
+    own: until the kernel acts on a pin it reads the rate before it (204 MHz, idle). A loaded
+    machine's simulated kernel, its pass 0.3 s late, had that recorded as a firmware ceiling
+    (a reliability run beside two burners found boot-facts.json after a kill -9 mid-maxperf).
+    The read-back waits for the rate asked; a rate that never comes is a ceiling still."""
+    import threading
+
+    from jetbench.hw.board import detect
+    from jetbench.hw.fs import Root
+    from jetbench.profiles import emc_ceiling
+    from jetbench.sim.file_kernel import FileKernel
+
+    for late_s, ceiling in ((0.3, None), (None, 204 * MHZ)):
+        base = make_board(tmp_path / str(late_s), "thor")
+        root = Root(base)
+        board = detect(root)
+        emc = board.emc
+        assert emc is not None and emc.cur_freq != emc.rate
+        assert root.read_int(emc.cur_freq) == 204 * MHZ
+        root.write(emc.rate, str(4266 * MHZ))  # maxperf's pin: max_freq, then min_freq
+        root.write(emc.lock, str(4266 * MHZ))
+        timer = threading.Timer(late_s, FileKernel(base).sync) if late_s else None
+        if timer is not None:
+            timer.start()
+        found = emc_ceiling.find(root, board, 4266 * MHZ)
+        if timer is not None:
+            timer.join()
+        assert (None if found is None else found.hz) == ceiling, (late_s, found)
+
+
 def test_measure_emc_max_on_a_boot_capped_orin_is_valid_at_the_ceiling(tmp_path):
     base = _boot_capped_orin(tmp_path)
     out = tmp_path / "out"

@@ -160,6 +160,20 @@ def settled_change(read: Callable[[], T], before: T, wait_s: float = 0.5) -> T:
         time.sleep(SETTLE_INTERVAL_S)
 
 
+def reached(read: Callable[[], Optional[int]], floor: float, wait_s: float) -> Optional[int]:
+    """The first reading at or above `floor`, waiting at most `wait_s` for one (a current-rate
+    file of its own shows the rate before a write until the kernel acts on it); `settled(read)`
+    where none came: what runs, for want of a better reading."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        now = read()
+        if now is not None and now >= floor:
+            return now
+        if time.monotonic() >= deadline:
+            return settled(read)
+        time.sleep(SETTLE_INTERVAL_S)
+
+
 def settled(read: Callable[[], T], timeout_s: float = 1.0) -> T:
     """`read()` until two reads agree, at most `timeout_s` (the last read then): a simulated
     kernel or a slow governor takes a few ms to move the current frequency after a write, and

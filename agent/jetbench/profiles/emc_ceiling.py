@@ -19,7 +19,7 @@ from ..hw.board import Board
 from ..hw.boot_facts import EmcCeiling
 from ..hw.emc_info import emc_cap_now
 from ..hw.fs import Root
-from ..hw.readings import settled_change
+from ..hw.readings import reached, settled_change
 from ..ownership.boot_facts import record_emc_ceiling
 from ..units import format_hz
 from .targets import RANGE_TOLERANCE, Targets
@@ -27,6 +27,11 @@ from .targets import RANGE_TOLERANCE, Targets
 # A new EMC rate takes effect in about 8 ms (arXiv 2606.16106): a read-back waits at most this
 # long for the rate file to move off the value written.
 EMC_SETTLE_S = 0.1
+# ... and where the rate that runs is a file of its own (devfreq's cur_freq, the debugfs clock's
+# clk_rate), at most this long for it to reach the rate asked: until the kernel acts on the
+# write it shows the rate before it, and a ceiling is a claim that needs that wait (a loaded
+# machine's simulated kernel, its pass late, had a Thor's 204 MHz idle rate recorded as one)
+EMC_REACH_S = 1.0
 
 
 def cause(board: Board) -> str:
@@ -49,9 +54,13 @@ def find(root: Root, board: Board, asked_hz: int) -> Optional[EmcCeiling]:
     def read() -> Optional[int]:
         return root.read_int(emc.cur_freq, default=None) if emc.cur_freq else None
 
-    written: Optional[int] = asked_hz
-    runs = settled_change(read, written, wait_s=EMC_SETTLE_S)
-    if runs is None or runs >= asked_hz * (1 - RANGE_TOLERANCE):
+    floor = asked_hz * (1 - RANGE_TOLERANCE)
+    if emc.cur_freq == emc.rate:  # (BPMP's `rate`: the value written until the firmware acts)
+        written: Optional[int] = asked_hz
+        runs = settled_change(read, written, wait_s=EMC_SETTLE_S)
+    else:
+        runs = reached(read, floor, wait_s=EMC_REACH_S)
+    if runs is None or runs >= floor:
         return None
     return EmcCeiling(runs, asked_hz, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       cause(board))
