@@ -152,25 +152,17 @@ def settled_change(read: Callable[[], T], before: T, wait_s: float = 0.5) -> T:
     value when the kernel has not acted on the write yet (a loaded machine, a DVFS
     transition). A write that leaves the value where it was (rounded to the same rate) is
     read as it is after `wait_s`."""
+    return settled_when(read, lambda now: now != before, wait_s)
+
+
+def settled_when(read: Callable[[], T], done: Callable[[T], bool], wait_s: float) -> T:
+    """`settled(read)` once `done` says so of it, waiting at most `wait_s` (the last settled
+    reading then)."""
     deadline = time.monotonic() + wait_s
     while True:
         now = settled(read)
-        if now != before or time.monotonic() >= deadline:
+        if done(now) or time.monotonic() >= deadline:
             return now
-        time.sleep(SETTLE_INTERVAL_S)
-
-
-def reached(read: Callable[[], Optional[int]], floor: float, wait_s: float) -> Optional[int]:
-    """The first reading at or above `floor`, waiting at most `wait_s` for one (a current-rate
-    file of its own shows the rate before a write until the kernel acts on it); `settled(read)`
-    where none came: what runs, for want of a better reading."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        now = read()
-        if now is not None and now >= floor:
-            return now
-        if time.monotonic() >= deadline:
-            return settled(read)
         time.sleep(SETTLE_INTERVAL_S)
 
 

@@ -19,7 +19,7 @@ from ..hw.board import Board
 from ..hw.boot_facts import EmcCeiling
 from ..hw.emc_info import emc_cap_now
 from ..hw.fs import Root
-from ..hw.readings import reached, settled_change
+from ..hw.readings import settled_change, settled_when
 from ..ownership.boot_facts import record_emc_ceiling
 from ..units import format_hz
 from .targets import RANGE_TOLERANCE, Targets
@@ -58,8 +58,8 @@ def find(root: Root, board: Board, asked_hz: int) -> Optional[EmcCeiling]:
     if emc.cur_freq == emc.rate:  # (BPMP's `rate`: the value written until the firmware acts)
         written: Optional[int] = asked_hz
         runs = settled_change(read, written, wait_s=EMC_SETTLE_S)
-    else:
-        runs = reached(read, floor, wait_s=EMC_REACH_S)
+    else:  # (a file of its own: the rate before the write until the kernel acts)
+        runs = settled_when(read, lambda hz: hz is not None and hz >= floor, EMC_REACH_S)
     if runs is None or runs >= floor:
         return None
     return EmcCeiling(runs, asked_hz, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -300,7 +300,13 @@ class FileKernel:
         seen = {path: _read(self.p(path)) for path in self._watched}
         for path in self._watched[len(self._judged):]:  # the CPUs' scaling_setspeed
             if not seen[path]:
-                seen[path] = self._setspeed_left_empty(path.rsplit("/", 1)[0])
+                # jetbench's write in flight (it writes `userspace` first: _hide_setspeed reads
+                # the governor again and leaves it), or a writer killed between its truncate
+                # and its write (`kill -9` mid-`maxperf`) under a governor since put back: a
+                # kernel never shows the file empty, and `restore` does not write
+                # `<unsupported>` back, so the kernel's text is put there
+                _hide_setspeed(self.p(path.rsplit("/", 1)[0]), "")
+                seen[path] = _read(self.p(path))
         busy = {path.rsplit("/", 1)[0] for path, text in seen.items() if not text}
         changed = {path: seen[path] for path in self._judged
                    if path.rsplit("/", 1)[0] not in busy
@@ -321,18 +327,6 @@ class FileKernel:
             _poke(self.p(path), model.attrs[path].show(), expect=text)
         return {path: text for path, text in seen.items()
                 if path.rsplit("/", 1)[0] not in busy}
-
-    def _setspeed_left_empty(self, policy_dir: str) -> str:
-        """A `scaling_setspeed` read empty: jetbench's write in flight (it writes `userspace`
-        first, so the governor, read again now, says so), or a writer killed between its
-        truncate and its write (`kill -9` mid-`maxperf`) under a governor since put back. A
-        kernel never shows the file empty and `restore` does not write `<unsupported>` back:
-        under any governor but userspace the kernel's text is put there. Returns the file's
-        content now."""
-        path = self.p(f"{policy_dir}/scaling_setspeed")
-        if _read(self.p(f"{policy_dir}/scaling_governor")) not in ("", "userspace"):
-            _hide_setspeed(self.p(policy_dir), "")
-        return _read(path)
 
     def _sync_clocks(self) -> Tuple[List[float], float, float]:
         """One pass over the clocks: the CPU, GPU and EMC rates that run (Hz). A tree whose
