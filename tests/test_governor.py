@@ -755,6 +755,18 @@ def test_a_held_point_busy_throughout_where_it_kept_up_looks_one_step_up_at_once
         assert (out.point == up and not out.settle) == looks, (busy, out)
         assert trial.epochs == epochs and trial.held == held
     assert "busy 100% of the window: checking one step up" in out.why, out.why
+    # ... before a close call's other point read again or the walk's next probe (live run AN:
+    # a rise's held window ended busy in its walk; a read again of a point below it and a
+    # walk probe came first, 9 s of the 43 it took): the other point is read again later
+    other = next(p for p in itertools.product(range(len(GPU)), range(len(EMC)))
+                 if p not in (held, up) and p in gov._epoch.reads)
+    for busy, looks in ((before.busy_share, False), (1.0, True)):
+        walk = copy.deepcopy(gov)
+        walk._held_windows, walk._rival, walk._epoch.rechecks = 1, other, 0
+        out = walk.observe(held, replace(before, busy_share=busy))
+        assert (out.point == up) == looks, (busy, out)
+        assert looks or "again (within noise of it)" in out.why, out.why
+    assert walk._rival == other and "checking one step up" in out.why, out.why
     # held near its capacity (the fluid benchmark, TX1 surface 57: the optimum at 97% of its
     # capacity, busy 95-99% of each window; the demand went past the top and the look came a
     # window later): the held window before this one not busy throughout is enough

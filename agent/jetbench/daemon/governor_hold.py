@@ -5,15 +5,16 @@ rest: the demand, exploring and choosing; the governor is one class of the two).
   constraint, whose margin the held windows teach: each step of the walk costs less of the 30 s
   a change is given); every CHECK_UP_EVERY windows (every CHECK_UP_NEAR_EVERY near the point's
   capacity: the demand over its modelled capacity at least NEAR_CAPACITY; at once where
-  --busy-from shows it busy throughout a window after one that was not) a short window a step
-  up on every knob (a saturated point's rate cannot show a rising demand, nor one window's noise
-  a small rise): where more than the demand read is served there, the demand is read at the top
-  (more than the held point is not enough: at a demand beyond the top's every point is
-  saturated, and a step up always serves more). A point just held has its neighbours read in its
-  first WALK_WINDOWS windows, then now and then (the edge walked jointly: a knob down, or one
-  down and another up, or a knob up: the models' order, up last where it keeps up); a close call's
-  other point is read again among them, and at any time a point read ahead of the held one
-  within noise and fewer times than it (RECHECKS a demand in all).
+  --busy-from shows it busy throughout a window after one that was not, before a close call's
+  read again or the walk's next probe) a short window a step up on every knob (a saturated
+  point's rate cannot show a rising demand, nor one window's noise a small rise): where more
+  than the demand read is served there, the demand is read at the top (more than the held point
+  is not enough: at a demand beyond the top's every point is saturated, and a step up always
+  serves more). A point just held has its neighbours read in its first WALK_WINDOWS windows,
+  then now and then (the edge walked jointly: a knob down, or one down and another up, or a knob
+  up: the models' order, up last where it keeps up); a close call's other point is read again
+  among them, and at any time a point read ahead of the held one within noise and fewer times
+  than it (RECHECKS a demand in all).
 - A tail constraint missed while holding: the top at once, the point and those below it ruled
   out at this demand.
 - A rise told from a drained backlog (_rose_at_once, _rose_past_held): which windows that served
@@ -137,6 +138,9 @@ class Holding:
             # read more often, the held point proved worse than another read at this demand
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
+        busier = self._busier(window)
+        if busier and point != self.space.top():
+            return self._look_up(point, window.busy_share)  # (before the walk: module doc)
         walking = self._held_windows <= WALK_WINDOWS  # just held: the edge walked at once
         other, self._rival = self._rival, None
         # a point read ahead of the held one within noise only, and read fewer times, is read
@@ -164,17 +168,23 @@ class Holding:
         load = self._load(point)
         every = CHECK_UP_NEAR_EVERY if load is not None and load >= NEAR_CAPACITY else \
             CHECK_UP_EVERY
-        busier = self._busier(window)
-        if point != self.space.top() and (self._held_windows % every == 0 or busier):
-            # a saturated point serves no more when more arrives, and a rise within one
-            # window's noise shows nowhere: a short window one entry up on every knob shows
-            # whether more is served there (then the demand is read at the top)
-            up = tuple(min(i + 1, len(t) - 1) for i, t in zip(point, self.space.tables))
-            self._checking = up
-            return Decision(up, self.phase, f"holding {self._text(point)}; " + (
-                f"busy {window.busy_share:.0%} of the window: " if busier else "") +
-                "checking one step up", window_share=PROBE_SHARE)
+        if point != self.space.top() and self._held_windows % every == 0:
+            return self._look_up(point)
         return Decision(point, self.phase, "holding")
+
+    def _look_up(self, point: Point, busy: Optional[float] = None) -> Decision:
+        """A short window one entry up on every knob: a saturated point serves no more when
+        more arrives, and a rise within one window's noise shows nowhere; more served there
+        than the demand read, the demand is read at the top. Where the held window was busy
+        throughout where it was not before (_busier) the look comes first, before a close
+        call's read again or the walk's next probe (live run AN: a rise's held window ended
+        early busy, then a read again of a point below and a walk probe, 9 s, before the
+        demand was read)."""
+        up = tuple(min(i + 1, len(t) - 1) for i, t in zip(point, self.space.tables))
+        self._checking = up
+        return Decision(up, self.phase, f"holding {self._text(point)}; " + (
+            f"busy {busy:.0%} of the window: " if busy is not None else "") +
+            "checking one step up", window_share=PROBE_SHARE)
 
     def _at_demand(self, point: Point, window: Window, judged: bool = False) -> Window:
         """A point's windows (as one) as they compare at this demand: where --busy-from shows
