@@ -138,8 +138,7 @@ class Holding:
             # read more often, the held point proved worse than another read at this demand
             return self._choose(why=f"{self._text(point)} read again is behind "
                                     f"{self._text(best[0])}")
-        busier = self._busier(window)
-        if busier and point != self.space.top():
+        if point != self.space.top() and self._busier(window):
             return self._look_up(point, window.busy_share)  # (before the walk: module doc)
         walking = self._held_windows <= WALK_WINDOWS  # just held: the edge walked at once
         other, self._rival = self._rival, None
