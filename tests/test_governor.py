@@ -839,6 +839,42 @@ def test_more_served_than_the_demand_where_no_backlog_explains_it_reads_the_dema
             assert trial.epochs == epochs
 
 
+def test_a_probe_that_already_shows_a_rise_at_once_ends_there():
+    # live run AP (TX1 surface 10): after a held window ended busy throughout, the look one
+    # step up served 97.8/s against a demand read at 64.3, busy throughout: a rise at once
+    # (_rose_at_once), but only after its whole 4 s probe. Never idle so far and that much
+    # over the demand, the rest of it reads only what it shows: it ends there (the fluid
+    # benchmark's rises: 671 of 700 within 30 s, 662 before)
+    served, gov = _held_past_the_walk()
+    held = gov.held
+    before = gov._epoch.mean(held)
+    assert before is not None and gov.demand is not None and before.busy_share < 0.97
+    side = next(p for p in itertools.product(range(len(GPU)), range(len(EMC)))
+                if p not in (held, SPACE.top()) and p not in gov._epoch.reads)
+    _, power = served.truth(side)
+    more = Window(1.3 * gov.demand, 2.0, power, 2.0, busy_share=1.0)
+    for busy_before, ends in ((0.5, True), (1.0, True), (None, False)):
+        trial = copy.deepcopy(gov)
+        trial.observe(held, replace(before, busy_share=busy_before))
+        assert trial.ends_early(side, more) == ends, busy_before
+    trial = copy.deepcopy(gov)
+    trial.observe(held, replace(before, busy_share=0.5))
+    # idle once so far (its queue emptied: a burst's backlog may be what it served), or within
+    # RISE_SIGMAS of the demand, or how busy not read: it goes on
+    assert not trial.ends_early(side, replace(more, busy_share=0.99))
+    assert not trial.ends_early(side, replace(more, items_per_s=1.05 * gov.demand))
+    assert not trial.ends_early(side, replace(more, busy_share=None))
+    # (nor where the held point was busy throughout all along: a standing backlog drains)
+    standing = copy.deepcopy(gov)
+    standing._epoch.reads[held] = [replace(w, busy_share=1.0)
+                                   for w in standing._epoch.reads[held]]
+    standing.observe(held, replace(before, busy_share=1.0))
+    assert not standing.ends_early(side, more)
+    # ended so, the window is the rise: the demand read at the top
+    out = trial.observe(side, more)
+    assert out.point == SPACE.top() and out.settle and "served more than the demand" in out.why
+
+
 def test_a_held_window_busy_throughout_so_far_where_the_point_kept_up_ends_there():
     # the fluid benchmark's rises (--arrivals --busy, 2100 changes): of the 96 changes not
     # within 30 s, most spent a whole held window busy throughout before the look one step up
