@@ -180,6 +180,9 @@ class Governor(Holding):
         top = self.space.top()
         if self.phase == FROZEN:
             self.phase = RETUNING if self.held is not None else EXPLORING
+        # (a fall read at the held point: its window is the demand's read, once, whichever
+        # epoch keeps it; not read again as a window that kept up, _remember)
+        fall_read = self._epoch.demand is None and point == self._epoch.read_at
         new_demand = self._demand_from(point, window)
         if new_demand is not None:
             return new_demand
@@ -211,7 +214,7 @@ class Governor(Holding):
         if broken:
             self.broken_windows += 1
         self._epoch.reads.setdefault(point, []).append(window)
-        self._remember(point, window)
+        self._remember(point, window, fall_read)
         self._tail.learn_load(self._load(point), ep.demand, window)
         meets = all(window.meets(lim) for lim in limits)
         if meets and (self.best is None or window.items_per_j > self.best[1].items_per_j):
@@ -323,10 +326,12 @@ class Governor(Holding):
                       "within noise: its windows kept")
         return True
 
-    def _remember(self, point: Point, window: Window) -> None:
+    def _remember(self, point: Point, window: Window, read_demand: bool = False) -> None:
         ep, models = self._epoch, self._models
         capacity = self._capacity(point)
-        if point not in (self.space.top(), ep.read_at):  # (a read of the demand too)
+        if point not in (self.space.top(), ep.read_at) and not read_demand:
+            # (a read of the demand too; a fall's read taken back as the demand before it,
+            # _same_as_before, is one read of it, not two)
             ep.read_kept_up(window, capacity, models.time_rms if models is not None else 0.0)
         # (one uncertainty: a point read a little under the demand is taken at its rate; the
         # capacity fit keeps it no lower than that where it kept up after all)
