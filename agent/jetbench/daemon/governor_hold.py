@@ -1,5 +1,5 @@
-"""The governor's state, its words, and what it does while it holds a point (governor.py is the
-rest: the demand, exploring and choosing; the governor is one class of the two).
+"""The governor's state, its words, and what it does while it holds a point (governor_demand.py
+reads the demand, governor.py explores and chooses; the governor is one class of the three).
 
 - Holding: full windows (WALK_SHARE of one while the edge is walked, below, but for a tail
   constraint, whose margin the held windows teach: each step of the walk costs less of the 30 s
