@@ -13,6 +13,8 @@ share (as the meter reads it). Printed:
   serving what arrived where fewer frames than the floor arrived (target: 99%), and each missed;
 - per demand: the seconds from its start until the daemon held (phase `holding`) a point within
   5% of the optimum's items/J (target: 30 s), and the held point's gap at its end;
+- the daemon's CPU, the share of one core from its start to SIGTERM (the simulated board's files,
+  in its process, included; the meter and the app are their own processes);
 - whether SIGTERM restored the board byte for byte.
 
 Frames arrive at random from --arrivals-seed, a fresh one each run unless given (printed:
@@ -121,6 +123,17 @@ def counter(url: str) -> Tuple[Tuple[float, float], Dict[float, float]]:
 RAIL_FILES = ("in_power", "in_current", "in_voltage", "curr", "power")
 
 
+def cpu_share(pid: int, seconds: float) -> Optional[float]:
+    """A running process's CPU time (user and system, /proc/PID/stat) over `seconds` of wall
+    time: its share of one core; None where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (the 14th and 15th fields)
+    return ticks / os.sysconf("SC_CLK_TCK") / seconds if seconds > 0 else None
+
+
 def board_state(base: Path) -> Dict[str, bytes]:
     """Every file of the tree but the state directory and the rails' readings."""
     return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*"))
@@ -188,8 +201,9 @@ def main(argv: List[str]) -> int:
             counts: List[Tuple[float, Tuple[float, float]]] = []
             hists: List[Dict[float, float]] = []
             held: List[Tuple[float, str, Optional[Dict[str, int]]]] = []
-            t0 = time.monotonic()
+            t0 = started = time.monotonic()
             space: Optional[Dict[str, List[int]]] = None
+            cpu: Optional[float] = None
             try:
                 while not sock.exists() and time.monotonic() - t0 < 60:
                     time.sleep(0.2)
@@ -210,6 +224,7 @@ def main(argv: List[str]) -> int:
                         held.append((now, str(tune.get("phase")), point))
                         time.sleep(1.0)
             finally:
+                cpu = cpu_share(daemon.pid, time.monotonic() - started)
                 daemon.send_signal(signal.SIGTERM)
                 err = daemon.communicate(timeout=60)[1]
                 app.send_signal(signal.SIGTERM)
@@ -275,6 +290,8 @@ def main(argv: List[str]) -> int:
             print(f"    within 5% of the optimum after "
                   f"{'never' if reached is None else f'{reached:.0f} s'}; at its end "
                   f"{'-' if end_gap is None else f'{100 * end_gap:.1f}%'} below it")
+        print("  the daemon's CPU: " + ("not read" if cpu is None else
+                                        f"{100 * cpu:.1f}% of a core (its start to SIGTERM)"))
         print(f"  SIGTERM restored the board byte for byte: {restored}"
               + ("" if restored else f" (differs: {', '.join(changed[:6])})"))
         if "Traceback" in err:
