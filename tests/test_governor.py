@@ -246,6 +246,16 @@ def test_a_held_point_that_misses_the_tail_goes_to_the_top_at_once():
     over = Window(served.demand, 1.0, 5.0, 1.0, {"p99": 3 * ceiling})
     after = gov.observe(held, over)
     assert after.point == SPACE.top() and after.settle and "latency_p99_ms" in after.why
+    # The settling window there drains the queue the held point left: frames that waited,
+    # served faster than they arrive. Its tail is that queue's, and does not end it (ended
+    # and judged, the top broke the ceiling and was held "met nowhere read" for the demand);
+    # judged windows still end on it, and so does a settling one that serves less than arrives
+    # (its own queue grows).
+    drain = Window(1.5 * served.demand, 1.0, 5.0, 1.0, {"p99": 3 * ceiling})
+    assert not gov.ends_early(SPACE.top(), drain, settling=True)
+    assert gov.ends_early(SPACE.top(), drain)
+    assert gov.ends_early(SPACE.top(), replace(drain, items_per_s=0.8 * served.demand),
+                          settling=True)
 
 
 def test_energy_saved_counts_only_windows_at_the_starting_points_demand():

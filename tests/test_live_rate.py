@@ -135,15 +135,21 @@ def test_the_busy_share_is_the_busy_counters_increase_over_the_window(tmp_path):
     assert window(a, Reading(10.0, 100.0, busy_s=0.5)).busy_share is None  # counter reset
     assert window(a, Reading(10.0, 100.0)).busy_share is None  # not read
 
-    def figures(busy_s: float):
-        readings = [Reading(t, 10.0 * t, busy_s=busy_s * t / 10) for t in range(11)]
-        return busy_used(window_figures(readings, [5.0] * 11, [], NoisePool()))
+    def figures(busy_s: float, rate: float = 10.0):
+        readings = [Reading(t, rate * t, busy_s=busy_s * t / 10) for t in range(11)]
+        return busy_used(window_figures(readings, [5.0] * 11, [], NoisePool()), rate * 10)
     assert figures(6.0)[0].busy_share == pytest.approx(0.6) and figures(6.0)[1] is None
     assert figures(6.0)[0].capacity_per_s == pytest.approx(10 / 0.6)
     assert figures(10.3)[0].busy_share == 1.0  # a scrape's timing: at most all of it
     taken, why = figures(13.0)  # 1.3 of the window: not one server's time
     assert taken.busy_share is None and "rose 1.30 s a second" in why
     assert figures(0.2)[0].capacity_per_s is None  # too little served to say
+    # An item's time is added when it ends: the one that ended just after the window's first
+    # reading is counted whole. Over 8 items that is 1/8 of the window; over 100, 1/100.
+    assert figures(10.9, rate=0.8) == (figures(10.9, rate=0.8)[0], None)
+    assert figures(10.9, rate=0.8)[0].busy_share == 1.0
+    assert figures(10.9, rate=10.0)[0].busy_share is None
+    assert figures(20.0, rate=0.8)[0].busy_share is None  # two servers' time, however few
 
 
 def test_an_unreachable_endpoint_is_one_hardware_error():

@@ -124,7 +124,7 @@ class Governor(DemandReading):
     def demand(self) -> Optional[float]:
         return self._epoch.demand
 
-    def ends_early(self, point: Point, partial: Window) -> bool:
+    def ends_early(self, point: Point, partial: Window, settling: bool = False) -> bool:
         """Whether a window so far is enough: it breaks a constraint beyond its noise, or, at
         the held point, its rate moved beyond it (the demand changed: the rest of the window
         would only straddle the change), or it has not been idle (--busy-from: BUSY_NO_IDLE)
@@ -135,11 +135,17 @@ class Governor(DemandReading):
         rate floor does not end a window that reads the demand (at the top, or where a fall is
         read): nothing serves more there, and a read stopped where it happened to look low is
         low on average (the fluid benchmark's reads of the demand: 3.0% under the truth, 0.27
-        of their uncertainty; 0.6% without)."""
+        of their uncertainty; 0.6% without). Nor does a tail a settling window that serves
+        more than the demand: it drains the queue a point before left, and its latencies are
+        that queue's (ended and judged, the top broke a p99 ceiling so after a probe below the
+        demand and was held "met nowhere read" for the rest of the demand, the drain among its
+        windows; where it serves less, its own queue grows, and it ends)."""
         held = self.phase == HOLDING and point == self.held
         reading = not held and point in (self.space.top(), self._epoch.read_at)
+        demand = self._epoch.demand
+        draining = settling and demand is not None and partial.items_per_s > demand
         if any(breaks(partial, lim) for lim in self.judged()
-               if not (reading and is_rate_floor(lim))):
+               if not (reading and is_rate_floor(lim) or draining and is_tail(lim))):
             return True
         if not held:
             # a probe or a look never idle so far (--busy-from) that already served more than

@@ -308,8 +308,9 @@ class LiveTuning:
     def _breaks_early(self) -> bool:
         """A window past EARLY_FRACTION of its length that already breaks a constraint beyond
         its uncertainty: the rest would only miss more (and pile up a backlog). A settling
-        window too, which is then judged: a backlog drained can only flatter a point, so one
-        that misses while it settles misses (the point the daemon starts from, say)."""
+        window too, which is then judged: a backlog drained can only flatter a point's rate, so
+        one that misses while it settles misses (the point the daemon starts from, say); the
+        governor's tail is the exception (Governor.ends_early)."""
         readings = self._readings
         if len(readings) < 3 or said_nothing_new(readings) or \
                 readings[-1].t_s - readings[0].t_s < EARLY_FRACTION * self._window_s:
@@ -319,7 +320,8 @@ class LiveTuning:
             return False
         ends = getattr(self.tuner, "ends_early", None)  # the governor's: a demand moved too
         if ends is not None:
-            return bool(ends(self._point, partial))
+            return bool(ends(self._point, partial, settling=bool(
+                self._decision is not None and self._decision.settle)))
         return any(partial.breaks(lim) for lim in self.tuner.judged())
 
     def _measured(self) -> Optional[Window]:
@@ -339,7 +341,7 @@ class LiveTuning:
                                  self._ms_per, self.config.deadline_ms, learn)
         if figures is None:
             return None
-        figures, unused = busy_used(figures)
+        figures, unused = busy_used(figures, self._readings[-1].count - self._readings[0].count)
         if unused is not None and self.busy_unused is None:
             log.warning("tune: --busy-from: %s", unused)
         self.busy_unused = unused or self.busy_unused

@@ -9,7 +9,7 @@ import statistics
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-from .live_rate import BUSY_MAX, Reading, window
+from .live_rate import Reading, busy_max, window
 from .live_space import energy_power
 from .online_tuner import Point, Window
 from .window_noise import NoisePool
@@ -67,13 +67,14 @@ def window_figures(readings: Sequence[Reading], powers: Sequence[float],
                   whole.latency_ms, whole.miss_rate, whole.busy_share)
 
 
-def busy_used(window: Window) -> Tuple[Window, Optional[str]]:
-    """A window's busy share as the governor takes it: at most all of it (a scrape's timing
-    puts a little over), none over BUSY_MAX (no one server's time, live_rate.py), and why."""
+def busy_used(window: Window, items: Optional[float] = None) -> Tuple[Window, Optional[str]]:
+    """A window's busy share as the governor takes it: at most all of it (a scrape's timing,
+    or an item that began before the window, puts a little over), none over busy_max of the
+    `items` it served (no one server's time, live_rate.py), and why."""
     share = window.busy_share
     if share is None or share <= 1.0:
         return window, None
-    if share <= BUSY_MAX:
+    if share <= busy_max(items):
         return replace(window, busy_share=1.0), None
     return replace(window, busy_share=None), (
         f"the counter rose {share:.2f} s a second: not one server's busy time (several "
