@@ -340,6 +340,35 @@ def test_kill9_of_a_lease_holder_gives_the_board_back(tmp_path, started):
     assert not (base / "var/lib/jetbench/journal.json").exists()
 
 
+def test_a_knob_a_killed_borrower_left_empty_is_put_back(tmp_path, started):
+    """A writer killed between a file's truncate and its write leaves a simulated knob empty
+    (sysfs never reads so). Beside two CPU burners a measure was SIGKILLed so, mid-pin: the
+    daemon's plan could not read the knob, and its profile never came back. Such a knob is one
+    the borrower left changed: the journal is restored, the profile pinned anew."""
+    base = make_board(tmp_path, "nano")
+    d = Daemon(tmp_path, base, "--profile", "nano-614mhz", interval="0.1s")
+    started.append(d)
+    d.ready()
+    proc = _jetbench(*_measure_args(base, tmp_path / "r", "60s"))
+    gpu_min, gpu_max = base / NANO_GPU / "min_freq", base / NANO_GPU / "max_freq"
+    try:
+        assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_384_HZ)]
+                     or proc.poll() is not None, timeout=90)
+        assert proc.poll() is None, proc.communicate()
+        os.kill(proc.pid, signal.SIGSTOP)  # (its kernel writes nothing more meanwhile)
+        gpu_max.write_text("")  # the write it was killed in the middle of
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert _wait(lambda: _lease_of(d) is None), d.output()
+    assert _wait(lambda: gpu_min.read_text().split() == [str(NANO_614_HZ)]), \
+        (gpu_min.read_text(), d.output())
+    assert gpu_max.read_text().strip(), d.output()
+    assert "left 1 knob(s) changed" in d.output() and "failed" not in d.output()
+    assert d.stop() == 0
+    assert not (base / "var/lib/jetbench/journal.json").exists()
+
+
 def test_a_second_measure_waits_for_the_lease(tmp_path, started):
     """One borrower at a time: a second measure is refused at once (exit 2, naming the
     holder) while the first holds the lease."""

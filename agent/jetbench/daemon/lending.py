@@ -145,17 +145,27 @@ class Lending:
     def _take_back(self) -> None:
         """A borrower that finished has put back what it wrote (the knobs it journalled hold
         their journalled values again): re-pin whatever differs from our profile. One that was
-        killed left its clocks: restore the whole journal, then pin our profile anew."""
-        added = [e for e in journal.load(self.root) if e.path not in self._lease_known]
+        killed left its clocks: restore the whole journal, then pin our profile anew. So too
+        where a journalled knob reads empty: a writer killed between a file's truncate and its
+        write (a simulated tree's; sysfs never reads so) left it, and nothing can be planned
+        from it (the profile was not back after a `kill -9` beside CPU burners)."""
+        entries = journal.load(self.root)
+        added = [e for e in entries if e.path not in self._lease_known]
         left = [e.path for e in added if e.raw.strip() not in journal.UNWRITABLE
                 and knob_io.read_raw(self.root, e.path, default=None) != e.raw]
+        left += [e.path for e in entries if e.path in self._lease_known
+                 and e.raw.strip() not in journal.UNWRITABLE and _empty(self.root, e.path)]
         if left:
             log.warning("the borrower left %d knob(s) changed (%s...): restoring the journal",
                         len(left), left[0])
         held = self.held
         if held.pinned and held.profile is not None and held.targets is not None:
             if left:
-                self._pin_new(held.profile)  # restores the journal first
+                # the journal first, ourselves: resolving the profile reads the board, and a
+                # knob left empty reads as nothing
+                journal.restore(self.root)
+                held.pinned = False
+                self._pin_new(held.profile)
                 return
             assert held.board is not None
             steps = self.drift.plan(held.board, held.targets)
@@ -163,3 +173,9 @@ class Lending:
                 self.drift.repin(steps)
         elif journal.load(self.root):
             journal.restore(self.root)
+
+
+def _empty(root: Root, path: str) -> bool:
+    """Whether a knob's file is there and holds nothing (a write cut in half)."""
+    raw = knob_io.read_raw(root, path, default=None)
+    return raw is not None and not raw.strip()
