@@ -12,7 +12,10 @@ share (as the meter reads it). Printed:
 - the share of 10 s windows of the app's counter after the first minute meeting the floor, or
   serving what arrived where fewer frames than the floor arrived (target: 99%), and each missed;
 - per demand: the seconds from its start until the daemon held (phase `holding`) a point within
-  5% of the optimum's items/J (target: 30 s), and the held point's gap at its end;
+  5% of the optimum's items/J (target: 30 s), and the held point's gap at its end; beside them,
+  the seconds to the first 10 s whose clocks ran within 5% of it (the board's GPU and EMC
+  clocks read every second, at their steady figures at this demand: probes and looks as they
+  ran, whatever the daemon called its phase; bench_governor.ran_within);
 - the daemon's CPU, the share of one core from its start to SIGTERM (the simulated board's files,
   in its process, included; the meter and the app are their own processes);
 - whether SIGTERM restored the board byte for byte.
@@ -48,10 +51,13 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from bench_governor import ran_within
 from bench_governor_tail import longest_missed, p99
 
 from jetbench.daemon.live_rate import Selector, buckets, counter_value, quantile, scrape
 from jetbench.errors import JetbenchError
+from jetbench.hw.board import detect
+from jetbench.hw.fs import Root
 from jetbench.ownership.client import request
 from jetbench.sim.create import create_board
 from jetbench.sim.meters import ScpiSim
@@ -107,6 +113,18 @@ def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor:
         if ok:
             best = max(best, per_j)
     return best, table
+
+
+def worth(surface: Surface, ran: List[Tuple[float, float, float]], demand: float,
+          floor: float) -> List[Tuple[float, float, float]]:
+    """What the clocks that ran were worth at this demand: (t, items/s, W) at their steady
+    figures (bench_governor.ran_within's samples; under the floor, 0 items/s)."""
+    out = []
+    for t, g, e in ran:
+        cap = surface.items_per_s(g, e)
+        rate = min(demand, cap)
+        out.append((t, rate if rate >= floor else 0.0, power_at(surface, g, e, rate / cap)))
+    return out
 
 
 def counter(url: str) -> Tuple[Tuple[float, float], Dict[float, float]]:
@@ -176,8 +194,6 @@ def main(argv: List[str]) -> int:
         url = app.stdout.readline().split()[-1]  # type: ignore[union-attr]
 
         def watts(_t: float) -> float:
-            from jetbench.hw.board import detect
-            from jetbench.hw.fs import Root
             root = Root(str(base))
             g, e = running_shares(root, detect(root))
             try:
@@ -186,6 +202,8 @@ def main(argv: List[str]) -> int:
                 busy = 0.0
             return power_at(surface, g, e, busy)
 
+        board_root = Root(str(base))
+        board = detect(board_root)
         sock = Path(tmp) / "d.sock"
         with ScpiSim(watts) as meter:
             daemon = subprocess.Popen(
@@ -201,6 +219,7 @@ def main(argv: List[str]) -> int:
             counts: List[Tuple[float, Tuple[float, float]]] = []
             hists: List[Dict[float, float]] = []
             held: List[Tuple[float, str, Optional[Dict[str, int]]]] = []
+            ran: List[Tuple[float, float, float]] = []  # (t, GPU share, EMC share) running
             t0 = started = time.monotonic()
             space: Optional[Dict[str, List[int]]] = None
             cpu: Optional[float] = None
@@ -222,6 +241,7 @@ def main(argv: List[str]) -> int:
                         space = tune.get("space_hz") or space
                         point = (tune.get("held") or {}).get("point_hz")
                         held.append((now, str(tune.get("phase")), point))
+                        ran.append((now, *running_shares(board_root, board)))
                         time.sleep(1.0)
             finally:
                 cpu = cpu_share(daemon.pid, time.monotonic() - started)
@@ -287,9 +307,13 @@ def main(argv: List[str]) -> int:
             print(f"  demand {d:.1f}/s (best {best_at[0] / 1e6:.0f}/{best_at[1] / 1e6:.0f} MHz, "
                   f"held {last[-1]['gpu'] / 1e6:.0f}/{last[-1]['emc'] / 1e6:.0f} MHz at its end)"
                   if last else f"  demand {d:.1f}/s")
+            clocks = ran_within(worth(surface, ran, d, floor), best, k * args.phase_s,
+                                (k + 1) * args.phase_s)
             print(f"    within 5% of the optimum after "
                   f"{'never' if reached is None else f'{reached:.0f} s'}; at its end "
-                  f"{'-' if end_gap is None else f'{100 * end_gap:.1f}%'} below it")
+                  f"{'-' if end_gap is None else f'{100 * end_gap:.1f}%'} below it; its clocks "
+                  f"within 5% for 10 s from "
+                  f"{'never' if clocks is None else f'{clocks:.0f} s'}")
         print("  the daemon's CPU: " + ("not read" if cpu is None else
                                         f"{100 * cpu:.1f}% of a core (its start to SIGTERM)"))
         print(f"  SIGTERM restored the board byte for byte: {restored}"
