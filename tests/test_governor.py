@@ -356,6 +356,7 @@ def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
     while decision.point != gov.held or decision.window_share != 1.0:
         decision, _, _ = _run(gov, served, decision, 0.1)  # a full window at the held point
     held, epochs, reads, walked = gov.held, gov.epochs, dict(gov._epoch.reads), gov._held_windows
+    held_reads = list(reads[held])
     demand_reads = list(gov._epoch.demand_reads)
     rate, power = served.truth(held)
     mine = gov._epoch.mean(held)
@@ -371,6 +372,11 @@ def test_a_move_that_was_noise_takes_the_demand_before_back_with_its_windows():
     assert gov.epochs == epochs and gov.same_again == 1
     assert "is the one before within noise: its windows kept" in decision.why, decision.why
     assert set(reads) <= set(gov._epoch.reads)
+    # the held window that seemed to show the move read this demand too: one more of the held
+    # point's (dropped, a held point whose few windows read low saw every later one as a rise:
+    # live run BH's fall went to the top three times in 30 s, taken back each time)
+    assert gov._epoch.reads[held][:len(held_reads)] == held_reads
+    assert gov._epoch.reads[held][len(held_reads)].items_per_s == 0.8 * rate
     # the read that took it back is a read of that demand too (it was dropped: live-like, a
     # rise's first read at the top 25% low, 28.0 +- 9.3%, stayed the demand after two reads of
     # 36.0 +- 4.8% and 35.6 +- 5.8% took it back, for 50 s)

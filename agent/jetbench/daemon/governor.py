@@ -15,8 +15,9 @@ a change, up to 15% short of the optimum (benchmarks/RESULTS.md). This one keeps
   windows at a point are compared within one. A demand read after a move that is the one before
   it within noise takes that one back with its windows (the move was a window's noise: Poisson
   arrivals at a low rate are 6% noisy in a short window, and a new epoch would search again
-  from the models), the read one more of that demand, and the point held then, its walk where
-  it was, unless a point read is ahead of it beyond noise (_resumed). A window at a point the
+  from the models), the read one more of that demand, the held window that showed the move one
+  more of its point's, and the point held then, its walk where it was, unless a point read is
+  ahead of it beyond noise (_resumed). A window at a point the
   capacity model puts well above the demand reads it too (Epoch.read_kept_up): one read at the
   top is 5-10% noisy, and a held point near its capacity serves only 10% more when it doubles.
   A point that serves more than the demand beyond noise may have drained a backlog a point

@@ -62,9 +62,11 @@ class DemandReading(Holding):
         # drained would flatter the next one): where it fell, at the held point itself (it
         # keeps up with less; the top would read the same at more power), else at the top
         went = "fell" if window.items_per_s < ref.items_per_s else "rose"
-        return self._new_demand(f"the rate {went} ({ref.items_per_s:.3g} -> "
-                                f"{window.items_per_s:.3g}/s)",
-                                at=point if went == "fell" else None)
+        decision = self._new_demand(f"the rate {went} ({ref.items_per_s:.3g} -> "
+                                    f"{window.items_per_s:.3g}/s)",
+                                    at=point if went == "fell" else None)
+        self._moved = (point, window)  # (its point's, should the move prove noise)
+        return decision
 
     def _new_demand(self, why: str, at: Optional[Point] = None) -> Decision:
         """A new demand, read at `at` (default the top) after a settling window (a backlog the
@@ -83,6 +85,7 @@ class DemandReading(Holding):
         self._checking = None  # (a look under way ends with its demand)
         self._before = self._epoch
         self._epoch = Epoch()
+        self._moved = None
 
     def _same_as_before(self, window: Window) -> bool:
         """The demand read after a move is the one before it within noise (the move was noise):
@@ -93,6 +96,14 @@ class DemandReading(Holding):
         self._epoch = before
         self.epochs -= 1
         self.same_again += 1
+        moved, self._moved = self._moved, None
+        if moved is not None:
+            # the held window that seemed to show the move read this demand too: one more of
+            # its point's windows (else the point's mean stays what it was, and a held point
+            # whose few windows read low sees every later one as a rise: live run BH's fall,
+            # one 3 s read 18% low, sent to the top three times in 30 s and taken back each time)
+            self._epoch.reads.setdefault(moved[0], []).append(moved[1])
+            self._remember(*moved)
         self._resume = self.held
         self._kept = (f"the demand read again ({window.items_per_s:.3g}/s) is the one before "
                       "within noise: its windows kept")

@@ -85,6 +85,8 @@ class Holding:
         self.epochs = 0  # demands seen (a change begins another)
         self._epoch = Epoch()
         self._before: Optional[Epoch] = None  # the demand before a move, until the next is read
+        # the held window that showed the move (its point, the window), until the next is read
+        self._moved: Optional[Tuple[Point, Window]] = None
         self.same_again = 0  # moves read again as the demand before them
         self._kept = ""  # said before the next choice: a demand taken back
         self._resume: Optional[Point] = None  # ... and the point held when it seemed to move
@@ -333,4 +335,7 @@ class Holding:
         raise NotImplementedError
 
     def _read_scores(self) -> List[Tuple[Point, Window]]:
+        raise NotImplementedError
+
+    def _remember(self, point: Point, window: Window, read_demand: bool = False) -> None:
         raise NotImplementedError
