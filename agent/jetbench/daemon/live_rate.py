@@ -36,18 +36,18 @@ from .scrape import DEADLINE_S, Series, SourceFault, fetch_series, select_series
 
 SCRAPE_TIMEOUT_S = DEADLINE_S
 BUSY_MAX = 1.05  # a busy share above this is no one server's busy time (the module doc),
-# less BUSY_EDGE_ITEMS of the window's items: a server adds an item's time when it ends, so a
+# plus BUSY_EDGE_ITEMS over the window's items: a server adds an item's time when it ends, so a
 # window counts in full the one that ended just after its first reading (up to one item's time
 # over; two for their spread): a window ended early at the start point, under a second of a slow
 # point's items, read 1.09 beside two CPU burners, and its share was not used
 BUSY_EDGE_ITEMS = 2.0
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
 
 def busy_max(items: Optional[float]) -> float:
     """The highest busy share one server shows in a window that served `items` (None: not
     known): BUSY_MAX, and the share its edges' items may put over it."""
     return BUSY_MAX + (BUSY_EDGE_ITEMS / items if items else 0.0)
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
 
 @dataclass(frozen=True)
