@@ -104,15 +104,22 @@ def optimum(surface: Surface, space: Dict[str, List[int]], demand: float, floor:
     best = 0.0
     for g_hz, e_hz in itertools.product(gpu, emc):
         g, e = g_hz / max(gpu), e_hz / max(emc)
-        cap = surface.items_per_s(g, e)
-        rate = min(demand, cap)
-        per_j = rate / power_at(surface, g, e, rate / cap)
+        rate, power = steady(surface, g, e, demand)
+        per_j = rate / power
         ok = rate >= floor and (ceiling_ms is None or
-                                steady_p99_ms(cap, demand) <= ceiling_ms)
+                                steady_p99_ms(surface.items_per_s(g, e), demand) <= ceiling_ms)
         table[(g_hz, e_hz)] = per_j if ok else 0.0
         if ok:
             best = max(best, per_j)
     return best, table
+
+
+def steady(surface: Surface, g: float, e: float, demand: float) -> Tuple[float, float]:
+    """A point's steady items/s and W at a demand: it serves what arrives up to its capacity,
+    its power by the share of time it is busy."""
+    cap = surface.items_per_s(g, e)
+    rate = min(demand, cap)
+    return rate, power_at(surface, g, e, rate / cap)
 
 
 def worth(surface: Surface, ran: List[Tuple[float, float, float]], demand: float,
@@ -121,9 +128,8 @@ def worth(surface: Surface, ran: List[Tuple[float, float, float]], demand: float
     figures (bench_governor.ran_within's samples; under the floor, 0 items/s)."""
     out = []
     for t, g, e in ran:
-        cap = surface.items_per_s(g, e)
-        rate = min(demand, cap)
-        out.append((t, rate if rate >= floor else 0.0, power_at(surface, g, e, rate / cap)))
+        rate, power = steady(surface, g, e, demand)
+        out.append((t, rate if rate >= floor else 0.0, power))
     return out
 
 
@@ -193,17 +199,17 @@ def main(argv: List[str]) -> int:
                                 str(busy_file)], env=ENV, stdout=subprocess.PIPE, text=True)
         url = app.stdout.readline().split()[-1]  # type: ignore[union-attr]
 
+        board_root = Root(str(base))
+        board = detect(board_root)
+
         def watts(_t: float) -> float:
-            root = Root(str(base))
-            g, e = running_shares(root, detect(root))
+            g, e = running_shares(board_root, board)
             try:
                 busy = float(busy_file.read_text())
             except (OSError, ValueError):
                 busy = 0.0
             return power_at(surface, g, e, busy)
 
-        board_root = Root(str(base))
-        board = detect(board_root)
         sock = Path(tmp) / "d.sock"
         with ScpiSim(watts) as meter:
             daemon = subprocess.Popen(
